@@ -1,0 +1,731 @@
+/* psb: options, EAL and port bring-up, role placement on lcores, run, report. */
+#include <errno.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <rte_eal.h>
+#include <rte_ethdev.h>
+#include <rte_launch.h>
+#include <rte_lcore.h>
+#include <rte_malloc.h>
+#include <rte_mempool.h>
+
+#include "psb.h"
+#include "psb_agg.h"
+#include "psb_bench.h"
+#include "psb_ethdev.h"
+#include "psb_kv.h"
+#include "psb_report.h"
+
+#define MBUF_ROOM	(9216 + RTE_PKTMBUF_HEADROOM)
+#define MBUF_PRIV	RTE_ALIGN(sizeof(struct psb_meta), RTE_MBUF_PRIV_ALIGN)
+#define TX_RING		8192
+#define ROLE_RING	4096
+#define NB_DESC		1024
+
+static struct psb_app g_app;
+
+static void
+usage(FILE *out)
+{
+	fprintf(out,
+"usage: psb [options] [len [repeat [mode]]] [-- EAL options]\n"
+"\n"
+"Node:\n"
+"  --role server|worker|scheduler  what this process is (env DMLC_ROLE)\n"
+"  --port SPEC          a port; repeat for more. SPEC is one of\n"
+"                       memif:server|client:/abs/path.sock[:id]  af_packet:IFNAME\n"
+"                       tap:IFNAME  pcap:IN.pcap:OUT.pcap  ring  null  pci:DDDD:BB:DD.F\n"
+"                       (env DMLC_INTERFACE=IF means af_packet:IF)\n"
+"  --ip A.B.C.D         this node's address (env DMLC_NODE_HOST)\n"
+"  --mac XX:XX:..       this node's MAC (default: the first port's)\n"
+"  --udp-port N         data port (default %u)\n"
+"  --scheduler IP[:PORT] the scheduler (env DMLC_PS_ROOT_URI, DMLC_PS_ROOT_PORT);\n"
+"                       a server whose --ip equals it hosts the scheduler\n"
+"  --server IP          worker without scheduler: the one server\n"
+"  --num-workers N      workers in the job (env DMLC_NUM_WORKER, default 1)\n"
+"  --num-servers N      servers in the job (env DMLC_NUM_SERVER, default 1)\n"
+"  --rank N             rank of this worker when there is no scheduler (default 0)\n"
+"  --sync | --async     synchronous rounds (default) or asynchronous updates\n"
+"  --shards N           server shards, one role each (default 1)\n"
+"  --workers N          worker roles in this process (default 1)\n"
+"  --mtu N              wanted MTU (default 9000; lowered to what the port allows)\n"
+"  --max-value BYTES    largest value a server accepts (default 64 MiB)\n"
+"Benchmark (worker; ps-lite's test_benchmark):\n"
+"  --len BYTES          value size per key (default 1024000)\n"
+"  --repeat N           iterations (default 10)\n"
+"  --mode M             0 PUSH_THEN_PULL, 1 PUSH_PULL, 2 PUSH_ONLY, 3 PULL_ONLY (default 1)\n"
+"  --keys N             keys per server (default 40)\n"
+"  --window-bytes N     value bytes in flight (default 8 MiB)\n"
+"  --duration SECONDS   stop the benchmark after this long; servers: exit after it\n"
+"  --timeout-us N       resend a request unanswered this long (default 20000)\n"
+"  --max-retries N      then fail it (default 50; 0 = forever)\n"
+"  --verify             check every pulled value (sync: exact sums)\n"
+"  --results FILE       write the result as JSON (FILE.<rank> with several workers)\n"
+"  --log-every SECONDS  progress line period (default 1; 0 = none)\n"
+"Process:\n"
+"  -l, --lcores LIST    lcores (default 0); roles are spread one per lcore when there\n"
+"                       are enough, else they share (all on one lcore: run to completion)\n"
+"  --mem MB             memory for DPDK (default: what the pools need + 64)\n"
+"  --mbufs N            mbufs in the pool (default from rings and ports)\n"
+"  --huge | --no-huge   require hugepages / never use them (default: use if free)\n"
+"  --file-prefix NAME   DPDK runtime prefix (default psb-PID)\n"
+"  --idle-exit MS       exit once no packet arrived for MS ms (pcap replay)\n"
+"  --stats-file FILE    write counters as JSON at exit\n"
+"  -v, --verbose        more output (env PS_VERBOSE=1/2)\n"
+"  -q, --quiet          only results and errors\n"
+"  -h, --help\n", PSB_UDP_PORT);
+}
+
+static int
+die(const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "psb: ");
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "\n");
+	exit(2);
+}
+
+static uint64_t
+parse_u64(const char *opt, const char *v, uint64_t lo, uint64_t hi)
+{
+	char *end;
+	unsigned long long x;
+
+	errno = 0;
+	x = strtoull(v, &end, 0);
+	if (errno != 0 || end == v || *end != '\0' || v[0] == '-' || x < lo || x > hi)
+		die("%s: expected an integer in [%llu, %llu], got '%s'", opt,
+			(unsigned long long)lo, (unsigned long long)hi, v);
+	return x;
+}
+
+static double
+parse_seconds(const char *opt, const char *v)
+{
+	char *end;
+	double x = strtod(v, &end);
+
+	if (end == v || *end != '\0' || x < 0 || x > 1e7)
+		die("%s: expected seconds >= 0, got '%s'", opt, v);
+	return x;
+}
+
+static uint32_t
+parse_ip_or_die(const char *opt, const char *v)
+{
+	uint32_t ip;
+
+	if (psb_parse_ip(v, &ip) != 0)
+		die("%s: expected an IPv4 address like 198.18.0.1, got '%s'", opt, v);
+	return ip;
+}
+
+static enum psb_node_role
+parse_role(const char *opt, const char *v)
+{
+	if (strcmp(v, "server") == 0)
+		return PSB_NODE_SERVER;
+	if (strcmp(v, "worker") == 0)
+		return PSB_NODE_WORKER;
+	if (strcmp(v, "scheduler") == 0)
+		return PSB_NODE_SCHEDULER;
+	die("%s: expected server, worker or scheduler, got '%s'", opt, v);
+	return PSB_NODE_SERVER;
+}
+
+static void
+add_port(struct psb_app *app, const char *spec)
+{
+	char err[256];
+
+	if (app->nports >= PSB_MAX_PORTS)
+		die("--port: at most %d ports", PSB_MAX_PORTS);
+	if (psb_port_parse(spec, app->nports, &app->specs[app->nports], err, sizeof(err)) != 0)
+		die("--port: %s", err);
+	app->nports++;
+}
+
+enum {
+	OPT_ROLE = 256, OPT_PORT, OPT_IP, OPT_MAC, OPT_UDP_PORT, OPT_SCHED, OPT_SERVER,
+	OPT_NUM_WORKERS, OPT_NUM_SERVERS, OPT_RANK, OPT_SYNC, OPT_ASYNC, OPT_SHARDS, OPT_WORKERS,
+	OPT_MTU, OPT_MAX_VALUE, OPT_LEN, OPT_REPEAT, OPT_MODE, OPT_KEYS, OPT_WINDOW, OPT_DURATION,
+	OPT_TIMEOUT, OPT_RETRIES, OPT_VERIFY, OPT_RESULTS, OPT_LOG_EVERY, OPT_MEM, OPT_MBUFS,
+	OPT_HUGE, OPT_NO_HUGE, OPT_PREFIX, OPT_IDLE_EXIT, OPT_STATS_FILE,
+};
+
+static const struct option long_opts[] = {
+	{ "role", required_argument, NULL, OPT_ROLE },
+	{ "port", required_argument, NULL, OPT_PORT },
+	{ "ip", required_argument, NULL, OPT_IP },
+	{ "mac", required_argument, NULL, OPT_MAC },
+	{ "udp-port", required_argument, NULL, OPT_UDP_PORT },
+	{ "scheduler", required_argument, NULL, OPT_SCHED },
+	{ "server", required_argument, NULL, OPT_SERVER },
+	{ "num-workers", required_argument, NULL, OPT_NUM_WORKERS },
+	{ "num-servers", required_argument, NULL, OPT_NUM_SERVERS },
+	{ "rank", required_argument, NULL, OPT_RANK },
+	{ "sync", no_argument, NULL, OPT_SYNC },
+	{ "async", no_argument, NULL, OPT_ASYNC },
+	{ "shards", required_argument, NULL, OPT_SHARDS },
+	{ "workers", required_argument, NULL, OPT_WORKERS },
+	{ "mtu", required_argument, NULL, OPT_MTU },
+	{ "max-value", required_argument, NULL, OPT_MAX_VALUE },
+	{ "len", required_argument, NULL, OPT_LEN },
+	{ "repeat", required_argument, NULL, OPT_REPEAT },
+	{ "mode", required_argument, NULL, OPT_MODE },
+	{ "keys", required_argument, NULL, OPT_KEYS },
+	{ "window-bytes", required_argument, NULL, OPT_WINDOW },
+	{ "duration", required_argument, NULL, OPT_DURATION },
+	{ "timeout-us", required_argument, NULL, OPT_TIMEOUT },
+	{ "max-retries", required_argument, NULL, OPT_RETRIES },
+	{ "verify", no_argument, NULL, OPT_VERIFY },
+	{ "results", required_argument, NULL, OPT_RESULTS },
+	{ "log-every", required_argument, NULL, OPT_LOG_EVERY },
+	{ "lcores", required_argument, NULL, 'l' },
+	{ "mem", required_argument, NULL, OPT_MEM },
+	{ "mbufs", required_argument, NULL, OPT_MBUFS },
+	{ "huge", no_argument, NULL, OPT_HUGE },
+	{ "no-huge", no_argument, NULL, OPT_NO_HUGE },
+	{ "file-prefix", required_argument, NULL, OPT_PREFIX },
+	{ "idle-exit", required_argument, NULL, OPT_IDLE_EXIT },
+	{ "stats-file", required_argument, NULL, OPT_STATS_FILE },
+	{ "verbose", no_argument, NULL, 'v' },
+	{ "quiet", no_argument, NULL, 'q' },
+	{ "help", no_argument, NULL, 'h' },
+	{ NULL, 0, NULL, 0 },
+};
+
+struct run_opts {
+	struct psb_eal_opts eal;
+	uint64_t mbufs;
+	int mem_given;
+};
+
+/* ps-lite's environment first; command-line flags override it. */
+static void
+apply_env(struct psb_app *app)
+{
+	const char *v;
+
+	if ((v = getenv("DMLC_ROLE")) != NULL && *v != '\0')
+		app->node_role = parse_role("DMLC_ROLE", v);
+	if ((v = getenv("DMLC_NUM_WORKER")) != NULL && *v != '\0')
+		app->num_workers = (uint16_t)parse_u64("DMLC_NUM_WORKER", v, 1, PSB_KV_MAX_WORKERS);
+	if ((v = getenv("DMLC_NUM_SERVER")) != NULL && *v != '\0')
+		app->num_servers = (uint16_t)parse_u64("DMLC_NUM_SERVER", v, 1, 128);
+	if ((v = getenv("DMLC_PS_ROOT_URI")) != NULL && *v != '\0')
+		app->sched_ip = parse_ip_or_die("DMLC_PS_ROOT_URI", v);
+	if ((v = getenv("DMLC_PS_ROOT_PORT")) != NULL && *v != '\0')
+		app->sched_port = (uint16_t)parse_u64("DMLC_PS_ROOT_PORT", v, 1, 65535);
+	if ((v = getenv("DMLC_NODE_HOST")) != NULL && *v != '\0')
+		app->me.ip = parse_ip_or_die("DMLC_NODE_HOST", v);
+	if ((v = getenv("PS_VERBOSE")) != NULL && *v != '\0')
+		app->verbose = (int)parse_u64("PS_VERBOSE", v, 0, 2);
+	if ((v = getenv("DMLC_INTERFACE")) != NULL && *v != '\0') {
+		char spec[128];
+
+		snprintf(spec, sizeof(spec), "af_packet:%.100s", v);
+		add_port(app, spec);
+		app->nports = 1;	/* --port given later replaces it */
+	}
+}
+
+static void
+parse_args(struct psb_app *app, struct run_opts *ro, int argc, char **argv)
+{
+	int c, npos = 0, env_port = app->nports;
+	uint64_t duration_ns = 0;
+
+	while ((c = getopt_long(argc, argv, "l:vqh", long_opts, NULL)) != -1) {
+		switch (c) {
+		case OPT_ROLE: app->node_role = parse_role("--role", optarg); break;
+		case OPT_PORT:
+			if (env_port) {
+				app->nports = 0;
+				env_port = 0;
+			}
+			add_port(app, optarg);
+			break;
+		case OPT_IP: app->me.ip = parse_ip_or_die("--ip", optarg); break;
+		case OPT_MAC:
+			if (psb_parse_mac(optarg, app->me.mac) != 0)
+				die("--mac: expected XX:XX:XX:XX:XX:XX, got '%s'", optarg);
+			app->mac_given = 1;
+			break;
+		case OPT_UDP_PORT: app->me.port = (uint16_t)parse_u64("--udp-port", optarg, 1, 65535); break;
+		case OPT_SCHED: {
+			char ipbuf[64];
+			const char *colon = strchr(optarg, ':');
+
+			snprintf(ipbuf, sizeof(ipbuf), "%.*s", colon != NULL ? (int)(colon - optarg) :
+				(int)strlen(optarg), optarg);
+			app->sched_ip = parse_ip_or_die("--scheduler", ipbuf);
+			if (colon != NULL)
+				app->sched_port = (uint16_t)parse_u64("--scheduler port", colon + 1, 1,
+					65535);
+			break;
+		}
+		case OPT_SERVER: app->static_server_ip = parse_ip_or_die("--server", optarg); break;
+		case OPT_NUM_WORKERS:
+			app->num_workers = (uint16_t)parse_u64("--num-workers", optarg, 1,
+				PSB_KV_MAX_WORKERS);
+			break;
+		case OPT_NUM_SERVERS:
+			app->num_servers = (uint16_t)parse_u64("--num-servers", optarg, 1, 128);
+			break;
+		case OPT_RANK: app->rank_base = (uint16_t)parse_u64("--rank", optarg, 0, 1023); break;
+		case OPT_SYNC: app->sync = 1; break;
+		case OPT_ASYNC: app->sync = 0; break;
+		case OPT_SHARDS:
+			app->nshards = (uint16_t)parse_u64("--shards", optarg, 1, PSB_MAX_SHARDS);
+			break;
+		case OPT_WORKERS:
+			app->nlocal_workers = (uint16_t)parse_u64("--workers", optarg, 1,
+				PSB_MAX_LOCAL_WORKERS);
+			break;
+		case OPT_MTU: app->mtu_want = (uint16_t)parse_u64("--mtu", optarg, 576, 9000); break;
+		case OPT_MAX_VALUE:
+			app->max_value = (uint32_t)parse_u64("--max-value", optarg, 4, PSB_MAX_VALUE);
+			break;
+		case OPT_LEN:
+			app->bench.len = (uint32_t)parse_u64("--len", optarg, 4, PSB_MAX_VALUE);
+			break;
+		case OPT_REPEAT: app->bench.repeat = parse_u64("--repeat", optarg, 1, UINT64_MAX); break;
+		case OPT_MODE:
+			app->bench.mode = psb_bench_mode_parse(optarg);
+			if (app->bench.mode < 0)
+				die("--mode: expected 0-3 or PUSH_THEN_PULL|PUSH_PULL|PUSH_ONLY|PULL_ONLY, "
+					"got '%s'", optarg);
+			break;
+		case OPT_KEYS:
+			app->bench.keys_per_server = (uint32_t)parse_u64("--keys", optarg, 1, 1u << 20);
+			break;
+		case OPT_WINDOW:
+			app->bench.window_bytes = parse_u64("--window-bytes", optarg, 4, 1ull << 32);
+			break;
+		case OPT_DURATION:
+			duration_ns = (uint64_t)(parse_seconds("--duration", optarg) * 1e9);
+			break;
+		case OPT_TIMEOUT:
+			app->bench.timeout_ns = parse_u64("--timeout-us", optarg, 10, 60000000) * 1000;
+			break;
+		case OPT_RETRIES:
+			app->bench.max_retries = (uint32_t)parse_u64("--max-retries", optarg, 0, 1u << 30);
+			break;
+		case OPT_VERIFY: app->bench.verify = 1; break;
+		case OPT_RESULTS: app->bench.results = optarg; break;
+		case OPT_LOG_EVERY:
+			app->bench.log_every_ns = (uint64_t)(parse_seconds("--log-every", optarg) * 1e9);
+			break;
+		case 'l': ro->eal.lcores = optarg; break;
+		case OPT_MEM:
+			ro->eal.mem_mb = parse_u64("--mem", optarg, 16, 1u << 20);
+			ro->mem_given = 1;
+			break;
+		case OPT_MBUFS: ro->mbufs = parse_u64("--mbufs", optarg, 512, 1u << 24); break;
+		case OPT_HUGE: ro->eal.force_huge = 1; break;
+		case OPT_NO_HUGE: ro->eal.force_no_huge = 1; break;
+		case OPT_PREFIX: ro->eal.file_prefix = optarg; break;
+		case OPT_IDLE_EXIT:
+			app->idle_exit_ns = parse_u64("--idle-exit", optarg, 1, 3600000) * 1000000;
+			break;
+		case OPT_STATS_FILE: app->stats_file = optarg; break;
+		case 'v': app->verbose++; break;
+		case 'q': app->quiet = 1; break;
+		case 'h': usage(stdout); exit(0);
+		default: usage(stderr); exit(2);
+		}
+	}
+	/* test_benchmark's positional arguments: [len] [repeat] [mode]. */
+	while (optind < argc) {
+		const char *v = argv[optind++];
+
+		if (strcmp(argv[optind - 1], "--") == 0)
+			break;
+		switch (npos++) {
+		case 0: app->bench.len = (uint32_t)parse_u64("len", v, 4, PSB_MAX_VALUE); break;
+		case 1: app->bench.repeat = parse_u64("repeat", v, 1, UINT64_MAX); break;
+		case 2:
+			app->bench.mode = psb_bench_mode_parse(v);
+			if (app->bench.mode < 0)
+				die("mode: expected 0-3, got '%s'", v);
+			break;
+		default: die("unexpected argument '%s' (EAL options go after --)", v);
+		}
+	}
+	/* Anything after "--" goes to the EAL untouched. */
+	ro->eal.n_extra = argc - optind;
+	ro->eal.extra = argv + optind;
+	if (app->node_role == PSB_NODE_WORKER)
+		app->bench.max_time_ns = duration_ns;
+	else
+		app->duration_ns = duration_ns;
+	if ((app->bench.len & 3) != 0)
+		die("len: %u is not a multiple of 4 (values are float32 arrays)", app->bench.len);
+	if (app->verbose >= 2)
+		app->bench.log_every_ns = app->bench.log_every_ns ? app->bench.log_every_ns : 1000000000ull;
+}
+
+static void
+check_config(struct psb_app *app)
+{
+	if (app->nports == 0)
+		die("no port given: use --port SPEC (e.g. --port memif:server:/run/psb.sock) "
+			"or DMLC_INTERFACE");
+	if (app->me.ip == 0)
+		die("no address given: use --ip A.B.C.D (or DMLC_NODE_HOST)");
+	if (app->node_role == PSB_NODE_WORKER && app->sched_ip == 0 && app->static_server_ip == 0)
+		die("worker: give --scheduler IP (DMLC_PS_ROOT_URI) or --server IP");
+	if (app->node_role == PSB_NODE_SCHEDULER && app->sched_ip != 0 && app->sched_ip != app->me.ip)
+		die("scheduler: --scheduler %s differs from --ip; the scheduler runs where it is",
+			"(DMLC_PS_ROOT_URI)");
+	if (app->node_role == PSB_NODE_WORKER && app->rank_base + app->nlocal_workers >
+	    app->num_workers && app->sched_ip == 0)
+		die("--rank %u with --workers %u exceeds --num-workers %u", app->rank_base,
+			app->nlocal_workers, app->num_workers);
+	if (app->bench.len > app->max_value && app->node_role == PSB_NODE_WORKER)
+		die("--len %u exceeds --max-value %u", app->bench.len, app->max_value);
+}
+
+static void
+on_signal(int sig)
+{
+	(void)sig;
+	g_app.quit = 1;
+}
+
+/* Roles this process runs, in table order. */
+static int
+plan_roles(struct psb_app *app)
+{
+	unsigned int n = 0, i;
+	struct psb_role_inst *r;
+
+	app->host_sched = app->node_role == PSB_NODE_SCHEDULER ||
+		(app->node_role == PSB_NODE_SERVER && app->sched_ip == app->me.ip);
+	app->nroles = 2 + app->host_sched + (app->node_role == PSB_NODE_SERVER ? 1 + app->nshards : 0)
+		+ (app->node_role == PSB_NODE_WORKER ? app->nlocal_workers : 0);
+	app->roles = rte_zmalloc("psb_roles", app->nroles * sizeof(*app->roles), RTE_CACHE_LINE_SIZE);
+	if (app->roles == NULL)
+		return -ENOMEM;
+	r = app->roles;
+	r[n++].role = &psb_role_rx;
+	r[n++].role = &psb_role_tx;
+	if (app->host_sched)
+		r[n++].role = &psb_role_scheduler;
+	if (app->node_role == PSB_NODE_SERVER) {
+		r[n++].role = &psb_role_agent;
+		for (i = 0; i < app->nshards; i++) {
+			r[n].idx = (int)i;
+			r[n++].role = &psb_role_server;
+		}
+	}
+	if (app->node_role == PSB_NODE_WORKER) {
+		for (i = 0; i < app->nlocal_workers; i++) {
+			r[n].idx = (int)i;
+			r[n++].role = &psb_role_worker;
+		}
+	}
+	for (i = 0; i < n; i++)
+		r[i].app = app;
+	return 0;
+}
+
+static struct rte_ring *
+make_ring(const char *name, int idx, unsigned int size, unsigned int flags)
+{
+	char n[RTE_RING_NAMESIZE];
+	struct rte_ring *r;
+
+	snprintf(n, sizeof(n), "psb_%s%d", name, idx);
+	r = rte_ring_create(n, size, (int)rte_socket_id(), flags);
+	if (r == NULL)
+		die("cannot create ring %s: %s", n, rte_strerror(rte_errno));
+	return r;
+}
+
+/* Lcore body: poll the roles placed on this lcore until told to quit. */
+struct lcore_plan {
+	uint64_t pass;
+	unsigned int nroles;
+	struct psb_role_inst *roles[PSB_MAX_ROLES];
+};
+
+static struct lcore_plan g_plan[RTE_MAX_LCORE];
+
+/*
+ * One pass over the roles of an lcore. Reading the TSC costs tens of cycles
+ * on virtual machines, so busy/idle cycles are sampled: one pass in
+ * CYCLE_SAMPLE is timed per role and counted CYCLE_SAMPLE times.
+ */
+#define CYCLE_SAMPLE	16
+
+static inline int
+poll_once(struct lcore_plan *lp)
+{
+	unsigned int i;
+	int work = 0;
+
+	if (unlikely(++lp->pass % CYCLE_SAMPLE == 0)) {
+		uint64_t t0 = rte_rdtsc(), t1;
+
+		for (i = 0; i < lp->nroles; i++) {
+			struct psb_role_inst *ri = lp->roles[i];
+			int n = ri->role->poll(ri);
+
+			t1 = rte_rdtsc();
+			if (n > 0)
+				ri->cnt.busy_cycles += (t1 - t0) * CYCLE_SAMPLE;
+			else
+				ri->cnt.idle_cycles += (t1 - t0) * CYCLE_SAMPLE;
+			ri->cnt.polls++;
+			t0 = t1;
+			work += n;
+		}
+		return work;
+	}
+	for (i = 0; i < lp->nroles; i++) {
+		struct psb_role_inst *ri = lp->roles[i];
+
+		work += ri->role->poll(ri);
+		ri->cnt.polls++;
+	}
+	return work;
+}
+
+static int
+lcore_main(void *arg)
+{
+	struct lcore_plan *lp = arg;
+
+	while (!g_app.quit)
+		poll_once(lp);
+	return 0;
+}
+
+static uint64_t
+total_rx(const struct psb_app *app)
+{
+	uint64_t n = 0;
+	uint16_t i;
+
+	for (i = 0; i < app->nroles; i++)
+		if (app->roles[i].role == &psb_role_rx)
+			n += app->roles[i].cnt.rx_pkts;
+	return n;
+}
+
+/* Housekeeping done by the main lcore: exit conditions. */
+static void
+check_exit(struct psb_app *app, uint64_t now, uint64_t *last_rx, uint64_t *last_rx_ns)
+{
+	uint64_t rx = total_rx(app);
+
+	if (app->node_role == PSB_NODE_WORKER &&
+	    __atomic_load_n(&app->workers_done, __ATOMIC_ACQUIRE) == app->nlocal_workers)
+		app->quit = 1;
+	if (app->duration_ns != 0 && now >= app->duration_ns)
+		app->quit = 1;
+	if (app->idle_exit_ns != 0) {
+		if (rx != *last_rx) {
+			*last_rx = rx;
+			*last_rx_ns = now;
+		} else if (now - *last_rx_ns >= app->idle_exit_ns) {
+			app->quit = 1;
+		}
+	}
+}
+
+int
+main(int argc, char **argv)
+{
+	struct psb_app *app = &g_app;
+	struct run_opts ro;
+	struct psb_mem_info mi;
+	struct psb_eal_argv ea;
+	char err[512];
+	uint64_t need_mb, nmbufs, last_rx = 0, last_rx_ns = 0;
+	unsigned int lcore, nworker_lcores = 0, i, k;
+	unsigned int worker_lcores[RTE_MAX_LCORE];
+	int rc, eal_argc, exit_code = 0;
+
+	memset(&ro, 0, sizeof(ro));
+	app->node_role = PSB_NODE_SERVER;
+	app->me.port = PSB_UDP_PORT;
+	app->sched_port = PSB_SCHED_PORT;
+	app->num_workers = 1;
+	app->num_servers = 1;
+	app->nshards = 1;
+	app->nlocal_workers = 1;
+	app->sync = 1;
+	app->mtu_want = 9000;
+	app->max_value = 64u << 20;
+	app->bench.len = 1024000;
+	app->bench.repeat = 10;
+	app->bench.mode = PSB_BENCH_PUSH_PULL;
+	app->bench.keys_per_server = 40;
+	app->bench.timeout_ns = 20ull * 1000 * 1000;
+	app->bench.max_retries = 50;
+	app->bench.log_every_ns = 1000000000ull;
+	apply_env(app);
+	parse_args(app, &ro, argc, argv);
+	check_config(app);
+	app->worker_port_base = (uint16_t)(app->me.port + 2);
+	if (app->sched_port >= app->worker_port_base &&
+	    app->sched_port < app->worker_port_base + app->nlocal_workers)
+		die("scheduler port %u collides with worker ports %u-%u", app->sched_port,
+			app->worker_port_base, app->worker_port_base + app->nlocal_workers - 1);
+
+	/* Pool: every ring and descriptor full at once, plus per-lcore caches. */
+	nmbufs = ro.mbufs != 0 ? ro.mbufs :
+		(uint64_t)app->nports * 2 * NB_DESC + TX_RING +
+		(uint64_t)(app->nshards + app->nlocal_workers + 2) * ROLE_RING + 4096;
+	need_mb = (nmbufs * (MBUF_ROOM + MBUF_PRIV + 256) >> 20) + 16;
+	if (!ro.mem_given)
+		ro.eal.mem_mb = need_mb + 64;
+	else if (ro.eal.mem_mb < need_mb)
+		die("--mem %llu MB cannot hold the packet pool: %llu mbufs of %u bytes need %llu MB "
+			"(give more --mem, or fewer --mbufs)", (unsigned long long)ro.eal.mem_mb,
+			(unsigned long long)nmbufs, (unsigned int)MBUF_ROOM,
+			(unsigned long long)need_mb);
+
+	psb_mem_probe(&mi);
+	eal_argc = psb_eal_build_argv(argv[0], &ro.eal, app->specs, app->nports, &mi, &ea, err,
+		sizeof(err));
+	if (eal_argc < 0)
+		die("%s", err);
+	if (app->verbose) {
+		fprintf(stderr, "psb: EAL:");
+		for (rc = 0; rc < eal_argc; rc++)
+			fprintf(stderr, " %s", ea.argv[rc]);
+		fprintf(stderr, "\n");
+	}
+	PSB_DBG(app, 1, "%s, %llu MB for %llu mbufs", ea.use_huge ? "hugepages" : "no hugepages",
+		(unsigned long long)ro.eal.mem_mb, (unsigned long long)nmbufs);
+	if (rte_eal_init(eal_argc, ea.argv) < 0)
+		die("EAL initialisation failed: %s (args above with -v)", rte_strerror(rte_errno));
+
+	signal(SIGINT, on_signal);
+	signal(SIGTERM, on_signal);
+	app->ns_per_tsc = 1e9 / (double)rte_get_tsc_hz();
+	app->start_tsc = rte_get_tsc_cycles();
+	psb_agg_add(NULL, NULL, 0);	/* pick the aggregation kernel now, not on the fast path */
+
+	app->pool = rte_pktmbuf_pool_create("psb_pool", (unsigned int)nmbufs, 256, MBUF_PRIV,
+		MBUF_ROOM, (int)rte_socket_id());
+	if (app->pool == NULL)
+		die("cannot create a pool of %llu mbufs (%llu MB): %s; give more --mem",
+			(unsigned long long)nmbufs, (unsigned long long)need_mb, rte_strerror(rte_errno));
+
+	for (i = 0; i < app->nports; i++) {
+		struct psb_ethdev_info info;
+		uint16_t pid;
+
+		if (rte_eth_dev_get_port_by_name(app->specs[i].name, &pid) != 0)
+			die("port '%s': device %s did not come up (is its driver installed? "
+				"see scripts/setup.sh)", app->specs[i].spec, app->specs[i].name);
+		if (psb_ethdev_setup(pid, app->mtu_want, NB_DESC, app->pool, &info, err,
+				sizeof(err)) != 0)
+			die("port '%s': %s", app->specs[i].spec, err);
+		app->port_ids[i] = pid;
+		if (i == 0 || info.mtu < app->mtu)
+			app->mtu = info.mtu;
+		PSB_DBG(app, 1, "port %u: %s (%s), MTU %u", pid, app->specs[i].spec, info.driver,
+			info.mtu);
+	}
+	if (!app->mac_given) {
+		struct rte_ether_addr ea0;
+
+		rte_eth_macaddr_get(app->port_ids[0], &ea0);
+		memcpy(app->me.mac, ea0.addr_bytes, 6);
+	}
+	app->seg_size = psb_seg_size_for_mtu(app->mtu);
+	app->parse.my_ip = app->me.ip;
+	app->parse.psb_port = 0;	/* ports are routed in psb_dispatch */
+	app->parse.check_ip_csum = 1;
+
+	app->tx_ring = make_ring("tx", 0, TX_RING, RING_F_SC_DEQ);
+	for (i = 0; i < app->nshards && app->node_role == PSB_NODE_SERVER; i++)
+		app->shard_ring[i] = make_ring("shard", (int)i, ROLE_RING, RING_F_SC_DEQ);
+	for (i = 0; i < app->nlocal_workers && app->node_role == PSB_NODE_WORKER; i++)
+		app->wk_ring[i] = make_ring("wk", (int)i, ROLE_RING, RING_F_SC_DEQ);
+	if (app->node_role == PSB_NODE_SERVER)
+		app->agent_ring = make_ring("agent", 0, 256, RING_F_SC_DEQ);
+	if (plan_roles(app) != 0)
+		die("out of memory");
+	if (app->host_sched)
+		app->sched_ring = make_ring("sched", 0, 1024, RING_F_SC_DEQ);
+
+	for (i = 0; i < app->nroles; i++) {
+		struct psb_role_inst *ri = &app->roles[i];
+
+		if (ri->role->init != NULL && (rc = ri->role->init(ri)) != 0)
+			die("role %s: init failed: %s", ri->role->name, strerror(-rc));
+	}
+
+	/* Placement: one role per worker lcore when there are enough, else share. */
+	RTE_LCORE_FOREACH_WORKER(lcore)
+		worker_lcores[nworker_lcores++] = lcore;
+	for (i = 0; i < app->nroles; i++) {
+		unsigned int lc = nworker_lcores == 0 ? rte_get_main_lcore() :
+			worker_lcores[i % nworker_lcores];
+		struct lcore_plan *lp = &g_plan[lc];
+
+		app->roles[i].lcore = lc;
+		lp->roles[lp->nroles++] = &app->roles[i];
+	}
+	PSB_LOG(app, "%s %s, %u role(s) on %u lcore(s)%s, MTU %u, segment %u B",
+		app->node_role == PSB_NODE_SERVER ? "server" :
+		app->node_role == PSB_NODE_WORKER ? "worker" : "scheduler",
+		psb_ip_str(app->me.ip, err), app->nroles,
+		nworker_lcores == 0 ? 1 : nworker_lcores,
+		nworker_lcores == 0 ? " (run to completion)" : "", app->mtu, app->seg_size);
+	for (k = 0; k < nworker_lcores; k++)
+		if (g_plan[worker_lcores[k]].nroles != 0)
+			rte_eal_remote_launch(lcore_main, &g_plan[worker_lcores[k]], worker_lcores[k]);
+
+	while (!app->quit) {
+		uint64_t now = psb_now_ns(app);
+
+		if (nworker_lcores == 0) {
+			/* Run to completion: the main lcore polls all roles between checks. */
+			for (k = 0; k < 1024 && !app->quit; k++)
+				poll_once(&g_plan[rte_get_main_lcore()]);
+		} else {
+			usleep(1000);
+		}
+		check_exit(app, now, &last_rx, &last_rx_ns);
+	}
+	rte_eal_mp_wait_lcore();
+
+	if (app->node_role == PSB_NODE_WORKER && app->workers_failed != 0)
+		exit_code = 1;
+	psb_report_print(app, stdout);
+	if (app->stats_file != NULL && psb_report_write_json(app, app->stats_file) != 0) {
+		PSB_LOG(app, "cannot write %s", app->stats_file);
+		exit_code = 1;
+	}
+	for (i = 0; i < app->nroles; i++) {
+		struct psb_role_inst *ri = &app->roles[i];
+
+		if (ri->role->fini != NULL)
+			ri->role->fini(ri);
+	}
+	for (i = 0; i < app->nports; i++)
+		psb_ethdev_close(app->port_ids[i]);
+	for (i = 0; i < app->nports; i++)
+		if (app->specs[i].kind == PSB_PORT_MEMIF && app->specs[i].memif_server)
+			unlink(app->specs[i].sock_path);
+	rte_eal_cleanup();
+	return exit_code;
+}

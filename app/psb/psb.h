@@ -1,0 +1,225 @@
+/* psb appliance: shared state of one process, role interface, counters. */
+#ifndef PSB_H
+#define PSB_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include <rte_common.h>
+#include <rte_cycles.h>
+#include <rte_mbuf.h>
+#include <rte_ring.h>
+
+#include "psb_port.h"
+#include "psb_proto.h"
+#include "psb_sched.h"
+
+#define PSB_MAX_SHARDS		16
+#define PSB_MAX_LOCAL_WORKERS	32
+#define PSB_MAX_ROLES		(4 + PSB_MAX_SHARDS + PSB_MAX_LOCAL_WORKERS)
+#define PSB_BURST		32
+#define PSB_OUT_BUF		64
+#define PSB_NEIGH_MAX		256
+
+/* Parsed request metadata kept in each mbuf's private area. */
+struct psb_meta {
+	struct psb_hdr hdr;
+	struct psb_addr src;
+	uint16_t payload_off;
+	uint16_t in_port;
+};
+
+static inline struct psb_meta *
+psb_meta(struct rte_mbuf *m)
+{
+	return (struct psb_meta *)rte_mbuf_to_priv(m);
+}
+
+/* Counters of one role instance: written only by the lcore running it, summed by readers. */
+struct psb_counters {
+	uint64_t rx_pkts;
+	uint64_t rx_bytes;
+	uint64_t tx_pkts;
+	uint64_t tx_bytes;
+	uint64_t drops[PSB_DROP_MAX];
+	uint64_t not_served;	/* valid psb frame for a role this node does not run */
+	uint64_t ring_full;	/* handoff to another role failed: ring full */
+	uint64_t no_mbuf;	/* pool empty */
+	uint64_t tx_backlog;	/* packets the port did not take at once */
+	uint64_t linearize_fail;
+	uint64_t arp_replies;
+	uint64_t icmp_replies;
+	uint64_t busy_cycles;
+	uint64_t idle_cycles;
+	uint64_t polls;
+} __rte_cache_aligned;
+
+enum psb_node_role {
+	PSB_NODE_SERVER,
+	PSB_NODE_WORKER,
+	PSB_NODE_SCHEDULER,
+};
+
+struct psb_neigh {
+	uint32_t ip;
+	uint8_t mac[6];
+	uint16_t port;
+	volatile int valid;
+};
+
+struct psb_role_inst;
+
+/* A role: one file under roles/, one line in the role table. */
+struct psb_role {
+	const char *name;
+	int (*init)(struct psb_role_inst *ri);
+	/* One pass; returns the number of packets/events handled (0: idle). */
+	int (*poll)(struct psb_role_inst *ri);
+	void (*fini)(struct psb_role_inst *ri);
+};
+
+struct psb_app;
+
+struct psb_role_inst {
+	struct psb_counters cnt;
+	const struct psb_role *role;
+	struct psb_app *app;
+	int idx;		/* shard or local worker index */
+	unsigned int lcore;
+	void *priv;
+	uint16_t ntx;
+	struct rte_mbuf *txbuf[PSB_OUT_BUF];
+} __rte_cache_aligned;
+
+/* Benchmark / worker settings (ps-lite's test_benchmark arguments and more). */
+struct psb_bench_opts {
+	uint32_t len;
+	uint64_t repeat;
+	int mode;
+	uint32_t keys_per_server;
+	int verify;
+	uint64_t max_time_ns;
+	uint64_t window_bytes;
+	uint64_t timeout_ns;
+	uint32_t max_retries;
+	uint64_t log_every_ns;
+	const char *results;	/* JSON result file */
+};
+
+struct psb_app {
+	/* Options. */
+	enum psb_node_role node_role;
+	struct psb_addr me;
+	int mac_given;
+	uint16_t sched_port;
+	uint32_t sched_ip;		/* 0: no scheduler */
+	int host_sched;			/* this process runs the scheduler role */
+	uint16_t num_workers;		/* cluster-wide */
+	uint16_t num_servers;
+	uint16_t nshards;
+	uint16_t nlocal_workers;
+	uint16_t worker_port_base;	/* local worker i sends from this + i */
+	uint16_t rank_base;		/* rank of local worker 0 when there is no scheduler */
+	uint32_t static_server_ip;	/* worker without scheduler: the server */
+	int sync;
+	uint16_t mtu_want;
+	uint16_t mtu;
+	uint16_t seg_size;
+	uint32_t max_value;
+	struct psb_bench_opts bench;
+	int verbose;
+	uint64_t idle_exit_ns;
+	uint64_t duration_ns;
+	const char *stats_file;
+	int quiet;
+
+	/* Ports. */
+	uint16_t nports;
+	struct psb_port_spec specs[PSB_MAX_PORTS];
+	uint16_t port_ids[PSB_MAX_PORTS];
+
+	/* Runtime. */
+	struct rte_mempool *pool;
+	struct rte_ring *tx_ring;
+	struct rte_ring *shard_ring[PSB_MAX_SHARDS];
+	struct rte_ring *wk_ring[PSB_MAX_LOCAL_WORKERS];
+	struct rte_ring *sched_ring;
+	struct rte_ring *agent_ring;
+	struct psb_parse_cfg parse;
+	struct psb_neigh neigh[PSB_NEIGH_MAX];
+	double ns_per_tsc;
+	uint64_t start_tsc;
+	volatile int quit;
+	volatile int workers_done;
+	volatile int workers_failed;
+	volatile int registered;	/* server: scheduler acknowledged us */
+
+	uint16_t nroles;
+	struct psb_role_inst *roles;	/* [nroles], cache aligned */
+};
+
+static inline uint64_t
+psb_now_ns(const struct psb_app *app)
+{
+	return (uint64_t)((double)(rte_get_tsc_cycles() - app->start_tsc) * app->ns_per_tsc);
+}
+
+/* The role table (roles/roles.c). */
+extern const struct psb_role psb_role_rx;
+extern const struct psb_role psb_role_tx;
+extern const struct psb_role psb_role_server;
+extern const struct psb_role psb_role_worker;
+extern const struct psb_role psb_role_scheduler;
+extern const struct psb_role psb_role_agent;
+extern const struct psb_role *const psb_roles[];
+
+/* Packet paths shared by roles (psb_io.c). */
+void psb_dispatch(struct psb_role_inst *ri, struct rte_mbuf *m);
+int psb_out(struct psb_role_inst *ri, struct rte_mbuf *m, uint32_t dst_ip);
+void psb_out_flush(struct psb_role_inst *ri);
+/* Room for n more packets toward the transmitter right now. */
+int psb_out_room(struct psb_role_inst *ri, unsigned int n);
+/* Build one psb message into a new mbuf; NULL when the pool is empty. */
+struct rte_mbuf *psb_build(struct psb_role_inst *ri, const struct psb_addr *src,
+		const struct psb_addr *dst, const struct psb_hdr *h, const void *payload);
+void psb_neigh_learn(struct psb_app *app, uint32_t ip, const uint8_t *mac, uint16_t port);
+const struct psb_neigh *psb_neigh_find(const struct psb_app *app, uint32_t ip);
+/* Send an ARP request for ip out of every port. */
+void psb_arp_resolve(struct psb_role_inst *ri, uint32_t ip);
+
+/* Registration with the scheduler (roles/agent.c), used by servers and workers. */
+enum psb_agent_state {
+	PSB_AGENT_RESOLVE,	/* ARP for the scheduler */
+	PSB_AGENT_REGISTER,	/* REGISTER until REGISTER_ACK */
+	PSB_AGENT_BARRIER,	/* BARRIER until BARRIER_ACK */
+	PSB_AGENT_READY,
+};
+
+struct psb_agent {
+	enum psb_agent_state state;
+	int server;
+	uint16_t src_port;
+	uint16_t rank;
+	uint32_t barrier_group;
+	uint64_t next_try_ns;
+	uint32_t tries;
+	struct psb_sched_view view;
+};
+
+void psb_agent_init(struct psb_agent *ag, struct psb_app *app, int server, uint16_t src_port);
+/* Drive registration; returns 1 once ready. */
+int psb_agent_step(struct psb_agent *ag, struct psb_role_inst *ri, uint64_t now_ns);
+/* Feed a REGISTER_ACK / BARRIER_ACK. */
+void psb_agent_input(struct psb_agent *ag, struct psb_app *app, const struct psb_meta *meta,
+		const uint8_t *payload);
+
+struct psb_kv;
+/* Store of a server shard role (roles/server.c). */
+const struct psb_kv *psb_server_kv(const struct psb_role_inst *ri);
+
+#define PSB_LOG(app, fmt, ...) \
+	do { if (!(app)->quiet) fprintf(stderr, "psb: " fmt "\n", ##__VA_ARGS__); } while (0)
+#define PSB_DBG(app, lvl, fmt, ...) \
+	do { if ((app)->verbose >= (lvl)) fprintf(stderr, "psb: " fmt "\n", ##__VA_ARGS__); } while (0)
+
+#endif /* PSB_H */

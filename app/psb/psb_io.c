@@ -1,0 +1,249 @@
+/* Packet paths shared by roles: classify and hand off, build, and queue for transmit. */
+#include <string.h>
+
+#include <rte_ethdev.h>
+#include <rte_memcpy.h>
+
+#include "psb.h"
+#include "psb_kv.h"
+
+void
+psb_neigh_learn(struct psb_app *app, uint32_t ip, const uint8_t *mac, uint16_t port)
+{
+	unsigned int i, h = (ip * 2654435761u) % PSB_NEIGH_MAX;
+
+	/* Only the rx role learns, so there is one writer; readers check valid. */
+	for (i = 0; i < PSB_NEIGH_MAX; i++) {
+		struct psb_neigh *n = &app->neigh[(h + i) % PSB_NEIGH_MAX];
+
+		if (n->valid && n->ip == ip) {
+			if (n->port != port || memcmp(n->mac, mac, 6) != 0) {
+				memcpy(n->mac, mac, 6);
+				n->port = port;
+			}
+			return;
+		}
+		if (!n->valid) {
+			n->ip = ip;
+			memcpy(n->mac, mac, 6);
+			n->port = port;
+			rte_smp_wmb();
+			n->valid = 1;
+			return;
+		}
+	}
+}
+
+const struct psb_neigh *
+psb_neigh_find(const struct psb_app *app, uint32_t ip)
+{
+	unsigned int i, h = (ip * 2654435761u) % PSB_NEIGH_MAX;
+
+	for (i = 0; i < PSB_NEIGH_MAX; i++) {
+		const struct psb_neigh *n = &app->neigh[(h + i) % PSB_NEIGH_MAX];
+
+		if (!n->valid)
+			return NULL;
+		if (n->ip == ip)
+			return n;
+	}
+	return NULL;
+}
+
+void
+psb_out_flush(struct psb_role_inst *ri)
+{
+	unsigned int sent;
+
+	if (ri->ntx == 0)
+		return;
+	sent = rte_ring_enqueue_burst(ri->app->tx_ring, (void **)ri->txbuf, ri->ntx, NULL);
+	if (sent < ri->ntx) {
+		ri->cnt.ring_full += ri->ntx - sent;
+		rte_pktmbuf_free_bulk(&ri->txbuf[sent], ri->ntx - sent);
+	}
+	ri->ntx = 0;
+}
+
+int
+psb_out_room(struct psb_role_inst *ri, unsigned int n)
+{
+	if (ri->ntx + n <= PSB_OUT_BUF)
+		return 1;
+	return rte_ring_free_count(ri->app->tx_ring) >= ri->ntx + n;
+}
+
+int
+psb_out(struct psb_role_inst *ri, struct rte_mbuf *m, uint32_t dst_ip)
+{
+	struct psb_app *app = ri->app;
+	const struct psb_neigh *n;
+
+	if (dst_ip == app->me.ip) {
+		/* Local delivery, e.g. a co-located scheduler and server. */
+		psb_dispatch(ri, m);
+		return 0;
+	}
+	n = psb_neigh_find(app, dst_ip);
+	m->port = n != NULL ? n->port : app->port_ids[0];
+	ri->cnt.tx_pkts++;
+	ri->cnt.tx_bytes += m->pkt_len;
+	ri->txbuf[ri->ntx++] = m;
+	if (ri->ntx == PSB_OUT_BUF)
+		psb_out_flush(ri);
+	return 0;
+}
+
+struct rte_mbuf *
+psb_build(struct psb_role_inst *ri, const struct psb_addr *src, const struct psb_addr *dst,
+		const struct psb_hdr *h, const void *payload)
+{
+	struct rte_mbuf *m = rte_pktmbuf_alloc(ri->app->pool);
+	uint16_t len = PSB_FRAME_HLEN + h->seg_len;
+	uint8_t *p;
+
+	if (m == NULL) {
+		ri->cnt.no_mbuf++;
+		return NULL;
+	}
+	p = (uint8_t *)rte_pktmbuf_append(m, len);
+	if (p == NULL) {
+		rte_pktmbuf_free(m);
+		ri->cnt.no_mbuf++;
+		return NULL;
+	}
+	psb_frame_write_headers(p, src, dst, h, h->seg_len);
+	if (h->seg_len != 0)
+		rte_memcpy(p + PSB_FRAME_HLEN, payload, h->seg_len);
+	return m;
+}
+
+void
+psb_arp_resolve(struct psb_role_inst *ri, uint32_t ip)
+{
+	struct psb_app *app = ri->app;
+	uint16_t i;
+
+	for (i = 0; i < app->nports; i++) {
+		struct rte_mbuf *m = rte_pktmbuf_alloc(app->pool);
+		uint8_t *p;
+
+		if (m == NULL) {
+			ri->cnt.no_mbuf++;
+			return;
+		}
+		p = (uint8_t *)rte_pktmbuf_append(m, 60);
+		memset(p, 0, 60);
+		psb_arp_request(p, app->me.mac, app->me.ip, ip);
+		m->port = app->port_ids[i];
+		ri->cnt.tx_pkts++;
+		ri->cnt.tx_bytes += m->pkt_len;
+		ri->txbuf[ri->ntx++] = m;
+		if (ri->ntx == PSB_OUT_BUF)
+			psb_out_flush(ri);
+	}
+}
+
+static void
+handoff(struct psb_role_inst *ri, struct rte_ring *r, struct rte_mbuf *m)
+{
+	if (r == NULL) {
+		ri->cnt.not_served++;
+		rte_pktmbuf_free(m);
+		return;
+	}
+	if (rte_ring_enqueue(r, m) != 0) {
+		ri->cnt.ring_full++;
+		rte_pktmbuf_free(m);
+	}
+}
+
+/* Reply in place (ARP, ICMP) on the port the request came from. */
+static void
+reply_in_place(struct psb_role_inst *ri, struct rte_mbuf *m, uint16_t len)
+{
+	if (len < m->data_len)
+		rte_pktmbuf_trim(m, m->data_len - len);
+	m->ol_flags = 0;
+	ri->cnt.tx_pkts++;
+	ri->cnt.tx_bytes += m->pkt_len;
+	ri->txbuf[ri->ntx++] = m;
+	if (ri->ntx == PSB_OUT_BUF)
+		psb_out_flush(ri);
+}
+
+void
+psb_dispatch(struct psb_role_inst *ri, struct rte_mbuf *m)
+{
+	struct psb_app *app = ri->app;
+	struct psb_frame f;
+	struct psb_meta *meta;
+	uint8_t *p;
+	uint16_t dport;
+	int rc;
+
+	if (m->nb_segs > 1 && rte_pktmbuf_linearize(m) != 0) {
+		ri->cnt.linearize_fail++;
+		rte_pktmbuf_free(m);
+		return;
+	}
+	p = rte_pktmbuf_mtod(m, uint8_t *);
+	rc = psb_frame_parse(p, m->data_len, &app->parse, &f);
+	if (rc < 0) {
+		ri->cnt.drops[-rc]++;
+		rte_pktmbuf_free(m);
+		return;
+	}
+	switch (rc) {
+	case PSB_FRAME_ARP_REQUEST:
+		psb_neigh_learn(app, f.src.ip, f.src.mac, m->port);
+		reply_in_place(ri, m, (uint16_t)psb_arp_reply(p, p, m->data_len, app->me.mac,
+			app->me.ip));
+		ri->cnt.arp_replies++;
+		return;
+	case PSB_FRAME_ARP_REPLY:
+		psb_neigh_learn(app, f.src.ip, f.src.mac, m->port);
+		rte_pktmbuf_free(m);
+		return;
+	case PSB_FRAME_ICMP_ECHO:
+		psb_icmp_echo_reply(p, m->data_len, &f);
+		ri->cnt.icmp_replies++;
+		reply_in_place(ri, m, (uint16_t)(f.l3_off + ((p[f.l3_off + 2] << 8) |
+			p[f.l3_off + 3])));
+		return;
+	default:
+		break;
+	}
+
+	meta = psb_meta(m);
+	meta->hdr = f.hdr;
+	meta->src = f.src;
+	meta->payload_off = (uint16_t)(f.payload - p);
+	meta->in_port = m->port;
+	if (f.src.ip != app->me.ip)
+		psb_neigh_learn(app, f.src.ip, f.src.mac, m->port);
+	dport = f.dst.port;
+
+	if (dport == app->me.port) {
+		if (f.hdr.type == PSB_MSG_REGISTER_ACK || f.hdr.type == PSB_MSG_BARRIER_ACK)
+			handoff(ri, app->agent_ring, m);
+		else if (f.hdr.version == PSB_VERSION && (f.hdr.type & PSB_MSG_RESP))
+			handoff(ri, NULL, m);	/* responses never go to a server port */
+		else if (app->node_role == PSB_NODE_SERVER)
+			handoff(ri, app->shard_ring[psb_kv_shard_of(f.hdr.key, app->nshards)], m);
+		else
+			handoff(ri, NULL, m);
+		return;
+	}
+	if (app->sched_ring != NULL && dport == app->sched_port) {
+		handoff(ri, app->sched_ring, m);
+		return;
+	}
+	if (dport >= app->worker_port_base &&
+	    dport < app->worker_port_base + app->nlocal_workers) {
+		handoff(ri, app->wk_ring[dport - app->worker_port_base], m);
+		return;
+	}
+	ri->cnt.drops[PSB_DROP_PORT]++;
+	rte_pktmbuf_free(m);
+}

@@ -1,0 +1,157 @@
+/* Registration with the scheduler: ARP, REGISTER, BARRIER; and the agent role of servers. */
+#include <string.h>
+
+#include <rte_malloc.h>
+
+#include "psb.h"
+
+#define RETRY_NS	(200ull * 1000 * 1000)
+
+void
+psb_agent_init(struct psb_agent *ag, struct psb_app *app, int server, uint16_t src_port)
+{
+	memset(ag, 0, sizeof(*ag));
+	ag->server = server;
+	ag->src_port = src_port;
+	ag->barrier_group = server ? 0 : PSB_GROUP_WORKERS;
+	if (app->sched_ip == 0) {
+		/* No scheduler: one server, known up front, owning every key. */
+		ag->view.num_servers = 1;
+		ag->view.num_workers = app->num_workers;
+		ag->view.servers[0].ip = server ? app->me.ip : app->static_server_ip;
+		ag->view.servers[0].port = app->me.port;
+		psb_sched_key_range(0, 1, &ag->view.servers[0].key_begin,
+			&ag->view.servers[0].key_end);
+		ag->state = PSB_AGENT_READY;
+		return;
+	}
+	ag->state = app->sched_ip == app->me.ip ? PSB_AGENT_REGISTER : PSB_AGENT_RESOLVE;
+}
+
+static void
+agent_send(struct psb_agent *ag, struct psb_role_inst *ri, uint8_t type)
+{
+	struct psb_app *app = ri->app;
+	const struct psb_neigh *n = psb_neigh_find(app, app->sched_ip);
+	struct psb_addr src = app->me, dst;
+	struct psb_hdr h;
+	struct rte_mbuf *m;
+
+	memset(&dst, 0, sizeof(dst));
+	dst.ip = app->sched_ip;
+	dst.port = app->sched_port;
+	memcpy(dst.mac, n != NULL ? n->mac : app->me.mac, 6);
+	src.port = ag->src_port;
+	psb_hdr_init(&h, type);
+	h.flags = ag->server ? PSB_F_SERVER : PSB_F_WORKER;
+	h.aux = ag->barrier_group;
+	m = psb_build(ri, &src, &dst, &h, NULL);
+	if (m != NULL)
+		psb_out(ri, m, dst.ip);
+}
+
+int
+psb_agent_step(struct psb_agent *ag, struct psb_role_inst *ri, uint64_t now_ns)
+{
+	struct psb_app *app = ri->app;
+
+	if (ag->state == PSB_AGENT_READY)
+		return 1;
+	if (ag->state == PSB_AGENT_RESOLVE && psb_neigh_find(app, app->sched_ip) != NULL) {
+		ag->state = PSB_AGENT_REGISTER;
+		ag->next_try_ns = 0;
+	}
+	if (now_ns < ag->next_try_ns)
+		return 0;
+	ag->next_try_ns = now_ns + RETRY_NS;
+	ag->tries++;
+	if (ag->tries % 25 == 0)
+		PSB_LOG(app, "still waiting for the scheduler (%s, %u tries)",
+			ag->state == PSB_AGENT_RESOLVE ? "ARP" :
+			ag->state == PSB_AGENT_REGISTER ? "REGISTER" : "BARRIER", ag->tries);
+	switch (ag->state) {
+	case PSB_AGENT_RESOLVE:
+		psb_arp_resolve(ri, app->sched_ip);
+		break;
+	case PSB_AGENT_REGISTER:
+		agent_send(ag, ri, PSB_MSG_REGISTER);
+		break;
+	case PSB_AGENT_BARRIER:
+		agent_send(ag, ri, PSB_MSG_BARRIER);
+		break;
+	default:
+		break;
+	}
+	return 0;
+}
+
+void
+psb_agent_input(struct psb_agent *ag, struct psb_app *app, const struct psb_meta *meta,
+		const uint8_t *payload)
+{
+	if (meta->hdr.type == PSB_MSG_REGISTER_ACK && ag->state <= PSB_AGENT_REGISTER) {
+		if (psb_sched_view_decode(&ag->view, payload, meta->hdr.seg_len) != 0) {
+			PSB_LOG(app, "scheduler sent a malformed cluster view; ignored");
+			return;
+		}
+		ag->rank = (uint16_t)meta->hdr.aux;
+		ag->state = ag->barrier_group != 0 ? PSB_AGENT_BARRIER : PSB_AGENT_READY;
+		ag->next_try_ns = 0;
+		ag->tries = 0;
+		PSB_DBG(app, 1, "registered: %s rank %u, %u servers, %u workers",
+			ag->server ? "server" : "worker", ag->rank, ag->view.num_servers,
+			ag->view.num_workers);
+	} else if (meta->hdr.type == PSB_MSG_BARRIER_ACK && ag->state == PSB_AGENT_BARRIER) {
+		ag->state = PSB_AGENT_READY;
+	}
+}
+
+/* The agent role registers a server node and keeps its registration state. */
+static int
+agent_init(struct psb_role_inst *ri)
+{
+	struct psb_agent *ag = rte_zmalloc("psb_agent", sizeof(*ag), RTE_CACHE_LINE_SIZE);
+
+	if (ag == NULL)
+		return -ENOMEM;
+	psb_agent_init(ag, ri->app, 1, ri->app->me.port);
+	ri->priv = ag;
+	return 0;
+}
+
+static int
+agent_poll(struct psb_role_inst *ri)
+{
+	struct psb_agent *ag = ri->priv;
+	struct rte_mbuf *pkts[PSB_BURST];
+	unsigned int n, i;
+
+	n = rte_ring_dequeue_burst(ri->app->agent_ring, (void **)pkts, PSB_BURST, NULL);
+	for (i = 0; i < n; i++) {
+		struct psb_meta *meta = psb_meta(pkts[i]);
+
+		psb_agent_input(ag, ri->app, meta,
+			rte_pktmbuf_mtod_offset(pkts[i], uint8_t *, meta->payload_off));
+		rte_pktmbuf_free(pkts[i]);
+	}
+	if (!ri->app->registered && psb_agent_step(ag, ri, psb_now_ns(ri->app))) {
+		ri->app->registered = 1;
+		PSB_LOG(ri->app, "server registered with the scheduler as rank %u", ag->rank);
+	}
+	psb_out_flush(ri);
+	return (int)n;
+}
+
+static void
+agent_fini(struct psb_role_inst *ri)
+{
+	rte_free(ri->priv);
+	ri->priv = NULL;
+}
+
+const struct psb_role psb_role_agent = {
+	.name = "agent",
+	.init = agent_init,
+	.poll = agent_poll,
+	.fini = agent_fini,
+};

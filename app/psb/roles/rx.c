@@ -1,0 +1,30 @@
+/* rx role: poll every port, classify, answer ARP/ICMP, hand psb messages to their role. */
+#include <rte_ethdev.h>
+
+#include "psb.h"
+
+static int
+rx_poll(struct psb_role_inst *ri)
+{
+	struct psb_app *app = ri->app;
+	struct rte_mbuf *pkts[PSB_BURST];
+	int total = 0;
+	uint16_t p, n, i;
+
+	for (p = 0; p < app->nports; p++) {
+		n = rte_eth_rx_burst(app->port_ids[p], 0, pkts, PSB_BURST);
+		for (i = 0; i < n; i++) {
+			ri->cnt.rx_pkts++;
+			ri->cnt.rx_bytes += pkts[i]->pkt_len;
+			psb_dispatch(ri, pkts[i]);
+		}
+		total += n;
+	}
+	psb_out_flush(ri);
+	return total;
+}
+
+const struct psb_role psb_role_rx = {
+	.name = "rx",
+	.poll = rx_poll,
+};

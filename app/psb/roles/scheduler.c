@@ -1,0 +1,61 @@
+/* scheduler role: registration, ranks, key ranges and barriers (ps-lite's scheduler). */
+#include <rte_malloc.h>
+
+#include "psb.h"
+
+static int
+sched_init(struct psb_role_inst *ri)
+{
+	struct psb_sched_cfg sc = {
+		.num_workers = ri->app->num_workers,
+		.num_servers = ri->app->num_servers,
+	};
+
+	ri->priv = psb_sched_create(&sc);
+	return ri->priv != NULL ? 0 : -EINVAL;
+}
+
+static void
+sched_emit(void *arg, const struct psb_addr *to, struct psb_hdr *h, const void *payload)
+{
+	struct psb_role_inst *ri = arg;
+	struct psb_addr src = ri->app->me;
+	struct rte_mbuf *m;
+
+	src.port = ri->app->sched_port;
+	m = psb_build(ri, &src, to, h, payload);
+	if (m != NULL)
+		psb_out(ri, m, to->ip);
+}
+
+static int
+sched_poll(struct psb_role_inst *ri)
+{
+	struct rte_mbuf *pkts[PSB_BURST];
+	unsigned int n, i;
+
+	n = rte_ring_dequeue_burst(ri->app->sched_ring, (void **)pkts, PSB_BURST, NULL);
+	for (i = 0; i < n; i++) {
+		struct psb_meta *meta = psb_meta(pkts[i]);
+
+		ri->cnt.rx_pkts++;
+		psb_sched_handle(ri->priv, &meta->hdr, &meta->src, sched_emit, ri);
+		rte_pktmbuf_free(pkts[i]);
+	}
+	psb_out_flush(ri);
+	return (int)n;
+}
+
+static void
+sched_fini(struct psb_role_inst *ri)
+{
+	psb_sched_free(ri->priv);
+	ri->priv = NULL;
+}
+
+const struct psb_role psb_role_scheduler = {
+	.name = "scheduler",
+	.init = sched_init,
+	.poll = sched_poll,
+	.fini = sched_fini,
+};

@@ -1,0 +1,107 @@
+/* server role: one shard of the parameter store; sums pushes, answers pulls. */
+#include <rte_malloc.h>
+
+#include "psb.h"
+#include "psb_kv.h"
+
+struct server_priv {
+	struct psb_kv *kv;
+};
+
+static int
+server_init(struct psb_role_inst *ri)
+{
+	struct psb_app *app = ri->app;
+	struct psb_kv_cfg kc = {
+		.num_workers = app->num_workers,
+		.sync = app->sync,
+		.max_value = app->max_value,
+		.seg_size = app->seg_size,
+		.capacity = 1024,
+	};
+	struct server_priv *sp = rte_zmalloc("psb_server", sizeof(*sp), RTE_CACHE_LINE_SIZE);
+
+	if (sp == NULL)
+		return -ENOMEM;
+	sp->kv = psb_kv_create(&kc);
+	if (sp->kv == NULL) {
+		rte_free(sp);
+		return -ENOMEM;
+	}
+	ri->priv = sp;
+	return 0;
+}
+
+/* Send a response as segments of h->seg_size. */
+static void
+server_emit(void *arg, const struct psb_addr *to, struct psb_hdr *h, const void *value)
+{
+	struct psb_role_inst *ri = arg;
+	struct psb_app *app = ri->app;
+	uint32_t total = h->total_len, off = 0;
+
+	do {
+		uint32_t left = total - off;
+		struct rte_mbuf *m;
+
+		h->offset = off;
+		h->seg_len = (uint16_t)(left < h->seg_size ? left : h->seg_size);
+		m = psb_build(ri, &app->me, to, h, (const uint8_t *)value + off);
+		if (m == NULL)
+			return;	/* the worker retries after its timeout */
+		psb_out(ri, m, to->ip);
+		off += h->seg_len;
+	} while (off < total);
+}
+
+static int
+server_poll(struct psb_role_inst *ri)
+{
+	struct server_priv *sp = ri->priv;
+	struct rte_mbuf *pkts[PSB_BURST];
+	unsigned int n, i;
+
+	n = rte_ring_dequeue_burst(ri->app->shard_ring[ri->idx], (void **)pkts, PSB_BURST, NULL);
+	for (i = 0; i < n; i++) {
+		struct psb_meta *meta = psb_meta(pkts[i]);
+
+		if (i + 1 < n)
+			rte_prefetch0(rte_pktmbuf_mtod(pkts[i + 1], void *));
+		ri->cnt.rx_pkts++;
+		ri->cnt.rx_bytes += pkts[i]->pkt_len;
+		psb_kv_handle(sp->kv, &meta->hdr,
+			rte_pktmbuf_mtod_offset(pkts[i], uint8_t *, meta->payload_off), &meta->src,
+			server_emit, ri);
+		rte_pktmbuf_free(pkts[i]);
+	}
+	psb_out_flush(ri);
+	return (int)n;
+}
+
+static void
+server_fini(struct psb_role_inst *ri)
+{
+	struct server_priv *sp = ri->priv;
+
+	if (sp == NULL)
+		return;
+	psb_kv_free(sp->kv);
+	rte_free(sp);
+	ri->priv = NULL;
+}
+
+/* Store of a shard, for counters and reports. */
+const struct psb_kv *
+psb_server_kv(const struct psb_role_inst *ri)
+{
+	const struct server_priv *sp = ri->priv;
+
+	return sp != NULL ? sp->kv : NULL;
+}
+
+const struct psb_role psb_role_server = {
+	.name = "server",
+	.init = server_init,
+	.poll = server_poll,
+	.fini = server_fini,
+};

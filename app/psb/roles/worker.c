@@ -1,0 +1,266 @@
+/* worker role: register, resolve servers, run ps-lite's test_benchmark workload. */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <rte_malloc.h>
+
+#include "psb.h"
+#include "psb_bench.h"
+
+#define ARP_RETRY_NS	(100ull * 1000 * 1000)
+
+enum worker_state { W_REGISTER, W_RESOLVE, W_RUN, W_DONE };
+
+struct worker_priv {
+	struct psb_agent ag;
+	enum worker_state st;
+	struct psb_addr src;
+	uint16_t nservers;
+	struct psb_addr servers[PSB_SCHED_MAX_NODES];
+	uint64_t key_begin[PSB_SCHED_MAX_NODES];
+	uint64_t key_end[PSB_SCHED_MAX_NODES];
+	uint64_t *keys;
+	struct psb_bench *bench;
+	uint64_t next_arp_ns;
+	char label[32];
+};
+
+static int
+worker_init(struct psb_role_inst *ri)
+{
+	struct psb_app *app = ri->app;
+	struct worker_priv *wp = rte_zmalloc("psb_worker", sizeof(*wp), RTE_CACHE_LINE_SIZE);
+
+	if (wp == NULL)
+		return -ENOMEM;
+	wp->src = app->me;
+	wp->src.port = (uint16_t)(app->worker_port_base + ri->idx);
+	psb_agent_init(&wp->ag, app, 0, wp->src.port);
+	if (app->sched_ip == 0)
+		wp->ag.rank = (uint16_t)(app->rank_base + ri->idx);
+	ri->priv = wp;
+	return 0;
+}
+
+static int
+server_of(const struct worker_priv *wp, uint64_t key)
+{
+	uint16_t s;
+
+	for (s = 0; s < wp->nservers; s++)
+		if (key >= wp->key_begin[s] && (key < wp->key_end[s] || wp->key_end[s] == UINT64_MAX))
+			return s;
+	return 0;
+}
+
+static int
+worker_send(void *arg, const struct psb_hdr *h, const void *payload)
+{
+	struct psb_role_inst *ri = arg;
+	struct worker_priv *wp = ri->priv;
+	const struct psb_addr *dst = &wp->servers[server_of(wp, h->key)];
+	struct rte_mbuf *m;
+
+	if (!psb_out_room(ri, 1))
+		return -ENOBUFS;
+	m = psb_build(ri, &wp->src, dst, h, payload);
+	if (m == NULL)
+		return -ENOBUFS;
+	psb_out(ri, m, dst->ip);
+	return 0;
+}
+
+static int
+start_bench(struct psb_role_inst *ri)
+{
+	struct psb_app *app = ri->app;
+	struct worker_priv *wp = ri->priv;
+	const struct psb_bench_opts *bo = &app->bench;
+	uint32_t nkeys = bo->keys_per_server * wp->nservers, k = 0, i;
+	uint16_t s;
+	struct psb_bench_cfg bc;
+	struct psb_wk_cfg wc;
+
+	wp->keys = rte_zmalloc("psb_keys", nkeys * sizeof(uint64_t), 0);
+	if (wp->keys == NULL)
+		return -ENOMEM;
+	/* ps-lite's benchmark: keys_per_server keys at the start of each server's range. */
+	for (s = 0; s < wp->nservers; s++)
+		for (i = 0; i < bo->keys_per_server; i++)
+			wp->keys[k++] = wp->key_begin[s] + i;
+	snprintf(wp->label, sizeof(wp->label), "worker %u", wp->ag.rank);
+	memset(&bc, 0, sizeof(bc));
+	bc.len = bo->len;
+	bc.repeat = bo->repeat;
+	bc.mode = bo->mode;
+	bc.nkeys = nkeys;
+	bc.keys = wp->keys;
+	bc.num_workers = app->num_workers;
+	bc.verify = bo->verify;
+	bc.max_time_ns = bo->max_time_ns;
+	bc.window_bytes = bo->window_bytes;
+	bc.log_every_ns = app->quiet ? 0 : bo->log_every_ns;
+	bc.log = stdout;
+	bc.label = wp->label;
+	memset(&wc, 0, sizeof(wc));
+	wc.rank = wp->ag.rank;
+	wc.sync = app->sync;
+	wc.seg_size = app->seg_size;
+	wc.timeout_ns = bo->timeout_ns;
+	wc.max_retries = bo->max_retries;
+	wc.send = worker_send;
+	wc.send_arg = ri;
+	wp->bench = psb_bench_create(&bc, &wc);
+	if (wp->bench == NULL)
+		return -EINVAL;
+	PSB_LOG(app, "%s: %s, %u B x %u keys on %u server(s), %llu iterations, %s", wp->label,
+		psb_bench_mode_name(bo->mode), bo->len, nkeys, wp->nservers,
+		(unsigned long long)bo->repeat, app->sync ? "sync" : "async");
+	return 0;
+}
+
+static void
+finish_bench(struct psb_role_inst *ri, int rc, uint64_t now)
+{
+	struct psb_app *app = ri->app;
+	struct worker_priv *wp = ri->priv;
+	struct psb_bench_result r;
+	char path[512];
+	const char *dot;
+
+	psb_bench_result(wp->bench, now, &r);
+	psb_bench_print(&r, wp->label, stdout);
+	fflush(stdout);
+	if (app->bench.results != NULL) {
+		if (app->nlocal_workers > 1) {
+			dot = strrchr(app->bench.results, '.');
+			if (dot == NULL)
+				dot = app->bench.results + strlen(app->bench.results);
+			snprintf(path, sizeof(path), "%.*s.%u%s", (int)(dot - app->bench.results),
+				app->bench.results, wp->ag.rank, dot);
+		} else {
+			snprintf(path, sizeof(path), "%s", app->bench.results);
+		}
+		if (psb_bench_write_json(&r, wp->label, path) != 0)
+			PSB_LOG(app, "%s: cannot write results to %s", wp->label, path);
+	}
+	if (rc < 0 || r.verify_errors != 0) {
+		PSB_LOG(app, "%s: benchmark FAILED (%s)", wp->label,
+			rc < 0 ? "requests failed" : "pulled values wrong");
+		__atomic_fetch_add(&app->workers_failed, 1, __ATOMIC_RELAXED);
+	}
+	__atomic_fetch_add(&app->workers_done, 1, __ATOMIC_RELEASE);
+}
+
+/* Resolve every server's MAC; returns 1 once all are known. */
+static int
+resolve_servers(struct psb_role_inst *ri, uint64_t now)
+{
+	struct worker_priv *wp = ri->priv;
+	int missing = 0;
+	uint16_t s;
+
+	for (s = 0; s < wp->nservers; s++) {
+		const struct psb_neigh *n = psb_neigh_find(ri->app, wp->servers[s].ip);
+
+		if (n != NULL) {
+			memcpy(wp->servers[s].mac, n->mac, 6);
+			continue;
+		}
+		missing++;
+		if (now >= wp->next_arp_ns)
+			psb_arp_resolve(ri, wp->servers[s].ip);
+	}
+	if (missing != 0 && now >= wp->next_arp_ns)
+		wp->next_arp_ns = now + ARP_RETRY_NS;
+	return missing == 0;
+}
+
+static int
+worker_poll(struct psb_role_inst *ri)
+{
+	struct psb_app *app = ri->app;
+	struct worker_priv *wp = ri->priv;
+	struct rte_mbuf *pkts[PSB_BURST];
+	unsigned int n, i;
+	uint64_t now;
+	uint16_t s;
+	int rc;
+
+	n = rte_ring_dequeue_burst(app->wk_ring[ri->idx], (void **)pkts, PSB_BURST, NULL);
+	now = psb_now_ns(app);
+	for (i = 0; i < n; i++) {
+		struct psb_meta *meta = psb_meta(pkts[i]);
+		const uint8_t *payload = rte_pktmbuf_mtod_offset(pkts[i], uint8_t *,
+			meta->payload_off);
+
+		ri->cnt.rx_pkts++;
+		ri->cnt.rx_bytes += pkts[i]->pkt_len;
+		if (meta->hdr.type == PSB_MSG_REGISTER_ACK || meta->hdr.type == PSB_MSG_BARRIER_ACK)
+			psb_agent_input(&wp->ag, app, meta, payload);
+		else if (wp->st == W_RUN)
+			psb_wk_input(psb_bench_wk(wp->bench), &meta->hdr, payload, now);
+		rte_pktmbuf_free(pkts[i]);
+	}
+
+	switch (wp->st) {
+	case W_REGISTER:
+		if (!psb_agent_step(&wp->ag, ri, now))
+			break;
+		wp->nservers = wp->ag.view.num_servers;
+		for (s = 0; s < wp->nservers; s++) {
+			memset(&wp->servers[s], 0, sizeof(wp->servers[s]));
+			wp->servers[s].ip = wp->ag.view.servers[s].ip;
+			wp->servers[s].port = wp->ag.view.servers[s].port;
+			wp->key_begin[s] = wp->ag.view.servers[s].key_begin;
+			wp->key_end[s] = wp->ag.view.servers[s].key_end;
+		}
+		wp->st = W_RESOLVE;
+		/* fall through */
+	case W_RESOLVE:
+		if (!resolve_servers(ri, now))
+			break;
+		if (start_bench(ri) != 0) {
+			PSB_LOG(app, "worker %u: cannot start the benchmark (out of memory?)",
+				wp->ag.rank);
+			__atomic_fetch_add(&app->workers_failed, 1, __ATOMIC_RELAXED);
+			__atomic_fetch_add(&app->workers_done, 1, __ATOMIC_RELEASE);
+			wp->st = W_DONE;
+			break;
+		}
+		wp->st = W_RUN;
+		/* fall through */
+	case W_RUN:
+		rc = psb_bench_step(wp->bench, now);
+		if (rc != 0) {
+			finish_bench(ri, rc, now);
+			wp->st = W_DONE;
+		}
+		break;
+	case W_DONE:
+		break;
+	}
+	psb_out_flush(ri);
+	return (int)n;
+}
+
+static void
+worker_fini(struct psb_role_inst *ri)
+{
+	struct worker_priv *wp = ri->priv;
+
+	if (wp == NULL)
+		return;
+	psb_bench_free(wp->bench);
+	rte_free(wp->keys);
+	rte_free(wp);
+	ri->priv = NULL;
+}
+
+const struct psb_role psb_role_worker = {
+	.name = "worker",
+	.init = worker_init,
+	.poll = worker_poll,
+	.fini = worker_fini,
+};

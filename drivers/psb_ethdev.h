@@ -1,0 +1,27 @@
+/* Bring up a DPDK port for psb: queues, MTU (jumbo where allowed), offloads. */
+#ifndef PSB_ETHDEV_H
+#define PSB_ETHDEV_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct rte_mempool;
+
+struct psb_ethdev_info {
+	uint16_t mtu;		/* MTU in effect */
+	int scatter;		/* rx frames may arrive as mbuf chains */
+	int multi_seg_tx;	/* port accepts mbuf chains on tx */
+	char driver[32];
+};
+
+/*
+ * Configure and start port_id with one rx and one tx queue. mtu_want is
+ * lowered to what the port and the pool's buffers allow (scatter when the
+ * port supports it). Returns 0 or -errno with a message in err.
+ */
+int psb_ethdev_setup(uint16_t port_id, uint16_t mtu_want, uint16_t nb_desc,
+		struct rte_mempool *pool, struct psb_ethdev_info *info, char *err, size_t errlen);
+
+void psb_ethdev_close(uint16_t port_id);
+
+#endif /* PSB_ETHDEV_H */

@@ -1,0 +1,245 @@
+/* Port backends: map a psb port spec to a DPDK device, and build the EAL arguments. */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "psb_port.h"
+
+static int
+fail(char *err, size_t errlen, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(err, errlen, fmt, ap);
+	va_end(ap);
+	return -EINVAL;
+}
+
+static int
+is_pci_addr(const char *s)
+{
+	unsigned int dom, bus, dev, fn;
+	char tail;
+
+	return sscanf(s, "%x:%x:%x.%x%c", &dom, &bus, &dev, &fn, &tail) == 4 ||
+	       sscanf(s, "%x:%x.%x%c", &bus, &dev, &fn, &tail) == 3;
+}
+
+/* Split "a:b:c" into at most n fields in place; returns the field count. */
+static int
+split(char *s, char **f, int n)
+{
+	int k = 0;
+
+	f[k++] = s;
+	while (k < n && (s = strchr(s, ':')) != NULL) {
+		*s++ = '\0';
+		f[k++] = s;
+	}
+	return k;
+}
+
+static int
+safe_name(const char *s)
+{
+	/* Device arguments are comma-separated: a comma or '=' would inject options. */
+	return *s != '\0' && strpbrk(s, ",= \t\n") == NULL;
+}
+
+int
+psb_port_parse(const char *spec, int index, struct psb_port_spec *p, char *err, size_t errlen)
+{
+	char tmp[PSB_DEVARGS_LEN];
+	char *f[5];
+	int nf, n;
+
+	memset(p, 0, sizeof(*p));
+	if (spec == NULL || *spec == '\0')
+		return fail(err, errlen, "empty port spec");
+	if (strlen(spec) >= sizeof(tmp))
+		return fail(err, errlen, "port spec too long: %.40s...", spec);
+	snprintf(p->spec, sizeof(p->spec), "%s", spec);
+	snprintf(tmp, sizeof(tmp), "%s", spec);
+
+	if (strncmp(spec, "pci:", 4) == 0 || is_pci_addr(spec)) {
+		const char *addr = strncmp(spec, "pci:", 4) == 0 ? spec + 4 : spec;
+
+		if (!is_pci_addr(addr))
+			return fail(err, errlen, "port '%s': expected a PCI address like 0000:03:00.0",
+				spec);
+		p->kind = PSB_PORT_PCI;
+		snprintf(p->name, sizeof(p->name), "%.63s", addr);
+		snprintf(p->devargs, sizeof(p->devargs), "%s", addr);
+		return 0;
+	}
+
+	nf = split(tmp, f, 5);
+	if (strcmp(f[0], "memif") == 0) {
+		if (nf < 3 || (strcmp(f[1], "server") != 0 && strcmp(f[1], "client") != 0))
+			return fail(err, errlen, "port '%s': expected memif:server|client:SOCKET[:ID]",
+				spec);
+		if (!safe_name(f[2]) || f[2][0] != '/')
+			return fail(err, errlen, "port '%s': memif socket must be an absolute path", spec);
+		n = 0;
+		if (nf >= 4 && (sscanf(f[3], "%d", &n) != 1 || n < 0 || n > 255))
+			return fail(err, errlen, "port '%s': memif id must be 0..255", spec);
+		p->kind = PSB_PORT_MEMIF;
+		p->memif_server = strcmp(f[1], "server") == 0;
+		snprintf(p->sock_path, sizeof(p->sock_path), "%s", f[2]);
+		snprintf(p->name, sizeof(p->name), "net_memif%d", index);
+		/* 9216-byte buffers carry a jumbo frame in one descriptor. */
+		snprintf(p->devargs, sizeof(p->devargs),
+			"%s,role=%s,socket=%s,socket-abstract=no,id=%d,bsize=9216,rsize=11", p->name,
+			f[1], f[2], n);
+		return 0;
+	}
+	if (strcmp(f[0], "af_packet") == 0) {
+		if (nf != 2 || !safe_name(f[1]))
+			return fail(err, errlen, "port '%s': expected af_packet:IFNAME", spec);
+		p->kind = PSB_PORT_AF_PACKET;
+		snprintf(p->name, sizeof(p->name), "net_af_packet%d", index);
+		snprintf(p->devargs, sizeof(p->devargs), "%s,iface=%s,qpairs=1", p->name, f[1]);
+		return 0;
+	}
+	if (strcmp(f[0], "tap") == 0) {
+		if (nf != 2 || !safe_name(f[1]))
+			return fail(err, errlen, "port '%s': expected tap:IFNAME", spec);
+		p->kind = PSB_PORT_TAP;
+		snprintf(p->name, sizeof(p->name), "net_tap%d", index);
+		snprintf(p->devargs, sizeof(p->devargs), "%s,iface=%s", p->name, f[1]);
+		return 0;
+	}
+	if (strcmp(f[0], "pcap") == 0) {
+		int len;
+
+		if (nf != 3 || (f[1][0] == '\0' && f[2][0] == '\0'))
+			return fail(err, errlen, "port '%s': expected pcap:IN.pcap:OUT.pcap", spec);
+		if ((f[1][0] != '\0' && !safe_name(f[1])) || (f[2][0] != '\0' && !safe_name(f[2])))
+			return fail(err, errlen, "port '%s': pcap file names may not contain ',' '=' "
+				"or spaces", spec);
+		p->kind = PSB_PORT_PCAP;
+		snprintf(p->name, sizeof(p->name), "net_pcap%d", index);
+		len = snprintf(p->devargs, sizeof(p->devargs), "%s", p->name);
+		if (f[1][0] != '\0')
+			len += snprintf(p->devargs + len, sizeof(p->devargs) - len, ",rx_pcap=%s",
+				f[1]);
+		if (f[2][0] != '\0')
+			snprintf(p->devargs + len, sizeof(p->devargs) - len, ",tx_pcap=%s", f[2]);
+		return 0;
+	}
+	if (strcmp(f[0], "ring") == 0 || strcmp(f[0], "null") == 0) {
+		if (nf != 1)
+			return fail(err, errlen, "port '%s': '%s' takes no arguments", spec, f[0]);
+		p->kind = strcmp(f[0], "ring") == 0 ? PSB_PORT_RING : PSB_PORT_NULL;
+		snprintf(p->name, sizeof(p->name), "net_%.5s%d", f[0], index);
+		snprintf(p->devargs, sizeof(p->devargs), "%s", p->name);
+		return 0;
+	}
+	return fail(err, errlen, "port '%s': unknown kind '%s' (expected pci, memif, af_packet, tap, "
+		"pcap, ring or null)", spec, f[0]);
+}
+
+void
+psb_mem_probe(struct psb_mem_info *mi)
+{
+	char line[256];
+	uint64_t free_pages = 0, page_kb = 0;
+	FILE *f;
+
+	memset(mi, 0, sizeof(*mi));
+	f = fopen("/proc/meminfo", "r");
+	if (f != NULL) {
+		while (fgets(line, sizeof(line), f) != NULL) {
+			unsigned long long v;
+
+			if (sscanf(line, "HugePages_Free: %llu", &v) == 1)
+				free_pages = v;
+			else if (sscanf(line, "Hugepagesize: %llu kB", &v) == 1)
+				page_kb = v;
+		}
+		fclose(f);
+	}
+	mi->huge_free_mb = free_pages * page_kb / 1024;
+	f = fopen("/proc/mounts", "r");
+	if (f != NULL) {
+		while (fgets(line, sizeof(line), f) != NULL)
+			if (strstr(line, " hugetlbfs ") != NULL)
+				mi->hugetlbfs_mounted = 1;
+		fclose(f);
+	}
+}
+
+static int
+add_arg(struct psb_eal_argv *a, int *argc, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	if (*argc >= PSB_EAL_MAX_ARGS - 1)
+		return -E2BIG;
+	va_start(ap, fmt);
+	n = vsnprintf(a->buf + a->used, sizeof(a->buf) - a->used, fmt, ap);
+	va_end(ap);
+	if (n < 0 || (size_t)n >= sizeof(a->buf) - a->used)
+		return -E2BIG;
+	a->argv[(*argc)++] = a->buf + a->used;
+	a->argv[*argc] = NULL;
+	a->used += (size_t)n + 1;
+	return 0;
+}
+
+int
+psb_eal_build_argv(const char *prog, const struct psb_eal_opts *o,
+		const struct psb_port_spec *ports, int nports, const struct psb_mem_info *mi,
+		struct psb_eal_argv *out, char *err, size_t errlen)
+{
+	int argc = 0, i, any_pci = 0, rc = 0;
+	int huge_ok = mi->hugetlbfs_mounted && mi->huge_free_mb >= o->mem_mb;
+
+	memset(out, 0, sizeof(*out));
+	if (o->force_huge && !huge_ok) {
+		snprintf(err, errlen, "--huge: need %llu MB of free hugepages, %llu MB free%s "
+			"(scripts/setup.sh reserves them; or run without --huge to use --no-huge)",
+			(unsigned long long)o->mem_mb, (unsigned long long)mi->huge_free_mb,
+			mi->hugetlbfs_mounted ? "" : " and no hugetlbfs mounted");
+		return -ENOMEM;
+	}
+	out->use_huge = huge_ok && !o->force_no_huge;
+	rc |= add_arg(out, &argc, "%s", prog);
+	rc |= add_arg(out, &argc, "--lcores=%s", o->lcores != NULL ? o->lcores : "0");
+	if (o->file_prefix != NULL)
+		rc |= add_arg(out, &argc, "--file-prefix=%s", o->file_prefix);
+	else
+		rc |= add_arg(out, &argc, "--file-prefix=psb-%d", (int)getpid());
+	if (out->use_huge) {
+		rc |= add_arg(out, &argc, "--socket-mem=%llu", (unsigned long long)o->mem_mb);
+	} else {
+		rc |= add_arg(out, &argc, "--no-huge");
+		rc |= add_arg(out, &argc, "-m");
+		rc |= add_arg(out, &argc, "%llu", (unsigned long long)o->mem_mb);
+	}
+	for (i = 0; i < nports; i++) {
+		if (ports[i].kind == PSB_PORT_PCI) {
+			any_pci = 1;
+			rc |= add_arg(out, &argc, "-a");
+		} else {
+			rc |= add_arg(out, &argc, "--vdev");
+		}
+		rc |= add_arg(out, &argc, "%s", ports[i].devargs);
+	}
+	if (!any_pci)
+		rc |= add_arg(out, &argc, "--no-pci");
+	if (o->log_level > 0)
+		rc |= add_arg(out, &argc, "--log-level=%d", o->log_level);
+	for (i = 0; i < o->n_extra; i++)
+		rc |= add_arg(out, &argc, "%s", o->extra[i]);
+	if (rc != 0) {
+		snprintf(err, errlen, "too many EAL arguments");
+		return -E2BIG;
+	}
+	return argc;
+}

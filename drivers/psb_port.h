@@ -1,0 +1,71 @@
+/* Port backends: map a psb port spec to a DPDK device, EAL arguments, and port setup. */
+#ifndef PSB_PORT_H
+#define PSB_PORT_H
+
+#include <stdint.h>
+
+#define PSB_MAX_PORTS		8
+#define PSB_PORT_NAME_LEN	64
+#define PSB_DEVARGS_LEN		512
+#define PSB_EAL_MAX_ARGS	64
+
+enum psb_port_kind {
+	PSB_PORT_PCI,		/* pci:0000:03:00.0 (or a bare PCI address) */
+	PSB_PORT_MEMIF,		/* memif:server|client:/path/to.sock[:id] */
+	PSB_PORT_AF_PACKET,	/* af_packet:IFNAME */
+	PSB_PORT_TAP,		/* tap:IFNAME */
+	PSB_PORT_PCAP,		/* pcap:IN.pcap:OUT.pcap (either may be empty) */
+	PSB_PORT_RING,		/* ring */
+	PSB_PORT_NULL,		/* null */
+};
+
+struct psb_port_spec {
+	enum psb_port_kind kind;
+	char spec[PSB_DEVARGS_LEN];	/* as the user wrote it */
+	char name[PSB_PORT_NAME_LEN];	/* DPDK device name, e.g. net_memif0 or the PCI address */
+	char devargs[PSB_DEVARGS_LEN];	/* --vdev / -a argument */
+	char sock_path[256];		/* memif: socket file to clean up */
+	int memif_server;
+};
+
+/*
+ * Parse one port spec (index = n-th port of this process, for unique device
+ * names). On error returns -EINVAL and writes a message into err.
+ */
+int psb_port_parse(const char *spec, int index, struct psb_port_spec *p, char *err, size_t errlen);
+
+/* Memory facts used to choose between hugepages and --no-huge. */
+struct psb_mem_info {
+	uint64_t huge_free_mb;		/* free hugepage memory, MB */
+	int hugetlbfs_mounted;
+};
+
+void psb_mem_probe(struct psb_mem_info *mi);
+
+struct psb_eal_opts {
+	const char *lcores;		/* -l / --lcores value (NULL: "0") */
+	const char *file_prefix;	/* NULL: psb-<pid> */
+	int force_no_huge;		/* --no-huge requested */
+	int force_huge;			/* --huge requested: fail if not available */
+	uint64_t mem_mb;		/* memory to reserve */
+	int log_level;			/* EAL log level (0: default) */
+	int n_extra;			/* extra EAL args from the command line */
+	char **extra;
+};
+
+/*
+ * Build an EAL argv for the given ports. Writes argv (NULL-terminated) into
+ * out (storage inside *store). Returns argc, or -errno with a message in err.
+ */
+struct psb_eal_argv {
+	char *argv[PSB_EAL_MAX_ARGS];
+	char buf[8192];
+	size_t used;
+	int use_huge;
+};
+
+int psb_eal_build_argv(const char *prog, const struct psb_eal_opts *o,
+		const struct psb_port_spec *ports, int nports, const struct psb_mem_info *mi,
+		struct psb_eal_argv *out, char *err, size_t errlen);
+
+#endif /* PSB_PORT_H */

@@ -1,0 +1,481 @@
+/* psb wire codec: frame classification, header encode/decode, ARP and ICMP replies. */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <arpa/inet.h>
+
+#include "psb_proto.h"
+
+#define ETHERTYPE_IPV4	0x0800
+#define ETHERTYPE_ARP	0x0806
+#define ETHERTYPE_VLAN	0x8100
+#define IPPROTO_ICMP_	1
+#define IPPROTO_UDP_	17
+
+const char *const psb_drop_names[PSB_DROP_MAX] = {
+	[PSB_DROP_NONE] = "none",
+	[PSB_DROP_TRUNCATED] = "truncated",
+	[PSB_DROP_ETHERTYPE] = "ethertype",
+	[PSB_DROP_IP_HDR] = "ip_header",
+	[PSB_DROP_IP_CSUM] = "ip_checksum",
+	[PSB_DROP_IP_FRAG] = "ip_fragment",
+	[PSB_DROP_NOT_MINE] = "not_mine",
+	[PSB_DROP_PROTO] = "ip_protocol",
+	[PSB_DROP_UDP_LEN] = "udp_length",
+	[PSB_DROP_PORT] = "udp_port",
+	[PSB_DROP_MAGIC] = "bad_magic",
+	[PSB_DROP_SEGMENT] = "bad_segment",
+	[PSB_DROP_ARP] = "arp",
+	[PSB_DROP_ICMP] = "icmp",
+};
+
+static inline uint16_t
+rd16(const uint8_t *p)
+{
+	return (uint16_t)(p[0] << 8 | p[1]);
+}
+
+static inline uint32_t
+rd32(const uint8_t *p)
+{
+	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+
+static inline uint64_t
+rd64(const uint8_t *p)
+{
+	return (uint64_t)rd32(p) << 32 | rd32(p + 4);
+}
+
+static inline void
+wr16(uint8_t *p, uint16_t v)
+{
+	p[0] = v >> 8;
+	p[1] = v & 0xff;
+}
+
+static inline void
+wr32(uint8_t *p, uint32_t v)
+{
+	p[0] = v >> 24;
+	p[1] = (v >> 16) & 0xff;
+	p[2] = (v >> 8) & 0xff;
+	p[3] = v & 0xff;
+}
+
+static inline void
+wr64(uint8_t *p, uint64_t v)
+{
+	wr32(p, v >> 32);
+	wr32(p + 4, (uint32_t)v);
+}
+
+uint16_t
+psb_csum_partial(const void *data, size_t len, uint32_t sum)
+{
+	const uint8_t *p = data;
+	uint64_t s = sum;
+
+	while (len >= 2) {
+		s += rd16(p);
+		p += 2;
+		len -= 2;
+	}
+	if (len)
+		s += (uint32_t)p[0] << 8;
+	while (s >> 16)
+		s = (s & 0xffff) + (s >> 16);
+	return (uint16_t)s;
+}
+
+void
+psb_hdr_init(struct psb_hdr *h, uint8_t type)
+{
+	memset(h, 0, sizeof(*h));
+	h->magic = PSB_MAGIC;
+	h->version = PSB_VERSION;
+	h->type = type;
+}
+
+void
+psb_hdr_encode(uint8_t *out, const struct psb_hdr *h)
+{
+	wr16(out + 0, h->magic);
+	out[2] = h->version;
+	out[3] = h->type;
+	out[4] = h->flags;
+	out[5] = h->status;
+	wr16(out + 6, h->sender);
+	wr32(out + 8, h->req_id);
+	wr32(out + 12, h->round);
+	wr64(out + 16, h->key);
+	wr32(out + 24, h->total_len);
+	wr32(out + 28, h->offset);
+	wr16(out + 32, h->seg_len);
+	wr16(out + 34, h->seg_size);
+	wr32(out + 36, h->aux);
+}
+
+void
+psb_hdr_decode(struct psb_hdr *h, const uint8_t *in)
+{
+	h->magic = rd16(in + 0);
+	h->version = in[2];
+	h->type = in[3];
+	h->flags = in[4];
+	h->status = in[5];
+	h->sender = rd16(in + 6);
+	h->req_id = rd32(in + 8);
+	h->round = rd32(in + 12);
+	h->key = rd64(in + 16);
+	h->total_len = rd32(in + 24);
+	h->offset = rd32(in + 28);
+	h->seg_len = rd16(in + 32);
+	h->seg_size = rd16(in + 34);
+	h->aux = rd32(in + 36);
+}
+
+int
+psb_hdr_check_segment(const struct psb_hdr *h, size_t payload_len)
+{
+	uint32_t want;
+
+	if (h->seg_len != payload_len)
+		return -PSB_DROP_SEGMENT;
+	if (h->total_len == 0)
+		return (h->seg_len == 0 && h->offset == 0) ? 0 : -PSB_DROP_SEGMENT;
+	if (h->total_len > PSB_MAX_VALUE || h->seg_size == 0 || (h->seg_size & 3) != 0)
+		return -PSB_DROP_SEGMENT;
+	if (h->offset >= h->total_len || h->offset % h->seg_size != 0)
+		return -PSB_DROP_SEGMENT;
+	want = h->total_len - h->offset;
+	if (want > h->seg_size)
+		want = h->seg_size;
+	if (h->seg_len != want)
+		return -PSB_DROP_SEGMENT;
+	return 0;
+}
+
+static int
+parse_arp(const uint8_t *a, size_t len, const struct psb_parse_cfg *cfg, struct psb_frame *f)
+{
+	uint16_t op;
+
+	if (len < 28)
+		return -PSB_DROP_TRUNCATED;
+	/* Ethernet hardware, IPv4 protocol, 6/4 address lengths. */
+	if (rd16(a) != 1 || rd16(a + 2) != ETHERTYPE_IPV4 || a[4] != 6 || a[5] != 4)
+		return -PSB_DROP_ARP;
+	op = rd16(a + 6);
+	memcpy(f->src.mac, a + 8, 6);
+	f->src.ip = rd32(a + 14);
+	memcpy(f->dst.mac, a + 18, 6);
+	f->dst.ip = rd32(a + 24);
+	if (op == 1) {
+		if (cfg->my_ip == 0 || f->dst.ip != cfg->my_ip)
+			return -PSB_DROP_NOT_MINE;
+		f->kind = PSB_FRAME_ARP_REQUEST;
+		return f->kind;
+	}
+	if (op == 2) {
+		f->kind = PSB_FRAME_ARP_REPLY;
+		return f->kind;
+	}
+	return -PSB_DROP_ARP;
+}
+
+static int
+parse_icmp(const uint8_t *ic, size_t len, struct psb_frame *f)
+{
+	if (len < 8)
+		return -PSB_DROP_TRUNCATED;
+	if (ic[0] != 8 || ic[1] != 0)
+		return -PSB_DROP_ICMP;
+	if (psb_csum_partial(ic, len, 0) != 0xffff)
+		return -PSB_DROP_ICMP;
+	f->kind = PSB_FRAME_ICMP_ECHO;
+	return f->kind;
+}
+
+int
+psb_frame_parse(const uint8_t *buf, size_t len, const struct psb_parse_cfg *cfg,
+		struct psb_frame *f)
+{
+	const uint8_t *ip, *udp, *ph;
+	uint16_t etype, ip_len, udp_len, frag;
+	size_t l3;
+	unsigned int ihl;
+	int rc;
+
+	memset(f, 0, sizeof(*f));
+	if (len < PSB_ETH_HLEN)
+		return -PSB_DROP_TRUNCATED;
+	memcpy(f->dst.mac, buf, 6);
+	memcpy(f->src.mac, buf + 6, 6);
+	etype = rd16(buf + 12);
+	l3 = PSB_ETH_HLEN;
+	if (etype == ETHERTYPE_VLAN) {
+		if (len < PSB_ETH_HLEN + 4)
+			return -PSB_DROP_TRUNCATED;
+		etype = rd16(buf + 16);
+		l3 += 4;
+	}
+	f->l3_off = (uint16_t)l3;
+	if (etype == ETHERTYPE_ARP)
+		return parse_arp(buf + l3, len - l3, cfg, f);
+	if (etype != ETHERTYPE_IPV4)
+		return -PSB_DROP_ETHERTYPE;
+
+	ip = buf + l3;
+	if (len < l3 + PSB_IP_HLEN)
+		return -PSB_DROP_TRUNCATED;
+	ihl = (ip[0] & 0x0f) * 4u;
+	if ((ip[0] >> 4) != 4 || ihl < PSB_IP_HLEN)
+		return -PSB_DROP_IP_HDR;
+	ip_len = rd16(ip + 2);
+	if (ip_len < ihl)
+		return -PSB_DROP_IP_HDR;
+	/* Ethernet may pad short frames; the IP length is authoritative. */
+	if (l3 + ip_len > len)
+		return -PSB_DROP_TRUNCATED;
+	if (cfg->check_ip_csum && psb_csum_partial(ip, ihl, 0) != 0xffff)
+		return -PSB_DROP_IP_CSUM;
+	frag = rd16(ip + 6);
+	if ((frag & 0x3fff) != 0)	/* MF set or non-zero offset */
+		return -PSB_DROP_IP_FRAG;
+	f->src.ip = rd32(ip + 12);
+	f->dst.ip = rd32(ip + 16);
+	if (cfg->my_ip != 0 && f->dst.ip != cfg->my_ip)
+		return -PSB_DROP_NOT_MINE;
+	f->l4_off = (uint16_t)(l3 + ihl);
+
+	if (ip[9] == IPPROTO_ICMP_)
+		return parse_icmp(ip + ihl, ip_len - ihl, f);
+	if (ip[9] != IPPROTO_UDP_)
+		return -PSB_DROP_PROTO;
+
+	udp = ip + ihl;
+	if (ip_len < ihl + PSB_UDP_HLEN)
+		return -PSB_DROP_TRUNCATED;
+	udp_len = rd16(udp + 4);
+	if (udp_len < PSB_UDP_HLEN || udp_len != ip_len - ihl)
+		return -PSB_DROP_UDP_LEN;
+	f->src.port = rd16(udp);
+	f->dst.port = rd16(udp + 2);
+	if (cfg->psb_port != 0 && f->dst.port != cfg->psb_port &&
+	    (cfg->sched_port == 0 || f->dst.port != cfg->sched_port))
+		return -PSB_DROP_PORT;
+
+	if (udp_len < PSB_UDP_HLEN + PSB_HDR_LEN)
+		return -PSB_DROP_TRUNCATED;
+	ph = udp + PSB_UDP_HLEN;
+	psb_hdr_decode(&f->hdr, ph);
+	if (f->hdr.magic != PSB_MAGIC)
+		return -PSB_DROP_MAGIC;
+	f->payload = ph + PSB_HDR_LEN;
+	f->payload_len = (uint16_t)(udp_len - PSB_UDP_HLEN - PSB_HDR_LEN);
+	/* A foreign version is still a psb frame: the server answers it with an error. */
+	if (f->hdr.version == PSB_VERSION) {
+		rc = psb_hdr_check_segment(&f->hdr, f->payload_len);
+		if (rc < 0)
+			return rc;
+	}
+	f->kind = PSB_FRAME_PSB;
+	return f->kind;
+}
+
+static void
+write_ipv4(uint8_t *ip, uint32_t src, uint32_t dst, uint8_t proto, uint16_t total_len)
+{
+	uint16_t csum;
+
+	ip[0] = 0x45;
+	ip[1] = 0;
+	wr16(ip + 2, total_len);
+	wr16(ip + 4, 0);
+	wr16(ip + 6, 0x4000);	/* DF */
+	ip[8] = 64;
+	ip[9] = proto;
+	wr16(ip + 10, 0);
+	wr32(ip + 12, src);
+	wr32(ip + 16, dst);
+	csum = (uint16_t)~psb_csum_partial(ip, PSB_IP_HLEN, 0);
+	wr16(ip + 10, csum);
+}
+
+void
+psb_frame_write_headers(uint8_t *out, const struct psb_addr *src, const struct psb_addr *dst,
+		const struct psb_hdr *h, uint16_t payload_len)
+{
+	uint8_t *ip = out + PSB_ETH_HLEN;
+	uint8_t *udp = ip + PSB_IP_HLEN;
+	uint16_t udp_len = PSB_UDP_HLEN + PSB_HDR_LEN + payload_len;
+
+	memcpy(out, dst->mac, 6);
+	memcpy(out + 6, src->mac, 6);
+	wr16(out + 12, ETHERTYPE_IPV4);
+	write_ipv4(ip, src->ip, dst->ip, IPPROTO_UDP_, PSB_IP_HLEN + udp_len);
+	wr16(udp, src->port);
+	wr16(udp + 2, dst->port);
+	wr16(udp + 4, udp_len);
+	wr16(udp + 6, 0);
+	psb_hdr_encode(udp + PSB_UDP_HLEN, h);
+}
+
+size_t
+psb_frame_build(uint8_t *out, const struct psb_addr *src, const struct psb_addr *dst,
+		const struct psb_hdr *h, const void *payload, uint16_t payload_len)
+{
+	psb_frame_write_headers(out, src, dst, h, payload_len);
+	if (payload_len != 0)
+		memcpy(out + PSB_FRAME_HLEN, payload, payload_len);
+	return PSB_FRAME_HLEN + payload_len;
+}
+
+static size_t
+write_arp(uint8_t *out, uint16_t op, const uint8_t sha[6], uint32_t spa, const uint8_t tha[6],
+		uint32_t tpa, const uint8_t eth_dst[6])
+{
+	uint8_t *a = out + PSB_ETH_HLEN;
+
+	memcpy(out, eth_dst, 6);
+	memcpy(out + 6, sha, 6);
+	wr16(out + 12, ETHERTYPE_ARP);
+	wr16(a, 1);
+	wr16(a + 2, ETHERTYPE_IPV4);
+	a[4] = 6;
+	a[5] = 4;
+	wr16(a + 6, op);
+	memcpy(a + 8, sha, 6);
+	wr32(a + 14, spa);
+	memcpy(a + 18, tha, 6);
+	wr32(a + 24, tpa);
+	return PSB_ETH_HLEN + 28;
+}
+
+size_t
+psb_arp_reply(uint8_t *out, const uint8_t *buf, size_t len, const uint8_t my_mac[6],
+		uint32_t my_ip)
+{
+	uint8_t req_mac[6];
+	uint32_t req_ip;
+	size_t l3 = PSB_ETH_HLEN;
+
+	if (len >= PSB_ETH_HLEN + 4 && rd16(buf + 12) == ETHERTYPE_VLAN)
+		l3 += 4;
+	/* Copy first: out may alias buf. */
+	memcpy(req_mac, buf + l3 + 8, 6);
+	req_ip = rd32(buf + l3 + 14);
+	return write_arp(out, 2, my_mac, my_ip, req_mac, req_ip, req_mac);
+}
+
+size_t
+psb_arp_request(uint8_t *out, const uint8_t my_mac[6], uint32_t my_ip, uint32_t target_ip)
+{
+	static const uint8_t bcast[6] = { 0xff, 0xff, 0xff, 0xff, 0xff, 0xff };
+	static const uint8_t zero[6];
+
+	return write_arp(out, 1, my_mac, my_ip, zero, target_ip, bcast);
+}
+
+int
+psb_icmp_echo_reply(uint8_t *buf, size_t len, const struct psb_frame *f)
+{
+	uint8_t mac[6];
+	uint8_t *ip = buf + f->l3_off;
+	uint8_t *ic = buf + f->l4_off;
+	uint16_t ip_len = rd16(ip + 2);
+	size_t icmp_len = ip_len - (size_t)(f->l4_off - f->l3_off);
+	uint16_t csum;
+
+	if (f->l4_off + icmp_len > len)
+		return -EINVAL;
+	memcpy(mac, buf, 6);
+	memcpy(buf, buf + 6, 6);
+	memcpy(buf + 6, mac, 6);
+	wr32(ip + 12, f->dst.ip);
+	wr32(ip + 16, f->src.ip);
+	ip[8] = 64;
+	wr16(ip + 10, 0);
+	csum = (uint16_t)~psb_csum_partial(ip, (size_t)(f->l4_off - f->l3_off), 0);
+	wr16(ip + 10, csum);
+	ic[0] = 0;
+	wr16(ic + 2, 0);
+	csum = (uint16_t)~psb_csum_partial(ic, icmp_len, 0);
+	wr16(ic + 2, csum);
+	return 0;
+}
+
+const char *
+psb_msg_type_name(uint8_t type)
+{
+	switch (type) {
+	case PSB_MSG_PUSH: return "PUSH";
+	case PSB_MSG_PULL: return "PULL";
+	case PSB_MSG_PUSHPULL: return "PUSHPULL";
+	case PSB_MSG_REGISTER: return "REGISTER";
+	case PSB_MSG_BARRIER: return "BARRIER";
+	case PSB_MSG_PUSH_ACK: return "PUSH_ACK";
+	case PSB_MSG_PULL_RESP: return "PULL_RESP";
+	case PSB_MSG_PUSHPULL_RESP: return "PUSHPULL_RESP";
+	case PSB_MSG_REGISTER_ACK: return "REGISTER_ACK";
+	case PSB_MSG_BARRIER_ACK: return "BARRIER_ACK";
+	case PSB_MSG_ERROR: return "ERROR";
+	default: return "UNKNOWN";
+	}
+}
+
+const char *
+psb_status_name(uint8_t status)
+{
+	static const char *const names[PSB_ST_MAX] = {
+		[PSB_ST_OK] = "ok",
+		[PSB_ST_BAD_VERSION] = "bad_version",
+		[PSB_ST_BAD_TYPE] = "bad_type",
+		[PSB_ST_LEN_MISMATCH] = "length_mismatch",
+		[PSB_ST_NO_KEY] = "no_key",
+		[PSB_ST_TOO_LARGE] = "too_large",
+		[PSB_ST_NO_MEM] = "no_memory",
+		[PSB_ST_BAD_SENDER] = "bad_sender",
+		[PSB_ST_STALE] = "stale",
+		[PSB_ST_BUSY] = "busy",
+	};
+
+	return status < PSB_ST_MAX ? names[status] : "unknown";
+}
+
+int
+psb_parse_ip(const char *s, uint32_t *ip)
+{
+	struct in_addr a;
+
+	if (s == NULL || inet_pton(AF_INET, s, &a) != 1)
+		return -EINVAL;
+	*ip = ntohl(a.s_addr);
+	return 0;
+}
+
+int
+psb_parse_mac(const char *s, uint8_t mac[6])
+{
+	unsigned int b[6];
+	char tail;
+	int i;
+
+	if (s == NULL || sscanf(s, "%x:%x:%x:%x:%x:%x%c", &b[0], &b[1], &b[2], &b[3], &b[4], &b[5],
+			&tail) != 6)
+		return -EINVAL;
+	for (i = 0; i < 6; i++) {
+		if (b[i] > 0xff)
+			return -EINVAL;
+		mac[i] = (uint8_t)b[i];
+	}
+	return 0;
+}
+
+const char *
+psb_ip_str(uint32_t ip, char *buf)
+{
+	snprintf(buf, 16, "%u.%u.%u.%u", ip >> 24, (ip >> 16) & 0xff, (ip >> 8) & 0xff, ip & 0xff);
+	return buf;
+}

@@ -1,0 +1,225 @@
+/* psb wire protocol: Ethernet/IPv4/UDP framing and the psb message header. */
+#ifndef PSB_PROTO_H
+#define PSB_PROTO_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define PSB_UDP_PORT		9430	/* default port of servers and workers */
+#define PSB_SCHED_PORT		9431	/* default scheduler port (DMLC_PS_ROOT_PORT) */
+#define PSB_MAGIC		0x5053	/* "PS" */
+#define PSB_VERSION		1
+
+#define PSB_ETH_HLEN		14
+#define PSB_IP_HLEN		20
+#define PSB_UDP_HLEN		8
+#define PSB_HDR_LEN		40
+/* Everything in front of a psb payload in a frame built by psb. */
+#define PSB_FRAME_HLEN		(PSB_ETH_HLEN + PSB_IP_HLEN + PSB_UDP_HLEN + PSB_HDR_LEN)
+/* Largest value one message may carry (bytes): 1 GiB. */
+#define PSB_MAX_VALUE		(1u << 30)
+/* Largest UDP payload psb ever sends or accepts. */
+#define PSB_MAX_UDP_PAYLOAD	(9000 - PSB_IP_HLEN - PSB_UDP_HLEN)
+
+enum psb_msg_type {
+	PSB_MSG_PUSH = 0x01,		/* add value into the stored one */
+	PSB_MSG_PULL = 0x02,		/* read the stored value */
+	PSB_MSG_PUSHPULL = 0x03,	/* add, then read the result */
+	PSB_MSG_REGISTER = 0x10,	/* node -> scheduler: join */
+	PSB_MSG_BARRIER = 0x11,		/* node -> scheduler: wait for the group */
+	PSB_MSG_RESP = 0x80,		/* bit set on every response */
+	PSB_MSG_PUSH_ACK = 0x81,
+	PSB_MSG_PULL_RESP = 0x82,
+	PSB_MSG_PUSHPULL_RESP = 0x83,
+	PSB_MSG_REGISTER_ACK = 0x90,
+	PSB_MSG_BARRIER_ACK = 0x91,
+	PSB_MSG_ERROR = 0xff,		/* status holds an enum psb_status */
+};
+
+/* Header flags. */
+#define PSB_F_SYNC	0x01	/* request belongs to a synchronous round */
+#define PSB_F_SERVER	0x02	/* REGISTER: the node is a server */
+#define PSB_F_WORKER	0x04	/* REGISTER: the node is a worker */
+
+/* Status codes carried in ERROR messages (and 0 in every other message). */
+enum psb_status {
+	PSB_ST_OK = 0,
+	PSB_ST_BAD_VERSION = 1,		/* header version not supported */
+	PSB_ST_BAD_TYPE = 2,		/* unknown message type */
+	PSB_ST_LEN_MISMATCH = 3,	/* push length differs from the stored value */
+	PSB_ST_NO_KEY = 4,		/* pull of a key never pushed */
+	PSB_ST_TOO_LARGE = 5,		/* value larger than the server accepts */
+	PSB_ST_NO_MEM = 6,		/* server out of memory for the value */
+	PSB_ST_BAD_SENDER = 7,		/* sender id out of range */
+	PSB_ST_STALE = 8,		/* request older than one already answered */
+	PSB_ST_BUSY = 9,		/* too many requests in flight; retry later */
+	PSB_ST_MAX
+};
+
+/*
+ * The psb header, 40 bytes, all fields big-endian on the wire. This struct is
+ * the decoded (host order) form; psb_hdr_encode/psb_hdr_decode convert.
+ *
+ * A value of total_len bytes is cut into segments of seg_size bytes (the last
+ * one shorter); each message carries one segment at byte `offset`, seg_len
+ * bytes long. A message without a value has total_len = seg_len = 0.
+ */
+struct psb_hdr {
+	uint16_t magic;
+	uint8_t version;
+	uint8_t type;		/* enum psb_msg_type */
+	uint8_t flags;		/* PSB_F_* */
+	uint8_t status;		/* enum psb_status */
+	uint16_t sender;	/* rank of the requesting worker */
+	uint32_t req_id;	/* per sender; responses echo it */
+	uint32_t round;		/* synchronous round / value version */
+	uint64_t key;
+	uint32_t total_len;	/* bytes of the whole value */
+	uint32_t offset;	/* byte offset of this segment */
+	uint16_t seg_len;	/* bytes of value in this message */
+	uint16_t seg_size;	/* segment stride the sender used */
+	uint32_t aux;		/* type specific: REGISTER_ACK rank, BARRIER group */
+};
+
+/* Why a frame was dropped by psb_frame_parse. Index into drop counters. */
+enum psb_drop {
+	PSB_DROP_NONE = 0,
+	PSB_DROP_TRUNCATED,	/* shorter than its headers claim */
+	PSB_DROP_ETHERTYPE,	/* not IPv4 / ARP / VLAN-tagged IPv4 */
+	PSB_DROP_IP_HDR,	/* bad IPv4 version, ihl or total length */
+	PSB_DROP_IP_CSUM,	/* IPv4 header checksum wrong */
+	PSB_DROP_IP_FRAG,	/* IPv4 fragment (psb never fragments) */
+	PSB_DROP_NOT_MINE,	/* IPv4 destination is not this node */
+	PSB_DROP_PROTO,		/* IP protocol psb does not serve */
+	PSB_DROP_UDP_LEN,	/* UDP length inconsistent with IP length */
+	PSB_DROP_PORT,		/* UDP port psb does not serve */
+	PSB_DROP_MAGIC,		/* psb magic wrong */
+	PSB_DROP_SEGMENT,	/* segment fields inconsistent */
+	PSB_DROP_ARP,		/* malformed or foreign ARP */
+	PSB_DROP_ICMP,		/* malformed ICMP or not an echo request */
+	PSB_DROP_MAX
+};
+
+extern const char *const psb_drop_names[PSB_DROP_MAX];
+
+/* What a parsed frame turned out to be. */
+enum psb_frame_kind {
+	PSB_FRAME_PSB = 1,	/* a psb message (version may still be foreign) */
+	PSB_FRAME_ARP_REQUEST,	/* ARP request for our address */
+	PSB_FRAME_ARP_REPLY,	/* ARP reply (learn the sender) */
+	PSB_FRAME_ICMP_ECHO,	/* ICMP echo request for our address */
+};
+
+/* Addresses of one side of a flow; IPs and ports in host byte order. */
+struct psb_addr {
+	uint8_t mac[6];
+	uint32_t ip;
+	uint16_t port;
+};
+
+/* A parsed frame. Pointers point into the caller's buffer. */
+struct psb_frame {
+	enum psb_frame_kind kind;
+	struct psb_addr src;
+	struct psb_addr dst;
+	uint16_t l3_off;		/* offset of the IPv4 / ARP header */
+	uint16_t l4_off;		/* offset of UDP / ICMP header */
+	struct psb_hdr hdr;		/* PSB_FRAME_PSB only */
+	const uint8_t *payload;		/* value bytes of this segment */
+	uint16_t payload_len;
+};
+
+/* What psb_frame_parse accepts as "this node". my_ip 0 accepts any IPv4. */
+struct psb_parse_cfg {
+	uint32_t my_ip;			/* host order */
+	uint16_t psb_port;		/* psb data port (0: any) */
+	uint16_t sched_port;		/* scheduler port (0: none) */
+	int check_ip_csum;		/* verify the IPv4 header checksum */
+};
+
+/*
+ * Classify and validate one Ethernet frame. Returns a psb_frame_kind (> 0)
+ * and fills *f, or the negated enum psb_drop reason.
+ */
+int psb_frame_parse(const uint8_t *buf, size_t len, const struct psb_parse_cfg *cfg,
+		struct psb_frame *f);
+
+/* Validate a decoded header's segment fields; 0 or -PSB_DROP_SEGMENT. */
+int psb_hdr_check_segment(const struct psb_hdr *h, size_t payload_len);
+
+void psb_hdr_encode(uint8_t *out, const struct psb_hdr *h);
+void psb_hdr_decode(struct psb_hdr *h, const uint8_t *in);
+
+/* Initialise a header with magic, version and type; other fields zero. */
+void psb_hdr_init(struct psb_hdr *h, uint8_t type);
+
+/*
+ * Write Ethernet, IPv4, UDP and psb headers (PSB_FRAME_HLEN bytes) for a
+ * message carrying payload_len value bytes, which the caller places right
+ * after. The IPv4 checksum is computed; the UDP checksum is left 0 (IPv4).
+ */
+void psb_frame_write_headers(uint8_t *out, const struct psb_addr *src,
+		const struct psb_addr *dst, const struct psb_hdr *h, uint16_t payload_len);
+
+/*
+ * Build a whole psb frame (headers + payload) into out, which must hold
+ * PSB_FRAME_HLEN + payload_len bytes. Returns the frame length.
+ */
+size_t psb_frame_build(uint8_t *out, const struct psb_addr *src, const struct psb_addr *dst,
+		const struct psb_hdr *h, const void *payload, uint16_t payload_len);
+
+/*
+ * Turn an ARP request (PSB_FRAME_ARP_REQUEST) into its reply in out (which
+ * may alias buf). Returns the reply length (42).
+ */
+size_t psb_arp_reply(uint8_t *out, const uint8_t *buf, size_t len, const uint8_t my_mac[6],
+		uint32_t my_ip);
+
+/* Build an ARP request for target_ip into out (42 bytes). */
+size_t psb_arp_request(uint8_t *out, const uint8_t my_mac[6], uint32_t my_ip, uint32_t target_ip);
+
+/*
+ * Turn an ICMP echo request (PSB_FRAME_ICMP_ECHO) in place into its reply:
+ * swap addresses, set type 0 and fix the checksums. Returns 0.
+ */
+int psb_icmp_echo_reply(uint8_t *buf, size_t len, const struct psb_frame *f);
+
+/* Internet checksum (RFC 1071) of len bytes, folded, not complemented. */
+uint16_t psb_csum_partial(const void *data, size_t len, uint32_t sum);
+
+/* Segment stride for a given MTU: the value bytes one message can carry, a multiple of 4. */
+static inline uint16_t
+psb_seg_size_for_mtu(unsigned int mtu)
+{
+	unsigned int room = mtu - PSB_IP_HLEN - PSB_UDP_HLEN - PSB_HDR_LEN;
+
+	return (uint16_t)(room & ~3u);
+}
+
+/* Number of segments of a value. */
+static inline uint32_t
+psb_seg_count(uint32_t total_len, uint16_t seg_size)
+{
+	if (total_len == 0)
+		return 1;
+	return (total_len + seg_size - 1) / seg_size;
+}
+
+const char *psb_msg_type_name(uint8_t type);
+const char *psb_status_name(uint8_t status);
+
+/* "198.18.0.1" -> host order; 0 on success, -EINVAL otherwise. */
+int psb_parse_ip(const char *s, uint32_t *ip);
+/* "02:00:00:00:00:01" -> mac; 0 on success, -EINVAL otherwise. */
+int psb_parse_mac(const char *s, uint8_t mac[6]);
+/* Host-order IP to dotted quad in buf (>= 16 bytes). */
+const char *psb_ip_str(uint32_t ip, char *buf);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* PSB_PROTO_H */

@@ -1,0 +1,61 @@
+/* Segment bookkeeping for reassembling values sent as many psb messages. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "psb_reasm.h"
+
+int
+psb_reasm_init(struct psb_reasm *r, uint32_t total_len, uint16_t seg_size)
+{
+	uint32_t words;
+
+	memset(r, 0, sizeof(*r));
+	if (total_len > 0 && (seg_size == 0 || total_len > PSB_MAX_VALUE))
+		return -EINVAL;
+	r->total_len = total_len;
+	r->seg_size = seg_size;
+	r->nseg = total_len == 0 ? 1 : psb_seg_count(total_len, seg_size);
+	words = (r->nseg + 63) / 64;
+	if (words <= PSB_REASM_INLINE_WORDS) {
+		r->bits = r->inline_bits;
+	} else {
+		r->bits = calloc(words, sizeof(uint64_t));
+		if (r->bits == NULL)
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+void
+psb_reasm_fini(struct psb_reasm *r)
+{
+	if (r->bits != NULL && r->bits != r->inline_bits)
+		free(r->bits);
+	r->bits = NULL;
+	r->nseg = 0;
+	r->nrecv = 0;
+}
+
+int
+psb_reasm_mark(struct psb_reasm *r, const struct psb_hdr *h)
+{
+	uint32_t idx;
+	uint64_t bit;
+
+	if (r->bits == NULL || h->total_len != r->total_len)
+		return -EINVAL;
+	if (r->total_len == 0) {
+		idx = 0;
+	} else {
+		if (h->seg_size != r->seg_size || h->offset >= r->total_len)
+			return -EINVAL;
+		idx = h->offset / r->seg_size;
+	}
+	bit = 1ull << (idx & 63);
+	if (r->bits[idx / 64] & bit)
+		return PSB_REASM_DUP;
+	r->bits[idx / 64] |= bit;
+	r->nrecv++;
+	return r->nrecv == r->nseg ? PSB_REASM_DONE : PSB_REASM_NEW;
+}

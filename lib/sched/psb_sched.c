@@ -1,0 +1,303 @@
+/* Scheduler (ps-lite's): nodes register, get ranks and server key ranges, and barrier. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "psb_sched.h"
+
+struct sched_node {
+	struct psb_addr addr;
+	int server;		/* 1: server, 0: worker */
+	uint16_t rank;		/* within its role */
+	uint32_t barrier_seq;	/* last barrier sequence this node entered */
+	int in_barrier;
+};
+
+struct barrier {
+	uint32_t seq;		/* sequence being gathered */
+	uint32_t released;	/* last released sequence + 1 (0: none) */
+	uint16_t count;
+};
+
+struct psb_sched {
+	struct psb_sched_cfg cfg;
+	struct sched_node nodes[PSB_SCHED_MAX_NODES];
+	uint16_t nnodes;
+	uint16_t nservers, nworkers;
+	int ready;
+	struct barrier bar[8];	/* by group mask */
+	struct psb_sched_stats st;
+};
+
+static inline void
+wr16(uint8_t *p, uint16_t v)
+{
+	p[0] = v >> 8;
+	p[1] = v & 0xff;
+}
+
+static inline void
+wr32(uint8_t *p, uint32_t v)
+{
+	wr16(p, v >> 16);
+	wr16(p + 2, v & 0xffff);
+}
+
+static inline void
+wr64(uint8_t *p, uint64_t v)
+{
+	wr32(p, v >> 32);
+	wr32(p + 4, (uint32_t)v);
+}
+
+static inline uint16_t
+rd16(const uint8_t *p)
+{
+	return (uint16_t)(p[0] << 8 | p[1]);
+}
+
+static inline uint32_t
+rd32(const uint8_t *p)
+{
+	return (uint32_t)rd16(p) << 16 | rd16(p + 2);
+}
+
+static inline uint64_t
+rd64(const uint8_t *p)
+{
+	return (uint64_t)rd32(p) << 32 | rd32(p + 4);
+}
+
+void
+psb_sched_key_range(uint16_t server, uint16_t n, uint64_t *begin, uint64_t *end)
+{
+	uint64_t step = n == 0 ? UINT64_MAX : UINT64_MAX / n;
+
+	*begin = step * server;
+	*end = (uint16_t)(server + 1) >= n ? UINT64_MAX : step * (server + 1);
+}
+
+size_t
+psb_sched_view_encode(const struct psb_sched_view *v, uint8_t *out, size_t cap)
+{
+	size_t need = psb_sched_view_size(v->num_servers);
+	uint16_t i;
+
+	if (cap < need || v->num_servers > PSB_SCHED_MAX_NODES)
+		return 0;
+	wr16(out, v->num_servers);
+	wr16(out + 2, v->num_workers);
+	for (i = 0; i < v->num_servers; i++) {
+		uint8_t *p = out + 4 + (size_t)i * 24;
+
+		wr32(p, v->servers[i].ip);
+		wr16(p + 4, v->servers[i].port);
+		wr16(p + 6, 0);
+		wr64(p + 8, v->servers[i].key_begin);
+		wr64(p + 16, v->servers[i].key_end);
+	}
+	return need;
+}
+
+int
+psb_sched_view_decode(struct psb_sched_view *v, const uint8_t *in, size_t len)
+{
+	uint16_t i;
+
+	if (len < 4)
+		return -EINVAL;
+	memset(v, 0, sizeof(*v));
+	v->num_servers = rd16(in);
+	v->num_workers = rd16(in + 2);
+	if (v->num_servers > PSB_SCHED_MAX_NODES || len < psb_sched_view_size(v->num_servers))
+		return -EINVAL;
+	for (i = 0; i < v->num_servers; i++) {
+		const uint8_t *p = in + 4 + (size_t)i * 24;
+
+		v->servers[i].ip = rd32(p);
+		v->servers[i].port = rd16(p + 4);
+		v->servers[i].key_begin = rd64(p + 8);
+		v->servers[i].key_end = rd64(p + 16);
+	}
+	return 0;
+}
+
+struct psb_sched *
+psb_sched_create(const struct psb_sched_cfg *cfg)
+{
+	struct psb_sched *s;
+
+	if (cfg->num_workers == 0 || cfg->num_servers == 0 ||
+	    cfg->num_workers + cfg->num_servers > PSB_SCHED_MAX_NODES)
+		return NULL;
+	s = calloc(1, sizeof(*s));
+	if (s != NULL)
+		s->cfg = *cfg;
+	return s;
+}
+
+void
+psb_sched_free(struct psb_sched *s)
+{
+	free(s);
+}
+
+int
+psb_sched_ready(const struct psb_sched *s)
+{
+	return s->ready;
+}
+
+const struct psb_sched_stats *
+psb_sched_stats(const struct psb_sched *s)
+{
+	return &s->st;
+}
+
+static struct sched_node *
+find_node(struct psb_sched *s, const struct psb_addr *a)
+{
+	uint16_t i;
+
+	for (i = 0; i < s->nnodes; i++)
+		if (s->nodes[i].addr.ip == a->ip && s->nodes[i].addr.port == a->port)
+			return &s->nodes[i];
+	return NULL;
+}
+
+static void
+send_ack(struct psb_sched *s, const struct sched_node *n, const struct psb_hdr *req,
+		psb_sched_emit_fn emit, void *arg)
+{
+	static uint8_t buf[4 + PSB_SCHED_MAX_NODES * 24];
+	struct psb_sched_view v;
+	struct psb_hdr h;
+	uint16_t i;
+	size_t len;
+
+	memset(&v, 0, sizeof(v));
+	v.num_servers = s->cfg.num_servers;
+	v.num_workers = s->cfg.num_workers;
+	for (i = 0; i < s->nnodes; i++) {
+		const struct sched_node *sn = &s->nodes[i];
+
+		if (!sn->server)
+			continue;
+		v.servers[sn->rank].ip = sn->addr.ip;
+		v.servers[sn->rank].port = sn->addr.port;
+		psb_sched_key_range(sn->rank, s->cfg.num_servers, &v.servers[sn->rank].key_begin,
+			&v.servers[sn->rank].key_end);
+	}
+	len = psb_sched_view_encode(&v, buf, sizeof(buf));
+	psb_hdr_init(&h, PSB_MSG_REGISTER_ACK);
+	h.flags = n->server ? PSB_F_SERVER : PSB_F_WORKER;
+	h.req_id = req != NULL ? req->req_id : 0;
+	h.aux = n->rank;
+	h.total_len = (uint32_t)len;
+	h.seg_len = (uint16_t)len;
+	h.seg_size = (uint16_t)((len + 3) & ~3u);
+	emit(arg, &n->addr, &h, buf);
+}
+
+static int
+handle_register(struct psb_sched *s, const struct psb_hdr *h, const struct psb_addr *from,
+		psb_sched_emit_fn emit, void *arg)
+{
+	struct sched_node *n = find_node(s, from);
+	int server = (h->flags & PSB_F_SERVER) != 0;
+	uint16_t i;
+
+	if (n != NULL) {
+		s->st.reregistered++;
+		if (s->ready)
+			send_ack(s, n, h, emit, arg);
+		return 0;
+	}
+	if ((server && s->nservers >= s->cfg.num_servers) ||
+	    (!server && s->nworkers >= s->cfg.num_workers) ||
+	    (!server && !(h->flags & PSB_F_WORKER))) {
+		s->st.rejected++;
+		return 0;
+	}
+	n = &s->nodes[s->nnodes++];
+	n->addr = *from;
+	n->server = server;
+	n->rank = server ? s->nservers++ : s->nworkers++;
+	s->st.registered++;
+	if (s->nservers == s->cfg.num_servers && s->nworkers == s->cfg.num_workers) {
+		s->ready = 1;
+		for (i = 0; i < s->nnodes; i++)
+			send_ack(s, &s->nodes[i], NULL, emit, arg);
+	}
+	return 0;
+}
+
+static int
+in_group(const struct sched_node *n, uint32_t group)
+{
+	return (n->server && (group & PSB_GROUP_SERVERS)) ||
+	       (!n->server && (group & PSB_GROUP_WORKERS));
+}
+
+static int
+handle_barrier(struct psb_sched *s, const struct psb_hdr *h, const struct psb_addr *from,
+		psb_sched_emit_fn emit, void *arg)
+{
+	struct sched_node *n = find_node(s, from);
+	uint32_t group = h->aux & 7;
+	struct barrier *b = &s->bar[group];
+	struct psb_hdr ack;
+	uint16_t i, want = 0;
+
+	if (n == NULL || !s->ready || !in_group(n, group)) {
+		s->st.rejected++;
+		return 0;
+	}
+	psb_hdr_init(&ack, PSB_MSG_BARRIER_ACK);
+	ack.aux = group;
+	ack.round = h->round;
+	ack.req_id = h->req_id;
+	if (h->round + 1 <= b->released) {
+		/* Already released: the ack was lost, repeat it to this node. */
+		emit(arg, &n->addr, &ack, NULL);
+		return 0;
+	}
+	if (n->in_barrier && n->barrier_seq == h->round)
+		return 0;
+	if (b->count == 0)
+		b->seq = h->round;
+	if (h->round != b->seq) {
+		s->st.rejected++;
+		return 0;
+	}
+	n->in_barrier = 1;
+	n->barrier_seq = h->round;
+	b->count++;
+	for (i = 0; i < s->nnodes; i++)
+		want += in_group(&s->nodes[i], group);
+	if (b->count < want)
+		return 0;
+	b->count = 0;
+	b->released = b->seq + 1;
+	s->st.barriers_released++;
+	for (i = 0; i < s->nnodes; i++) {
+		struct sched_node *m = &s->nodes[i];
+
+		if (!in_group(m, group) || !m->in_barrier)
+			continue;
+		m->in_barrier = 0;
+		emit(arg, &m->addr, &ack, NULL);
+	}
+	return 0;
+}
+
+int
+psb_sched_handle(struct psb_sched *s, const struct psb_hdr *h, const struct psb_addr *from,
+		psb_sched_emit_fn emit, void *arg)
+{
+	if (h->type == PSB_MSG_REGISTER)
+		return handle_register(s, h, from, emit, arg);
+	if (h->type == PSB_MSG_BARRIER)
+		return handle_barrier(s, h, from, emit, arg);
+	return -EINVAL;
+}

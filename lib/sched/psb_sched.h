@@ -1,0 +1,73 @@
+/* Scheduler (ps-lite's): nodes register, get ranks and server key ranges, and barrier. */
+#ifndef PSB_SCHED_H
+#define PSB_SCHED_H
+
+#include <stdint.h>
+
+#include "psb_proto.h"
+
+#define PSB_SCHED_MAX_NODES	256
+
+/* Barrier groups, as ps-lite numbers them. */
+#define PSB_GROUP_SCHEDULER	1
+#define PSB_GROUP_SERVERS	2
+#define PSB_GROUP_WORKERS	4
+
+/* One server as announced in REGISTER_ACK. */
+struct psb_sched_server {
+	uint32_t ip;
+	uint16_t port;
+	uint64_t key_begin;	/* first key owned */
+	uint64_t key_end;	/* one past the last key owned (UINT64_MAX: to the end) */
+};
+
+/* REGISTER_ACK payload: the whole cluster view. */
+struct psb_sched_view {
+	uint16_t num_servers;
+	uint16_t num_workers;
+	struct psb_sched_server servers[PSB_SCHED_MAX_NODES];
+};
+
+struct psb_sched_cfg {
+	uint16_t num_workers;
+	uint16_t num_servers;
+};
+
+struct psb_sched_stats {
+	uint64_t registered;
+	uint64_t reregistered;
+	uint64_t rejected;
+	uint64_t barriers_released;
+};
+
+/* Send one message (payload of h->seg_len bytes) to `to`. */
+typedef void (*psb_sched_emit_fn)(void *arg, const struct psb_addr *to, struct psb_hdr *h,
+		const void *payload);
+
+struct psb_sched;
+
+struct psb_sched *psb_sched_create(const struct psb_sched_cfg *cfg);
+void psb_sched_free(struct psb_sched *s);
+
+/* Handle REGISTER or BARRIER from `from`. 0, or -EINVAL for other messages. */
+int psb_sched_handle(struct psb_sched *s, const struct psb_hdr *h, const struct psb_addr *from,
+		psb_sched_emit_fn emit, void *arg);
+
+/* 1 once every expected node registered. */
+int psb_sched_ready(const struct psb_sched *s);
+const struct psb_sched_stats *psb_sched_stats(const struct psb_sched *s);
+
+/* ps-lite's range partition of the key space over n servers. */
+void psb_sched_key_range(uint16_t server, uint16_t n, uint64_t *begin, uint64_t *end);
+
+/* Encode / decode the REGISTER_ACK payload; encode returns bytes written. */
+size_t psb_sched_view_encode(const struct psb_sched_view *v, uint8_t *out, size_t cap);
+int psb_sched_view_decode(struct psb_sched_view *v, const uint8_t *in, size_t len);
+/* Bytes of an encoded view with n servers. */
+static inline size_t
+psb_sched_view_size(uint16_t n)
+{
+	return 4 + (size_t)n * 24;
+}
+
+#endif /* PSB_SCHED_H */

@@ -1,0 +1,398 @@
+/* ps-lite's test_benchmark workload on top of the worker engine, with results. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "psb_bench.h"
+
+struct psb_bench {
+	struct psb_bench_cfg cfg;
+	struct psb_wk *wk;
+	uint16_t rank;
+	int sync;
+	float *in;		/* pushed value: rank + 1 everywhere */
+	float **out;		/* [nkeys] pull destinations */
+	uint32_t *round;	/* [nkeys] next sync round per key */
+	struct psb_wk_op *ops;	/* [nkeys] */
+	uint8_t phase_type;	/* request type of the running phase, 0: none */
+	int init_done;		/* PULL_ONLY: keys pushed once before measuring */
+	uint32_t next_submit;
+	uint32_t nredo;		/* requests a stale round sent back, to submit again */
+	uint64_t inflight_bytes;
+	uint32_t ndone;
+	uint64_t iter;
+	uint64_t start_ns;
+	uint64_t end_ns;
+	uint64_t last_log_ns;
+	int finished;
+	int error;
+	uint64_t ops_done;
+	uint64_t failed;
+	uint64_t verify_errors;
+	struct psb_hist rtt;
+};
+
+static const char *const mode_names[PSB_BENCH_MODE_MAX] = {
+	"PUSH_THEN_PULL", "PUSH_PULL", "PUSH_ONLY", "PULL_ONLY",
+};
+
+const char *
+psb_bench_mode_name(int mode)
+{
+	return mode >= 0 && mode < PSB_BENCH_MODE_MAX ? mode_names[mode] : "UNKNOWN";
+}
+
+int
+psb_bench_mode_parse(const char *s)
+{
+	char *end;
+	long v;
+	int i;
+
+	if (s == NULL || *s == '\0')
+		return -EINVAL;
+	v = strtol(s, &end, 10);
+	if (*end == '\0')
+		return v >= 0 && v < PSB_BENCH_MODE_MAX ? (int)v : -EINVAL;
+	for (i = 0; i < PSB_BENCH_MODE_MAX; i++)
+		if (strcasecmp(s, mode_names[i]) == 0)
+			return i;
+	return -EINVAL;
+}
+
+/* Value bytes a request moves (both directions). */
+static inline uint64_t
+op_cost(const struct psb_wk_op *op)
+{
+	return op->type == PSB_MSG_PUSHPULL ? 2ull * op->len : op->len;
+}
+
+static void
+check_value(struct psb_bench *b, const struct psb_wk_op *op)
+{
+	/* Every worker pushes rank + 1 into every element once per round. */
+	double per_round = (double)b->cfg.num_workers * (b->cfg.num_workers + 1) / 2.0;
+	float want = (float)(per_round * op->out_round);
+	uint32_t i, n = op->out_len / sizeof(float);
+
+	if (op->out_len != b->cfg.len) {
+		b->verify_errors++;
+		return;
+	}
+	for (i = 0; i < n; i++) {
+		if (op->out[i] != want) {
+			b->verify_errors++;
+			return;
+		}
+	}
+}
+
+static void
+on_done(void *arg, struct psb_wk_op *op)
+{
+	struct psb_bench *b = arg;
+	uint32_t k = (uint32_t)(op - b->ops);
+
+	if (op->status == PSB_ST_STALE && b->sync) {
+		/* The server's round moved on (an earlier run): follow it and redo the request. */
+		b->round[k] = op->err_aux;
+		op->round = op->type == PSB_MSG_PULL ? op->err_aux + 1 : op->err_aux;
+		op->user = (void *)1;
+		b->nredo++;
+		return;
+	}
+	if (op->status != 0) {
+		b->inflight_bytes -= op_cost(op);
+		b->failed++;
+		b->error = op->status;
+		return;
+	}
+	b->ndone++;
+	b->ops_done++;
+	b->inflight_bytes -= op_cost(op);
+	psb_hist_add(&b->rtt, op->rtt_ns);
+	if (op->type != PSB_MSG_PULL)
+		b->round[k]++;
+	if (b->cfg.verify && b->sync && op->type != PSB_MSG_PUSH)
+		check_value(b, op);
+}
+
+struct psb_bench *
+psb_bench_create(const struct psb_bench_cfg *cfg, const struct psb_wk_cfg *wcfg)
+{
+	struct psb_bench *b;
+	struct psb_wk_cfg wc = *wcfg;
+	uint32_t i, n = cfg->len / sizeof(float);
+
+	if (cfg->len == 0 || (cfg->len & 3) != 0 || cfg->nkeys == 0 || cfg->keys == NULL ||
+	    cfg->mode < 0 || cfg->mode >= PSB_BENCH_MODE_MAX || cfg->num_workers == 0)
+		return NULL;
+	b = calloc(1, sizeof(*b));
+	if (b == NULL)
+		return NULL;
+	b->cfg = *cfg;
+	if (b->cfg.window_bytes == 0)
+		b->cfg.window_bytes = 8ull << 20;
+	b->rank = wcfg->rank;
+	b->sync = wcfg->sync;
+	psb_hist_init(&b->rtt);
+	b->in = aligned_alloc(64, ((size_t)cfg->len + 63) & ~(size_t)63);
+	b->out = calloc(cfg->nkeys, sizeof(*b->out));
+	b->round = calloc(cfg->nkeys, sizeof(*b->round));
+	b->ops = calloc(cfg->nkeys, sizeof(*b->ops));
+	if (b->in == NULL || b->out == NULL || b->round == NULL || b->ops == NULL)
+		goto fail;
+	for (i = 0; i < n; i++)
+		b->in[i] = (float)(b->rank + 1);
+	for (i = 0; i < cfg->nkeys; i++) {
+		b->out[i] = aligned_alloc(64, ((size_t)cfg->len + 63) & ~(size_t)63);
+		if (b->out[i] == NULL)
+			goto fail;
+	}
+	wc.window = cfg->nkeys < PSB_WK_MAX_WINDOW ? cfg->nkeys : PSB_WK_MAX_WINDOW;
+	wc.done = on_done;
+	wc.done_arg = b;
+	b->wk = psb_wk_create(&wc);
+	if (b->wk == NULL)
+		goto fail;
+	return b;
+fail:
+	psb_bench_free(b);
+	return NULL;
+}
+
+void
+psb_bench_free(struct psb_bench *b)
+{
+	uint32_t i;
+
+	if (b == NULL)
+		return;
+	psb_wk_free(b->wk);
+	if (b->out != NULL)
+		for (i = 0; i < b->cfg.nkeys; i++)
+			free(b->out[i]);
+	free(b->out);
+	free(b->round);
+	free(b->ops);
+	free(b->in);
+	free(b);
+}
+
+struct psb_wk *
+psb_bench_wk(struct psb_bench *b)
+{
+	return b->wk;
+}
+
+/* Request type of the first phase of an iteration, and of the phase after t. */
+static uint8_t
+first_phase(const struct psb_bench *b)
+{
+	switch (b->cfg.mode) {
+	case PSB_BENCH_PUSH_PULL:
+		return PSB_MSG_PUSHPULL;
+	case PSB_BENCH_PULL_ONLY:
+		return b->init_done ? PSB_MSG_PULL : PSB_MSG_PUSH;
+	default:
+		return PSB_MSG_PUSH;
+	}
+}
+
+static void
+start_phase(struct psb_bench *b, uint8_t type)
+{
+	b->phase_type = type;
+	b->next_submit = 0;
+	b->ndone = 0;
+}
+
+static void
+submit_more(struct psb_bench *b, uint64_t now_ns)
+{
+	uint32_t k;
+
+	/* Redo requests a stale round sent back. */
+	for (k = 0; b->nredo != 0 && k < b->next_submit; k++) {
+		struct psb_wk_op *op = &b->ops[k];
+
+		if (op->user != NULL && psb_wk_submit(b->wk, op, now_ns) == 0) {
+			op->user = NULL;
+			b->nredo--;
+		}
+	}
+	while (b->next_submit < b->cfg.nkeys) {
+		struct psb_wk_op *op = &b->ops[b->next_submit];
+
+		k = b->next_submit;
+		if (b->inflight_bytes != 0 && b->inflight_bytes + (uint64_t)b->cfg.len *
+		    (b->phase_type == PSB_MSG_PUSHPULL ? 2 : 1) > b->cfg.window_bytes)
+			break;
+		memset(op, 0, sizeof(*op));
+		op->type = b->phase_type;
+		op->key = b->cfg.keys[k];
+		op->len = b->cfg.len;
+		op->in = b->in;
+		op->out = b->out[k];
+		op->round = b->round[k];
+		if (psb_wk_submit(b->wk, op, now_ns) < 0)
+			break;
+		b->inflight_bytes += op_cost(op);
+		b->next_submit++;
+	}
+}
+
+int
+psb_bench_step(struct psb_bench *b, uint64_t now_ns)
+{
+	struct psb_bench_result r;
+
+	if (b->finished)
+		return b->error ? -EIO : 1;
+	if (b->phase_type == 0) {
+		b->start_ns = now_ns;
+		b->last_log_ns = now_ns;
+		start_phase(b, first_phase(b));
+	}
+	psb_wk_poll(b->wk, now_ns);
+	if (b->error != 0) {
+		b->finished = 1;
+		b->end_ns = now_ns;
+		return -EIO;
+	}
+	submit_more(b, now_ns);
+	if (b->ndone == b->cfg.nkeys) {
+		uint8_t t = b->phase_type;
+
+		if (b->cfg.mode == PSB_BENCH_PUSH_THEN_PULL && t == PSB_MSG_PUSH) {
+			start_phase(b, PSB_MSG_PULL);
+		} else if (b->cfg.mode == PSB_BENCH_PULL_ONLY && !b->init_done) {
+			/* The initial push is setup, not measurement. */
+			b->init_done = 1;
+			b->ops_done = 0;
+			psb_hist_reset(&b->rtt);
+			b->start_ns = now_ns;
+			start_phase(b, PSB_MSG_PULL);
+		} else {
+			b->iter++;
+			if (b->iter >= b->cfg.repeat ||
+			    (b->cfg.max_time_ns != 0 && now_ns - b->start_ns >= b->cfg.max_time_ns)) {
+				b->finished = 1;
+				b->end_ns = now_ns;
+				return 1;
+			}
+			start_phase(b, first_phase(b));
+		}
+		submit_more(b, now_ns);
+	}
+	if (b->cfg.log_every_ns != 0 && b->cfg.log != NULL &&
+	    now_ns - b->last_log_ns >= b->cfg.log_every_ns) {
+		b->last_log_ns = now_ns;
+		psb_bench_result(b, now_ns, &r);
+		psb_bench_print_progress(&r, b->cfg.repeat, b->cfg.label, b->cfg.log);
+	}
+	return 0;
+}
+
+void
+psb_bench_result(const struct psb_bench *b, uint64_t now_ns, struct psb_bench_result *r)
+{
+	const struct psb_wk_stats *ws = psb_wk_stats(b->wk);
+	uint64_t end = b->finished ? b->end_ns : now_ns;
+
+	memset(r, 0, sizeof(*r));
+	r->mode = b->cfg.mode;
+	r->len = b->cfg.len;
+	r->nkeys = b->cfg.nkeys;
+	r->iterations = b->iter;
+	r->ops = b->ops_done;
+	r->elapsed_ns = end > b->start_ns ? end - b->start_ns : 0;
+	if (r->elapsed_ns != 0) {
+		r->goodput_gbps = 8.0 * b->cfg.len * b->cfg.nkeys * (double)b->iter / r->elapsed_ns;
+		r->ops_per_s = (double)b->ops_done * 1e9 / r->elapsed_ns;
+	}
+	r->retries = ws->retries;
+	r->failed = b->failed;
+	r->verify_errors = b->verify_errors;
+	r->rtt = b->rtt;
+}
+
+static double
+pct_us(const struct psb_hist *h, double p)
+{
+	return psb_hist_percentile(h, p) / 1000.0;
+}
+
+void
+psb_bench_print_progress(const struct psb_bench_result *r, uint64_t repeat, const char *label,
+		FILE *out)
+{
+	fprintf(out, "%s: iter %llu/%llu  goodput %.2f Gbps  %.0f ops/s  rtt p50 %.1f us  "
+		"p99 %.1f us  retries %llu\n",
+		label != NULL ? label : "worker", (unsigned long long)r->iterations,
+		(unsigned long long)repeat, r->goodput_gbps, r->ops_per_s, pct_us(&r->rtt, 50),
+		pct_us(&r->rtt, 99), (unsigned long long)r->retries);
+	fflush(out);
+}
+
+void
+psb_bench_print(const struct psb_bench_result *r, const char *label, FILE *out)
+{
+	const char *l = label != NULL ? label : "worker";
+
+	fprintf(out, "%s: mode %d (%s), len %u B, %u keys, %llu iterations in %.3f s\n", l, r->mode,
+		psb_bench_mode_name(r->mode), r->len, r->nkeys,
+		(unsigned long long)r->iterations, r->elapsed_ns / 1e9);
+	fprintf(out, "%s: application goodput %.3f Gbps (8 x len x keys x iterations / time), "
+		"%.0f requests/s\n", l, r->goodput_gbps, r->ops_per_s);
+	fprintf(out, "%s: request round trip (us): p50 %.2f  p90 %.2f  p99 %.2f  p99.9 %.2f  "
+		"mean %.2f  max %.2f  (n=%llu)\n", l, pct_us(&r->rtt, 50), pct_us(&r->rtt, 90),
+		pct_us(&r->rtt, 99), pct_us(&r->rtt, 99.9), psb_hist_mean(&r->rtt) / 1000.0,
+		r->rtt.max / 1000.0, (unsigned long long)r->rtt.count);
+	fprintf(out, "%s: retries %llu, failed %llu, verify errors %llu\n", l,
+		(unsigned long long)r->retries, (unsigned long long)r->failed,
+		(unsigned long long)r->verify_errors);
+}
+
+int
+psb_bench_write_json(const struct psb_bench_result *r, const char *label, const char *path)
+{
+	json_t *o, *lat;
+	char tmp[4096];
+	int rc;
+
+	if ((size_t)snprintf(tmp, sizeof(tmp), "%s.tmp.%d", path, (int)getpid()) >= sizeof(tmp))
+		return -ENAMETOOLONG;
+	lat = json_pack("{s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:I}",
+		"p50", pct_us(&r->rtt, 50), "p90", pct_us(&r->rtt, 90),
+		"p99", pct_us(&r->rtt, 99), "p99.9", pct_us(&r->rtt, 99.9),
+		"mean", psb_hist_mean(&r->rtt) / 1000.0, "min", r->rtt.min / 1000.0,
+		"max", r->rtt.max / 1000.0, "count", (json_int_t)r->rtt.count);
+	o = json_pack("{s:s,s:i,s:s,s:I,s:I,s:I,s:I,s:f,s:f,s:f,s:o,s:I,s:I,s:I}",
+		"label", label != NULL ? label : "worker",
+		"mode", r->mode, "mode_name", psb_bench_mode_name(r->mode),
+		"len", (json_int_t)r->len, "keys", (json_int_t)r->nkeys,
+		"iterations", (json_int_t)r->iterations, "requests", (json_int_t)r->ops,
+		"elapsed_s", r->elapsed_ns / 1e9, "goodput_gbps", r->goodput_gbps,
+		"requests_per_s", r->ops_per_s, "rtt_us", lat,
+		"retries", (json_int_t)r->retries, "failed", (json_int_t)r->failed,
+		"verify_errors", (json_int_t)r->verify_errors);
+	if (o == NULL)
+		return -ENOMEM;
+	rc = json_dump_file(o, tmp, JSON_INDENT(2) | JSON_SORT_KEYS);
+	json_decref(o);
+	if (rc != 0) {
+		unlink(tmp);
+		return -EIO;
+	}
+	if (rename(tmp, path) != 0) {
+		rc = -errno;
+		unlink(tmp);
+		return rc;
+	}
+	return 0;
+}

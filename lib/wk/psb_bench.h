@@ -1,0 +1,81 @@
+/* ps-lite's test_benchmark workload on top of the worker engine, with results. */
+#ifndef PSB_BENCH_H
+#define PSB_BENCH_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "psb_hist.h"
+#include "psb_wk.h"
+
+/* ps-lite's benchmark modes, same numbers. */
+enum psb_bench_mode {
+	PSB_BENCH_PUSH_THEN_PULL = 0,
+	PSB_BENCH_PUSH_PULL = 1,
+	PSB_BENCH_PUSH_ONLY = 2,
+	PSB_BENCH_PULL_ONLY = 3,
+	PSB_BENCH_MODE_MAX
+};
+
+struct psb_bench_cfg {
+	uint32_t len;			/* value bytes per key (multiple of 4) */
+	uint64_t repeat;		/* iterations */
+	int mode;			/* enum psb_bench_mode */
+	uint32_t nkeys;			/* keys in play (all servers) */
+	const uint64_t *keys;		/* [nkeys] */
+	uint16_t num_workers;		/* for checking sync sums */
+	int verify;			/* check every pulled value (sync: exact sums) */
+	uint64_t max_time_ns;		/* stop early after this long (0: no limit) */
+	uint64_t window_bytes;		/* value bytes in flight at most (0: 8 MiB); one
+					 * request always goes, whatever its size */
+	uint64_t log_every_ns;		/* progress line period (0: none) */
+	FILE *log;			/* progress lines go here */
+	const char *label;		/* prefix of progress lines */
+};
+
+struct psb_bench_result {
+	int mode;
+	uint32_t len;
+	uint32_t nkeys;
+	uint64_t iterations;		/* completed */
+	uint64_t ops;			/* completed requests */
+	uint64_t elapsed_ns;
+	double goodput_gbps;		/* ps-lite: 8 * len * keys * iterations / ns */
+	double ops_per_s;
+	uint64_t retries;
+	uint64_t failed;
+	uint64_t verify_errors;
+	struct psb_hist rtt;		/* per-request round trip, ns */
+};
+
+struct psb_bench;
+
+/*
+ * Create the benchmark and its worker engine. wcfg gives the transport
+ * (send, send_arg), rank, sync, seg_size and timeout; window and done are set here.
+ */
+struct psb_bench *psb_bench_create(const struct psb_bench_cfg *cfg, const struct psb_wk_cfg *wcfg);
+void psb_bench_free(struct psb_bench *b);
+
+/* The engine, to feed responses (psb_wk_input) into. */
+struct psb_wk *psb_bench_wk(struct psb_bench *b);
+
+/* Advance: poll the engine, start the next phase. 1 when finished, 0 running, <0 failed. */
+int psb_bench_step(struct psb_bench *b, uint64_t now_ns);
+
+/* Snapshot of the results so far (also valid once finished). */
+void psb_bench_result(const struct psb_bench *b, uint64_t now_ns, struct psb_bench_result *r);
+
+const char *psb_bench_mode_name(int mode);
+/* "1", "PUSH_PULL" or "push_pull" -> mode; -EINVAL otherwise. */
+int psb_bench_mode_parse(const char *s);
+
+/* Human-readable summary lines. */
+void psb_bench_print(const struct psb_bench_result *r, const char *label, FILE *out);
+/* One-line progress. */
+void psb_bench_print_progress(const struct psb_bench_result *r, uint64_t repeat, const char *label,
+		FILE *out);
+/* JSON object of the result; written to path atomically (path.tmp + rename). 0 or -errno. */
+int psb_bench_write_json(const struct psb_bench_result *r, const char *label, const char *path);
+
+#endif /* PSB_BENCH_H */

@@ -1,0 +1,303 @@
+/* Worker engine: issues push/pull requests, segments, retries, reassembles responses. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "psb_wk.h"
+
+struct wk_slot {
+	struct psb_wk_op *op;		/* NULL: free */
+	uint32_t req_id;
+	uint32_t next_off;		/* next push byte offset to send */
+	int send_req;			/* PULL request still to send */
+	uint64_t first_ns;
+	uint64_t sent_ns;		/* last (re)send started */
+	int resp_started;
+	struct psb_reasm reasm;
+	struct wk_slot *next_pending;	/* list of slots with something to send */
+	int on_pending;
+};
+
+struct psb_wk {
+	struct psb_wk_cfg cfg;
+	uint32_t seq;
+	uint32_t inflight;
+	uint32_t *free_ids;		/* stack of free slot indexes */
+	uint32_t nfree;
+	struct wk_slot *pend_head, *pend_tail;
+	uint64_t last_scan_ns;
+	struct psb_wk_stats st;
+	struct wk_slot slots[];
+};
+
+struct psb_wk *
+psb_wk_create(const struct psb_wk_cfg *cfg)
+{
+	struct psb_wk *wk;
+	uint32_t i, n = cfg->window;
+
+	if (n == 0 || n > PSB_WK_MAX_WINDOW || cfg->send == NULL || cfg->done == NULL ||
+	    cfg->seg_size == 0 || (cfg->seg_size & 3) != 0)
+		return NULL;
+	wk = calloc(1, sizeof(*wk) + n * sizeof(struct wk_slot));
+	if (wk == NULL)
+		return NULL;
+	wk->free_ids = calloc(n, sizeof(uint32_t));
+	if (wk->free_ids == NULL) {
+		free(wk);
+		return NULL;
+	}
+	wk->cfg = *cfg;
+	for (i = 0; i < n; i++)
+		wk->free_ids[i] = n - 1 - i;
+	wk->nfree = n;
+	return wk;
+}
+
+void
+psb_wk_free(struct psb_wk *wk)
+{
+	uint32_t i;
+
+	if (wk == NULL)
+		return;
+	for (i = 0; i < wk->cfg.window; i++)
+		psb_reasm_fini(&wk->slots[i].reasm);
+	free(wk->free_ids);
+	free(wk);
+}
+
+static void
+pending_add(struct psb_wk *wk, struct wk_slot *s)
+{
+	if (s->on_pending)
+		return;
+	s->on_pending = 1;
+	s->next_pending = NULL;
+	if (wk->pend_tail != NULL)
+		wk->pend_tail->next_pending = s;
+	else
+		wk->pend_head = s;
+	wk->pend_tail = s;
+}
+
+static void
+fill_hdr(const struct psb_wk *wk, const struct wk_slot *s, struct psb_hdr *h)
+{
+	const struct psb_wk_op *op = s->op;
+
+	psb_hdr_init(h, op->type);
+	h->flags = wk->cfg.sync ? PSB_F_SYNC : 0;
+	h->sender = wk->cfg.rank;
+	h->req_id = s->req_id;
+	h->round = op->round;
+	h->key = op->key;
+}
+
+/* Send what remains of slot s; 0 when all went out, -ENOBUFS when the transport is full. */
+static int
+send_slot(struct psb_wk *wk, struct wk_slot *s)
+{
+	const struct psb_wk_op *op = s->op;
+	struct psb_hdr h;
+	int rc;
+
+	fill_hdr(wk, s, &h);
+	if (op->type == PSB_MSG_PULL) {
+		if (!s->send_req)
+			return 0;
+		h.total_len = 0;
+		rc = wk->cfg.send(wk->cfg.send_arg, &h, NULL);
+		if (rc < 0) {
+			wk->st.send_blocked++;
+			return rc;
+		}
+		wk->st.msgs_sent++;
+		s->send_req = 0;
+		return 0;
+	}
+	h.total_len = op->len;
+	h.seg_size = wk->cfg.seg_size;
+	while (s->next_off < op->len) {
+		uint32_t left = op->len - s->next_off;
+
+		h.offset = s->next_off;
+		h.seg_len = left < wk->cfg.seg_size ? left : wk->cfg.seg_size;
+		rc = wk->cfg.send(wk->cfg.send_arg, &h, (const uint8_t *)op->in + s->next_off);
+		if (rc < 0) {
+			wk->st.send_blocked++;
+			return rc;
+		}
+		wk->st.msgs_sent++;
+		s->next_off += h.seg_len;
+	}
+	return 0;
+}
+
+int
+psb_wk_submit(struct psb_wk *wk, struct psb_wk_op *op, uint64_t now_ns)
+{
+	struct wk_slot *s;
+	uint32_t idx;
+
+	if (op->type != PSB_MSG_PUSH && op->type != PSB_MSG_PULL && op->type != PSB_MSG_PUSHPULL)
+		return -EINVAL;
+	if (op->type != PSB_MSG_PULL &&
+	    (op->len == 0 || (op->len & 3) != 0 || op->len > PSB_MAX_VALUE || op->in == NULL))
+		return -EINVAL;
+	if (wk->nfree == 0)
+		return -EBUSY;
+	idx = wk->free_ids[--wk->nfree];
+	s = &wk->slots[idx];
+	s->op = op;
+	wk->seq++;
+	s->req_id = wk->seq << PSB_WK_SLOT_BITS | idx;
+	s->next_off = 0;
+	s->send_req = op->type == PSB_MSG_PULL;
+	s->first_ns = now_ns;
+	s->sent_ns = now_ns;
+	s->resp_started = 0;
+	op->status = 0;
+	op->out_len = 0;
+	op->retries = 0;
+	wk->inflight++;
+	wk->st.submitted++;
+	/* Keep order: if others wait for the transport, queue behind them. */
+	if (wk->pend_head != NULL || send_slot(wk, s) < 0)
+		pending_add(wk, s);
+	return 0;
+}
+
+static void
+finish(struct psb_wk *wk, struct wk_slot *s, int status, uint64_t now_ns)
+{
+	struct psb_wk_op *op = s->op;
+	uint32_t idx = (uint32_t)(s - wk->slots);
+
+	op->status = status;
+	op->rtt_ns = now_ns - s->first_ns;
+	psb_reasm_fini(&s->reasm);
+	s->op = NULL;
+	/* A slot still on the pending list is skipped there and unlinked lazily. */
+	wk->free_ids[wk->nfree++] = idx;
+	wk->inflight--;
+	if (status == 0)
+		wk->st.completed++;
+	else
+		wk->st.failed++;
+	wk->cfg.done(wk->cfg.done_arg, op);
+}
+
+void
+psb_wk_input(struct psb_wk *wk, const struct psb_hdr *h, const void *payload, uint64_t now_ns)
+{
+	uint32_t idx = h->req_id & (PSB_WK_MAX_WINDOW - 1);
+	struct wk_slot *s;
+	struct psb_wk_op *op;
+	int rc;
+
+	if (idx >= wk->cfg.window || h->sender != wk->cfg.rank) {
+		wk->st.stray++;
+		return;
+	}
+	s = &wk->slots[idx];
+	op = s->op;
+	if (op == NULL || s->req_id != h->req_id || h->key != op->key) {
+		wk->st.stray++;
+		return;
+	}
+	if (h->type == PSB_MSG_ERROR) {
+		wk->st.errors++;
+		op->err_aux = h->aux;
+		finish(wk, s, h->status != 0 ? h->status : PSB_ST_BAD_TYPE, now_ns);
+		return;
+	}
+	if (h->type != (op->type | PSB_MSG_RESP)) {
+		wk->st.stray++;
+		return;
+	}
+	op->out_round = h->round;
+	if (h->type == PSB_MSG_PUSH_ACK) {
+		finish(wk, s, 0, now_ns);
+		return;
+	}
+	if (h->total_len > op->len && op->out != NULL) {
+		op->err_aux = h->total_len;
+		finish(wk, s, PSB_ST_LEN_MISMATCH, now_ns);
+		return;
+	}
+	if (!s->resp_started) {
+		if (psb_reasm_init(&s->reasm, h->total_len, h->seg_size) < 0) {
+			wk->st.stray++;
+			return;
+		}
+		s->resp_started = 1;
+	}
+	rc = psb_reasm_mark(&s->reasm, h);
+	if (rc < 0) {
+		wk->st.stray++;
+		return;
+	}
+	wk->st.resp_segs++;
+	if (rc == PSB_REASM_DUP) {
+		wk->st.dup_segs++;
+		return;
+	}
+	if (op->out != NULL && h->seg_len != 0)
+		memcpy((uint8_t *)op->out + h->offset, payload, h->seg_len);
+	if (rc == PSB_REASM_DONE) {
+		op->out_len = h->total_len;
+		finish(wk, s, 0, now_ns);
+	}
+}
+
+void
+psb_wk_poll(struct psb_wk *wk, uint64_t now_ns)
+{
+	uint32_t i;
+
+	while (wk->pend_head != NULL) {
+		struct wk_slot *s = wk->pend_head;
+
+		if (s->op != NULL && send_slot(wk, s) < 0)
+			break;
+		wk->pend_head = s->next_pending;
+		if (wk->pend_head == NULL)
+			wk->pend_tail = NULL;
+		s->on_pending = 0;
+	}
+	/* Scanning the window is not free: do it a few times per timeout only. */
+	if (wk->inflight == 0 || wk->cfg.timeout_ns == 0 ||
+	    now_ns - wk->last_scan_ns < wk->cfg.timeout_ns / 4)
+		return;
+	wk->last_scan_ns = now_ns;
+	for (i = 0; i < wk->cfg.window; i++) {
+		struct wk_slot *s = &wk->slots[i];
+
+		if (s->op == NULL || s->on_pending || now_ns - s->sent_ns < wk->cfg.timeout_ns)
+			continue;
+		if (wk->cfg.max_retries != 0 && s->op->retries >= wk->cfg.max_retries) {
+			finish(wk, s, -ETIMEDOUT, now_ns);
+			continue;
+		}
+		s->op->retries++;
+		wk->st.retries++;
+		s->sent_ns = now_ns;
+		s->next_off = 0;
+		s->send_req = s->op->type == PSB_MSG_PULL;
+		if (wk->pend_head != NULL || send_slot(wk, s) < 0)
+			pending_add(wk, s);
+	}
+}
+
+uint32_t
+psb_wk_inflight(const struct psb_wk *wk)
+{
+	return wk->inflight;
+}
+
+const struct psb_wk_stats *
+psb_wk_stats(const struct psb_wk *wk)
+{
+	return &wk->st;
+}

@@ -1,0 +1,80 @@
+/* Worker engine: issues push/pull requests, segments, retries, reassembles responses. */
+#ifndef PSB_WK_H
+#define PSB_WK_H
+
+#include <stdint.h>
+
+#include "psb_proto.h"
+#include "psb_reasm.h"
+
+#define PSB_WK_SLOT_BITS	12
+#define PSB_WK_MAX_WINDOW	(1u << PSB_WK_SLOT_BITS)
+
+/* One request as the application sees it. */
+struct psb_wk_op {
+	uint8_t type;		/* PSB_MSG_PUSH, PULL or PUSHPULL */
+	uint64_t key;
+	uint32_t round;		/* sync: round pushed into / version needed */
+	uint32_t len;		/* bytes pushed, or capacity of out */
+	const float *in;	/* PUSH / PUSHPULL value */
+	float *out;		/* PULL / PUSHPULL destination (NULL: discard) */
+	void *user;
+	/* Filled on completion. */
+	int status;		/* enum psb_status, or -ETIMEDOUT after max retries */
+	uint32_t out_len;	/* bytes received */
+	uint32_t out_round;	/* version the server answered with */
+	uint32_t err_aux;	/* aux field of an ERROR reply */
+	uint64_t rtt_ns;	/* first send to completion, retries included */
+	uint32_t retries;
+};
+
+/* Send one message; return 0, or -ENOBUFS to be called again later for it. */
+typedef int (*psb_wk_send_fn)(void *arg, const struct psb_hdr *h, const void *payload);
+/* A request finished (op->status tells how). */
+typedef void (*psb_wk_done_fn)(void *arg, struct psb_wk_op *op);
+
+struct psb_wk_cfg {
+	uint16_t rank;		/* sender id the servers know us by */
+	int sync;
+	uint16_t seg_size;	/* stride for push segments */
+	uint32_t window;	/* requests in flight at most (<= PSB_WK_MAX_WINDOW) */
+	uint64_t timeout_ns;	/* resend a request unanswered for this long */
+	uint32_t max_retries;	/* then fail it with -ETIMEDOUT (0: retry forever) */
+	psb_wk_send_fn send;
+	void *send_arg;
+	psb_wk_done_fn done;
+	void *done_arg;
+};
+
+struct psb_wk_stats {
+	uint64_t submitted;
+	uint64_t completed;
+	uint64_t failed;
+	uint64_t msgs_sent;
+	uint64_t send_blocked;		/* send callback asked to wait */
+	uint64_t retries;
+	uint64_t resp_segs;
+	uint64_t dup_segs;
+	uint64_t stray;			/* responses matching no request in flight */
+	uint64_t errors;		/* ERROR replies */
+};
+
+struct psb_wk;
+
+struct psb_wk *psb_wk_create(const struct psb_wk_cfg *cfg);
+void psb_wk_free(struct psb_wk *wk);
+
+/* Start op (kept by the caller until done). 0, -EBUSY when the window is full, -EINVAL. */
+int psb_wk_submit(struct psb_wk *wk, struct psb_wk_op *op, uint64_t now_ns);
+
+/* Feed one response message addressed to this worker. */
+void psb_wk_input(struct psb_wk *wk, const struct psb_hdr *h, const void *payload,
+		uint64_t now_ns);
+
+/* Send what the transport refused earlier and resend what timed out. */
+void psb_wk_poll(struct psb_wk *wk, uint64_t now_ns);
+
+uint32_t psb_wk_inflight(const struct psb_wk *wk);
+const struct psb_wk_stats *psb_wk_stats(const struct psb_wk *wk);
+
+#endif /* PSB_WK_H */
