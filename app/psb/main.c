@@ -4,9 +4,11 @@
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <dirent.h>
 
 #include <rte_eal.h>
 #include <rte_ethdev.h>
@@ -397,6 +399,26 @@ check_config(struct psb_app *app)
 		die("--len %u exceeds --max-value %u", app->bench.len, app->max_value);
 }
 
+/* The EAL leaves its runtime directory behind; psb's prefixes are its own, so remove it. */
+static void
+remove_runtime_dir(const char *dir)
+{
+	char path[PATH_MAX];
+	struct dirent *de;
+	DIR *d;
+
+	if (dir == NULL || *dir == '\0' || (d = opendir(dir)) == NULL)
+		return;
+	while ((de = readdir(d)) != NULL) {
+		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+			continue;
+		if ((size_t)snprintf(path, sizeof(path), "%s/%s", dir, de->d_name) < sizeof(path))
+			unlink(path);
+	}
+	closedir(d);
+	rmdir(dir);
+}
+
 static void
 on_signal(int sig)
 {
@@ -726,6 +748,8 @@ main(int argc, char **argv)
 	for (i = 0; i < app->nports; i++)
 		if (app->specs[i].kind == PSB_PORT_MEMIF && app->specs[i].memif_server)
 			unlink(app->specs[i].sock_path);
+	snprintf(err, sizeof(err), "%s", rte_eal_get_runtime_dir());
 	rte_eal_cleanup();
+	remove_runtime_dir(err);
 	return exit_code;
 }

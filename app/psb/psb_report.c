@@ -11,6 +11,18 @@
 #include "psb_report.h"
 
 /* Sum of the store counters of every server shard. */
+static double
+value_sum(const struct psb_app *app)
+{
+	double sum = 0;
+	uint16_t i;
+
+	for (i = 0; i < app->nroles; i++)
+		if (app->roles[i].role == &psb_role_server && psb_server_kv(&app->roles[i]) != NULL)
+			sum += psb_kv_value_sum(psb_server_kv(&app->roles[i]));
+	return sum;
+}
+
 static void
 sum_kv(const struct psb_app *app, struct psb_kv_stats *st, uint64_t *nkeys, uint64_t *bytes)
 {
@@ -203,6 +215,7 @@ psb_report_write_json(const struct psb_app *app, const char *path)
 			"dup_segs", (json_int_t)st.dup_segs,
 			"retries_answered", (json_int_t)st.retries_answered,
 			"stale", (json_int_t)st.stale, "errors", e);
+		json_object_set_new(s, "value_sum", json_real(value_sum(app)));
 		json_object_set_new(root, "store", s);
 	}
 	if ((size_t)snprintf(tmp, sizeof(tmp), "%s.tmp.%d", path, (int)getpid()) >= sizeof(tmp)) {

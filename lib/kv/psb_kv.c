@@ -375,6 +375,8 @@ psb_kv_handle(struct psb_kv *kv, const struct psb_hdr *h, const void *payload,
 			if (h->offset == 0 && p->type != PSB_MSG_ERROR) {
 				kv->st.retries_answered++;
 				answer(kv, e, h->sender, emit, arg);
+			} else {
+				kv->st.dup_segs++;
 			}
 			return 0;
 		}
@@ -449,6 +451,21 @@ psb_kv_reset(struct psb_kv *kv)
 		}
 	}
 	memset(&kv->st, 0, sizeof(kv->st));
+}
+
+double
+psb_kv_value_sum(const struct psb_kv *kv)
+{
+	double sum = 0;
+	uint32_t i, j;
+
+	for (i = 0; i <= kv->mask; i++) {
+		const struct kv_entry *e = &kv->slots[i];
+
+		for (j = 0; e->len != 0 && j < e->len / sizeof(float); j++)
+			sum += e->val[j];
+	}
+	return sum;
 }
 
 uint32_t

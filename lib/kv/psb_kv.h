@@ -57,6 +57,9 @@ const float *psb_kv_get(const struct psb_kv *kv, uint64_t key, uint32_t *len, ui
 /* Zero every value and round, forget request state; keys and lengths stay. */
 void psb_kv_reset(struct psb_kv *kv);
 
+/* Sum of every element of every value: a digest tests and reports compare against. */
+double psb_kv_value_sum(const struct psb_kv *kv);
+
 uint32_t psb_kv_nkeys(const struct psb_kv *kv);
 uint64_t psb_kv_bytes(const struct psb_kv *kv);
 const struct psb_kv_stats *psb_kv_stats(const struct psb_kv *kv);

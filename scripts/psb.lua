@@ -1,0 +1,321 @@
+-- Wireshark dissector for psb, the parameter-server wire protocol (docs/PROTOCOL.md).
+--
+--   tshark -X lua_script:scripts/psb.lua -r capture.pcap
+--   wireshark -X lua_script:scripts/psb.lua capture.pcap
+--
+-- Or copy it into the personal Lua plugins folder. Needs Wireshark >= 4.0 (Lua 5.2);
+-- it uses no bit operators or library so that it also loads under Lua 5.3/5.4.
+
+local psb = Proto("psb", "psb parameter-server protocol")
+
+local HDR_LEN = 40
+local MAGIC = 0x5053
+local VERSION = 1
+local MAX_VALUE = 1073741824	-- PSB_MAX_VALUE, 1 GiB
+local DEFAULT_PORT = 9430
+local DEFAULT_SCHED_PORT = 9431
+local MAX_FLOAT_ITEMS = 16	-- individual floats shown per segment
+
+-- enum psb_msg_type
+local T_PUSH, T_PULL, T_PUSHPULL = 0x01, 0x02, 0x03
+local T_REGISTER, T_BARRIER = 0x10, 0x11
+local T_PUSH_ACK, T_PULL_RESP, T_PUSHPULL_RESP = 0x81, 0x82, 0x83
+local T_REGISTER_ACK, T_BARRIER_ACK, T_ERROR = 0x90, 0x91, 0xff
+
+local type_names = {
+	[T_PUSH] = "PUSH",
+	[T_PULL] = "PULL",
+	[T_PUSHPULL] = "PUSHPULL",
+	[T_REGISTER] = "REGISTER",
+	[T_BARRIER] = "BARRIER",
+	[T_PUSH_ACK] = "PUSH_ACK",
+	[T_PULL_RESP] = "PULL_RESP",
+	[T_PUSHPULL_RESP] = "PUSHPULL_RESP",
+	[T_REGISTER_ACK] = "REGISTER_ACK",
+	[T_BARRIER_ACK] = "BARRIER_ACK",
+	[T_ERROR] = "ERROR",
+}
+
+-- enum psb_status, named as psb_status_name() names them in psb's logs and counters.
+local status_names = {
+	[0] = "ok",
+	[1] = "bad_version",
+	[2] = "bad_type",
+	[3] = "length_mismatch",
+	[4] = "no_key",
+	[5] = "too_large",
+	[6] = "no_memory",
+	[7] = "bad_sender",
+	[8] = "stale",
+	[9] = "busy",
+}
+
+-- Messages whose payload is a slice of a little-endian float32 value.
+local carries_floats = {
+	[T_PUSH] = true, [T_PUSHPULL] = true, [T_PULL_RESP] = true, [T_PUSHPULL_RESP] = true,
+}
+
+-- Messages addressed by key and request id (the rest are scheduler messages).
+local keyed = {
+	[T_PUSH] = true, [T_PULL] = true, [T_PUSHPULL] = true,
+	[T_PUSH_ACK] = true, [T_PULL_RESP] = true, [T_PUSHPULL_RESP] = true, [T_ERROR] = true,
+}
+
+local F_SYNC, F_SERVER, F_WORKER = 0x01, 0x02, 0x04
+
+local pf = {
+	magic = ProtoField.uint16("psb.magic", "Magic", base.HEX),
+	version = ProtoField.uint8("psb.version", "Version", base.DEC),
+	type = ProtoField.uint8("psb.type", "Type", base.HEX, type_names),
+	flags = ProtoField.uint8("psb.flags", "Flags", base.HEX),
+	flag_sync = ProtoField.bool("psb.flags.sync", "Sync", 8, nil, F_SYNC,
+		"Request belongs to a synchronous round"),
+	flag_server = ProtoField.bool("psb.flags.server", "Server", 8, nil, F_SERVER,
+		"REGISTER: the node is a server"),
+	flag_worker = ProtoField.bool("psb.flags.worker", "Worker", 8, nil, F_WORKER,
+		"REGISTER: the node is a worker"),
+	status = ProtoField.uint8("psb.status", "Status", base.DEC, status_names),
+	sender = ProtoField.uint16("psb.sender", "Sender", base.DEC),
+	req_id = ProtoField.uint32("psb.req_id", "Request id", base.DEC),
+	round = ProtoField.uint32("psb.round", "Round", base.DEC),
+	key = ProtoField.uint64("psb.key", "Key", base.DEC),
+	total_len = ProtoField.uint32("psb.total_len", "Total length", base.DEC),
+	offset = ProtoField.uint32("psb.offset", "Offset", base.DEC),
+	seg_len = ProtoField.uint16("psb.seg_len", "Segment length", base.DEC),
+	seg_size = ProtoField.uint16("psb.seg_size", "Segment size", base.DEC),
+	aux = ProtoField.uint32("psb.aux", "Aux", base.DEC),
+	value = ProtoField.bytes("psb.value", "Value"),
+	nfloats = ProtoField.uint32("psb.nfloats", "Floats in segment", base.DEC),
+	float = ProtoField.float("psb.float", "Float"),
+	-- REGISTER_ACK payload: the scheduler's server table.
+	num_servers = ProtoField.uint16("psb.sched.num_servers", "Servers", base.DEC),
+	num_workers = ProtoField.uint16("psb.sched.num_workers", "Workers", base.DEC),
+	srv_ip = ProtoField.ipv4("psb.sched.server_ip", "Server address"),
+	srv_port = ProtoField.uint16("psb.sched.server_port", "Server port", base.DEC),
+	key_begin = ProtoField.uint64("psb.sched.key_begin", "First key", base.DEC),
+	key_end = ProtoField.uint64("psb.sched.key_end", "Key end", base.DEC),
+}
+
+psb.fields = {
+	pf.magic, pf.version, pf.type, pf.flags, pf.flag_sync, pf.flag_server, pf.flag_worker,
+	pf.status, pf.sender, pf.req_id, pf.round, pf.key, pf.total_len, pf.offset, pf.seg_len,
+	pf.seg_size, pf.aux, pf.value, pf.nfloats, pf.float, pf.num_servers, pf.num_workers,
+	pf.srv_ip, pf.srv_port, pf.key_begin, pf.key_end,
+}
+
+local ex = {
+	short = ProtoExpert.new("psb.short", "Shorter than the 40-byte psb header",
+		expert.group.MALFORMED, expert.severity.ERROR),
+	bad_magic = ProtoExpert.new("psb.bad_magic", "Bad psb magic (psb drops the frame)",
+		expert.group.MALFORMED, expert.severity.ERROR),
+	seg_len = ProtoExpert.new("psb.seg_len_mismatch",
+		"seg_len does not match the payload length (psb drops the frame)",
+		expert.group.MALFORMED, expert.severity.ERROR),
+	segment = ProtoExpert.new("psb.bad_segment",
+		"Segment fields inconsistent (psb drops the frame)",
+		expert.group.MALFORMED, expert.severity.ERROR),
+	version = ProtoExpert.new("psb.foreign_version",
+		"Unsupported version (psb answers with ERROR bad_version)",
+		expert.group.PROTOCOL, expert.severity.WARN),
+	error = ProtoExpert.new("psb.error", "psb ERROR response",
+		expert.group.RESPONSE_CODE, expert.severity.NOTE),
+	table = ProtoExpert.new("psb.bad_table", "Server table shorter than its count",
+		expert.group.MALFORMED, expert.severity.WARN),
+}
+
+psb.experts = {
+	ex.short, ex.bad_magic, ex.seg_len, ex.segment, ex.version, ex.error, ex.table,
+}
+
+psb.prefs.port = Pref.uint("Data UDP port", DEFAULT_PORT, "UDP port of psb servers and workers")
+psb.prefs.sched_port = Pref.uint("Scheduler UDP port", DEFAULT_SCHED_PORT,
+	"UDP port of the psb scheduler (0: none)")
+
+-- Mirror of psb_hdr_check_segment: nil when consistent, else why not.
+local function segment_problem(total, offset, seg_len, seg_size)
+	if total == 0 then
+		if seg_len ~= 0 or offset ~= 0 then
+			return "an empty value must have seg_len 0 and offset 0"
+		end
+		return nil
+	end
+	if total > MAX_VALUE then
+		return "total_len above 1 GiB"
+	end
+	if seg_size == 0 or seg_size % 4 ~= 0 then
+		return "seg_size is not a non-zero multiple of 4"
+	end
+	if offset >= total then
+		return "offset at or past total_len"
+	end
+	if offset % seg_size ~= 0 then
+		return "offset is not a multiple of seg_size"
+	end
+	local want = math.min(seg_size, total - offset)
+	if seg_len ~= want then
+		return string.format("seg_len should be %d at this offset", want)
+	end
+	return nil
+end
+
+local function has_flag(flags, mask)
+	return math.floor(flags / mask) % 2 == 1
+end
+
+local function dissect_table(tvb, tree)
+	local len = tvb:len()
+	if len < 4 then
+		tree:add_tvb_expert_info(ex.table, tvb)
+		return
+	end
+	local n = tvb(0, 2):uint()
+	local t = tree:add(tvb(), "Server table")
+	t:add(pf.num_servers, tvb(0, 2))
+	t:add(pf.num_workers, tvb(2, 2))
+	for i = 0, n - 1 do
+		local off = 4 + i * 24
+		if off + 24 > len then
+			t:add_tvb_expert_info(ex.table, tvb)
+			break
+		end
+		local s = t:add(tvb(off, 24), string.format("Server %d", i))
+		s:add(pf.srv_ip, tvb(off, 4))
+		s:add(pf.srv_port, tvb(off + 4, 2))
+		s:add(pf.key_begin, tvb(off + 8, 8))
+		s:add(pf.key_end, tvb(off + 16, 8))
+	end
+end
+
+function psb.dissector(tvb, pinfo, tree)
+	local len = tvb:len()
+	pinfo.cols.protocol = "psb"
+	local root = tree:add(psb, tvb())
+	if len < HDR_LEN then
+		root:add_tvb_expert_info(ex.short, tvb())
+		pinfo.cols.info = string.format("psb truncated (%d bytes)", len)
+		return len
+	end
+
+	local magic = tvb(0, 2):uint()
+	local version = tvb(2, 1):uint()
+	local mtype = tvb(3, 1):uint()
+	local flags = tvb(4, 1):uint()
+	local status = tvb(5, 1):uint()
+	local req_id = tvb(8, 4):uint()
+	local round = tvb(12, 4):uint()
+	local key = tvb(16, 8):uint64()
+	local total = tvb(24, 4):uint()
+	local offset = tvb(28, 4):uint()
+	local seg_len = tvb(32, 2):uint()
+	local seg_size = tvb(34, 2):uint()
+	local aux = tvb(36, 4):uint()
+	local plen = len - HDR_LEN
+
+	local mi = root:add(pf.magic, tvb(0, 2))
+	if magic ~= MAGIC then
+		mi:add_proto_expert_info(ex.bad_magic)
+	end
+	local vi = root:add(pf.version, tvb(2, 1))
+	if version ~= VERSION then
+		vi:add_proto_expert_info(ex.version)
+	end
+	root:add(pf.type, tvb(3, 1))
+	local fi = root:add(pf.flags, tvb(4, 1))
+	fi:add(pf.flag_sync, tvb(4, 1))
+	fi:add(pf.flag_server, tvb(4, 1))
+	fi:add(pf.flag_worker, tvb(4, 1))
+	local si = root:add(pf.status, tvb(5, 1))
+	if mtype == T_ERROR then
+		si:add_proto_expert_info(ex.error)
+	end
+	root:add(pf.sender, tvb(6, 2))
+	root:add(pf.req_id, tvb(8, 4))
+	root:add(pf.round, tvb(12, 4))
+	root:add(pf.key, tvb(16, 8))
+	root:add(pf.total_len, tvb(24, 4))
+	root:add(pf.offset, tvb(28, 4))
+	local li = root:add(pf.seg_len, tvb(32, 2))
+	if seg_len ~= plen then
+		li:add_proto_expert_info(ex.seg_len)
+	elseif version == VERSION then
+		-- psb checks the segment fields only for its own version.
+		local why = segment_problem(total, offset, seg_len, seg_size)
+		if why ~= nil then
+			li:add_proto_expert_info(ex.segment, why)
+		end
+	end
+	root:add(pf.seg_size, tvb(34, 2))
+	root:add(pf.aux, tvb(36, 4))
+
+	if plen > 0 then
+		local payload = tvb(HDR_LEN, plen)
+		root:add(pf.value, payload)
+		if carries_floats[mtype] then
+			local n = math.floor(plen / 4)
+			root:add(pf.nfloats, n):set_generated()
+			for i = 0, math.min(n, MAX_FLOAT_ITEMS) - 1 do
+				root:add_le(pf.float, tvb(HDR_LEN + 4 * i, 4))
+			end
+		elseif mtype == T_REGISTER_ACK then
+			dissect_table(payload:tvb(), root)
+		end
+	end
+
+	-- Info column, e.g. "PUSH key=7 req=3 seg 0-1432/4096".
+	local name = type_names[mtype] or string.format("type=0x%02x", mtype)
+	local info = name
+	if magic ~= MAGIC then
+		info = "[bad magic] " .. info
+	end
+	if keyed[mtype] or type_names[mtype] == nil then
+		info = info .. string.format(" key=%s req=%d", tostring(key), req_id)
+	elseif mtype == T_REGISTER or mtype == T_REGISTER_ACK then
+		if has_flag(flags, F_SERVER) then
+			info = info .. " server"
+		elseif has_flag(flags, F_WORKER) then
+			info = info .. " worker"
+		end
+		if mtype == T_REGISTER_ACK then
+			info = info .. string.format(" rank=%d", aux)
+		end
+		info = info .. string.format(" req=%d", req_id)
+	else
+		info = info .. string.format(" group=%d seq=%d req=%d", aux, round, req_id)
+	end
+	if total > 0 then
+		info = info .. string.format(" seg %d-%d/%d", offset, offset + seg_len, total)
+	end
+	if mtype == T_ERROR then
+		info = info .. " status=" .. (status_names[status] or tostring(status))
+	end
+	if version ~= VERSION then
+		info = info .. string.format(" version=%d", version)
+	end
+	pinfo.cols.info = info
+	root:append_text(", " .. info)
+	return len
+end
+
+-- Ports currently registered, so that a preference change can move them.
+local udp_table = DissectorTable.get("udp.port")
+local registered = {}
+
+local function register_ports()
+	for _, p in ipairs(registered) do
+		udp_table:remove(p, psb)
+	end
+	registered = {}
+	for _, p in ipairs({ psb.prefs.port, psb.prefs.sched_port }) do
+		if p ~= 0 then
+			udp_table:add(p, psb)
+			table.insert(registered, p)
+		end
+	end
+end
+
+function psb.prefs_changed()
+	register_ports()
+end
+
+register_ports()
+udp_table:add_for_decode_as(psb)

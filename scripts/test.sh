@@ -1,0 +1,72 @@
+#!/bin/bash
+# Build psb and run the whole test suite: unit, pcap replay, memif and
+# namespace tests (build/), the unit tests again under ASan/UBSan
+# (build-asan/), and the packet-parser fuzzer for a bounded time (build-fuzz/).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+FUZZ_SECONDS=${PSB_FUZZ_SECONDS:-60}
+scripts/setup.sh --no-huge
+
+setup_dir() {
+	local dir=$1; shift
+	if [ -f "$dir/build.ninja" ]; then
+		meson setup --reconfigure "$dir" "$@" >/dev/null
+	else
+		meson setup "$dir" "$@" >/dev/null
+	fi
+}
+
+status=0
+echo "== build (warnings are errors)"
+setup_dir build -Dwerror=true
+ninja -C build >/dev/null
+echo "== tests"
+meson test -C build --print-errorlogs --num-processes 2 || status=1
+
+echo "== unit tests under ASan/UBSan"
+setup_dir build-asan -Dwerror=true -Ddpdk=disabled -Db_sanitize=address,undefined \
+	-Dbuildtype=debug -Db_lundef=false
+ninja -C build-asan >/dev/null
+ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+	meson test -C build-asan --suite unit --print-errorlogs --num-processes 2 || status=1
+
+echo "== fuzzing the packet parser for ${FUZZ_SECONDS}s"
+fuzz_ok=1
+CC=clang setup_dir build-fuzz -Ddpdk=disabled -Dtests=enabled -Dfuzz=true -Dbuildtype=debug
+ninja -C build-fuzz tests/fuzz/fuzz_frame tests/fuzz/fuzz_gen_corpus >/dev/null
+corpus=$(mktemp -d)
+trap 'rm -rf "$corpus"' EXIT
+build-fuzz/tests/fuzz/fuzz_gen_corpus "$corpus" >/dev/null
+if ! build-fuzz/tests/fuzz/fuzz_frame -max_total_time="$FUZZ_SECONDS" -print_final_stats=1 \
+	"$corpus" > build-fuzz/fuzz.log 2>&1; then
+	tail -40 build-fuzz/fuzz.log
+	fuzz_ok=0
+	status=1
+fi
+grep -E 'stat::number_of_executed_units|Done [0-9]+ runs' build-fuzz/fuzz.log | tail -2 || true
+
+python3 - "$fuzz_ok" <<'PY'
+import json, sys
+passed = failed = skipped = 0
+for d in ("build", "build-asan"):
+    try:
+        lines = open(f"{d}/meson-logs/testlog.json").read().splitlines()
+    except OSError:
+        failed += 1
+        continue
+    for line in lines:
+        r = json.loads(line).get("result")
+        if r in ("OK", "EXPECTEDFAIL"):
+            passed += 1
+        elif r == "SKIP":
+            skipped += 1
+        else:
+            failed += 1
+if sys.argv[1] == "1":
+    passed += 1
+else:
+    failed += 1
+print(f"tests: {passed} passed, {failed} failed, {skipped} skipped")
+PY
+exit $status

@@ -1,0 +1,111 @@
+#!/bin/bash
+# Decode a generated capture with scripts/psb.lua in tshark; compare every field with expectations.
+#
+# usage: test_dissector.sh GEN_DISSECTOR_PCAP SOURCE_ROOT
+#
+# The frames and their values are listed in gen_dissector_pcap.c; keep both in step.
+set -u
+
+gen=${1:?usage: test_dissector.sh GEN_DISSECTOR_PCAP SOURCE_ROOT}
+src=${2:?usage: test_dissector.sh GEN_DISSECTOR_PCAP SOURCE_ROOT}
+lua="$src/scripts/psb.lua"
+
+fail() {
+	echo "test_dissector: FAIL: $*" >&2
+	exit 1
+}
+
+# Without tshark nothing is tested: that is a failure, not a pass.
+command -v tshark >/dev/null 2>&1 ||
+	fail "tshark is needed for this test and was not found (scripts/setup.sh installs it)"
+[ -r "$lua" ] || fail "$lua not found"
+
+tmp=$(mktemp -d /tmp/psb-dissector.XXXXXX) || fail "mktemp failed"
+trap 'rm -rf "$tmp"' EXIT
+
+"$gen" "$tmp/psb.pcap" >/dev/null || fail "$gen could not write the capture"
+
+# tshark keeps going when a Lua plugin fails to load; its stderr tells.
+run_tshark() {
+	tshark -r "$tmp/psb.pcap" -X "lua_script:$lua" -T fields -E separator=, \
+		-E aggregator=';' -E quote=n "$@" 2>"$tmp/tshark.err"
+	local rc=$?
+	if [ $rc -ne 0 ] || grep -qi 'lua' "$tmp/tshark.err"; then
+		cat "$tmp/tshark.err" >&2
+		fail "tshark exited with $rc or reported a Lua error"
+	fi
+}
+
+fields=(
+	frame.number psb.magic psb.version psb.type psb.flags psb.flags.sync psb.flags.server
+	psb.flags.worker psb.status psb.sender psb.req_id psb.round psb.key psb.total_len
+	psb.offset psb.seg_len psb.seg_size psb.aux psb.nfloats psb.float
+	psb.sched.num_servers psb.sched.num_workers psb.sched.server_ip psb.sched.server_port
+	psb.sched.key_begin psb.sched.key_end _ws.expert.message _ws.col.Info
+)
+args=()
+for f in "${fields[@]}"; do
+	args+=(-e "$f")
+done
+
+# One line per frame, columns as in $fields; ';' joins repeated fields.
+cat >"$tmp/want.csv" <<'EOF'
+1,0x5053,1,0x01,0x01,1,0,0,0,3,3,2,7,4096,0,1432,1432,0,358,1;1;1;1;1;1;1;1;1;1;1;1;1;1;1;1,,,,,,,,PUSH key=7 req=3 seg 0-1432/4096
+2,0x5053,1,0x02,0x01,1,0,0,0,1,42,9,1234605616436508552,0,0,0,1432,0,,,,,,,,,,PULL key=1234605616436508552 req=42
+3,0x5053,1,0x03,0x00,0,0,0,0,513,4000000000,4294967295,18446744073709551615,8,0,8,8932,0,2,1.5;-2,,,,,,,,PUSHPULL key=18446744073709551615 req=4000000000 seg 0-8/8
+4,0x5053,1,0x81,0x01,1,0,0,0,3,3,3,7,0,0,0,1432,0,,,,,,,,,,PUSH_ACK key=7 req=3
+5,0x5053,1,0x82,0x01,1,0,0,0,1,42,9,1234605616436508552,12,0,12,1432,0,3,0.25;0.5;0.75,,,,,,,,PULL_RESP key=1234605616436508552 req=42 seg 0-12/12
+6,0x5053,1,0x83,0x00,0,0,0,0,513,4000000000,0,18446744073709551615,8,0,8,1432,0,2,-0.5;8,,,,,,,,PUSHPULL_RESP key=18446744073709551615 req=4000000000 seg 0-8/8
+7,0x5053,1,0x10,0x04,0,0,1,0,0,1,0,0,0,0,0,0,0,,,,,,,,,,REGISTER worker req=1
+8,0x5053,1,0x90,0x04,0,0,1,0,0,1,0,0,52,0,52,52,2,,,2,3,198.18.0.2;198.18.0.3,9430;9440,0;9223372036854775808,9223372036854775808;18446744073709551615,,REGISTER_ACK worker rank=2 req=1 seg 0-52/52
+9,0x5053,1,0x11,0x00,0,0,0,0,0,5,1,0,0,0,0,0,4,,,,,,,,,,BARRIER group=4 seq=1 req=5
+10,0x5053,1,0x91,0x00,0,0,0,0,0,5,1,0,0,0,0,0,4,,,,,,,,,,BARRIER_ACK group=4 seq=1 req=5
+11,0x5053,1,0xff,0x00,0,0,0,4,1,43,0,99,0,0,0,0,0,,,,,,,,,psb ERROR response,ERROR key=99 req=43 status=no_key
+12,0x5053,1,0x82,0x00,0,0,0,0,2,77,4,555,40,0,16,16,0,4,1;2;3;4,,,,,,,,PULL_RESP key=555 req=77 seg 0-16/40
+13,0x5053,1,0x82,0x00,0,0,0,0,2,77,4,555,40,16,16,16,0,4,5;6;7;8,,,,,,,,PULL_RESP key=555 req=77 seg 16-32/40
+14,0x5053,1,0x82,0x00,0,0,0,0,2,77,4,555,40,32,8,16,0,2,9;10,,,,,,,,PULL_RESP key=555 req=77 seg 32-40/40
+15,0x1234,1,0x01,0x00,0,0,0,0,3,4,2,7,4,0,4,1432,0,1,4,,,,,,,Bad psb magic (psb drops the frame),[bad magic] PUSH key=7 req=4 seg 0-4/4
+16,0x5053,1,0x01,0x00,0,0,0,0,3,5,2,7,16,0,16,1432,0,3,1;2;3,,,,,,,seg_len does not match the payload length (psb drops the frame),PUSH key=7 req=5 seg 0-16/16
+EOF
+
+# The value bytes, in a pass of their own: frame 1 alone carries 1432 of them.
+{
+	printf '1,'
+	for ((i = 0; i < 358; i++)); do
+		printf '0000803f'	# 1.0f, little-endian
+	done
+	printf '\n'
+	cat <<'EOF'
+2,
+3,0000c03f000000c0
+4,
+5,0000803e0000003f0000403f
+6,000000bf00000041
+7,
+8,00020003c612000224d6000000000000000000008000000000000000c612000324e000008000000000000000ffffffffffffffff
+9,
+10,
+11,
+12,0000803f000000400000404000008040
+13,0000a0400000c0400000e04000000041
+14,0000104100002041
+15,00008040
+16,0000803f0000004000004040
+EOF
+} >"$tmp/want_value.csv"
+
+run_tshark "${args[@]}" >"$tmp/got.csv"
+run_tshark -e frame.number -e psb.value >"$tmp/got_value.csv"
+
+status=0
+if ! diff -u --label expected --label tshark "$tmp/want.csv" "$tmp/got.csv"; then
+	echo "columns: ${fields[*]}" >&2
+	echo "test_dissector: FAIL: header fields differ (- expected, + decoded by psb.lua)" >&2
+	status=1
+fi
+if ! diff -u --label expected --label tshark "$tmp/want_value.csv" "$tmp/got_value.csv"; then
+	echo "test_dissector: FAIL: psb.value differs (- expected, + decoded by psb.lua)" >&2
+	status=1
+fi
+[ $status -eq 0 ] && echo "test_dissector: $(wc -l <"$tmp/want.csv") frames decoded as expected"
+exit $status

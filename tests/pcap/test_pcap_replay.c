@@ -1,0 +1,684 @@
+/* pcap replay: generated input pcap -> psb on net_pcap -> output pcap checked field by field. */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#include <setjmp.h>
+
+#include <cmocka.h>
+#include <jansson.h>
+#include <pcap/pcap.h>
+
+#include "psb_proto.h"
+
+#define PSB_IP		0xc6120001u	/* 198.18.0.1 */
+#define W0_IP		0xc612000au	/* 198.18.0.10 */
+#define W1_IP		0xc612000bu	/* 198.18.0.11 */
+#define W_PORT		9432
+#define SEG		1432
+#define MAX_FRAMES	4096
+
+static const char *psb_bin;
+static const uint8_t psb_mac[6] = { 0x02, 0, 0, 0, 0, 0x01 };
+
+struct frame {
+	size_t len;
+	uint8_t data[9100];
+};
+
+/* A scenario: frames in, frames out, counters. */
+struct scen {
+	char dir[64];
+	char in[128], out[128], stats[128];
+	pcap_t *dead;
+	pcap_dumper_t *dump;
+	struct frame *outf;
+	unsigned int nout;
+	json_t *st;
+};
+
+static void
+scen_open(struct scen *s)
+{
+	memset(s, 0, sizeof(*s));
+	snprintf(s->dir, sizeof(s->dir), "/tmp/psb-pcap-XXXXXX");
+	assert_non_null(mkdtemp(s->dir));
+	snprintf(s->in, sizeof(s->in), "%s/in.pcap", s->dir);
+	snprintf(s->out, sizeof(s->out), "%s/out.pcap", s->dir);
+	snprintf(s->stats, sizeof(s->stats), "%s/stats.json", s->dir);
+	s->dead = pcap_open_dead(DLT_EN10MB, 65535);
+	assert_non_null(s->dead);
+	s->dump = pcap_dump_open(s->dead, s->in);
+	assert_non_null(s->dump);
+	s->outf = calloc(MAX_FRAMES, sizeof(*s->outf));
+	assert_non_null(s->outf);
+}
+
+static void
+scen_close(struct scen *s)
+{
+	char cmd[256];
+
+	free(s->outf);
+	if (s->st != NULL)
+		json_decref(s->st);
+	if (s->dead != NULL)
+		pcap_close(s->dead);
+	if (getenv("PSB_TEST_KEEP") != NULL) {
+		fprintf(stderr, "kept %s\n", s->dir);
+		return;
+	}
+	unlink(s->in);
+	unlink(s->out);
+	unlink(s->stats);
+	snprintf(cmd, sizeof(cmd), "%s", s->dir);
+	rmdir(cmd);
+}
+
+static void
+put_frame(struct scen *s, const uint8_t *buf, size_t len)
+{
+	struct pcap_pkthdr ph;
+	static int usec;
+
+	memset(&ph, 0, sizeof(ph));
+	ph.ts.tv_usec = ++usec;
+	ph.caplen = (bpf_u_int32)len;
+	ph.len = (bpf_u_int32)len;
+	pcap_dump((u_char *)s->dump, &ph, buf);
+}
+
+static void
+worker_addr(struct psb_addr *a, int w)
+{
+	memset(a, 0, sizeof(*a));
+	a->mac[0] = 0x02;
+	a->mac[5] = (uint8_t)(0x10 + w);
+	a->ip = w == 0 ? W0_IP : W1_IP;
+	a->port = W_PORT;
+}
+
+static void
+psb_addr_of(struct psb_addr *a)
+{
+	memset(a, 0, sizeof(*a));
+	memcpy(a->mac, psb_mac, 6);
+	a->ip = PSB_IP;
+	a->port = PSB_UDP_PORT;
+}
+
+/* Put a whole request from worker w: every segment, in the given order (NULL: in order). */
+static void
+put_request(struct scen *s, int w, uint8_t type, uint64_t key, uint32_t req, uint32_t round,
+		const float *val, uint32_t nfloat, const int *order, int nseg_order)
+{
+	struct psb_addr src, dst;
+	struct psb_hdr h;
+	uint8_t buf[9100];
+	uint32_t total = nfloat * 4, nseg = psb_seg_count(total, SEG), i;
+
+	worker_addr(&src, w);
+	psb_addr_of(&dst);
+	psb_hdr_init(&h, type);
+	h.flags = PSB_F_SYNC;
+	h.sender = (uint16_t)w;
+	h.req_id = req;
+	h.round = round;
+	h.key = key;
+	if (type == PSB_MSG_PULL || val == NULL) {
+		put_frame(s, buf, psb_frame_build(buf, &src, &dst, &h, NULL, 0));
+		return;
+	}
+	h.total_len = total;
+	h.seg_size = SEG;
+	for (i = 0; i < (order != NULL ? (uint32_t)nseg_order : nseg); i++) {
+		uint32_t idx = order != NULL ? (uint32_t)order[i] : i;
+
+		h.offset = idx * SEG;
+		h.seg_len = (uint16_t)(total - h.offset < SEG ? total - h.offset : SEG);
+		put_frame(s, buf, psb_frame_build(buf, &src, &dst, &h, (const uint8_t *)val + h.offset,
+			h.seg_len));
+	}
+}
+
+/* Run psb over the input pcap; read back the output frames and the counters. */
+static void
+scen_run(struct scen *s, const char *mode, int nworkers)
+{
+	char port[300], nw[16], prefix[64];
+	char errbuf[PCAP_ERRBUF_SIZE];
+	struct pcap_pkthdr *ph;
+	const u_char *data;
+	json_error_t jerr;
+	pcap_t *p;
+	pid_t pid;
+	int status, rc;
+
+	pcap_dump_close(s->dump);
+	s->dump = NULL;
+	snprintf(port, sizeof(port), "pcap:%s:%s", s->in, s->out);
+	snprintf(nw, sizeof(nw), "%d", nworkers);
+	snprintf(prefix, sizeof(prefix), "psbt-%d", (int)getpid());
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		int devnull = open("/dev/null", O_WRONLY);
+
+		if (devnull >= 0 && getenv("PSB_TEST_VERBOSE") == NULL) {
+			dup2(devnull, 1);
+			dup2(devnull, 2);
+		}
+		execl(psb_bin, psb_bin, "--role", "server", "--port", port, "--ip", "198.18.0.1",
+			"--mac", "02:00:00:00:00:01", "--mtu", "1500", mode, "--num-workers", nw, "-l", "0",
+			"--no-huge", "--mbufs", "8192", "--idle-exit", "400", "--file-prefix", prefix,
+			"--stats-file", s->stats, "-q", (char *)NULL);
+		_exit(127);
+	}
+	/* Bounded: psb exits after 400 ms without input; give it 30 s at most. */
+	for (rc = 0; rc < 300; rc++) {
+		if (waitpid(pid, &status, WNOHANG) == pid)
+			break;
+		usleep(100000);
+	}
+	if (rc == 300) {
+		kill(pid, SIGKILL);
+		waitpid(pid, &status, 0);
+		fail_msg("psb did not exit within 30 s");
+	}
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+
+	p = pcap_open_offline(s->out, errbuf);
+	if (p == NULL)
+		fail_msg("no output pcap: %s", errbuf);
+	while ((rc = pcap_next_ex(p, &ph, &data)) == 1) {
+		assert_true(s->nout < MAX_FRAMES);
+		assert_true(ph->caplen <= sizeof(s->outf[0].data));
+		memcpy(s->outf[s->nout].data, data, ph->caplen);
+		s->outf[s->nout].len = ph->caplen;
+		s->nout++;
+	}
+	pcap_close(p);
+	s->st = json_load_file(s->stats, 0, &jerr);
+	if (s->st == NULL)
+		fail_msg("stats file: %s", jerr.text);
+}
+
+static json_int_t
+stat_total(struct scen *s, const char *what)
+{
+	json_t *t = json_object_get(json_object_get(s->st, "totals"), what);
+
+	return json_integer_value(t);
+}
+
+static json_int_t
+stat_drop(struct scen *s, const char *reason)
+{
+	json_t *d = json_object_get(json_object_get(s->st, "totals"), "drops");
+
+	return json_integer_value(json_object_get(d, reason));
+}
+
+static json_int_t
+stat_store(struct scen *s, const char *what)
+{
+	return json_integer_value(json_object_get(json_object_get(s->st, "store"), what));
+}
+
+static const struct psb_parse_cfg any_cfg = { 0 };
+
+/* Parse output frame i as psb and check the addressing back to worker w. */
+static const struct psb_frame *
+out_psb(struct scen *s, unsigned int i, int w, struct psb_frame *f)
+{
+	struct psb_addr wa;
+
+	if (i >= s->nout)
+		fail_msg("expected an output frame #%u, psb sent only %u", i, s->nout);
+	assert_int_equal(psb_frame_parse(s->outf[i].data, s->outf[i].len, &any_cfg, f),
+		PSB_FRAME_PSB);
+	worker_addr(&wa, w);
+	assert_memory_equal(f->dst.mac, wa.mac, 6);
+	assert_memory_equal(f->src.mac, psb_mac, 6);
+	assert_int_equal(f->src.ip, PSB_IP);
+	assert_int_equal(f->dst.ip, wa.ip);
+	assert_int_equal(f->src.port, PSB_UDP_PORT);
+	assert_int_equal(f->dst.port, W_PORT);
+	assert_int_equal(f->hdr.magic, PSB_MAGIC);
+	assert_int_equal(f->hdr.version, PSB_VERSION);
+	return f;
+}
+
+/* Collect a segmented value response starting at frame *i into out; checks segmentation. */
+static void
+out_value(struct scen *s, unsigned int *i, int w, uint8_t type, uint64_t key, uint32_t req,
+		float *out, uint32_t nfloat)
+{
+	uint32_t total = nfloat * 4, off = 0;
+	struct psb_frame f;
+
+	do {
+		out_psb(s, *i, w, &f);
+		assert_int_equal(f.hdr.type, type);
+		assert_int_equal(f.hdr.key, key);
+		assert_int_equal(f.hdr.req_id, req);
+		assert_int_equal(f.hdr.sender, w);
+		assert_int_equal(f.hdr.total_len, total);
+		assert_int_equal(f.hdr.offset, off);
+		assert_int_equal(f.hdr.seg_len, f.payload_len);
+		assert_int_equal(psb_hdr_check_segment(&f.hdr, f.payload_len), 0);
+		memcpy((uint8_t *)out + off, f.payload, f.payload_len);
+		off += f.payload_len;
+		(*i)++;
+	} while (off < total);
+}
+
+static float *
+fill(uint32_t n, float base, float step)
+{
+	float *v = malloc(n * sizeof(float));
+	uint32_t i;
+
+	assert_non_null(v);
+	for (i = 0; i < n; i++)
+		v[i] = base + step * (float)(i % 1000);
+	return v;
+}
+
+/* Sync mode, two workers: pushes are acknowledged when the round closes; the pull gets the sum. */
+static void
+test_sync_sum(void **state)
+{
+	const uint32_t n = 1000;	/* 4000 B: 3 segments */
+	float *a = fill(n, 1.0f, 0.5f), *b = fill(n, 100.0f, 2.0f), *got = calloc(n, 4);
+	struct psb_frame f;
+	struct scen s;
+	unsigned int i = 0, k;
+
+	(void)state;
+	scen_open(&s);
+	put_request(&s, 0, PSB_MSG_PUSH, 7, 11, 0, a, n, NULL, 0);
+	put_request(&s, 1, PSB_MSG_PUSH, 7, 21, 0, b, n, NULL, 0);
+	put_request(&s, 0, PSB_MSG_PULL, 7, 12, 1, NULL, 0, NULL, 0);
+	scen_run(&s, "--sync", 2);
+
+	assert_int_equal(s.nout, 2 + 3);	/* 4000 B in 1432-byte segments */
+	/* Round closed by worker 1's push: both acks, in rank order. */
+	out_psb(&s, i++, 0, &f);
+	assert_int_equal(f.hdr.type, PSB_MSG_PUSH_ACK);
+	assert_int_equal(f.hdr.req_id, 11);
+	assert_int_equal(f.hdr.round, 1);
+	assert_int_equal(f.hdr.key, 7);
+	assert_int_equal(f.hdr.flags & PSB_F_SYNC, PSB_F_SYNC);
+	out_psb(&s, i++, 1, &f);
+	assert_int_equal(f.hdr.type, PSB_MSG_PUSH_ACK);
+	assert_int_equal(f.hdr.req_id, 21);
+	out_value(&s, &i, 0, PSB_MSG_PULL_RESP, 7, 12, got, n);
+	for (k = 0; k < n; k++)
+		assert_true(got[k] == a[k] + b[k]);
+	assert_int_equal(stat_store(&s, "rounds_closed"), 1);
+	assert_int_equal(stat_store(&s, "push"), 2);
+	assert_int_equal(stat_store(&s, "pull"), 1);
+	free(a);
+	free(b);
+	free(got);
+	scen_close(&s);
+}
+
+/* Async mode: pushes add at once; pushpull returns the value including its own push. */
+static void
+test_async_pushpull(void **state)
+{
+	const uint32_t n = 800;
+	float *a = fill(n, 3.0f, 1.0f), *got = calloc(n, 4);
+	struct psb_frame f;
+	struct scen s;
+	unsigned int i = 0, k;
+
+	(void)state;
+	scen_open(&s);
+	put_request(&s, 0, PSB_MSG_PUSH, 42, 1, 0, a, n, NULL, 0);
+	put_request(&s, 1, PSB_MSG_PUSHPULL, 42, 1, 0, a, n, NULL, 0);
+	put_request(&s, 0, PSB_MSG_PULL, 42, 2, 0, NULL, 0, NULL, 0);
+	scen_run(&s, "--async", 2);
+
+	out_psb(&s, i++, 0, &f);
+	assert_int_equal(f.hdr.type, PSB_MSG_PUSH_ACK);
+	assert_int_equal(f.hdr.round, 1);
+	out_value(&s, &i, 1, PSB_MSG_PUSHPULL_RESP, 42, 1, got, n);
+	for (k = 0; k < n; k++)
+		assert_true(got[k] == 2 * a[k]);
+	memset(got, 0, n * 4);
+	out_value(&s, &i, 0, PSB_MSG_PULL_RESP, 42, 2, got, n);
+	for (k = 0; k < n; k++)
+		assert_true(got[k] == 2 * a[k]);
+	assert_int_equal(s.nout, i);
+	free(a);
+	free(got);
+	scen_close(&s);
+}
+
+/* Reordered, duplicated and lost-then-resent segments: applied exactly once. */
+static void
+test_reorder_dup_retry(void **state)
+{
+	const uint32_t n = 1500;	/* 6000 B: 5 segments */
+	float *a = fill(n, 1.0f, 1.0f), *got = calloc(n, 4);
+	static const int rev[] = { 4, 3, 2, 1, 0 };
+	static const int lossy[] = { 0, 1, 3, 4 };
+	static const int dups[] = { 0, 0, 1, 2, 2, 3, 4, 4 };
+	struct psb_frame f;
+	struct scen s;
+	unsigned int i = 0, k;
+
+	(void)state;
+	scen_open(&s);
+	/* Key 1: reversed. Key 2: duplicated segments. Key 3: segment 2 lost, whole push resent. */
+	put_request(&s, 0, PSB_MSG_PUSH, 1, 100, 0, a, n, rev, 5);
+	put_request(&s, 0, PSB_MSG_PUSH, 2, 101, 0, a, n, dups, 8);
+	put_request(&s, 0, PSB_MSG_PUSH, 3, 102, 0, a, n, lossy, 4);
+	put_request(&s, 0, PSB_MSG_PUSH, 3, 102, 0, a, n, NULL, 0);
+	/* A retry of an answered push (key 1): acknowledged again, not added again. */
+	put_request(&s, 0, PSB_MSG_PUSH, 1, 100, 0, a, n, NULL, 0);
+	put_request(&s, 0, PSB_MSG_PULL, 1, 103, 0, NULL, 0, NULL, 0);
+	put_request(&s, 0, PSB_MSG_PULL, 2, 104, 0, NULL, 0, NULL, 0);
+	put_request(&s, 0, PSB_MSG_PULL, 3, 105, 0, NULL, 0, NULL, 0);
+	scen_run(&s, "--async", 1);
+
+	out_psb(&s, i++, 0, &f);
+	assert_int_equal(f.hdr.type, PSB_MSG_PUSH_ACK);
+	assert_int_equal(f.hdr.key, 1);
+	out_psb(&s, i++, 0, &f);
+	assert_int_equal(f.hdr.type, PSB_MSG_PUSH_ACK);
+	assert_int_equal(f.hdr.key, 2);
+	out_psb(&s, i++, 0, &f);
+	assert_int_equal(f.hdr.type, PSB_MSG_PUSH_ACK);
+	assert_int_equal(f.hdr.key, 3);
+	assert_int_equal(f.hdr.req_id, 102);
+	out_psb(&s, i++, 0, &f);
+	assert_int_equal(f.hdr.type, PSB_MSG_PUSH_ACK);
+	assert_int_equal(f.hdr.key, 1);
+	assert_int_equal(f.hdr.req_id, 100);
+	for (k = 1; k <= 3; k++) {
+		uint32_t j;
+
+		memset(got, 0, n * 4);
+		out_value(&s, &i, 0, PSB_MSG_PULL_RESP, k, 102 + k, got, n);
+		for (j = 0; j < n; j++)
+			assert_true(got[j] == a[j]);
+	}
+	assert_int_equal(s.nout, i);
+	/* Key 2: 3 repeats; key 3: 4 segments resent; key 1's retry: 4 beyond the first. */
+	assert_int_equal(stat_store(&s, "dup_segs"), 3 + 4 + 4);
+	assert_int_equal(stat_store(&s, "retries_answered"), 1);
+	free(a);
+	free(got);
+	scen_close(&s);
+}
+
+static void
+put_raw_psb(struct scen *s, uint8_t version, uint8_t type, uint16_t sender, uint64_t key,
+		uint32_t req, uint32_t total, const void *payload, uint16_t plen)
+{
+	struct psb_addr src, dst;
+	struct psb_hdr h;
+	uint8_t buf[9100];
+
+	worker_addr(&src, 0);
+	psb_addr_of(&dst);
+	psb_hdr_init(&h, type);
+	h.version = version;
+	h.sender = sender;
+	h.req_id = req;
+	h.key = key;
+	h.total_len = total;
+	h.seg_len = plen;
+	h.seg_size = plen != 0 ? (uint16_t)((plen + 3) & ~3) : 0;
+	put_frame(s, buf, psb_frame_build(buf, &src, &dst, &h, payload, plen));
+}
+
+/* Requests psb cannot serve get an ERROR reply naming the reason. */
+static void
+test_error_replies(void **state)
+{
+	static const uint8_t want[] = {
+		PSB_ST_BAD_VERSION, PSB_ST_BAD_TYPE, PSB_ST_NO_KEY, PSB_ST_LEN_MISMATCH,
+		PSB_ST_BAD_SENDER, PSB_ST_TOO_LARGE,
+	};
+	float v[8] = { 1, 2, 3, 4, 5, 6, 7, 8 };
+	struct psb_frame f;
+	struct scen s;
+	unsigned int i;
+
+	(void)state;
+	scen_open(&s);
+	put_raw_psb(&s, 9, PSB_MSG_PUSH, 0, 5, 1, 0, NULL, 0);
+	put_raw_psb(&s, PSB_VERSION, 0x07, 0, 5, 2, 0, NULL, 0);
+	put_raw_psb(&s, PSB_VERSION, PSB_MSG_PULL, 0, 999, 3, 0, NULL, 0);
+	/* Key 5 first gets 32 bytes, then a 16-byte push. */
+	put_raw_psb(&s, PSB_VERSION, PSB_MSG_PUSH, 0, 5, 4, 32, v, 32);
+	put_raw_psb(&s, PSB_VERSION, PSB_MSG_PUSH, 0, 5, 5, 16, v, 16);
+	put_raw_psb(&s, PSB_VERSION, PSB_MSG_PUSH, 7, 5, 6, 32, v, 32);
+	{
+		/* First segment of a value larger than the server's --max-value (64 MiB). */
+		struct psb_addr src, dst;
+		struct psb_hdr h;
+		uint8_t buf[200];
+
+		worker_addr(&src, 0);
+		psb_addr_of(&dst);
+		psb_hdr_init(&h, PSB_MSG_PUSH);
+		h.req_id = 7;
+		h.key = 6;
+		h.total_len = 128u << 20;
+		h.seg_size = 32;
+		h.seg_len = 32;
+		put_frame(&s, buf, psb_frame_build(buf, &src, &dst, &h, v, 32));
+	}
+	scen_run(&s, "--async", 1);
+
+	/* The 32-byte push is acknowledged; every other request gets its error. */
+	assert_int_equal(s.nout, 7);
+	for (i = 0; i < 7; i++) {
+		unsigned int e = i < 3 ? i : i - 1;
+
+		out_psb(&s, i, 0, &f);
+		if (i == 3) {
+			assert_int_equal(f.hdr.type, PSB_MSG_PUSH_ACK);
+			continue;
+		}
+		assert_int_equal(f.hdr.type, PSB_MSG_ERROR);
+		assert_int_equal(f.hdr.status, want[e]);
+		assert_int_equal(f.hdr.req_id, e < 3 ? e + 1 : e + 2);
+	}
+	assert_int_equal(json_integer_value(json_object_get(json_object_get(json_object_get(s.st,
+		"store"), "errors"), "bad_version")), 1);
+	scen_close(&s);
+}
+
+/* ARP and ICMP echo for psb's own address are answered; others are not. */
+static void
+test_arp_icmp(void **state)
+{
+	uint8_t buf[200];
+	uint8_t mac0[6] = { 0x02, 0, 0, 0, 0, 0x10 };
+	struct psb_frame f;
+	struct psb_parse_cfg cfg = { .my_ip = W0_IP };
+	struct scen s;
+	size_t len;
+	uint16_t i;
+
+	(void)state;
+	scen_open(&s);
+	len = psb_arp_request(buf, mac0, W0_IP, PSB_IP);
+	put_frame(&s, buf, len);
+	len = psb_arp_request(buf, mac0, W0_IP, 0xc6120063u);	/* someone else */
+	put_frame(&s, buf, len);
+	/* ICMP echo request, 56 bytes of data, id 0x1234 seq 7. */
+	{
+		uint8_t *ip = buf + 14, *ic = buf + 34;
+		uint16_t c;
+
+		memset(buf, 0, sizeof(buf));
+		memcpy(buf, psb_mac, 6);
+		memcpy(buf + 6, mac0, 6);
+		buf[12] = 0x08;
+		ip[0] = 0x45;
+		ip[2] = 0;
+		ip[3] = 84;
+		ip[8] = 64;
+		ip[9] = 1;
+		ip[12] = 198; ip[13] = 18; ip[14] = 0; ip[15] = 10;
+		ip[16] = 198; ip[17] = 18; ip[18] = 0; ip[19] = 1;
+		c = (uint16_t)~psb_csum_partial(ip, 20, 0);
+		ip[10] = c >> 8;
+		ip[11] = c & 0xff;
+		ic[0] = 8;
+		ic[4] = 0x12; ic[5] = 0x34; ic[7] = 7;
+		for (i = 0; i < 56; i++)
+			ic[8 + i] = (uint8_t)i;
+		c = (uint16_t)~psb_csum_partial(ic, 64, 0);
+		ic[2] = c >> 8;
+		ic[3] = c & 0xff;
+		put_frame(&s, buf, 98);
+	}
+	scen_run(&s, "--async", 1);
+
+	assert_int_equal(s.nout, 2);
+	/* ARP reply: to the asker, from psb, op 2, sender = psb. */
+	assert_int_equal(psb_frame_parse(s.outf[0].data, s.outf[0].len, &cfg, &f),
+		PSB_FRAME_ARP_REPLY);
+	assert_memory_equal(f.src.mac, psb_mac, 6);
+	assert_int_equal(f.src.ip, PSB_IP);
+	assert_memory_equal(f.dst.mac, mac0, 6);
+	assert_int_equal(f.dst.ip, W0_IP);
+	assert_memory_equal(s.outf[0].data, mac0, 6);
+	/* ICMP echo reply: addresses swapped, type 0, same id/seq/data, valid checksums. */
+	{
+		const uint8_t *o = s.outf[1].data, *ic = o + 34;
+
+		assert_int_equal(s.outf[1].len, 98);
+		assert_memory_equal(o, mac0, 6);
+		assert_memory_equal(o + 6, psb_mac, 6);
+		assert_int_equal(psb_csum_partial(o + 14, 20, 0), 0xffff);
+		assert_int_equal(o[26], 198);
+		assert_int_equal(o[29], 1);
+		assert_int_equal(o[33], 10);
+		assert_int_equal(ic[0], 0);
+		assert_int_equal(psb_csum_partial(ic, 64, 0), 0xffff);
+		assert_int_equal(ic[4], 0x12);
+		assert_int_equal(ic[5], 0x34);
+		assert_int_equal(ic[7], 7);
+		for (i = 0; i < 56; i++)
+			assert_int_equal(ic[8 + i], i);
+	}
+	assert_int_equal(stat_total(&s, "arp_replies"), 1);
+	assert_int_equal(stat_total(&s, "icmp_replies"), 1);
+	assert_int_equal(stat_drop(&s, "not_mine"), 1);
+	scen_close(&s);
+}
+
+/* Malformed frames are dropped, counted by reason, and change nothing. */
+static void
+test_malformed_dropped(void **state)
+{
+	float v[4] = { 1, 2, 3, 4 }, got[4];
+	struct psb_addr src, dst;
+	struct psb_hdr h;
+	uint8_t good[200], bad[200];
+	struct scen s;
+	struct psb_frame f;
+	unsigned int i = 0, k;
+	size_t len;
+
+	(void)state;
+	scen_open(&s);
+	worker_addr(&src, 0);
+	psb_addr_of(&dst);
+	psb_hdr_init(&h, PSB_MSG_PUSH);
+	h.req_id = 1;
+	h.key = 9;
+	h.total_len = 16;
+	h.seg_len = 16;
+	h.seg_size = 16;
+	len = psb_frame_build(good, &src, &dst, &h, v, 16);
+
+	put_frame(&s, good, 20);				/* truncated */
+	memcpy(bad, good, len);
+	bad[24] ^= 0xff;					/* IP checksum */
+	put_frame(&s, bad, len);
+	memcpy(bad, good, len);
+	bad[14 + 20 + 8] = 0;					/* magic */
+	put_frame(&s, bad, len);
+	memcpy(bad, good, len);
+	bad[14 + 20 + 8 + 33] = 12;				/* seg_len 12 != payload 16 */
+	put_frame(&s, bad, len);
+	memcpy(bad, good, len);
+	bad[14 + 6] = 0x20;					/* more fragments */
+	bad[14 + 10] = bad[14 + 11] = 0;
+	{
+		uint16_t c = (uint16_t)~psb_csum_partial(bad + 14, 20, 0);
+
+		bad[24] = c >> 8;
+		bad[25] = c & 0xff;
+	}
+	put_frame(&s, bad, len);
+	memcpy(bad, good, len);
+	bad[12] = 0x86;						/* IPv6 ethertype */
+	bad[13] = 0xdd;
+	put_frame(&s, bad, len);
+	memcpy(bad, good, len);
+	bad[14 + 20 + 2] = 0x30;				/* UDP port 12xxx */
+	put_frame(&s, bad, len);
+	/* The good push still works afterwards, then a pull shows exactly one push. */
+	put_frame(&s, good, len);
+	h.type = PSB_MSG_PULL;
+	h.req_id = 2;
+	h.total_len = h.seg_len = h.seg_size = 0;
+	put_frame(&s, good, psb_frame_build(good, &src, &dst, &h, NULL, 0));
+	scen_run(&s, "--async", 1);
+
+	out_psb(&s, i++, 0, &f);
+	assert_int_equal(f.hdr.type, PSB_MSG_PUSH_ACK);
+	out_value(&s, &i, 0, PSB_MSG_PULL_RESP, 9, 2, got, 4);
+	for (k = 0; k < 4; k++)
+		assert_true(got[k] == v[k]);
+	assert_int_equal(s.nout, i);
+	assert_int_equal(stat_drop(&s, "truncated"), 1);
+	assert_int_equal(stat_drop(&s, "ip_checksum"), 1);
+	assert_int_equal(stat_drop(&s, "bad_magic"), 1);
+	assert_int_equal(stat_drop(&s, "bad_segment"), 1);
+	assert_int_equal(stat_drop(&s, "ip_fragment"), 1);
+	assert_int_equal(stat_drop(&s, "ethertype"), 1);
+	assert_int_equal(stat_drop(&s, "udp_port"), 1);
+	scen_close(&s);
+}
+
+int
+main(int argc, char **argv)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_sync_sum),
+		cmocka_unit_test(test_async_pushpull),
+		cmocka_unit_test(test_reorder_dup_retry),
+		cmocka_unit_test(test_error_replies),
+		cmocka_unit_test(test_arp_icmp),
+		cmocka_unit_test(test_malformed_dropped),
+	};
+
+	if (argc < 2) {
+		fprintf(stderr, "usage: %s PATH-TO-psb\n", argv[0]);
+		return 2;
+	}
+	psb_bin = argv[1];
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
