@@ -9,6 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <dirent.h>
+#include <sys/stat.h>
 
 #include <rte_eal.h>
 #include <rte_ethdev.h>
@@ -419,6 +420,51 @@ remove_runtime_dir(const char *dir)
 	rmdir(dir);
 }
 
+/* A memif client needs its server's socket; wait for it rather than fail at once. */
+static void
+wait_memif_servers(const struct psb_app *app, unsigned int seconds)
+{
+	unsigned int i, t;
+	struct stat st;
+
+	for (i = 0; i < app->nports; i++) {
+		const struct psb_port_spec *p = &app->specs[i];
+
+		if (p->kind != PSB_PORT_MEMIF || p->memif_server)
+			continue;
+		for (t = 0; t < seconds * 10; t++) {
+			if (stat(p->sock_path, &st) == 0 && S_ISSOCK(st.st_mode))
+				break;
+			if (t == 10)
+				PSB_LOG(app, "waiting for the memif server socket %s", p->sock_path);
+			usleep(100000);
+		}
+		if (t == seconds * 10)
+			die("port '%s': no memif server at %s after %u s (start the server side first)",
+				p->spec, p->sock_path, seconds);
+	}
+}
+
+/* Report ports whose link is still down a while after start (e.g. no memif peer). */
+static void
+check_links(struct psb_app *app, uint64_t now)
+{
+	static uint64_t next_ns = 3000000000ull;
+	struct rte_eth_link link;
+	uint16_t i;
+
+	if (now < next_ns)
+		return;
+	next_ns = now + 10000000000ull;
+	for (i = 0; i < app->nports; i++) {
+		if (rte_eth_link_get_nowait(app->port_ids[i], &link) == 0 &&
+		    link.link_status == RTE_ETH_LINK_DOWN)
+			PSB_LOG(app, "port %u (%s): link is down%s", app->port_ids[i],
+				app->specs[i].spec, app->specs[i].kind == PSB_PORT_MEMIF ?
+				" (memif peer not connected)" : "");
+	}
+}
+
 static void
 on_signal(int sig)
 {
@@ -621,6 +667,7 @@ main(int argc, char **argv)
 			(unsigned long long)nmbufs, (unsigned int)MBUF_ROOM,
 			(unsigned long long)need_mb);
 
+	wait_memif_servers(app, 30);
 	psb_mem_probe(&mi);
 	eal_argc = psb_eal_build_argv(argv[0], &ro.eal, app->specs, app->nports, &mi, &ea, err,
 		sizeof(err));
@@ -727,6 +774,7 @@ main(int argc, char **argv)
 			usleep(1000);
 		}
 		check_exit(app, now, &last_rx, &last_rx_ns);
+		check_links(app, now);
 	}
 	rte_eal_mp_wait_lcore();
 

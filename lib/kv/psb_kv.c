@@ -15,6 +15,7 @@ enum peer_state {
 
 /* One worker's request state on one key: workers keep one request per key in flight. */
 struct kv_peer {
+	uint32_t epoch;		/* sender incarnation the ids below belong to */
 	uint32_t req_id;
 	uint8_t type;
 	uint8_t state;
@@ -271,6 +272,7 @@ start_request(struct psb_kv *kv, struct kv_entry *e, const struct psb_hdr *h,
 	struct kv_peer *p = &e->peers[h->sender];
 
 	psb_reasm_fini(&p->reasm);
+	p->epoch = h->aux;
 	p->req_id = h->req_id;
 	p->type = h->type;
 	p->flags = h->flags;
@@ -369,7 +371,11 @@ psb_kv_handle(struct psb_kv *kv, const struct psb_hdr *h, const void *payload,
 	}
 
 	p = &e->peers[h->sender];
-	if (p->state != PEER_IDLE && h->req_id == p->req_id) {
+	if (p->state != PEER_IDLE && h->aux != p->epoch) {
+		/* A restarted sender: its ids start over; nothing it sent before is pending. */
+		if (start_request(kv, e, h, from, emit, arg) < 0)
+			return 0;
+	} else if (p->state != PEER_IDLE && h->req_id == p->req_id) {
 		if (p->state == PEER_DONE) {
 			/* A retry of an answered request: answer again, once per retry. */
 			if (h->offset == 0 && p->type != PSB_MSG_ERROR) {

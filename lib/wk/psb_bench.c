@@ -370,7 +370,9 @@ psb_bench_write_json(const struct psb_bench_result *r, const char *label, const 
 	lat = json_pack("{s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:I}",
 		"p50", pct_us(&r->rtt, 50), "p90", pct_us(&r->rtt, 90),
 		"p99", pct_us(&r->rtt, 99), "p99.9", pct_us(&r->rtt, 99.9),
-		"mean", psb_hist_mean(&r->rtt) / 1000.0, "min", r->rtt.min / 1000.0,
+		"mean", psb_hist_mean(&r->rtt) / 1000.0,
+		/* an empty histogram's min is UINT64_MAX: report 0 like the percentiles */
+		"min", r->rtt.count != 0 ? r->rtt.min / 1000.0 : 0.0,
 		"max", r->rtt.max / 1000.0, "count", (json_int_t)r->rtt.count);
 	o = json_pack("{s:s,s:i,s:s,s:I,s:I,s:I,s:I,s:f,s:f,s:f,s:o,s:I,s:I,s:I}",
 		"label", label != NULL ? label : "worker",

@@ -2,6 +2,9 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <sys/random.h>
 
 #include "psb_wk.h"
 
@@ -48,6 +51,15 @@ psb_wk_create(const struct psb_wk_cfg *cfg)
 		return NULL;
 	}
 	wk->cfg = *cfg;
+	/*
+	 * Request ids restart with every run; the epoch tells servers that a
+	 * restarted worker's ids are new, not stale repeats of the old run's.
+	 */
+	while (wk->cfg.epoch == 0) {
+		if (getrandom(&wk->cfg.epoch, sizeof(wk->cfg.epoch), GRND_NONBLOCK) !=
+		    sizeof(wk->cfg.epoch))
+			wk->cfg.epoch = (uint32_t)time(NULL) ^ ((uint32_t)getpid() << 16);
+	}
 	for (i = 0; i < n; i++)
 		wk->free_ids[i] = n - 1 - i;
 	wk->nfree = n;
@@ -92,6 +104,7 @@ fill_hdr(const struct psb_wk *wk, const struct wk_slot *s, struct psb_hdr *h)
 	h->req_id = s->req_id;
 	h->round = op->round;
 	h->key = op->key;
+	h->aux = wk->cfg.epoch;
 }
 
 /* Send what remains of slot s; 0 when all went out, -ENOBUFS when the transport is full. */

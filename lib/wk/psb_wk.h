@@ -35,6 +35,7 @@ typedef void (*psb_wk_done_fn)(void *arg, struct psb_wk_op *op);
 
 struct psb_wk_cfg {
 	uint16_t rank;		/* sender id the servers know us by */
+	uint32_t epoch;		/* this incarnation of the sender (0: pick a random one) */
 	int sync;
 	uint16_t seg_size;	/* stride for push segments */
 	uint32_t window;	/* requests in flight at most (<= PSB_WK_MAX_WINDOW) */

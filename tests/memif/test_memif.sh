@@ -9,6 +9,7 @@ DIR=$(mktemp -d /tmp/psb-memif-XXXXXX)
 PIDS=()
 cleanup() {
 	for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null || true; done
+	pkill -9 -f -- "--file-prefix psbt-m$$-" 2>/dev/null || true
 	wait 2>/dev/null || true
 	rm -rf "$DIR" /var/run/dpdk/psbt-m$$-*
 }
@@ -20,12 +21,14 @@ NW=3 KEYS=8 LEN=40000 REPEAT=15
 run() {	# run MODE SYNCFLAG WORKER_MODE
 	local tag=$1 sync=$2 mode=$3
 	rm -f "$DIR/m.sock"
-	timeout 90 "$PSB" --role server --port "memif:server:$DIR/m.sock" --ip 198.18.0.1 \
+	timeout -k 5 90 "$PSB" --role server --port "memif:server:$DIR/m.sock" --ip 198.18.0.1 \
 		--scheduler 198.18.0.1 --num-workers $NW "$sync" -l 0 --no-huge --mbufs 16384 \
 		--file-prefix "psbt-m$$-s$tag" --stats-file "$DIR/srv-$tag.json" -q &
 	local spid=$!
 	PIDS+=($spid)
-	timeout 60 "$PSB" --role worker --port "memif:client:$DIR/m.sock" --ip 198.18.0.2 \
+	for _ in $(seq 100); do [ -S "$DIR/m.sock" ] && break; sleep 0.1; done
+	[ -S "$DIR/m.sock" ] || fail "$tag: server did not create its memif socket"
+	timeout -k 5 60 "$PSB" --role worker --port "memif:client:$DIR/m.sock" --ip 198.18.0.2 \
 		--scheduler 198.18.0.1 --num-workers $NW --workers $NW "$sync" -l 1 --no-huge \
 		--mbufs 16384 --file-prefix "psbt-m$$-w$tag" --keys $KEYS --len $LEN \
 		--repeat $REPEAT --mode "$mode" --verify --results "$DIR/w-$tag.json" -q \
