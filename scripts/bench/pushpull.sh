@@ -9,17 +9,16 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
-RUNS=5
-SECONDS_PER_RUN=2
-SIZES="64 4096 65536 1048576 4194304"
-MODES="1 2 3"
+# shellcheck source=../../config/pushpull-bench.conf
+. config/pushpull-bench.conf
 OUT=""
 EXTRAS=1
 BUILD=${PSB_BUILD:-build}
 
 while [ $# -gt 0 ]; do
 	case "$1" in
-	--quick) RUNS=3; SECONDS_PER_RUN=1; SIZES="4096 1048576"; MODES="1"; EXTRAS=0 ;;
+	--quick) RUNS=$QUICK_RUNS; SECONDS_PER_RUN=$QUICK_SECONDS; SIZES=$QUICK_SIZES
+		MODES=$QUICK_MODES; EXTRAS=0 ;;
 	--runs) RUNS=$2; shift ;;
 	--seconds) SECONDS_PER_RUN=$2; shift ;;
 	--sizes) SIZES=$2; shift ;;
@@ -110,8 +109,8 @@ done_runs=0
 for size in $SIZES; do
 	for mode in $MODES; do
 		for r in $(seq "$RUNS"); do
-			psb_run "psb-$size-$mode-$r" "$size" "$mode" 40
-			kernel_run "kernel-$size-$mode-$r" "$size" "$mode" 40
+			psb_run "psb-$size-$mode-$r" "$size" "$mode" "$KEYS"
+			kernel_run "kernel-$size-$mode-$r" "$size" "$mode" "$KEYS"
 			done_runs=$((done_runs + 2))
 			printf '\r  %d/%d runs' $done_runs $total >&2
 		done
@@ -126,8 +125,8 @@ if [ $EXTRAS = 1 ]; then
 			psb_run "lat-psb-$mode-$r" 64 "$mode" 1
 			kernel_run "lat-kernel-$mode-$r" 64 "$mode" 1
 		done
-		psb_run "rate-psb-$r" 64 1 40 --window-bytes 65536
-		kernel_run "rate-kernel-$r" 64 1 40
+		psb_run "rate-psb-$r" 64 1 "$KEYS"
+		kernel_run "rate-kernel-$r" 64 1 "$KEYS"
 	done
 	"$AGGBENCH" --mb 64 --runs "$RUNS" --json "$OUT/aggbench.json" > "$OUT/aggbench.txt"
 fi
