@@ -465,6 +465,29 @@ check_links(struct psb_app *app, uint64_t now)
 	}
 }
 
+/*
+ * Let traffic in flight settle before closing ports: a memif peer that is
+ * still copying from shared memory when this side disconnects can fault in
+ * the PMD. Discard what arrives until the ports are quiet for 20 ms (1 s at most).
+ */
+static void
+quiesce_ports(const struct psb_app *app)
+{
+	struct rte_mbuf *pkts[PSB_BURST];
+	uint64_t hz = rte_get_tsc_hz(), start = rte_get_tsc_cycles(), last = start;
+	uint16_t i, n;
+
+	while (rte_get_tsc_cycles() - last < hz / 50 && rte_get_tsc_cycles() - start < hz) {
+		for (i = 0; i < app->nports; i++) {
+			n = rte_eth_rx_burst(app->port_ids[i], 0, pkts, PSB_BURST);
+			if (n != 0) {
+				rte_pktmbuf_free_bulk(pkts, n);
+				last = rte_get_tsc_cycles();
+			}
+		}
+	}
+}
+
 static void
 on_signal(int sig)
 {
@@ -791,6 +814,7 @@ main(int argc, char **argv)
 		if (ri->role->fini != NULL)
 			ri->role->fini(ri);
 	}
+	quiesce_ports(app);
 	for (i = 0; i < app->nports; i++)
 		psb_ethdev_close(app->port_ids[i]);
 	for (i = 0; i < app->nports; i++)

@@ -30,6 +30,8 @@ struct psb_bench {
 	uint64_t last_log_ns;
 	int finished;
 	int error;
+	uint64_t error_key;
+	uint32_t error_aux;
 	uint64_t ops_done;
 	uint64_t failed;
 	uint64_t verify_errors;
@@ -108,7 +110,11 @@ on_done(void *arg, struct psb_wk_op *op)
 	if (op->status != 0) {
 		b->inflight_bytes -= op_cost(op);
 		b->failed++;
-		b->error = op->status;
+		if (b->error == 0) {
+			b->error = op->status;
+			b->error_key = op->key;
+			b->error_aux = op->err_aux;
+		}
 		return;
 	}
 	b->ndone++;
@@ -318,6 +324,9 @@ psb_bench_result(const struct psb_bench *b, uint64_t now_ns, struct psb_bench_re
 	r->retries = ws->retries;
 	r->failed = b->failed;
 	r->verify_errors = b->verify_errors;
+	r->first_error = b->error;
+	r->first_error_key = b->error_key;
+	r->first_error_aux = b->error_aux;
 	r->rtt = b->rtt;
 }
 
@@ -356,6 +365,20 @@ psb_bench_print(const struct psb_bench_result *r, const char *label, FILE *out)
 	fprintf(out, "%s: retries %llu, failed %llu, verify errors %llu\n", l,
 		(unsigned long long)r->retries, (unsigned long long)r->failed,
 		(unsigned long long)r->verify_errors);
+	if (r->first_error != 0)
+		fprintf(out, "%s: first failure: key %llu: %s (detail %u)\n", l,
+			(unsigned long long)r->first_error_key, psb_bench_error_name(r->first_error),
+			r->first_error_aux);
+}
+
+const char *
+psb_bench_error_name(int status)
+{
+	if (status == -ETIMEDOUT)
+		return "no answer after all retries";
+	if (status > 0 && status < PSB_ST_MAX)
+		return psb_status_name((uint8_t)status);
+	return "failed";
 }
 
 int

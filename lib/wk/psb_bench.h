@@ -45,6 +45,9 @@ struct psb_bench_result {
 	uint64_t retries;
 	uint64_t failed;
 	uint64_t verify_errors;
+	int first_error;		/* status of the first failed request (0: none) */
+	uint64_t first_error_key;
+	uint32_t first_error_aux;	/* the ERROR reply's aux, e.g. the stored length */
 	struct psb_hist rtt;		/* per-request round trip, ns */
 };
 
@@ -67,6 +70,8 @@ int psb_bench_step(struct psb_bench *b, uint64_t now_ns);
 void psb_bench_result(const struct psb_bench *b, uint64_t now_ns, struct psb_bench_result *r);
 
 const char *psb_bench_mode_name(int mode);
+/* What a failed request's status means ("length_mismatch", "no answer after all retries"). */
+const char *psb_bench_error_name(int status);
 /* "1", "PUSH_PULL" or "push_pull" -> mode; -EINVAL otherwise. */
 int psb_bench_mode_parse(const char *s);
 

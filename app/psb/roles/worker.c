@@ -146,8 +146,14 @@ finish_bench(struct psb_role_inst *ri, int rc, uint64_t now)
 			PSB_LOG(app, "%s: cannot write results to %s", wp->label, path);
 	}
 	if (rc < 0 || r.verify_errors != 0) {
-		PSB_LOG(app, "%s: benchmark FAILED (%s)", wp->label,
-			rc < 0 ? "requests failed" : "pulled values wrong");
+		/* Failures are reported even with -q. */
+		if (rc < 0)
+			fprintf(stderr, "psb: %s: benchmark FAILED: key %llu: %s (detail %u)\n",
+				wp->label, (unsigned long long)r.first_error_key,
+				psb_bench_error_name(r.first_error), r.first_error_aux);
+		else
+			fprintf(stderr, "psb: %s: benchmark FAILED: %llu pulled values were wrong\n",
+				wp->label, (unsigned long long)r.verify_errors);
 		__atomic_fetch_add(&app->workers_failed, 1, __ATOMIC_RELAXED);
 	}
 	__atomic_fetch_add(&app->workers_done, 1, __ATOMIC_RELEASE);
