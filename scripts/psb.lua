@@ -18,7 +18,7 @@ local MAX_FLOAT_ITEMS = 16	-- individual floats shown per segment
 
 -- enum psb_msg_type
 local T_PUSH, T_PULL, T_PUSHPULL = 0x01, 0x02, 0x03
-local T_REGISTER, T_BARRIER = 0x10, 0x11
+local T_REGISTER, T_BARRIER, T_BYE = 0x10, 0x11, 0x12
 local T_PUSH_ACK, T_PULL_RESP, T_PUSHPULL_RESP = 0x81, 0x82, 0x83
 local T_REGISTER_ACK, T_BARRIER_ACK, T_ERROR = 0x90, 0x91, 0xff
 
@@ -28,6 +28,7 @@ local type_names = {
 	[T_PUSHPULL] = "PUSHPULL",
 	[T_REGISTER] = "REGISTER",
 	[T_BARRIER] = "BARRIER",
+	[T_BYE] = "BYE",
 	[T_PUSH_ACK] = "PUSH_ACK",
 	[T_PULL_RESP] = "PULL_RESP",
 	[T_PUSHPULL_RESP] = "PUSHPULL_RESP",

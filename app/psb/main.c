@@ -445,6 +445,35 @@ wait_memif_servers(const struct psb_app *app, unsigned int seconds)
 	}
 }
 
+/*
+ * Pause ports whose link is down, and ports whose peer said BYE until their
+ * link went down and came back: the data plane then never polls a port
+ * while its driver connects or disconnects it.
+ */
+static void
+watch_links(struct psb_app *app)
+{
+	struct rte_eth_link link;
+	uint16_t i;
+
+	for (i = 0; i < app->nports; i++) {
+		uint16_t pid = app->port_ids[i];
+
+		if (rte_eth_link_get_nowait(pid, &link) != 0)
+			continue;
+		if (link.link_status == RTE_ETH_LINK_DOWN) {
+			app->port_was_down[pid] = 1;
+			app->port_paused[pid] = 1;
+		} else if (app->port_paused[pid] && (!app->port_bye[pid] || app->port_was_down[pid])) {
+			app->port_bye[pid] = 0;
+			app->port_was_down[pid] = 0;
+			rte_smp_wmb();
+			app->port_paused[pid] = 0;
+			PSB_DBG(app, 1, "port %u: link up", pid);
+		}
+	}
+}
+
 /* Report ports whose link is still down a while after start (e.g. no memif peer). */
 static void
 check_links(struct psb_app *app, uint64_t now)
@@ -478,7 +507,10 @@ quiesce_ports(const struct psb_app *app)
 	uint16_t i, n;
 
 	while (rte_get_tsc_cycles() - last < hz / 50 && rte_get_tsc_cycles() - start < hz) {
+		watch_links((struct psb_app *)app);
 		for (i = 0; i < app->nports; i++) {
+			if (app->port_paused[app->port_ids[i]])
+				continue;
 			n = rte_eth_rx_burst(app->port_ids[i], 0, pkts, PSB_BURST);
 			if (n != 0) {
 				rte_pktmbuf_free_bulk(pkts, n);
@@ -486,6 +518,21 @@ quiesce_ports(const struct psb_app *app)
 			}
 		}
 	}
+}
+
+/* Fault the pool's pages in now (without hugepages they are mapped lazily), not mid-run. */
+static void
+touch_mbuf(struct rte_mempool *mp, void *opaque, void *obj, unsigned int idx)
+{
+	struct rte_mbuf *m = obj;
+	volatile uint8_t *p = m->buf_addr;
+	uint32_t off;
+
+	RTE_SET_USED(mp);
+	RTE_SET_USED(opaque);
+	RTE_SET_USED(idx);
+	for (off = 0; off < m->buf_len; off += 4096)
+		p[off] = 0;
 }
 
 static void
@@ -719,6 +766,8 @@ main(int argc, char **argv)
 		die("cannot create a pool of %llu mbufs (%llu MB): %s; give more --mem",
 			(unsigned long long)nmbufs, (unsigned long long)need_mb, rte_strerror(rte_errno));
 
+	rte_mempool_obj_iter(app->pool, touch_mbuf, NULL);
+
 	for (i = 0; i < app->nports; i++) {
 		struct psb_ethdev_info info;
 		uint16_t pid;
@@ -782,6 +831,7 @@ main(int argc, char **argv)
 		psb_ip_str(app->me.ip, err), app->nroles,
 		nworker_lcores == 0 ? 1 : nworker_lcores,
 		nworker_lcores == 0 ? " (run to completion)" : "", app->mtu, app->seg_size);
+	watch_links(app);
 	for (k = 0; k < nworker_lcores; k++)
 		if (g_plan[worker_lcores[k]].nroles != 0)
 			rte_eal_remote_launch(lcore_main, &g_plan[worker_lcores[k]], worker_lcores[k]);
@@ -797,6 +847,7 @@ main(int argc, char **argv)
 			usleep(1000);
 		}
 		check_exit(app, now, &last_rx, &last_rx_ns);
+		watch_links(app);
 		check_links(app, now);
 	}
 	rte_eal_mp_wait_lcore();
@@ -814,6 +865,7 @@ main(int argc, char **argv)
 		if (ri->role->fini != NULL)
 			ri->role->fini(ri);
 	}
+	psb_send_bye(app);
 	quiesce_ports(app);
 	for (i = 0; i < app->nports; i++)
 		psb_ethdev_close(app->port_ids[i]);

@@ -47,6 +47,8 @@ struct psb_counters {
 	uint64_t no_mbuf;	/* pool empty */
 	uint64_t tx_backlog;	/* packets the port did not take at once */
 	uint64_t linearize_fail;
+	uint64_t paused_drops;	/* packets for a port that was paused */
+	uint64_t byes;		/* BYE messages received */
 	uint64_t arp_replies;
 	uint64_t icmp_replies;
 	uint64_t busy_cycles;
@@ -153,6 +155,14 @@ struct psb_app {
 	volatile int workers_done;
 	volatile int workers_failed;
 	volatile int registered;	/* server: scheduler acknowledged us */
+	/*
+	 * Ports are not polled while paused: until their link is up, and from a
+	 * peer's BYE until the link went down and up again. Polling a memif port
+	 * while its control thread tears the connection down can fault in the PMD.
+	 */
+	volatile uint8_t port_paused[RTE_MAX_ETHPORTS];
+	uint8_t port_bye[RTE_MAX_ETHPORTS];
+	uint8_t port_was_down[RTE_MAX_ETHPORTS];
 
 	uint16_t nroles;
 	struct psb_role_inst *roles;	/* [nroles], cache aligned */
@@ -186,6 +196,8 @@ void psb_neigh_learn(struct psb_app *app, uint32_t ip, const uint8_t *mac, uint1
 const struct psb_neigh *psb_neigh_find(const struct psb_app *app, uint32_t ip);
 /* Send an ARP request for ip out of every port. */
 void psb_arp_resolve(struct psb_role_inst *ri, uint32_t ip);
+/* Tell the peer of every port that this node leaves (sent from the main lcore at exit). */
+void psb_send_bye(struct psb_app *app);
 
 /* Registration with the scheduler (roles/agent.c), used by servers and workers. */
 enum psb_agent_state {

@@ -144,6 +144,37 @@ psb_arp_resolve(struct psb_role_inst *ri, uint32_t ip)
 	}
 }
 
+void
+psb_send_bye(struct psb_app *app)
+{
+	static const uint8_t bcast[6] = { 0xff, 0xff, 0xff, 0xff, 0xff, 0xff };
+	struct psb_addr dst;
+	struct psb_hdr h;
+	uint16_t i;
+
+	memset(&dst, 0, sizeof(dst));
+	memcpy(dst.mac, bcast, 6);
+	dst.ip = 0xffffffffu;
+	dst.port = PSB_UDP_PORT;
+	psb_hdr_init(&h, PSB_MSG_BYE);
+	for (i = 0; i < app->nports; i++) {
+		uint16_t pid = app->port_ids[i];
+		struct rte_mbuf *m;
+		uint8_t *p;
+
+		/* Only memif has a peer that polls shared memory; elsewhere BYE is noise. */
+		if (app->port_paused[pid] || app->specs[i].kind != PSB_PORT_MEMIF)
+			continue;
+		m = rte_pktmbuf_alloc(app->pool);
+		if (m == NULL)
+			return;
+		p = (uint8_t *)rte_pktmbuf_append(m, PSB_FRAME_HLEN);
+		psb_frame_write_headers(p, &app->me, &dst, &h, 0);
+		if (rte_eth_tx_burst(pid, 0, &m, 1) != 1)
+			rte_pktmbuf_free(m);
+	}
+}
+
 static void
 handoff(struct psb_role_inst *ri, struct rte_ring *r, struct rte_mbuf *m)
 {
@@ -215,6 +246,14 @@ psb_dispatch(struct psb_role_inst *ri, struct rte_mbuf *m)
 		break;
 	}
 
+	if (f.hdr.type == PSB_MSG_BYE) {
+		/* The peer leaves this link: stop polling it until it reconnects. */
+		app->port_bye[m->port] = 1;
+		app->port_paused[m->port] = 1;
+		ri->cnt.byes++;
+		rte_pktmbuf_free(m);
+		return;
+	}
 	meta = psb_meta(m);
 	meta->hdr = f.hdr;
 	meta->src = f.src;

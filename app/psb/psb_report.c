@@ -143,6 +143,9 @@ counters_json(const struct psb_counters *c)
 	json_object_set_new(o, "ring_full", json_integer((json_int_t)c->ring_full));
 	json_object_set_new(o, "no_mbuf", json_integer((json_int_t)c->no_mbuf));
 	json_object_set_new(o, "tx_backlog", json_integer((json_int_t)c->tx_backlog));
+	json_object_set_new(o, "paused_drops", json_integer((json_int_t)c->paused_drops));
+	json_object_set_new(o, "byes", json_integer((json_int_t)c->byes));
+	json_object_set_new(o, "linearize_fail", json_integer((json_int_t)c->linearize_fail));
 	json_object_set_new(o, "arp_replies", json_integer((json_int_t)c->arp_replies));
 	json_object_set_new(o, "icmp_replies", json_integer((json_int_t)c->icmp_replies));
 	json_object_set_new(o, "busy_cycles", json_integer((json_int_t)c->busy_cycles));

@@ -245,7 +245,7 @@ psb_frame_parse(const uint8_t *buf, size_t len, const struct psb_parse_cfg *cfg,
 		return -PSB_DROP_IP_FRAG;
 	f->src.ip = rd32(ip + 12);
 	f->dst.ip = rd32(ip + 16);
-	if (cfg->my_ip != 0 && f->dst.ip != cfg->my_ip)
+	if (cfg->my_ip != 0 && f->dst.ip != cfg->my_ip && f->dst.ip != 0xffffffffu)
 		return -PSB_DROP_NOT_MINE;
 	f->l4_off = (uint16_t)(l3 + ihl);
 
@@ -415,6 +415,7 @@ psb_msg_type_name(uint8_t type)
 	case PSB_MSG_PUSHPULL: return "PUSHPULL";
 	case PSB_MSG_REGISTER: return "REGISTER";
 	case PSB_MSG_BARRIER: return "BARRIER";
+	case PSB_MSG_BYE: return "BYE";
 	case PSB_MSG_PUSH_ACK: return "PUSH_ACK";
 	case PSB_MSG_PULL_RESP: return "PULL_RESP";
 	case PSB_MSG_PUSHPULL_RESP: return "PUSHPULL_RESP";

@@ -31,6 +31,7 @@ enum psb_msg_type {
 	PSB_MSG_PUSHPULL = 0x03,	/* add, then read the result */
 	PSB_MSG_REGISTER = 0x10,	/* node -> scheduler: join */
 	PSB_MSG_BARRIER = 0x11,		/* node -> scheduler: wait for the group */
+	PSB_MSG_BYE = 0x12,		/* node -> link peer: leaving; stop polling this link */
 	PSB_MSG_RESP = 0x80,		/* bit set on every response */
 	PSB_MSG_PUSH_ACK = 0x81,
 	PSB_MSG_PULL_RESP = 0x82,
@@ -133,7 +134,10 @@ struct psb_frame {
 	uint16_t payload_len;
 };
 
-/* What psb_frame_parse accepts as "this node". my_ip 0 accepts any IPv4. */
+/*
+ * What psb_frame_parse accepts as "this node". my_ip 0 accepts any IPv4; the
+ * limited broadcast 255.255.255.255 is always accepted (BYE uses it).
+ */
 struct psb_parse_cfg {
 	uint32_t my_ip;			/* host order */
 	uint16_t psb_port;		/* psb data port (0: any) */

@@ -12,6 +12,8 @@ rx_poll(struct psb_role_inst *ri)
 	uint16_t p, n, i;
 
 	for (p = 0; p < app->nports; p++) {
+		if (app->port_paused[app->port_ids[p]])
+			continue;
 		n = rte_eth_rx_burst(app->port_ids[p], 0, pkts, PSB_BURST);
 		for (i = 0; i < n; i++) {
 			ri->cnt.rx_pkts++;

@@ -31,6 +31,13 @@ send_run(struct psb_role_inst *ri, struct rte_mbuf **pkts, uint16_t n)
 
 		while (done + run < n && pkts[done + run]->port == port)
 			run++;
+		if (ri->app->port_paused[port]) {
+			/* Its peer is gone or going: drop rather than touch the port. */
+			rte_pktmbuf_free_bulk(&pkts[done], run);
+			ri->cnt.paused_drops += run;
+			done += run;
+			continue;
+		}
 		sent = rte_eth_tx_burst(port, 0, &pkts[done], run);
 		done += sent;
 		if (sent < run) {
