@@ -287,7 +287,9 @@ psb_wk_poll(struct psb_wk *wk, uint64_t now_ns)
 	for (i = 0; i < wk->cfg.window; i++) {
 		struct wk_slot *s = &wk->slots[i];
 
-		if (s->op == NULL || s->on_pending || now_ns - s->sent_ns < wk->cfg.timeout_ns)
+		/* Back off: a resend of a large value must not crowd out the answers to it. */
+		if (s->op == NULL || s->on_pending ||
+		    now_ns - s->sent_ns < wk->cfg.timeout_ns << (s->op->retries < 6 ? s->op->retries : 6))
 			continue;
 		if (wk->cfg.max_retries != 0 && s->op->retries >= wk->cfg.max_retries) {
 			finish(wk, s, -ETIMEDOUT, now_ns);

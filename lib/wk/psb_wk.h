@@ -39,7 +39,8 @@ struct psb_wk_cfg {
 	int sync;
 	uint16_t seg_size;	/* stride for push segments */
 	uint32_t window;	/* requests in flight at most (<= PSB_WK_MAX_WINDOW) */
-	uint64_t timeout_ns;	/* resend a request unanswered for this long */
+	uint64_t timeout_ns;	/* resend a request unanswered for this long; doubles with each
+				 * retry of that request, up to 64 times */
 	uint32_t max_retries;	/* then fail it with -ETIMEDOUT (0: retry forever) */
 	psb_wk_send_fn send;
 	void *send_arg;

@@ -46,7 +46,7 @@ server_emit(void *arg, const struct psb_addr *to, struct psb_hdr *h, const void 
 
 		h->offset = off;
 		h->seg_len = (uint16_t)(left < h->seg_size ? left : h->seg_size);
-		m = psb_build(ri, &app->me, to, h, (const uint8_t *)value + off);
+		m = psb_build(ri, &app->me, to, h, value != NULL ? (const uint8_t *)value + off : NULL);
 		if (m == NULL)
 			return;	/* the worker retries after its timeout */
 		psb_out(ri, m, to->ip);

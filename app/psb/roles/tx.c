@@ -39,6 +39,8 @@ send_run(struct psb_role_inst *ri, struct rte_mbuf **pkts, uint16_t n)
 			continue;
 		}
 		sent = rte_eth_tx_burst(port, 0, &pkts[done], run);
+		for (uint16_t k = 0; k < sent; k++)
+			ri->cnt.tx_bytes += pkts[done + k]->pkt_len;
 		done += sent;
 		if (sent < run) {
 			ri->cnt.tx_backlog += run - sent;

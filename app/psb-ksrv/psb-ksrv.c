@@ -1,0 +1,695 @@
+/* psb-ksrv: the psb parameter server over kernel UDP sockets, the benchmarks' baseline. */
+#include <errno.h>
+#include <getopt.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+
+#include <jansson.h>
+
+#include "psb_kv.h"
+#include "psb_proto.h"
+#include "psb_sched.h"
+
+#define TX_BATCH	64
+#define RX_BATCH	64
+#define RX_BUF		(PSB_HDR_LEN + PSB_MAX_UDP_PAYLOAD + 64)
+#define MAX_SEG_SIZE	((PSB_MAX_UDP_PAYLOAD - PSB_HDR_LEN) & ~3u)
+#define TX_WAIT_MS	10	/* a full socket gets this long to drain before datagrams drop */
+#define IDLE_POLL_MS	100	/* sleep granularity: signals and --duration are seen this soon */
+
+struct opts {
+	uint32_t ip;
+	uint16_t port;
+	uint16_t num_workers;
+	int sync;
+	uint16_t seg_size;
+	uint32_t max_value;
+	const char *stats_file;
+	const char *ready_file;
+	uint64_t duration_ns;
+	int sched;
+	uint16_t sched_port;
+	uint64_t busy_poll_ns;
+	uint32_t sockbuf;
+	int quiet;
+};
+
+struct counters {
+	uint64_t rx_datagrams;
+	uint64_t rx_bytes;
+	uint64_t tx_datagrams;
+	uint64_t tx_bytes;
+	uint64_t tx_again;
+	uint64_t tx_dropped;
+	uint64_t bad_short;
+	uint64_t bad_magic;
+	uint64_t bad_segment;
+	uint64_t bad_truncated;
+	uint64_t not_request;
+	uint64_t sched_msgs;
+};
+
+struct ksrv {
+	struct opts o;
+	int fd;
+	int sfd;
+	struct psb_kv *kv;
+	struct psb_sched *sched;
+	struct psb_addr self;
+	unsigned int ntx, txhead;
+	size_t txslot;
+	uint8_t *txbuf;
+	struct mmsghdr txm[TX_BATCH];
+	struct iovec txv[TX_BATCH];
+	struct sockaddr_in txa[TX_BATCH];
+	uint8_t *rxbuf;
+	struct mmsghdr rxm[RX_BATCH];
+	struct iovec rxv[RX_BATCH];
+	struct sockaddr_in rxa[RX_BATCH];
+	struct counters cnt;
+};
+
+static volatile sig_atomic_t g_quit;
+
+static void
+usage(FILE *out)
+{
+	fprintf(out,
+"usage: psb-ksrv [options]\n"
+"\n"
+"The psb parameter server on kernel UDP sockets (same protocol and semantics as\n"
+"psb --role server; the baseline of the benchmarks).\n"
+"\n"
+"  --ip A.B.C.D          address to bind (default 0.0.0.0)\n"
+"  --port N              UDP port (default %u; 0: any free port)\n"
+"  --num-workers N       workers in the job: senders 0..N-1 (default 1)\n"
+"  --sync | --async      synchronous rounds (default) or asynchronous updates\n"
+"  --seg-size N          value bytes per response datagram (default 1432 = MTU 1500)\n"
+"  --max-value BYTES     largest value accepted (default 64 MiB)\n"
+"  --scheduler-port N    also host a ps-lite scheduler (one server: this one) on port N\n"
+"                        (0: any free port); needs a concrete --ip, announced to workers\n"
+"  --stats-file FILE     write counters as JSON at exit\n"
+"  --ready-file FILE     write \"PORT SCHEDPORT\" once the sockets are bound\n"
+"  --duration SECONDS    exit after this long\n"
+"  --busy-poll-us N      spin this long before sleeping in poll() (default 50)\n"
+"  --sockbuf BYTES       socket buffer size (default 16 MiB)\n"
+"  -q, --quiet           only the exit summary and errors\n"
+"  -h, --help\n", PSB_UDP_PORT);
+}
+
+static void
+die(const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "psb-ksrv: ");
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "\n");
+	exit(2);
+}
+
+static uint64_t
+parse_u64(const char *opt, const char *v, uint64_t lo, uint64_t hi)
+{
+	char *end;
+	unsigned long long x;
+
+	errno = 0;
+	x = strtoull(v, &end, 0);
+	if (errno != 0 || end == v || *end != '\0' || v[0] == '-' || x < lo || x > hi)
+		die("%s: expected an integer in [%llu, %llu], got '%s'", opt,
+			(unsigned long long)lo, (unsigned long long)hi, v);
+	return x;
+}
+
+static uint64_t
+now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+enum {
+	OPT_IP = 256, OPT_PORT, OPT_NUM_WORKERS, OPT_SYNC, OPT_ASYNC, OPT_SEG_SIZE, OPT_MAX_VALUE,
+	OPT_SCHED_PORT, OPT_STATS_FILE, OPT_READY_FILE, OPT_DURATION, OPT_BUSY_POLL, OPT_SOCKBUF,
+};
+
+static const struct option long_opts[] = {
+	{ "ip", required_argument, NULL, OPT_IP },
+	{ "port", required_argument, NULL, OPT_PORT },
+	{ "num-workers", required_argument, NULL, OPT_NUM_WORKERS },
+	{ "sync", no_argument, NULL, OPT_SYNC },
+	{ "async", no_argument, NULL, OPT_ASYNC },
+	{ "seg-size", required_argument, NULL, OPT_SEG_SIZE },
+	{ "max-value", required_argument, NULL, OPT_MAX_VALUE },
+	{ "scheduler-port", required_argument, NULL, OPT_SCHED_PORT },
+	{ "stats-file", required_argument, NULL, OPT_STATS_FILE },
+	{ "ready-file", required_argument, NULL, OPT_READY_FILE },
+	{ "duration", required_argument, NULL, OPT_DURATION },
+	{ "busy-poll-us", required_argument, NULL, OPT_BUSY_POLL },
+	{ "sockbuf", required_argument, NULL, OPT_SOCKBUF },
+	{ "quiet", no_argument, NULL, 'q' },
+	{ "help", no_argument, NULL, 'h' },
+	{ NULL, 0, NULL, 0 },
+};
+
+static void
+parse_args(struct opts *o, int argc, char **argv)
+{
+	char *end;
+	double d;
+	int c;
+
+	memset(o, 0, sizeof(*o));
+	o->port = PSB_UDP_PORT;
+	o->num_workers = 1;
+	o->sync = 1;
+	o->seg_size = psb_seg_size_for_mtu(1500);
+	o->max_value = 64u << 20;
+	o->busy_poll_ns = 50000;
+	o->sockbuf = 16u << 20;
+	while ((c = getopt_long(argc, argv, "qh", long_opts, NULL)) != -1) {
+		switch (c) {
+		case OPT_IP:
+			if (psb_parse_ip(optarg, &o->ip) != 0)
+				die("--ip: expected an IPv4 address like 198.18.0.1, got '%s'", optarg);
+			break;
+		case OPT_PORT: o->port = (uint16_t)parse_u64("--port", optarg, 0, 65535); break;
+		case OPT_NUM_WORKERS:
+			o->num_workers = (uint16_t)parse_u64("--num-workers", optarg, 1,
+				PSB_KV_MAX_WORKERS);
+			break;
+		case OPT_SYNC: o->sync = 1; break;
+		case OPT_ASYNC: o->sync = 0; break;
+		case OPT_SEG_SIZE:
+			o->seg_size = (uint16_t)parse_u64("--seg-size", optarg, 4, MAX_SEG_SIZE);
+			if ((o->seg_size & 3) != 0)
+				die("--seg-size: %u is not a multiple of 4", o->seg_size);
+			break;
+		case OPT_MAX_VALUE:
+			o->max_value = (uint32_t)parse_u64("--max-value", optarg, 4, PSB_MAX_VALUE);
+			break;
+		case OPT_SCHED_PORT:
+			o->sched = 1;
+			o->sched_port = (uint16_t)parse_u64("--scheduler-port", optarg, 0, 65535);
+			break;
+		case OPT_STATS_FILE: o->stats_file = optarg; break;
+		case OPT_READY_FILE: o->ready_file = optarg; break;
+		case OPT_DURATION:
+			d = strtod(optarg, &end);
+			if (end == optarg || *end != '\0' || d < 0 || d > 1e7)
+				die("--duration: expected seconds >= 0, got '%s'", optarg);
+			o->duration_ns = (uint64_t)(d * 1e9);
+			break;
+		case OPT_BUSY_POLL:
+			o->busy_poll_ns = parse_u64("--busy-poll-us", optarg, 0, 60000000) * 1000;
+			break;
+		case OPT_SOCKBUF:
+			o->sockbuf = (uint32_t)parse_u64("--sockbuf", optarg, 4096, INT32_MAX);
+			break;
+		case 'q': o->quiet = 1; break;
+		case 'h': usage(stdout); exit(0);
+		default: usage(stderr); exit(2);
+		}
+	}
+	if (optind < argc)
+		die("unexpected argument '%s' (see --help)", argv[optind]);
+	if (o->sched && o->ip == 0)
+		die("--scheduler-port needs a concrete --ip: it is the server address announced to "
+			"workers");
+}
+
+static void
+on_signal(int sig)
+{
+	(void)sig;
+	g_quit = 1;
+}
+
+/* Send the transmit batch; a full socket gets a short wait, then the rest is dropped. */
+static void
+tx_flush(struct ksrv *s)
+{
+	struct pollfd pfd = { .fd = s->fd, .events = POLLOUT };
+	int n, waited = 0;
+
+	while (s->txhead < s->ntx) {
+		n = sendmmsg(s->fd, &s->txm[s->txhead], s->ntx - s->txhead, 0);
+		if (n > 0) {
+			unsigned int i;
+
+			for (i = 0; i < (unsigned int)n; i++)
+				s->cnt.tx_bytes += s->txv[s->txhead + i].iov_len;
+			s->cnt.tx_datagrams += (unsigned int)n;
+			s->txhead += (unsigned int)n;
+			continue;
+		}
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == ENOBUFS) &&
+		    !waited) {
+			s->cnt.tx_again++;
+			waited = 1;
+			poll(&pfd, 1, TX_WAIT_MS);
+			continue;
+		}
+		/* The worker resends after its timeout; the answer is repeated then. */
+		s->cnt.tx_dropped++;
+		s->txhead++;
+	}
+	s->ntx = s->txhead = 0;
+}
+
+static void
+queue_msg(struct ksrv *s, const struct psb_addr *to, const struct psb_hdr *h, const void *payload)
+{
+	uint8_t *p;
+	unsigned int i;
+
+	if (s->ntx == TX_BATCH)
+		tx_flush(s);
+	i = s->ntx++;
+	p = s->txbuf + (size_t)i * s->txslot;
+	psb_hdr_encode(p, h);
+	if (h->seg_len != 0)
+		memcpy(p + PSB_HDR_LEN, payload, h->seg_len);
+	s->txv[i].iov_len = PSB_HDR_LEN + (size_t)h->seg_len;
+	memset(&s->txa[i], 0, sizeof(s->txa[i]));
+	s->txa[i].sin_family = AF_INET;
+	s->txa[i].sin_addr.s_addr = htonl(to->ip);
+	s->txa[i].sin_port = htons(to->port);
+}
+
+/* kv response: cut the value into segments of h->seg_size (copied: value is only borrowed). */
+static void
+kv_emit(void *arg, const struct psb_addr *to, struct psb_hdr *h, const void *value)
+{
+	struct ksrv *s = arg;
+	uint32_t total = h->total_len, off = 0;
+
+	do {
+		uint32_t left = total - off;
+
+		h->offset = off;
+		h->seg_len = (uint16_t)(left < h->seg_size ? left : h->seg_size);
+		queue_msg(s, to, h, value != NULL ? (const uint8_t *)value + off : NULL);
+		off += h->seg_len;
+	} while (off < total);
+}
+
+static void
+sched_emit(void *arg, const struct psb_addr *to, struct psb_hdr *h, const void *payload)
+{
+	struct ksrv *s = arg;
+	uint8_t buf[PSB_HDR_LEN + 4 + PSB_SCHED_MAX_NODES * 24];
+	struct sockaddr_in sa;
+
+	/* This server registered itself in-process: nothing to send to it. */
+	if (to->ip == s->self.ip && to->port == s->self.port)
+		return;
+	if (h->seg_len > sizeof(buf) - PSB_HDR_LEN)
+		return;
+	psb_hdr_encode(buf, h);
+	memcpy(buf + PSB_HDR_LEN, payload, h->seg_len);
+	memset(&sa, 0, sizeof(sa));
+	sa.sin_family = AF_INET;
+	sa.sin_addr.s_addr = htonl(to->ip);
+	sa.sin_port = htons(to->port);
+	if (sendto(s->sfd, buf, PSB_HDR_LEN + h->seg_len, 0, (const struct sockaddr *)&sa,
+			sizeof(sa)) < 0)
+		s->cnt.tx_dropped++;
+	else
+		s->cnt.tx_datagrams++;
+}
+
+/* Validate a datagram: 0 with h decoded, or -1 (counted). */
+static int
+check_datagram(struct ksrv *s, const uint8_t *buf, size_t len, int truncated, struct psb_hdr *h)
+{
+	s->cnt.rx_datagrams++;
+	s->cnt.rx_bytes += len;
+	if (truncated) {
+		s->cnt.bad_truncated++;
+		return -1;
+	}
+	if (len < PSB_HDR_LEN) {
+		s->cnt.bad_short++;
+		return -1;
+	}
+	psb_hdr_decode(h, buf);
+	if (h->magic != PSB_MAGIC) {
+		s->cnt.bad_magic++;
+		return -1;
+	}
+	/* A foreign version is still answered (BAD_VERSION) by the store, as psb does. */
+	if (h->version == PSB_VERSION && psb_hdr_check_segment(h, len - PSB_HDR_LEN) < 0) {
+		s->cnt.bad_segment++;
+		return -1;
+	}
+	return 0;
+}
+
+static void
+sa_to_addr(const struct sockaddr_in *sa, struct psb_addr *a)
+{
+	memset(a, 0, sizeof(*a));
+	a->ip = ntohl(sa->sin_addr.s_addr);
+	a->port = ntohs(sa->sin_port);
+}
+
+static void
+reset_rx(struct ksrv *s)
+{
+	unsigned int i;
+
+	for (i = 0; i < RX_BATCH; i++) {
+		s->rxm[i].msg_hdr.msg_namelen = sizeof(s->rxa[i]);
+		s->rxm[i].msg_hdr.msg_flags = 0;
+	}
+}
+
+/* One batch from the data socket; returns datagrams read. */
+static int
+rx_data(struct ksrv *s)
+{
+	struct psb_addr from;
+	struct psb_hdr h;
+	int n, i;
+
+	reset_rx(s);
+	n = recvmmsg(s->fd, s->rxm, RX_BATCH, MSG_DONTWAIT, NULL);
+	if (n <= 0)
+		return 0;
+	for (i = 0; i < n; i++) {
+		const uint8_t *buf = s->rxbuf + (size_t)i * RX_BUF;
+
+		if (check_datagram(s, buf, s->rxm[i].msg_len,
+				(s->rxm[i].msg_hdr.msg_flags & MSG_TRUNC) != 0, &h) != 0)
+			continue;
+		sa_to_addr(&s->rxa[i], &from);
+		if (psb_kv_handle(s->kv, &h, buf + PSB_HDR_LEN, &from, kv_emit, s) != 0)
+			s->cnt.not_request++;
+	}
+	tx_flush(s);
+	return n;
+}
+
+static int
+rx_sched(struct ksrv *s)
+{
+	struct psb_addr from;
+	struct psb_hdr h;
+	int n, i;
+
+	if (s->sfd < 0)
+		return 0;
+	reset_rx(s);
+	n = recvmmsg(s->sfd, s->rxm, RX_BATCH, MSG_DONTWAIT, NULL);
+	if (n <= 0)
+		return 0;
+	for (i = 0; i < n; i++) {
+		if (check_datagram(s, s->rxbuf + (size_t)i * RX_BUF, s->rxm[i].msg_len,
+				(s->rxm[i].msg_hdr.msg_flags & MSG_TRUNC) != 0, &h) != 0)
+			continue;
+		sa_to_addr(&s->rxa[i], &from);
+		s->cnt.sched_msgs++;
+		if (psb_sched_handle(s->sched, &h, &from, sched_emit, s) != 0)
+			s->cnt.not_request++;
+	}
+	return n;
+}
+
+static int
+open_socket(uint32_t ip, uint16_t port, uint32_t sockbuf, uint16_t *bound)
+{
+	struct sockaddr_in sa;
+	socklen_t alen = sizeof(sa);
+	char ipbuf[16];
+	int fd, v;
+
+	fd = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		die("cannot create a UDP socket: %s", strerror(errno));
+	v = (int)sockbuf;
+	/* Values arrive as thousands of datagrams at once: ask for room (FORCE needs root). */
+	if (setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &v, sizeof(v)) != 0)
+		setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &v, sizeof(v));
+	if (setsockopt(fd, SOL_SOCKET, SO_SNDBUFFORCE, &v, sizeof(v)) != 0)
+		setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &v, sizeof(v));
+	/* Workers on psb drop IP fragments; never send any. */
+	v = IP_PMTUDISC_DO;
+	setsockopt(fd, IPPROTO_IP, IP_MTU_DISCOVER, &v, sizeof(v));
+	memset(&sa, 0, sizeof(sa));
+	sa.sin_family = AF_INET;
+	sa.sin_addr.s_addr = htonl(ip);
+	sa.sin_port = htons(port);
+	if (bind(fd, (const struct sockaddr *)&sa, sizeof(sa)) != 0)
+		die("cannot bind UDP %s:%u: %s", psb_ip_str(ip, ipbuf), port, strerror(errno));
+	if (getsockname(fd, (struct sockaddr *)&sa, &alen) != 0)
+		die("getsockname: %s", strerror(errno));
+	*bound = ntohs(sa.sin_port);
+	return fd;
+}
+
+static void
+write_ready(const char *path, uint16_t port, uint16_t sched_port)
+{
+	char tmp[4096];
+	FILE *f;
+
+	if ((size_t)snprintf(tmp, sizeof(tmp), "%s.tmp.%d", path, (int)getpid()) >= sizeof(tmp))
+		die("--ready-file: path too long");
+	f = fopen(tmp, "w");
+	if (f == NULL)
+		die("--ready-file: cannot create %s: %s", tmp, strerror(errno));
+	fprintf(f, "%u %u\n", port, sched_port);
+	if (fclose(f) != 0 || rename(tmp, path) != 0) {
+		unlink(tmp);
+		die("--ready-file: cannot write %s: %s", path, strerror(errno));
+	}
+}
+
+static void
+print_summary(const struct ksrv *s, FILE *out)
+{
+	const struct psb_kv_stats *st = psb_kv_stats(s->kv);
+	const struct counters *c = &s->cnt;
+	unsigned int k;
+
+	fprintf(out, "psb-ksrv: rx %llu datagrams (%llu B), tx %llu datagrams (%llu B), "
+		"tx waits %llu, tx dropped %llu\n",
+		(unsigned long long)c->rx_datagrams, (unsigned long long)c->rx_bytes,
+		(unsigned long long)c->tx_datagrams, (unsigned long long)c->tx_bytes,
+		(unsigned long long)c->tx_again, (unsigned long long)c->tx_dropped);
+	fprintf(out, "psb-ksrv: ignored: short %llu, magic %llu, segment %llu, truncated %llu, "
+		"not a request %llu\n", (unsigned long long)c->bad_short,
+		(unsigned long long)c->bad_magic, (unsigned long long)c->bad_segment,
+		(unsigned long long)c->bad_truncated, (unsigned long long)c->not_request);
+	fprintf(out, "store: %llu keys, %llu B; push %llu, pull %llu, pushpull %llu; rounds %llu; "
+		"summed %llu B; duplicates %llu, retries answered %llu, stale %llu\n",
+		(unsigned long long)psb_kv_nkeys(s->kv), (unsigned long long)psb_kv_bytes(s->kv),
+		(unsigned long long)st->req[PSB_MSG_PUSH], (unsigned long long)st->req[PSB_MSG_PULL],
+		(unsigned long long)st->req[PSB_MSG_PUSHPULL],
+		(unsigned long long)st->rounds_closed, (unsigned long long)st->bytes_summed,
+		(unsigned long long)st->dup_segs, (unsigned long long)st->retries_answered,
+		(unsigned long long)st->stale);
+	for (k = 1; k < PSB_ST_MAX; k++)
+		if (st->errors[k] != 0)
+			fprintf(out, "error replies %-16s %llu\n", psb_status_name((uint8_t)k),
+				(unsigned long long)st->errors[k]);
+	if (s->sched != NULL) {
+		const struct psb_sched_stats *ss = psb_sched_stats(s->sched);
+
+		fprintf(out, "scheduler: registered %llu, re-registered %llu, rejected %llu, "
+			"barriers %llu\n", (unsigned long long)ss->registered,
+			(unsigned long long)ss->reregistered, (unsigned long long)ss->rejected,
+			(unsigned long long)ss->barriers_released);
+	}
+	fflush(out);
+}
+
+static int
+write_stats(const struct ksrv *s, const char *path)
+{
+	const struct psb_kv_stats *st = psb_kv_stats(s->kv);
+	const struct counters *c = &s->cnt;
+	json_t *root, *store, *errs, *bad;
+	char tmp[4096];
+	unsigned int k;
+	int rc;
+
+	if ((size_t)snprintf(tmp, sizeof(tmp), "%s.tmp.%d", path, (int)getpid()) >= sizeof(tmp))
+		return -ENAMETOOLONG;
+	errs = json_object();
+	for (k = 1; k < PSB_ST_MAX; k++)
+		json_object_set_new(errs, psb_status_name((uint8_t)k),
+			json_integer((json_int_t)st->errors[k]));
+	store = json_pack("{s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:o}",
+		"keys", (json_int_t)psb_kv_nkeys(s->kv), "bytes", (json_int_t)psb_kv_bytes(s->kv),
+		"push", (json_int_t)st->req[PSB_MSG_PUSH], "pull", (json_int_t)st->req[PSB_MSG_PULL],
+		"pushpull", (json_int_t)st->req[PSB_MSG_PUSHPULL],
+		"rounds_closed", (json_int_t)st->rounds_closed,
+		"bytes_summed", (json_int_t)st->bytes_summed, "dup_segs", (json_int_t)st->dup_segs,
+		"retries_answered", (json_int_t)st->retries_answered, "stale", (json_int_t)st->stale,
+		"errors", errs);
+	bad = json_pack("{s:I,s:I,s:I,s:I,s:I}", "short", (json_int_t)c->bad_short,
+		"magic", (json_int_t)c->bad_magic, "segment", (json_int_t)c->bad_segment,
+		"truncated", (json_int_t)c->bad_truncated, "not_request", (json_int_t)c->not_request);
+	root = json_pack("{s:s,s:b,s:i,s:I,s:I,s:I,s:I,s:I,s:I,s:o,s:o}",
+		"server", "psb-ksrv", "sync", s->o.sync, "num_workers", s->o.num_workers,
+		"rx_datagrams", (json_int_t)c->rx_datagrams, "rx_bytes", (json_int_t)c->rx_bytes,
+		"tx_datagrams", (json_int_t)c->tx_datagrams, "tx_bytes", (json_int_t)c->tx_bytes,
+		"tx_again", (json_int_t)c->tx_again, "tx_dropped", (json_int_t)c->tx_dropped,
+		"ignored", bad, "store", store);
+	if (root == NULL)
+		return -ENOMEM;
+	if (s->sched != NULL) {
+		const struct psb_sched_stats *ss = psb_sched_stats(s->sched);
+
+		json_object_set_new(root, "scheduler", json_pack("{s:I,s:I,s:I,s:I}",
+			"registered", (json_int_t)ss->registered,
+			"reregistered", (json_int_t)ss->reregistered,
+			"rejected", (json_int_t)ss->rejected,
+			"barriers_released", (json_int_t)ss->barriers_released));
+	}
+	rc = json_dump_file(root, tmp, JSON_INDENT(2) | JSON_SORT_KEYS);
+	json_decref(root);
+	if (rc != 0 || rename(tmp, path) != 0) {
+		unlink(tmp);
+		return -EIO;
+	}
+	return 0;
+}
+
+int
+main(int argc, char **argv)
+{
+	static struct ksrv srv;
+	struct ksrv *s = &srv;
+	struct psb_kv_cfg kc;
+	struct sigaction sa;
+	struct pollfd pfd[2];
+	uint64_t start, now, idle_since;
+	uint16_t sched_port = 0;
+	char ipbuf[16];
+	unsigned int i;
+	int exit_code = 0, n;
+
+	parse_args(&s->o, argc, argv);
+	s->sfd = -1;
+	memset(&kc, 0, sizeof(kc));
+	kc.num_workers = s->o.num_workers;
+	kc.sync = s->o.sync;
+	kc.max_value = s->o.max_value;
+	kc.seg_size = s->o.seg_size;
+	kc.capacity = 1024;
+	s->kv = psb_kv_create(&kc);
+	s->txslot = PSB_HDR_LEN + s->o.seg_size;
+	s->txbuf = malloc(TX_BATCH * s->txslot);
+	s->rxbuf = malloc((size_t)RX_BATCH * RX_BUF);
+	if (s->kv == NULL || s->txbuf == NULL || s->rxbuf == NULL)
+		die("out of memory");
+	for (i = 0; i < TX_BATCH; i++) {
+		s->txv[i].iov_base = s->txbuf + (size_t)i * s->txslot;
+		s->txm[i].msg_hdr.msg_iov = &s->txv[i];
+		s->txm[i].msg_hdr.msg_iovlen = 1;
+		s->txm[i].msg_hdr.msg_name = &s->txa[i];
+		s->txm[i].msg_hdr.msg_namelen = sizeof(s->txa[i]);
+	}
+	for (i = 0; i < RX_BATCH; i++) {
+		s->rxv[i].iov_base = s->rxbuf + (size_t)i * RX_BUF;
+		s->rxv[i].iov_len = RX_BUF;
+		s->rxm[i].msg_hdr.msg_iov = &s->rxv[i];
+		s->rxm[i].msg_hdr.msg_iovlen = 1;
+		s->rxm[i].msg_hdr.msg_name = &s->rxa[i];
+	}
+
+	s->fd = open_socket(s->o.ip, s->o.port, s->o.sockbuf, &s->o.port);
+	s->self.ip = s->o.ip;
+	s->self.port = s->o.port;
+	if (s->o.sched) {
+		struct psb_sched_cfg sc = { .num_workers = s->o.num_workers, .num_servers = 1 };
+		struct psb_hdr reg;
+
+		s->sched = psb_sched_create(&sc);
+		if (s->sched == NULL)
+			die("cannot host a scheduler for %u workers (at most %u nodes)",
+				s->o.num_workers, PSB_SCHED_MAX_NODES - 1);
+		s->sfd = open_socket(s->o.ip, s->o.sched_port, 1u << 20, &sched_port);
+		/* This process is the job's one server: register it as if over the wire. */
+		psb_hdr_init(&reg, PSB_MSG_REGISTER);
+		reg.flags = PSB_F_SERVER;
+		psb_sched_handle(s->sched, &reg, &s->self, sched_emit, s);
+	}
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_signal;	/* no SA_RESTART: poll() returns at once */
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+
+	if (s->o.ready_file != NULL)
+		write_ready(s->o.ready_file, s->o.port, sched_port);
+	if (!s->o.quiet) {
+		printf("psb-ksrv: serving %s:%u, %u worker(s), %s, segment %u B", psb_ip_str(s->o.ip,
+			ipbuf), s->o.port, s->o.num_workers, s->o.sync ? "sync" : "async",
+			s->o.seg_size);
+		if (s->sched != NULL)
+			printf(", scheduler on port %u", sched_port);
+		printf("\n");
+		fflush(stdout);
+	}
+
+	pfd[0].fd = s->fd;
+	pfd[0].events = POLLIN;
+	pfd[1].fd = s->sfd;
+	pfd[1].events = POLLIN;
+	start = idle_since = now_ns();
+	while (!g_quit) {
+		n = rx_data(s);
+		now = now_ns();
+		if (s->o.duration_ns != 0 && now - start >= s->o.duration_ns)
+			break;
+		if (n != 0) {
+			idle_since = 0;
+			continue;
+		}
+		n = rx_sched(s);
+		if (idle_since == 0 || n != 0)
+			idle_since = now;
+		/* Spin a little after traffic, when the next request is likely close. */
+		if (now - idle_since < s->o.busy_poll_ns)
+			continue;
+		poll(pfd, s->sfd >= 0 ? 2 : 1, IDLE_POLL_MS);
+	}
+
+	print_summary(s, stdout);
+	if (s->o.stats_file != NULL && (n = write_stats(s, s->o.stats_file)) != 0) {
+		fprintf(stderr, "psb-ksrv: cannot write --stats-file %s: %s\n", s->o.stats_file,
+			strerror(-n));
+		exit_code = 1;
+	}
+	close(s->fd);
+	if (s->sfd >= 0)
+		close(s->sfd);
+	psb_sched_free(s->sched);
+	psb_kv_free(s->kv);
+	free(s->txbuf);
+	free(s->rxbuf);
+	return exit_code;
+}

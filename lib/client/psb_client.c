@@ -1,0 +1,913 @@
+/* Kernel-socket psb client: the worker engine driven over a non-blocking UDP socket. */
+#include <errno.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <arpa/inet.h>
+
+#include "psb_client.h"
+
+#define TX_BATCH	64
+#define RX_BATCH	64
+#define RX_BURSTS	4		/* recvmmsg calls per engine step at most */
+/* A receive buffer larger than any datagram psb sends, so truncation shows. */
+#define RX_BUF		(PSB_HDR_LEN + PSB_MAX_UDP_PAYLOAD + 64)
+#define MAX_SEG_SIZE	((PSB_MAX_UDP_PAYLOAD - PSB_HDR_LEN) & ~3u)
+#define SCHED_RETRY_NS	(200ull * 1000 * 1000)
+
+struct srv {
+	struct sockaddr_in sa;
+	uint64_t key_begin;
+	uint64_t key_end;	/* UINT64_MAX: to the end of the key space */
+};
+
+struct psb_client {
+	struct psb_client_cfg cfg;	/* defaults applied; the string pointers are not kept */
+	int fd;
+	uint16_t rank;
+	uint16_t local_port;
+	struct psb_wk *wk;		/* engine of the blocking and asynchronous calls */
+	struct psb_wk *active;		/* engine responses go to: wk or the benchmark's */
+	struct psb_bench *bench;	/* running benchmark, NULL otherwise */
+	int bench_rc;
+	uint32_t last_round;
+	int hard_errno;			/* last non-transient send error, 0 after a receive */
+	uint64_t idle_since;		/* last time something moved, for the spin budget */
+	uint16_t nservers;
+	struct srv *servers;		/* [PSB_SCHED_MAX_NODES] */
+	/* Scheduler conversation. */
+	struct sockaddr_in sched;
+	int have_sched;
+	int reg_wait, reg_done;
+	int bar_wait, bar_done;
+	uint32_t bar_group, bar_seq;
+	struct psb_sched_view *view;
+	/* Transmit batch: entries [txhead, ntx) wait for sendmmsg. */
+	unsigned int ntx, txhead;
+	size_t txslot;
+	uint8_t *txbuf;
+	struct mmsghdr txm[TX_BATCH];
+	struct iovec txv[TX_BATCH];
+	struct sockaddr_in txa[TX_BATCH];
+	/* Receive batch. */
+	uint8_t *rxbuf;
+	struct mmsghdr rxm[RX_BATCH];
+	struct iovec rxv[RX_BATCH];
+	struct sockaddr_in rxa[RX_BATCH];
+	struct psb_client_stats st;
+};
+
+static uint64_t
+now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static void
+set_err(char *err, size_t errlen, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (err == NULL || errlen == 0)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(err, errlen, fmt, ap);
+	va_end(ap);
+}
+
+void
+psb_client_cfg_init(struct psb_client_cfg *cfg)
+{
+	memset(cfg, 0, sizeof(*cfg));
+	cfg->server_port = PSB_UDP_PORT;
+	cfg->seg_size = PSB_CLIENT_SEG_SIZE;
+	cfg->window = PSB_CLIENT_WINDOW;
+	cfg->timeout_ns = PSB_CLIENT_TIMEOUT_NS;
+	cfg->max_retries = PSB_CLIENT_MAX_RETRIES;
+	cfg->busy_poll_ns = PSB_CLIENT_BUSY_POLL_NS;
+	cfg->sockbuf = PSB_CLIENT_SOCKBUF;
+	cfg->sched_timeout_ns = PSB_CLIENT_SCHED_TIMEOUT_NS;
+}
+
+static void
+apply_defaults(struct psb_client_cfg *c)
+{
+	if (c->server_port == 0)
+		c->server_port = PSB_UDP_PORT;
+	if (c->seg_size == 0)
+		c->seg_size = PSB_CLIENT_SEG_SIZE;
+	if (c->window == 0)
+		c->window = PSB_CLIENT_WINDOW;
+	if (c->timeout_ns == 0)
+		c->timeout_ns = PSB_CLIENT_TIMEOUT_NS;
+	if (c->max_retries == 0)
+		c->max_retries = PSB_CLIENT_MAX_RETRIES;
+	if (c->busy_poll_ns == 0)
+		c->busy_poll_ns = PSB_CLIENT_BUSY_POLL_NS;
+	if (c->sockbuf == 0)
+		c->sockbuf = PSB_CLIENT_SOCKBUF;
+	if (c->sched_timeout_ns == 0)
+		c->sched_timeout_ns = PSB_CLIENT_SCHED_TIMEOUT_NS;
+}
+
+static void
+make_sa(struct sockaddr_in *sa, uint32_t ip, uint16_t port)
+{
+	memset(sa, 0, sizeof(*sa));
+	sa->sin_family = AF_INET;
+	sa->sin_addr.s_addr = htonl(ip);
+	sa->sin_port = htons(port);
+}
+
+/* Which server owns key: the one whose range holds it (ps-lite's range partition). */
+static const struct srv *
+server_of(const struct psb_client *c, uint64_t key)
+{
+	uint16_t s;
+
+	if (c->nservers == 1)
+		return &c->servers[0];
+	for (s = 0; s < c->nservers; s++)
+		if (key >= c->servers[s].key_begin &&
+		    (key < c->servers[s].key_end || c->servers[s].key_end == UINT64_MAX))
+			return &c->servers[s];
+	return &c->servers[0];
+}
+
+/*
+ * Send what waits in the transmit batch. Returns datagrams sent. Transient
+ * conditions (socket full) keep the rest for later; other errors drop the
+ * datagram at the head, and the engine resends it after its timeout.
+ */
+static unsigned int
+tx_flush(struct psb_client *c)
+{
+	unsigned int total = 0, i;
+	int n;
+
+	while (c->txhead < c->ntx) {
+		n = sendmmsg(c->fd, &c->txm[c->txhead], c->ntx - c->txhead, 0);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			if (errno == EAGAIN || errno == EWOULDBLOCK || errno == ENOBUFS) {
+				c->st.tx_again++;
+				break;
+			}
+			c->st.tx_errors++;
+			c->st.last_tx_errno = errno;
+			c->hard_errno = errno;
+			c->txhead++;
+			continue;
+		}
+		for (i = 0; i < (unsigned int)n; i++)
+			c->st.tx_bytes += c->txv[c->txhead + i].iov_len;
+		c->st.tx_datagrams += (unsigned int)n;
+		c->txhead += (unsigned int)n;
+		total += (unsigned int)n;
+	}
+	if (c->txhead == c->ntx)
+		c->txhead = c->ntx = 0;
+	return total;
+}
+
+/* Engine transport: queue one message (copied, so the engine's buffers are free at once). */
+static int
+client_send(void *arg, const struct psb_hdr *h, const void *payload)
+{
+	struct psb_client *c = arg;
+	uint8_t *p;
+	unsigned int i;
+
+	if (c->ntx == TX_BATCH) {
+		tx_flush(c);
+		if (c->ntx != 0)
+			return -ENOBUFS;	/* wait until the whole batch is out */
+	}
+	i = c->ntx++;
+	p = c->txbuf + (size_t)i * c->txslot;
+	psb_hdr_encode(p, h);
+	if (h->seg_len != 0)
+		memcpy(p + PSB_HDR_LEN, payload, h->seg_len);
+	c->txv[i].iov_len = PSB_HDR_LEN + (size_t)h->seg_len;
+	c->txa[i] = server_of(c, h->key)->sa;
+	return 0;
+}
+
+/* Scheduler messages are rare: sent at once, outside the batch. */
+static int
+send_ctrl(struct psb_client *c, uint8_t type, uint32_t aux, uint32_t round)
+{
+	uint8_t buf[PSB_HDR_LEN];
+	struct psb_hdr h;
+
+	psb_hdr_init(&h, type);
+	h.flags = PSB_F_WORKER;
+	h.sender = c->rank;
+	h.aux = aux;
+	h.round = round;
+	psb_hdr_encode(buf, &h);
+	if (sendto(c->fd, buf, sizeof(buf), 0, (const struct sockaddr *)&c->sched,
+			sizeof(c->sched)) < 0) {
+		c->st.tx_errors++;
+		c->st.last_tx_errno = errno;
+		return -errno;
+	}
+	c->st.tx_datagrams++;
+	c->st.tx_bytes += sizeof(buf);
+	return 0;
+}
+
+static void
+on_done(void *arg, struct psb_wk_op *op)
+{
+	struct psb_client_req *r = (struct psb_client_req *)((uint8_t *)op -
+		offsetof(struct psb_client_req, op));
+
+	(void)arg;
+	r->done = 1;
+}
+
+static struct psb_wk *
+make_wk(struct psb_client *c)
+{
+	struct psb_wk_cfg wc;
+
+	memset(&wc, 0, sizeof(wc));
+	wc.rank = c->rank;
+	wc.sync = c->cfg.sync;
+	wc.seg_size = c->cfg.seg_size;
+	wc.window = c->cfg.window;
+	wc.timeout_ns = c->cfg.timeout_ns;
+	wc.max_retries = c->cfg.max_retries == PSB_CLIENT_RETRY_FOREVER ? 0 : c->cfg.max_retries;
+	wc.send = client_send;
+	wc.send_arg = c;
+	wc.done = on_done;
+	wc.done_arg = c;
+	return psb_wk_create(&wc);
+}
+
+static void
+handle_register_ack(struct psb_client *c, const struct psb_hdr *h, const uint8_t *payload)
+{
+	if (!c->reg_wait || c->reg_done)
+		return;
+	if (psb_sched_view_decode(c->view, payload, h->seg_len) != 0) {
+		c->st.rx_bad_segment++;
+		c->st.rx_bad++;
+		return;
+	}
+	c->rank = (uint16_t)h->aux;
+	c->reg_done = 1;
+}
+
+/* Validate one datagram and hand it to whoever waits for it. */
+static void
+rx_one(struct psb_client *c, const uint8_t *buf, size_t len, int truncated, uint64_t now)
+{
+	struct psb_hdr h;
+
+	c->st.rx_datagrams++;
+	c->st.rx_bytes += len;
+	if (truncated) {
+		c->st.rx_bad_type++;
+		c->st.rx_bad++;
+		return;
+	}
+	if (len < PSB_HDR_LEN) {
+		c->st.rx_bad_short++;
+		c->st.rx_bad++;
+		return;
+	}
+	psb_hdr_decode(&h, buf);
+	if (h.magic != PSB_MAGIC || h.version != PSB_VERSION) {
+		c->st.rx_bad_magic++;
+		c->st.rx_bad++;
+		return;
+	}
+	if (psb_hdr_check_segment(&h, len - PSB_HDR_LEN) < 0) {
+		c->st.rx_bad_segment++;
+		c->st.rx_bad++;
+		return;
+	}
+	switch (h.type) {
+	case PSB_MSG_PUSH_ACK:
+	case PSB_MSG_PULL_RESP:
+	case PSB_MSG_PUSHPULL_RESP:
+	case PSB_MSG_ERROR:
+		c->hard_errno = 0;
+		if (h.type == PSB_MSG_ERROR) {
+			c->st.error_replies++;
+			c->st.last_error_status = h.status;
+		}
+		psb_wk_input(c->active, &h, buf + PSB_HDR_LEN, now);
+		break;
+	case PSB_MSG_REGISTER_ACK:
+		handle_register_ack(c, &h, buf + PSB_HDR_LEN);
+		break;
+	case PSB_MSG_BARRIER_ACK:
+		if (c->bar_wait && h.aux == c->bar_group && h.round == c->bar_seq)
+			c->bar_done = 1;
+		break;
+	default:
+		c->st.rx_bad_type++;
+		c->st.rx_bad++;
+		break;
+	}
+}
+
+/* Read what the socket holds (a few batches at most). Returns datagrams read. */
+static unsigned int
+rx_burst(struct psb_client *c, uint64_t now)
+{
+	unsigned int total = 0, b, i;
+	int n;
+
+	for (b = 0; b < RX_BURSTS; b++) {
+		for (i = 0; i < RX_BATCH; i++) {
+			c->rxm[i].msg_hdr.msg_namelen = sizeof(c->rxa[i]);
+			c->rxm[i].msg_hdr.msg_flags = 0;
+		}
+		n = recvmmsg(c->fd, c->rxm, RX_BATCH, MSG_DONTWAIT, NULL);
+		if (n <= 0)
+			break;
+		for (i = 0; i < (unsigned int)n; i++)
+			rx_one(c, c->rxbuf + (size_t)i * RX_BUF, c->rxm[i].msg_len,
+				(c->rxm[i].msg_hdr.msg_flags & MSG_TRUNC) != 0, now);
+		total += (unsigned int)n;
+		if (n < RX_BATCH)
+			break;
+	}
+	return total;
+}
+
+/* Sleep until the socket is readable (or writable, with datagrams waiting) or a short while. */
+static void
+wait_io(struct psb_client *c)
+{
+	struct pollfd pfd = { .fd = c->fd, .events = POLLIN };
+	uint64_t t = c->cfg.timeout_ns / 8;
+	struct timespec ts;
+
+	/* Short enough that resends go out on time, long enough not to spin. */
+	if (t < 100000)
+		t = 100000;
+	if (t > 5000000)
+		t = 5000000;
+	if (c->ntx != 0)
+		pfd.events |= POLLOUT;
+	ts.tv_sec = 0;
+	ts.tv_nsec = (long)t;
+	ppoll(&pfd, 1, &ts, NULL);
+}
+
+/* One turn of the loop: receive, let the engine resend and advance, transmit, maybe sleep. */
+static void
+drive_once(struct psb_client *c)
+{
+	uint64_t now = now_ns();
+	unsigned int moved;
+
+	moved = rx_burst(c, now);
+	if (c->bench != NULL) {
+		if (c->bench_rc == 0)
+			c->bench_rc = psb_bench_step(c->bench, now);
+	} else {
+		psb_wk_poll(c->wk, now);
+	}
+	moved += tx_flush(c);
+	if (moved != 0) {
+		c->idle_since = now;
+		return;
+	}
+	if (c->cfg.busy_poll_ns == UINT64_MAX || now - c->idle_since < c->cfg.busy_poll_ns)
+		return;
+	wait_io(c);
+}
+
+static int
+parse_host_port(const char *s, uint32_t *ip, uint16_t *port)
+{
+	char buf[64];
+	const char *colon = strchr(s, ':');
+	char *end;
+	unsigned long p;
+
+	if (colon == NULL)
+		return psb_parse_ip(s, ip);
+	if ((size_t)(colon - s) >= sizeof(buf))
+		return -EINVAL;
+	memcpy(buf, s, (size_t)(colon - s));
+	buf[colon - s] = '\0';
+	if (psb_parse_ip(buf, ip) != 0)
+		return -EINVAL;
+	errno = 0;
+	p = strtoul(colon + 1, &end, 10);
+	if (errno != 0 || end == colon + 1 || *end != '\0' || p == 0 || p > 65535)
+		return -EINVAL;
+	*port = (uint16_t)p;
+	return 0;
+}
+
+/* Ask for big socket buffers: a large value arrives as thousands of datagrams at once. */
+static void
+set_sockbuf(int fd, uint32_t bytes)
+{
+	int v = bytes > INT32_MAX ? INT32_MAX : (int)bytes;
+
+	/* The FORCE variants pass rmem_max/wmem_max but need CAP_NET_ADMIN. */
+	if (setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &v, sizeof(v)) != 0)
+		setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &v, sizeof(v));
+	if (setsockopt(fd, SOL_SOCKET, SO_SNDBUFFORCE, &v, sizeof(v)) != 0)
+		setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &v, sizeof(v));
+}
+
+struct psb_client *
+psb_client_open(const struct psb_client_cfg *cfg, char *err, size_t errlen)
+{
+	struct psb_client *c;
+	struct sockaddr_in la;
+	socklen_t alen = sizeof(la);
+	uint32_t sip, lip = 0;
+	unsigned int i;
+	int v;
+
+	if (cfg == NULL || cfg->server_ip == NULL) {
+		set_err(err, errlen, "no server address given (server_ip)");
+		return NULL;
+	}
+	if (psb_parse_ip(cfg->server_ip, &sip) != 0) {
+		set_err(err, errlen, "server_ip '%s' is not an IPv4 address", cfg->server_ip);
+		return NULL;
+	}
+	if (cfg->local_ip != NULL && psb_parse_ip(cfg->local_ip, &lip) != 0) {
+		set_err(err, errlen, "local_ip '%s' is not an IPv4 address", cfg->local_ip);
+		return NULL;
+	}
+	if (cfg->seg_size != 0 && ((cfg->seg_size & 3) != 0 || cfg->seg_size > MAX_SEG_SIZE)) {
+		set_err(err, errlen, "seg_size %u: expected a multiple of 4 in [4, %u]",
+			cfg->seg_size, MAX_SEG_SIZE);
+		return NULL;
+	}
+	if (cfg->window > PSB_WK_MAX_WINDOW) {
+		set_err(err, errlen, "window %u: at most %u requests can be in flight", cfg->window,
+			PSB_WK_MAX_WINDOW);
+		return NULL;
+	}
+	c = calloc(1, sizeof(*c));
+	if (c == NULL) {
+		set_err(err, errlen, "out of memory");
+		return NULL;
+	}
+	c->fd = -1;
+	c->cfg = *cfg;
+	c->cfg.server_ip = NULL;
+	c->cfg.local_ip = NULL;
+	apply_defaults(&c->cfg);
+	c->rank = cfg->rank;
+	c->txslot = PSB_HDR_LEN + c->cfg.seg_size;
+	c->txbuf = malloc(TX_BATCH * c->txslot);
+	c->rxbuf = malloc((size_t)RX_BATCH * RX_BUF);
+	c->servers = calloc(PSB_SCHED_MAX_NODES, sizeof(*c->servers));
+	c->view = calloc(1, sizeof(*c->view));
+	if (c->txbuf == NULL || c->rxbuf == NULL || c->servers == NULL || c->view == NULL) {
+		set_err(err, errlen, "out of memory");
+		goto fail;
+	}
+	for (i = 0; i < TX_BATCH; i++) {
+		c->txv[i].iov_base = c->txbuf + (size_t)i * c->txslot;
+		c->txm[i].msg_hdr.msg_iov = &c->txv[i];
+		c->txm[i].msg_hdr.msg_iovlen = 1;
+		c->txm[i].msg_hdr.msg_name = &c->txa[i];
+		c->txm[i].msg_hdr.msg_namelen = sizeof(c->txa[i]);
+	}
+	for (i = 0; i < RX_BATCH; i++) {
+		c->rxv[i].iov_base = c->rxbuf + (size_t)i * RX_BUF;
+		c->rxv[i].iov_len = RX_BUF;
+		c->rxm[i].msg_hdr.msg_iov = &c->rxv[i];
+		c->rxm[i].msg_hdr.msg_iovlen = 1;
+		c->rxm[i].msg_hdr.msg_name = &c->rxa[i];
+	}
+	c->nservers = 1;
+	make_sa(&c->servers[0].sa, sip, c->cfg.server_port);
+	c->servers[0].key_begin = 0;
+	c->servers[0].key_end = UINT64_MAX;
+
+	c->fd = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (c->fd < 0) {
+		set_err(err, errlen, "cannot create a UDP socket: %s", strerror(errno));
+		goto fail;
+	}
+	set_sockbuf(c->fd, c->cfg.sockbuf);
+	/* psb drops IP fragments: fail loudly (EMSGSIZE) rather than fragment. */
+	v = IP_PMTUDISC_DO;
+	setsockopt(c->fd, IPPROTO_IP, IP_MTU_DISCOVER, &v, sizeof(v));
+	make_sa(&la, lip, cfg->local_port);
+	if (bind(c->fd, (const struct sockaddr *)&la, sizeof(la)) != 0) {
+		set_err(err, errlen, "cannot bind the UDP socket to %s:%u: %s",
+			cfg->local_ip != NULL ? cfg->local_ip : "0.0.0.0", cfg->local_port,
+			strerror(errno));
+		goto fail;
+	}
+	if (getsockname(c->fd, (struct sockaddr *)&la, &alen) == 0)
+		c->local_port = ntohs(la.sin_port);
+	c->wk = make_wk(c);
+	if (c->wk == NULL) {
+		set_err(err, errlen, "cannot create the worker engine (window %u): out of memory",
+			c->cfg.window);
+		goto fail;
+	}
+	c->active = c->wk;
+	return c;
+fail:
+	psb_client_close(c);
+	return NULL;
+}
+
+struct psb_client *
+psb_client_connect(const char *server, uint16_t rank, int sync, char *err, size_t errlen)
+{
+	struct psb_client_cfg cfg;
+	char ip[INET_ADDRSTRLEN];
+	uint32_t sip;
+	uint16_t port = PSB_UDP_PORT;
+
+	if (server == NULL || parse_host_port(server, &sip, &port) != 0) {
+		set_err(err, errlen, "server '%s': expected IP or IP:PORT, e.g. 198.18.0.1:9430",
+			server != NULL ? server : "(null)");
+		return NULL;
+	}
+	psb_client_cfg_init(&cfg);
+	cfg.server_ip = psb_ip_str(sip, ip);
+	cfg.server_port = port;
+	cfg.rank = rank;
+	cfg.sync = sync;
+	return psb_client_open(&cfg, err, errlen);
+}
+
+void
+psb_client_close(struct psb_client *c)
+{
+	if (c == NULL)
+		return;
+	if (c->fd >= 0)
+		close(c->fd);
+	psb_wk_free(c->wk);
+	free(c->txbuf);
+	free(c->rxbuf);
+	free(c->servers);
+	free(c->view);
+	free(c);
+}
+
+int
+psb_client_start(struct psb_client *c, struct psb_client_req *r)
+{
+	uint64_t now;
+	int rc;
+
+	if (c == NULL || r == NULL || c->bench != NULL)
+		return -EINVAL;
+	r->done = 0;
+	for (;;) {
+		now = now_ns();
+		rc = psb_wk_submit(c->wk, &r->op, now);
+		if (rc != -EBUSY)
+			break;
+		/* Window full: make progress until a request finishes. */
+		drive_once(c);
+	}
+	if (rc == 0) {
+		tx_flush(c);
+		c->idle_since = now;
+	}
+	return rc;
+}
+
+int
+psb_client_wait(struct psb_client *c, struct psb_client_req *r)
+{
+	int rc;
+
+	if (c == NULL || r == NULL)
+		return -EINVAL;
+	while (!r->done) {
+		/* Nothing in flight yet not done: r was never started here; do not hang. */
+		if (psb_wk_inflight(c->wk) == 0)
+			return -EINVAL;
+		drive_once(c);
+	}
+	rc = r->op.status;
+	/* A request that starved because sends failed says why, not just "timed out". */
+	if (rc == -ETIMEDOUT && c->hard_errno != 0)
+		rc = -c->hard_errno;
+	if (rc == 0)
+		c->last_round = r->op.out_round;
+	else if (rc == PSB_ST_STALE)
+		c->last_round = r->op.err_aux;	/* the key's current round, to resynchronise */
+	return rc;
+}
+
+void
+psb_client_wait_all(struct psb_client *c)
+{
+	if (c == NULL)
+		return;
+	while (psb_wk_inflight(c->wk) != 0)
+		drive_once(c);
+}
+
+static int
+run_op(struct psb_client *c, struct psb_client_req *r)
+{
+	int rc = psb_client_start(c, r);
+
+	return rc != 0 ? rc : psb_client_wait(c, r);
+}
+
+/* Floats to bytes, refusing what no psb message can carry. */
+static int
+value_bytes(size_t n, uint32_t *len)
+{
+	if (n > PSB_MAX_VALUE / sizeof(float))
+		return -EMSGSIZE;
+	*len = (uint32_t)(n * sizeof(float));
+	return 0;
+}
+
+int
+psb_client_push(struct psb_client *c, uint64_t key, const float *val, size_t n, uint32_t round)
+{
+	struct psb_client_req r;
+
+	if (c == NULL || val == NULL || n == 0)
+		return -EINVAL;
+	memset(&r, 0, sizeof(r));
+	if (value_bytes(n, &r.op.len) != 0)
+		return -EMSGSIZE;
+	r.op.type = PSB_MSG_PUSH;
+	r.op.key = key;
+	r.op.round = round;
+	r.op.in = val;
+	return run_op(c, &r);
+}
+
+int
+psb_client_pull(struct psb_client *c, uint64_t key, float *out, size_t cap, size_t *n,
+		uint32_t round)
+{
+	struct psb_client_req r;
+	int rc;
+
+	if (n != NULL)
+		*n = 0;
+	if (c == NULL || (out == NULL && cap != 0))
+		return -EINVAL;
+	memset(&r, 0, sizeof(r));
+	if (cap > PSB_MAX_VALUE / sizeof(float))
+		cap = PSB_MAX_VALUE / sizeof(float);
+	r.op.type = PSB_MSG_PULL;
+	r.op.key = key;
+	r.op.round = round;
+	r.op.len = (uint32_t)(cap * sizeof(float));
+	r.op.out = out;
+	rc = run_op(c, &r);
+	if (n != NULL) {
+		if (rc == 0)
+			*n = r.op.out_len / sizeof(float);
+		else if (rc == PSB_ST_LEN_MISMATCH)
+			*n = r.op.err_aux / sizeof(float);
+	}
+	return rc;
+}
+
+int
+psb_client_pushpull(struct psb_client *c, uint64_t key, const float *val, float *out, size_t n,
+		uint32_t round)
+{
+	struct psb_client_req r;
+
+	if (c == NULL || val == NULL || out == NULL || n == 0)
+		return -EINVAL;
+	memset(&r, 0, sizeof(r));
+	if (value_bytes(n, &r.op.len) != 0)
+		return -EMSGSIZE;
+	r.op.type = PSB_MSG_PUSHPULL;
+	r.op.key = key;
+	r.op.round = round;
+	r.op.in = val;
+	r.op.out = out;
+	return run_op(c, &r);
+}
+
+uint32_t
+psb_client_last_round(const struct psb_client *c)
+{
+	return c->last_round;
+}
+
+int
+psb_client_bench(struct psb_client *c, const struct psb_bench_cfg *bc,
+		struct psb_bench_result *res)
+{
+	struct psb_wk_cfg wc;
+	int rc;
+
+	if (c == NULL || bc == NULL)
+		return -EINVAL;
+	if (psb_wk_inflight(c->wk) != 0 || c->bench != NULL)
+		return -EBUSY;
+	memset(&wc, 0, sizeof(wc));
+	wc.rank = c->rank;
+	wc.sync = c->cfg.sync;
+	wc.seg_size = c->cfg.seg_size;
+	wc.timeout_ns = c->cfg.timeout_ns;
+	wc.max_retries = c->cfg.max_retries == PSB_CLIENT_RETRY_FOREVER ? 0 : c->cfg.max_retries;
+	wc.send = client_send;
+	wc.send_arg = c;
+	c->bench = psb_bench_create(bc, &wc);
+	if (c->bench == NULL)
+		return -EINVAL;
+	c->active = psb_bench_wk(c->bench);
+	c->bench_rc = 0;
+	c->idle_since = now_ns();
+	while (c->bench_rc == 0)
+		drive_once(c);
+	rc = c->bench_rc;
+	if (res != NULL)
+		psb_bench_result(c->bench, now_ns(), res);
+	/* The benchmark's requests are gone with it: drop whatever of them still waits. */
+	c->ntx = c->txhead = 0;
+	psb_bench_free(c->bench);
+	c->bench = NULL;
+	c->active = c->wk;
+	return rc < 0 ? rc : 0;
+}
+
+/* Take the scheduler's view: the servers and their key ranges (when it names them). */
+static void
+adopt_view(struct psb_client *c, const struct psb_sched_view *v)
+{
+	uint16_t s;
+
+	if (v->num_servers == 0)
+		return;
+	for (s = 0; s < v->num_servers; s++)
+		if (v->servers[s].ip == 0 || v->servers[s].port == 0)
+			return;
+	for (s = 0; s < v->num_servers; s++) {
+		make_sa(&c->servers[s].sa, v->servers[s].ip, v->servers[s].port);
+		c->servers[s].key_begin = v->servers[s].key_begin;
+		c->servers[s].key_end = v->servers[s].key_end;
+	}
+	c->nservers = v->num_servers;
+}
+
+int
+psb_client_register(struct psb_client *c, const char *sched_ip, uint16_t sched_port,
+		uint16_t *rank, struct psb_sched_view *view)
+{
+	uint64_t now, deadline, next_send = 0;
+	struct psb_wk *nwk;
+	uint16_t old_rank;
+	uint32_t ip;
+
+	if (c == NULL || sched_ip == NULL || psb_parse_ip(sched_ip, &ip) != 0)
+		return -EINVAL;
+	if (psb_wk_inflight(c->wk) != 0 || c->bench != NULL)
+		return -EBUSY;
+	make_sa(&c->sched, ip, sched_port != 0 ? sched_port : PSB_SCHED_PORT);
+	c->have_sched = 1;
+	c->reg_wait = 1;
+	c->reg_done = 0;
+	old_rank = c->rank;
+	now = now_ns();
+	deadline = now + c->cfg.sched_timeout_ns;
+	while (!c->reg_done) {
+		now = now_ns();
+		if (now >= deadline) {
+			c->reg_wait = 0;
+			return -ETIMEDOUT;
+		}
+		if (now >= next_send) {
+			send_ctrl(c, PSB_MSG_REGISTER, PSB_GROUP_WORKERS, 0);
+			next_send = now + SCHED_RETRY_NS;
+		}
+		drive_once(c);
+	}
+	c->reg_wait = 0;
+	if (c->rank != old_rank) {
+		/* The engine stamps its rank on every request: make a new one. */
+		nwk = make_wk(c);
+		if (nwk == NULL) {
+			c->rank = old_rank;
+			return -ENOMEM;
+		}
+		psb_wk_free(c->wk);
+		c->wk = c->active = nwk;
+	}
+	adopt_view(c, c->view);
+	if (rank != NULL)
+		*rank = c->rank;
+	if (view != NULL)
+		*view = *c->view;
+	return 0;
+}
+
+int
+psb_client_barrier(struct psb_client *c, uint32_t group, uint32_t seq)
+{
+	uint64_t now, deadline, next_send = 0;
+
+	if (c == NULL)
+		return -EINVAL;
+	if (!c->have_sched)
+		return -ENOTCONN;
+	c->bar_wait = 1;
+	c->bar_done = 0;
+	c->bar_group = group;
+	c->bar_seq = seq;
+	deadline = now_ns() + c->cfg.sched_timeout_ns;
+	while (!c->bar_done) {
+		now = now_ns();
+		if (now >= deadline) {
+			c->bar_wait = 0;
+			return -ETIMEDOUT;
+		}
+		if (now >= next_send) {
+			send_ctrl(c, PSB_MSG_BARRIER, group, seq);
+			next_send = now + SCHED_RETRY_NS;
+		}
+		drive_once(c);
+	}
+	c->bar_wait = 0;
+	return 0;
+}
+
+const char *
+psb_client_strerror(int rc)
+{
+	if (rc == 0)
+		return "success";
+	if (rc == -ETIMEDOUT)
+		return "no answer from the server (timed out after all retries)";
+	if (rc < 0)
+		return strerror(-rc);
+	switch (rc) {
+	case PSB_ST_BAD_VERSION:
+		return "server: protocol version not supported (bad_version)";
+	case PSB_ST_BAD_TYPE:
+		return "server: unknown message type (bad_type)";
+	case PSB_ST_LEN_MISMATCH:
+		return "length differs from the key's stored value (length_mismatch)";
+	case PSB_ST_NO_KEY:
+		return "server: key was never pushed (no_key)";
+	case PSB_ST_TOO_LARGE:
+		return "server: value larger than the server accepts (too_large)";
+	case PSB_ST_NO_MEM:
+		return "server: out of memory for the value (no_memory)";
+	case PSB_ST_BAD_SENDER:
+		return "server: rank not below the server's --num-workers (bad_sender)";
+	case PSB_ST_STALE:
+		return "server: request is for another synchronous round (stale)";
+	case PSB_ST_BUSY:
+		return "server: busy, retry later (busy)";
+	default:
+		return "unknown psb status";
+	}
+}
+
+uint16_t
+psb_client_rank(const struct psb_client *c)
+{
+	return c->rank;
+}
+
+uint16_t
+psb_client_local_port(const struct psb_client *c)
+{
+	return c->local_port;
+}
+
+int
+psb_client_fd(const struct psb_client *c)
+{
+	return c->fd;
+}
+
+void
+psb_client_stats(const struct psb_client *c, struct psb_client_stats *st)
+{
+	*st = c->st;
+	st->wk = *psb_wk_stats(c->wk);
+}

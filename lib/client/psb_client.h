@@ -1,0 +1,174 @@
+/* Kernel-socket psb client: push and pull over plain UDP sockets, no DPDK needed. */
+#ifndef PSB_CLIENT_H
+#define PSB_CLIENT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "psb_bench.h"
+#include "psb_proto.h"
+#include "psb_sched.h"
+#include "psb_wk.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Defaults of struct psb_client_cfg (a zero field means "the default"). */
+#define PSB_CLIENT_SEG_SIZE		1432	/* value bytes per datagram at MTU 1500 */
+#define PSB_CLIENT_WINDOW		64	/* requests in flight */
+#define PSB_CLIENT_TIMEOUT_NS		(20ull * 1000 * 1000)
+#define PSB_CLIENT_MAX_RETRIES		50
+#define PSB_CLIENT_BUSY_POLL_NS		(50ull * 1000)
+#define PSB_CLIENT_SOCKBUF		(16u << 20)
+#define PSB_CLIENT_SCHED_TIMEOUT_NS	(60ull * 1000 * 1000 * 1000)
+/* max_retries value that means: never give up on a request. */
+#define PSB_CLIENT_RETRY_FOREVER	UINT32_MAX
+
+struct psb_client_cfg {
+	const char *server_ip;		/* the psb server (dotted quad); required */
+	uint16_t server_port;		/* 0: PSB_UDP_PORT (9430) */
+	const char *local_ip;		/* address to bind (NULL: any) */
+	uint16_t local_port;		/* port to bind (0: any) */
+	uint16_t rank;			/* sender id; must be < the server's --num-workers */
+	int sync;			/* 1: synchronous rounds, 0: asynchronous */
+	uint16_t seg_size;		/* push segment bytes, multiple of 4 (0: 1432) */
+	uint32_t window;		/* requests in flight at most (0: 64) */
+	uint64_t timeout_ns;		/* resend an unanswered request after this (0: 20 ms).
+					 * The whole value is resent, so it must exceed the
+					 * time the values in flight take to cross: kernel
+					 * sockets move about 1 Gbps per core, so allow some
+					 * 16 ns per byte in flight (4 MiB: 70 ms) */
+	uint32_t max_retries;		/* then fail it with -ETIMEDOUT (0: 50; RETRY_FOREVER) */
+	uint64_t busy_poll_ns;		/* spin this long before sleeping in poll() (0: 50 us;
+					 * UINT64_MAX: never sleep) */
+	uint32_t sockbuf;		/* socket send/receive buffer bytes (0: 16 MiB) */
+	uint64_t sched_timeout_ns;	/* register / barrier give up after this (0: 60 s) */
+};
+
+/* Client-side counters; the engine's are included. */
+struct psb_client_stats {
+	uint64_t tx_datagrams;
+	uint64_t tx_bytes;
+	uint64_t tx_again;		/* the socket was full; the datagrams waited */
+	uint64_t tx_errors;		/* sendmmsg failed otherwise; the engine resends */
+	uint64_t rx_datagrams;
+	uint64_t rx_bytes;
+	uint64_t rx_bad;		/* datagrams ignored, the sum of the rx_bad_* below */
+	uint64_t rx_bad_short;		/* shorter than a psb header */
+	uint64_t rx_bad_magic;		/* wrong magic or version */
+	uint64_t rx_bad_segment;	/* segment fields inconsistent with the payload */
+	uint64_t rx_bad_type;		/* not a response psb expects here (or truncated) */
+	int last_tx_errno;		/* errno of the last tx error */
+	uint64_t error_replies;		/* ERROR messages received (benchmark included) */
+	int last_error_status;		/* enum psb_status of the last one */
+	struct psb_wk_stats wk;		/* engine of the blocking calls */
+};
+
+/*
+ * One asynchronous request: fill op (type, key, round, len, in, out) and
+ * start it with psb_client_start; it is finished when done is set, and its
+ * result is in op.status (0, a positive enum psb_status or -ETIMEDOUT).
+ * The request and its buffers belong to the client until then.
+ */
+struct psb_client_req {
+	struct psb_wk_op op;
+	int done;
+};
+
+/*
+ * A client is one socket and one engine, driven by whichever call is running:
+ * it is not thread-safe. Use one client per thread, each with its own rank
+ * (the server keeps one request per rank and key).
+ */
+struct psb_client;
+
+/* Fill cfg with the defaults (server_ip stays NULL). */
+void psb_client_cfg_init(struct psb_client_cfg *cfg);
+
+/*
+ * Create a client: bind a non-blocking UDP socket and set up the engine.
+ * NULL on failure with the reason in err (errlen bytes, may be 0).
+ */
+struct psb_client *psb_client_open(const struct psb_client_cfg *cfg, char *err, size_t errlen);
+
+/* Shorthand for ctypes and scripts: server is "IP" or "IP:PORT", the rest defaults. */
+struct psb_client *psb_client_connect(const char *server, uint16_t rank, int sync, char *err,
+		size_t errlen);
+
+/* Close the socket and free everything; requests still in flight are abandoned. */
+void psb_client_close(struct psb_client *c);
+
+/*
+ * Blocking calls. They return 0, a positive enum psb_status the server
+ * answered with (PSB_ST_NO_KEY, PSB_ST_LEN_MISMATCH, ...), or -errno
+ * (-ETIMEDOUT after max_retries resends, -EINVAL for bad arguments).
+ *
+ * n counts floats. In sync mode round is the synchronous round: a push goes
+ * into round `round` (the key's number of closed rounds; the first push is
+ * round 0) and returns once every worker pushed into it; a pull returns once
+ * at least `round` rounds closed. Async mode ignores round.
+ */
+int psb_client_push(struct psb_client *c, uint64_t key, const float *val, size_t n,
+		uint32_t round);
+/*
+ * Pull into out (room for cap floats); *n gets the floats received. When the
+ * stored value is larger than cap it returns PSB_ST_LEN_MISMATCH with *n set
+ * to the stored value's length, so the caller can grow out and retry.
+ */
+int psb_client_pull(struct psb_client *c, uint64_t key, float *out, size_t cap, size_t *n,
+		uint32_t round);
+/* Push val, then read the sum back into out (n floats each). */
+int psb_client_pushpull(struct psb_client *c, uint64_t key, const float *val, float *out,
+		size_t n, uint32_t round);
+
+/*
+ * The round / version the server reported in the last successful call; after
+ * PSB_ST_STALE (sync push into the wrong round) the key's current round.
+ */
+uint32_t psb_client_last_round(const struct psb_client *c);
+
+/*
+ * Asynchronous calls: start a request (waits for window room if needed) and
+ * wait for one or all. start returns 0 or -EINVAL; wait returns the request's
+ * result like the blocking calls (-EINVAL for a request never started).
+ */
+int psb_client_start(struct psb_client *c, struct psb_client_req *r);
+int psb_client_wait(struct psb_client *c, struct psb_client_req *r);
+void psb_client_wait_all(struct psb_client *c);
+
+/*
+ * ps-lite's test_benchmark over this client's socket (the kernel-socket
+ * baseline). bc->keys etc. as for psb_bench_create; rank, sync, seg_size and
+ * timeouts come from the client. Returns 0 when the run finished, -EIO when
+ * requests failed, -EBUSY with requests of the client in flight, -ENOMEM.
+ */
+int psb_client_bench(struct psb_client *c, const struct psb_bench_cfg *bc,
+		struct psb_bench_result *res);
+
+/*
+ * Register with a ps-lite style scheduler as a worker. Blocks until the
+ * scheduler saw every node (or sched_timeout_ns: -ETIMEDOUT). On success the
+ * client takes the rank and sends each key to the server owning it in the
+ * view. rank and view may be NULL. -EBUSY with requests in flight.
+ */
+int psb_client_register(struct psb_client *c, const char *sched_ip, uint16_t sched_port,
+		uint16_t *rank, struct psb_sched_view *view);
+
+/* Barrier of a group (PSB_GROUP_WORKERS, ...) at sequence seq, via the registered scheduler. */
+int psb_client_barrier(struct psb_client *c, uint32_t group, uint32_t seq);
+
+/* Text for a return value of the calls above (0, -errno or a psb status). */
+const char *psb_client_strerror(int rc);
+
+uint16_t psb_client_rank(const struct psb_client *c);
+/* Port the socket is bound to (host order). */
+uint16_t psb_client_local_port(const struct psb_client *c);
+/* The socket, e.g. for an outer event loop; do not read from it. */
+int psb_client_fd(const struct psb_client *c);
+void psb_client_stats(const struct psb_client *c, struct psb_client_stats *st);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* PSB_CLIENT_H */
