@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include "psb_port.h"
@@ -50,12 +51,23 @@ safe_name(const char *s)
 	return *s != '\0' && strpbrk(s, ",= \t\n") == NULL;
 }
 
+/* Device arguments must fit whole: a cut one would name another file or drop options. */
+static int
+devargs_fit(int n, const struct psb_port_spec *p, char *err, size_t errlen)
+{
+	if (n < 0 || (size_t)n >= sizeof(p->devargs))
+		return fail(err, errlen, "port '%.40s...': device arguments too long (%d bytes, "
+			"max %zu)", p->spec, n, sizeof(p->devargs) - 1);
+	return 0;
+}
+
 int
 psb_port_parse(const char *spec, int index, struct psb_port_spec *p, char *err, size_t errlen)
 {
 	char tmp[PSB_DEVARGS_LEN];
-	char *f[5];
+	char *f[5], *end;
 	int nf, n;
+	long id;
 
 	memset(p, 0, sizeof(*p));
 	if (spec == NULL || *spec == '\0')
@@ -79,43 +91,59 @@ psb_port_parse(const char *spec, int index, struct psb_port_spec *p, char *err, 
 
 	nf = split(tmp, f, 5);
 	if (strcmp(f[0], "memif") == 0) {
-		if (nf < 3 || (strcmp(f[1], "server") != 0 && strcmp(f[1], "client") != 0))
+		if (nf < 3 || nf > 4 ||
+		    (strcmp(f[1], "server") != 0 && strcmp(f[1], "client") != 0))
 			return fail(err, errlen, "port '%s': expected memif:server|client:SOCKET[:ID]",
 				spec);
-		if (!safe_name(f[2]) || f[2][0] != '/')
+		if (f[2][0] != '/')
 			return fail(err, errlen, "port '%s': memif socket must be an absolute path", spec);
-		n = 0;
-		if (nf >= 4 && (sscanf(f[3], "%d", &n) != 1 || n < 0 || n > 255))
-			return fail(err, errlen, "port '%s': memif id must be 0..255", spec);
+		if (!safe_name(f[2]))
+			return fail(err, errlen, "port '%s': memif socket path may not contain ',' '=' "
+				"or spaces", spec);
+		/* A longer path cannot be bound, and sock_path (cleaned up on exit) must hold it. */
+		if (strlen(f[2]) >= sizeof(((struct sockaddr_un *)0)->sun_path))
+			return fail(err, errlen, "port '%.40s...': memif socket path too long (max %zu "
+				"bytes)", spec, sizeof(((struct sockaddr_un *)0)->sun_path) - 1);
+		id = 0;
+		if (nf == 4) {
+			errno = 0;
+			id = strtol(f[3], &end, 10);
+			if (f[3][0] == '\0' || *end != '\0' || errno != 0 || id < 0 || id > 255)
+				return fail(err, errlen, "port '%s': memif id must be 0..255", spec);
+		}
 		p->kind = PSB_PORT_MEMIF;
 		p->memif_server = strcmp(f[1], "server") == 0;
 		snprintf(p->sock_path, sizeof(p->sock_path), "%s", f[2]);
 		snprintf(p->name, sizeof(p->name), "net_memif%d", index);
 		/* 9216-byte buffers carry a jumbo frame in one descriptor. */
-		snprintf(p->devargs, sizeof(p->devargs),
-			"%s,role=%s,socket=%s,socket-abstract=no,id=%d,bsize=9216,rsize=11", p->name,
-			f[1], f[2], n);
-		return 0;
+		n = snprintf(p->devargs, sizeof(p->devargs),
+			"%s,role=%s,socket=%s,socket-abstract=no,id=%ld,bsize=9216,rsize=11", p->name,
+			f[1], f[2], id);
+		return devargs_fit(n, p, err, errlen);
 	}
 	if (strcmp(f[0], "af_packet") == 0) {
-		if (nf != 2 || !safe_name(f[1]))
+		if (nf != 2 || f[1][0] == '\0')
 			return fail(err, errlen, "port '%s': expected af_packet:IFNAME", spec);
+		if (!safe_name(f[1]))
+			return fail(err, errlen, "port '%s': interface name may not contain ',' '=' "
+				"or spaces", spec);
 		p->kind = PSB_PORT_AF_PACKET;
 		snprintf(p->name, sizeof(p->name), "net_af_packet%d", index);
-		snprintf(p->devargs, sizeof(p->devargs), "%s,iface=%s,qpairs=1", p->name, f[1]);
-		return 0;
+		n = snprintf(p->devargs, sizeof(p->devargs), "%s,iface=%s,qpairs=1", p->name, f[1]);
+		return devargs_fit(n, p, err, errlen);
 	}
 	if (strcmp(f[0], "tap") == 0) {
-		if (nf != 2 || !safe_name(f[1]))
+		if (nf != 2 || f[1][0] == '\0')
 			return fail(err, errlen, "port '%s': expected tap:IFNAME", spec);
+		if (!safe_name(f[1]))
+			return fail(err, errlen, "port '%s': interface name may not contain ',' '=' "
+				"or spaces", spec);
 		p->kind = PSB_PORT_TAP;
 		snprintf(p->name, sizeof(p->name), "net_tap%d", index);
-		snprintf(p->devargs, sizeof(p->devargs), "%s,iface=%s", p->name, f[1]);
-		return 0;
+		n = snprintf(p->devargs, sizeof(p->devargs), "%s,iface=%s", p->name, f[1]);
+		return devargs_fit(n, p, err, errlen);
 	}
 	if (strcmp(f[0], "pcap") == 0) {
-		int len;
-
 		if (nf != 3 || (f[1][0] == '\0' && f[2][0] == '\0'))
 			return fail(err, errlen, "port '%s': expected pcap:IN.pcap:OUT.pcap", spec);
 		if ((f[1][0] != '\0' && !safe_name(f[1])) || (f[2][0] != '\0' && !safe_name(f[2])))
@@ -123,13 +151,11 @@ psb_port_parse(const char *spec, int index, struct psb_port_spec *p, char *err, 
 				"or spaces", spec);
 		p->kind = PSB_PORT_PCAP;
 		snprintf(p->name, sizeof(p->name), "net_pcap%d", index);
-		len = snprintf(p->devargs, sizeof(p->devargs), "%s", p->name);
-		if (f[1][0] != '\0')
-			len += snprintf(p->devargs + len, sizeof(p->devargs) - len, ",rx_pcap=%s",
-				f[1]);
-		if (f[2][0] != '\0')
-			snprintf(p->devargs + len, sizeof(p->devargs) - len, ",tx_pcap=%s", f[2]);
-		return 0;
+		/* One call: appending piecewise ran past devargs when the first part was cut. */
+		n = snprintf(p->devargs, sizeof(p->devargs), "%s%s%s%s%s", p->name,
+			f[1][0] != '\0' ? ",rx_pcap=" : "", f[1],
+			f[2][0] != '\0' ? ",tx_pcap=" : "", f[2]);
+		return devargs_fit(n, p, err, errlen);
 	}
 	if (strcmp(f[0], "ring") == 0 || strcmp(f[0], "null") == 0) {
 		if (nf != 1)

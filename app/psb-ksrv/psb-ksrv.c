@@ -324,7 +324,8 @@ sched_emit(void *arg, const struct psb_addr *to, struct psb_hdr *h, const void *
 	if (h->seg_len > sizeof(buf) - PSB_HDR_LEN)
 		return;
 	psb_hdr_encode(buf, h);
-	memcpy(buf + PSB_HDR_LEN, payload, h->seg_len);
+	if (h->seg_len != 0)
+		memcpy(buf + PSB_HDR_LEN, payload, h->seg_len);
 	memset(&sa, 0, sizeof(sa));
 	sa.sin_family = AF_INET;
 	sa.sin_addr.s_addr = htonl(to->ip);

@@ -21,6 +21,8 @@ struct kv_peer {
 	uint8_t state;
 	uint8_t flags;
 	uint32_t round;		/* sync push: round pushed into; pull: round needed */
+	uint32_t err_aux;	/* type ERROR: the detail, to repeat on a retry */
+	uint8_t err_status;
 	struct psb_reasm reasm;
 };
 
@@ -284,6 +286,8 @@ start_request(struct psb_kv *kv, struct kv_entry *e, const struct psb_hdr *h,
 		/* The worker is out of step with this key's open round. */
 		p->state = PEER_DONE;
 		p->type = PSB_MSG_ERROR;
+		p->err_status = PSB_ST_STALE;
+		p->err_aux = e->round;
 		send_error(kv, h, from, PSB_ST_STALE, e->round, emit, arg);
 		return -EAGAIN;
 	}
@@ -371,6 +375,20 @@ psb_kv_handle(struct psb_kv *kv, const struct psb_hdr *h, const void *payload,
 	}
 
 	p = &e->peers[h->sender];
+	if (kv->cfg.sync && p->state == PEER_WAITING && h->aux != p->epoch &&
+	    p->type != PSB_MSG_PULL && h->type != PSB_MSG_PULL && h->round == p->round) {
+		/*
+		 * Restarted in the middle of a round it had already pushed: that push
+		 * stands (a round takes one push per worker); the new request is
+		 * answered with the round.
+		 */
+		p->epoch = h->aux;
+		p->req_id = h->req_id;
+		p->type = h->type;
+		p->flags = h->flags;
+		kv->st.dup_segs++;
+		return 0;
+	}
 	if (p->state != PEER_IDLE && h->aux != p->epoch) {
 		/* A restarted sender: its ids start over; nothing it sent before is pending. */
 		if (start_request(kv, e, h, from, emit, arg) < 0)
@@ -378,7 +396,10 @@ psb_kv_handle(struct psb_kv *kv, const struct psb_hdr *h, const void *payload,
 	} else if (p->state != PEER_IDLE && h->req_id == p->req_id) {
 		if (p->state == PEER_DONE) {
 			/* A retry of an answered request: answer again, once per retry. */
-			if (h->offset == 0 && p->type != PSB_MSG_ERROR) {
+			if (h->offset == 0 && p->type == PSB_MSG_ERROR) {
+				kv->st.retries_answered++;
+				send_error(kv, h, from, p->err_status, p->err_aux, emit, arg);
+			} else if (h->offset == 0) {
 				kv->st.retries_answered++;
 				answer(kv, e, h->sender, emit, arg);
 			} else {

@@ -205,7 +205,7 @@ psb_frame_parse(const uint8_t *buf, size_t len, const struct psb_parse_cfg *cfg,
 	uint16_t etype, ip_len, udp_len, frag;
 	size_t l3;
 	unsigned int ihl;
-	int rc;
+	int rc, bcast;
 
 	memset(f, 0, sizeof(*f));
 	if (len < PSB_ETH_HLEN)
@@ -245,12 +245,17 @@ psb_frame_parse(const uint8_t *buf, size_t len, const struct psb_parse_cfg *cfg,
 		return -PSB_DROP_IP_FRAG;
 	f->src.ip = rd32(ip + 12);
 	f->dst.ip = rd32(ip + 16);
-	if (cfg->my_ip != 0 && f->dst.ip != cfg->my_ip && f->dst.ip != 0xffffffffu)
+	bcast = f->dst.ip == 0xffffffffu;
+	if (cfg->my_ip != 0 && f->dst.ip != cfg->my_ip && !bcast)
 		return -PSB_DROP_NOT_MINE;
 	f->l4_off = (uint16_t)(l3 + ihl);
 
-	if (ip[9] == IPPROTO_ICMP_)
+	if (ip[9] == IPPROTO_ICMP_) {
+		/* Never answer broadcast pings. */
+		if (bcast && cfg->my_ip != 0)
+			return -PSB_DROP_NOT_MINE;
 		return parse_icmp(ip + ihl, ip_len - ihl, f);
+	}
 	if (ip[9] != IPPROTO_UDP_)
 		return -PSB_DROP_PROTO;
 
@@ -272,6 +277,9 @@ psb_frame_parse(const uint8_t *buf, size_t len, const struct psb_parse_cfg *cfg,
 	psb_hdr_decode(&f->hdr, ph);
 	if (f->hdr.magic != PSB_MAGIC)
 		return -PSB_DROP_MAGIC;
+	/* The broadcast address is only for BYE. */
+	if (bcast && cfg->my_ip != 0 && f->hdr.type != PSB_MSG_BYE)
+		return -PSB_DROP_NOT_MINE;
 	f->payload = ph + PSB_HDR_LEN;
 	f->payload_len = (uint16_t)(udp_len - PSB_UDP_HLEN - PSB_HDR_LEN);
 	/* A foreign version is still a psb frame: the server answers it with an error. */

@@ -136,7 +136,7 @@ struct psb_frame {
 
 /*
  * What psb_frame_parse accepts as "this node". my_ip 0 accepts any IPv4; the
- * limited broadcast 255.255.255.255 is always accepted (BYE uses it).
+ * limited broadcast 255.255.255.255 is accepted for BYE messages only.
  */
 struct psb_parse_cfg {
 	uint32_t my_ip;			/* host order */

@@ -126,7 +126,8 @@ check_psb(const uint8_t *data, size_t size, const struct psb_parse_cfg *cfg,
 	CHECK(f->payload + f->payload_len <= data + size);
 	CHECK(f->hdr.magic == PSB_MAGIC);
 	if (cfg->my_ip != 0)
-		CHECK(f->dst.ip == cfg->my_ip);
+		CHECK(f->dst.ip == cfg->my_ip ||
+		      (f->dst.ip == 0xffffffffu && f->hdr.type == PSB_MSG_BYE));
 	if (cfg->psb_port != 0)
 		CHECK(f->dst.port == cfg->psb_port ||
 				(cfg->sched_port != 0 && f->dst.port == cfg->sched_port));

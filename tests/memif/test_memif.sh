@@ -18,12 +18,13 @@ fail() { echo "FAIL: $*" >&2; exit 1; }
 
 NW=3 KEYS=8 LEN=40000 REPEAT=15
 
-run() {	# run MODE SYNCFLAG WORKER_MODE
+run() {	# run TAG SYNCFLAG WORKER_MODE [server options...]
 	local tag=$1 sync=$2 mode=$3
+	shift 3
 	rm -f "$DIR/m.sock"
-	timeout -k 5 90 "$PSB" --role server --port "memif:server:$DIR/m.sock" --ip 198.18.0.1 \
-		--scheduler 198.18.0.1 --num-workers $NW "$sync" -l 0 --no-huge --mbufs 16384 \
-		--file-prefix "psbt-m$$-s$tag" --stats-file "$DIR/srv-$tag.json" -q &
+	timeout -k 5 90 "$PSB" --port "memif:server:$DIR/m.sock" --ip 198.18.0.1 \
+		"$sync" --no-huge --mbufs 16384 \
+		--file-prefix "psbt-m$$-s$tag" --stats-file "$DIR/srv-$tag.json" -q "$@" &
 	local spid=$!
 	PIDS+=($spid)
 	for _ in $(seq 100); do [ -S "$DIR/m.sock" ] && break; sleep 0.1; done
@@ -48,7 +49,18 @@ PY
 }
 
 # Sync, PUSH_THEN_PULL: every pull checked against N*(N+1)/2 * round.
-run sync --sync 0
+# The server runs one role per lcore here (rx, tx, scheduler, agent, 2 shards
+# on 6 lcores sharing CPU 0), the other runs run everything on one lcore.
+run sync --sync 0 --role server --scheduler 198.18.0.1 --num-workers $NW --shards 2 \
+	--lcores '(0-6)@0'
+python3 - "$DIR/srv-sync.json" <<'PY' || fail "sync: roles not one per lcore"
+import json, sys
+roles = json.load(open(sys.argv[1]))["roles"]
+lcores = [r["lcore"] for r in roles]
+assert len(set(lcores)) == len(lcores), lcores
+shards = [r for r in roles if r["role"] == "server"]
+assert len(shards) == 2 and all(r["rx_pkts"] > 0 for r in shards), shards
+PY
 python3 - "$DIR/srv-sync.json" $NW $KEYS $LEN $REPEAT <<'PY' || fail "sync: server store"
 import json, sys
 s = json.load(open(sys.argv[1]))["store"]
@@ -60,8 +72,9 @@ want = keys * (length // 4) * (nw * (nw + 1) // 2) * repeat
 assert s["value_sum"] == want, (s["value_sum"], want)
 PY
 
-# Async, PUSH_ONLY: the store must be the exact sum of all pushes.
-run async --async 2
+# Async, PUSH_ONLY: the store must be the exact sum of all pushes. The server
+# takes its job size and scheduler from ps-lite's environment variables.
+DMLC_NUM_WORKER=$NW DMLC_PS_ROOT_URI=198.18.0.1 DMLC_ROLE=server run async --async 2 -l 0
 python3 - "$DIR/srv-async.json" $NW $KEYS $LEN $REPEAT <<'PY' || fail "async: server store"
 import json, sys
 s = json.load(open(sys.argv[1]))["store"]

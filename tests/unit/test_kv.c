@@ -1,0 +1,959 @@
+/* cmocka tests of the parameter store and server request logic (lib/kv). */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "psb_kv.h"
+
+#define CAP_MAX		64
+#define SEG		16	/* segment stride of every test: 4 floats */
+
+/* Requests carry PSB_F_SYNC while a test drives a synchronous store. */
+static int sync_flag;
+
+/* One response as the emit callback saw it. */
+struct cap_msg {
+	struct psb_addr to;
+	struct psb_hdr h;
+	uint8_t *val;		/* copy of h.total_len value bytes, NULL when none */
+	int val_null;		/* emit got value == NULL */
+};
+
+struct cap {
+	struct cap_msg m[CAP_MAX];
+	unsigned int n;
+};
+
+static void
+cap_emit(void *arg, const struct psb_addr *to, struct psb_hdr *h, const void *value)
+{
+	struct cap *c = arg;
+	struct cap_msg *m;
+
+	assert_true(c->n < CAP_MAX);
+	m = &c->m[c->n++];
+	m->to = *to;
+	m->h = *h;
+	m->val = NULL;
+	m->val_null = value == NULL;
+	if (h->total_len != 0) {
+		assert_non_null(value);
+		m->val = malloc(h->total_len);
+		assert_non_null(m->val);
+		memcpy(m->val, value, h->total_len);
+	}
+}
+
+static void
+cap_clear(struct cap *c)
+{
+	unsigned int i;
+
+	for (i = 0; i < c->n; i++)
+		free(c->m[i].val);
+	c->n = 0;
+}
+
+/* The address worker w sends from. */
+static struct psb_addr
+waddr(uint16_t w)
+{
+	struct psb_addr a;
+
+	memset(&a, 0, sizeof(a));
+	a.mac[0] = 0x02;
+	a.mac[5] = (uint8_t)(w + 1);
+	a.ip = 0xc6120000u + w + 10;	/* 198.18.0.(10 + w) */
+	a.port = (uint16_t)(PSB_UDP_PORT + 2 + w);
+	return a;
+}
+
+static struct psb_kv *
+kv_new(uint16_t nw, int sync, uint32_t max_value, uint32_t capacity)
+{
+	struct psb_kv_cfg cfg = {
+		.num_workers = nw,
+		.sync = sync,
+		.max_value = max_value,
+		.seg_size = SEG,
+		.capacity = capacity,
+	};
+	struct psb_kv *kv = psb_kv_create(&cfg);
+
+	assert_non_null(kv);
+	return kv;
+}
+
+static struct psb_hdr
+req_hdr(uint8_t type, uint16_t sender, uint32_t req_id, uint32_t round, uint64_t key,
+		uint32_t total_len)
+{
+	struct psb_hdr h;
+
+	psb_hdr_init(&h, type);
+	h.sender = sender;
+	h.req_id = req_id;
+	h.round = round;
+	h.key = key;
+	h.total_len = total_len;
+	h.seg_size = total_len != 0 ? SEG : 0;
+	return h;
+}
+
+/* Send segment idx of a push-type request carrying val (total_len bytes). */
+static int
+send_seg(struct psb_kv *kv, struct cap *c, uint8_t type, uint16_t w, uint32_t req_id,
+		uint32_t round, uint64_t key, const float *val, uint32_t total_len, uint32_t idx)
+{
+	struct psb_hdr h = req_hdr(type, w, req_id, round, key, total_len);
+	struct psb_addr a = waddr(w);
+	uint32_t rest;
+
+	h.offset = idx * SEG;
+	assert_true(h.offset < total_len);
+	rest = total_len - h.offset;
+	h.seg_len = (uint16_t)(rest < SEG ? rest : SEG);
+	if (sync_flag)
+		h.flags |= PSB_F_SYNC;
+	return psb_kv_handle(kv, &h, (const uint8_t *)val + h.offset, &a, cap_emit, c);
+}
+
+/* Send a whole push-type request, segments in order. */
+static void
+send_value(struct psb_kv *kv, struct cap *c, uint8_t type, uint16_t w, uint32_t req_id,
+		uint32_t round, uint64_t key, const float *val, uint32_t total_len)
+{
+	uint32_t i, nseg = psb_seg_count(total_len, SEG);
+
+	for (i = 0; i < nseg; i++)
+		assert_int_equal(send_seg(kv, c, type, w, req_id, round, key, val, total_len, i),
+			0);
+}
+
+static void
+send_pull(struct psb_kv *kv, struct cap *c, uint16_t w, uint32_t req_id, uint32_t round,
+		uint64_t key)
+{
+	struct psb_hdr h = req_hdr(PSB_MSG_PULL, w, req_id, round, key, 0);
+	struct psb_addr a = waddr(w);
+
+	if (sync_flag)
+		h.flags |= PSB_F_SYNC;
+	assert_int_equal(psb_kv_handle(kv, &h, NULL, &a, cap_emit, c), 0);
+}
+
+/* Check response m: type, addressed to worker w, echoing req_id and key, with round. */
+static void
+check_resp(const struct cap_msg *m, uint8_t type, uint16_t w, uint32_t req_id, uint64_t key,
+		uint32_t round)
+{
+	struct psb_addr a = waddr(w);
+
+	assert_int_equal(m->h.magic, PSB_MAGIC);
+	assert_int_equal(m->h.version, PSB_VERSION);
+	assert_int_equal(m->h.type, type);
+	assert_int_equal(m->h.status, PSB_ST_OK);
+	assert_int_equal(m->h.sender, w);
+	assert_int_equal(m->h.req_id, req_id);
+	assert_true(m->h.key == key);
+	assert_int_equal(m->h.round, round);
+	assert_int_equal(m->to.ip, a.ip);
+	assert_int_equal(m->to.port, a.port);
+	assert_memory_equal(m->to.mac, a.mac, 6);
+	if (type == PSB_MSG_PUSH_ACK) {
+		assert_int_equal(m->h.total_len, 0);
+		assert_true(m->val_null);
+	} else {
+		assert_int_equal(m->h.seg_size, SEG);
+	}
+}
+
+/* Check that m carries exactly the n floats of want. */
+static void
+check_val(const struct cap_msg *m, const float *want, uint32_t n)
+{
+	uint32_t i;
+	float got;
+
+	assert_int_equal(m->h.total_len, n * sizeof(float));
+	assert_non_null(m->val);
+	for (i = 0; i < n; i++) {
+		memcpy(&got, m->val + i * sizeof(float), sizeof(got));
+		assert_true(got == want[i]);
+	}
+}
+
+static void
+check_error(const struct cap_msg *m, uint8_t status, uint32_t aux, const struct psb_addr *to,
+		uint16_t sender, uint32_t req_id, uint64_t key)
+{
+	assert_int_equal(m->h.type, PSB_MSG_ERROR);
+	assert_int_equal(m->h.status, status);
+	assert_int_equal(m->h.aux, aux);
+	assert_int_equal(m->h.sender, sender);
+	assert_int_equal(m->h.req_id, req_id);
+	assert_true(m->h.key == key);
+	assert_int_equal(m->h.total_len, 0);
+	assert_true(m->val_null);
+	assert_int_equal(m->to.ip, to->ip);
+	assert_int_equal(m->to.port, to->port);
+}
+
+static void
+check_stored(const struct psb_kv *kv, uint64_t key, const float *want, uint32_t n,
+		uint32_t round)
+{
+	uint32_t len = 0, r = 0xdead, i;
+	const float *v = psb_kv_get(kv, key, &len, &r);
+
+	assert_non_null(v);
+	assert_int_equal(len, n * sizeof(float));
+	assert_int_equal(r, round);
+	for (i = 0; i < n; i++)
+		assert_true(v[i] == want[i]);
+}
+
+static void
+test_async_push_pull(void **state)
+{
+	struct psb_kv *kv = kv_new(2, 0, 0, 0);
+	struct cap c = { .n = 0 };
+	const float a[2] = { 1.5f, 2.25f }, b[2] = { 0.5f, -1.0f }, d[2] = { 1.0f, 1.0f };
+	const float s1[2] = { 2.0f, 1.25f }, s2[2] = { 3.0f, 2.25f };
+	const struct psb_kv_stats *st = psb_kv_stats(kv);
+
+	(void)state;
+	send_value(kv, &c, PSB_MSG_PUSH, 0, 1, 0, 7, a, sizeof(a));
+	assert_int_equal(c.n, 1);
+	check_resp(&c.m[0], PSB_MSG_PUSH_ACK, 0, 1, 7, 1);
+	send_value(kv, &c, PSB_MSG_PUSH, 1, 1, 0, 7, b, sizeof(b));
+	assert_int_equal(c.n, 2);
+	check_resp(&c.m[1], PSB_MSG_PUSH_ACK, 1, 1, 7, 2);
+	check_stored(kv, 7, s1, 2, 2);
+	assert_int_equal(psb_kv_nkeys(kv), 1);
+	assert_int_equal(psb_kv_bytes(kv), 8);
+
+	/* pull returns the sum */
+	send_pull(kv, &c, 0, 2, 0, 7);
+	assert_int_equal(c.n, 3);
+	check_resp(&c.m[2], PSB_MSG_PULL_RESP, 0, 2, 7, 2);
+	check_val(&c.m[2], s1, 2);
+
+	/* pushpull returns the value including its own push */
+	send_value(kv, &c, PSB_MSG_PUSHPULL, 1, 2, 0, 7, d, sizeof(d));
+	assert_int_equal(c.n, 4);
+	check_resp(&c.m[3], PSB_MSG_PUSHPULL_RESP, 1, 2, 7, 3);
+	check_val(&c.m[3], s2, 2);
+	check_stored(kv, 7, s2, 2, 3);
+
+	/* a second key is independent */
+	send_value(kv, &c, PSB_MSG_PUSHPULL, 0, 3, 0, 8, a, sizeof(a));
+	assert_int_equal(c.n, 5);
+	check_resp(&c.m[4], PSB_MSG_PUSHPULL_RESP, 0, 3, 8, 1);
+	check_val(&c.m[4], a, 2);
+	check_stored(kv, 7, s2, 2, 3);
+	assert_int_equal(psb_kv_nkeys(kv), 2);
+	assert_int_equal(psb_kv_bytes(kv), 16);
+
+	assert_int_equal(st->req[PSB_MSG_PUSH], 2);
+	assert_int_equal(st->req[PSB_MSG_PULL], 1);
+	assert_int_equal(st->req[PSB_MSG_PUSHPULL], 2);
+	assert_int_equal(st->segs_in, 4);
+	assert_int_equal(st->bytes_summed, 32);
+	assert_int_equal(st->bytes_sent, 24);
+	assert_int_equal(st->dup_segs, 0);
+	assert_int_equal(st->stale, 0);
+	assert_true(psb_kv_get(kv, 9, NULL, NULL) == NULL);
+	cap_clear(&c);
+	psb_kv_free(kv);
+}
+
+#define MS_N	10	/* floats: segments of 4, 4 and 2 */
+
+static void
+ms_value(float *v, float base)
+{
+	int i;
+
+	for (i = 0; i < MS_N; i++)
+		v[i] = base + (float)i * 0.25f;
+}
+
+/*
+ * Deliver the segments of one push in the order seq; repeats carry junk, so
+ * the stored sum is right only if duplicates are ignored. acks[i] is the
+ * number of acks due after message i: the first comes exactly with the first
+ * arrival of the last missing segment, later ones only for repeated offset 0.
+ */
+static void
+ms_push(struct psb_kv *kv, uint64_t key, const uint32_t *seq, const unsigned int *acks,
+		unsigned int n, uint32_t expect_dups)
+{
+	struct cap c = { .n = 0 };
+	float v[MS_N], junk[MS_N], twice[MS_N];
+	const struct psb_kv_stats *st = psb_kv_stats(kv);
+	uint64_t dup0 = st->dup_segs;
+	uint8_t sent[3] = { 0, 0, 0 };
+	unsigned int i;
+	int k;
+
+	ms_value(v, 1.0f);
+	for (k = 0; k < MS_N; k++) {
+		junk[k] = 1000.0f;
+		twice[k] = v[k] + v[k];
+	}
+	for (i = 0; i < n; i++) {
+		const float *src = sent[seq[i]] ? junk : v;
+
+		sent[seq[i]] = 1;
+		assert_int_equal(send_seg(kv, &c, PSB_MSG_PUSH, 0, 1, 0, key, src, sizeof(v),
+			seq[i]), 0);
+		assert_int_equal(c.n, acks[i]);
+	}
+	for (i = 0; i < c.n; i++)
+		check_resp(&c.m[i], PSB_MSG_PUSH_ACK, 0, 1, key, 1);
+	assert_int_equal(st->dup_segs - dup0, expect_dups);
+	check_stored(kv, key, v, MS_N, 1);
+	cap_clear(&c);
+
+	/* a second push (other worker) adds, and a pull returns all three segments */
+	send_value(kv, &c, PSB_MSG_PUSH, 1, 1, 0, key, v, sizeof(v));
+	assert_int_equal(c.n, 1);
+	check_stored(kv, key, twice, MS_N, 2);
+	send_pull(kv, &c, 1, 2, 0, key);
+	assert_int_equal(c.n, 2);
+	check_resp(&c.m[1], PSB_MSG_PULL_RESP, 1, 2, key, 2);
+	check_val(&c.m[1], twice, MS_N);
+	cap_clear(&c);
+}
+
+static void
+test_multiseg(void **state)
+{
+	struct psb_kv *kv = kv_new(2, 0, 0, 0);
+	static const uint32_t in_order[] = { 0, 1, 2 };
+	static const unsigned int in_order_acks[] = { 0, 0, 1 };
+	static const uint32_t reversed[] = { 2, 1, 0 };
+	static const unsigned int reversed_acks[] = { 0, 0, 1 };
+	static const uint32_t dups[] = { 1, 1, 0, 1, 0, 2 };
+	static const unsigned int dups_acks[] = { 0, 0, 0, 0, 0, 1 };
+	static const uint32_t after[] = { 2, 0, 1, 2, 0 };
+	static const unsigned int after_acks[] = { 0, 0, 1, 1, 2 };
+
+	(void)state;
+	ms_push(kv, 100, in_order, in_order_acks, 3, 0);
+	ms_push(kv, 101, reversed, reversed_acks, 3, 0);
+	ms_push(kv, 102, dups, dups_acks, 6, 3);
+	assert_int_equal(psb_kv_stats(kv)->retries_answered, 0);
+	/* segments repeated after completion: answered (offset 0) or ignored, never added */
+	ms_push(kv, 103, after, after_acks, 5, 1);
+	assert_int_equal(psb_kv_stats(kv)->retries_answered, 1);
+	assert_int_equal(psb_kv_stats(kv)->req[PSB_MSG_PUSH], 8);
+	assert_int_equal(psb_kv_nkeys(kv), 4);
+	psb_kv_free(kv);
+}
+
+static void
+test_retry(void **state)
+{
+	struct psb_kv *kv = kv_new(2, 0, 0, 0);
+	struct cap c = { .n = 0 };
+	float v[6] = { 1, 2, 3, 4, 5, 6 };
+	const struct psb_kv_stats *st = psb_kv_stats(kv);
+
+	(void)state;
+	send_value(kv, &c, PSB_MSG_PUSH, 0, 5, 0, 42, v, sizeof(v));
+	assert_int_equal(c.n, 1);
+	check_resp(&c.m[0], PSB_MSG_PUSH_ACK, 0, 5, 42, 1);
+
+	/* the worker missed the ack and resends the whole push: acked again, not re-added */
+	send_seg(kv, &c, PSB_MSG_PUSH, 0, 5, 0, 42, v, sizeof(v), 1);
+	assert_int_equal(c.n, 1);	/* only the offset-0 segment answers */
+	assert_int_equal(st->dup_segs, 1);
+	send_seg(kv, &c, PSB_MSG_PUSH, 0, 5, 0, 42, v, sizeof(v), 0);
+	assert_int_equal(c.n, 2);
+	check_resp(&c.m[1], PSB_MSG_PUSH_ACK, 0, 5, 42, 1);
+	assert_int_equal(st->retries_answered, 1);
+	assert_int_equal(st->dup_segs, 1);
+	assert_int_equal(st->req[PSB_MSG_PUSH], 1);
+	assert_int_equal(st->bytes_summed, sizeof(v));
+	check_stored(kv, 42, v, 6, 1);
+
+	/* a pushpull retried: the value is answered again, and still added once */
+	send_value(kv, &c, PSB_MSG_PUSHPULL, 1, 9, 0, 42, v, sizeof(v));
+	assert_int_equal(c.n, 3);
+	send_value(kv, &c, PSB_MSG_PUSHPULL, 1, 9, 0, 42, v, sizeof(v));
+	assert_int_equal(c.n, 4);
+	{
+		const float two[6] = { 2, 4, 6, 8, 10, 12 };
+
+		check_resp(&c.m[2], PSB_MSG_PUSHPULL_RESP, 1, 9, 42, 2);
+		check_val(&c.m[2], two, 6);
+		check_resp(&c.m[3], PSB_MSG_PUSHPULL_RESP, 1, 9, 42, 2);
+		check_val(&c.m[3], two, 6);
+		check_stored(kv, 42, two, 6, 2);
+	}
+	assert_int_equal(st->retries_answered, 2);
+	assert_int_equal(st->dup_segs, 2);
+
+	/* a retried pull is answered again */
+	send_pull(kv, &c, 0, 6, 0, 42);
+	send_pull(kv, &c, 0, 6, 0, 42);
+	assert_int_equal(c.n, 6);
+	check_resp(&c.m[5], PSB_MSG_PULL_RESP, 0, 6, 42, 2);
+	assert_int_equal(st->retries_answered, 3);
+	assert_int_equal(st->req[PSB_MSG_PULL], 1);
+
+	/* stale: an older request of the same sender is ignored and counted */
+	send_value(kv, &c, PSB_MSG_PUSH, 0, 4, 0, 42, v, sizeof(v));
+	send_pull(kv, &c, 0, 3, 0, 42);
+	assert_int_equal(c.n, 6);
+	assert_int_equal(st->stale, 3);	/* two push segments, one pull */
+	assert_int_equal(st->bytes_summed, 2 * sizeof(v));
+	cap_clear(&c);
+	psb_kv_free(kv);
+}
+
+static void
+test_req_id_wrap(void **state)
+{
+	struct psb_kv *kv = kv_new(1, 0, 0, 0);
+	struct cap c = { .n = 0 };
+	const float one[1] = { 1.0f }, three[1] = { 3.0f };
+
+	(void)state;
+	/* req_id is compared as a serial number: 2 is newer than 0xfffffffe */
+	send_value(kv, &c, PSB_MSG_PUSH, 0, 0xfffffffeu, 0, 5, one, sizeof(one));
+	send_value(kv, &c, PSB_MSG_PUSH, 0, 2, 0, 5, one, sizeof(one));
+	send_value(kv, &c, PSB_MSG_PUSHPULL, 0, 3, 0, 5, one, sizeof(one));
+	assert_int_equal(c.n, 3);
+	check_val(&c.m[2], three, 1);
+	/* and 0xffffffff is older than 3 */
+	send_value(kv, &c, PSB_MSG_PUSH, 0, 0xffffffffu, 0, 5, one, sizeof(one));
+	assert_int_equal(c.n, 3);
+	assert_int_equal(psb_kv_stats(kv)->stale, 1);
+	check_stored(kv, 5, three, 1, 3);
+	cap_clear(&c);
+	psb_kv_free(kv);
+}
+
+static void
+test_sync_rounds(void **state)
+{
+	struct psb_kv *kv = kv_new(3, 1, 0, 0);
+	struct cap c = { .n = 0 };
+	const struct psb_kv_stats *st = psb_kv_stats(kv);
+	float v[3][6], r1[6], r2[6], r3[6], zero[6];
+	unsigned int i, w;
+
+	(void)state;
+	sync_flag = 1;
+	for (w = 0; w < 3; w++)
+		for (i = 0; i < 6; i++)
+			v[w][i] = (float)(w + 1) * (float)(i + 1) * 0.5f;
+	for (i = 0; i < 6; i++) {
+		r1[i] = v[0][i] + v[1][i] + v[2][i];
+		r2[i] = r1[i] + r1[i];
+		zero[i] = 0;
+	}
+
+	/* round 0: w0 push, w1 pushpull, w2 push; nothing answered before the third */
+	send_value(kv, &c, PSB_MSG_PUSH, 0, 1, 0, 9, v[0], sizeof(v[0]));
+	assert_int_equal(c.n, 0);
+	send_value(kv, &c, PSB_MSG_PUSHPULL, 1, 1, 0, 9, v[1], sizeof(v[1]));
+	assert_int_equal(c.n, 0);
+	/* the open round is not visible yet */
+	check_stored(kv, 9, zero, 6, 0);
+	/* a retry of a waiting request is neither answered nor re-added */
+	send_value(kv, &c, PSB_MSG_PUSH, 0, 1, 0, 9, v[0], sizeof(v[0]));
+	assert_int_equal(c.n, 0);
+	send_value(kv, &c, PSB_MSG_PUSH, 2, 1, 0, 9, v[2], sizeof(v[2]));
+	assert_int_equal(c.n, 3);
+	check_stored(kv, 9, r1, 6, 1);
+	assert_int_equal(st->rounds_closed, 1);
+	{
+		int seen[3] = { 0, 0, 0 };
+
+		for (i = 0; i < 3; i++) {
+			const struct cap_msg *m = &c.m[i];
+
+			assert_true(m->h.sender < 3);
+			seen[m->h.sender]++;
+			assert_int_equal(m->h.flags & PSB_F_SYNC, PSB_F_SYNC);
+			if (m->h.sender == 1) {
+				check_resp(m, PSB_MSG_PUSHPULL_RESP, 1, 1, 9, 1);
+				check_val(m, r1, 6);
+			} else {
+				check_resp(m, PSB_MSG_PUSH_ACK, m->h.sender, 1, 9, 1);
+			}
+		}
+		assert_int_equal(seen[0] + seen[1] + seen[2], 3);
+		assert_true(seen[0] == 1 && seen[1] == 1 && seen[2] == 1);
+	}
+	cap_clear(&c);
+
+	/* a pull for an already closed round is answered at once */
+	send_pull(kv, &c, 0, 2, 1, 9);
+	assert_int_equal(c.n, 1);
+	check_resp(&c.m[0], PSB_MSG_PULL_RESP, 0, 2, 9, 1);
+	check_val(&c.m[0], r1, 6);
+	cap_clear(&c);
+
+	/* round 1: w2 pushes, then (newer request) pulls for round 3: it must wait */
+	send_value(kv, &c, PSB_MSG_PUSH, 2, 2, 1, 9, v[2], sizeof(v[2]));
+	send_pull(kv, &c, 2, 3, 3, 9);
+	send_value(kv, &c, PSB_MSG_PUSH, 0, 3, 1, 9, v[0], sizeof(v[0]));
+	assert_int_equal(c.n, 0);
+	send_value(kv, &c, PSB_MSG_PUSH, 1, 2, 1, 9, v[1], sizeof(v[1]));
+	/* round 1 closed: w0 and w1 acked with round 2, the pull for round 3 still waits */
+	assert_int_equal(c.n, 2);
+	for (i = 0; i < 2; i++) {
+		assert_int_equal(c.m[i].h.type, PSB_MSG_PUSH_ACK);
+		assert_int_equal(c.m[i].h.round, 2);
+		assert_true(c.m[i].h.sender != 2);
+	}
+	check_stored(kv, 9, r2, 6, 2);
+	cap_clear(&c);
+
+	/* a pull for round 2 (closed) is answered immediately */
+	send_pull(kv, &c, 2, 4, 2, 9);
+	assert_int_equal(c.n, 1);
+	check_resp(&c.m[0], PSB_MSG_PULL_RESP, 2, 4, 9, 2);
+	check_val(&c.m[0], r2, 6);
+	cap_clear(&c);
+
+	/* round 2: w2 pushes and then pulls for round 3: answered when round 2 closes */
+	send_value(kv, &c, PSB_MSG_PUSH, 2, 5, 2, 9, v[2], sizeof(v[2]));
+	send_pull(kv, &c, 2, 6, 3, 9);
+	send_value(kv, &c, PSB_MSG_PUSH, 0, 4, 2, 9, v[0], sizeof(v[0]));
+	assert_int_equal(c.n, 0);
+	send_value(kv, &c, PSB_MSG_PUSH, 1, 3, 2, 9, v[1], sizeof(v[1]));
+	assert_int_equal(c.n, 3);
+	assert_int_equal(st->rounds_closed, 3);
+	for (i = 0; i < 6; i++)
+		r3[i] = r2[i] + r1[i];
+	for (i = 0; i < 3; i++) {
+		const struct cap_msg *m = &c.m[i];
+
+		if (m->h.sender == 2) {
+			check_resp(m, PSB_MSG_PULL_RESP, 2, 6, 9, 3);
+			check_val(m, r3, 6);
+		} else {
+			check_resp(m, PSB_MSG_PUSH_ACK, m->h.sender, m->h.sender == 0 ? 4 : 3, 9,
+				3);
+		}
+	}
+	check_stored(kv, 9, r3, 6, 3);
+	cap_clear(&c);
+
+	/* a push for the wrong round: STALE with the current round in aux */
+	send_value(kv, &c, PSB_MSG_PUSH, 0, 5, 0, 9, v[0], sizeof(v[0]));
+	assert_int_equal(c.n, 1);
+	{
+		struct psb_addr a0 = waddr(0);
+
+		check_error(&c.m[0], PSB_ST_STALE, 3, &a0, 0, 5, 9);
+	}
+	send_value(kv, &c, PSB_MSG_PUSHPULL, 0, 6, 7, 9, v[0], sizeof(v[0]));
+	assert_int_equal(c.n, 2);
+	assert_int_equal(c.m[1].h.status, PSB_ST_STALE);
+	assert_int_equal(c.m[1].h.aux, 3);
+	assert_int_equal(st->errors[PSB_ST_STALE], 2);
+	check_stored(kv, 9, r3, 6, 3);
+	cap_clear(&c);
+	sync_flag = 0;
+	psb_kv_free(kv);
+}
+
+/* Round 2 closes only with three pushes; the waiting pull of w2 comes out of that close. */
+static void
+test_sync_pull_waits(void **state)
+{
+	struct psb_kv *kv = kv_new(3, 1, 0, 0);
+	struct cap c = { .n = 0 };
+	const float one[2] = { 1.0f, 2.0f }, three[2] = { 3.0f, 6.0f };
+
+	(void)state;
+	sync_flag = 1;
+	/* w2 pushes round 0, then pulls round 1 (its one request per key moves on) */
+	send_value(kv, &c, PSB_MSG_PUSH, 2, 1, 0, 3, one, sizeof(one));
+	send_pull(kv, &c, 2, 2, 1, 3);
+	send_value(kv, &c, PSB_MSG_PUSH, 0, 1, 0, 3, one, sizeof(one));
+	assert_int_equal(c.n, 0);
+	send_value(kv, &c, PSB_MSG_PUSH, 1, 1, 0, 3, one, sizeof(one));
+	assert_int_equal(c.n, 3);
+	assert_int_equal(c.m[2].h.type, PSB_MSG_PULL_RESP);
+	check_resp(&c.m[2], PSB_MSG_PULL_RESP, 2, 2, 3, 1);
+	check_val(&c.m[2], three, 2);
+	assert_int_equal(c.m[0].h.type, PSB_MSG_PUSH_ACK);
+	assert_int_equal(c.m[1].h.type, PSB_MSG_PUSH_ACK);
+	cap_clear(&c);
+	sync_flag = 0;
+	psb_kv_free(kv);
+}
+
+static void
+test_errors(void **state)
+{
+	struct psb_kv *kv = kv_new(2, 0, 64, 0);
+	struct cap c = { .n = 0 };
+	const struct psb_kv_stats *st = psb_kv_stats(kv);
+	struct psb_addr a = waddr(1);
+	float v[32];
+	struct psb_hdr h;
+	unsigned int i;
+
+	(void)state;
+	for (i = 0; i < 32; i++)
+		v[i] = (float)i;
+
+	/* foreign version */
+	h = req_hdr(PSB_MSG_PUSH, 1, 11, 0, 1, 8);
+	h.seg_len = 8;
+	h.version = PSB_VERSION + 1;
+	assert_int_equal(psb_kv_handle(kv, &h, v, &a, cap_emit, &c), 0);
+	assert_int_equal(c.n, 1);
+	check_error(&c.m[0], PSB_ST_BAD_VERSION, PSB_VERSION, &a, 1, 11, 1);
+
+	/* unknown request type */
+	h = req_hdr(0x05, 1, 12, 0, 1, 0);
+	assert_int_equal(psb_kv_handle(kv, &h, NULL, &a, cap_emit, &c), 0);
+	h = req_hdr(PSB_MSG_REGISTER, 1, 13, 0, 1, 0);
+	assert_int_equal(psb_kv_handle(kv, &h, NULL, &a, cap_emit, &c), 0);
+	assert_int_equal(c.n, 3);
+	check_error(&c.m[1], PSB_ST_BAD_TYPE, 0, &a, 1, 12, 1);
+	check_error(&c.m[2], PSB_ST_BAD_TYPE, 0, &a, 1, 13, 1);
+
+	/* responses are not requests: -EINVAL, nothing emitted */
+	h = req_hdr(PSB_MSG_PUSH_ACK, 1, 14, 0, 1, 0);
+	assert_int_equal(psb_kv_handle(kv, &h, NULL, &a, cap_emit, &c), -EINVAL);
+	h = req_hdr(PSB_MSG_PULL_RESP, 1, 14, 0, 1, 8);
+	h.seg_len = 8;
+	assert_int_equal(psb_kv_handle(kv, &h, v, &a, cap_emit, &c), -EINVAL);
+	h = req_hdr(PSB_MSG_ERROR, 1, 14, 0, 1, 0);
+	assert_int_equal(psb_kv_handle(kv, &h, NULL, &a, cap_emit, &c), -EINVAL);
+	assert_int_equal(c.n, 3);
+
+	/* sender out of range */
+	h = req_hdr(PSB_MSG_PUSH, 2, 15, 0, 1, 8);
+	h.seg_len = 8;
+	assert_int_equal(psb_kv_handle(kv, &h, v, &a, cap_emit, &c), 0);
+	assert_int_equal(c.n, 4);
+	check_error(&c.m[3], PSB_ST_BAD_SENDER, 2, &a, 2, 15, 1);
+
+	/* pull of a key never pushed */
+	send_pull(kv, &c, 1, 16, 0, 77);
+	assert_int_equal(c.n, 5);
+	check_error(&c.m[4], PSB_ST_NO_KEY, 0, &a, 1, 16, 77);
+	assert_int_equal(psb_kv_nkeys(kv), 0);
+
+	/* length differs from the stored one */
+	send_value(kv, &c, PSB_MSG_PUSH, 1, 17, 0, 2, v, 8);
+	assert_int_equal(c.n, 6);
+	assert_int_equal(c.m[5].h.type, PSB_MSG_PUSH_ACK);
+	send_value(kv, &c, PSB_MSG_PUSH, 1, 18, 0, 2, v, 12);
+	assert_int_equal(c.n, 7);
+	check_error(&c.m[6], PSB_ST_LEN_MISMATCH, 8, &a, 1, 18, 2);
+	send_value(kv, &c, PSB_MSG_PUSHPULL, 1, 19, 0, 2, v, 4);
+	assert_int_equal(c.n, 8);
+	check_error(&c.m[7], PSB_ST_LEN_MISMATCH, 8, &a, 1, 19, 2);
+
+	/* larger than max_value */
+	send_seg(kv, &c, PSB_MSG_PUSH, 1, 20, 0, 3, v, 128, 0);
+	assert_int_equal(c.n, 9);
+	check_error(&c.m[8], PSB_ST_TOO_LARGE, 64, &a, 1, 20, 3);
+	/* max_value itself is fine */
+	send_value(kv, &c, PSB_MSG_PUSH, 1, 21, 0, 3, v, 64);
+	assert_int_equal(c.n, 10);
+	assert_int_equal(c.m[9].h.type, PSB_MSG_PUSH_ACK);
+
+	/* not a whole number of floats, or empty */
+	h = req_hdr(PSB_MSG_PUSH, 1, 22, 0, 4, 6);
+	h.seg_len = 6;
+	assert_int_equal(psb_kv_handle(kv, &h, v, &a, cap_emit, &c), 0);
+	h = req_hdr(PSB_MSG_PUSH, 1, 23, 0, 4, 0);
+	assert_int_equal(psb_kv_handle(kv, &h, NULL, &a, cap_emit, &c), 0);
+	assert_int_equal(c.n, 12);
+	check_error(&c.m[10], PSB_ST_LEN_MISMATCH, 0, &a, 1, 22, 4);
+	check_error(&c.m[11], PSB_ST_LEN_MISMATCH, 0, &a, 1, 23, 4);
+	assert_true(psb_kv_get(kv, 4, NULL, NULL) == NULL);
+
+	assert_int_equal(st->errors[PSB_ST_BAD_VERSION], 1);
+	assert_int_equal(st->errors[PSB_ST_BAD_TYPE], 2);
+	assert_int_equal(st->errors[PSB_ST_BAD_SENDER], 1);
+	assert_int_equal(st->errors[PSB_ST_NO_KEY], 1);
+	assert_int_equal(st->errors[PSB_ST_LEN_MISMATCH], 4);
+	assert_int_equal(st->errors[PSB_ST_TOO_LARGE], 1);
+	assert_int_equal(psb_kv_nkeys(kv), 2);
+	{
+		const float first[2] = { 0, 1 };
+
+		check_stored(kv, 2, first, 2, 1);
+	}
+	cap_clear(&c);
+	psb_kv_free(kv);
+}
+
+static void
+test_create_invalid(void **state)
+{
+	struct psb_kv_cfg cfg = { .num_workers = 1, .seg_size = SEG };
+
+	(void)state;
+	cfg.num_workers = 0;
+	assert_null(psb_kv_create(&cfg));
+	cfg.num_workers = PSB_KV_MAX_WORKERS + 1;
+	assert_null(psb_kv_create(&cfg));
+	cfg.num_workers = 1;
+	cfg.seg_size = 0;
+	assert_null(psb_kv_create(&cfg));
+	cfg.seg_size = 18;
+	assert_null(psb_kv_create(&cfg));
+	cfg.seg_size = SEG;
+	psb_kv_free(psb_kv_create(&cfg));
+	psb_kv_free(NULL);
+}
+
+#define GROW_N	10000
+
+static uint64_t
+grow_key(uint32_t i)
+{
+	/* spread over the whole key space, including 0 and UINT64_MAX */
+	if (i == 0)
+		return 0;
+	if (i == 1)
+		return UINT64_MAX;
+	return (uint64_t)i * 0x9e3779b97f4a7c15ull;
+}
+
+static void
+test_growth(void **state)
+{
+	struct psb_kv *kv = kv_new(1, 0, 0, 16);
+	struct cap c = { .n = 0 };
+	uint32_t i;
+	double want_sum = 0;
+
+	(void)state;
+	for (i = 0; i < GROW_N; i++) {
+		float v[2] = { (float)i, (float)(i % 7) };
+
+		send_value(kv, &c, PSB_MSG_PUSH, 0, i + 1, 0, grow_key(i), v, sizeof(v));
+		assert_int_equal(c.n, 1);
+		assert_int_equal(c.m[0].h.type, PSB_MSG_PUSH_ACK);
+		assert_true(c.m[0].h.key == grow_key(i));
+		cap_clear(&c);
+		want_sum += (double)i + (double)(i % 7);
+	}
+	assert_int_equal(psb_kv_nkeys(kv), GROW_N);
+	assert_int_equal(psb_kv_bytes(kv), (uint64_t)GROW_N * 8);
+	for (i = 0; i < GROW_N; i++) {
+		float v[2] = { (float)i, (float)(i % 7) };
+
+		check_stored(kv, grow_key(i), v, 2, 1);
+	}
+	assert_true(psb_kv_value_sum(kv) == want_sum);
+	/* pulls after growth find their keys too (the request state moved along) */
+	for (i = 0; i < GROW_N; i += 997) {
+		float v[2] = { (float)i, (float)(i % 7) };
+
+		send_pull(kv, &c, 0, GROW_N + 1 + i, 0, grow_key(i));
+		assert_int_equal(c.n, 1);
+		check_resp(&c.m[0], PSB_MSG_PULL_RESP, 0, GROW_N + 1 + i, grow_key(i), 1);
+		check_val(&c.m[0], v, 2);
+		cap_clear(&c);
+	}
+	assert_null(psb_kv_get(kv, 12345, NULL, NULL));
+	psb_kv_free(kv);
+}
+
+static void
+test_reset_and_sum(void **state)
+{
+	struct psb_kv *kv = kv_new(2, 1, 0, 0);
+	struct cap c = { .n = 0 };
+	const float a[3] = { 1.0f, 2.0f, 3.0f }, b[1] = { 0.5f };
+	const float sa[3] = { 2.0f, 4.0f, 6.0f }, sb[1] = { 1.0f };
+	const float za[3] = { 0, 0, 0 }, zb[1] = { 0 };
+	uint32_t len, round;
+
+	(void)state;
+	sync_flag = 1;
+	assert_true(psb_kv_value_sum(kv) == 0.0);
+	send_value(kv, &c, PSB_MSG_PUSH, 0, 10, 0, 1, a, sizeof(a));
+	send_value(kv, &c, PSB_MSG_PUSH, 1, 10, 0, 1, a, sizeof(a));
+	send_value(kv, &c, PSB_MSG_PUSH, 0, 11, 0, 2, b, sizeof(b));
+	send_value(kv, &c, PSB_MSG_PUSH, 1, 11, 0, 2, b, sizeof(b));
+	assert_int_equal(c.n, 4);
+	cap_clear(&c);
+	check_stored(kv, 1, sa, 3, 1);
+	check_stored(kv, 2, sb, 1, 1);
+	assert_true(psb_kv_value_sum(kv) == 13.0);
+	/* half a round open when we reset */
+	send_value(kv, &c, PSB_MSG_PUSH, 0, 12, 1, 1, a, sizeof(a));
+	assert_int_equal(c.n, 0);
+
+	psb_kv_reset(kv);
+	assert_int_equal(psb_kv_nkeys(kv), 2);
+	assert_int_equal(psb_kv_bytes(kv), 16);
+	check_stored(kv, 1, za, 3, 0);
+	check_stored(kv, 2, zb, 1, 0);
+	assert_non_null(psb_kv_get(kv, 2, &len, &round));
+	assert_int_equal(len, 4);
+	assert_true(psb_kv_value_sum(kv) == 0.0);
+	assert_int_equal(psb_kv_stats(kv)->rounds_closed, 0);
+	assert_int_equal(psb_kv_stats(kv)->req[PSB_MSG_PUSH], 0);
+
+	/* request state forgotten: low req_ids are new again, round 0 is open again,
+	 * and the half-open round's push is gone from the sum */
+	send_value(kv, &c, PSB_MSG_PUSH, 0, 1, 0, 1, a, sizeof(a));
+	assert_int_equal(c.n, 0);
+	send_value(kv, &c, PSB_MSG_PUSH, 1, 1, 0, 1, a, sizeof(a));
+	assert_int_equal(c.n, 2);
+	assert_int_equal(psb_kv_stats(kv)->stale, 0);
+	check_stored(kv, 1, sa, 3, 1);
+	/* the key's length stayed: another length is still a mismatch */
+	send_value(kv, &c, PSB_MSG_PUSH, 0, 2, 0, 2, a, sizeof(a));
+	assert_int_equal(c.n, 3);
+	assert_int_equal(c.m[2].h.status, PSB_ST_LEN_MISMATCH);
+	assert_true(psb_kv_value_sum(kv) == 12.0);
+	cap_clear(&c);
+	sync_flag = 0;
+	psb_kv_free(kv);
+}
+
+static void
+test_shard_of(void **state)
+{
+	static const unsigned int ns[] = { 2, 3, 4, 7, 16 };
+	unsigned int count[16];
+	unsigned int i, j, n;
+	uint64_t k;
+
+	(void)state;
+	for (k = 0; k < 1000; k++) {
+		assert_int_equal(psb_kv_shard_of(k, 0), 0);
+		assert_int_equal(psb_kv_shard_of(k, 1), 0);
+	}
+	for (j = 0; j < sizeof(ns) / sizeof(ns[0]); j++) {
+		n = ns[j];
+		memset(count, 0, sizeof(count));
+		/* sequential keys, as ps-lite apps use them */
+		for (k = 0; k < 16000; k++) {
+			unsigned int s = psb_kv_shard_of(k, n);
+
+			assert_true(s < n);
+			/* stable: the same key always maps to the same shard */
+			assert_int_equal(psb_kv_shard_of(k, n), s);
+			count[s]++;
+		}
+		for (i = 0; i < n; i++) {
+			/* within 15% of the fair share */
+			assert_true(count[i] * 100 > 16000 / n * 85);
+			assert_true(count[i] * 100 < 16000 / n * 115);
+		}
+	}
+	/* keys differing only in high bits spread too */
+	memset(count, 0, sizeof(count));
+	for (k = 0; k < 4000; k++)
+		count[psb_kv_shard_of(k << 40, 4)]++;
+	for (i = 0; i < 4; i++)
+		assert_true(count[i] > 800 && count[i] < 1200);
+}
+
+/* Push one single-segment value with an explicit sender epoch. */
+static void
+push_epoch(struct psb_kv *kv, struct cap *c, uint16_t w, uint32_t epoch, uint32_t req_id,
+		uint32_t round, const float *val, uint32_t n)
+{
+	struct psb_hdr h = req_hdr(PSB_MSG_PUSH, w, req_id, round, 77, n * 4);
+	struct psb_addr a = waddr(w);
+
+	h.aux = epoch;
+	h.seg_len = (uint16_t)(n * 4);
+	if (sync_flag)
+		h.flags |= PSB_F_SYNC;
+	assert_int_equal(psb_kv_handle(kv, &h, val, &a, cap_emit, c), 0);
+}
+
+/* A restarted worker (new epoch) starts its ids over; sync rounds still take one push each. */
+static void
+test_epoch_restart(void **state)
+{
+	static struct cap c;
+	float a[4] = { 1, 2, 3, 4 }, b[4] = { 10, 20, 30, 40 }, want[4];
+	struct psb_kv *kv;
+	unsigned int i;
+
+	(void)state;
+	/* Async: the new incarnation's low request id is not taken for a stale repeat. */
+	sync_flag = 0;
+	kv = kv_new(1, 0, 0, 0);
+	cap_clear(&c);
+	push_epoch(kv, &c, 0, 0xaaaa, 5000, 0, a, 4);
+	push_epoch(kv, &c, 0, 0xbbbb, 1, 0, a, 4);
+	assert_int_equal(c.n, 2);
+	check_resp(&c.m[1], PSB_MSG_PUSH_ACK, 0, 1, 77, 2);
+	for (i = 0; i < 4; i++)
+		want[i] = 2 * a[i];
+	check_stored(kv, 77, want, 4, 2);
+	assert_int_equal(psb_kv_stats(kv)->stale, 0);
+	psb_kv_free(kv);
+
+	/* Sync: worker 0 restarts after pushing round 0; its first push stands, once. */
+	sync_flag = 1;
+	kv = kv_new(2, 1, 0, 0);
+	cap_clear(&c);
+	push_epoch(kv, &c, 0, 0xaaaa, 7, 0, a, 4);
+	push_epoch(kv, &c, 0, 0xbbbb, 1, 0, b, 4);
+	assert_int_equal(c.n, 0);
+	push_epoch(kv, &c, 1, 0xcccc, 3, 0, b, 4);
+	assert_int_equal(c.n, 2);
+	check_resp(&c.m[0], PSB_MSG_PUSH_ACK, 0, 1, 77, 1);
+	check_resp(&c.m[1], PSB_MSG_PUSH_ACK, 1, 3, 77, 1);
+	for (i = 0; i < 4; i++)
+		want[i] = a[i] + b[i];
+	check_stored(kv, 77, want, 4, 1);
+
+	/* A push for the wrong round gets STALE, and so does its retry. */
+	cap_clear(&c);
+	push_epoch(kv, &c, 1, 0xcccc, 4, 9, b, 4);
+	push_epoch(kv, &c, 1, 0xcccc, 4, 9, b, 4);
+	assert_int_equal(c.n, 2);
+	{
+		struct psb_addr a1 = waddr(1);
+
+		check_error(&c.m[0], PSB_ST_STALE, 1, &a1, 1, 4, 77);
+		check_error(&c.m[1], PSB_ST_STALE, 1, &a1, 1, 4, 77);
+	}
+	psb_kv_free(kv);
+	sync_flag = 0;
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_async_push_pull),
+		cmocka_unit_test(test_multiseg),
+		cmocka_unit_test(test_retry),
+		cmocka_unit_test(test_req_id_wrap),
+		cmocka_unit_test(test_sync_rounds),
+		cmocka_unit_test(test_sync_pull_waits),
+		cmocka_unit_test(test_errors),
+		cmocka_unit_test(test_create_invalid),
+		cmocka_unit_test(test_growth),
+		cmocka_unit_test(test_reset_and_sum),
+		cmocka_unit_test(test_shard_of),
+		cmocka_unit_test(test_epoch_restart),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,510 @@
+/* cmocka tests of the scheduler: registration, ranks, key ranges and barriers (lib/sched). */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "psb_sched.h"
+
+#define CAP_MAX		32
+#define NW		3
+#define NS		2
+
+/* One message as the emit callback saw it, payload copied. */
+struct cap_msg {
+	struct psb_addr to;
+	struct psb_hdr h;
+	uint8_t payload[4 + PSB_SCHED_MAX_NODES * 24];
+};
+
+struct cap {
+	struct cap_msg m[CAP_MAX];
+	unsigned int n;
+};
+
+static void
+cap_emit(void *arg, const struct psb_addr *to, struct psb_hdr *h, const void *payload)
+{
+	struct cap *c = arg;
+	struct cap_msg *m;
+
+	assert_true(c->n < CAP_MAX);
+	m = &c->m[c->n++];
+	m->to = *to;
+	m->h = *h;
+	assert_true(h->seg_len <= sizeof(m->payload));
+	if (h->seg_len != 0) {
+		assert_non_null(payload);
+		memcpy(m->payload, payload, h->seg_len);
+	}
+}
+
+/* Distinct node addresses: servers 198.18.1.x:9430, workers 198.18.2.x:9432+. */
+static struct psb_addr
+saddr(unsigned int i)
+{
+	struct psb_addr a;
+
+	memset(&a, 0, sizeof(a));
+	a.mac[0] = 0x02;
+	a.mac[4] = 1;
+	a.mac[5] = (uint8_t)i;
+	a.ip = 0xc6120100u + 10 + i;
+	a.port = PSB_UDP_PORT;
+	return a;
+}
+
+static struct psb_addr
+waddr(unsigned int i)
+{
+	struct psb_addr a;
+
+	memset(&a, 0, sizeof(a));
+	a.mac[0] = 0x02;
+	a.mac[4] = 2;
+	a.mac[5] = (uint8_t)i;
+	a.ip = 0xc6120200u + 10 + i;
+	a.port = (uint16_t)(PSB_UDP_PORT + 2 + i);
+	return a;
+}
+
+static int
+addr_eq(const struct psb_addr *a, const struct psb_addr *b)
+{
+	return a->ip == b->ip && a->port == b->port;
+}
+
+static int
+reg(struct psb_sched *s, struct cap *c, const struct psb_addr *from, uint8_t flags,
+		uint32_t req_id)
+{
+	struct psb_hdr h;
+
+	psb_hdr_init(&h, PSB_MSG_REGISTER);
+	h.flags = flags;
+	h.req_id = req_id;
+	return psb_sched_handle(s, &h, from, cap_emit, c);
+}
+
+static int
+barrier(struct psb_sched *s, struct cap *c, const struct psb_addr *from, uint32_t group,
+		uint32_t seq, uint32_t req_id)
+{
+	struct psb_hdr h;
+
+	psb_hdr_init(&h, PSB_MSG_BARRIER);
+	h.aux = group;
+	h.round = seq;
+	h.req_id = req_id;
+	return psb_sched_handle(s, &h, from, cap_emit, c);
+}
+
+static struct psb_sched *
+sched_new(void)
+{
+	struct psb_sched_cfg cfg = { .num_workers = NW, .num_servers = NS };
+	struct psb_sched *s = psb_sched_create(&cfg);
+
+	assert_non_null(s);
+	return s;
+}
+
+/* Register 2 servers and 3 workers, interleaved; returns with every ack captured. */
+static void
+register_all(struct psb_sched *s, struct cap *c)
+{
+	struct psb_addr w0 = waddr(0), w1 = waddr(1), w2 = waddr(2);
+	struct psb_addr s0 = saddr(0), s1 = saddr(1);
+
+	assert_int_equal(reg(s, c, &w1, PSB_F_WORKER, 1), 0);
+	assert_int_equal(reg(s, c, &s1, PSB_F_SERVER, 2), 0);
+	assert_int_equal(reg(s, c, &w0, PSB_F_WORKER, 3), 0);
+	assert_int_equal(psb_sched_ready(s), 0);
+	/* a repeat before everyone is in: counted, not answered */
+	assert_int_equal(reg(s, c, &w1, PSB_F_WORKER, 4), 0);
+	assert_int_equal(reg(s, c, &s0, PSB_F_SERVER, 5), 0);
+	assert_int_equal(psb_sched_ready(s), 0);
+	assert_int_equal(c->n, 0);
+	assert_int_equal(reg(s, c, &w2, PSB_F_WORKER, 6), 0);
+	assert_int_equal(psb_sched_ready(s), 1);
+}
+
+/* Check a REGISTER_ACK: rank, role, and the cluster view it carries. */
+static void
+check_ack(const struct cap_msg *m, int server, uint16_t rank, uint32_t req_id)
+{
+	struct psb_sched_view v;
+	/* servers rank by registration order: s1 came first */
+	struct psb_addr sa[NS] = { saddr(1), saddr(0) };
+	uint64_t b, e;
+	unsigned int i;
+
+	assert_int_equal(m->h.magic, PSB_MAGIC);
+	assert_int_equal(m->h.type, PSB_MSG_REGISTER_ACK);
+	assert_int_equal(m->h.flags, server ? PSB_F_SERVER : PSB_F_WORKER);
+	assert_int_equal(m->h.aux, rank);
+	assert_int_equal(m->h.req_id, req_id);
+	assert_int_equal(m->h.total_len, psb_sched_view_size(NS));
+	assert_int_equal(m->h.seg_len, psb_sched_view_size(NS));
+	/* one segment a receiver's frame checks accept */
+	assert_int_equal(psb_hdr_check_segment(&m->h, m->h.seg_len), 0);
+
+	assert_int_equal(psb_sched_view_decode(&v, m->payload, m->h.seg_len), 0);
+	assert_int_equal(v.num_servers, NS);
+	assert_int_equal(v.num_workers, NW);
+	for (i = 0; i < NS; i++) {
+		assert_int_equal(v.servers[i].ip, sa[i].ip);
+		assert_int_equal(v.servers[i].port, sa[i].port);
+		psb_sched_key_range((uint16_t)i, NS, &b, &e);
+		assert_true(v.servers[i].key_begin == b);
+		assert_true(v.servers[i].key_end == e);
+	}
+	/* contiguous, covering the whole key space */
+	assert_true(v.servers[0].key_begin == 0);
+	assert_true(v.servers[0].key_end == v.servers[1].key_begin);
+	assert_true(v.servers[1].key_end == UINT64_MAX);
+	assert_true(v.servers[0].key_end == UINT64_MAX / 2);
+}
+
+static void
+test_register(void **state)
+{
+	struct psb_sched *s = sched_new();
+	struct cap *c = calloc(1, sizeof(*c));
+	const struct psb_sched_stats *st = psb_sched_stats(s);
+	struct psb_addr nodes[5] = { waddr(0), waddr(1), waddr(2), saddr(0), saddr(1) };
+	/* expected role and rank of nodes[] */
+	static const int is_server[5] = { 0, 0, 0, 1, 1 };
+	static const uint16_t rank[5] = { 1, 0, 2, 1, 0 };
+	int seen[5] = { 0 };
+	unsigned int i, j;
+
+	(void)state;
+	assert_non_null(c);
+	register_all(s, c);
+	assert_int_equal(c->n, 5);
+	assert_int_equal(st->registered, 5);
+	assert_int_equal(st->reregistered, 1);
+	assert_int_equal(st->rejected, 0);
+
+	/* every node got exactly one ack, at its own address, with its rank */
+	for (i = 0; i < c->n; i++) {
+		for (j = 0; j < 5; j++)
+			if (addr_eq(&c->m[i].to, &nodes[j]))
+				break;
+		assert_true(j < 5);
+		seen[j]++;
+		check_ack(&c->m[i], is_server[j], rank[j], 0);
+		assert_memory_equal(c->m[i].to.mac, nodes[j].mac, 6);
+	}
+	for (j = 0; j < 5; j++)
+		assert_int_equal(seen[j], 1);
+
+	/* a re-REGISTER after ready (lost ack) is answered again, same rank, echoing req_id */
+	c->n = 0;
+	assert_int_equal(reg(s, c, &nodes[2], PSB_F_WORKER, 77), 0);
+	assert_int_equal(reg(s, c, &nodes[4], PSB_F_SERVER, 78), 0);
+	assert_int_equal(c->n, 2);
+	assert_true(addr_eq(&c->m[0].to, &nodes[2]));
+	check_ack(&c->m[0], 0, 2, 77);
+	assert_true(addr_eq(&c->m[1].to, &nodes[4]));
+	check_ack(&c->m[1], 1, 0, 78);
+	assert_int_equal(st->reregistered, 3);
+	assert_int_equal(st->registered, 5);
+
+	/* a 4th worker, a 3rd server and a node of no role are rejected */
+	c->n = 0;
+	{
+		struct psb_addr w3 = waddr(3), s2 = saddr(2), x = waddr(9);
+
+		assert_int_equal(reg(s, c, &w3, PSB_F_WORKER, 1), 0);
+		assert_int_equal(reg(s, c, &s2, PSB_F_SERVER, 1), 0);
+		assert_int_equal(reg(s, c, &x, 0, 1), 0);
+	}
+	assert_int_equal(c->n, 0);
+	assert_int_equal(st->rejected, 3);
+	assert_int_equal(st->registered, 5);
+
+	/* neither REGISTER nor BARRIER: -EINVAL */
+	{
+		struct psb_hdr h;
+
+		psb_hdr_init(&h, PSB_MSG_PUSH);
+		assert_int_equal(psb_sched_handle(s, &h, &nodes[0], cap_emit, c), -EINVAL);
+		psb_hdr_init(&h, PSB_MSG_REGISTER_ACK);
+		assert_int_equal(psb_sched_handle(s, &h, &nodes[0], cap_emit, c), -EINVAL);
+	}
+	assert_int_equal(c->n, 0);
+	free(c);
+	psb_sched_free(s);
+}
+
+static void
+test_barrier(void **state)
+{
+	struct psb_sched *s = sched_new();
+	struct cap *c = calloc(1, sizeof(*c));
+	const struct psb_sched_stats *st = psb_sched_stats(s);
+	struct psb_addr w[NW] = { waddr(0), waddr(1), waddr(2) };
+	struct psb_addr s0 = saddr(0), stranger = waddr(7);
+	int seen[NW] = { 0 };
+	unsigned int i, j;
+	uint64_t rej;
+
+	(void)state;
+	assert_non_null(c);
+
+	/* before everyone registered, a barrier is refused */
+	assert_int_equal(reg(s, c, &w[0], PSB_F_WORKER, 1), 0);
+	assert_int_equal(barrier(s, c, &w[0], PSB_GROUP_WORKERS, 0, 1), 0);
+	assert_int_equal(st->rejected, 1);
+	c->n = 0;
+	{
+		struct psb_addr w1 = waddr(1), w2 = waddr(2), s1 = saddr(1);
+
+		assert_int_equal(reg(s, c, &s0, PSB_F_SERVER, 1), 0);
+		assert_int_equal(reg(s, c, &w1, PSB_F_WORKER, 1), 0);
+		assert_int_equal(reg(s, c, &s1, PSB_F_SERVER, 1), 0);
+		assert_int_equal(reg(s, c, &w2, PSB_F_WORKER, 1), 0);
+	}
+	assert_int_equal(psb_sched_ready(s), 1);
+	c->n = 0;
+	rej = st->rejected;
+
+	/* w2 and w0 enter (w0 twice: counted once); nothing released yet */
+	assert_int_equal(barrier(s, c, &w[2], PSB_GROUP_WORKERS, 0, 10), 0);
+	assert_int_equal(barrier(s, c, &w[0], PSB_GROUP_WORKERS, 0, 11), 0);
+	assert_int_equal(barrier(s, c, &w[0], PSB_GROUP_WORKERS, 0, 11), 0);
+	assert_int_equal(c->n, 0);
+	/* a server is not in the worker group, and an unknown node is nobody */
+	assert_int_equal(barrier(s, c, &s0, PSB_GROUP_WORKERS, 0, 12), 0);
+	assert_int_equal(barrier(s, c, &stranger, PSB_GROUP_WORKERS, 0, 13), 0);
+	assert_int_equal(c->n, 0);
+	assert_int_equal(st->rejected, rej + 2);
+	assert_int_equal(st->barriers_released, 0);
+
+	/* the third worker releases it: one ack to each worker */
+	assert_int_equal(barrier(s, c, &w[1], PSB_GROUP_WORKERS, 0, 14), 0);
+	assert_int_equal(c->n, NW);
+	assert_int_equal(st->barriers_released, 1);
+	for (i = 0; i < c->n; i++) {
+		assert_int_equal(c->m[i].h.type, PSB_MSG_BARRIER_ACK);
+		assert_int_equal(c->m[i].h.aux, PSB_GROUP_WORKERS);
+		assert_int_equal(c->m[i].h.round, 0);
+		assert_int_equal(c->m[i].h.total_len, 0);
+		for (j = 0; j < NW; j++)
+			if (addr_eq(&c->m[i].to, &w[j]))
+				break;
+		assert_true(j < NW);
+		seen[j]++;
+	}
+	for (j = 0; j < NW; j++)
+		assert_int_equal(seen[j], 1);
+
+	/* w0 lost its ack and asks again: only w0 is answered */
+	c->n = 0;
+	assert_int_equal(barrier(s, c, &w[0], PSB_GROUP_WORKERS, 0, 15), 0);
+	assert_int_equal(c->n, 1);
+	assert_true(addr_eq(&c->m[0].to, &w[0]));
+	assert_int_equal(c->m[0].h.type, PSB_MSG_BARRIER_ACK);
+	assert_int_equal(c->m[0].h.round, 0);
+	assert_int_equal(c->m[0].h.req_id, 15);
+	assert_int_equal(st->barriers_released, 1);
+
+	/* the next barrier (seq 1) gathers afresh */
+	c->n = 0;
+	assert_int_equal(barrier(s, c, &w[0], PSB_GROUP_WORKERS, 1, 20), 0);
+	assert_int_equal(barrier(s, c, &w[1], PSB_GROUP_WORKERS, 1, 21), 0);
+	/* a late repeat of seq 0 from w2 is re-acked and does not count for seq 1 */
+	assert_int_equal(barrier(s, c, &w[2], PSB_GROUP_WORKERS, 0, 22), 0);
+	assert_int_equal(c->n, 1);
+	assert_int_equal(c->m[0].h.round, 0);
+	assert_true(addr_eq(&c->m[0].to, &w[2]));
+	assert_int_equal(barrier(s, c, &w[2], PSB_GROUP_WORKERS, 1, 23), 0);
+	assert_int_equal(c->n, 1 + NW);
+	for (i = 1; i < c->n; i++) {
+		assert_int_equal(c->m[i].h.type, PSB_MSG_BARRIER_ACK);
+		assert_int_equal(c->m[i].h.round, 1);
+	}
+	assert_int_equal(st->barriers_released, 2);
+
+	/* the server group is separate: both servers needed */
+	c->n = 0;
+	{
+		struct psb_addr s1 = saddr(1);
+
+		assert_int_equal(barrier(s, c, &s1, PSB_GROUP_SERVERS, 0, 30), 0);
+		assert_int_equal(c->n, 0);
+		assert_int_equal(barrier(s, c, &s0, PSB_GROUP_SERVERS, 0, 31), 0);
+		assert_int_equal(c->n, NS);
+		for (i = 0; i < c->n; i++) {
+			assert_int_equal(c->m[i].h.aux, PSB_GROUP_SERVERS);
+			assert_true(addr_eq(&c->m[i].to, &s0) || addr_eq(&c->m[i].to, &s1));
+		}
+		assert_false(addr_eq(&c->m[0].to, &c->m[1].to));
+	}
+
+	/* servers + workers: all five */
+	c->n = 0;
+	for (i = 0; i < NW; i++)
+		assert_int_equal(barrier(s, c, &w[i], PSB_GROUP_SERVERS | PSB_GROUP_WORKERS, 0,
+			40), 0);
+	assert_int_equal(barrier(s, c, &s0, PSB_GROUP_SERVERS | PSB_GROUP_WORKERS, 0, 41), 0);
+	assert_int_equal(c->n, 0);
+	{
+		struct psb_addr s1 = saddr(1);
+
+		assert_int_equal(barrier(s, c, &s1, PSB_GROUP_SERVERS | PSB_GROUP_WORKERS, 0, 42),
+			0);
+	}
+	assert_int_equal(c->n, NW + NS);
+	assert_int_equal(st->barriers_released, 4);
+	free(c);
+	psb_sched_free(s);
+}
+
+static void
+test_key_range(void **state)
+{
+	uint64_t b, e, prev_end;
+	uint16_t n, i;
+
+	(void)state;
+	psb_sched_key_range(0, 1, &b, &e);
+	assert_true(b == 0 && e == UINT64_MAX);
+	for (n = 1; n <= 64; n++) {
+		prev_end = 0;
+		for (i = 0; i < n; i++) {
+			psb_sched_key_range(i, n, &b, &e);
+			/* ps-lite: [max / n * i, max / n * (i + 1)), the last to the end */
+			assert_true(b == UINT64_MAX / n * i);
+			assert_true(b == prev_end);
+			assert_true(e > b);
+			prev_end = e;
+		}
+		assert_true(prev_end == UINT64_MAX);
+	}
+	/* the biggest cluster: still contiguous to the end */
+	prev_end = 0;
+	for (i = 0; i < PSB_SCHED_MAX_NODES - 1; i++) {
+		psb_sched_key_range(i, PSB_SCHED_MAX_NODES - 1, &b, &e);
+		assert_true(b == prev_end);
+		prev_end = e;
+	}
+	assert_true(prev_end == UINT64_MAX);
+}
+
+static void
+test_view_codec(void **state)
+{
+	struct psb_sched_view *v = calloc(1, sizeof(*v)), *d = calloc(1, sizeof(*d));
+	uint8_t *buf = malloc(psb_sched_view_size(PSB_SCHED_MAX_NODES));
+	size_t len, cut;
+	uint16_t i;
+
+	(void)state;
+	assert_non_null(v);
+	assert_non_null(d);
+	assert_non_null(buf);
+	v->num_servers = 5;
+	v->num_workers = 300;
+	for (i = 0; i < v->num_servers; i++) {
+		v->servers[i].ip = 0xc0a80000u | (uint32_t)(i * 0x1111);
+		v->servers[i].port = (uint16_t)(0xf000 + i);
+		psb_sched_key_range(i, v->num_servers, &v->servers[i].key_begin,
+			&v->servers[i].key_end);
+	}
+	len = psb_sched_view_encode(v, buf, psb_sched_view_size(5));
+	assert_int_equal(len, psb_sched_view_size(5));
+	assert_int_equal(len, 4 + 5 * 24);
+	/* big-endian on the wire */
+	assert_int_equal(buf[0], 0);
+	assert_int_equal(buf[1], 5);
+	assert_int_equal(buf[2], 300 >> 8);
+	assert_int_equal(buf[3], 300 & 0xff);
+	assert_int_equal(buf[4 + 24 + 4], 0xf0);
+	assert_int_equal(buf[4 + 24 + 5], 0x01);
+
+	memset(d, 0xee, sizeof(*d));
+	assert_int_equal(psb_sched_view_decode(d, buf, len), 0);
+	assert_int_equal(d->num_servers, 5);
+	assert_int_equal(d->num_workers, 300);
+	for (i = 0; i < 5; i++) {
+		assert_int_equal(d->servers[i].ip, v->servers[i].ip);
+		assert_int_equal(d->servers[i].port, v->servers[i].port);
+		assert_true(d->servers[i].key_begin == v->servers[i].key_begin);
+		assert_true(d->servers[i].key_end == v->servers[i].key_end);
+	}
+	/* nothing beyond num_servers left over from before */
+	assert_int_equal(d->servers[5].ip, 0);
+
+	/* too small a buffer: nothing written */
+	assert_int_equal(psb_sched_view_encode(v, buf, len - 1), 0);
+	/* more servers than a view holds */
+	v->num_servers = PSB_SCHED_MAX_NODES + 1;
+	assert_int_equal(psb_sched_view_encode(v, buf, psb_sched_view_size(PSB_SCHED_MAX_NODES)),
+		0);
+	v->num_servers = 5;
+
+	/* every truncation is refused */
+	for (cut = 0; cut < len; cut++)
+		assert_int_equal(psb_sched_view_decode(d, buf, cut), -EINVAL);
+	/* a count beyond the limit is refused even with the bytes there */
+	buf[0] = (PSB_SCHED_MAX_NODES + 1) >> 8;
+	buf[1] = (PSB_SCHED_MAX_NODES + 1) & 0xff;
+	assert_int_equal(psb_sched_view_decode(d, buf, psb_sched_view_size(PSB_SCHED_MAX_NODES)),
+		-EINVAL);
+
+	/* the largest view round-trips */
+	v->num_servers = PSB_SCHED_MAX_NODES;
+	for (i = 0; i < PSB_SCHED_MAX_NODES; i++) {
+		v->servers[i].ip = 0x0a000000u + i;
+		v->servers[i].port = i;
+		psb_sched_key_range(i, PSB_SCHED_MAX_NODES, &v->servers[i].key_begin,
+			&v->servers[i].key_end);
+	}
+	len = psb_sched_view_encode(v, buf, psb_sched_view_size(PSB_SCHED_MAX_NODES));
+	assert_int_equal(len, psb_sched_view_size(PSB_SCHED_MAX_NODES));
+	assert_int_equal(psb_sched_view_decode(d, buf, len), 0);
+	assert_int_equal(d->num_servers, PSB_SCHED_MAX_NODES);
+	assert_true(d->servers[PSB_SCHED_MAX_NODES - 1].key_end == UINT64_MAX);
+	assert_int_equal(d->servers[PSB_SCHED_MAX_NODES - 1].ip, 0x0a000000u + 255);
+	free(buf);
+	free(v);
+	free(d);
+}
+
+static void
+test_create_invalid(void **state)
+{
+	struct psb_sched_cfg cfg = { .num_workers = 0, .num_servers = 1 };
+
+	(void)state;
+	assert_null(psb_sched_create(&cfg));
+	cfg.num_workers = 1;
+	cfg.num_servers = 0;
+	assert_null(psb_sched_create(&cfg));
+	cfg.num_servers = PSB_SCHED_MAX_NODES;
+	assert_null(psb_sched_create(&cfg));
+	cfg.num_servers = PSB_SCHED_MAX_NODES - 1;
+	psb_sched_free(psb_sched_create(&cfg));
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_register),
+		cmocka_unit_test(test_barrier),
+		cmocka_unit_test(test_key_range),
+		cmocka_unit_test(test_view_codec),
+		cmocka_unit_test(test_create_invalid),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

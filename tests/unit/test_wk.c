@@ -1,0 +1,1518 @@
+/* cmocka tests of the worker engine and benchmark driver (lib/wk) against a psb_kv fake server. */
+#include <dirent.h>
+#include <errno.h>
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+#include <jansson.h>
+
+#include "psb_bench.h"
+#include "psb_kv.h"
+#include "psb_wk.h"
+
+#define SEG		16		/* segment stride on both sides: 4 floats */
+#define WPORT		9432		/* worker r sends from port WPORT + r */
+#define MAX_W		4
+#define LOG_MAX		4096
+#define RUN_MAX		1000000		/* messages one net_run may move */
+
+/*
+ * The fake network: a FIFO of messages in flight, both directions. Headers
+ * travel encoded, as on the wire. Delivery happens only in net_run, never
+ * inside a send or emit callback, so nothing is re-entrant.
+ */
+struct qmsg {
+	struct qmsg *next;
+	int to_server;
+	uint16_t rank;			/* worker sending, or receiving */
+	uint8_t hdr[PSB_HDR_LEN];
+	uint16_t len;
+	uint8_t data[];
+};
+
+struct sent_rec {
+	uint16_t rank;
+	uint8_t type;
+	uint32_t req_id;
+	uint32_t offset;
+};
+
+struct net {
+	struct psb_kv *kv;
+	struct psb_wk *wk[MAX_W];
+	uint64_t now;
+	struct qmsg *head, *tail;
+	long credits;			/* messages the transport still takes; <0: any */
+	int blackhole;			/* drop every request */
+	/*
+	 * Loss: about one message in k is dropped (0: none), picked by a
+	 * fixed-seed xorshift per direction, so the pattern is the same on every
+	 * run. A strict every-k-th rule would lock into step with the engine's
+	 * retransmissions (all requests time out in the same scan and are resent
+	 * in the same order) and drop the same segment on every attempt.
+	 */
+	unsigned int drop_req_every;
+	unsigned int drop_resp_every;
+	uint32_t rng_req, rng_resp;
+	int strict;			/* drop exactly every k-th message instead */
+	unsigned int corrupt_at;	/* add 1 to the first float of value segment n (1-based) */
+	unsigned int nvalsegs;
+	uint64_t nreq, nresp;
+	uint64_t dropped_req, dropped_resp;
+	struct sent_rec log[LOG_MAX];	/* requests the transport accepted */
+	unsigned int nlog;
+};
+
+/* send_arg of one worker. */
+struct port {
+	struct net *net;
+	uint16_t rank;
+};
+
+static struct psb_addr
+waddr(uint16_t r)
+{
+	struct psb_addr a;
+
+	memset(&a, 0, sizeof(a));
+	a.mac[0] = 0x02;
+	a.mac[5] = (uint8_t)(r + 1);
+	a.ip = 0xc6120000u + 10 + r;
+	a.port = (uint16_t)(WPORT + r);
+	return a;
+}
+
+static int
+drop(uint32_t *st, unsigned int every)
+{
+	uint32_t x = *st;
+
+	if (every == 0)
+		return 0;
+	x ^= x << 13;
+	x ^= x >> 17;
+	x ^= x << 5;
+	*st = x;
+	return x % every == 0;
+}
+
+static void
+enqueue(struct net *n, int to_server, uint16_t rank, const struct psb_hdr *h, const void *data)
+{
+	struct qmsg *m = malloc(sizeof(*m) + h->seg_len);
+
+	assert_non_null(m);
+	m->next = NULL;
+	m->to_server = to_server;
+	m->rank = rank;
+	psb_hdr_encode(m->hdr, h);
+	m->len = h->seg_len;
+	if (h->seg_len != 0)
+		memcpy(m->data, data, h->seg_len);
+	if (n->tail != NULL)
+		n->tail->next = m;
+	else
+		n->head = m;
+	n->tail = m;
+}
+
+/* Worker -> server. */
+static int
+net_send(void *arg, const struct psb_hdr *h, const void *payload)
+{
+	struct port *p = arg;
+	struct net *n = p->net;
+
+	/* the engine only ever sends segments a receiver accepts */
+	assert_int_equal(psb_hdr_check_segment(h, h->seg_len), 0);
+	assert_int_equal(h->sender, p->rank);
+	if (n->credits == 0)
+		return -ENOBUFS;
+	if (n->credits > 0)
+		n->credits--;
+	if (n->nlog < LOG_MAX) {
+		n->log[n->nlog].rank = p->rank;
+		n->log[n->nlog].type = h->type;
+		n->log[n->nlog].req_id = h->req_id;
+		n->log[n->nlog].offset = h->offset;
+		n->nlog++;
+	}
+	n->nreq++;
+	if (n->blackhole || (n->strict ? n->drop_req_every != 0 &&
+	    n->nreq % n->drop_req_every == 0 : drop(&n->rng_req, n->drop_req_every))) {
+		n->dropped_req++;
+		return 0;
+	}
+	enqueue(n, 1, p->rank, h, payload);
+	return 0;
+}
+
+/* Server -> worker: cut the response into segments, as the appliance does. */
+static void
+net_emit(void *arg, const struct psb_addr *to, struct psb_hdr *h, const void *value)
+{
+	struct net *n = arg;
+	uint16_t rank = (uint16_t)(to->port - WPORT);
+	uint32_t i, nseg = h->total_len == 0 ? 1 : psb_seg_count(h->total_len, h->seg_size);
+
+	assert_true(rank < MAX_W);
+	for (i = 0; i < nseg; i++) {
+		struct psb_hdr s = *h;
+		uint32_t rest;
+
+		s.offset = i * h->seg_size;
+		rest = h->total_len - s.offset;
+		s.seg_len = (uint16_t)(h->total_len == 0 ? 0 : rest < h->seg_size ? rest :
+			h->seg_size);
+		assert_int_equal(psb_hdr_check_segment(&s, s.seg_len), 0);
+		n->nresp++;
+		if (n->strict ? n->drop_resp_every != 0 && n->nresp % n->drop_resp_every == 0 :
+		    drop(&n->rng_resp, n->drop_resp_every)) {
+			n->dropped_resp++;
+			continue;
+		}
+		enqueue(n, 0, rank, &s,
+			s.seg_len != 0 ? (const uint8_t *)value + s.offset : NULL);
+		if (s.seg_len != 0 && ++n->nvalsegs == n->corrupt_at) {
+			float f;
+
+			memcpy(&f, n->tail->data, sizeof(f));
+			f += 1.0f;
+			memcpy(n->tail->data, &f, sizeof(f));
+		}
+	}
+}
+
+/* Deliver everything in flight, including what the deliveries cause. */
+static void
+net_run(struct net *n)
+{
+	unsigned int moved = 0;
+
+	while (n->head != NULL) {
+		struct qmsg *m = n->head;
+		struct psb_hdr h;
+
+		n->head = m->next;
+		if (n->head == NULL)
+			n->tail = NULL;
+		psb_hdr_decode(&h, m->hdr);
+		if (m->to_server) {
+			struct psb_addr from = waddr(m->rank);
+
+			assert_int_equal(psb_kv_handle(n->kv, &h, m->data, &from, net_emit, n), 0);
+		} else {
+			assert_non_null(n->wk[m->rank]);
+			psb_wk_input(n->wk[m->rank], &h, m->data, n->now);
+		}
+		free(m);
+		assert_true(++moved < RUN_MAX);
+	}
+}
+
+static void
+net_flush(struct net *n)
+{
+	while (n->head != NULL) {
+		struct qmsg *m = n->head;
+
+		n->head = m->next;
+		free(m);
+	}
+	n->tail = NULL;
+}
+
+static struct net *
+net_new(uint16_t nw, int sync)
+{
+	struct psb_kv_cfg kc = { .num_workers = nw, .sync = sync, .seg_size = SEG };
+	struct net *n = calloc(1, sizeof(*n));
+
+	assert_non_null(n);
+	n->kv = psb_kv_create(&kc);
+	assert_non_null(n->kv);
+	n->credits = -1;
+	n->now = 1000000;
+	n->rng_req = 0x9e3779b9u;
+	n->rng_resp = 0x7f4a7c15u;
+	return n;
+}
+
+static void
+net_free(struct net *n)
+{
+	net_flush(n);
+	psb_kv_free(n->kv);
+	free(n);
+}
+
+/* Completed ops, in completion order. */
+struct done_log {
+	struct psb_wk_op *ops[256];
+	unsigned int n;
+};
+
+static void
+on_done(void *arg, struct psb_wk_op *op)
+{
+	struct done_log *d = arg;
+
+	assert_true(d->n < 256);
+	d->ops[d->n++] = op;
+}
+
+static struct psb_wk *
+wk_new(struct net *n, struct port *p, uint16_t rank, int sync, uint32_t window,
+		uint64_t timeout_ns, uint32_t max_retries, struct done_log *d)
+{
+	struct psb_wk_cfg cfg = {
+		.rank = rank,
+		.sync = sync,
+		.seg_size = SEG,
+		.window = window,
+		.timeout_ns = timeout_ns,
+		.max_retries = max_retries,
+		.send = net_send,
+		.send_arg = p,
+		.done = on_done,
+		.done_arg = d,
+	};
+	struct psb_wk *wk;
+
+	p->net = n;
+	p->rank = rank;
+	wk = psb_wk_create(&cfg);
+	assert_non_null(wk);
+	n->wk[rank] = wk;
+	return wk;
+}
+
+static void
+op_init(struct psb_wk_op *op, uint8_t type, uint64_t key, uint32_t len, const float *in,
+		float *out)
+{
+	memset(op, 0, sizeof(*op));
+	op->type = type;
+	op->key = key;
+	op->len = len;
+	op->in = in;
+	op->out = out;
+}
+
+static void
+fill(float *v, unsigned int n, float base)
+{
+	unsigned int i;
+
+	for (i = 0; i < n; i++)
+		v[i] = base + 0.5f * (float)i;
+}
+
+static void
+check_floats(const float *got, const float *want, unsigned int n)
+{
+	unsigned int i;
+
+	for (i = 0; i < n; i++)
+		assert_true(got[i] == want[i]);
+}
+
+static void
+test_roundtrip(void **state)
+{
+	struct net *n = net_new(1, 0);
+	struct port p;
+	struct done_log d = { .n = 0 };
+	struct psb_wk *wk = wk_new(n, &p, 0, 0, 8, 1000000, 3, &d);
+	float in[10], in2[10], out[10], want[10], small[4];
+	struct psb_wk_op op, op2;
+	const struct psb_wk_stats *st = psb_wk_stats(wk);
+	unsigned int i;
+
+	(void)state;
+	fill(in, 10, 1.0f);
+	fill(in2, 10, -3.0f);
+
+	/* push: 3 segments out, an ack back; rtt is the fake clock's difference */
+	op_init(&op, PSB_MSG_PUSH, 77, sizeof(in), in, NULL);
+	assert_int_equal(psb_wk_submit(wk, &op, n->now), 0);
+	assert_int_equal(psb_wk_inflight(wk), 1);
+	assert_int_equal(n->nlog, 3);
+	n->now += 1234;
+	net_run(n);
+	assert_int_equal(d.n, 1);
+	assert_ptr_equal(d.ops[0], &op);
+	assert_int_equal(op.status, 0);
+	assert_int_equal(op.out_round, 1);
+	assert_int_equal(op.rtt_ns, 1234);
+	assert_int_equal(op.retries, 0);
+	assert_int_equal(psb_wk_inflight(wk), 0);
+
+	/* pull: the value back in 3 segments */
+	memset(out, 0xff, sizeof(out));
+	op_init(&op, PSB_MSG_PULL, 77, sizeof(out), NULL, out);
+	assert_int_equal(psb_wk_submit(wk, &op, n->now), 0);
+	n->now += 500;
+	net_run(n);
+	assert_int_equal(d.n, 2);
+	assert_int_equal(op.status, 0);
+	assert_int_equal(op.out_len, sizeof(in));
+	assert_int_equal(op.out_round, 1);
+	assert_int_equal(op.rtt_ns, 500);
+	check_floats(out, in, 10);
+
+	/* pushpull: the sum including this push */
+	memset(out, 0, sizeof(out));
+	op_init(&op, PSB_MSG_PUSHPULL, 77, sizeof(in2), in2, out);
+	assert_int_equal(psb_wk_submit(wk, &op, n->now), 0);
+	net_run(n);
+	assert_int_equal(d.n, 3);
+	assert_int_equal(op.status, 0);
+	assert_int_equal(op.out_len, sizeof(in2));
+	assert_int_equal(op.out_round, 2);
+	for (i = 0; i < 10; i++)
+		want[i] = in[i] + in2[i];
+	check_floats(out, want, 10);
+
+	/* two keys in flight at once, completing independently */
+	op_init(&op, PSB_MSG_PUSH, 1, 8, in, NULL);
+	op_init(&op2, PSB_MSG_PUSHPULL, 2, 12, in2, small);
+	assert_int_equal(psb_wk_submit(wk, &op, n->now), 0);
+	assert_int_equal(psb_wk_submit(wk, &op2, n->now), 0);
+	assert_int_equal(psb_wk_inflight(wk), 2);
+	net_run(n);
+	assert_int_equal(d.n, 5);
+	assert_int_equal(op.status, 0);
+	assert_int_equal(op2.status, 0);
+	check_floats(small, in2, 3);
+
+	/* a pull that discards the value still completes */
+	op_init(&op, PSB_MSG_PULL, 77, sizeof(out), NULL, NULL);
+	assert_int_equal(psb_wk_submit(wk, &op, n->now), 0);
+	net_run(n);
+	assert_int_equal(d.n, 6);
+	assert_int_equal(op.status, 0);
+	assert_int_equal(op.out_len, sizeof(in));
+
+	/* a value larger than the destination: LEN_MISMATCH, nothing written past it */
+	memset(small, 0, sizeof(small));
+	op_init(&op, PSB_MSG_PULL, 77, 8, NULL, small);
+	assert_int_equal(psb_wk_submit(wk, &op, n->now), 0);
+	net_run(n);
+	assert_int_equal(d.n, 7);
+	assert_int_equal(op.status, PSB_ST_LEN_MISMATCH);
+	assert_int_equal(op.err_aux, sizeof(in));
+	assert_true(small[2] == 0.0f && small[3] == 0.0f);
+
+	/* the server saw each push once */
+	assert_int_equal(psb_kv_stats(n->kv)->bytes_summed, 40 + 40 + 8 + 12);
+	assert_int_equal(st->submitted, 7);
+	assert_int_equal(st->completed, 6);
+	assert_int_equal(st->failed, 1);
+	assert_int_equal(st->retries, 0);
+	/* the two segments after the failing one found no request any more */
+	assert_int_equal(st->stray, 2);
+	assert_int_equal(st->msgs_sent, n->nlog);
+
+	/* invalid requests */
+	op_init(&op, PSB_MSG_REGISTER, 1, 8, in, NULL);
+	assert_int_equal(psb_wk_submit(wk, &op, n->now), -EINVAL);
+	op_init(&op, PSB_MSG_PUSH_ACK, 1, 8, in, NULL);
+	assert_int_equal(psb_wk_submit(wk, &op, n->now), -EINVAL);
+	op_init(&op, PSB_MSG_PUSH, 1, 0, in, NULL);
+	assert_int_equal(psb_wk_submit(wk, &op, n->now), -EINVAL);
+	op_init(&op, PSB_MSG_PUSH, 1, 6, in, NULL);
+	assert_int_equal(psb_wk_submit(wk, &op, n->now), -EINVAL);
+	op_init(&op, PSB_MSG_PUSHPULL, 1, 8, NULL, out);
+	assert_int_equal(psb_wk_submit(wk, &op, n->now), -EINVAL);
+	assert_int_equal(psb_wk_inflight(wk), 0);
+	assert_int_equal(st->submitted, 7);
+	psb_wk_free(wk);
+	net_free(n);
+}
+
+static void
+test_create_invalid(void **state)
+{
+	struct done_log d = { .n = 0 };
+	struct port p = { .net = NULL, .rank = 0 };
+	struct psb_wk_cfg cfg = {
+		.seg_size = SEG, .window = 4, .send = net_send, .send_arg = &p,
+		.done = on_done, .done_arg = &d,
+	};
+	struct psb_wk_cfg c;
+
+	(void)state;
+	c = cfg;
+	c.window = 0;
+	assert_null(psb_wk_create(&c));
+	c.window = PSB_WK_MAX_WINDOW + 1;
+	assert_null(psb_wk_create(&c));
+	c = cfg;
+	c.send = NULL;
+	assert_null(psb_wk_create(&c));
+	c = cfg;
+	c.done = NULL;
+	assert_null(psb_wk_create(&c));
+	c = cfg;
+	c.seg_size = 10;
+	assert_null(psb_wk_create(&c));
+	c.seg_size = 0;
+	assert_null(psb_wk_create(&c));
+	c = cfg;
+	c.window = PSB_WK_MAX_WINDOW;
+	psb_wk_free(psb_wk_create(&c));
+	psb_wk_free(NULL);
+}
+
+static void
+test_window_full(void **state)
+{
+	struct net *n = net_new(1, 0);
+	struct port p;
+	struct done_log d = { .n = 0 };
+	struct psb_wk *wk = wk_new(n, &p, 0, 0, 2, 1000000, 3, &d);
+	float in[2] = { 1.0f, 2.0f };
+	struct psb_wk_op op[3];
+
+	(void)state;
+	op_init(&op[0], PSB_MSG_PUSH, 1, 8, in, NULL);
+	op_init(&op[1], PSB_MSG_PUSH, 2, 8, in, NULL);
+	op_init(&op[2], PSB_MSG_PUSH, 3, 8, in, NULL);
+	assert_int_equal(psb_wk_submit(wk, &op[0], n->now), 0);
+	assert_int_equal(psb_wk_submit(wk, &op[1], n->now), 0);
+	assert_int_equal(psb_wk_submit(wk, &op[2], n->now), -EBUSY);
+	assert_int_equal(psb_wk_inflight(wk), 2);
+	assert_int_equal(psb_wk_stats(wk)->submitted, 2);
+	assert_int_equal(n->nlog, 2);
+	net_run(n);
+	assert_int_equal(d.n, 2);
+	assert_int_equal(psb_wk_inflight(wk), 0);
+	/* room again: slots are reused */
+	assert_int_equal(psb_wk_submit(wk, &op[2], n->now), 0);
+	assert_int_equal(psb_wk_submit(wk, &op[0], n->now), 0);
+	net_run(n);
+	assert_int_equal(d.n, 4);
+	assert_int_equal(op[2].status, 0);
+	assert_int_equal(op[0].status, 0);
+	assert_int_equal(op[0].out_round, 2);
+	psb_wk_free(wk);
+	net_free(n);
+}
+
+static void
+test_send_blocked(void **state)
+{
+	struct net *n = net_new(1, 0);
+	struct port p;
+	struct done_log d = { .n = 0 };
+	struct psb_wk *wk = wk_new(n, &p, 0, 0, 8, 1000, 3, &d);
+	const struct psb_wk_stats *st = psb_wk_stats(wk);
+	float a[10], b[2], c[5], outc[5], outd[10], wantc[5];
+	struct psb_wk_op op[4];
+	/* accepted sends, in order: A0 A1 | A2 B0 | C0 C1 D */
+	static const struct { int op; uint32_t off; } order[] = {
+		{ 0, 0 }, { 0, 16 }, { 0, 32 }, { 1, 0 }, { 2, 0 }, { 2, 16 }, { 3, 0 },
+	};
+	unsigned int i;
+
+	(void)state;
+	fill(a, 10, 2.0f);
+	fill(b, 2, 7.0f);
+	fill(c, 5, -1.0f);
+
+	/* the transport takes two messages, then is full */
+	n->credits = 2;
+	op_init(&op[0], PSB_MSG_PUSH, 1, sizeof(a), a, NULL);
+	op_init(&op[1], PSB_MSG_PUSH, 2, sizeof(b), b, NULL);
+	op_init(&op[2], PSB_MSG_PUSHPULL, 3, sizeof(c), c, outc);
+	assert_int_equal(psb_wk_submit(wk, &op[0], n->now), 0);
+	assert_int_equal(n->nlog, 2);
+	assert_int_equal(st->send_blocked, 1);
+	/* later requests queue behind the blocked one, even once there is room */
+	n->credits = -1;
+	assert_int_equal(psb_wk_submit(wk, &op[1], n->now), 0);
+	assert_int_equal(psb_wk_submit(wk, &op[2], n->now), 0);
+	assert_int_equal(n->nlog, 2);
+	n->credits = 0;
+	net_run(n);
+	assert_int_equal(d.n, 0);	/* A is not complete at the server */
+
+	/* room for two: A's last segment and B */
+	n->credits = 2;
+	psb_wk_poll(wk, n->now);
+	assert_int_equal(n->nlog, 4);
+	net_run(n);
+	assert_int_equal(d.n, 2);
+	assert_int_equal(op[0].status, 0);
+	assert_int_equal(op[1].status, 0);
+
+	/* the transport is full at submit time: D waits too */
+	op_init(&op[3], PSB_MSG_PULL, 1, sizeof(outd), NULL, outd);
+	assert_int_equal(psb_wk_submit(wk, &op[3], n->now), 0);
+	assert_int_equal(n->nlog, 4);
+	/* blocked requests are not timed out while they wait for the transport */
+	n->now += 10 * 1000;
+	psb_wk_poll(wk, n->now);
+	assert_int_equal(st->retries, 0);
+	assert_int_equal(st->failed, 0);
+	n->credits = -1;
+	psb_wk_poll(wk, n->now);
+	assert_int_equal(n->nlog, 7);
+	net_run(n);
+	assert_int_equal(d.n, 4);
+	assert_int_equal(op[2].status, 0);
+	assert_int_equal(op[3].status, 0);
+	check_floats(outc, c, 5);
+	check_floats(outd, a, 10);
+
+	/* in order, nothing lost, nothing sent twice */
+	assert_int_equal(n->nlog, sizeof(order) / sizeof(order[0]));
+	for (i = 0; i < n->nlog; i++) {
+		assert_int_equal(n->log[i].type, op[order[i].op].type);
+		assert_int_equal(n->log[i].offset, order[i].off);
+	}
+	assert_int_equal(n->log[0].req_id, n->log[2].req_id);
+	assert_true(n->log[2].req_id != n->log[3].req_id);
+	assert_int_equal(n->log[4].req_id, n->log[5].req_id);
+	assert_int_equal(st->msgs_sent, 7);
+	assert_true(st->send_blocked >= 3);
+	assert_int_equal(psb_kv_stats(n->kv)->dup_segs, 0);
+	{
+		uint32_t len;
+		const float *v = psb_kv_get(n->kv, 1, &len, NULL);
+
+		assert_non_null(v);
+		assert_int_equal(len, sizeof(a));
+		check_floats(v, a, 10);
+		v = psb_kv_get(n->kv, 3, &len, NULL);
+		assert_non_null(v);
+		for (i = 0; i < 5; i++)
+			wantc[i] = c[i];
+		check_floats(v, wantc, 5);
+	}
+	psb_wk_free(wk);
+	net_free(n);
+}
+
+/* The ERROR reply finishes a request whose blocked segments were still queued. */
+static void
+test_error_while_blocked(void **state)
+{
+	struct net *n = net_new(1, 0);
+	struct port p;
+	struct done_log d = { .n = 0 };
+	struct psb_wk *wk = wk_new(n, &p, 0, 0, 1, 1000, 3, &d);
+	float a[10], b[2];
+	struct psb_wk_op op[3];
+
+	(void)state;
+	fill(a, 10, 1.0f);
+	fill(b, 2, 3.0f);
+	op_init(&op[0], PSB_MSG_PUSH, 5, 8, b, NULL);
+	assert_int_equal(psb_wk_submit(wk, &op[0], n->now), 0);
+	net_run(n);
+	assert_int_equal(op[0].status, 0);
+
+	/* wrong length: the first segment gets an ERROR while the rest wait */
+	n->credits = 1;
+	op_init(&op[1], PSB_MSG_PUSH, 5, sizeof(a), a, NULL);
+	assert_int_equal(psb_wk_submit(wk, &op[1], n->now), 0);
+	net_run(n);
+	assert_int_equal(d.n, 2);
+	assert_int_equal(op[1].status, PSB_ST_LEN_MISMATCH);
+	assert_int_equal(op[1].err_aux, 8);
+	/* the slot is free again and its reuse is sent, not the old op's remains */
+	n->credits = -1;
+	op_init(&op[2], PSB_MSG_PULL, 5, sizeof(b), NULL, b);
+	assert_int_equal(psb_wk_submit(wk, &op[2], n->now), 0);
+	psb_wk_poll(wk, n->now);
+	net_run(n);
+	assert_int_equal(d.n, 3);
+	assert_int_equal(op[2].status, 0);
+	assert_int_equal(op[2].out_len, 8);
+	assert_int_equal(n->nlog, 1 + 1 + 1);
+	assert_int_equal(psb_wk_inflight(wk), 0);
+	psb_wk_free(wk);
+	net_free(n);
+}
+
+#define LK	4	/* keys */
+#define LOPS	12	/* requests per key, one at a time */
+
+struct loss_key {
+	uint64_t key;
+	unsigned int nfl;		/* floats */
+	float in[64];
+	float out[64];
+	struct psb_wk_op op;
+	unsigned int next;		/* next request index */
+	unsigned int pushes;		/* pushes completed */
+	int busy;
+	unsigned int checked;
+};
+
+static uint8_t
+loss_type(unsigned int j)
+{
+	static const uint8_t t[3] = { PSB_MSG_PUSH, PSB_MSG_PUSHPULL, PSB_MSG_PULL };
+
+	return t[j % 3];
+}
+
+static void
+loss_done(void *arg, struct psb_wk_op *op)
+{
+	struct loss_key *k = op->user;
+	unsigned int i, m;
+
+	(void)arg;
+	assert_int_equal(op->status, 0);
+	assert_true(k->busy);
+	if (op->type != PSB_MSG_PULL)
+		k->pushes++;
+	m = k->pushes;
+	/* async: round = pushes applied; the value = that many pushes, added once each */
+	assert_int_equal(op->out_round, m);
+	if (op->type != PSB_MSG_PUSH) {
+		assert_int_equal(op->out_len, k->nfl * sizeof(float));
+		for (i = 0; i < k->nfl; i++)
+			assert_true(k->out[i] == (float)m * k->in[i]);
+	}
+	k->busy = 0;
+	k->next++;
+	k->checked++;
+}
+
+/*
+ * LOPS requests on each of nkeys keys, one at a time per key, over a network
+ * dropping messages (strict: exactly every k-th).
+ */
+static void
+run_loss(unsigned int drop_req, unsigned int drop_resp, int strict, unsigned int nkeys)
+{
+	struct net *n = net_new(1, 0);
+	struct port p;
+	struct psb_wk_cfg cfg = {
+		.rank = 0, .seg_size = SEG, .window = LK, .timeout_ns = 10000,
+		.max_retries = 0, .send = net_send, .send_arg = &p, .done = loss_done,
+	};
+	static const unsigned int nfl[LK] = { 19, 27, 43, 51 };
+	struct loss_key *keys = calloc(LK, sizeof(*keys));
+	const struct psb_kv_stats *ks = psb_kv_stats(n->kv);
+	const struct psb_wk_stats *st;
+	struct psb_wk *wk;
+	uint64_t push_ops = 0, pushpull_ops = 0, push_bytes = 0;
+	unsigned int iter, k, left = nkeys * LOPS;
+
+	assert_non_null(keys);
+	p.net = n;
+	p.rank = 0;
+	wk = psb_wk_create(&cfg);
+	assert_non_null(wk);
+	n->wk[0] = wk;
+	st = psb_wk_stats(wk);
+	n->drop_req_every = drop_req;
+	n->drop_resp_every = drop_resp;
+	n->strict = strict;
+	for (k = 0; k < nkeys; k++) {
+		keys[k].key = 1000 + k;
+		/* 5, 7, 11 and 13 segments: prime to every drop period used, so a
+		 * fixed loss pattern cannot hit the same segment on every resend */
+		keys[k].nfl = nfl[k];
+		fill(keys[k].in, keys[k].nfl, (float)(k + 1));
+	}
+	for (iter = 0; iter < 100000 && left != 0; iter++) {
+		for (k = 0; k < nkeys; k++) {
+			struct loss_key *lk = &keys[k];
+			uint8_t t;
+
+			if (lk->busy || lk->next >= LOPS)
+				continue;
+			t = loss_type(lk->next);
+			op_init(&lk->op, t, lk->key, lk->nfl * sizeof(float),
+				t != PSB_MSG_PULL ? lk->in : NULL,
+				t != PSB_MSG_PUSH ? lk->out : NULL);
+			lk->op.user = lk;
+			memset(lk->out, 0xff, sizeof(lk->out));
+			assert_int_equal(psb_wk_submit(wk, &lk->op, n->now), 0);
+			lk->busy = 1;
+			left--;
+			if (t == PSB_MSG_PUSH)
+				push_ops++;
+			if (t == PSB_MSG_PUSHPULL)
+				pushpull_ops++;
+			if (t != PSB_MSG_PULL)
+				push_bytes += lk->nfl * sizeof(float);
+		}
+		net_run(n);
+		n->now += 5000;
+		psb_wk_poll(wk, n->now);
+	}
+	/* drain the last ones */
+	for (; iter < 100000 && psb_wk_inflight(wk) != 0; iter++) {
+		net_run(n);
+		n->now += 5000;
+		psb_wk_poll(wk, n->now);
+	}
+	print_message("loss %u/%u%s: %u iterations, dropped %llu/%llu, retries %llu\n", drop_req,
+		drop_resp, strict ? " strict" : "", iter, (unsigned long long)n->dropped_req,
+		(unsigned long long)n->dropped_resp, (unsigned long long)st->retries);
+	assert_int_equal(left, 0);
+	assert_int_equal(psb_wk_inflight(wk), 0);
+	for (k = 0; k < nkeys; k++) {
+		uint32_t len, round, i;
+		const float *v = psb_kv_get(n->kv, keys[k].key, &len, &round);
+
+		assert_int_equal(keys[k].checked, LOPS);
+		assert_non_null(v);
+		assert_int_equal(len, keys[k].nfl * sizeof(float));
+		assert_int_equal(round, keys[k].pushes);
+		assert_int_equal(keys[k].pushes, 2 * LOPS / 3);
+		for (i = 0; i < keys[k].nfl; i++)
+			assert_true(v[i] == (float)keys[k].pushes * keys[k].in[i]);
+	}
+	/* every push applied exactly once although many were sent more than once */
+	assert_int_equal(ks->req[PSB_MSG_PUSH], push_ops);
+	assert_int_equal(ks->req[PSB_MSG_PUSHPULL], pushpull_ops);
+	assert_int_equal(ks->bytes_summed, push_bytes);
+	assert_int_equal(st->completed, nkeys * LOPS);
+	assert_int_equal(st->failed, 0);
+	if (drop_req != 0 || drop_resp != 0) {
+		assert_true(n->dropped_req + n->dropped_resp > 0);
+		assert_true(st->retries > 0);
+		assert_true(ks->retries_answered + ks->dup_segs > 0);
+	} else {
+		assert_int_equal(st->retries, 0);
+	}
+	psb_wk_free(wk);
+	free(keys);
+	net_free(n);
+}
+
+static void
+test_loss(void **state)
+{
+	(void)state;
+	run_loss(0, 0, 0, LK);
+	run_loss(3, 0, 0, LK);
+	run_loss(0, 4, 0, LK);
+	run_loss(3, 4, 0, LK);
+	run_loss(2, 3, 0, LK);
+	run_loss(4, 2, 0, LK);
+	/* one key (5 segments) in flight: a strict every-k-th pattern shifts on each resend */
+	run_loss(3, 0, 1, 1);
+	run_loss(0, 4, 1, 1);
+	run_loss(3, 4, 1, 1);
+	run_loss(2, 3, 1, 1);
+}
+
+static void
+test_max_retries(void **state)
+{
+	struct net *n = net_new(1, 0);
+	struct port p;
+	struct done_log d = { .n = 0 };
+	struct psb_wk *wk = wk_new(n, &p, 0, 0, 4, 1000, 2, &d);
+	const struct psb_wk_stats *st = psb_wk_stats(wk);
+	float a[6];
+	struct psb_wk_op op;
+	uint64_t t0 = n->now;
+
+	(void)state;
+	fill(a, 6, 1.0f);
+	n->blackhole = 1;
+	op_init(&op, PSB_MSG_PUSH, 9, sizeof(a), a, NULL);
+	assert_int_equal(psb_wk_submit(wk, &op, t0), 0);
+	assert_int_equal(n->nlog, 2);
+	/* not yet timed out */
+	psb_wk_poll(wk, t0 + 999);
+	assert_int_equal(st->retries, 0);
+	assert_int_equal(n->nlog, 2);
+	/* the window is scanned at most every timeout / 4: not yet */
+	psb_wk_poll(wk, t0 + 1100);
+	assert_int_equal(st->retries, 0);
+	/* first and second retry resend the whole push */
+	psb_wk_poll(wk, t0 + 1249);
+	assert_int_equal(st->retries, 1);
+	assert_int_equal(op.retries, 1);
+	assert_int_equal(n->nlog, 4);
+	assert_int_equal(n->log[2].offset, 0);
+	assert_int_equal(n->log[3].offset, 16);
+	assert_int_equal(n->log[2].req_id, n->log[0].req_id);
+	assert_int_equal(n->log[3].req_id, n->log[0].req_id);
+	/* the timeout runs from the resend, doubled for each retry: 2000 now */
+	psb_wk_poll(wk, t0 + 3248);
+	assert_int_equal(st->retries, 1);
+	psb_wk_poll(wk, t0 + 3500);
+	assert_int_equal(st->retries, 2);
+	assert_int_equal(op.retries, 2);
+	assert_int_equal(n->nlog, 6);
+	assert_int_equal(d.n, 0);
+	/* then, 4000 after the last resend, it fails */
+	psb_wk_poll(wk, t0 + 7499);
+	assert_int_equal(d.n, 0);
+	assert_int_equal(st->retries, 2);
+	psb_wk_poll(wk, t0 + 7750);
+	assert_int_equal(d.n, 1);
+	assert_int_equal(op.status, -ETIMEDOUT);
+	assert_int_equal(op.retries, 2);
+	assert_int_equal(op.rtt_ns, 7750);
+	assert_int_equal(n->nlog, 6);
+	assert_int_equal(st->failed, 1);
+	assert_int_equal(st->completed, 0);
+	assert_int_equal(psb_wk_inflight(wk), 0);
+
+	/* an ack arriving after that is stray */
+	{
+		struct psb_hdr h;
+
+		psb_hdr_init(&h, PSB_MSG_PUSH_ACK);
+		h.req_id = n->log[0].req_id;
+		h.key = 9;
+		psb_wk_input(wk, &h, NULL, t0 + 7751);
+	}
+	assert_int_equal(st->stray, 1);
+	assert_int_equal(d.n, 1);
+	assert_int_equal(st->completed, 0);
+	psb_wk_free(wk);
+	net_free(n);
+}
+
+static void
+test_error_reply(void **state)
+{
+	struct net *n = net_new(2, 0);
+	struct port p, p3;
+	struct done_log d = { .n = 0 }, d3 = { .n = 0 };
+	struct psb_wk *wk = wk_new(n, &p, 0, 0, 4, 1000, 2, &d);
+	struct psb_wk *wk3 = wk_new(n, &p3, 3, 0, 4, 1000, 2, &d3);
+	const struct psb_wk_stats *st = psb_wk_stats(wk);
+	float a[3] = { 1, 2, 3 }, out[3];
+	struct psb_wk_op op;
+
+	(void)state;
+	op_init(&op, PSB_MSG_PULL, 404, sizeof(out), NULL, out);
+	assert_int_equal(psb_wk_submit(wk, &op, n->now), 0);
+	net_run(n);
+	assert_int_equal(d.n, 1);
+	assert_int_equal(op.status, PSB_ST_NO_KEY);
+	assert_int_equal(st->errors, 1);
+	assert_int_equal(st->failed, 1);
+
+	op_init(&op, PSB_MSG_PUSH, 5, 8, a, NULL);
+	assert_int_equal(psb_wk_submit(wk, &op, n->now), 0);
+	net_run(n);
+	assert_int_equal(op.status, 0);
+	op_init(&op, PSB_MSG_PUSHPULL, 5, sizeof(a), a, out);
+	assert_int_equal(psb_wk_submit(wk, &op, n->now), 0);
+	net_run(n);
+	assert_int_equal(d.n, 3);
+	assert_int_equal(op.status, PSB_ST_LEN_MISMATCH);
+	assert_int_equal(op.err_aux, 8);
+	assert_int_equal(st->errors, 2);
+
+	/* rank 3 of a 2-worker server */
+	op_init(&op, PSB_MSG_PUSH, 5, 8, a, NULL);
+	assert_int_equal(psb_wk_submit(wk3, &op, n->now), 0);
+	net_run(n);
+	assert_int_equal(d3.n, 1);
+	assert_int_equal(op.status, PSB_ST_BAD_SENDER);
+	assert_int_equal(op.err_aux, 2);
+	assert_int_equal(psb_wk_inflight(wk3), 0);
+	psb_wk_free(wk3);
+	psb_wk_free(wk);
+	net_free(n);
+
+	/* sync: a push into a closed round comes back STALE with the server's round */
+	n = net_new(1, 1);
+	d.n = 0;
+	wk = wk_new(n, &p, 0, 1, 4, 1000, 2, &d);
+	op_init(&op, PSB_MSG_PUSH, 6, 8, a, NULL);
+	assert_int_equal(psb_wk_submit(wk, &op, n->now), 0);
+	net_run(n);
+	assert_int_equal(op.status, 0);
+	assert_int_equal(op.out_round, 1);
+	op_init(&op, PSB_MSG_PUSH, 6, 8, a, NULL);
+	op.round = 0;
+	assert_int_equal(psb_wk_submit(wk, &op, n->now), 0);
+	net_run(n);
+	assert_int_equal(d.n, 2);
+	assert_int_equal(op.status, PSB_ST_STALE);
+	assert_int_equal(op.err_aux, 1);
+	op_init(&op, PSB_MSG_PUSH, 6, 8, a, NULL);
+	op.round = 1;
+	assert_int_equal(psb_wk_submit(wk, &op, n->now), 0);
+	net_run(n);
+	assert_int_equal(op.status, 0);
+	assert_int_equal(op.out_round, 2);
+	psb_wk_free(wk);
+	net_free(n);
+}
+
+static void
+test_stray(void **state)
+{
+	struct net *n = net_new(1, 0);
+	struct port p;
+	struct done_log d = { .n = 0 };
+	struct psb_wk *wk = wk_new(n, &p, 0, 0, 4, 1000000, 2, &d);
+	const struct psb_wk_stats *st = psb_wk_stats(wk);
+	float a[2] = { 4, 5 }, out[2];
+	struct psb_wk_op op;
+	struct psb_hdr h, good;
+	uint32_t rid;
+
+	(void)state;
+	op_init(&op, PSB_MSG_PUSH, 8, 8, a, NULL);
+	assert_int_equal(psb_wk_submit(wk, &op, n->now), 0);
+	net_run(n);
+	op_init(&op, PSB_MSG_PULL, 8, sizeof(out), NULL, out);
+	assert_int_equal(psb_wk_submit(wk, &op, n->now), 0);
+	assert_int_equal(n->nlog, 2);
+	rid = n->log[1].req_id;
+	net_flush(n);		/* the server never sees it: we answer by hand */
+
+	psb_hdr_init(&good, PSB_MSG_PULL_RESP);
+	good.sender = 0;
+	good.req_id = rid;
+	good.key = 8;
+	good.round = 1;
+	good.total_len = 8;
+	good.seg_size = SEG;
+	good.seg_len = 8;
+
+	h = good;
+	h.req_id = rid + PSB_WK_MAX_WINDOW;	/* same slot, older/newer request */
+	psb_wk_input(wk, &h, a, n->now);
+	h = good;
+	h.req_id = (rid & ~(PSB_WK_MAX_WINDOW - 1)) | 3;	/* a free slot */
+	psb_wk_input(wk, &h, a, n->now);
+	h = good;
+	h.req_id = (rid & ~(PSB_WK_MAX_WINDOW - 1)) | 100;	/* beyond the window */
+	psb_wk_input(wk, &h, a, n->now);
+	h = good;
+	h.sender = 1;					/* another worker's */
+	psb_wk_input(wk, &h, a, n->now);
+	h = good;
+	h.key = 9;					/* another key */
+	psb_wk_input(wk, &h, a, n->now);
+	h = good;
+	h.type = PSB_MSG_PUSH_ACK;			/* the answer to another type */
+	h.total_len = 0;
+	h.seg_len = 0;
+	psb_wk_input(wk, &h, NULL, n->now);
+	assert_int_equal(st->stray, 6);
+	assert_int_equal(d.n, 1);
+	assert_int_equal(psb_wk_inflight(wk), 1);
+
+	/* the real answer completes it, a repeat of it is then stray too */
+	psb_wk_input(wk, &good, a, n->now);
+	assert_int_equal(d.n, 2);
+	assert_int_equal(op.status, 0);
+	check_floats(out, a, 2);
+	psb_wk_input(wk, &good, a, n->now);
+	assert_int_equal(st->stray, 7);
+	assert_int_equal(d.n, 2);
+	psb_wk_free(wk);
+	net_free(n);
+}
+
+/* A response duplicated by the network: segments counted once, value intact. */
+static void
+test_dup_response(void **state)
+{
+	struct net *n = net_new(1, 0);
+	struct port p;
+	struct done_log d = { .n = 0 };
+	struct psb_wk *wk = wk_new(n, &p, 0, 0, 4, 1000000, 2, &d);
+	const struct psb_wk_stats *st = psb_wk_stats(wk);
+	float a[8], out[8], junk[4] = { -9, -9, -9, -9 };
+	struct psb_wk_op op;
+	struct psb_hdr h;
+
+	(void)state;
+	fill(a, 8, 0.5f);
+	op_init(&op, PSB_MSG_PUSH, 8, sizeof(a), a, NULL);
+	assert_int_equal(psb_wk_submit(wk, &op, n->now), 0);
+	net_run(n);
+	op_init(&op, PSB_MSG_PULL, 8, sizeof(out), NULL, out);
+	assert_int_equal(psb_wk_submit(wk, &op, n->now), 0);
+	psb_hdr_init(&h, PSB_MSG_PULL_RESP);
+	h.req_id = n->log[n->nlog - 1].req_id;
+	h.key = 8;
+	h.round = 1;
+	h.total_len = sizeof(a);
+	h.seg_size = SEG;
+	h.seg_len = SEG;
+	net_flush(n);
+	psb_wk_input(wk, &h, a, n->now);
+	/* the same segment again, carrying junk: must not be copied */
+	psb_wk_input(wk, &h, junk, n->now);
+	assert_int_equal(st->dup_segs, 1);
+	assert_int_equal(d.n, 1);
+	h.offset = SEG;
+	psb_wk_input(wk, &h, a + 4, n->now);
+	assert_int_equal(d.n, 2);
+	assert_int_equal(op.status, 0);
+	check_floats(out, a, 8);
+	assert_int_equal(st->resp_segs, 3);
+	psb_wk_free(wk);
+	net_free(n);
+}
+
+/* ---- psb_bench ---- */
+
+#define BK	3		/* keys */
+#define BLEN	40		/* bytes per key: 3 segments */
+
+struct bench_run {
+	uint64_t t_first[2];
+	uint64_t t_done[2];
+	struct psb_bench_result r[2];
+};
+
+static const uint64_t bench_keys[BK] = { 11, 0x8000000000000000ull, 12345678901ull };
+
+static void
+bench_pair(struct net *n, int mode, uint64_t repeat, struct bench_run *out, FILE *log)
+{
+	struct port p[2];
+	struct psb_bench *b[2];
+	int fin[2] = { 0, 0 }, started[2] = { 0, 0 };
+	unsigned int i, iter;
+
+	for (i = 0; i < 2; i++) {
+		struct psb_bench_cfg bc = {
+			.len = BLEN, .repeat = repeat, .mode = mode, .nkeys = BK,
+			.keys = bench_keys, .num_workers = 2, .verify = 1,
+			.window_bytes = 64,	/* not all keys at once: exercises the window */
+			.log_every_ns = log != NULL ? 20000 : 0, .log = log,
+			.label = i == 0 ? "w0" : "w1",
+		};
+		struct psb_wk_cfg wc = {
+			.rank = (uint16_t)i, .sync = 1, .seg_size = SEG, .timeout_ns = 50000,
+			.max_retries = 100, .send = net_send, .send_arg = &p[i],
+		};
+
+		p[i].net = n;
+		p[i].rank = (uint16_t)i;
+		b[i] = psb_bench_create(&bc, &wc);
+		assert_non_null(b[i]);
+		n->wk[i] = psb_bench_wk(b[i]);
+	}
+	for (iter = 0; iter < 100000 && !(fin[0] && fin[1]); iter++) {
+		/* interleave the two workers' steps */
+		for (i = 0; i < 2; i++) {
+			int rc;
+
+			if (fin[i])
+				continue;
+			if (!started[i]) {
+				started[i] = 1;
+				out->t_first[i] = n->now;
+			}
+			rc = psb_bench_step(b[i], n->now);
+			assert_true(rc == 0 || rc == 1);
+			if (rc == 1) {
+				fin[i] = 1;
+				out->t_done[i] = n->now;
+			}
+		}
+		net_run(n);
+		n->now += 1000;
+	}
+	if (n->dropped_req + n->dropped_resp != 0)
+		print_message("bench mode %d: %u steps, dropped %llu/%llu\n", mode, iter,
+			(unsigned long long)n->dropped_req, (unsigned long long)n->dropped_resp);
+	for (i = 0; i < 2; i++) {
+		assert_true(fin[i]);
+		/* a finished bench stays finished */
+		assert_int_equal(psb_bench_step(b[i], n->now), 1);
+		psb_bench_result(b[i], n->now + 123456, &out->r[i]);
+		n->wk[i] = NULL;
+		psb_bench_free(b[i]);
+	}
+}
+
+static void
+check_bench(const struct bench_run *br, int mode, uint64_t repeat)
+{
+	static const uint64_t ops_per_iter[PSB_BENCH_MODE_MAX] = { 2 * BK, BK, BK, BK };
+	unsigned int i;
+
+	for (i = 0; i < 2; i++) {
+		const struct psb_bench_result *r = &br->r[i];
+
+		assert_int_equal(r->mode, mode);
+		assert_int_equal(r->len, BLEN);
+		assert_int_equal(r->nkeys, BK);
+		assert_int_equal(r->iterations, repeat);
+		assert_int_equal(r->ops, ops_per_iter[mode] * repeat);
+		assert_int_equal(r->rtt.count, r->ops);
+		assert_int_equal(r->failed, 0);
+		assert_int_equal(r->verify_errors, 0);
+		assert_true(r->elapsed_ns > 0);
+		/* the result freezes at the finish, whatever now is passed later */
+		if (mode != PSB_BENCH_PULL_ONLY)
+			assert_int_equal(r->elapsed_ns, br->t_done[i] - br->t_first[i]);
+		else
+			assert_true(r->elapsed_ns < br->t_done[i] - br->t_first[i]);
+		/* ps-lite's goodput: 8 * len * keys * iterations / ns */
+		assert_true(fabs(r->goodput_gbps - 8.0 * BLEN * BK * (double)repeat /
+			(double)r->elapsed_ns) < 1e-12);
+		assert_true(fabs(r->ops_per_s - (double)r->ops * 1e9 / (double)r->elapsed_ns) <
+			1e-6);
+	}
+}
+
+static void
+test_bench_modes(void **state)
+{
+	/* pushes per key per run: rounds of both workers (1 + 2 per element) */
+	static const uint64_t rounds[PSB_BENCH_MODE_MAX] = { 4, 4, 4, 1 };
+	struct bench_run *br = calloc(1, sizeof(*br));
+	int mode;
+
+	(void)state;
+	assert_non_null(br);
+	for (mode = 0; mode < PSB_BENCH_MODE_MAX; mode++) {
+		struct net *n = net_new(2, 1);
+		uint32_t k, len, round;
+
+		bench_pair(n, mode, 4, br, NULL);
+		check_bench(br, mode, 4);
+		/* the server holds exactly the sync sums */
+		for (k = 0; k < BK; k++) {
+			const float *v = psb_kv_get(n->kv, bench_keys[k], &len, &round);
+
+			assert_non_null(v);
+			assert_int_equal(len, BLEN);
+			assert_int_equal(round, rounds[mode]);
+			assert_true(v[0] == 3.0f * (float)rounds[mode]);
+			assert_true(v[BLEN / 4 - 1] == 3.0f * (float)rounds[mode]);
+		}
+		assert_true(psb_kv_value_sum(n->kv) ==
+			3.0 * (double)rounds[mode] * (BLEN / 4) * BK);
+		assert_int_equal(br->r[0].retries + br->r[1].retries, 0);
+		net_free(n);
+	}
+	free(br);
+}
+
+/* A lossy network: retries, but every value still verified exact. */
+static void
+test_bench_loss(void **state)
+{
+	struct bench_run *br = calloc(1, sizeof(*br));
+	int mode;
+
+	(void)state;
+	assert_non_null(br);
+	for (mode = 0; mode < PSB_BENCH_MODE_MAX; mode++) {
+		struct net *n = net_new(2, 1);
+
+		n->drop_req_every = 7;
+		n->drop_resp_every = 5;
+		bench_pair(n, mode, 3, br, NULL);
+		check_bench(br, mode, 3);
+		assert_true(br->r[0].retries + br->r[1].retries > 0);
+		net_free(n);
+	}
+	free(br);
+}
+
+/* A second run against a server whose rounds moved on follows the server's round. */
+static void
+test_bench_follow_round(void **state)
+{
+	struct bench_run *br = calloc(1, sizeof(*br));
+	struct net *n = net_new(2, 1);
+	uint32_t round;
+
+	(void)state;
+	assert_non_null(br);
+	bench_pair(n, PSB_BENCH_PUSH_PULL, 2, br, NULL);
+	check_bench(br, PSB_BENCH_PUSH_PULL, 2);
+	bench_pair(n, PSB_BENCH_PUSH_PULL, 3, br, NULL);
+	check_bench(br, PSB_BENCH_PUSH_PULL, 3);
+	assert_non_null(psb_kv_get(n->kv, bench_keys[0], NULL, &round));
+	assert_int_equal(round, 5);
+	assert_true(psb_kv_value_sum(n->kv) == 3.0 * 5 * (BLEN / 4) * BK);
+	net_free(n);
+	free(br);
+}
+
+/* verify catches a value the network changed on the way */
+static void
+test_bench_verify_detects(void **state)
+{
+	struct bench_run *br = calloc(1, sizeof(*br));
+	struct net *n = net_new(2, 1);
+
+	(void)state;
+	assert_non_null(br);
+	n->corrupt_at = 5;
+	bench_pair(n, PSB_BENCH_PUSH_PULL, 3, br, NULL);
+	assert_int_equal(br->r[0].verify_errors + br->r[1].verify_errors, 1);
+	assert_int_equal(br->r[0].failed + br->r[1].failed, 0);
+	assert_int_equal(br->r[0].iterations, 3);
+	net_free(n);
+	free(br);
+}
+
+static void
+test_bench_goodput(void **state)
+{
+	struct bench_run *br = calloc(1, sizeof(*br));
+	struct net *n = net_new(2, 1);
+	char *buf = NULL;
+	size_t sz = 0;
+	FILE *log = open_memstream(&buf, &sz);
+	FILE *sum;
+	char *sbuf = NULL;
+	size_t ssz = 0;
+
+	(void)state;
+	assert_non_null(br);
+	assert_non_null(log);
+	bench_pair(n, PSB_BENCH_PUSH_THEN_PULL, 5, br, log);
+	fclose(log);
+	check_bench(br, PSB_BENCH_PUSH_THEN_PULL, 5);
+	/* elapsed from the fake clock: first step to the finishing one */
+	assert_int_equal(br->r[0].elapsed_ns, br->t_done[0] - br->t_first[0]);
+	assert_true(fabs(br->r[0].goodput_gbps -
+		(8.0 * 40 * 3 * 5) / (double)(br->t_done[0] - br->t_first[0])) < 1e-12);
+	/* progress lines came out, labelled */
+	assert_non_null(buf);
+	assert_non_null(strstr(buf, "w0: iter "));
+	assert_non_null(strstr(buf, "w1: iter "));
+	assert_non_null(strstr(buf, "goodput"));
+	free(buf);
+
+	sum = open_memstream(&sbuf, &ssz);
+	assert_non_null(sum);
+	psb_bench_print(&br->r[0], "lbl", sum);
+	fclose(sum);
+	assert_non_null(strstr(sbuf,
+		"lbl: mode 0 (PUSH_THEN_PULL), len 40 B, 3 keys, 5 iterations"));
+	assert_non_null(strstr(sbuf, "failed 0, verify errors 0"));
+	free(sbuf);
+	net_free(n);
+	free(br);
+}
+
+static void
+test_bench_create_invalid(void **state)
+{
+	struct port p = { .net = NULL, .rank = 0 };
+	struct psb_bench_cfg good = {
+		.len = 8, .repeat = 1, .mode = 0, .nkeys = BK, .keys = bench_keys,
+		.num_workers = 1,
+	};
+	struct psb_wk_cfg wc = { .seg_size = SEG, .timeout_ns = 1000, .send = net_send,
+		.send_arg = &p };
+	struct psb_bench_cfg c;
+
+	(void)state;
+	c = good;
+	c.len = 0;
+	assert_null(psb_bench_create(&c, &wc));
+	c.len = 6;
+	assert_null(psb_bench_create(&c, &wc));
+	c = good;
+	c.nkeys = 0;
+	assert_null(psb_bench_create(&c, &wc));
+	c = good;
+	c.keys = NULL;
+	assert_null(psb_bench_create(&c, &wc));
+	c = good;
+	c.mode = PSB_BENCH_MODE_MAX;
+	assert_null(psb_bench_create(&c, &wc));
+	c.mode = -1;
+	assert_null(psb_bench_create(&c, &wc));
+	c = good;
+	c.num_workers = 0;
+	assert_null(psb_bench_create(&c, &wc));
+	psb_bench_free(psb_bench_create(&good, &wc));
+	psb_bench_free(NULL);
+}
+
+static void
+test_bench_mode_parse(void **state)
+{
+	(void)state;
+	assert_int_equal(psb_bench_mode_parse("0"), PSB_BENCH_PUSH_THEN_PULL);
+	assert_int_equal(psb_bench_mode_parse("1"), PSB_BENCH_PUSH_PULL);
+	assert_int_equal(psb_bench_mode_parse("3"), PSB_BENCH_PULL_ONLY);
+	assert_int_equal(psb_bench_mode_parse("PUSH_PULL"), PSB_BENCH_PUSH_PULL);
+	assert_int_equal(psb_bench_mode_parse("push_pull"), PSB_BENCH_PUSH_PULL);
+	assert_int_equal(psb_bench_mode_parse("Push_Only"), PSB_BENCH_PUSH_ONLY);
+	assert_int_equal(psb_bench_mode_parse("push_then_pull"), PSB_BENCH_PUSH_THEN_PULL);
+	assert_int_equal(psb_bench_mode_parse("PULL_ONLY"), PSB_BENCH_PULL_ONLY);
+	assert_int_equal(psb_bench_mode_parse("4"), -EINVAL);
+	assert_int_equal(psb_bench_mode_parse("-1"), -EINVAL);
+	assert_int_equal(psb_bench_mode_parse("1x"), -EINVAL);
+	assert_int_equal(psb_bench_mode_parse("push"), -EINVAL);
+	assert_int_equal(psb_bench_mode_parse("push_pull_"), -EINVAL);
+	assert_int_equal(psb_bench_mode_parse(""), -EINVAL);
+	assert_int_equal(psb_bench_mode_parse(NULL), -EINVAL);
+	assert_string_equal(psb_bench_mode_name(1), "PUSH_PULL");
+	assert_string_equal(psb_bench_mode_name(3), "PULL_ONLY");
+	assert_string_equal(psb_bench_mode_name(4), "UNKNOWN");
+	assert_string_equal(psb_bench_mode_name(-1), "UNKNOWN");
+}
+
+/* Files in dir other than name (leftover temporaries). */
+static unsigned int
+count_others(const char *dir, const char *name)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	unsigned int n = 0;
+
+	assert_non_null(d);
+	while ((e = readdir(d)) != NULL) {
+		if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+			continue;
+		if (name == NULL || strcmp(e->d_name, name) != 0)
+			n++;
+	}
+	closedir(d);
+	return n;
+}
+
+static double
+jnum(const json_t *o, const char *k)
+{
+	const json_t *v = json_object_get(o, k);
+
+	assert_non_null(v);
+	assert_true(json_is_number(v));
+	return json_number_value(v);
+}
+
+static void
+test_bench_json(void **state)
+{
+	struct psb_bench_result *r = calloc(1, sizeof(*r));
+	char dir[] = "/tmp/psb_test_wk_XXXXXX";
+	char path[256], bad[300];
+	json_t *o, *lat;
+	json_error_t jerr;
+	unsigned int i;
+
+	(void)state;
+	assert_non_null(r);
+	assert_non_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/result.json", dir);
+
+	psb_hist_init(&r->rtt);
+	r->mode = PSB_BENCH_PUSH_PULL;
+	r->len = 4096;
+	r->nkeys = 7;
+	r->iterations = 10;
+	r->ops = 70;
+	r->elapsed_ns = 2000000000ull;
+	r->goodput_gbps = 8.0 * 4096 * 7 * 10 / 2e9;
+	r->ops_per_s = 35.0;
+	r->retries = 3;
+	r->failed = 1;
+	r->verify_errors = 2;
+	for (i = 1; i <= 100; i++)
+		psb_hist_add(&r->rtt, i * 1000);
+
+	/* a previous file is replaced */
+	{
+		FILE *f = fopen(path, "w");
+
+		assert_non_null(f);
+		fputs("old junk", f);
+		fclose(f);
+	}
+	assert_int_equal(psb_bench_write_json(r, "w3", path), 0);
+	assert_int_equal(count_others(dir, "result.json"), 0);
+	o = json_load_file(path, 0, &jerr);
+	assert_non_null(o);
+	assert_string_equal(json_string_value(json_object_get(o, "label")), "w3");
+	assert_string_equal(json_string_value(json_object_get(o, "mode_name")), "PUSH_PULL");
+	assert_true(jnum(o, "mode") == 1);
+	assert_true(jnum(o, "len") == 4096);
+	assert_true(jnum(o, "keys") == 7);
+	assert_true(jnum(o, "iterations") == 10);
+	assert_true(jnum(o, "requests") == 70);
+	assert_true(fabs(jnum(o, "elapsed_s") - 2.0) < 1e-12);
+	assert_true(fabs(jnum(o, "goodput_gbps") - r->goodput_gbps) < 1e-12);
+	assert_true(jnum(o, "requests_per_s") == 35.0);
+	assert_true(jnum(o, "retries") == 3);
+	assert_true(jnum(o, "failed") == 1);
+	assert_true(jnum(o, "verify_errors") == 2);
+	lat = json_object_get(o, "rtt_us");
+	assert_true(json_is_object(lat));
+	assert_true(jnum(lat, "count") == 100);
+	assert_true(jnum(lat, "min") == 1.0);
+	assert_true(jnum(lat, "max") == 100.0);
+	assert_true(fabs(jnum(lat, "mean") - 50.5) < 1e-9);
+	assert_true(fabs(jnum(lat, "p50") - 50.0) < 1.0);
+	assert_true(fabs(jnum(lat, "p99") - 99.0) < 1.0);
+	assert_true(jnum(lat, "p90") <= jnum(lat, "p99"));
+	assert_true(jnum(lat, "p99") <= jnum(lat, "p99.9"));
+	json_decref(o);
+
+	/* no samples: the latency block is all zero, not the empty histogram's sentinels */
+	psb_hist_reset(&r->rtt);
+	assert_int_equal(psb_bench_write_json(r, NULL, path), 0);
+	o = json_load_file(path, 0, &jerr);
+	assert_non_null(o);
+	assert_string_equal(json_string_value(json_object_get(o, "label")), "worker");
+	lat = json_object_get(o, "rtt_us");
+	assert_true(jnum(lat, "count") == 0);
+	assert_true(jnum(lat, "min") == 0.0);
+	assert_true(jnum(lat, "max") == 0.0);
+	assert_true(jnum(lat, "p50") == 0.0);
+	json_decref(o);
+
+	/* a directory that does not exist: an error, and nothing left behind */
+	snprintf(bad, sizeof(bad), "%s/nodir/result.json", dir);
+	assert_true(psb_bench_write_json(r, "x", bad) < 0);
+	assert_int_equal(count_others(dir, "result.json"), 0);
+
+	assert_int_equal(unlink(path), 0);
+	assert_int_equal(rmdir(dir), 0);
+	free(r);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_roundtrip),
+		cmocka_unit_test(test_create_invalid),
+		cmocka_unit_test(test_window_full),
+		cmocka_unit_test(test_send_blocked),
+		cmocka_unit_test(test_error_while_blocked),
+		cmocka_unit_test(test_loss),
+		cmocka_unit_test(test_max_retries),
+		cmocka_unit_test(test_error_reply),
+		cmocka_unit_test(test_stray),
+		cmocka_unit_test(test_dup_response),
+		cmocka_unit_test(test_bench_modes),
+		cmocka_unit_test(test_bench_loss),
+		cmocka_unit_test(test_bench_follow_round),
+		cmocka_unit_test(test_bench_verify_detects),
+		cmocka_unit_test(test_bench_goodput),
+		cmocka_unit_test(test_bench_create_invalid),
+		cmocka_unit_test(test_bench_mode_parse),
+		cmocka_unit_test(test_bench_json),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
