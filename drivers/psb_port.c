@@ -6,6 +6,8 @@
 #include <string.h>
 #include <sys/un.h>
 #include <unistd.h>
+#include <dirent.h>
+#include <limits.h>
 
 #include "psb_port.h"
 
@@ -115,10 +117,15 @@ psb_port_parse(const char *spec, int index, struct psb_port_spec *p, char *err, 
 		p->memif_server = strcmp(f[1], "server") == 0;
 		snprintf(p->sock_path, sizeof(p->sock_path), "%s", f[2]);
 		snprintf(p->name, sizeof(p->name), "net_memif%d", index);
-		/* 9216-byte buffers carry a jumbo frame in one descriptor. */
+		/*
+		 * 9216-byte buffers carry a jumbo frame in one descriptor. The client
+		 * side runs zero-copy: its mbufs are shared with the server, which
+		 * saves the client both copies (the EAL then needs single-file
+		 * segments, see psb_eal_build_argv).
+		 */
 		n = snprintf(p->devargs, sizeof(p->devargs),
-			"%s,role=%s,socket=%s,socket-abstract=no,id=%ld,bsize=9216,rsize=11", p->name,
-			f[1], f[2], id);
+			"%s,role=%s,socket=%s,socket-abstract=no,id=%ld,bsize=9216,rsize=11%s", p->name,
+			f[1], f[2], id, p->memif_server ? "" : ",zero-copy=yes");
 		return devargs_fit(n, p, err, errlen);
 	}
 	if (strcmp(f[0], "af_packet") == 0) {
@@ -167,6 +174,35 @@ psb_port_parse(const char *spec, int index, struct psb_port_spec *p, char *err, 
 	}
 	return fail(err, errlen, "port '%s': unknown kind '%s' (expected pci, memif, af_packet, tap, "
 		"pcap, ring or null)", spec, f[0]);
+}
+
+void
+psb_huge_cleanup(const char *prefix)
+{
+	char line[512], mnt[256], path[PATH_MAX];
+	size_t plen = strlen(prefix);
+	struct dirent *de;
+	FILE *f;
+	DIR *d;
+
+	f = fopen("/proc/mounts", "r");
+	if (f == NULL)
+		return;
+	while (fgets(line, sizeof(line), f) != NULL) {
+		if (strstr(line, " hugetlbfs ") == NULL || sscanf(line, "%*s %255s", mnt) != 1)
+			continue;
+		d = opendir(mnt);
+		if (d == NULL)
+			continue;
+		/* The EAL names them <prefix>map_<n>. */
+		while ((de = readdir(d)) != NULL)
+			if (strncmp(de->d_name, prefix, plen) == 0 &&
+			    strncmp(de->d_name + plen, "map_", 4) == 0 &&
+			    (size_t)snprintf(path, sizeof(path), "%s/%s", mnt, de->d_name) < sizeof(path))
+				unlink(path);
+		closedir(d);
+	}
+	fclose(f);
 }
 
 void
@@ -223,7 +259,7 @@ psb_eal_build_argv(const char *prog, const struct psb_eal_opts *o,
 		const struct psb_port_spec *ports, int nports, const struct psb_mem_info *mi,
 		struct psb_eal_argv *out, char *err, size_t errlen)
 {
-	int argc = 0, i, any_pci = 0, rc = 0;
+	int argc = 0, i, any_pci = 0, rc = 0, sfs = 0;
 	int huge_ok = mi->hugetlbfs_mounted && mi->huge_free_mb >= o->mem_mb;
 
 	memset(out, 0, sizeof(*out));
@@ -238,17 +274,33 @@ psb_eal_build_argv(const char *prog, const struct psb_eal_opts *o,
 	rc |= add_arg(out, &argc, "%s", prog);
 	rc |= add_arg(out, &argc, "--lcores=%s", o->lcores != NULL ? o->lcores : "0");
 	if (o->file_prefix != NULL)
-		rc |= add_arg(out, &argc, "--file-prefix=%s", o->file_prefix);
+		snprintf(out->prefix, sizeof(out->prefix), "%s", o->file_prefix);
 	else
-		rc |= add_arg(out, &argc, "--file-prefix=psb-%d", (int)getpid());
+		snprintf(out->prefix, sizeof(out->prefix), "psb-%d", (int)getpid());
+	rc |= add_arg(out, &argc, "--file-prefix=%s", out->prefix);
+	for (i = 0; i < nports; i++)
+		if (ports[i].kind == PSB_PORT_MEMIF && !ports[i].memif_server)
+			out->single_file = 1;
 	if (out->use_huge) {
 		rc |= add_arg(out, &argc, "--socket-mem=%llu", (unsigned long long)o->mem_mb);
+		/*
+		 * Every run has its own prefix: leave no hugepage files behind. The
+		 * EAL refuses this with single-file segments; psb then removes its
+		 * files itself at exit (psb_huge_cleanup).
+		 */
+		if (!out->single_file)
+			rc |= add_arg(out, &argc, "--huge-unlink");
 	} else {
 		rc |= add_arg(out, &argc, "--no-huge");
 		rc |= add_arg(out, &argc, "-m");
 		rc |= add_arg(out, &argc, "%llu", (unsigned long long)o->mem_mb);
 	}
 	for (i = 0; i < nports; i++) {
+		if (ports[i].kind == PSB_PORT_MEMIF && !ports[i].memif_server && !sfs) {
+			/* memif zero-copy shares the client's memory by file descriptor. */
+			rc |= add_arg(out, &argc, "--single-file-segments");
+			sfs = 1;
+		}
 		if (ports[i].kind == PSB_PORT_PCI) {
 			any_pci = 1;
 			rc |= add_arg(out, &argc, "-a");

@@ -62,7 +62,12 @@ struct psb_eal_argv {
 	char buf[8192];
 	size_t used;
 	int use_huge;
+	int single_file;	/* --single-file-segments (memif zero-copy client) */
+	char prefix[64];	/* the --file-prefix in effect */
 };
+
+/* Remove the hugepage files the EAL left for prefix (single-file segments). */
+void psb_huge_cleanup(const char *prefix);
 
 int psb_eal_build_argv(const char *prog, const struct psb_eal_opts *o,
 		const struct psb_port_spec *ports, int nports, const struct psb_mem_info *mi,

@@ -64,7 +64,7 @@ usage(FILE *out)
 "  --repeat N           iterations (default 10)\n"
 "  --mode M             0 PUSH_THEN_PULL, 1 PUSH_PULL, 2 PUSH_ONLY, 3 PULL_ONLY (default 1)\n"
 "  --keys N             keys per server (default 40)\n"
-"  --window-bytes N     value bytes in flight (default 8 MiB)\n"
+"  --window-bytes N     value bytes in flight (default 32 MiB)\n"
 "  --duration SECONDS   stop the benchmark after this long; servers: exit after it\n"
 "  --timeout-us N       resend a request unanswered this long (default 20000)\n"
 "  --max-retries N      then fail it (default 50; 0 = forever)\n"
@@ -246,10 +246,15 @@ apply_env(struct psb_app *app)
 static void
 parse_args(struct psb_app *app, struct run_opts *ro, int argc, char **argv)
 {
-	int c, npos = 0, env_port = app->nports;
+	int c, npos = 0, env_port = app->nports, nargs;
 	uint64_t duration_ns = 0;
 
-	while ((c = getopt_long(argc, argv, "l:vqh", long_opts, NULL)) != -1) {
+	/* Everything after the first "--" goes to the EAL untouched. */
+	for (nargs = 1; nargs < argc && strcmp(argv[nargs], "--") != 0; nargs++)
+		;
+	ro->eal.n_extra = nargs < argc ? argc - nargs - 1 : 0;
+	ro->eal.extra = argv + nargs + 1;
+	while ((c = getopt_long(nargs, argv, "l:vqh", long_opts, NULL)) != -1) {
 		switch (c) {
 		case OPT_ROLE: app->node_role = parse_role("--role", optarg); break;
 		case OPT_PORT:
@@ -350,11 +355,9 @@ parse_args(struct psb_app *app, struct run_opts *ro, int argc, char **argv)
 		}
 	}
 	/* test_benchmark's positional arguments: [len] [repeat] [mode]. */
-	while (optind < argc) {
+	while (optind < nargs) {
 		const char *v = argv[optind++];
 
-		if (strcmp(argv[optind - 1], "--") == 0)
-			break;
 		switch (npos++) {
 		case 0: app->bench.len = (uint32_t)parse_u64("len", v, 4, PSB_MAX_VALUE); break;
 		case 1: app->bench.repeat = parse_u64("repeat", v, 1, UINT64_MAX); break;
@@ -366,9 +369,6 @@ parse_args(struct psb_app *app, struct run_opts *ro, int argc, char **argv)
 		default: die("unexpected argument '%s' (EAL options go after --)", v);
 		}
 	}
-	/* Anything after "--" goes to the EAL untouched. */
-	ro->eal.n_extra = argc - optind;
-	ro->eal.extra = argv + optind;
 	if (app->node_role == PSB_NODE_WORKER)
 		app->bench.max_time_ns = duration_ns;
 	else
@@ -841,8 +841,10 @@ main(int argc, char **argv)
 
 		if (nworker_lcores == 0) {
 			/* Run to completion: the main lcore polls all roles between checks. */
+			struct lcore_plan *lp = &g_plan[rte_get_main_lcore()];
+
 			for (k = 0; k < 1024 && !app->quit; k++)
-				poll_once(&g_plan[rte_get_main_lcore()]);
+				poll_once(lp);
 		} else {
 			usleep(1000);
 		}
@@ -875,5 +877,7 @@ main(int argc, char **argv)
 	snprintf(err, sizeof(err), "%s", rte_eal_get_runtime_dir());
 	rte_eal_cleanup();
 	remove_runtime_dir(err);
+	if (ea.use_huge && ea.single_file)
+		psb_huge_cleanup(ea.prefix);
 	return exit_code;
 }

@@ -142,7 +142,7 @@ psb_bench_create(const struct psb_bench_cfg *cfg, const struct psb_wk_cfg *wcfg)
 		return NULL;
 	b->cfg = *cfg;
 	if (b->cfg.window_bytes == 0)
-		b->cfg.window_bytes = 8ull << 20;
+		b->cfg.window_bytes = 32ull << 20;
 	b->rank = wcfg->rank;
 	b->sync = wcfg->sync;
 	psb_hist_init(&b->rtt);
@@ -302,6 +302,14 @@ psb_bench_step(struct psb_bench *b, uint64_t now_ns)
 		psb_bench_print_progress(&r, b->cfg.repeat, b->cfg.label, b->cfg.log);
 	}
 	return 0;
+}
+
+int
+psb_bench_wants_step(const struct psb_bench *b)
+{
+	return b->phase_type == 0 || b->finished || b->error != 0 || b->nredo != 0 ||
+	       b->next_submit < b->cfg.nkeys || b->ndone == b->cfg.nkeys ||
+	       psb_wk_pending(b->wk);
 }
 
 void

@@ -26,7 +26,7 @@ struct psb_bench_cfg {
 	uint16_t num_workers;		/* for checking sync sums */
 	int verify;			/* check every pulled value (sync: exact sums) */
 	uint64_t max_time_ns;		/* stop early after this long (0: no limit) */
-	uint64_t window_bytes;		/* value bytes in flight at most (0: 8 MiB); one
+	uint64_t window_bytes;		/* value bytes in flight at most (0: 32 MiB); one
 					 * request always goes, whatever its size */
 	uint64_t log_every_ns;		/* progress line period (0: none) */
 	FILE *log;			/* progress lines go here */
@@ -65,6 +65,14 @@ struct psb_wk *psb_bench_wk(struct psb_bench *b);
 
 /* Advance: poll the engine, start the next phase. 1 when finished, 0 running, <0 failed. */
 int psb_bench_step(struct psb_bench *b, uint64_t now_ns);
+
+/*
+ * 1 when psb_bench_step has work beyond waiting for answers: requests to
+ * submit or send, or a phase to start. Callers may skip steps (and reading
+ * the clock) while it is 0, as long as they still step now and then for
+ * timeouts and progress lines.
+ */
+int psb_bench_wants_step(const struct psb_bench *b);
 
 /* Snapshot of the results so far (also valid once finished). */
 void psb_bench_result(const struct psb_bench *b, uint64_t now_ns, struct psb_bench_result *r);

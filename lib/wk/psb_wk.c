@@ -305,6 +305,12 @@ psb_wk_poll(struct psb_wk *wk, uint64_t now_ns)
 	}
 }
 
+int
+psb_wk_pending(const struct psb_wk *wk)
+{
+	return wk->pend_head != NULL;
+}
+
 uint32_t
 psb_wk_inflight(const struct psb_wk *wk)
 {

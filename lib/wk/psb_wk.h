@@ -77,6 +77,8 @@ void psb_wk_input(struct psb_wk *wk, const struct psb_hdr *h, const void *payloa
 void psb_wk_poll(struct psb_wk *wk, uint64_t now_ns);
 
 uint32_t psb_wk_inflight(const struct psb_wk *wk);
+/* 1 when messages wait for the transport (psb_wk_poll should run soon). */
+int psb_wk_pending(const struct psb_wk *wk);
 const struct psb_wk_stats *psb_wk_stats(const struct psb_wk *wk);
 
 #endif /* PSB_WK_H */

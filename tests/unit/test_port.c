@@ -67,14 +67,15 @@ test_port_kinds(void **state)
 
 	parse_ok("memif:client:/tmp/x.sock:7", 2, PSB_PORT_MEMIF, "net_memif2",
 		"net_memif2,role=client,socket=/tmp/x.sock,socket-abstract=no,id=7,"
-		"bsize=9216,rsize=11", &p);
+		"bsize=9216,rsize=11,zero-copy=yes", &p);
 	assert_int_equal(p.memif_server, 0);
 	assert_string_equal(p.sock_path, "/tmp/x.sock");
 	parse_ok("memif:server:/s:255", 1, PSB_PORT_MEMIF, "net_memif1",
 		"net_memif1,role=server,socket=/s,socket-abstract=no,id=255,bsize=9216,rsize=11",
 		&p);
 	parse_ok("memif:client:/s:0", 0, PSB_PORT_MEMIF, "net_memif0",
-		"net_memif0,role=client,socket=/s,socket-abstract=no,id=0,bsize=9216,rsize=11", &p);
+		"net_memif0,role=client,socket=/s,socket-abstract=no,id=0,bsize=9216,rsize=11,"
+		"zero-copy=yes", &p);
 
 	parse_ok("af_packet:eth0", 1, PSB_PORT_AF_PACKET, "net_af_packet1",
 		"net_af_packet1,iface=eth0,qpairs=1", &p);
@@ -293,7 +294,7 @@ test_eal_huge(void **state)
 	char err[256];
 	int argc;
 	const char *want[] = {
-		"./psb", "--lcores=1,3", "--file-prefix=p1", "--socket-mem=512",
+		"./psb", "--lcores=1,3", "--file-prefix=p1", "--socket-mem=512", "--huge-unlink",
 		"-a", "0000:03:00.0", "--vdev", "net_tap1,iface=psb1", "-a", "0000:03:00.1",
 	};
 
@@ -304,7 +305,7 @@ test_eal_huge(void **state)
 	assert_int_equal(psb_port_parse("0000:03:00.1", 2, &ports[2], err, sizeof(err)), 0);
 	argc = psb_eal_build_argv("./psb", &o, ports, 3, &mi, a, err, sizeof(err));
 	/* a PCI port: no --no-pci, and no --no-huge */
-	check_argv(a, argc, want, 10);
+	check_argv(a, argc, want, 11);
 	assert_int_equal(a->use_huge, 1);
 	assert_int_equal(find_arg(a, argc, "--no-pci"), -1);
 	assert_int_equal(find_arg(a, argc, "--no-huge"), -1);
@@ -312,7 +313,7 @@ test_eal_huge(void **state)
 	/* --huge with hugepages there */
 	o.force_huge = 1;
 	argc = psb_eal_build_argv("./psb", &o, ports, 3, &mi, a, err, sizeof(err));
-	check_argv(a, argc, want, 10);
+	check_argv(a, argc, want, 11);
 
 	/* --huge without enough: -ENOMEM and a message saying so */
 	mi.huge_free_mb = 100;
@@ -328,6 +329,18 @@ test_eal_huge(void **state)
 	assert_int_equal(psb_eal_build_argv("./psb", &o, ports, 3, &mi, a, err, sizeof(err)),
 		-ENOMEM);
 	assert_non_null(strstr(err, "no hugetlbfs mounted"));
+
+	/* A memif client runs zero-copy: single-file segments, which rule out --huge-unlink. */
+	o.force_huge = 0;
+	mi.hugetlbfs_mounted = 1;
+	assert_int_equal(psb_port_parse("memif:client:/tmp/c.sock", 0, &ports[0], err,
+		sizeof(err)), 0);
+	argc = psb_eal_build_argv("./psb", &o, ports, 1, &mi, a, err, sizeof(err));
+	assert_true(argc > 0);
+	assert_int_equal(a->single_file, 1);
+	assert_true(find_arg(a, argc, "--single-file-segments") > 0);
+	assert_int_equal(find_arg(a, argc, "--huge-unlink"), -1);
+	assert_string_equal(a->prefix, "p1");
 	free(a);
 }
 
