@@ -792,6 +792,10 @@ main(int argc, char **argv)
 		memcpy(app->me.mac, ea0.addr_bytes, 6);
 	}
 	app->seg_size = psb_seg_size_for_mtu(app->mtu);
+	app->soft_ports = 1;
+	for (i = 0; i < app->nports; i++)
+		if (app->specs[i].kind == PSB_PORT_PCI)
+			app->soft_ports = 0;
 	app->parse.my_ip = app->me.ip;
 	app->parse.psb_port = 0;	/* ports are routed in psb_dispatch */
 	app->parse.check_ip_csum = 1;

@@ -137,6 +137,7 @@ struct psb_app {
 
 	/* Ports. */
 	uint16_t nports;
+	int soft_ports;			/* no port DMAs (no PCI device) */
 	struct psb_port_spec specs[PSB_MAX_PORTS];
 	uint16_t port_ids[PSB_MAX_PORTS];
 

@@ -35,7 +35,8 @@ struct psb_kv;
 /*
  * Called for every response. h is complete except segmentation: the callee
  * sends value (h->total_len bytes, NULL when 0) as segments of h->seg_size.
- * value is only valid during the call.
+ * value is the stored value itself: it stays at that address until the
+ * store is freed, and its contents change only with later requests.
  */
 typedef void (*psb_kv_emit_fn)(void *arg, const struct psb_addr *to, struct psb_hdr *h,
 		const void *value);

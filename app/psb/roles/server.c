@@ -6,7 +6,26 @@
 
 struct server_priv {
 	struct psb_kv *kv;
+	/*
+	 * Large values go out without a copy into mbufs: a data mbuf attached to
+	 * the stored value follows the header mbuf. Only on software ports
+	 * (their drivers copy or write out; no device DMAs from this memory).
+	 * Stored values never move or get freed while the server runs, so the
+	 * buffers need no reference counting of their own: the count starts
+	 * high and the free callback does nothing.
+	 */
+	int zero_copy;
+	struct rte_mbuf_ext_shared_info shinfo;
 };
+
+#define ZC_MIN_SEG	512	/* smaller segments are cheaper to copy */
+
+static void
+value_free_noop(void *addr, void *opaque)
+{
+	RTE_SET_USED(addr);
+	RTE_SET_USED(opaque);
+}
 
 static int
 server_init(struct psb_role_inst *ri)
@@ -28,8 +47,42 @@ server_init(struct psb_role_inst *ri)
 		rte_free(sp);
 		return -ENOMEM;
 	}
+	sp->zero_copy = app->soft_ports;
+	sp->shinfo.free_cb = value_free_noop;
+	rte_mbuf_ext_refcnt_set(&sp->shinfo, 32768);
 	ri->priv = sp;
 	return 0;
+}
+
+/* A header mbuf followed by a data mbuf attached to the stored value. */
+static struct rte_mbuf *
+build_attached(struct psb_role_inst *ri, struct server_priv *sp, const struct psb_addr *to,
+		const struct psb_hdr *h, const uint8_t *data)
+{
+	struct psb_app *app = ri->app;
+	struct rte_mbuf *m, *d;
+	struct psb_hdr hh = *h;
+	uint8_t *p;
+
+	m = rte_pktmbuf_alloc(app->pool);
+	d = rte_pktmbuf_alloc(app->pool);
+	if (m == NULL || d == NULL) {
+		rte_pktmbuf_free(m);
+		rte_pktmbuf_free(d);
+		ri->cnt.no_mbuf++;
+		return NULL;
+	}
+	p = (uint8_t *)rte_pktmbuf_append(m, PSB_FRAME_HLEN);
+	psb_frame_write_headers(p, &app->me, to, &hh, h->seg_len);
+	rte_mbuf_ext_refcnt_update(&sp->shinfo, 1);
+	rte_pktmbuf_attach_extbuf(d, (void *)(uintptr_t)data, (rte_iova_t)(uintptr_t)data,
+		h->seg_len, &sp->shinfo);
+	d->data_len = h->seg_len;
+	d->pkt_len = h->seg_len;
+	m->next = d;
+	m->nb_segs = 2;
+	m->pkt_len = PSB_FRAME_HLEN + h->seg_len;
+	return m;
 }
 
 /* Send a response as segments of h->seg_size. */
@@ -37,6 +90,7 @@ static void
 server_emit(void *arg, const struct psb_addr *to, struct psb_hdr *h, const void *value)
 {
 	struct psb_role_inst *ri = arg;
+	struct server_priv *sp = ri->priv;
 	struct psb_app *app = ri->app;
 	uint32_t total = h->total_len, off = 0;
 
@@ -46,7 +100,11 @@ server_emit(void *arg, const struct psb_addr *to, struct psb_hdr *h, const void 
 
 		h->offset = off;
 		h->seg_len = (uint16_t)(left < h->seg_size ? left : h->seg_size);
-		m = psb_build(ri, &app->me, to, h, value != NULL ? (const uint8_t *)value + off : NULL);
+		if (value != NULL && sp->zero_copy && h->seg_len >= ZC_MIN_SEG)
+			m = build_attached(ri, sp, to, h, (const uint8_t *)value + off);
+		else
+			m = psb_build(ri, &app->me, to, h,
+				value != NULL ? (const uint8_t *)value + off : NULL);
 		if (m == NULL)
 			return;	/* the worker retries after its timeout */
 		psb_out(ri, m, to->ip);
