@@ -23,6 +23,7 @@ struct opts {
 	int verify;
 	const char *results;
 	uint64_t window_bytes;
+	uint32_t batch;
 	uint64_t timeout_ns;		/* 0: from the bytes in flight */
 	uint32_t max_retries;
 	uint64_t duration_ns;
@@ -56,6 +57,8 @@ usage(FILE *out)
 "  --verify              check every pulled value (sync: exact sums)\n"
 "  --results FILE        write the result as JSON\n"
 "  --window-bytes N      value bytes in flight (default 8 MiB)\n"
+"  --batch BYTES         send values up to BYTES as records of BATCH messages\n"
+"                        (default 1024, as psb's worker; 0: one datagram per request)\n"
 "  --timeout-us N        resend a request unanswered this long (default: 20000, or\n"
 "                        16 ns per byte in flight when more: kernel UDP is slow)\n"
 "  --max-retries N       then fail it (default 50; 0 = forever)\n"
@@ -131,7 +134,7 @@ split_host_port(const char *opt, const char *v, char *buf, size_t len, uint16_t 
 enum {
 	OPT_SERVER = 256, OPT_SCHED, OPT_RANK, OPT_NUM_WORKERS, OPT_SYNC, OPT_ASYNC, OPT_KEYS,
 	OPT_SEG_SIZE, OPT_VERIFY, OPT_RESULTS, OPT_WINDOW, OPT_TIMEOUT, OPT_RETRIES, OPT_DURATION,
-	OPT_LOG_EVERY, OPT_BUSY_POLL, OPT_LOCAL_IP, OPT_CHECK, OPT_CHECK_VERSION,
+	OPT_LOG_EVERY, OPT_BUSY_POLL, OPT_LOCAL_IP, OPT_CHECK, OPT_CHECK_VERSION, OPT_BATCH,
 };
 
 static const struct option long_opts[] = {
@@ -146,6 +149,7 @@ static const struct option long_opts[] = {
 	{ "verify", no_argument, NULL, OPT_VERIFY },
 	{ "results", required_argument, NULL, OPT_RESULTS },
 	{ "window-bytes", required_argument, NULL, OPT_WINDOW },
+	{ "batch", required_argument, NULL, OPT_BATCH },
 	{ "timeout-us", required_argument, NULL, OPT_TIMEOUT },
 	{ "max-retries", required_argument, NULL, OPT_RETRIES },
 	{ "duration", required_argument, NULL, OPT_DURATION },
@@ -168,6 +172,7 @@ parse_args(struct opts *o, int argc, char **argv)
 	o->num_workers = 1;
 	o->sync = 1;
 	o->keys = 40;
+	o->batch = 1024;
 	o->seg_size = PSB_CLIENT_SEG_SIZE;
 	o->max_retries = PSB_CLIENT_MAX_RETRIES;
 	o->log_every_ns = 1000000000ull;
@@ -199,6 +204,9 @@ parse_args(struct opts *o, int argc, char **argv)
 			break;
 		case OPT_VERIFY: o->verify = 1; break;
 		case OPT_RESULTS: o->results = optarg; break;
+		case OPT_BATCH:
+			o->batch = (uint32_t)parse_u64("--batch", optarg, 0, 8192);
+			break;
 		case OPT_WINDOW:
 			o->window_bytes = parse_u64("--window-bytes", optarg, 4, 1ull << 32);
 			break;
@@ -360,6 +368,7 @@ main(int argc, char **argv)
 	cfg.rank = o.rank;
 	cfg.sync = o.sync;
 	cfg.seg_size = o.seg_size;
+	cfg.batch_max = (uint16_t)o.batch;
 	cfg.timeout_ns = o.timeout_ns;
 	cfg.max_retries = o.max_retries;
 	cfg.busy_poll_ns = o.busy_poll_ns;

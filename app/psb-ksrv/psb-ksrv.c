@@ -383,6 +383,28 @@ reset_rx(struct ksrv *s)
 	}
 }
 
+/* A BATCH: the answers to its sender go back as one BATCH_RESP. */
+static void
+rx_batch(struct ksrv *s, const struct psb_hdr *h, const uint8_t *payload,
+		const struct psb_addr *from)
+{
+	uint8_t out[PSB_MAX_UDP_PAYLOAD - PSB_HDR_LEN];
+	size_t cap = s->o.seg_size < sizeof(out) ? s->o.seg_size : sizeof(out), len = 0;
+	struct psb_hdr r;
+
+	psb_kv_handle_batch(s->kv, h, payload, from, out, cap, &len, kv_emit, s);
+	if (len == 0)
+		return;
+	psb_hdr_init(&r, PSB_MSG_BATCH_RESP);
+	r.flags = h->flags & PSB_F_SYNC;
+	r.sender = h->sender;
+	r.req_id = h->req_id;
+	r.total_len = (uint32_t)len;
+	r.seg_len = (uint16_t)len;
+	r.seg_size = (uint16_t)len;
+	queue_msg(s, from, &r, out);
+}
+
 /* One batch from the data socket; returns datagrams read. */
 static int
 rx_data(struct ksrv *s)
@@ -402,6 +424,10 @@ rx_data(struct ksrv *s)
 				(s->rxm[i].msg_hdr.msg_flags & MSG_TRUNC) != 0, &h) != 0)
 			continue;
 		sa_to_addr(&s->rxa[i], &from);
+		if (h.type == PSB_MSG_BATCH && h.version == PSB_VERSION) {
+			rx_batch(s, &h, buf + PSB_HDR_LEN, &from);
+			continue;
+		}
 		if (psb_kv_handle(s->kv, &h, buf + PSB_HDR_LEN, &from, kv_emit, s) != 0)
 			s->cnt.not_request++;
 	}

@@ -66,6 +66,8 @@ usage(FILE *out)
 "  --mode M             0 PUSH_THEN_PULL, 1 PUSH_PULL, 2 PUSH_ONLY, 3 PULL_ONLY (default 1)\n"
 "  --keys N             keys per server (default 40)\n"
 "  --window-bytes N     value bytes in flight (default 32 MiB)\n"
+"  --batch BYTES        send values up to BYTES as records of BATCH messages\n"
+"                       (default 1024; 0: one message per request)\n"
 "  --duration SECONDS   stop the benchmark after this long; servers: exit after it\n"
 "  --timeout-us N       resend a request unanswered this long (default 20000)\n"
 "  --max-retries N      then fail it (default 50; 0 = forever)\n"
@@ -164,7 +166,7 @@ enum {
 	OPT_NUM_WORKERS, OPT_NUM_SERVERS, OPT_RANK, OPT_SYNC, OPT_ASYNC, OPT_SHARDS, OPT_WORKERS,
 	OPT_MTU, OPT_MAX_VALUE, OPT_LEN, OPT_REPEAT, OPT_MODE, OPT_KEYS, OPT_WINDOW, OPT_DURATION,
 	OPT_TIMEOUT, OPT_RETRIES, OPT_VERIFY, OPT_RESULTS, OPT_LOG_EVERY, OPT_MEM, OPT_MBUFS,
-	OPT_HUGE, OPT_NO_HUGE, OPT_PREFIX, OPT_IDLE_EXIT, OPT_STATS_FILE,
+	OPT_HUGE, OPT_NO_HUGE, OPT_PREFIX, OPT_IDLE_EXIT, OPT_STATS_FILE, OPT_BATCH,
 };
 
 static const struct option long_opts[] = {
@@ -189,6 +191,7 @@ static const struct option long_opts[] = {
 	{ "mode", required_argument, NULL, OPT_MODE },
 	{ "keys", required_argument, NULL, OPT_KEYS },
 	{ "window-bytes", required_argument, NULL, OPT_WINDOW },
+	{ "batch", required_argument, NULL, OPT_BATCH },
 	{ "duration", required_argument, NULL, OPT_DURATION },
 	{ "timeout-us", required_argument, NULL, OPT_TIMEOUT },
 	{ "max-retries", required_argument, NULL, OPT_RETRIES },
@@ -321,6 +324,9 @@ parse_args(struct psb_app *app, struct run_opts *ro, int argc, char **argv)
 			break;
 		case OPT_WINDOW:
 			app->bench.window_bytes = parse_u64("--window-bytes", optarg, 4, 1ull << 32);
+			break;
+		case OPT_BATCH:
+			app->bench.batch = (uint32_t)parse_u64("--batch", optarg, 0, 8192);
 			break;
 		case OPT_DURATION:
 			duration_ns = (uint64_t)(parse_seconds("--duration", optarg) * 1e9);
@@ -713,6 +719,7 @@ main(int argc, char **argv)
 	app->bench.repeat = 10;
 	app->bench.mode = PSB_BENCH_PUSH_PULL;
 	app->bench.keys_per_server = 40;
+	app->bench.batch = 1024;
 	app->bench.timeout_ns = 20ull * 1000 * 1000;
 	app->bench.max_retries = 50;
 	app->bench.log_every_ns = 1000000000ull;

@@ -102,6 +102,7 @@ struct psb_bench_opts {
 	int verify;
 	uint64_t max_time_ns;
 	uint64_t window_bytes;
+	uint32_t batch;		/* values up to this many bytes go in BATCH messages */
 	uint64_t timeout_ns;
 	uint32_t max_retries;
 	uint64_t log_every_ns;

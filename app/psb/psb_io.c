@@ -189,6 +189,75 @@ handoff(struct psb_role_inst *ri, struct rte_ring *r, struct rte_mbuf *m)
 	}
 }
 
+/*
+ * A BATCH whose records belong to several shards is split into one BATCH per
+ * shard, so that each store only ever sees its own keys.
+ */
+static void
+dispatch_batch(struct psb_role_inst *ri, struct rte_mbuf *m, const struct psb_frame *f)
+{
+	struct psb_app *app = ri->app;
+	unsigned int first = PSB_MAX_SHARDS, s;
+	size_t off;
+	struct psb_rec r;
+	int used = 0;
+
+	for (off = 0; off < f->payload_len; off += (size_t)used) {
+		used = psb_rec_decode(&r, f->payload + off, f->payload_len - off);
+		if (used < 0)
+			break;
+		s = psb_kv_shard_of(r.key, app->nshards);
+		if (first == PSB_MAX_SHARDS)
+			first = s;
+		else if (s != first)
+			break;
+	}
+	if (off >= f->payload_len || used < 0) {
+		/* One shard (or a broken record the shard will count): no split. */
+		handoff(ri, app->shard_ring[first == PSB_MAX_SHARDS ? 0 : first], m);
+		return;
+	}
+	for (s = 0; s < app->nshards; s++) {
+		struct rte_mbuf *n = rte_pktmbuf_alloc(app->pool);
+		struct psb_meta *meta;
+		struct psb_hdr h = f->hdr;
+		uint8_t *p;
+		uint16_t len = 0;
+
+		if (n == NULL) {
+			ri->cnt.no_mbuf++;
+			break;
+		}
+		p = rte_pktmbuf_mtod(n, uint8_t *);
+		for (off = 0; off < f->payload_len; off += (size_t)used) {
+			used = psb_rec_decode(&r, f->payload + off, f->payload_len - off);
+			if (used < 0)
+				break;
+			if (psb_kv_shard_of(r.key, app->nshards) != s)
+				continue;
+			memcpy(p + PSB_FRAME_HLEN + len, f->payload + off, (size_t)used);
+			len = (uint16_t)(len + used);
+		}
+		if (len == 0) {
+			rte_pktmbuf_free(n);
+			continue;
+		}
+		h.total_len = len;
+		h.seg_len = len;
+		h.seg_size = len;
+		psb_frame_write_headers(p, &f->src, &f->dst, &h, len);
+		rte_pktmbuf_append(n, (uint16_t)(PSB_FRAME_HLEN + len));
+		n->port = m->port;
+		meta = psb_meta(n);
+		meta->hdr = h;
+		meta->src = f->src;
+		meta->payload_off = PSB_FRAME_HLEN;
+		meta->in_port = m->port;
+		handoff(ri, app->shard_ring[s], n);
+	}
+	rte_pktmbuf_free(m);
+}
+
 /* Reply in place (ARP, ICMP) on the port the request came from. */
 static void
 reply_in_place(struct psb_role_inst *ri, struct rte_mbuf *m, uint16_t len)
@@ -268,6 +337,9 @@ psb_dispatch(struct psb_role_inst *ri, struct rte_mbuf *m)
 			handoff(ri, app->agent_ring, m);
 		else if (f.hdr.version == PSB_VERSION && (f.hdr.type & PSB_MSG_RESP))
 			handoff(ri, NULL, m);	/* responses never go to a server port */
+		else if (app->node_role == PSB_NODE_SERVER && f.hdr.type == PSB_MSG_BATCH &&
+			 f.hdr.version == PSB_VERSION && app->nshards > 1)
+			dispatch_batch(ri, m, &f);
 		else if (app->node_role == PSB_NODE_SERVER)
 			handoff(ri, app->shard_ring[psb_kv_shard_of(f.hdr.key, app->nshards)], m);
 		else

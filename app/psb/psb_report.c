@@ -51,6 +51,8 @@ sum_kv(const struct psb_app *app, struct psb_kv_stats *st, uint64_t *nkeys, uint
 		st->rounds_closed += s->rounds_closed;
 		st->bytes_summed += s->bytes_summed;
 		st->bytes_sent += s->bytes_sent;
+		st->batches += s->batches;
+		st->bad_records += s->bad_records;
 		for (k = 0; k < PSB_ST_MAX; k++)
 			st->errors[k] += s->errors[k];
 		*nkeys += psb_kv_nkeys(kv);
@@ -218,6 +220,8 @@ psb_report_write_json(const struct psb_app *app, const char *path)
 			"dup_segs", (json_int_t)st.dup_segs,
 			"retries_answered", (json_int_t)st.retries_answered,
 			"stale", (json_int_t)st.stale, "errors", e);
+		json_object_set_new(s, "batches", json_integer((json_int_t)st.batches));
+		json_object_set_new(s, "bad_records", json_integer((json_int_t)st.bad_records));
 		json_object_set_new(s, "value_sum", json_real(value_sum(app)));
 		json_object_set_new(root, "store", s);
 	}

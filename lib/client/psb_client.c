@@ -144,6 +144,15 @@ server_of(const struct psb_client *c, uint64_t key)
 	return &c->servers[0];
 }
 
+/* Engine callback: the server (index) a key goes to, so batches never mix servers. */
+static int
+client_dest(void *arg, uint64_t key)
+{
+	const struct psb_client *c = arg;
+
+	return (int)(server_of(c, key) - c->servers);
+}
+
 /*
  * Send what waits in the transmit batch. Returns datagrams sent. Transient
  * conditions (socket full) keep the rest for later; other errors drop the
@@ -252,6 +261,8 @@ make_wk(struct psb_client *c)
 	wc.max_retries = c->cfg.max_retries == PSB_CLIENT_RETRY_FOREVER ? 0 : c->cfg.max_retries;
 	wc.send = client_send;
 	wc.send_arg = c;
+	wc.dest = client_dest;
+	wc.batch_max = c->cfg.batch_max;
 	wc.done = on_done;
 	wc.done_arg = c;
 	return psb_wk_create(&wc);
@@ -304,6 +315,7 @@ rx_one(struct psb_client *c, const uint8_t *buf, size_t len, int truncated, uint
 	case PSB_MSG_PUSH_ACK:
 	case PSB_MSG_PULL_RESP:
 	case PSB_MSG_PUSHPULL_RESP:
+	case PSB_MSG_BATCH_RESP:
 	case PSB_MSG_ERROR:
 		c->hard_errno = 0;
 		if (h.type == PSB_MSG_ERROR) {
@@ -735,6 +747,8 @@ psb_client_bench(struct psb_client *c, const struct psb_bench_cfg *bc,
 	wc.max_retries = c->cfg.max_retries == PSB_CLIENT_RETRY_FOREVER ? 0 : c->cfg.max_retries;
 	wc.send = client_send;
 	wc.send_arg = c;
+	wc.dest = client_dest;
+	wc.batch_max = c->cfg.batch_max;
 	c->bench = psb_bench_create(bc, &wc);
 	if (c->bench == NULL)
 		return -EINVAL;

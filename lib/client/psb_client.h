@@ -34,6 +34,8 @@ struct psb_client_cfg {
 	int sync;			/* 1: synchronous rounds, 0: asynchronous */
 	uint16_t seg_size;		/* push segment bytes, multiple of 4 (0: 1432) */
 	uint32_t window;		/* requests in flight at most (0: 64) */
+	uint16_t batch_max;		/* values up to this many bytes travel as records of
+					 * BATCH messages (0: every request on its own) */
 	uint64_t timeout_ns;		/* resend an unanswered request after this (0: 20 ms).
 					 * The whole value is resent, so it must exceed the
 					 * time the values in flight take to cross: kernel

@@ -442,6 +442,85 @@ psb_kv_handle(struct psb_kv *kv, const struct psb_hdr *h, const void *payload,
 	return 0;
 }
 
+struct batch_ctx {
+	const struct psb_addr *from;
+	uint8_t *out;
+	size_t cap;
+	size_t len;
+	psb_kv_emit_fn emit;
+	void *arg;
+};
+
+/* Answers to the batch's sender join the BATCH_RESP while they fit. */
+static void
+batch_emit(void *arg, const struct psb_addr *to, struct psb_hdr *h, const void *value)
+{
+	struct batch_ctx *b = arg;
+	struct psb_rec r;
+
+	if (to->ip != b->from->ip || to->port != b->from->port || h->total_len > UINT16_MAX ||
+	    b->len + PSB_REC_HLEN + h->total_len > b->cap) {
+		b->emit(b->arg, to, h, value);
+		return;
+	}
+	memset(&r, 0, sizeof(r));
+	r.type = h->type;
+	r.status = h->status;
+	r.len = (uint16_t)h->total_len;
+	r.req_id = h->req_id;
+	r.round = h->round;
+	r.aux = h->aux;
+	r.key = h->key;
+	psb_rec_encode(b->out + b->len, &r);
+	if (r.len != 0)
+		memcpy(b->out + b->len + PSB_REC_HLEN, value, r.len);
+	b->len += PSB_REC_HLEN + r.len;
+}
+
+int
+psb_kv_handle_batch(struct psb_kv *kv, const struct psb_hdr *h, const uint8_t *payload,
+		const struct psb_addr *from, uint8_t *out, size_t cap, size_t *out_len,
+		psb_kv_emit_fn emit, void *arg)
+{
+	struct batch_ctx b = {
+		.from = from, .out = out, .cap = cap, .len = 0, .emit = emit, .arg = arg,
+	};
+	size_t off = 0;
+	int n = 0;
+
+	*out_len = 0;
+	if (h->type != PSB_MSG_BATCH)
+		return -EINVAL;
+	kv->st.batches++;
+	while (off < h->seg_len) {
+		struct psb_rec r;
+		struct psb_hdr sh;
+		int used = psb_rec_decode(&r, payload + off, h->seg_len - off);
+
+		if (used < 0 || (r.type != PSB_MSG_PUSH && r.type != PSB_MSG_PULL &&
+				r.type != PSB_MSG_PUSHPULL)) {
+			kv->st.bad_records++;
+			break;
+		}
+		/* Each record is a one-segment request of the batch's sender and epoch. */
+		sh = *h;
+		sh.type = r.type;
+		sh.status = 0;
+		sh.req_id = r.req_id;
+		sh.round = r.round;
+		sh.key = r.key;
+		sh.total_len = r.len;
+		sh.offset = 0;
+		sh.seg_len = r.len;
+		sh.seg_size = r.len;
+		psb_kv_handle(kv, &sh, payload + off + PSB_REC_HLEN, from, batch_emit, &b);
+		off += (size_t)used;
+		n++;
+	}
+	*out_len = b.len;
+	return n;
+}
+
 const float *
 psb_kv_get(const struct psb_kv *kv, uint64_t key, uint32_t *len, uint32_t *round)
 {

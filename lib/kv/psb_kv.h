@@ -27,6 +27,8 @@ struct psb_kv_stats {
 	uint64_t rounds_closed;		/* synchronous rounds completed */
 	uint64_t bytes_summed;		/* value bytes added into the store */
 	uint64_t bytes_sent;		/* value bytes in responses */
+	uint64_t batches;		/* BATCH messages handled */
+	uint64_t bad_records;		/* BATCH records cut short or of a wrong type */
 	uint64_t errors[PSB_ST_MAX];	/* ERROR replies by status */
 };
 
@@ -51,6 +53,17 @@ void psb_kv_free(struct psb_kv *kv);
  */
 int psb_kv_handle(struct psb_kv *kv, const struct psb_hdr *h, const void *payload,
 		const struct psb_addr *from, psb_kv_emit_fn emit, void *arg);
+
+/*
+ * Handle a BATCH message: every record as a request of its own. Answers to
+ * the batch's sender that fit go into out as BATCH_RESP records (*out_len
+ * bytes, at most cap); other answers (a sync round closing for other
+ * workers, values too large) go through emit as ordinary messages.
+ * Returns the number of records handled, or -EINVAL if h is not a BATCH.
+ */
+int psb_kv_handle_batch(struct psb_kv *kv, const struct psb_hdr *h, const uint8_t *payload,
+		const struct psb_addr *from, uint8_t *out, size_t cap, size_t *out_len,
+		psb_kv_emit_fn emit, void *arg);
 
 /* The stored value of key (NULL if absent); *len gets its size in bytes. */
 const float *psb_kv_get(const struct psb_kv *kv, uint64_t key, uint32_t *len, uint32_t *round);

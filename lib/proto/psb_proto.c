@@ -414,6 +414,35 @@ psb_icmp_echo_reply(uint8_t *buf, size_t len, const struct psb_frame *f)
 	return 0;
 }
 
+void
+psb_rec_encode(uint8_t *out, const struct psb_rec *r)
+{
+	out[0] = r->type;
+	out[1] = r->status;
+	wr16(out + 2, r->len);
+	wr32(out + 4, r->req_id);
+	wr32(out + 8, r->round);
+	wr32(out + 12, r->aux);
+	wr64(out + 16, r->key);
+}
+
+int
+psb_rec_decode(struct psb_rec *r, const uint8_t *in, size_t avail)
+{
+	if (avail < PSB_REC_HLEN)
+		return -EINVAL;
+	r->type = in[0];
+	r->status = in[1];
+	r->len = rd16(in + 2);
+	r->req_id = rd32(in + 4);
+	r->round = rd32(in + 8);
+	r->aux = rd32(in + 12);
+	r->key = rd64(in + 16);
+	if ((r->len & 3) != 0 || (size_t)r->len > avail - PSB_REC_HLEN)
+		return -EINVAL;
+	return PSB_REC_HLEN + r->len;
+}
+
 const char *
 psb_msg_type_name(uint8_t type)
 {
@@ -421,6 +450,8 @@ psb_msg_type_name(uint8_t type)
 	case PSB_MSG_PUSH: return "PUSH";
 	case PSB_MSG_PULL: return "PULL";
 	case PSB_MSG_PUSHPULL: return "PUSHPULL";
+	case PSB_MSG_BATCH: return "BATCH";
+	case PSB_MSG_BATCH_RESP: return "BATCH_RESP";
 	case PSB_MSG_REGISTER: return "REGISTER";
 	case PSB_MSG_BARRIER: return "BARRIER";
 	case PSB_MSG_BYE: return "BYE";

@@ -29,6 +29,7 @@ enum psb_msg_type {
 	PSB_MSG_PUSH = 0x01,		/* add value into the stored one */
 	PSB_MSG_PULL = 0x02,		/* read the stored value */
 	PSB_MSG_PUSHPULL = 0x03,	/* add, then read the result */
+	PSB_MSG_BATCH = 0x04,		/* several small requests, as records (struct psb_rec) */
 	PSB_MSG_REGISTER = 0x10,	/* node -> scheduler: join */
 	PSB_MSG_BARRIER = 0x11,		/* node -> scheduler: wait for the group */
 	PSB_MSG_BYE = 0x12,		/* node -> link peer: leaving; stop polling this link */
@@ -36,6 +37,7 @@ enum psb_msg_type {
 	PSB_MSG_PUSH_ACK = 0x81,
 	PSB_MSG_PULL_RESP = 0x82,
 	PSB_MSG_PUSHPULL_RESP = 0x83,
+	PSB_MSG_BATCH_RESP = 0x84,	/* their answers, as records */
 	PSB_MSG_REGISTER_ACK = 0x90,
 	PSB_MSG_BARRIER_ACK = 0x91,
 	PSB_MSG_ERROR = 0xff,		/* status holds an enum psb_status */
@@ -212,6 +214,33 @@ psb_seg_count(uint32_t total_len, uint16_t seg_size)
 		return 1;
 	return (total_len + seg_size - 1) / seg_size;
 }
+
+/*
+ * One request (in a BATCH) or one answer (in a BATCH_RESP): a 24-byte
+ * big-endian record header followed by len value bytes. A BATCH carries the
+ * sender, epoch (aux) and sync flag for all its records in the psb header,
+ * and is one message: total_len = seg_len = the records' bytes.
+ */
+#define PSB_REC_HLEN	24
+
+struct psb_rec {
+	uint8_t type;		/* PUSH/PULL/PUSHPULL, or their responses, or ERROR */
+	uint8_t status;		/* ERROR: enum psb_status */
+	uint16_t len;		/* value bytes after the record header (multiple of 4) */
+	uint32_t req_id;
+	uint32_t round;
+	uint32_t aux;		/* ERROR: detail */
+	uint64_t key;
+};
+
+/* Write r's header at out (PSB_REC_HLEN bytes); the caller appends the value. */
+void psb_rec_encode(uint8_t *out, const struct psb_rec *r);
+/*
+ * Read the record at in (avail bytes left in the payload). Returns the bytes
+ * it takes with its value, or -EINVAL when it is cut short or its length is
+ * not a multiple of 4.
+ */
+int psb_rec_decode(struct psb_rec *r, const uint8_t *in, size_t avail);
 
 const char *psb_msg_type_name(uint8_t type);
 const char *psb_status_name(uint8_t status);

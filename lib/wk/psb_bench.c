@@ -271,6 +271,7 @@ psb_bench_step(struct psb_bench *b, uint64_t now_ns)
 		return -EIO;
 	}
 	submit_more(b, now_ns);
+	psb_wk_flush(b->wk);
 	if (b->ndone == b->cfg.nkeys) {
 		uint8_t t = b->phase_type;
 
@@ -294,6 +295,7 @@ psb_bench_step(struct psb_bench *b, uint64_t now_ns)
 			start_phase(b, first_phase(b));
 		}
 		submit_more(b, now_ns);
+		psb_wk_flush(b->wk);
 	}
 	if (b->cfg.log_every_ns != 0 && b->cfg.log != NULL &&
 	    now_ns - b->last_log_ns >= b->cfg.log_every_ns) {

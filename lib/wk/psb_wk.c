@@ -29,6 +29,13 @@ struct psb_wk {
 	uint32_t nfree;
 	struct wk_slot *pend_head, *pend_tail;
 	uint64_t last_scan_ns;
+	/* The open batch: request records, and the room their answers will take. */
+	uint8_t bbuf[PSB_MAX_UDP_PAYLOAD];
+	uint32_t blen;
+	uint32_t bresp;
+	uint64_t bkey;			/* first record's key: routes the batch */
+	int bdest;
+	uint32_t bseq;
 	struct psb_wk_stats st;
 	struct wk_slot slots[];
 };
@@ -148,6 +155,82 @@ send_slot(struct psb_wk *wk, struct wk_slot *s)
 }
 
 int
+psb_wk_flush(struct psb_wk *wk)
+{
+	struct psb_hdr h;
+	int rc;
+
+	if (wk->blen == 0)
+		return 0;
+	psb_hdr_init(&h, PSB_MSG_BATCH);
+	h.flags = wk->cfg.sync ? PSB_F_SYNC : 0;
+	h.sender = wk->cfg.rank;
+	h.req_id = ++wk->bseq;
+	h.key = wk->bkey;
+	h.aux = wk->cfg.epoch;
+	h.total_len = wk->blen;
+	h.seg_len = (uint16_t)wk->blen;
+	h.seg_size = (uint16_t)wk->blen;
+	rc = wk->cfg.send(wk->cfg.send_arg, &h, wk->bbuf);
+	if (rc < 0) {
+		wk->st.send_blocked++;
+		return rc;
+	}
+	wk->st.msgs_sent++;
+	wk->st.batches_sent++;
+	wk->blen = 0;
+	wk->bresp = 0;
+	return 0;
+}
+
+/* Add op (in slot s) to the open batch; -EBUSY when a full batch cannot go out yet. */
+static int
+batch_room(struct psb_wk *wk, const struct psb_wk_op *op)
+{
+	uint32_t req = PSB_REC_HLEN + (op->type == PSB_MSG_PULL ? 0 : op->len);
+	uint32_t resp = PSB_REC_HLEN + (op->type == PSB_MSG_PUSH ? 0 : op->len);
+	int dest = wk->cfg.dest != NULL ? wk->cfg.dest(wk->cfg.send_arg, op->key) : 0;
+
+	if (wk->blen != 0 && (dest != wk->bdest || wk->blen + req > wk->cfg.seg_size ||
+			wk->bresp + resp > wk->cfg.seg_size) && psb_wk_flush(wk) < 0)
+		return -EBUSY;
+	if (wk->blen == 0) {
+		wk->bdest = dest;
+		wk->bkey = op->key;
+	}
+	return 0;
+}
+
+static void
+batch_add(struct psb_wk *wk, struct wk_slot *s)
+{
+	const struct psb_wk_op *op = s->op;
+	struct psb_rec r;
+
+	memset(&r, 0, sizeof(r));
+	r.type = op->type;
+	r.len = (uint16_t)(op->type == PSB_MSG_PULL ? 0 : op->len);
+	r.req_id = s->req_id;
+	r.round = op->round;
+	r.key = op->key;
+	psb_rec_encode(wk->bbuf + wk->blen, &r);
+	if (r.len != 0)
+		memcpy(wk->bbuf + wk->blen + PSB_REC_HLEN, op->in, r.len);
+	wk->blen += PSB_REC_HLEN + r.len;
+	wk->bresp += PSB_REC_HLEN + (op->type == PSB_MSG_PUSH ? 0 : op->len);
+	/* Nothing left for send_slot: a retry resets these and goes on its own. */
+	s->next_off = op->type == PSB_MSG_PULL ? 0 : op->len;
+	s->send_req = 0;
+}
+
+static inline int
+batchable(const struct psb_wk *wk, const struct psb_wk_op *op)
+{
+	return wk->cfg.batch_max != 0 && op->len <= wk->cfg.batch_max &&
+	       PSB_REC_HLEN + op->len <= wk->cfg.seg_size;
+}
+
+int
 psb_wk_submit(struct psb_wk *wk, struct psb_wk_op *op, uint64_t now_ns)
 {
 	struct wk_slot *s;
@@ -159,6 +242,8 @@ psb_wk_submit(struct psb_wk *wk, struct psb_wk_op *op, uint64_t now_ns)
 	    (op->len == 0 || (op->len & 3) != 0 || op->len > PSB_MAX_VALUE || op->in == NULL))
 		return -EINVAL;
 	if (wk->nfree == 0)
+		return -EBUSY;
+	if (batchable(wk, op) && batch_room(wk, op) < 0)
 		return -EBUSY;
 	idx = wk->free_ids[--wk->nfree];
 	s = &wk->slots[idx];
@@ -175,6 +260,10 @@ psb_wk_submit(struct psb_wk *wk, struct psb_wk_op *op, uint64_t now_ns)
 	op->retries = 0;
 	wk->inflight++;
 	wk->st.submitted++;
+	if (batchable(wk, op)) {
+		batch_add(wk, s);
+		return 0;
+	}
 	/* Keep order: if others wait for the transport, queue behind them. */
 	if (wk->pend_head != NULL || send_slot(wk, s) < 0)
 		pending_add(wk, s);
@@ -201,6 +290,37 @@ finish(struct psb_wk *wk, struct wk_slot *s, int status, uint64_t now_ns)
 	wk->cfg.done(wk->cfg.done_arg, op);
 }
 
+/* Each record of a BATCH_RESP is handled as the one-segment response it stands for. */
+static void
+input_batch(struct psb_wk *wk, const struct psb_hdr *h, const uint8_t *payload, uint64_t now_ns)
+{
+	size_t off = 0;
+
+	while (off < h->seg_len) {
+		struct psb_rec r;
+		struct psb_hdr sh;
+		int used = psb_rec_decode(&r, payload + off, h->seg_len - off);
+
+		if (used < 0) {
+			wk->st.bad_batches++;
+			return;
+		}
+		psb_hdr_init(&sh, r.type);
+		sh.flags = h->flags;
+		sh.status = r.status;
+		sh.sender = h->sender;
+		sh.req_id = r.req_id;
+		sh.round = r.round;
+		sh.key = r.key;
+		sh.aux = r.aux;
+		sh.total_len = r.len;
+		sh.seg_len = r.len;
+		sh.seg_size = r.len;
+		psb_wk_input(wk, &sh, payload + off + PSB_REC_HLEN, now_ns);
+		off += (size_t)used;
+	}
+}
+
 void
 psb_wk_input(struct psb_wk *wk, const struct psb_hdr *h, const void *payload, uint64_t now_ns)
 {
@@ -208,6 +328,15 @@ psb_wk_input(struct psb_wk *wk, const struct psb_hdr *h, const void *payload, ui
 	struct wk_slot *s;
 	struct psb_wk_op *op;
 	int rc;
+
+	if (h->type == PSB_MSG_BATCH_RESP) {
+		if (h->sender != wk->cfg.rank) {
+			wk->st.stray++;
+			return;
+		}
+		input_batch(wk, h, payload, now_ns);
+		return;
+	}
 
 	if (idx >= wk->cfg.window || h->sender != wk->cfg.rank) {
 		wk->st.stray++;
@@ -269,6 +398,7 @@ psb_wk_poll(struct psb_wk *wk, uint64_t now_ns)
 {
 	uint32_t i;
 
+	psb_wk_flush(wk);
 	while (wk->pend_head != NULL) {
 		struct wk_slot *s = wk->pend_head;
 
@@ -308,7 +438,7 @@ psb_wk_poll(struct psb_wk *wk, uint64_t now_ns)
 int
 psb_wk_pending(const struct psb_wk *wk)
 {
-	return wk->pend_head != NULL;
+	return wk->pend_head != NULL || wk->blen != 0;
 }
 
 uint32_t

@@ -42,6 +42,15 @@ struct psb_wk_cfg {
 	uint64_t timeout_ns;	/* resend a request unanswered for this long; doubles with each
 				 * retry of that request, up to 64 times */
 	uint32_t max_retries;	/* then fail it with -ETIMEDOUT (0: retry forever) */
+	/*
+	 * Requests whose value (or, for a pull, expected value) is at most
+	 * batch_max bytes are sent as records of BATCH messages, which
+	 * psb_wk_flush (and psb_wk_poll) sends; 0 sends every request on its own.
+	 * Retries always go on their own.
+	 */
+	uint16_t batch_max;
+	/* Which server a key goes to (NULL: all keys to one); batches never mix servers. */
+	int (*dest)(void *send_arg, uint64_t key);
 	psb_wk_send_fn send;
 	void *send_arg;
 	psb_wk_done_fn done;
@@ -59,6 +68,8 @@ struct psb_wk_stats {
 	uint64_t dup_segs;
 	uint64_t stray;			/* responses matching no request in flight */
 	uint64_t errors;		/* ERROR replies */
+	uint64_t batches_sent;
+	uint64_t bad_batches;		/* BATCH_RESP records cut short */
 };
 
 struct psb_wk;
@@ -72,6 +83,9 @@ int psb_wk_submit(struct psb_wk *wk, struct psb_wk_op *op, uint64_t now_ns);
 /* Feed one response message addressed to this worker. */
 void psb_wk_input(struct psb_wk *wk, const struct psb_hdr *h, const void *payload,
 		uint64_t now_ns);
+
+/* Send the open batch now. 0, or -ENOBUFS when the transport is full (it stays open). */
+int psb_wk_flush(struct psb_wk *wk);
 
 /* Send what the transport refused earlier and resend what timed out. */
 void psb_wk_poll(struct psb_wk *wk, uint64_t now_ns);

@@ -83,4 +83,18 @@ assert s["push"] == nw * keys * repeat, s
 want = keys * (length // 4) * (nw * (nw + 1) // 2) * repeat
 assert s["value_sum"] == want, (s["value_sum"], want)
 PY
-echo "memif: sync and async sums exact"
+
+
+# Small values travel as BATCH records; the server's two shards split them.
+LEN=256 KEYS=64
+run batch --sync 1 --role server --scheduler 198.18.0.1 --num-workers $NW --shards 2 -l 0
+python3 - "$DIR/srv-batch.json" $NW $KEYS $LEN $REPEAT <<'PY' || fail "batch: server store"
+import json, sys
+s = json.load(open(sys.argv[1]))["store"]
+nw, keys, length, repeat = map(int, sys.argv[2:])
+assert s["batches"] > 0, s
+assert s["pushpull"] == nw * keys * repeat, s
+want = keys * (length // 4) * (nw * (nw + 1) // 2) * repeat
+assert s["value_sum"] == want, (s["value_sum"], want)
+PY
+echo "memif: batched small values exact across shards"

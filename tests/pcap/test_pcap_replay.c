@@ -663,6 +663,81 @@ test_malformed_dropped(void **state)
 	scen_close(&s);
 }
 
+/* A BATCH of small requests is answered by one BATCH_RESP, record by record. */
+static void
+test_batch(void **state)
+{
+	float v[4] = { 1.5f, 2.5f, -3.0f, 4.0f };
+	static const struct {
+		uint8_t type;
+		uint64_t key;
+		int value;
+	} reqs[] = {
+		{ PSB_MSG_PUSH, 5, 1 }, { PSB_MSG_PUSHPULL, 5, 1 }, { PSB_MSG_PULL, 6, 0 },
+		{ PSB_MSG_PULL, 5, 0 },
+	};
+	struct psb_addr src, dst;
+	struct psb_frame f;
+	struct psb_hdr h;
+	struct psb_rec r;
+	struct scen s;
+	uint8_t buf[2048], payload[1024];
+	size_t len = 0, off;
+	unsigned int i, k;
+	int used;
+
+	(void)state;
+	scen_open(&s);
+	for (i = 0; i < 4; i++) {
+		memset(&r, 0, sizeof(r));
+		r.type = reqs[i].type;
+		r.len = reqs[i].value ? sizeof(v) : 0;
+		r.req_id = 100 + i;
+		r.key = reqs[i].key;
+		psb_rec_encode(payload + len, &r);
+		memcpy(payload + len + PSB_REC_HLEN, v, r.len);
+		len += PSB_REC_HLEN + r.len;
+	}
+	worker_addr(&src, 0);
+	psb_addr_of(&dst);
+	psb_hdr_init(&h, PSB_MSG_BATCH);
+	h.req_id = 77;
+	h.aux = 0x1234;
+	h.total_len = (uint32_t)len;
+	h.seg_len = (uint16_t)len;
+	h.seg_size = (uint16_t)len;
+	put_frame(&s, buf, psb_frame_build(buf, &src, &dst, &h, payload, (uint16_t)len));
+	scen_run(&s, "--async", 1);
+
+	assert_int_equal(s.nout, 1);
+	out_psb(&s, 0, 0, &f);
+	assert_int_equal(f.hdr.type, PSB_MSG_BATCH_RESP);
+	assert_int_equal(f.hdr.req_id, 77);
+	assert_int_equal(f.hdr.sender, 0);
+	for (i = 0, off = 0; i < 4; i++, off += (size_t)used) {
+		used = psb_rec_decode(&r, f.payload + off, f.payload_len - off);
+		assert_true(used > 0);
+		assert_int_equal(r.req_id, 100 + i);
+		assert_true(r.key == reqs[i].key);
+		if (i == 2) {
+			assert_int_equal(r.type, PSB_MSG_ERROR);
+			assert_int_equal(r.status, PSB_ST_NO_KEY);
+			continue;
+		}
+		assert_int_equal(r.type, reqs[i].type | PSB_MSG_RESP);
+		assert_int_equal(r.len, i == 0 ? 0 : sizeof(v));
+		for (k = 0; i != 0 && k < 4; k++) {
+			float got;
+
+			memcpy(&got, f.payload + off + PSB_REC_HLEN + 4 * k, 4);
+			assert_true(got == 2 * v[k]);
+		}
+	}
+	assert_int_equal(off, f.payload_len);
+	assert_int_equal(stat_store(&s, "batches"), 1);
+	scen_close(&s);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -673,6 +748,7 @@ main(int argc, char **argv)
 		cmocka_unit_test(test_error_replies),
 		cmocka_unit_test(test_arp_icmp),
 		cmocka_unit_test(test_malformed_dropped),
+		cmocka_unit_test(test_batch),
 	};
 
 	if (argc < 2) {

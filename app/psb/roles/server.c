@@ -112,6 +112,40 @@ server_emit(void *arg, const struct psb_addr *to, struct psb_hdr *h, const void 
 	} while (off < total);
 }
 
+/* A BATCH: answers to its sender go back as one BATCH_RESP built in place. */
+static void
+server_batch(struct psb_role_inst *ri, struct server_priv *sp, struct psb_meta *meta,
+		const uint8_t *payload)
+{
+	struct psb_app *app = ri->app;
+	struct rte_mbuf *m = rte_pktmbuf_alloc(app->pool);
+	struct psb_hdr h;
+	size_t len = 0;
+	uint8_t *p;
+
+	if (m == NULL) {
+		ri->cnt.no_mbuf++;
+		return;	/* the worker retries each request on its own */
+	}
+	p = rte_pktmbuf_mtod(m, uint8_t *);
+	psb_kv_handle_batch(sp->kv, &meta->hdr, payload, &meta->src, p + PSB_FRAME_HLEN,
+		app->seg_size, &len, server_emit, ri);
+	if (len == 0) {
+		rte_pktmbuf_free(m);
+		return;
+	}
+	psb_hdr_init(&h, PSB_MSG_BATCH_RESP);
+	h.flags = meta->hdr.flags & PSB_F_SYNC;
+	h.sender = meta->hdr.sender;
+	h.req_id = meta->hdr.req_id;
+	h.total_len = (uint32_t)len;
+	h.seg_len = (uint16_t)len;
+	h.seg_size = (uint16_t)len;
+	psb_frame_write_headers(p, &app->me, &meta->src, &h, (uint16_t)len);
+	rte_pktmbuf_append(m, (uint16_t)(PSB_FRAME_HLEN + len));
+	psb_out(ri, m, meta->src.ip);
+}
+
 static int
 server_poll(struct psb_role_inst *ri)
 {
@@ -127,9 +161,13 @@ server_poll(struct psb_role_inst *ri)
 			rte_prefetch0(rte_pktmbuf_mtod(pkts[i + 1], void *));
 		ri->cnt.rx_pkts++;
 		ri->cnt.rx_bytes += pkts[i]->pkt_len;
-		psb_kv_handle(sp->kv, &meta->hdr,
-			rte_pktmbuf_mtod_offset(pkts[i], uint8_t *, meta->payload_off), &meta->src,
-			server_emit, ri);
+		if (meta->hdr.type == PSB_MSG_BATCH && meta->hdr.version == PSB_VERSION)
+			server_batch(ri, sp, meta,
+				rte_pktmbuf_mtod_offset(pkts[i], uint8_t *, meta->payload_off));
+		else
+			psb_kv_handle(sp->kv, &meta->hdr,
+				rte_pktmbuf_mtod_offset(pkts[i], uint8_t *, meta->payload_off),
+				&meta->src, server_emit, ri);
 		rte_pktmbuf_free(pkts[i]);
 	}
 	psb_out_flush(ri);

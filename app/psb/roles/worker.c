@@ -56,6 +56,14 @@ server_of(const struct worker_priv *wp, uint64_t key)
 }
 
 static int
+worker_dest(void *arg, uint64_t key)
+{
+	const struct psb_role_inst *ri = arg;
+
+	return server_of(ri->priv, key);
+}
+
+static int
 worker_send(void *arg, const struct psb_hdr *h, const void *payload)
 {
 	struct psb_role_inst *ri = arg;
@@ -112,6 +120,8 @@ start_bench(struct psb_role_inst *ri)
 	wc.max_retries = bo->max_retries;
 	wc.send = worker_send;
 	wc.send_arg = ri;
+	wc.dest = worker_dest;
+	wc.batch_max = (uint16_t)bo->batch;
 	wp->bench = psb_bench_create(&bc, &wc);
 	if (wp->bench == NULL)
 		return -EINVAL;
