@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "psb_cli.h"
 #include "psb_client.h"
 
 #define MAX_WORKERS	1024	/* as psb_kv: ranks 0..1023 */
@@ -79,43 +80,8 @@ usage(FILE *out)
 		PSB_UDP_PORT);
 }
 
-static void
-die(const char *fmt, ...)
-{
-	va_list ap;
 
-	fprintf(stderr, "psb-kbench: ");
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fprintf(stderr, "\n");
-	exit(2);
-}
 
-static uint64_t
-parse_u64(const char *opt, const char *v, uint64_t lo, uint64_t hi)
-{
-	char *end;
-	unsigned long long x;
-
-	errno = 0;
-	x = strtoull(v, &end, 0);
-	if (errno != 0 || end == v || *end != '\0' || v[0] == '-' || x < lo || x > hi)
-		die("%s: expected an integer in [%llu, %llu], got '%s'", opt,
-			(unsigned long long)lo, (unsigned long long)hi, v);
-	return x;
-}
-
-static uint64_t
-parse_seconds_ns(const char *opt, const char *v)
-{
-	char *end;
-	double x = strtod(v, &end);
-
-	if (end == v || *end != '\0' || x < 0 || x > 1e7)
-		die("%s: expected seconds >= 0, got '%s'", opt, v);
-	return (uint64_t)(x * 1e9);
-}
 
 /* "IP[:PORT]" -> ip string (in buf) and port. */
 static void
@@ -126,9 +92,9 @@ split_host_port(const char *opt, const char *v, char *buf, size_t len, uint16_t 
 
 	snprintf(buf, len, "%.*s", colon != NULL ? (int)(colon - v) : (int)strlen(v), v);
 	if (psb_parse_ip(buf, &ip) != 0)
-		die("%s: expected IP or IP:PORT like 198.18.0.1:9430, got '%s'", opt, v);
+		psb_die("%s: expected IP or IP:PORT like 198.18.0.1:9430, got '%s'", opt, v);
 	if (colon != NULL)
-		*port = (uint16_t)parse_u64(opt, colon + 1, 1, 65535);
+		*port = (uint16_t)psb_cli_u64(opt, colon + 1, 1, 65535);
 }
 
 enum {
@@ -186,42 +152,42 @@ parse_args(struct opts *o, int argc, char **argv)
 		case OPT_SERVER: o->server = optarg; break;
 		case OPT_SCHED: o->sched = optarg; break;
 		case OPT_RANK:
-			o->rank = (uint16_t)parse_u64("--rank", optarg, 0, MAX_WORKERS - 1);
+			o->rank = (uint16_t)psb_cli_u64("--rank", optarg, 0, MAX_WORKERS - 1);
 			o->rank_given = 1;
 			break;
 		case OPT_NUM_WORKERS:
-			o->num_workers = (uint16_t)parse_u64("--num-workers", optarg, 1,
+			o->num_workers = (uint16_t)psb_cli_u64("--num-workers", optarg, 1,
 				MAX_WORKERS);
 			break;
 		case OPT_SYNC: o->sync = 1; break;
 		case OPT_ASYNC: o->sync = 0; break;
-		case OPT_KEYS: o->keys = (uint32_t)parse_u64("--keys", optarg, 1, 1u << 20); break;
+		case OPT_KEYS: o->keys = (uint32_t)psb_cli_u64("--keys", optarg, 1, 1u << 20); break;
 		case OPT_SEG_SIZE:
-			o->seg_size = (uint16_t)parse_u64("--seg-size", optarg, 4,
+			o->seg_size = (uint16_t)psb_cli_u64("--seg-size", optarg, 4,
 				(PSB_MAX_UDP_PAYLOAD - PSB_HDR_LEN) & ~3u);
 			if ((o->seg_size & 3) != 0)
-				die("--seg-size: %u is not a multiple of 4", o->seg_size);
+				psb_die("--seg-size: %u is not a multiple of 4", o->seg_size);
 			break;
 		case OPT_VERIFY: o->verify = 1; break;
 		case OPT_RESULTS: o->results = optarg; break;
 		case OPT_BATCH:
-			o->batch = (uint32_t)parse_u64("--batch", optarg, 0, 8192);
+			o->batch = (uint32_t)psb_cli_u64("--batch", optarg, 0, 8192);
 			break;
 		case OPT_WINDOW:
-			o->window_bytes = parse_u64("--window-bytes", optarg, 4, 1ull << 32);
+			o->window_bytes = psb_cli_u64("--window-bytes", optarg, 4, 1ull << 32);
 			break;
 		case OPT_TIMEOUT:
-			o->timeout_ns = parse_u64("--timeout-us", optarg, 10, 60000000) * 1000;
+			o->timeout_ns = psb_cli_u64("--timeout-us", optarg, 10, 60000000) * 1000;
 			break;
 		case OPT_RETRIES:
-			o->max_retries = (uint32_t)parse_u64("--max-retries", optarg, 0, 1u << 30);
+			o->max_retries = (uint32_t)psb_cli_u64("--max-retries", optarg, 0, 1u << 30);
 			if (o->max_retries == 0)
 				o->max_retries = PSB_CLIENT_RETRY_FOREVER;
 			break;
-		case OPT_DURATION: o->duration_ns = parse_seconds_ns("--duration", optarg); break;
-		case OPT_LOG_EVERY: o->log_every_ns = parse_seconds_ns("--log-every", optarg); break;
+		case OPT_DURATION: o->duration_ns = psb_cli_seconds_ns("--duration", optarg); break;
+		case OPT_LOG_EVERY: o->log_every_ns = psb_cli_seconds_ns("--log-every", optarg); break;
 		case OPT_BUSY_POLL:
-			o->busy_poll_ns = parse_u64("--busy-poll-us", optarg, 1, 60000000) * 1000;
+			o->busy_poll_ns = psb_cli_u64("--busy-poll-us", optarg, 1, 60000000) * 1000;
 			break;
 		case OPT_LOCAL_IP: o->local_ip = optarg; break;
 		case OPT_CHECK: {
@@ -230,11 +196,11 @@ parse_args(struct opts *o, int argc, char **argv)
 			o->check = 1;
 			o->check_sum = strtof(optarg, &end);
 			if (end == optarg || *end != '\0')
-				die("--check: expected a number, got '%s'", optarg);
+				psb_die("--check: expected a number, got '%s'", optarg);
 			break;
 		}
 		case OPT_CHECK_VERSION:
-			o->check_version = (int64_t)parse_u64("--check-version", optarg, 0, UINT32_MAX);
+			o->check_version = (int64_t)psb_cli_u64("--check-version", optarg, 0, UINT32_MAX);
 			break;
 		case 'q': o->quiet = 1; break;
 		case 'h': usage(stdout); exit(0);
@@ -245,25 +211,25 @@ parse_args(struct opts *o, int argc, char **argv)
 		const char *v = argv[optind];
 
 		switch (npos++) {
-		case 0: o->len = (uint32_t)parse_u64("len", v, 4, PSB_MAX_VALUE); break;
-		case 1: o->repeat = parse_u64("repeat", v, 1, UINT64_MAX); break;
+		case 0: o->len = (uint32_t)psb_cli_u64("len", v, 4, PSB_MAX_VALUE); break;
+		case 1: o->repeat = psb_cli_u64("repeat", v, 1, UINT64_MAX); break;
 		case 2:
 			o->mode = psb_bench_mode_parse(v);
 			if (o->mode < 0)
-				die("mode: expected 0-3 or PUSH_THEN_PULL|PUSH_PULL|PUSH_ONLY|PULL_ONLY, "
+				psb_die("mode: expected 0-3 or PUSH_THEN_PULL|PUSH_PULL|PUSH_ONLY|PULL_ONLY, "
 					"got '%s'", v);
 			break;
-		default: die("unexpected argument '%s' (see --help)", v);
+		default: psb_die("unexpected argument '%s' (see --help)", v);
 		}
 	}
 	if (o->check_version >= 0 && !o->check)
-		die("--check-version needs --check SUM");
+		psb_die("--check-version needs --check SUM");
 	if ((o->len & 3) != 0)
-		die("len: %u is not a multiple of 4 (values are float32 arrays)", o->len);
+		psb_die("len: %u is not a multiple of 4 (values are float32 arrays)", o->len);
 	if (o->server == NULL && o->sched == NULL)
-		die("no server given: use --server IP[:PORT] (or --scheduler IP[:PORT])");
+		psb_die("no server given: use --server IP[:PORT] (or --scheduler IP[:PORT])");
 	if (o->sched == NULL && o->rank >= o->num_workers)
-		die("--rank %u must be below --num-workers %u", o->rank, o->num_workers);
+		psb_die("--rank %u must be below --num-workers %u", o->rank, o->num_workers);
 }
 
 /* --check: pull each key once; 0 when every element and version is as expected. */
@@ -277,7 +243,7 @@ check_keys(struct psb_client *c, const struct opts *o, const uint64_t *keys, uin
 	int rc;
 
 	if (out == NULL)
-		die("out of memory");
+		psb_die("out of memory");
 	for (k = 0; k < nkeys; k++) {
 		rc = psb_client_pull(c, keys[k], out, n, &got, 0);
 		if (rc != 0) {
@@ -353,6 +319,7 @@ main(int argc, char **argv)
 	char server_ip[64], sched_ip[64], err[256], label[32];
 	int rc, wrc, exit_code = 0;
 
+	psb_cli_prog("psb-kbench");
 	parse_args(&o, argc, argv);
 	if (o.timeout_ns == 0)
 		o.timeout_ns = auto_timeout(&o);
@@ -374,18 +341,18 @@ main(int argc, char **argv)
 	cfg.busy_poll_ns = o.busy_poll_ns;
 	c = psb_client_open(&cfg, err, sizeof(err));
 	if (c == NULL)
-		die("%s", err);
+		psb_die("%s", err);
 
 	if (o.sched != NULL) {
 		view = calloc(1, sizeof(*view));
 		if (view == NULL)
-			die("out of memory");
+			psb_die("out of memory");
 		if (!o.quiet)
 			printf("psb-kbench: registering with the scheduler %s:%u\n", sched_ip,
 				sched_port);
 		rc = psb_client_register(c, sched_ip, sched_port, &o.rank, view);
 		if (rc != 0)
-			die("cannot register with the scheduler %s:%u: %s", sched_ip, sched_port,
+			psb_die("cannot register with the scheduler %s:%u: %s", sched_ip, sched_port,
 				psb_client_strerror(rc));
 		nservers = view->num_servers != 0 ? view->num_servers : 1;
 		o.num_workers = view->num_workers;
@@ -394,7 +361,7 @@ main(int argc, char **argv)
 	nkeys = o.keys * nservers;
 	keys = calloc(nkeys, sizeof(*keys));
 	if (keys == NULL)
-		die("out of memory");
+		psb_die("out of memory");
 	/* ps-lite's benchmark: keys at the start of each server's key range. */
 	for (s = 0; s < nservers; s++) {
 		uint64_t begin = 0, end;
@@ -411,7 +378,7 @@ main(int argc, char **argv)
 		/* ps-lite starts the benchmark when every worker is up. */
 		rc = psb_client_barrier(c, PSB_GROUP_WORKERS, 0);
 		if (rc != 0)
-			die("%s: worker barrier failed: %s", label, psb_client_strerror(rc));
+			psb_die("%s: worker barrier failed: %s", label, psb_client_strerror(rc));
 	}
 
 	if (o.check) {
@@ -444,7 +411,7 @@ main(int argc, char **argv)
 	}
 	rc = psb_client_bench(c, &bc, &res);
 	if (rc == -EINVAL)
-		die("%s: cannot start the benchmark (bad parameters or out of memory)", label);
+		psb_die("%s: cannot start the benchmark (bad parameters or out of memory)", label);
 	psb_bench_print(&res, label, stdout);
 	fflush(stdout);
 	if (o.results != NULL && (wrc = psb_bench_write_json(&res, label, o.results)) != 0) {

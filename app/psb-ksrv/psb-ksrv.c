@@ -17,6 +17,7 @@
 #include <jansson.h>
 
 #include "psb_kv.h"
+#include "psb_cli.h"
 #include "psb_proto.h"
 #include "psb_sched.h"
 
@@ -107,32 +108,7 @@ usage(FILE *out)
 "  -h, --help\n", PSB_UDP_PORT);
 }
 
-static void
-die(const char *fmt, ...)
-{
-	va_list ap;
 
-	fprintf(stderr, "psb-ksrv: ");
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fprintf(stderr, "\n");
-	exit(2);
-}
-
-static uint64_t
-parse_u64(const char *opt, const char *v, uint64_t lo, uint64_t hi)
-{
-	char *end;
-	unsigned long long x;
-
-	errno = 0;
-	x = strtoull(v, &end, 0);
-	if (errno != 0 || end == v || *end != '\0' || v[0] == '-' || x < lo || x > hi)
-		die("%s: expected an integer in [%llu, %llu], got '%s'", opt,
-			(unsigned long long)lo, (unsigned long long)hi, v);
-	return x;
-}
 
 static uint64_t
 now_ns(void)
@@ -186,40 +162,40 @@ parse_args(struct opts *o, int argc, char **argv)
 		switch (c) {
 		case OPT_IP:
 			if (psb_parse_ip(optarg, &o->ip) != 0)
-				die("--ip: expected an IPv4 address like 198.18.0.1, got '%s'", optarg);
+				psb_die("--ip: expected an IPv4 address like 198.18.0.1, got '%s'", optarg);
 			break;
-		case OPT_PORT: o->port = (uint16_t)parse_u64("--port", optarg, 0, 65535); break;
+		case OPT_PORT: o->port = (uint16_t)psb_cli_u64("--port", optarg, 0, 65535); break;
 		case OPT_NUM_WORKERS:
-			o->num_workers = (uint16_t)parse_u64("--num-workers", optarg, 1,
+			o->num_workers = (uint16_t)psb_cli_u64("--num-workers", optarg, 1,
 				PSB_KV_MAX_WORKERS);
 			break;
 		case OPT_SYNC: o->sync = 1; break;
 		case OPT_ASYNC: o->sync = 0; break;
 		case OPT_SEG_SIZE:
-			o->seg_size = (uint16_t)parse_u64("--seg-size", optarg, 4, MAX_SEG_SIZE);
+			o->seg_size = (uint16_t)psb_cli_u64("--seg-size", optarg, 4, MAX_SEG_SIZE);
 			if ((o->seg_size & 3) != 0)
-				die("--seg-size: %u is not a multiple of 4", o->seg_size);
+				psb_die("--seg-size: %u is not a multiple of 4", o->seg_size);
 			break;
 		case OPT_MAX_VALUE:
-			o->max_value = (uint32_t)parse_u64("--max-value", optarg, 4, PSB_MAX_VALUE);
+			o->max_value = (uint32_t)psb_cli_u64("--max-value", optarg, 4, PSB_MAX_VALUE);
 			break;
 		case OPT_SCHED_PORT:
 			o->sched = 1;
-			o->sched_port = (uint16_t)parse_u64("--scheduler-port", optarg, 0, 65535);
+			o->sched_port = (uint16_t)psb_cli_u64("--scheduler-port", optarg, 0, 65535);
 			break;
 		case OPT_STATS_FILE: o->stats_file = optarg; break;
 		case OPT_READY_FILE: o->ready_file = optarg; break;
 		case OPT_DURATION:
 			d = strtod(optarg, &end);
 			if (end == optarg || *end != '\0' || d < 0 || d > 1e7)
-				die("--duration: expected seconds >= 0, got '%s'", optarg);
+				psb_die("--duration: expected seconds >= 0, got '%s'", optarg);
 			o->duration_ns = (uint64_t)(d * 1e9);
 			break;
 		case OPT_BUSY_POLL:
-			o->busy_poll_ns = parse_u64("--busy-poll-us", optarg, 0, 60000000) * 1000;
+			o->busy_poll_ns = psb_cli_u64("--busy-poll-us", optarg, 0, 60000000) * 1000;
 			break;
 		case OPT_SOCKBUF:
-			o->sockbuf = (uint32_t)parse_u64("--sockbuf", optarg, 4096, INT32_MAX);
+			o->sockbuf = (uint32_t)psb_cli_u64("--sockbuf", optarg, 4096, INT32_MAX);
 			break;
 		case 'q': o->quiet = 1; break;
 		case 'h': usage(stdout); exit(0);
@@ -227,9 +203,9 @@ parse_args(struct opts *o, int argc, char **argv)
 		}
 	}
 	if (optind < argc)
-		die("unexpected argument '%s' (see --help)", argv[optind]);
+		psb_die("unexpected argument '%s' (see --help)", argv[optind]);
 	if (o->sched && o->ip == 0)
-		die("--scheduler-port needs a concrete --ip: it is the server address announced to "
+		psb_die("--scheduler-port needs a concrete --ip: it is the server address announced to "
 			"workers");
 }
 
@@ -470,7 +446,7 @@ open_socket(uint32_t ip, uint16_t port, uint32_t sockbuf, uint16_t *bound)
 
 	fd = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (fd < 0)
-		die("cannot create a UDP socket: %s", strerror(errno));
+		psb_die("cannot create a UDP socket: %s", strerror(errno));
 	v = (int)sockbuf;
 	/* Values arrive as thousands of datagrams at once: ask for room (FORCE needs root). */
 	if (setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &v, sizeof(v)) != 0)
@@ -485,9 +461,9 @@ open_socket(uint32_t ip, uint16_t port, uint32_t sockbuf, uint16_t *bound)
 	sa.sin_addr.s_addr = htonl(ip);
 	sa.sin_port = htons(port);
 	if (bind(fd, (const struct sockaddr *)&sa, sizeof(sa)) != 0)
-		die("cannot bind UDP %s:%u: %s", psb_ip_str(ip, ipbuf), port, strerror(errno));
+		psb_die("cannot bind UDP %s:%u: %s", psb_ip_str(ip, ipbuf), port, strerror(errno));
 	if (getsockname(fd, (struct sockaddr *)&sa, &alen) != 0)
-		die("getsockname: %s", strerror(errno));
+		psb_die("getsockname: %s", strerror(errno));
 	*bound = ntohs(sa.sin_port);
 	return fd;
 }
@@ -499,14 +475,14 @@ write_ready(const char *path, uint16_t port, uint16_t sched_port)
 	FILE *f;
 
 	if ((size_t)snprintf(tmp, sizeof(tmp), "%s.tmp.%d", path, (int)getpid()) >= sizeof(tmp))
-		die("--ready-file: path too long");
+		psb_die("--ready-file: path too long");
 	f = fopen(tmp, "w");
 	if (f == NULL)
-		die("--ready-file: cannot create %s: %s", tmp, strerror(errno));
+		psb_die("--ready-file: cannot create %s: %s", tmp, strerror(errno));
 	fprintf(f, "%u %u\n", port, sched_port);
 	if (fclose(f) != 0 || rename(tmp, path) != 0) {
 		unlink(tmp);
-		die("--ready-file: cannot write %s: %s", path, strerror(errno));
+		psb_die("--ready-file: cannot write %s: %s", path, strerror(errno));
 	}
 }
 
@@ -616,6 +592,7 @@ main(int argc, char **argv)
 	unsigned int i;
 	int exit_code = 0, n;
 
+	psb_cli_prog("psb-ksrv");
 	parse_args(&s->o, argc, argv);
 	s->sfd = -1;
 	memset(&kc, 0, sizeof(kc));
@@ -629,7 +606,7 @@ main(int argc, char **argv)
 	s->txbuf = malloc(TX_BATCH * s->txslot);
 	s->rxbuf = malloc((size_t)RX_BATCH * RX_BUF);
 	if (s->kv == NULL || s->txbuf == NULL || s->rxbuf == NULL)
-		die("out of memory");
+		psb_die("out of memory");
 	for (i = 0; i < TX_BATCH; i++) {
 		s->txv[i].iov_base = s->txbuf + (size_t)i * s->txslot;
 		s->txm[i].msg_hdr.msg_iov = &s->txv[i];
@@ -654,7 +631,7 @@ main(int argc, char **argv)
 
 		s->sched = psb_sched_create(&sc);
 		if (s->sched == NULL)
-			die("cannot host a scheduler for %u workers (at most %u nodes)",
+			psb_die("cannot host a scheduler for %u workers (at most %u nodes)",
 				s->o.num_workers, PSB_SCHED_MAX_NODES - 1);
 		s->sfd = open_socket(s->o.ip, s->o.sched_port, 1u << 20, &sched_port);
 		/* This process is the job's one server: register it as if over the wire. */

@@ -21,6 +21,7 @@
 #include "psb.h"
 #include "psb_agg.h"
 #include "psb_bench.h"
+#include "psb_cli.h"
 #include "psb_ethdev.h"
 #include "psb_kv.h"
 #include "psb_report.h"
@@ -88,53 +89,9 @@ usage(FILE *out)
 "  -h, --help\n", PSB_UDP_PORT);
 }
 
-static int
-die(const char *fmt, ...)
-{
-	va_list ap;
 
-	fprintf(stderr, "psb: ");
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fprintf(stderr, "\n");
-	exit(2);
-}
 
-static uint64_t
-parse_u64(const char *opt, const char *v, uint64_t lo, uint64_t hi)
-{
-	char *end;
-	unsigned long long x;
 
-	errno = 0;
-	x = strtoull(v, &end, 0);
-	if (errno != 0 || end == v || *end != '\0' || v[0] == '-' || x < lo || x > hi)
-		die("%s: expected an integer in [%llu, %llu], got '%s'", opt,
-			(unsigned long long)lo, (unsigned long long)hi, v);
-	return x;
-}
-
-static double
-parse_seconds(const char *opt, const char *v)
-{
-	char *end;
-	double x = strtod(v, &end);
-
-	if (end == v || *end != '\0' || x < 0 || x > 1e7)
-		die("%s: expected seconds >= 0, got '%s'", opt, v);
-	return x;
-}
-
-static uint32_t
-parse_ip_or_die(const char *opt, const char *v)
-{
-	uint32_t ip;
-
-	if (psb_parse_ip(v, &ip) != 0)
-		die("%s: expected an IPv4 address like 198.18.0.1, got '%s'", opt, v);
-	return ip;
-}
 
 static enum psb_node_role
 parse_role(const char *opt, const char *v)
@@ -145,7 +102,7 @@ parse_role(const char *opt, const char *v)
 		return PSB_NODE_WORKER;
 	if (strcmp(v, "scheduler") == 0)
 		return PSB_NODE_SCHEDULER;
-	die("%s: expected server, worker or scheduler, got '%s'", opt, v);
+	psb_die("%s: expected server, worker or scheduler, got '%s'", opt, v);
 	return PSB_NODE_SERVER;
 }
 
@@ -155,9 +112,9 @@ add_port(struct psb_app *app, const char *spec)
 	char err[256];
 
 	if (app->nports >= PSB_MAX_PORTS)
-		die("--port: at most %d ports", PSB_MAX_PORTS);
+		psb_die("--port: at most %d ports", PSB_MAX_PORTS);
 	if (psb_port_parse(spec, app->nports, &app->specs[app->nports], err, sizeof(err)) != 0)
-		die("--port: %s", err);
+		psb_die("--port: %s", err);
 	app->nports++;
 }
 
@@ -227,17 +184,17 @@ apply_env(struct psb_app *app)
 	if ((v = getenv("DMLC_ROLE")) != NULL && *v != '\0')
 		app->node_role = parse_role("DMLC_ROLE", v);
 	if ((v = getenv("DMLC_NUM_WORKER")) != NULL && *v != '\0')
-		app->num_workers = (uint16_t)parse_u64("DMLC_NUM_WORKER", v, 1, PSB_KV_MAX_WORKERS);
+		app->num_workers = (uint16_t)psb_cli_u64("DMLC_NUM_WORKER", v, 1, PSB_KV_MAX_WORKERS);
 	if ((v = getenv("DMLC_NUM_SERVER")) != NULL && *v != '\0')
-		app->num_servers = (uint16_t)parse_u64("DMLC_NUM_SERVER", v, 1, 128);
+		app->num_servers = (uint16_t)psb_cli_u64("DMLC_NUM_SERVER", v, 1, 128);
 	if ((v = getenv("DMLC_PS_ROOT_URI")) != NULL && *v != '\0')
-		app->sched_ip = parse_ip_or_die("DMLC_PS_ROOT_URI", v);
+		app->sched_ip = psb_cli_ip("DMLC_PS_ROOT_URI", v);
 	if ((v = getenv("DMLC_PS_ROOT_PORT")) != NULL && *v != '\0')
-		app->sched_port = (uint16_t)parse_u64("DMLC_PS_ROOT_PORT", v, 1, 65535);
+		app->sched_port = (uint16_t)psb_cli_u64("DMLC_PS_ROOT_PORT", v, 1, 65535);
 	if ((v = getenv("DMLC_NODE_HOST")) != NULL && *v != '\0')
-		app->me.ip = parse_ip_or_die("DMLC_NODE_HOST", v);
+		app->me.ip = psb_cli_ip("DMLC_NODE_HOST", v);
 	if ((v = getenv("PS_VERBOSE")) != NULL && *v != '\0')
-		app->verbose = (int)parse_u64("PS_VERBOSE", v, 0, 2);
+		app->verbose = (int)psb_cli_u64("PS_VERBOSE", v, 0, 2);
 	if ((v = getenv("DMLC_INTERFACE")) != NULL && *v != '\0') {
 		char spec[128];
 
@@ -268,91 +225,91 @@ parse_args(struct psb_app *app, struct run_opts *ro, int argc, char **argv)
 			}
 			add_port(app, optarg);
 			break;
-		case OPT_IP: app->me.ip = parse_ip_or_die("--ip", optarg); break;
+		case OPT_IP: app->me.ip = psb_cli_ip("--ip", optarg); break;
 		case OPT_MAC:
 			if (psb_parse_mac(optarg, app->me.mac) != 0)
-				die("--mac: expected XX:XX:XX:XX:XX:XX, got '%s'", optarg);
+				psb_die("--mac: expected XX:XX:XX:XX:XX:XX, got '%s'", optarg);
 			app->mac_given = 1;
 			break;
-		case OPT_UDP_PORT: app->me.port = (uint16_t)parse_u64("--udp-port", optarg, 1, 65535); break;
+		case OPT_UDP_PORT: app->me.port = (uint16_t)psb_cli_u64("--udp-port", optarg, 1, 65535); break;
 		case OPT_SCHED: {
 			char ipbuf[64];
 			const char *colon = strchr(optarg, ':');
 
 			snprintf(ipbuf, sizeof(ipbuf), "%.*s", colon != NULL ? (int)(colon - optarg) :
 				(int)strlen(optarg), optarg);
-			app->sched_ip = parse_ip_or_die("--scheduler", ipbuf);
+			app->sched_ip = psb_cli_ip("--scheduler", ipbuf);
 			if (colon != NULL)
-				app->sched_port = (uint16_t)parse_u64("--scheduler port", colon + 1, 1,
+				app->sched_port = (uint16_t)psb_cli_u64("--scheduler port", colon + 1, 1,
 					65535);
 			break;
 		}
-		case OPT_SERVER: app->static_server_ip = parse_ip_or_die("--server", optarg); break;
+		case OPT_SERVER: app->static_server_ip = psb_cli_ip("--server", optarg); break;
 		case OPT_NUM_WORKERS:
-			app->num_workers = (uint16_t)parse_u64("--num-workers", optarg, 1,
+			app->num_workers = (uint16_t)psb_cli_u64("--num-workers", optarg, 1,
 				PSB_KV_MAX_WORKERS);
 			break;
 		case OPT_NUM_SERVERS:
-			app->num_servers = (uint16_t)parse_u64("--num-servers", optarg, 1, 128);
+			app->num_servers = (uint16_t)psb_cli_u64("--num-servers", optarg, 1, 128);
 			break;
-		case OPT_RANK: app->rank_base = (uint16_t)parse_u64("--rank", optarg, 0, 1023); break;
+		case OPT_RANK: app->rank_base = (uint16_t)psb_cli_u64("--rank", optarg, 0, 1023); break;
 		case OPT_SYNC: app->sync = 1; break;
 		case OPT_ASYNC: app->sync = 0; break;
 		case OPT_SHARDS:
-			app->nshards = (uint16_t)parse_u64("--shards", optarg, 1, PSB_MAX_SHARDS);
+			app->nshards = (uint16_t)psb_cli_u64("--shards", optarg, 1, PSB_MAX_SHARDS);
 			break;
 		case OPT_WORKERS:
-			app->nlocal_workers = (uint16_t)parse_u64("--workers", optarg, 1,
+			app->nlocal_workers = (uint16_t)psb_cli_u64("--workers", optarg, 1,
 				PSB_MAX_LOCAL_WORKERS);
 			break;
-		case OPT_MTU: app->mtu_want = (uint16_t)parse_u64("--mtu", optarg, 576, 9000); break;
+		case OPT_MTU: app->mtu_want = (uint16_t)psb_cli_u64("--mtu", optarg, 576, 9000); break;
 		case OPT_MAX_VALUE:
-			app->max_value = (uint32_t)parse_u64("--max-value", optarg, 4, PSB_MAX_VALUE);
+			app->max_value = (uint32_t)psb_cli_u64("--max-value", optarg, 4, PSB_MAX_VALUE);
 			break;
 		case OPT_LEN:
-			app->bench.len = (uint32_t)parse_u64("--len", optarg, 4, PSB_MAX_VALUE);
+			app->bench.len = (uint32_t)psb_cli_u64("--len", optarg, 4, PSB_MAX_VALUE);
 			break;
-		case OPT_REPEAT: app->bench.repeat = parse_u64("--repeat", optarg, 1, UINT64_MAX); break;
+		case OPT_REPEAT: app->bench.repeat = psb_cli_u64("--repeat", optarg, 1, UINT64_MAX); break;
 		case OPT_MODE:
 			app->bench.mode = psb_bench_mode_parse(optarg);
 			if (app->bench.mode < 0)
-				die("--mode: expected 0-3 or PUSH_THEN_PULL|PUSH_PULL|PUSH_ONLY|PULL_ONLY, "
+				psb_die("--mode: expected 0-3 or PUSH_THEN_PULL|PUSH_PULL|PUSH_ONLY|PULL_ONLY, "
 					"got '%s'", optarg);
 			break;
 		case OPT_KEYS:
-			app->bench.keys_per_server = (uint32_t)parse_u64("--keys", optarg, 1, 1u << 20);
+			app->bench.keys_per_server = (uint32_t)psb_cli_u64("--keys", optarg, 1, 1u << 20);
 			break;
 		case OPT_WINDOW:
-			app->bench.window_bytes = parse_u64("--window-bytes", optarg, 4, 1ull << 32);
+			app->bench.window_bytes = psb_cli_u64("--window-bytes", optarg, 4, 1ull << 32);
 			break;
 		case OPT_BATCH:
-			app->bench.batch = (uint32_t)parse_u64("--batch", optarg, 0, 8192);
+			app->bench.batch = (uint32_t)psb_cli_u64("--batch", optarg, 0, 8192);
 			break;
 		case OPT_DURATION:
-			duration_ns = (uint64_t)(parse_seconds("--duration", optarg) * 1e9);
+			duration_ns = psb_cli_seconds_ns("--duration", optarg);
 			break;
 		case OPT_TIMEOUT:
-			app->bench.timeout_ns = parse_u64("--timeout-us", optarg, 10, 60000000) * 1000;
+			app->bench.timeout_ns = psb_cli_u64("--timeout-us", optarg, 10, 60000000) * 1000;
 			break;
 		case OPT_RETRIES:
-			app->bench.max_retries = (uint32_t)parse_u64("--max-retries", optarg, 0, 1u << 30);
+			app->bench.max_retries = (uint32_t)psb_cli_u64("--max-retries", optarg, 0, 1u << 30);
 			break;
 		case OPT_VERIFY: app->bench.verify = 1; break;
 		case OPT_RESULTS: app->bench.results = optarg; break;
 		case OPT_LOG_EVERY:
-			app->bench.log_every_ns = (uint64_t)(parse_seconds("--log-every", optarg) * 1e9);
+			app->bench.log_every_ns = psb_cli_seconds_ns("--log-every", optarg);
 			break;
 		case 'l': ro->eal.lcores = optarg; break;
 		case OPT_MEM:
-			ro->eal.mem_mb = parse_u64("--mem", optarg, 16, 1u << 20);
+			ro->eal.mem_mb = psb_cli_u64("--mem", optarg, 16, 1u << 20);
 			ro->mem_given = 1;
 			break;
-		case OPT_MBUFS: ro->mbufs = parse_u64("--mbufs", optarg, 512, 1u << 24); break;
+		case OPT_MBUFS: ro->mbufs = psb_cli_u64("--mbufs", optarg, 512, 1u << 24); break;
 		case OPT_HUGE: ro->eal.force_huge = 1; break;
 		case OPT_NO_HUGE: ro->eal.force_no_huge = 1; break;
 		case OPT_PREFIX: ro->eal.file_prefix = optarg; break;
 		case OPT_IDLE_EXIT:
-			app->idle_exit_ns = parse_u64("--idle-exit", optarg, 1, 3600000) * 1000000;
+			app->idle_exit_ns = psb_cli_u64("--idle-exit", optarg, 1, 3600000) * 1000000;
 			break;
 		case OPT_STATS_FILE: app->stats_file = optarg; break;
 		case 'v': app->verbose++; break;
@@ -366,14 +323,14 @@ parse_args(struct psb_app *app, struct run_opts *ro, int argc, char **argv)
 		const char *v = argv[optind++];
 
 		switch (npos++) {
-		case 0: app->bench.len = (uint32_t)parse_u64("len", v, 4, PSB_MAX_VALUE); break;
-		case 1: app->bench.repeat = parse_u64("repeat", v, 1, UINT64_MAX); break;
+		case 0: app->bench.len = (uint32_t)psb_cli_u64("len", v, 4, PSB_MAX_VALUE); break;
+		case 1: app->bench.repeat = psb_cli_u64("repeat", v, 1, UINT64_MAX); break;
 		case 2:
 			app->bench.mode = psb_bench_mode_parse(v);
 			if (app->bench.mode < 0)
-				die("mode: expected 0-3, got '%s'", v);
+				psb_die("mode: expected 0-3, got '%s'", v);
 			break;
-		default: die("unexpected argument '%s' (EAL options go after --)", v);
+		default: psb_die("unexpected argument '%s' (EAL options go after --)", v);
 		}
 	}
 	if (app->node_role == PSB_NODE_WORKER)
@@ -381,7 +338,7 @@ parse_args(struct psb_app *app, struct run_opts *ro, int argc, char **argv)
 	else
 		app->duration_ns = duration_ns;
 	if ((app->bench.len & 3) != 0)
-		die("len: %u is not a multiple of 4 (values are float32 arrays)", app->bench.len);
+		psb_die("len: %u is not a multiple of 4 (values are float32 arrays)", app->bench.len);
 	if (app->verbose >= 2)
 		app->bench.log_every_ns = app->bench.log_every_ns ? app->bench.log_every_ns : 1000000000ull;
 }
@@ -390,21 +347,21 @@ static void
 check_config(struct psb_app *app)
 {
 	if (app->nports == 0)
-		die("no port given: use --port SPEC (e.g. --port memif:server:/run/psb.sock) "
+		psb_die("no port given: use --port SPEC (e.g. --port memif:server:/run/psb.sock) "
 			"or DMLC_INTERFACE");
 	if (app->me.ip == 0)
-		die("no address given: use --ip A.B.C.D (or DMLC_NODE_HOST)");
+		psb_die("no address given: use --ip A.B.C.D (or DMLC_NODE_HOST)");
 	if (app->node_role == PSB_NODE_WORKER && app->sched_ip == 0 && app->static_server_ip == 0)
-		die("worker: give --scheduler IP (DMLC_PS_ROOT_URI) or --server IP");
+		psb_die("worker: give --scheduler IP (DMLC_PS_ROOT_URI) or --server IP");
 	if (app->node_role == PSB_NODE_SCHEDULER && app->sched_ip != 0 && app->sched_ip != app->me.ip)
-		die("scheduler: --scheduler %s differs from --ip; the scheduler runs where it is",
+		psb_die("scheduler: --scheduler %s differs from --ip; the scheduler runs where it is",
 			"(DMLC_PS_ROOT_URI)");
 	if (app->node_role == PSB_NODE_WORKER && app->rank_base + app->nlocal_workers >
 	    app->num_workers && app->sched_ip == 0)
-		die("--rank %u with --workers %u exceeds --num-workers %u", app->rank_base,
+		psb_die("--rank %u with --workers %u exceeds --num-workers %u", app->rank_base,
 			app->nlocal_workers, app->num_workers);
 	if (app->bench.len > app->max_value && app->node_role == PSB_NODE_WORKER)
-		die("--len %u exceeds --max-value %u", app->bench.len, app->max_value);
+		psb_die("--len %u exceeds --max-value %u", app->bench.len, app->max_value);
 }
 
 /* The EAL leaves its runtime directory behind; psb's prefixes are its own, so remove it. */
@@ -447,7 +404,7 @@ wait_memif_servers(const struct psb_app *app, unsigned int seconds)
 			usleep(100000);
 		}
 		if (t == seconds * 10)
-			die("port '%s': no memif server at %s after %u s (start the server side first)",
+			psb_die("port '%s': no memif server at %s after %u s (start the server side first)",
 				p->spec, p->sock_path, seconds);
 	}
 }
@@ -595,7 +552,7 @@ make_ring(const char *name, int idx, unsigned int size, unsigned int flags)
 	snprintf(n, sizeof(n), "psb_%s%d", name, idx);
 	r = rte_ring_create(n, size, (int)rte_socket_id(), flags);
 	if (r == NULL)
-		die("cannot create ring %s: %s", n, rte_strerror(rte_errno));
+		psb_die("cannot create ring %s: %s", n, rte_strerror(rte_errno));
 	return r;
 }
 
@@ -729,7 +686,7 @@ main(int argc, char **argv)
 	app->worker_port_base = (uint16_t)(app->me.port + 2);
 	if (app->sched_port >= app->worker_port_base &&
 	    app->sched_port < app->worker_port_base + app->nlocal_workers)
-		die("scheduler port %u collides with worker ports %u-%u", app->sched_port,
+		psb_die("scheduler port %u collides with worker ports %u-%u", app->sched_port,
 			app->worker_port_base, app->worker_port_base + app->nlocal_workers - 1);
 
 	/* Pool: every ring and descriptor full at once, plus per-lcore caches. */
@@ -740,7 +697,7 @@ main(int argc, char **argv)
 	if (!ro.mem_given)
 		ro.eal.mem_mb = need_mb + 64;
 	else if (ro.eal.mem_mb < need_mb)
-		die("--mem %llu MB cannot hold the packet pool: %llu mbufs of %u bytes need %llu MB "
+		psb_die("--mem %llu MB cannot hold the packet pool: %llu mbufs of %u bytes need %llu MB "
 			"(give more --mem, or fewer --mbufs)", (unsigned long long)ro.eal.mem_mb,
 			(unsigned long long)nmbufs, (unsigned int)MBUF_ROOM,
 			(unsigned long long)need_mb);
@@ -750,7 +707,7 @@ main(int argc, char **argv)
 	eal_argc = psb_eal_build_argv(argv[0], &ro.eal, app->specs, app->nports, &mi, &ea, err,
 		sizeof(err));
 	if (eal_argc < 0)
-		die("%s", err);
+		psb_die("%s", err);
 	if (app->verbose) {
 		fprintf(stderr, "psb: EAL:");
 		for (rc = 0; rc < eal_argc; rc++)
@@ -760,7 +717,7 @@ main(int argc, char **argv)
 	PSB_DBG(app, 1, "%s, %llu MB for %llu mbufs", ea.use_huge ? "hugepages" : "no hugepages",
 		(unsigned long long)ro.eal.mem_mb, (unsigned long long)nmbufs);
 	if (rte_eal_init(eal_argc, ea.argv) < 0)
-		die("EAL initialisation failed: %s (args above with -v)", rte_strerror(rte_errno));
+		psb_die("EAL initialisation failed: %s (args above with -v)", rte_strerror(rte_errno));
 
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
@@ -771,7 +728,7 @@ main(int argc, char **argv)
 	app->pool = rte_pktmbuf_pool_create("psb_pool", (unsigned int)nmbufs, 256, MBUF_PRIV,
 		MBUF_ROOM, (int)rte_socket_id());
 	if (app->pool == NULL)
-		die("cannot create a pool of %llu mbufs (%llu MB): %s; give more --mem",
+		psb_die("cannot create a pool of %llu mbufs (%llu MB): %s; give more --mem",
 			(unsigned long long)nmbufs, (unsigned long long)need_mb, rte_strerror(rte_errno));
 
 	rte_mempool_obj_iter(app->pool, touch_mbuf, NULL);
@@ -781,11 +738,11 @@ main(int argc, char **argv)
 		uint16_t pid;
 
 		if (rte_eth_dev_get_port_by_name(app->specs[i].name, &pid) != 0)
-			die("port '%s': device %s did not come up (is its driver installed? "
+			psb_die("port '%s': device %s did not come up (is its driver installed? "
 				"see scripts/setup.sh)", app->specs[i].spec, app->specs[i].name);
 		if (psb_ethdev_setup(pid, app->mtu_want, NB_DESC, app->pool, &info, err,
 				sizeof(err)) != 0)
-			die("port '%s': %s", app->specs[i].spec, err);
+			psb_die("port '%s': %s", app->specs[i].spec, err);
 		app->port_ids[i] = pid;
 		if (i == 0 || info.mtu < app->mtu)
 			app->mtu = info.mtu;
@@ -815,7 +772,7 @@ main(int argc, char **argv)
 	if (app->node_role == PSB_NODE_SERVER)
 		app->agent_ring = make_ring("agent", 0, 256, RING_F_SC_DEQ);
 	if (plan_roles(app) != 0)
-		die("out of memory");
+		psb_die("out of memory");
 	if (app->host_sched)
 		app->sched_ring = make_ring("sched", 0, 1024, RING_F_SC_DEQ);
 
@@ -823,7 +780,7 @@ main(int argc, char **argv)
 		struct psb_role_inst *ri = &app->roles[i];
 
 		if (ri->role->init != NULL && (rc = ri->role->init(ri)) != 0)
-			die("role %s: init failed: %s", ri->role->name, strerror(-rc));
+			psb_die("role %s: init failed: %s", ri->role->name, strerror(-rc));
 	}
 
 	/* Placement: one role per worker lcore when there are enough, else share. */

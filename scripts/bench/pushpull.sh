@@ -125,13 +125,13 @@ if [ $EXTRAS = 1 ]; then
 			psb_run "lat-psb-$mode-$r" 64 "$mode" 1
 			kernel_run "lat-kernel-$mode-$r" 64 "$mode" 1
 		done
-		psb_run "rate-psb-$r" 64 1 "$KEYS"
-		kernel_run "rate-kernel-$r" 64 1 "$KEYS"
+		psb_run "rate-psb-$r" 64 1 "$RATE_KEYS"
+		kernel_run "rate-kernel-$r" 64 1 "$RATE_KEYS"
 	done
 	"$AGGBENCH" --mb 64 --runs "$RUNS" --json "$OUT/aggbench.json" > "$OUT/aggbench.txt"
 fi
 
-python3 - "$OUT" "$RUNS" "$SIZES" "$MODES" "$EXTRAS" <<'PY'
+RATE_KEYS=$RATE_KEYS python3 - "$OUT" "$RUNS" "$SIZES" "$MODES" "$EXTRAS" <<'PY'
 import json, os, statistics, sys
 out, runs, sizes, modes, extras = sys.argv[1], int(sys.argv[2]), sys.argv[3].split(), sys.argv[4].split(), sys.argv[5] == "1"
 names = {"0": "PUSH_THEN_PULL", "1": "PUSH_PULL", "2": "PUSH_ONLY", "3": "PULL_ONLY"}
@@ -187,7 +187,7 @@ if extras:
     p, k = load("rate-psb"), load("rate-kernel")
     rate = {"psb_ops": med(p, lambda x: x["requests_per_s"]), "kernel_ops": med(k, lambda x: x["requests_per_s"])}
     summary["rate_64b"] = rate
-    text += ["## 64 B push+pull requests per second, 40 keys pipelined, one server core", "",
+    text += ["## 64 B PUSHPULL requests per second, %s keys in flight, one server core" % os.environ.get("RATE_KEYS", "256"), "",
              table(("", "psb", "kernel", "ratio"), [("requests/s", f"{rate['psb_ops']:,.0f}", f"{rate['kernel_ops']:,.0f}",
                     f"{rate['psb_ops'] / rate['kernel_ops']:.1f}x")]), ""]
     agg = json.load(open(f"{out}/aggbench.json"))

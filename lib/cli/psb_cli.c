@@ -1,0 +1,83 @@
+/* Command-line helpers shared by psb's programs: errors that name the option, strict numbers. */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "psb_cli.h"
+#include "psb_proto.h"
+
+static const char *prog = "psb";
+
+void
+psb_cli_prog(const char *name)
+{
+	prog = name;
+}
+
+void
+psb_die(const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "%s: ", prog);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "\n");
+	exit(2);
+}
+
+uint64_t
+psb_cli_u64(const char *opt, const char *v, uint64_t lo, uint64_t hi)
+{
+	char *end;
+	unsigned long long x;
+
+	errno = 0;
+	x = strtoull(v, &end, 0);
+	if (errno != 0 || end == v || *end != '\0' || v[0] == '-' || x < lo || x > hi)
+		psb_die("%s: expected an integer in [%llu, %llu], got '%s'", opt,
+			(unsigned long long)lo, (unsigned long long)hi, v);
+	return x;
+}
+
+uint64_t
+psb_cli_seconds_ns(const char *opt, const char *v)
+{
+	char *end;
+	double x = strtod(v, &end);
+
+	if (end == v || *end != '\0' || !(x >= 0) || x > 1e7)
+		psb_die("%s: expected seconds >= 0, got '%s'", opt, v);
+	return (uint64_t)(x * 1e9);
+}
+
+uint32_t
+psb_cli_ip(const char *opt, const char *v)
+{
+	uint32_t ip;
+
+	if (psb_parse_ip(v, &ip) != 0)
+		psb_die("%s: expected an IPv4 address like 198.18.0.1, got '%s'", opt, v);
+	return ip;
+}
+
+void
+psb_cli_host_port(const char *opt, const char *v, uint32_t *ip, uint16_t *port)
+{
+	const char *colon = strchr(v, ':');
+	char host[64];
+
+	if (colon == NULL) {
+		*ip = psb_cli_ip(opt, v);
+		return;
+	}
+	if ((size_t)(colon - v) >= sizeof(host))
+		psb_die("%s: expected IP[:PORT], got '%s'", opt, v);
+	memcpy(host, v, (size_t)(colon - v));
+	host[colon - v] = '\0';
+	*ip = psb_cli_ip(opt, host);
+	*port = (uint16_t)psb_cli_u64(opt, colon + 1, 1, 65535);
+}
