@@ -18,6 +18,7 @@
 
 #include "psb_kv.h"
 #include "psb_cli.h"
+#include "psb_udp.h"
 #include "psb_proto.h"
 #include "psb_sched.h"
 
@@ -589,7 +590,6 @@ main(int argc, char **argv)
 	uint64_t start, now, idle_since;
 	uint16_t sched_port = 0;
 	char ipbuf[16];
-	unsigned int i;
 	int exit_code = 0, n;
 
 	psb_cli_prog("psb-ksrv");
@@ -607,20 +607,8 @@ main(int argc, char **argv)
 	s->rxbuf = malloc((size_t)RX_BATCH * RX_BUF);
 	if (s->kv == NULL || s->txbuf == NULL || s->rxbuf == NULL)
 		psb_die("out of memory");
-	for (i = 0; i < TX_BATCH; i++) {
-		s->txv[i].iov_base = s->txbuf + (size_t)i * s->txslot;
-		s->txm[i].msg_hdr.msg_iov = &s->txv[i];
-		s->txm[i].msg_hdr.msg_iovlen = 1;
-		s->txm[i].msg_hdr.msg_name = &s->txa[i];
-		s->txm[i].msg_hdr.msg_namelen = sizeof(s->txa[i]);
-	}
-	for (i = 0; i < RX_BATCH; i++) {
-		s->rxv[i].iov_base = s->rxbuf + (size_t)i * RX_BUF;
-		s->rxv[i].iov_len = RX_BUF;
-		s->rxm[i].msg_hdr.msg_iov = &s->rxv[i];
-		s->rxm[i].msg_hdr.msg_iovlen = 1;
-		s->rxm[i].msg_hdr.msg_name = &s->rxa[i];
-	}
+	psb_udp_mmsg_init(s->txm, s->txv, s->txa, s->txbuf, s->txslot, TX_BATCH, 0);
+	psb_udp_mmsg_init(s->rxm, s->rxv, s->rxa, s->rxbuf, RX_BUF, RX_BATCH, 1);
 
 	s->fd = open_socket(s->o.ip, s->o.port, s->o.sockbuf, &s->o.port);
 	s->self.ip = s->o.ip;

@@ -13,6 +13,7 @@
 #include <arpa/inet.h>
 
 #include "psb_client.h"
+#include "psb_udp.h"
 
 #define TX_BATCH	64
 #define RX_BATCH	64
@@ -451,7 +452,6 @@ psb_client_open(const struct psb_client_cfg *cfg, char *err, size_t errlen)
 	struct sockaddr_in la;
 	socklen_t alen = sizeof(la);
 	uint32_t sip, lip = 0;
-	unsigned int i;
 	int v;
 
 	if (cfg == NULL || cfg->server_ip == NULL) {
@@ -496,20 +496,8 @@ psb_client_open(const struct psb_client_cfg *cfg, char *err, size_t errlen)
 		set_err(err, errlen, "out of memory");
 		goto fail;
 	}
-	for (i = 0; i < TX_BATCH; i++) {
-		c->txv[i].iov_base = c->txbuf + (size_t)i * c->txslot;
-		c->txm[i].msg_hdr.msg_iov = &c->txv[i];
-		c->txm[i].msg_hdr.msg_iovlen = 1;
-		c->txm[i].msg_hdr.msg_name = &c->txa[i];
-		c->txm[i].msg_hdr.msg_namelen = sizeof(c->txa[i]);
-	}
-	for (i = 0; i < RX_BATCH; i++) {
-		c->rxv[i].iov_base = c->rxbuf + (size_t)i * RX_BUF;
-		c->rxv[i].iov_len = RX_BUF;
-		c->rxm[i].msg_hdr.msg_iov = &c->rxv[i];
-		c->rxm[i].msg_hdr.msg_iovlen = 1;
-		c->rxm[i].msg_hdr.msg_name = &c->rxa[i];
-	}
+	psb_udp_mmsg_init(c->txm, c->txv, c->txa, c->txbuf, c->txslot, TX_BATCH, 0);
+	psb_udp_mmsg_init(c->rxm, c->rxv, c->rxa, c->rxbuf, RX_BUF, RX_BATCH, 1);
 	c->nservers = 1;
 	make_sa(&c->servers[0].sa, sip, c->cfg.server_port);
 	c->servers[0].key_begin = 0;
