@@ -444,6 +444,7 @@ psb_kv_handle(struct psb_kv *kv, const struct psb_hdr *h, const void *payload,
 
 struct batch_ctx {
 	const struct psb_addr *from;
+	uint16_t sender;
 	uint8_t *out;
 	size_t cap;
 	size_t len;
@@ -458,7 +459,8 @@ batch_emit(void *arg, const struct psb_addr *to, struct psb_hdr *h, const void *
 	struct batch_ctx *b = arg;
 	struct psb_rec r;
 
-	if (to->ip != b->from->ip || to->port != b->from->port || h->total_len > UINT16_MAX ||
+	if (h->sender != b->sender || to->ip != b->from->ip || to->port != b->from->port ||
+	    h->total_len > UINT16_MAX ||
 	    b->len + PSB_REC_HLEN + h->total_len > b->cap) {
 		b->emit(b->arg, to, h, value);
 		return;
@@ -483,7 +485,8 @@ psb_kv_handle_batch(struct psb_kv *kv, const struct psb_hdr *h, const uint8_t *p
 		psb_kv_emit_fn emit, void *arg)
 {
 	struct batch_ctx b = {
-		.from = from, .out = out, .cap = cap, .len = 0, .emit = emit, .arg = arg,
+		.from = from, .sender = h->sender, .out = out, .cap = cap, .len = 0, .emit = emit,
+		.arg = arg,
 	};
 	size_t off = 0;
 	int n = 0;

@@ -19,6 +19,7 @@ struct wk_slot {
 	struct psb_reasm reasm;
 	struct wk_slot *next_pending;	/* list of slots with something to send */
 	int on_pending;
+	uint32_t bgen;			/* generation of the batch holding its record (0: none) */
 };
 
 struct psb_wk {
@@ -36,6 +37,7 @@ struct psb_wk {
 	uint64_t bkey;			/* first record's key: routes the batch */
 	int bdest;
 	uint32_t bseq;
+	uint32_t bgen;			/* generation of the open batch, never 0 */
 	struct psb_wk_stats st;
 	struct wk_slot slots[];
 };
@@ -70,6 +72,7 @@ psb_wk_create(const struct psb_wk_cfg *cfg)
 	for (i = 0; i < n; i++)
 		wk->free_ids[i] = n - 1 - i;
 	wk->nfree = n;
+	wk->bgen = 1;
 	return wk;
 }
 
@@ -180,7 +183,23 @@ psb_wk_flush(struct psb_wk *wk)
 	wk->st.batches_sent++;
 	wk->blen = 0;
 	wk->bresp = 0;
+	/* Its records are sent now: from here on they time out like any request. */
+	if (++wk->bgen == 0)
+		wk->bgen = 1;
 	return 0;
+}
+
+/*
+ * Bytes one batch (and its answer) may take. A batch is one message: no more
+ * than a segment, and no more than a datagram carries, whatever the stride
+ * (psb_wk_create accepts strides up to 65532; bbuf holds one datagram).
+ */
+static inline uint32_t
+batch_limit(const struct psb_wk *wk)
+{
+	uint32_t dgram = (PSB_MAX_UDP_PAYLOAD - PSB_HDR_LEN) & ~3u;
+
+	return wk->cfg.seg_size < dgram ? wk->cfg.seg_size : dgram;
 }
 
 /* Add op (in slot s) to the open batch; -EBUSY when a full batch cannot go out yet. */
@@ -191,8 +210,8 @@ batch_room(struct psb_wk *wk, const struct psb_wk_op *op)
 	uint32_t resp = PSB_REC_HLEN + (op->type == PSB_MSG_PUSH ? 0 : op->len);
 	int dest = wk->cfg.dest != NULL ? wk->cfg.dest(wk->cfg.send_arg, op->key) : 0;
 
-	if (wk->blen != 0 && (dest != wk->bdest || wk->blen + req > wk->cfg.seg_size ||
-			wk->bresp + resp > wk->cfg.seg_size) && psb_wk_flush(wk) < 0)
+	if (wk->blen != 0 && (dest != wk->bdest || wk->blen + req > batch_limit(wk) ||
+			wk->bresp + resp > batch_limit(wk)) && psb_wk_flush(wk) < 0)
 		return -EBUSY;
 	if (wk->blen == 0) {
 		wk->bdest = dest;
@@ -221,13 +240,14 @@ batch_add(struct psb_wk *wk, struct wk_slot *s)
 	/* Nothing left for send_slot: a retry resets these and goes on its own. */
 	s->next_off = op->type == PSB_MSG_PULL ? 0 : op->len;
 	s->send_req = 0;
+	s->bgen = wk->bgen;
 }
 
 static inline int
 batchable(const struct psb_wk *wk, const struct psb_wk_op *op)
 {
 	return wk->cfg.batch_max != 0 && op->len <= wk->cfg.batch_max &&
-	       PSB_REC_HLEN + op->len <= wk->cfg.seg_size;
+	       PSB_REC_HLEN + op->len <= batch_limit(wk);
 }
 
 int
@@ -255,6 +275,7 @@ psb_wk_submit(struct psb_wk *wk, struct psb_wk_op *op, uint64_t now_ns)
 	s->first_ns = now_ns;
 	s->sent_ns = now_ns;
 	s->resp_started = 0;
+	s->bgen = 0;
 	op->status = 0;
 	op->out_len = 0;
 	op->retries = 0;
@@ -301,7 +322,7 @@ input_batch(struct psb_wk *wk, const struct psb_hdr *h, const uint8_t *payload, 
 		struct psb_hdr sh;
 		int used = psb_rec_decode(&r, payload + off, h->seg_len - off);
 
-		if (used < 0) {
+		if (used < 0 || r.type == PSB_MSG_BATCH_RESP || r.type == PSB_MSG_BATCH) {
 			wk->st.bad_batches++;
 			return;
 		}
@@ -417,8 +438,12 @@ psb_wk_poll(struct psb_wk *wk, uint64_t now_ns)
 	for (i = 0; i < wk->cfg.window; i++) {
 		struct wk_slot *s = &wk->slots[i];
 
-		/* Back off: a resend of a large value must not crowd out the answers to it. */
-		if (s->op == NULL || s->on_pending ||
+		/*
+		 * Back off: a resend of a large value must not crowd out the answers to it.
+		 * Like requests waiting on the pending list, records of a batch the
+		 * transport has not taken yet were never sent: nothing to resend.
+		 */
+		if (s->op == NULL || s->on_pending || s->bgen == wk->bgen ||
 		    now_ns - s->sent_ns < wk->cfg.timeout_ns << (s->op->retries < 6 ? s->op->retries : 6))
 			continue;
 		if (wk->cfg.max_retries != 0 && s->op->retries >= wk->cfg.max_retries) {

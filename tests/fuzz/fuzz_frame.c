@@ -1,9 +1,11 @@
 /* libFuzzer target: psb_frame_parse and what the datapath then does with each kind of frame. */
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "psb_kv.h"
 #include "psb_proto.h"
 #include "psb_reasm.h"
 #include "fuzz_seeds.h"
@@ -36,6 +38,15 @@ static const struct psb_parse_cfg cfgs[] = {
 
 /* Room for any UDP payload the parser can accept, rebuilt untagged. */
 static uint8_t rebuilt[PSB_FRAME_HLEN + 65536];
+
+/* The store BATCH frames run against: 4 workers, async, values up to 1 MiB. */
+#define FUZZ_KV_WORKERS		4
+#define FUZZ_KV_MAX_VALUE	(1u << 20)
+#define FUZZ_KV_SEG		1024
+
+/* BATCH_RESP room: what a server has at most, and a small one that pushes answers to emit. */
+static uint8_t batch_out[PSB_MAX_UDP_PAYLOAD + 8];
+#define FUZZ_SMALL_CAP		64
 
 static uint16_t
 rd16(const uint8_t *p)
@@ -207,6 +218,164 @@ check_icmp_echo(const uint8_t *data, size_t size, const struct psb_frame *f)
 	free(copy);
 }
 
+/*
+ * Walk the records of a BATCH / BATCH_RESP payload as its receiver does. Each
+ * record stays inside the payload and its header re-encodes to the same bytes.
+ * Returns how many leading records are requests a server handles (PUSH, PULL,
+ * PUSHPULL); *stopped is 1 when the walk ended at a broken or foreign record.
+ */
+static unsigned int
+walk_records(const uint8_t *p, size_t len, int *stopped)
+{
+	uint8_t enc[PSB_REC_HLEN];
+	unsigned int nreq = 0;
+	int requests = 1;
+	size_t off = 0;
+
+	*stopped = 0;
+	while (off < len) {
+		struct psb_rec r;
+		int used = psb_rec_decode(&r, p + off, len - off);
+
+		if (used < 0) {
+			CHECK(used == -EINVAL);
+			/* only a record cut short or of a length not a multiple of 4 is refused */
+			CHECK(len - off < PSB_REC_HLEN || (r.len & 3) != 0 ||
+			      (size_t)r.len > len - off - PSB_REC_HLEN);
+			*stopped = 1;
+			break;
+		}
+		CHECK(used == PSB_REC_HLEN + r.len);
+		CHECK((r.len & 3) == 0);
+		CHECK(off + (size_t)used <= len);
+		psb_rec_encode(enc, &r);
+		CHECK(memcmp(enc, p + off, PSB_REC_HLEN) == 0);
+		if (r.type != PSB_MSG_PUSH && r.type != PSB_MSG_PULL && r.type != PSB_MSG_PUSHPULL) {
+			if (requests)
+				*stopped = 1;
+			requests = 0;
+		}
+		nreq += requests;
+		off += (size_t)used;
+	}
+	CHECK(off <= len);
+	return nreq;
+}
+
+struct emit_check {
+	const struct psb_hdr *req;	/* the BATCH */
+	unsigned int calls;
+};
+
+/* Responses that do not go into the BATCH_RESP: arguments only, and the value is readable. */
+static void
+emit_check(void *arg, const struct psb_addr *to, struct psb_hdr *h, const void *value)
+{
+	struct emit_check *e = arg;
+	const volatile uint8_t *v = value;
+	uint8_t x = 0;
+	uint32_t i;
+
+	e->calls++;
+	CHECK(to != NULL && h != NULL);
+	CHECK(h->magic == PSB_MAGIC && h->version == PSB_VERSION);
+	CHECK(h->type == PSB_MSG_ERROR || h->type == PSB_MSG_PUSH_ACK ||
+	      h->type == PSB_MSG_PULL_RESP || h->type == PSB_MSG_PUSHPULL_RESP);
+	CHECK((h->flags & ~PSB_F_SYNC) == 0);
+	CHECK(h->offset == 0 && h->seg_len == 0);
+	if (h->type == PSB_MSG_ERROR) {
+		CHECK(h->status > PSB_ST_OK && h->status < PSB_ST_MAX);
+		CHECK(h->total_len == 0 && value == NULL);
+		/* a bad sender is answered under the id it claimed */
+		CHECK(h->sender == e->req->sender);
+		return;
+	}
+	CHECK(h->status == PSB_ST_OK);
+	CHECK(h->sender < FUZZ_KV_WORKERS);
+	CHECK(h->seg_size == FUZZ_KV_SEG);
+	CHECK(h->total_len <= FUZZ_KV_MAX_VALUE && (h->total_len & 3) == 0);
+	if (h->type == PSB_MSG_PUSH_ACK) {
+		CHECK(h->total_len == 0 && value == NULL);
+		return;
+	}
+	CHECK(h->total_len != 0 && value != NULL);
+	/* every byte is there to send: the sanitizers see an access past the value */
+	for (i = 0; i < h->total_len; i++)
+		x ^= v[i];
+	(void)x;
+}
+
+/* A server's handling of a BATCH: on a fresh store, so each input stands on its own. */
+static void
+run_batch(const struct psb_frame *f, size_t cap)
+{
+	const struct psb_kv_cfg kc = {
+		.num_workers = FUZZ_KV_WORKERS,
+		.sync = 0,
+		.max_value = FUZZ_KV_MAX_VALUE,
+		.seg_size = FUZZ_KV_SEG,
+	};
+	struct emit_check e = { .req = &f->hdr, .calls = 0 };
+	const struct psb_kv_stats *st;
+	struct psb_kv *kv;
+	size_t out_len = 0, off = 0;
+	unsigned int nreq, nans = 0;
+	int stopped, n;
+
+	kv = psb_kv_create(&kc);
+	CHECK(kv != NULL);
+	st = psb_kv_stats(kv);
+	nreq = walk_records(f->payload, f->payload_len, &stopped);
+	memset(batch_out + cap, 0xa5, 8);
+	n = psb_kv_handle_batch(kv, &f->hdr, f->payload, &f->src, batch_out, cap, &out_len,
+		emit_check, &e);
+	/* every leading request record handled, then a stop at the first other one */
+	CHECK(n == (int)nreq);
+	CHECK(st->batches == 1);
+	CHECK(st->bad_records == (uint64_t)stopped);
+	CHECK(out_len <= cap);
+	CHECK(batch_out[cap] == 0xa5 && batch_out[cap + 7] == 0xa5);
+	/* the BATCH_RESP: well-formed answer records using it up exactly */
+	while (off < out_len) {
+		struct psb_rec r;
+		int used = psb_rec_decode(&r, batch_out + off, out_len - off);
+
+		CHECK(used >= PSB_REC_HLEN);
+		CHECK(r.type == PSB_MSG_ERROR || r.type == PSB_MSG_PUSH_ACK ||
+		      r.type == PSB_MSG_PULL_RESP || r.type == PSB_MSG_PUSHPULL_RESP);
+		CHECK((r.type == PSB_MSG_ERROR) == (r.status != PSB_ST_OK));
+		CHECK(r.type != PSB_MSG_ERROR || r.len == 0);
+		off += (size_t)used;
+		nans++;
+	}
+	CHECK(off == out_len);
+	/*
+	 * Async: each request is answered once, in the BATCH_RESP or through emit,
+	 * except one older than its sender's newest on that key (a later record
+	 * of the same batch may have moved the key on).
+	 */
+	CHECK(nans + e.calls + st->stale == nreq);
+	psb_kv_free(kv);
+}
+
+/* BATCH and BATCH_RESP frames: their records, and a BATCH as a server handles it. */
+static void
+check_batch(const struct psb_frame *f, int *batch_done)
+{
+	int stopped;
+
+	if (f->hdr.version != PSB_VERSION ||
+	    (f->hdr.type != PSB_MSG_BATCH && f->hdr.type != PSB_MSG_BATCH_RESP))
+		return;
+	(void)walk_records(f->payload, f->payload_len, &stopped);
+	if (f->hdr.type != PSB_MSG_BATCH || *batch_done)
+		return;
+	/* once per input, not once per parse config that accepts it */
+	*batch_done = 1;
+	run_batch(f, sizeof(batch_out) - 8);
+	run_batch(f, FUZZ_SMALL_CAP);
+}
+
 /* The input read as a bare header: encode/decode are inverse, reassembly takes it. */
 static void
 check_bare_header(const uint8_t *data, size_t size)
@@ -246,7 +415,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct psb_frame f;
 	unsigned int i;
-	int rc;
+	int rc, batch_done = 0;
 
 	for (i = 0; i < sizeof(cfgs) / sizeof(cfgs[0]); i++) {
 		rc = psb_frame_parse(data, size, &cfgs[i], &f);
@@ -260,6 +429,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		switch (rc) {
 		case PSB_FRAME_PSB:
 			check_psb(data, size, &cfgs[i], &f);
+			check_batch(&f, &batch_done);
 			break;
 		case PSB_FRAME_ARP_REQUEST:
 			check_arp_request(data, size, &cfgs[i], &f);

@@ -127,6 +127,70 @@ build_msg(uint8_t *out, const struct seed_msg *m, uint32_t id)
 	return psb_frame_build(out, src, dst, &h, value, len);
 }
 
+/* One record of a batch seed: header, then len bytes of float32 values. */
+static size_t
+put_rec(uint8_t *p, uint8_t type, uint8_t status, uint16_t len, uint32_t req_id, uint64_t key,
+		uint32_t aux)
+{
+	struct psb_rec r;
+	uint16_t i;
+
+	memset(&r, 0, sizeof(r));
+	r.type = type;
+	r.status = status;
+	r.len = len;
+	r.req_id = req_id;
+	r.round = 0;
+	r.aux = aux;
+	r.key = key;
+	psb_rec_encode(p, &r);
+	for (i = 0; i < len; i += 4) {
+		float f = 1.5f + (float)(i / 4);
+
+		memcpy(p + PSB_REC_HLEN + i, &f, 4);
+	}
+	return PSB_REC_HLEN + len;
+}
+
+/*
+ * A BATCH of a worker's small requests (push, pushpull and pull of one key,
+ * a push of another), or the BATCH_RESP answering it: one message each,
+ * total_len = seg_len = seg_size = the records' bytes.
+ */
+static size_t
+build_batch(uint8_t *out, int resp)
+{
+	const uint64_t k1 = 0x0123456789abcdefull, k2 = 42;
+	struct psb_addr w, s;
+	struct psb_hdr h;
+	size_t n = 0;
+
+	addrs(&w, &s);
+	if (!resp) {
+		n += put_rec(value + n, PSB_MSG_PUSH, 0, 16, 0x1001, k1, 0);
+		n += put_rec(value + n, PSB_MSG_PUSHPULL, 0, 16, 0x2001, k1, 0);
+		n += put_rec(value + n, PSB_MSG_PULL, 0, 0, 0x3001, k1, 0);
+		n += put_rec(value + n, PSB_MSG_PUSH, 0, 8, 0x4001, k2, 0);
+		n += put_rec(value + n, PSB_MSG_PULL, 0, 0, 0x5001, 7, 0);
+	} else {
+		n += put_rec(value + n, PSB_MSG_PUSH_ACK, 0, 0, 0x1001, k1, 0);
+		n += put_rec(value + n, PSB_MSG_PUSHPULL_RESP, 0, 16, 0x2001, k1, 0);
+		n += put_rec(value + n, PSB_MSG_PULL_RESP, 0, 16, 0x3001, k1, 0);
+		n += put_rec(value + n, PSB_MSG_PUSH_ACK, 0, 0, 0x4001, k2, 0);
+		n += put_rec(value + n, PSB_MSG_ERROR, PSB_ST_NO_KEY, 0, 0x5001, 7, 0);
+	}
+	psb_hdr_init(&h, resp ? PSB_MSG_BATCH_RESP : PSB_MSG_BATCH);
+	h.sender = 3;
+	h.req_id = 77;
+	h.key = resp ? 0 : k1;
+	h.aux = resp ? 0 : 0x5eed;
+	h.total_len = (uint32_t)n;
+	h.seg_len = (uint16_t)n;
+	h.seg_size = (uint16_t)n;
+	return resp ? psb_frame_build(out, &s, &w, &h, value, (uint16_t)n) :
+		psb_frame_build(out, &w, &s, &h, value, (uint16_t)n);
+}
+
 static size_t
 add_vlan(uint8_t *out, const uint8_t *in, size_t len)
 {
@@ -195,6 +259,14 @@ fuzz_seeds_foreach(fuzz_seed_fn fn, void *arg)
 		fn(arg, msgs[i].name, frame, len);
 		n++;
 	}
+
+	len = build_batch(frame, 0);
+	fn(arg, "batch", frame, len);
+	n++;
+
+	len = build_batch(frame, 1);
+	fn(arg, "batch-resp", frame, len);
+	n++;
 
 	len = build_msg(tmp, &msgs[0], 100);
 	len = add_vlan(frame, tmp, len);

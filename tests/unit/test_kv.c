@@ -937,6 +937,577 @@ test_epoch_restart(void **state)
 	sync_flag = 0;
 }
 
+#define BATCH_MAX	1024	/* bytes of a test BATCH, and of its BATCH_RESP buffer */
+#define OREC_MAX	32
+
+/* The records of one BATCH, built up in order. */
+struct batch {
+	uint8_t b[BATCH_MAX];
+	size_t len;
+};
+
+/* One answer record read back from a BATCH_RESP buffer. */
+struct orec {
+	struct psb_rec r;
+	const uint8_t *val;
+};
+
+/* Append a record; val carries len bytes (PUSH / PUSHPULL), NULL for a PULL. */
+static void
+batch_add(struct batch *bt, uint8_t type, uint32_t req_id, uint32_t round, uint64_t key,
+		const float *val, uint16_t len)
+{
+	struct psb_rec r;
+
+	assert_true(bt->len + PSB_REC_HLEN + len <= sizeof(bt->b));
+	memset(&r, 0, sizeof(r));
+	r.type = type;
+	r.len = len;
+	r.req_id = req_id;
+	r.round = round;
+	r.key = key;
+	psb_rec_encode(bt->b + bt->len, &r);
+	if (len != 0)
+		memcpy(bt->b + bt->len + PSB_REC_HLEN, val, len);
+	bt->len += PSB_REC_HLEN + len;
+}
+
+/* Hand bt to the store as worker w's BATCH; answers that fit go to out (cap bytes). */
+static int
+send_batch(struct psb_kv *kv, struct cap *c, uint16_t w, const struct batch *bt, uint8_t *out,
+		size_t cap, size_t *out_len)
+{
+	struct psb_hdr h;
+	struct psb_addr a = waddr(w);
+	struct psb_rec first;
+
+	psb_hdr_init(&h, PSB_MSG_BATCH);
+	h.sender = w;
+	h.req_id = 0xbbbb;
+	if (bt->len >= PSB_REC_HLEN && psb_rec_decode(&first, bt->b, bt->len) > 0)
+		h.key = first.key;
+	h.total_len = (uint32_t)bt->len;
+	h.seg_len = (uint16_t)bt->len;
+	h.seg_size = (uint16_t)bt->len;
+	if (sync_flag)
+		h.flags |= PSB_F_SYNC;
+	*out_len = 0xdead;
+	return psb_kv_handle_batch(kv, &h, bt->b, &a, out, cap, out_len, cap_emit, c);
+}
+
+/* Read the answer records of a BATCH_RESP; they must use up its bytes exactly. */
+static unsigned int
+read_out(const uint8_t *out, size_t len, struct orec *o)
+{
+	size_t off = 0;
+	unsigned int n = 0;
+
+	while (off < len) {
+		int used;
+
+		assert_true(n < OREC_MAX);
+		used = psb_rec_decode(&o[n].r, out + off, len - off);
+		assert_true(used >= PSB_REC_HLEN);
+		o[n].val = out + off + PSB_REC_HLEN;
+		off += (size_t)used;
+		n++;
+	}
+	assert_int_equal(off, len);
+	return n;
+}
+
+/* Check an answer record: type, echoed req_id and key, round, and the n floats of want. */
+static void
+check_orec(const struct orec *o, uint8_t type, uint32_t req_id, uint64_t key, uint32_t round,
+		const float *want, uint32_t n)
+{
+	uint32_t i;
+	float got;
+
+	assert_int_equal(o->r.type, type);
+	assert_int_equal(o->r.status, PSB_ST_OK);
+	assert_int_equal(o->r.req_id, req_id);
+	assert_true(o->r.key == key);
+	assert_int_equal(o->r.round, round);
+	assert_int_equal(o->r.len, n * sizeof(float));
+	for (i = 0; i < n; i++) {
+		memcpy(&got, o->val + i * sizeof(float), sizeof(got));
+		assert_true(got == want[i]);
+	}
+}
+
+/* Async: PUSH, PUSHPULL and PULL records of several keys, answered in order in out. */
+static void
+test_batch_async(void **state)
+{
+	static struct batch bt;
+	struct psb_kv *kv = kv_new(2, 0, 0, 0);
+	struct cap c = { .n = 0 };
+	const struct psb_kv_stats *st = psb_kv_stats(kv);
+	const float a[2] = { 1.0f, 2.0f }, b[4] = { 3.0f, 4.0f, 5.0f, 6.0f };
+	const float d[2] = { 10.0f, 20.0f }, e[4] = { 0.5f, 0.5f, 0.5f, 0.5f };
+	const float ad[2] = { 11.0f, 22.0f }, be[4] = { 3.5f, 4.5f, 5.5f, 6.5f };
+	uint8_t out[BATCH_MAX + 8];
+	struct orec o[OREC_MAX];
+	size_t len;
+
+	(void)state;
+	sync_flag = 0;
+	memset(&bt, 0, sizeof(bt));
+	batch_add(&bt, PSB_MSG_PUSH, 1, 0, 1, a, sizeof(a));
+	batch_add(&bt, PSB_MSG_PUSHPULL, 2, 0, 2, b, sizeof(b));
+	batch_add(&bt, PSB_MSG_PUSH, 3, 0, 3, d, sizeof(d));
+	batch_add(&bt, PSB_MSG_PULL, 4, 0, 3, NULL, 0);
+	/* the guard bytes after cap catch a write past it */
+	memset(out, 0xa5, sizeof(out));
+	assert_int_equal(send_batch(kv, &c, 0, &bt, out, BATCH_MAX, &len), 4);
+	assert_int_equal(c.n, 0);
+	assert_int_equal(len, 4 * PSB_REC_HLEN + 16 + 8);
+	assert_int_equal(out[BATCH_MAX], 0xa5);
+	assert_int_equal(read_out(out, len, o), 4);
+	check_orec(&o[0], PSB_MSG_PUSH_ACK, 1, 1, 1, NULL, 0);
+	check_orec(&o[1], PSB_MSG_PUSHPULL_RESP, 2, 2, 1, b, 4);
+	check_orec(&o[2], PSB_MSG_PUSH_ACK, 3, 3, 1, NULL, 0);
+	/* a later record sees what an earlier one of the same batch pushed (one per key) */
+	check_orec(&o[3], PSB_MSG_PULL_RESP, 4, 3, 1, d, 2);
+
+	/* worker 1 adds into the same keys; each answer carries the sum */
+	memset(&bt, 0, sizeof(bt));
+	batch_add(&bt, PSB_MSG_PUSHPULL, 7, 0, 1, d, sizeof(d));
+	batch_add(&bt, PSB_MSG_PUSH, 8, 0, 2, e, sizeof(e));
+	batch_add(&bt, PSB_MSG_PULL, 9, 0, 3, NULL, 0);
+	assert_int_equal(send_batch(kv, &c, 1, &bt, out, BATCH_MAX, &len), 3);
+	assert_int_equal(c.n, 0);
+	assert_int_equal(read_out(out, len, o), 3);
+	check_orec(&o[0], PSB_MSG_PUSHPULL_RESP, 7, 1, 2, ad, 2);
+	check_orec(&o[1], PSB_MSG_PUSH_ACK, 8, 2, 2, NULL, 0);
+	check_orec(&o[2], PSB_MSG_PULL_RESP, 9, 3, 1, d, 2);
+
+	check_stored(kv, 1, ad, 2, 2);
+	check_stored(kv, 2, be, 4, 2);
+	check_stored(kv, 3, d, 2, 1);
+	assert_int_equal(psb_kv_nkeys(kv), 3);
+	assert_int_equal(st->batches, 2);
+	assert_int_equal(st->bad_records, 0);
+	assert_int_equal(st->req[PSB_MSG_PUSH], 3);
+	assert_int_equal(st->req[PSB_MSG_PUSHPULL], 2);
+	assert_int_equal(st->req[PSB_MSG_PULL], 2);
+	assert_int_equal(st->bytes_summed, 8 + 16 + 8 + 8 + 16);
+	assert_int_equal(st->bytes_sent, 16 + 8 + 8 + 8);
+	assert_int_equal(st->retries_answered, 0);
+
+	/* an empty BATCH is handled (counted) and answers nothing */
+	memset(&bt, 0, sizeof(bt));
+	assert_int_equal(send_batch(kv, &c, 0, &bt, out, BATCH_MAX, &len), 0);
+	assert_int_equal(len, 0);
+	assert_int_equal(st->batches, 3);
+	cap_clear(&c);
+	psb_kv_free(kv);
+}
+
+/* A BATCH sent again (same records, same ids) is answered again from DONE, applied once. */
+static void
+test_batch_retry(void **state)
+{
+	static struct batch bt;
+	struct psb_kv *kv = kv_new(2, 0, 0, 0);
+	struct cap c = { .n = 0 };
+	const struct psb_kv_stats *st = psb_kv_stats(kv);
+	const float a[2] = { 1.0f, 2.0f }, b[3] = { 4.0f, 5.0f, 6.0f };
+	const float p[4] = { 7.0f, 8.0f, 9.0f, 10.0f };
+	uint8_t out[BATCH_MAX], out2[BATCH_MAX];
+	struct orec o[OREC_MAX];
+	size_t len, len2;
+	unsigned int i;
+
+	(void)state;
+	sync_flag = 0;
+	/* key 12 exists before the batch: an ordinary push */
+	send_value(kv, &c, PSB_MSG_PUSH, 1, 1, 0, 12, p, sizeof(p));
+	assert_int_equal(c.n, 1);
+	cap_clear(&c);
+
+	memset(&bt, 0, sizeof(bt));
+	batch_add(&bt, PSB_MSG_PUSH, 100, 0, 10, a, sizeof(a));
+	batch_add(&bt, PSB_MSG_PUSHPULL, 101, 0, 11, b, sizeof(b));
+	batch_add(&bt, PSB_MSG_PULL, 102, 0, 12, NULL, 0);
+	assert_int_equal(send_batch(kv, &c, 0, &bt, out, sizeof(out), &len), 3);
+	assert_int_equal(read_out(out, len, o), 3);
+	check_orec(&o[0], PSB_MSG_PUSH_ACK, 100, 10, 1, NULL, 0);
+	check_orec(&o[1], PSB_MSG_PUSHPULL_RESP, 101, 11, 1, b, 3);
+	check_orec(&o[2], PSB_MSG_PULL_RESP, 102, 12, 1, p, 4);
+
+	/* twice more: byte for byte the same answers, nothing added again */
+	for (i = 0; i < 2; i++) {
+		memset(out2, 0, sizeof(out2));
+		assert_int_equal(send_batch(kv, &c, 0, &bt, out2, sizeof(out2), &len2), 3);
+		assert_int_equal(len2, len);
+		assert_memory_equal(out2, out, len);
+	}
+	assert_int_equal(c.n, 0);
+	check_stored(kv, 10, a, 2, 1);
+	check_stored(kv, 11, b, 3, 1);
+	check_stored(kv, 12, p, 4, 1);
+	assert_int_equal(st->retries_answered, 6);
+	assert_int_equal(st->req[PSB_MSG_PUSH], 2);
+	assert_int_equal(st->req[PSB_MSG_PUSHPULL], 1);
+	assert_int_equal(st->req[PSB_MSG_PULL], 1);
+	assert_int_equal(st->bytes_summed, sizeof(p) + sizeof(a) + sizeof(b));
+	assert_int_equal(st->batches, 3);
+
+	/* the ordinary retry of a batched request is answered the same way */
+	send_value(kv, &c, PSB_MSG_PUSHPULL, 0, 101, 0, 11, b, sizeof(b));
+	assert_int_equal(c.n, 1);
+	check_resp(&c.m[0], PSB_MSG_PUSHPULL_RESP, 0, 101, 11, 1);
+	check_val(&c.m[0], b, 3);
+	check_stored(kv, 11, b, 3, 1);
+	assert_int_equal(st->retries_answered, 7);
+	cap_clear(&c);
+	psb_kv_free(kv);
+}
+
+/* A cut-short record or one of a wrong type stops the batch; what came before is answered. */
+static void
+test_batch_bad_records(void **state)
+{
+	static struct batch bt;
+	static const uint8_t wrong[] = {
+		PSB_MSG_PUSH_ACK, PSB_MSG_PULL_RESP, PSB_MSG_ERROR, PSB_MSG_BATCH,
+		PSB_MSG_BATCH_RESP, PSB_MSG_REGISTER, 0x00, 0x05,
+	};
+	struct psb_kv *kv = kv_new(1, 0, 0, 0);
+	struct cap c = { .n = 0 };
+	const struct psb_kv_stats *st = psb_kv_stats(kv);
+	const float a[2] = { 1.0f, 2.0f };
+	float five[2];
+	uint8_t out[BATCH_MAX];
+	struct orec o[OREC_MAX];
+	uint32_t id = 1;
+	uint64_t bad = 0, sum = 0;
+	size_t len, cut;
+	unsigned int i;
+
+	(void)state;
+	sync_flag = 0;
+	/* a record of a wrong type: the record after it is not handled */
+	for (i = 0; i < sizeof(wrong); i++) {
+		memset(&bt, 0, sizeof(bt));
+		batch_add(&bt, PSB_MSG_PUSH, id, 0, 5, a, sizeof(a));
+		batch_add(&bt, wrong[i], id + 1, 0, 5, a, sizeof(a));
+		batch_add(&bt, PSB_MSG_PUSH, id + 2, 0, 6, a, sizeof(a));
+		assert_int_equal(send_batch(kv, &c, 0, &bt, out, sizeof(out), &len), 1);
+		bad++;
+		sum += sizeof(a);
+		assert_int_equal(st->bad_records, bad);
+		assert_int_equal(read_out(out, len, o), 1);
+		check_orec(&o[0], PSB_MSG_PUSH_ACK, id, 5, i + 1, NULL, 0);
+		assert_true(psb_kv_get(kv, 6, NULL, NULL) == NULL);
+		id += 3;
+	}
+	assert_int_equal(c.n, 0);
+	assert_int_equal(st->errors[PSB_ST_BAD_TYPE], 0);
+
+	/* cut short anywhere in the last record (header or value): two handled, then stop */
+	memset(&bt, 0, sizeof(bt));
+	batch_add(&bt, PSB_MSG_PUSH, id, 0, 7, a, sizeof(a));
+	batch_add(&bt, PSB_MSG_PULL, id + 1, 0, 7, NULL, 0);
+	batch_add(&bt, PSB_MSG_PUSH, id + 2, 0, 8, a, sizeof(a));
+	for (cut = PSB_REC_HLEN + 8 + PSB_REC_HLEN + 4; cut < bt.len; cut += 4) {
+		struct batch t = bt;
+		uint32_t round = 0;
+
+		/* fresh ids for each try, so the first two are new requests, not retries */
+		t.len = cut;
+		{
+			struct psb_rec r;
+
+			assert_int_equal(psb_rec_decode(&r, t.b, t.len), PSB_REC_HLEN + 8);
+			r.req_id = id;
+			psb_rec_encode(t.b, &r);
+			assert_int_equal(psb_rec_decode(&r, t.b + PSB_REC_HLEN + 8,
+				t.len - PSB_REC_HLEN - 8), PSB_REC_HLEN);
+			r.req_id = id + 1;
+			psb_rec_encode(t.b + PSB_REC_HLEN + 8, &r);
+		}
+		assert_int_equal(send_batch(kv, &c, 0, &t, out, sizeof(out), &len), 2);
+		bad++;
+		sum += sizeof(a);
+		assert_int_equal(st->bad_records, bad);
+		assert_int_equal(read_out(out, len, o), 2);
+		assert_non_null(psb_kv_get(kv, 7, NULL, &round));
+		check_orec(&o[0], PSB_MSG_PUSH_ACK, id, 7, round, NULL, 0);
+		assert_int_equal(o[1].r.type, PSB_MSG_PULL_RESP);
+		assert_int_equal(o[1].r.req_id, id + 1);
+		assert_true(psb_kv_get(kv, 8, NULL, NULL) == NULL);
+		id += 2;
+	}
+	/* a length that is not a multiple of 4 is a broken record too */
+	memset(&bt, 0, sizeof(bt));
+	batch_add(&bt, PSB_MSG_PUSH, id, 0, 7, a, sizeof(a));
+	batch_add(&bt, PSB_MSG_PUSH, id + 1, 0, 8, a, sizeof(a));
+	bt.b[PSB_REC_HLEN + 8 + 3] = 6;	/* len 8 -> 6 */
+	assert_int_equal(send_batch(kv, &c, 0, &bt, out, sizeof(out), &len), 1);
+	bad++;
+	sum += sizeof(a);
+	assert_int_equal(st->bad_records, bad);
+	assert_int_equal(read_out(out, len, o), 1);
+	assert_true(psb_kv_get(kv, 8, NULL, NULL) == NULL);
+
+	/* a broken first record: nothing handled, nothing answered */
+	bt.len = PSB_REC_HLEN - 4;
+	assert_int_equal(send_batch(kv, &c, 0, &bt, out, sizeof(out), &len), 0);
+	assert_int_equal(len, 0);
+	assert_int_equal(st->bad_records, bad + 1);
+
+	/* not a BATCH: refused without counting or answering */
+	{
+		struct psb_hdr h = req_hdr(PSB_MSG_PUSH, 0, 1, 0, 1, 8);
+		struct psb_addr wa = waddr(0);
+		uint64_t batches = st->batches;
+
+		h.seg_len = 8;
+		len = 77;
+		assert_int_equal(psb_kv_handle_batch(kv, &h, (const uint8_t *)a, &wa, out,
+			sizeof(out), &len, cap_emit, &c), -EINVAL);
+		assert_int_equal(len, 0);
+		assert_int_equal(st->batches, batches);
+	}
+	assert_int_equal(c.n, 0);
+	assert_int_equal(st->bytes_summed, sum);
+	/* key 5 took the first record of each wrong-type batch, nothing else */
+	for (i = 0; i < 2; i++)
+		five[i] = (float)sizeof(wrong) * a[i];
+	check_stored(kv, 5, five, 2, sizeof(wrong));
+	cap_clear(&c);
+	psb_kv_free(kv);
+}
+
+/* Answers that do not fit in cap come through emit as ordinary messages, in order. */
+static void
+test_batch_small_cap(void **state)
+{
+	static struct batch bt;
+	struct psb_kv *kv = kv_new(1, 0, 0, 0);
+	struct cap c = { .n = 0 };
+	const float a[2] = { 1.0f, 2.0f }, p[4] = { 3.0f, 4.0f, 5.0f, 6.0f };
+	const float b[2] = { -1.0f, 0.5f };
+	uint8_t out[BATCH_MAX];
+	struct orec o[OREC_MAX];
+	size_t len;
+
+	(void)state;
+	sync_flag = 0;
+	send_value(kv, &c, PSB_MSG_PUSH, 0, 1, 0, 21, p, sizeof(p));
+	cap_clear(&c);
+
+	/* answers take 24, 40, 32 and 24 bytes: with 56, the first and third fit */
+	memset(&bt, 0, sizeof(bt));
+	batch_add(&bt, PSB_MSG_PUSH, 10, 0, 20, a, sizeof(a));
+	batch_add(&bt, PSB_MSG_PULL, 11, 0, 21, NULL, 0);
+	batch_add(&bt, PSB_MSG_PUSHPULL, 12, 0, 22, b, sizeof(b));
+	batch_add(&bt, PSB_MSG_PUSH, 13, 0, 23, a, sizeof(a));
+	memset(out, 0xa5, sizeof(out));
+	assert_int_equal(send_batch(kv, &c, 0, &bt, out, 56, &len), 4);
+	assert_int_equal(len, 56);
+	assert_int_equal(out[56], 0xa5);
+	assert_int_equal(read_out(out, len, o), 2);
+	check_orec(&o[0], PSB_MSG_PUSH_ACK, 10, 20, 1, NULL, 0);
+	check_orec(&o[1], PSB_MSG_PUSHPULL_RESP, 12, 22, 1, b, 2);
+	assert_int_equal(c.n, 2);
+	check_resp(&c.m[0], PSB_MSG_PULL_RESP, 0, 11, 21, 1);
+	check_val(&c.m[0], p, 4);
+	check_resp(&c.m[1], PSB_MSG_PUSH_ACK, 0, 13, 23, 1);
+	cap_clear(&c);
+
+	/* no room at all: every answer is an ordinary message */
+	memset(&bt, 0, sizeof(bt));
+	batch_add(&bt, PSB_MSG_PUSH, 20, 0, 20, a, sizeof(a));
+	batch_add(&bt, PSB_MSG_PULL, 21, 0, 21, NULL, 0);
+	batch_add(&bt, PSB_MSG_PUSHPULL, 22, 0, 22, b, sizeof(b));
+	assert_int_equal(send_batch(kv, &c, 0, &bt, out, 0, &len), 3);
+	assert_int_equal(len, 0);
+	assert_int_equal(c.n, 3);
+	check_resp(&c.m[0], PSB_MSG_PUSH_ACK, 0, 20, 20, 2);
+	check_resp(&c.m[1], PSB_MSG_PULL_RESP, 0, 21, 21, 1);
+	check_val(&c.m[1], p, 4);
+	check_resp(&c.m[2], PSB_MSG_PUSHPULL_RESP, 0, 22, 22, 2);
+	{
+		const float bb[2] = { -2.0f, 1.0f };
+
+		check_val(&c.m[2], bb, 2);
+	}
+	cap_clear(&c);
+
+	/* room for exactly one header-only answer */
+	memset(&bt, 0, sizeof(bt));
+	batch_add(&bt, PSB_MSG_PULL, 30, 0, 21, NULL, 0);
+	batch_add(&bt, PSB_MSG_PUSH, 31, 0, 23, a, sizeof(a));
+	assert_int_equal(send_batch(kv, &c, 0, &bt, out, PSB_REC_HLEN, &len), 2);
+	assert_int_equal(read_out(out, len, o), 1);
+	check_orec(&o[0], PSB_MSG_PUSH_ACK, 31, 23, 2, NULL, 0);
+	assert_int_equal(c.n, 1);
+	check_resp(&c.m[0], PSB_MSG_PULL_RESP, 0, 30, 21, 1);
+	cap_clear(&c);
+	psb_kv_free(kv);
+}
+
+/*
+ * Sync, 2 workers: worker 0's batch waits for the rounds; worker 1's batch
+ * closes them. Worker 1's answers are in its BATCH_RESP, worker 0's go out as
+ * ordinary messages addressed to worker 0.
+ */
+static void
+test_batch_sync(void **state)
+{
+	static struct batch b0, b1;
+	struct psb_kv *kv = kv_new(2, 1, 0, 0);
+	struct cap c = { .n = 0 };
+	const struct psb_kv_stats *st = psb_kv_stats(kv);
+	const float a[4] = { 1, 2, 3, 4 }, b[2] = { 10, 20 }, d[4] = { 0.5f, 0.5f, 1, 1 };
+	const float e[2] = { 5, 6 }, ad[4] = { 1.5f, 2.5f, 4, 5 }, be[2] = { 15, 26 };
+	uint8_t out[BATCH_MAX];
+	struct orec o[OREC_MAX];
+	size_t len;
+	unsigned int i;
+
+	(void)state;
+	sync_flag = 1;
+	batch_add(&b0, PSB_MSG_PUSH, 100, 0, 30, a, sizeof(a));
+	batch_add(&b0, PSB_MSG_PUSHPULL, 101, 0, 31, b, sizeof(b));
+	/* sent twice (a retry while waiting): no answers, and pushed into the round once */
+	for (i = 0; i < 2; i++) {
+		assert_int_equal(send_batch(kv, &c, 0, &b0, out, sizeof(out), &len), 2);
+		assert_int_equal(len, 0);
+		assert_int_equal(c.n, 0);
+	}
+	assert_int_equal(st->rounds_closed, 0);
+
+	batch_add(&b1, PSB_MSG_PUSHPULL, 200, 0, 30, d, sizeof(d));
+	batch_add(&b1, PSB_MSG_PUSH, 201, 0, 31, e, sizeof(e));
+	assert_int_equal(send_batch(kv, &c, 1, &b1, out, sizeof(out), &len), 2);
+	assert_int_equal(st->rounds_closed, 2);
+	assert_int_equal(read_out(out, len, o), 2);
+	check_orec(&o[0], PSB_MSG_PUSHPULL_RESP, 200, 30, 1, ad, 4);
+	check_orec(&o[1], PSB_MSG_PUSH_ACK, 201, 31, 1, NULL, 0);
+	assert_int_equal(c.n, 2);
+	check_resp(&c.m[0], PSB_MSG_PUSH_ACK, 0, 100, 30, 1);
+	check_resp(&c.m[1], PSB_MSG_PUSHPULL_RESP, 0, 101, 31, 1);
+	check_val(&c.m[1], be, 2);
+	for (i = 0; i < 2; i++)
+		assert_int_equal(c.m[i].h.flags & PSB_F_SYNC, PSB_F_SYNC);
+	check_stored(kv, 30, ad, 4, 1);
+	check_stored(kv, 31, be, 2, 1);
+	cap_clear(&c);
+
+	/* round 1, the other way round: worker 1 waits, worker 0's batch closes it */
+	memset(&b0, 0, sizeof(b0));
+	memset(&b1, 0, sizeof(b1));
+	batch_add(&b1, PSB_MSG_PUSH, 202, 1, 30, d, sizeof(d));
+	assert_int_equal(send_batch(kv, &c, 1, &b1, out, sizeof(out), &len), 1);
+	assert_int_equal(len, 0);
+	assert_int_equal(c.n, 0);
+	batch_add(&b0, PSB_MSG_PUSHPULL, 102, 1, 30, a, sizeof(a));
+	assert_int_equal(send_batch(kv, &c, 0, &b0, out, sizeof(out), &len), 1);
+	assert_int_equal(c.n, 1);
+	check_resp(&c.m[0], PSB_MSG_PUSH_ACK, 1, 202, 30, 2);
+	assert_int_equal(read_out(out, len, o), 1);
+	{
+		float want[4];
+
+		for (i = 0; i < 4; i++)
+			want[i] = 2 * ad[i];
+		check_orec(&o[0], PSB_MSG_PUSHPULL_RESP, 102, 30, 2, want, 4);
+		check_stored(kv, 30, want, 4, 2);
+	}
+	/* a push for a round that is not open: STALE as an ERROR record */
+	memset(&b0, 0, sizeof(b0));
+	batch_add(&b0, PSB_MSG_PUSH, 103, 7, 31, b, sizeof(b));
+	assert_int_equal(send_batch(kv, &c, 0, &b0, out, sizeof(out), &len), 1);
+	assert_int_equal(read_out(out, len, o), 1);
+	assert_int_equal(o[0].r.type, PSB_MSG_ERROR);
+	assert_int_equal(o[0].r.status, PSB_ST_STALE);
+	assert_int_equal(o[0].r.aux, 1);
+	assert_int_equal(o[0].r.req_id, 103);
+	assert_int_equal(c.n, 1);
+	cap_clear(&c);
+	sync_flag = 0;
+	psb_kv_free(kv);
+}
+
+/* ERROR answers travel as records of type ERROR with their status and detail. */
+static void
+test_batch_errors(void **state)
+{
+	static struct batch bt;
+	struct psb_kv *kv = kv_new(2, 0, 64, 0);
+	struct cap c = { .n = 0 };
+	const struct psb_kv_stats *st = psb_kv_stats(kv);
+	float v[32];
+	uint8_t out[BATCH_MAX];
+	struct orec o[OREC_MAX];
+	size_t len;
+	unsigned int i;
+	static const struct {
+		uint8_t status;
+		uint32_t aux;
+		uint32_t req_id;
+		uint64_t key;
+	} want[] = {
+		{ PSB_ST_NO_KEY, 0, 2, 99 },
+		{ PSB_ST_LEN_MISMATCH, 8, 3, 40 },
+		{ PSB_ST_TOO_LARGE, 64, 4, 41 },
+		{ PSB_ST_LEN_MISMATCH, 0, 5, 42 },
+	};
+
+	(void)state;
+	sync_flag = 0;
+	for (i = 0; i < 32; i++)
+		v[i] = (float)i;
+	batch_add(&bt, PSB_MSG_PUSH, 1, 0, 40, v, 8);
+	batch_add(&bt, PSB_MSG_PULL, 2, 0, 99, NULL, 0);
+	batch_add(&bt, PSB_MSG_PUSHPULL, 3, 0, 40, v, 12);
+	batch_add(&bt, PSB_MSG_PUSH, 4, 0, 41, v, 128);
+	batch_add(&bt, PSB_MSG_PUSH, 5, 0, 42, NULL, 0);
+	batch_add(&bt, PSB_MSG_PULL, 6, 0, 40, NULL, 0);
+	assert_int_equal(send_batch(kv, &c, 1, &bt, out, sizeof(out), &len), 6);
+	assert_int_equal(c.n, 0);
+	assert_int_equal(read_out(out, len, o), 6);
+	check_orec(&o[0], PSB_MSG_PUSH_ACK, 1, 40, 1, NULL, 0);
+	for (i = 0; i < 4; i++) {
+		const struct psb_rec *r = &o[i + 1].r;
+
+		assert_int_equal(r->type, PSB_MSG_ERROR);
+		assert_int_equal(r->status, want[i].status);
+		assert_int_equal(r->aux, want[i].aux);
+		assert_int_equal(r->req_id, want[i].req_id);
+		assert_true(r->key == want[i].key);
+		assert_int_equal(r->len, 0);
+	}
+	check_orec(&o[5], PSB_MSG_PULL_RESP, 6, 40, 1, v, 2);
+	assert_int_equal(st->errors[PSB_ST_NO_KEY], 1);
+	assert_int_equal(st->errors[PSB_ST_LEN_MISMATCH], 2);
+	assert_int_equal(st->errors[PSB_ST_TOO_LARGE], 1);
+	assert_int_equal(psb_kv_nkeys(kv), 1);
+
+	/* a sender out of range: every record gets BAD_SENDER, in the sender's BATCH_RESP */
+	memset(&bt, 0, sizeof(bt));
+	batch_add(&bt, PSB_MSG_PUSH, 7, 0, 40, v, 8);
+	batch_add(&bt, PSB_MSG_PULL, 8, 0, 40, NULL, 0);
+	assert_int_equal(send_batch(kv, &c, 2, &bt, out, sizeof(out), &len), 2);
+	assert_int_equal(c.n, 0);
+	assert_int_equal(read_out(out, len, o), 2);
+	for (i = 0; i < 2; i++) {
+		assert_int_equal(o[i].r.type, PSB_MSG_ERROR);
+		assert_int_equal(o[i].r.status, PSB_ST_BAD_SENDER);
+		assert_int_equal(o[i].r.aux, 2);
+		assert_int_equal(o[i].r.req_id, 7 + i);
+	}
+	assert_int_equal(st->errors[PSB_ST_BAD_SENDER], 2);
+	check_stored(kv, 40, v, 2, 1);
+	cap_clear(&c);
+	psb_kv_free(kv);
+}
+
 int
 main(void)
 {
@@ -953,6 +1524,12 @@ main(void)
 		cmocka_unit_test(test_reset_and_sum),
 		cmocka_unit_test(test_shard_of),
 		cmocka_unit_test(test_epoch_restart),
+		cmocka_unit_test(test_batch_async),
+		cmocka_unit_test(test_batch_retry),
+		cmocka_unit_test(test_batch_bad_records),
+		cmocka_unit_test(test_batch_small_cap),
+		cmocka_unit_test(test_batch_sync),
+		cmocka_unit_test(test_batch_errors),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1163,7 +1163,8 @@ test_names(void **state)
 		const char *name;
 	} types[] = {
 		{ PSB_MSG_PUSH, "PUSH" }, { PSB_MSG_PULL, "PULL" },
-		{ PSB_MSG_PUSHPULL, "PUSHPULL" }, { PSB_MSG_REGISTER, "REGISTER" },
+		{ PSB_MSG_PUSHPULL, "PUSHPULL" }, { PSB_MSG_BATCH, "BATCH" },
+		{ PSB_MSG_BATCH_RESP, "BATCH_RESP" }, { PSB_MSG_REGISTER, "REGISTER" },
 		{ PSB_MSG_BARRIER, "BARRIER" }, { PSB_MSG_PUSH_ACK, "PUSH_ACK" },
 		{ PSB_MSG_PULL_RESP, "PULL_RESP" }, { PSB_MSG_PUSHPULL_RESP, "PUSHPULL_RESP" },
 		{ PSB_MSG_REGISTER_ACK, "REGISTER_ACK" }, { PSB_MSG_BARRIER_ACK, "BARRIER_ACK" },
@@ -1214,6 +1215,249 @@ test_csum(void **state)
 	assert_int_equal(psb_csum_partial(ones, 2, 0xffff), 0xffff);
 }
 
+static void
+assert_rec_equal(const struct psb_rec *a, const struct psb_rec *b)
+{
+	assert_int_equal(a->type, b->type);
+	assert_int_equal(a->status, b->status);
+	assert_int_equal(a->len, b->len);
+	assert_int_equal(a->req_id, b->req_id);
+	assert_int_equal(a->round, b->round);
+	assert_int_equal(a->aux, b->aux);
+	assert_true(a->key == b->key);
+}
+
+/* Record: every field at its documented big-endian byte position. */
+static void
+test_rec_layout(void **state)
+{
+	static const uint8_t want[PSB_REC_HLEN] = {
+		0x83,					/* 0 type */
+		0x09,					/* 1 status */
+		0x01, 0x2c,				/* 2 len (300) */
+		0x89, 0xab, 0xcd, 0xef,			/* 4 req_id */
+		0x01, 0x02, 0x03, 0x04,			/* 8 round */
+		0xca, 0xfe, 0xf0, 0x0d,			/* 12 aux */
+		0x11, 0x22, 0x33, 0x44, 0x55, 0x66, 0x77, 0x88,	/* 16 key */
+	};
+	const struct psb_rec r = {
+		.type = 0x83, .status = 0x09, .len = 300, .req_id = 0x89abcdef,
+		.round = 0x01020304, .aux = 0xcafef00d, .key = 0x1122334455667788ull,
+	};
+	uint8_t out[PSB_REC_HLEN + 300 + 2];
+	struct psb_rec d;
+
+	/* The guard bytes catch a write past the 24 record header bytes. */
+	memset(out, 0xa5, sizeof(out));
+	psb_rec_encode(out, &r);
+	assert_memory_equal(out, want, PSB_REC_HLEN);
+	assert_int_equal(out[PSB_REC_HLEN], 0xa5);
+	assert_int_equal(out[PSB_REC_HLEN + 1], 0xa5);
+
+	/* Decode reads the header back and counts the value: 24 + 300 bytes. */
+	memset(&d, 0, sizeof(d));
+	assert_int_equal(psb_rec_decode(&d, out, PSB_REC_HLEN + 300), PSB_REC_HLEN + 300);
+	assert_rec_equal(&d, &r);
+	/* Bytes after the record belong to the next one: not counted. */
+	memset(&d, 0, sizeof(d));
+	assert_int_equal(psb_rec_decode(&d, out, sizeof(out)), PSB_REC_HLEN + 300);
+	assert_rec_equal(&d, &r);
+}
+
+/* Record: each field alone owns exactly its bytes. */
+static void
+test_rec_field_isolation(void **state)
+{
+	static const struct {
+		const char *name;
+		unsigned int off;
+		unsigned int size;
+	} fields[] = {
+		{ "type", 0, 1 }, { "status", 1, 1 }, { "len", 2, 2 }, { "req_id", 4, 4 },
+		{ "round", 8, 4 }, { "aux", 12, 4 }, { "key", 16, 8 },
+	};
+	/* Room for the largest len a record can carry, so decode accepts every case. */
+	static uint8_t out[PSB_REC_HLEN + 0xfffc];
+	unsigned int i, b;
+
+	for (i = 0; i < sizeof(fields) / sizeof(fields[0]); i++) {
+		struct psb_rec r, d;
+
+		memset(&r, 0, sizeof(r));
+		switch (i) {
+		case 0: r.type = UINT8_MAX; break;
+		case 1: r.status = UINT8_MAX; break;
+		case 2: r.len = UINT16_MAX; break;
+		case 3: r.req_id = UINT32_MAX; break;
+		case 4: r.round = UINT32_MAX; break;
+		case 5: r.aux = UINT32_MAX; break;
+		case 6: r.key = UINT64_MAX; break;
+		}
+		psb_rec_encode(out, &r);
+		for (b = 0; b < PSB_REC_HLEN; b++) {
+			int inside = b >= fields[i].off && b < fields[i].off + fields[i].size;
+
+			if (out[b] != (inside ? 0xff : 0x00))
+				fail_msg("field %s: byte %u is 0x%02x", fields[i].name, b, out[b]);
+		}
+		if (i == 2) {
+			/* 0xffff is not a multiple of 4; the largest valid len is 0xfffc. */
+			assert_int_equal(psb_rec_decode(&d, out, sizeof(out)), -EINVAL);
+			r.len = 0xfffc;
+			psb_rec_encode(out, &r);
+		}
+		memset(&d, 0xee, sizeof(d));
+		assert_int_equal(psb_rec_decode(&d, out, sizeof(out)), PSB_REC_HLEN + r.len);
+		assert_rec_equal(&d, &r);
+	}
+}
+
+/* Record: every way of being cut short is refused, at every length. */
+static void
+test_rec_decode_short(void **state)
+{
+	static const uint16_t lens[] = { 0, 4, 8, 300, 0xfffc };
+	static uint8_t buf[PSB_REC_HLEN + 0xfffc + 8];
+	unsigned int i;
+	size_t avail;
+
+	for (i = 0; i < sizeof(lens) / sizeof(lens[0]); i++) {
+		const struct psb_rec r = {
+			.type = PSB_MSG_PUSH, .len = lens[i], .req_id = 7, .key = 9,
+		};
+		size_t need = PSB_REC_HLEN + lens[i];
+		struct psb_rec d;
+
+		memset(buf, 0x5a, sizeof(buf));
+		psb_rec_encode(buf, &r);
+		/* header cut short */
+		for (avail = 0; avail < PSB_REC_HLEN; avail++)
+			if (psb_rec_decode(&d, buf, avail) != -EINVAL)
+				fail_msg("len %u: avail %zu accepted", lens[i], avail);
+		/* value cut short: every length for small values, the edges for the largest */
+		for (avail = PSB_REC_HLEN; avail < need; avail++) {
+			if (lens[i] > 300 && avail > PSB_REC_HLEN + 16 && avail + 16 < need)
+				continue;
+			if (psb_rec_decode(&d, buf, avail) != -EINVAL)
+				fail_msg("len %u: avail %zu accepted", lens[i], avail);
+		}
+		/* complete, and with trailing bytes */
+		assert_int_equal(psb_rec_decode(&d, buf, need), (int)need);
+		assert_int_equal(psb_rec_decode(&d, buf, need + 1), (int)need);
+		assert_int_equal(psb_rec_decode(&d, buf, need + 8), (int)need);
+		assert_int_equal(d.len, lens[i]);
+	}
+}
+
+/* Record: a length that is not a multiple of 4 is refused, whatever room follows. */
+static void
+test_rec_decode_bad_len(void **state)
+{
+	static uint8_t buf[PSB_REC_HLEN + 0x10000];
+	static const uint16_t bad[] = { 1, 2, 3, 5, 6, 7, 9, 301, 302, 303, 0xfffd, 0xfffe, 0xffff };
+	unsigned int i;
+	uint16_t l;
+
+	memset(buf, 0, sizeof(buf));
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		struct psb_rec r = { .type = PSB_MSG_PUSH, .len = bad[i] };
+		struct psb_rec d;
+
+		psb_rec_encode(buf, &r);
+		if (psb_rec_decode(&d, buf, sizeof(buf)) != -EINVAL)
+			fail_msg("len %u accepted", bad[i]);
+	}
+	/* every length below 64: exactly the multiples of 4 pass */
+	for (l = 0; l < 64; l++) {
+		struct psb_rec r = { .type = PSB_MSG_PULL_RESP, .len = l };
+		struct psb_rec d;
+
+		psb_rec_encode(buf, &r);
+		assert_int_equal(psb_rec_decode(&d, buf, sizeof(buf)),
+			(l & 3) == 0 ? PSB_REC_HLEN + l : -EINVAL);
+	}
+}
+
+/* Records of a BATCH message: appended into payload at *off, value bytes follow. */
+static void
+put_rec(uint8_t *payload, size_t *off, const struct psb_rec *r, uint32_t seed)
+{
+	psb_rec_encode(payload + *off, r);
+	fill_pattern(payload + *off + PSB_REC_HLEN, r->len, seed);
+	*off += PSB_REC_HLEN + r->len;
+}
+
+/* A BATCH / BATCH_RESP is one message: total_len = seg_len = seg_size = its bytes. */
+static void
+test_batch_frame(void **state)
+{
+	static const struct psb_rec req[] = {
+		{ .type = PSB_MSG_PUSH, .len = 8, .req_id = 0x1001, .round = 3, .key = 100 },
+		{ .type = PSB_MSG_PULL, .len = 0, .req_id = 0x2002, .round = 4, .key = 200 },
+		{ .type = PSB_MSG_PUSHPULL, .len = 16, .req_id = 0x3003, .round = 5,
+			.key = 0xfedcba9876543210ull },
+	};
+	static const struct psb_rec resp[] = {
+		{ .type = PSB_MSG_PUSH_ACK, .len = 0, .req_id = 0x1001, .round = 4, .key = 100 },
+		{ .type = PSB_MSG_PULL_RESP, .len = 12, .req_id = 0x2002, .round = 4, .key = 200 },
+		{ .type = PSB_MSG_ERROR, .status = PSB_ST_NO_KEY, .len = 0, .req_id = 0x3003,
+			.aux = 77, .key = 0xfedcba9876543210ull },
+	};
+	static uint8_t payload[512];
+	unsigned int pass;
+
+	for (pass = 0; pass < 2; pass++) {
+		const struct psb_rec *recs = pass == 0 ? req : resp;
+		unsigned int nrec = 3, i;
+		struct psb_hdr h;
+		struct psb_frame f;
+		size_t off = 0, len;
+
+		memset(payload, 0, sizeof(payload));
+		for (i = 0; i < nrec; i++)
+			put_rec(payload, &off, &recs[i], i + 1);
+		assert_int_equal(off % 4, 0);
+		psb_hdr_init(&h, pass == 0 ? PSB_MSG_BATCH : PSB_MSG_BATCH_RESP);
+		h.flags = PSB_F_SYNC;
+		h.sender = 3;
+		h.req_id = 42;
+		h.key = recs[0].key;
+		h.aux = 0xe90c;
+		h.total_len = (uint32_t)off;
+		h.seg_len = (uint16_t)off;
+		h.seg_size = (uint16_t)off;
+		if (pass == 0)
+			len = psb_frame_build(frame, &worker, &server, &h, payload, (uint16_t)off);
+		else
+			len = psb_frame_build(frame, &server, &worker, &h, payload, (uint16_t)off);
+		assert_int_equal(len, PSB_FRAME_HLEN + off);
+		assert_int_equal(parse_as(frame, len, pass == 0 ? &server : &worker, &f),
+			PSB_FRAME_PSB);
+		assert_hdr_equal(&f.hdr, &h);
+		assert_int_equal(f.payload_len, off);
+		assert_memory_equal(f.payload, payload, off);
+
+		/* the records read back in order and use up the payload exactly */
+		off = 0;
+		for (i = 0; i < nrec; i++) {
+			struct psb_rec d;
+			int used = psb_rec_decode(&d, f.payload + off, f.payload_len - off);
+
+			assert_int_equal(used, PSB_REC_HLEN + recs[i].len);
+			assert_rec_equal(&d, &recs[i]);
+			fill_pattern(value, d.len, i + 1);
+			assert_memory_equal(f.payload + off + PSB_REC_HLEN, value, d.len);
+			off += (size_t)used;
+		}
+		assert_int_equal(off, f.payload_len);
+
+		/* a BATCH cut by the segment fields is a bad segment like any other */
+		h.seg_size = (uint16_t)(off - 4);
+		len = psb_frame_build(frame, &worker, &server, &h, payload, (uint16_t)off);
+		assert_int_equal(parse_as(frame, len, &server, &f), -PSB_DROP_SEGMENT);
+	}
+}
+
 int
 main(void)
 {
@@ -1248,6 +1492,11 @@ main(void)
 		cmocka_unit_test(test_seg_sizes),
 		cmocka_unit_test(test_names),
 		cmocka_unit_test(test_csum),
+		cmocka_unit_test(test_rec_layout),
+		cmocka_unit_test(test_rec_field_isolation),
+		cmocka_unit_test(test_rec_decode_short),
+		cmocka_unit_test(test_rec_decode_bad_len),
+		cmocka_unit_test(test_batch_frame),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -23,6 +23,8 @@
 #define MAX_W		4
 #define LOG_MAX		4096
 #define RUN_MAX		1000000		/* messages one net_run may move */
+#define BLOG_MAX	16		/* BATCH messages whose contents the net keeps */
+#define BLOG_BYTES	512
 
 /*
  * The fake network: a FIFO of messages in flight, both directions. Headers
@@ -43,6 +45,12 @@ struct sent_rec {
 	uint8_t type;
 	uint32_t req_id;
 	uint32_t offset;
+};
+
+/* A BATCH the transport accepted: its header and records. */
+struct sent_batch {
+	struct psb_hdr h;
+	uint8_t data[BLOG_BYTES];
 };
 
 struct net {
@@ -69,6 +77,13 @@ struct net {
 	uint64_t dropped_req, dropped_resp;
 	struct sent_rec log[LOG_MAX];	/* requests the transport accepted */
 	unsigned int nlog;
+	/* Batching: the server answers a BATCH's sender in one BATCH_RESP of batch_cap bytes. */
+	size_t batch_cap;
+	int drop_batches;		/* lose every BATCH */
+	int drop_batch_resps;		/* lose every BATCH_RESP */
+	unsigned int nbatch;		/* BATCH messages accepted */
+	unsigned int nbatch_resp;	/* BATCH_RESP messages sent */
+	struct sent_batch blog[BLOG_MAX];
 };
 
 /* send_arg of one worker. */
@@ -145,6 +160,17 @@ net_send(void *arg, const struct psb_hdr *h, const void *payload)
 		n->log[n->nlog].offset = h->offset;
 		n->nlog++;
 	}
+	if (h->type == PSB_MSG_BATCH) {
+		if (n->nbatch < BLOG_MAX && h->seg_len <= BLOG_BYTES) {
+			n->blog[n->nbatch].h = *h;
+			memcpy(n->blog[n->nbatch].data, payload, h->seg_len);
+		}
+		n->nbatch++;
+		if (n->drop_batches) {
+			n->dropped_req++;
+			return 0;
+		}
+	}
 	n->nreq++;
 	if (n->blackhole || (n->strict ? n->drop_req_every != 0 &&
 	    n->nreq % n->drop_req_every == 0 : drop(&n->rng_req, n->drop_req_every))) {
@@ -152,6 +178,19 @@ net_send(void *arg, const struct psb_hdr *h, const void *payload)
 		return 0;
 	}
 	enqueue(n, 1, p->rank, h, payload);
+	return 0;
+}
+
+/* Whether the next response message is lost. */
+static int
+resp_lost(struct net *n)
+{
+	n->nresp++;
+	if (n->strict ? n->drop_resp_every != 0 && n->nresp % n->drop_resp_every == 0 :
+	    drop(&n->rng_resp, n->drop_resp_every)) {
+		n->dropped_resp++;
+		return 1;
+	}
 	return 0;
 }
 
@@ -173,12 +212,8 @@ net_emit(void *arg, const struct psb_addr *to, struct psb_hdr *h, const void *va
 		s.seg_len = (uint16_t)(h->total_len == 0 ? 0 : rest < h->seg_size ? rest :
 			h->seg_size);
 		assert_int_equal(psb_hdr_check_segment(&s, s.seg_len), 0);
-		n->nresp++;
-		if (n->strict ? n->drop_resp_every != 0 && n->nresp % n->drop_resp_every == 0 :
-		    drop(&n->rng_resp, n->drop_resp_every)) {
-			n->dropped_resp++;
+		if (resp_lost(n))
 			continue;
-		}
 		enqueue(n, 0, rank, &s,
 			s.seg_len != 0 ? (const uint8_t *)value + s.offset : NULL);
 		if (s.seg_len != 0 && ++n->nvalsegs == n->corrupt_at) {
@@ -189,6 +224,35 @@ net_emit(void *arg, const struct psb_addr *to, struct psb_hdr *h, const void *va
 			memcpy(n->tail->data, &f, sizeof(f));
 		}
 	}
+}
+
+/* A BATCH at the server: answers to its sender go back as one BATCH_RESP, as the appliance does. */
+static void
+net_batch(struct net *n, const struct psb_hdr *h, const uint8_t *data, uint16_t rank)
+{
+	static uint8_t out[PSB_MAX_UDP_PAYLOAD];
+	struct psb_addr from = waddr(rank);
+	struct psb_hdr r;
+	size_t len = 0;
+
+	assert_true(n->batch_cap <= sizeof(out));
+	assert_true(psb_kv_handle_batch(n->kv, h, data, &from, out, n->batch_cap, &len,
+		net_emit, n) >= 0);
+	assert_true(len <= n->batch_cap);
+	if (len == 0)
+		return;
+	psb_hdr_init(&r, PSB_MSG_BATCH_RESP);
+	r.flags = h->flags & PSB_F_SYNC;
+	r.sender = h->sender;
+	r.req_id = h->req_id;
+	r.total_len = (uint32_t)len;
+	r.seg_len = (uint16_t)len;
+	r.seg_size = (uint16_t)len;
+	assert_int_equal(psb_hdr_check_segment(&r, len), 0);
+	n->nbatch_resp++;
+	if (resp_lost(n) || n->drop_batch_resps)
+		return;
+	enqueue(n, 0, rank, &r, out);
 }
 
 /* Deliver everything in flight, including what the deliveries cause. */
@@ -205,7 +269,9 @@ net_run(struct net *n)
 		if (n->head == NULL)
 			n->tail = NULL;
 		psb_hdr_decode(&h, m->hdr);
-		if (m->to_server) {
+		if (m->to_server && h.type == PSB_MSG_BATCH) {
+			net_batch(n, &h, m->data, m->rank);
+		} else if (m->to_server) {
 			struct psb_addr from = waddr(m->rank);
 
 			assert_int_equal(psb_kv_handle(n->kv, &h, m->data, &from, net_emit, n), 0);
@@ -240,6 +306,7 @@ net_new(uint16_t nw, int sync)
 	n->kv = psb_kv_create(&kc);
 	assert_non_null(n->kv);
 	n->credits = -1;
+	n->batch_cap = 1024;
 	n->now = 1000000;
 	n->rng_req = 0x9e3779b9u;
 	n->rng_resp = 0x7f4a7c15u;
@@ -1069,6 +1136,616 @@ test_dup_response(void **state)
 	net_free(n);
 }
 
+/* ---- batching ---- */
+
+#define BSEG		128	/* worker stride in the batching tests: room for a few records */
+#define BEPOCH		0x5eed
+
+/* send_args the dest callback saw, and how it splits keys: by their lowest bit. */
+static const void *dest_arg_seen;
+static unsigned int dest_calls;
+
+static int
+dest_parity(void *send_arg, uint64_t key)
+{
+	dest_arg_seen = send_arg;
+	dest_calls++;
+	return (int)(key & 1);
+}
+
+static struct psb_wk *
+wk_new_batch(struct net *n, struct port *p, uint16_t rank, uint32_t window, uint64_t timeout_ns,
+		uint16_t batch_max, int (*dest)(void *, uint64_t), struct done_log *d)
+{
+	struct psb_wk_cfg cfg = {
+		.rank = rank,
+		.epoch = BEPOCH,
+		.seg_size = BSEG,
+		.window = window,
+		.timeout_ns = timeout_ns,
+		.max_retries = 10,
+		.batch_max = batch_max,
+		.dest = dest,
+		.send = net_send,
+		.send_arg = p,
+		.done = on_done,
+		.done_arg = d,
+	};
+	struct psb_wk *wk;
+
+	p->net = n;
+	p->rank = rank;
+	wk = psb_wk_create(&cfg);
+	assert_non_null(wk);
+	n->wk[rank] = wk;
+	return wk;
+}
+
+/* Read the records of logged BATCH i; they must use up its bytes exactly. Returns their count. */
+static unsigned int
+batch_recs(const struct net *n, unsigned int i, struct psb_rec *r, const uint8_t **val,
+		unsigned int max)
+{
+	const struct sent_batch *b = &n->blog[i];
+	size_t off = 0;
+	unsigned int k = 0;
+
+	assert_true(i < n->nbatch && i < BLOG_MAX);
+	assert_int_equal(b->h.type, PSB_MSG_BATCH);
+	assert_int_equal(b->h.total_len, b->h.seg_len);
+	assert_int_equal(b->h.seg_size, b->h.seg_len);
+	assert_int_equal(b->h.offset, 0);
+	assert_int_equal(b->h.aux, BEPOCH);
+	assert_true(b->h.seg_len <= BSEG);
+	while (off < b->h.seg_len) {
+		int used;
+
+		assert_true(k < max);
+		used = psb_rec_decode(&r[k], b->data + off, b->h.seg_len - off);
+		assert_true(used >= PSB_REC_HLEN);
+		if (val != NULL)
+			val[k] = b->data + off + PSB_REC_HLEN;
+		off += (size_t)used;
+		k++;
+	}
+	assert_int_equal(off, b->h.seg_len);
+	/* the first record's key routes the batch */
+	assert_true(k == 0 || b->h.key == r[0].key);
+	return k;
+}
+
+/* Several small requests go as one BATCH; the BATCH_RESP completes them with exact values. */
+static void
+test_batch_roundtrip(void **state)
+{
+	struct net *n = net_new(1, 0);
+	struct port p;
+	struct done_log d = { .n = 0 };
+	struct psb_wk *wk = wk_new_batch(n, &p, 0, 16, 1000000, 64, NULL, &d);
+	const struct psb_wk_stats *st = psb_wk_stats(wk);
+	const struct psb_kv_stats *ks = psb_kv_stats(n->kv);
+	float a[2], b[4], c[3], big[25], outa[2], outb[4], outc[3], outbig[25], want[4];
+	struct psb_wk_op op[4];
+	struct psb_rec r[8];
+	const uint8_t *val[8];
+	unsigned int i;
+
+	(void)state;
+	fill(a, 2, 1.0f);
+	fill(b, 4, -2.0f);
+	fill(c, 3, 7.0f);
+	fill(big, 25, 0.25f);
+	op_init(&op[0], PSB_MSG_PUSH, 1, sizeof(a), a, NULL);
+	op_init(&op[1], PSB_MSG_PUSHPULL, 2, sizeof(b), b, outb);
+	op_init(&op[2], PSB_MSG_PUSH, 3, sizeof(c), c, NULL);
+	/* 100 bytes > batch_max: on its own, at once */
+	op_init(&op[3], PSB_MSG_PUSH, 4, sizeof(big), big, NULL);
+	for (i = 0; i < 4; i++)
+		assert_int_equal(psb_wk_submit(wk, &op[i], n->now), 0);
+	assert_int_equal(n->nlog, 1);
+	assert_int_equal(n->log[0].type, PSB_MSG_PUSH);
+	assert_int_equal(n->nbatch, 0);
+	assert_true(psb_wk_pending(wk));
+	assert_int_equal(psb_wk_flush(wk), 0);
+	assert_false(psb_wk_pending(wk));
+	assert_int_equal(n->nbatch, 1);
+	assert_int_equal(n->nlog, 2);
+	/* nothing left: a second flush sends nothing */
+	assert_int_equal(psb_wk_flush(wk), 0);
+	assert_int_equal(n->nbatch, 1);
+
+	assert_int_equal(n->blog[0].h.sender, 0);
+	assert_int_equal(n->blog[0].h.flags, 0);
+	assert_int_equal(n->blog[0].h.seg_len, 3 * PSB_REC_HLEN + 8 + 16 + 12);
+	assert_int_equal(batch_recs(n, 0, r, val, 8), 3);
+	for (i = 0; i < 3; i++) {
+		assert_int_equal(r[i].type, op[i].type);
+		assert_true(r[i].key == op[i].key);
+		assert_int_equal(r[i].len, op[i].len);
+		assert_int_equal(r[i].round, 0);
+		assert_int_equal(r[i].status, 0);
+		assert_memory_equal(val[i], op[i].in, op[i].len);
+		/* ids are per request: distinct, slot in the low bits */
+		assert_true((r[i].req_id & (PSB_WK_MAX_WINDOW - 1)) < 16);
+		assert_true(i == 0 || r[i].req_id != r[i - 1].req_id);
+	}
+
+	net_run(n);
+	assert_int_equal(d.n, 4);
+	for (i = 0; i < 4; i++) {
+		assert_int_equal(op[i].status, 0);
+		assert_int_equal(op[i].out_round, 1);
+		assert_int_equal(op[i].retries, 0);
+	}
+	check_floats(outb, b, 4);
+	assert_int_equal(op[1].out_len, sizeof(b));
+	assert_int_equal(n->nbatch_resp, 1);
+	assert_int_equal(ks->batches, 1);
+	assert_int_equal(st->batches_sent, 1);
+	assert_int_equal(st->msgs_sent, 2);
+
+	/* pulls (the expected size is their len) and a pushpull; a large pull on its own */
+	memset(outa, 0, sizeof(outa));
+	memset(outc, 0, sizeof(outc));
+	memset(outbig, 0, sizeof(outbig));
+	op_init(&op[0], PSB_MSG_PULL, 1, sizeof(outa), NULL, outa);
+	op_init(&op[1], PSB_MSG_PULL, 3, sizeof(outc), NULL, outc);
+	op_init(&op[2], PSB_MSG_PUSHPULL, 2, sizeof(b), b, outb);
+	op_init(&op[3], PSB_MSG_PULL, 4, sizeof(outbig), NULL, outbig);
+	for (i = 0; i < 4; i++)
+		assert_int_equal(psb_wk_submit(wk, &op[i], n->now), 0);
+	assert_int_equal(psb_wk_flush(wk), 0);
+	assert_int_equal(n->nbatch, 2);
+	assert_int_equal(batch_recs(n, 1, r, NULL, 8), 3);
+	assert_int_equal(r[0].len, 0);
+	assert_int_equal(r[1].len, 0);
+	assert_int_equal(r[2].len, sizeof(b));
+	n->now += 777;
+	net_run(n);
+	assert_int_equal(d.n, 8);
+	for (i = 0; i < 4; i++) {
+		assert_int_equal(op[i].status, 0);
+		assert_int_equal(op[i].rtt_ns, 777);
+	}
+	check_floats(outa, a, 2);
+	check_floats(outc, c, 3);
+	check_floats(outbig, big, 25);
+	for (i = 0; i < 4; i++)
+		want[i] = 2 * b[i];
+	check_floats(outb, want, 4);
+	assert_int_equal(op[0].out_len, sizeof(a));
+	assert_int_equal(op[2].out_round, 2);
+	assert_int_equal(st->completed, 8);
+	assert_int_equal(st->batches_sent, 2);
+	assert_int_equal(st->bad_batches, 0);
+	assert_int_equal(st->stray, 0);
+	assert_int_equal(ks->req[PSB_MSG_PULL], 3);
+	assert_int_equal(ks->bytes_summed, 8 + 16 + 12 + 100 + 16);
+	assert_int_equal(psb_wk_inflight(wk), 0);
+	psb_wk_free(wk);
+	net_free(n);
+}
+
+/* A batch never mixes destinations: a key for another one flushes the open batch first. */
+static void
+test_batch_dest(void **state)
+{
+	static const uint64_t keys[] = { 1, 3, 5, 2, 4, 6 };
+	struct net *n = net_new(1, 0);
+	struct port p;
+	struct done_log d = { .n = 0 };
+	struct psb_wk *wk = wk_new_batch(n, &p, 0, 16, 1000000, 64, dest_parity, &d);
+	float a[2] = { 1.0f, 2.0f };
+	struct psb_wk_op op[8];
+	struct psb_rec r[8];
+	unsigned int i, k;
+
+	(void)state;
+	dest_calls = 0;
+	dest_arg_seen = NULL;
+	for (i = 0; i < 6; i++) {
+		op_init(&op[i], PSB_MSG_PUSH, keys[i], sizeof(a), a, NULL);
+		assert_int_equal(psb_wk_submit(wk, &op[i], n->now), 0);
+		/* the odd keys went out when the first even one came */
+		assert_int_equal(n->nbatch, i < 3 ? 0 : 1);
+	}
+	assert_int_equal(psb_wk_flush(wk), 0);
+	assert_int_equal(n->nbatch, 2);
+	assert_true(dest_calls >= 6);
+	assert_ptr_equal(dest_arg_seen, &p);
+	for (i = 0; i < 2; i++) {
+		assert_int_equal(batch_recs(n, i, r, NULL, 8), 3);
+		for (k = 0; k < 3; k++) {
+			assert_true(r[k].key == keys[3 * i + k]);
+			assert_int_equal((int)(r[k].key & 1), i == 0 ? 1 : 0);
+		}
+	}
+	/* alternating destinations: one batch each */
+	op_init(&op[6], PSB_MSG_PUSH, 7, sizeof(a), a, NULL);
+	op_init(&op[7], PSB_MSG_PUSH, 8, sizeof(a), a, NULL);
+	assert_int_equal(psb_wk_submit(wk, &op[6], n->now), 0);
+	assert_int_equal(psb_wk_submit(wk, &op[7], n->now), 0);
+	assert_int_equal(psb_wk_flush(wk), 0);
+	assert_int_equal(n->nbatch, 4);
+	assert_int_equal(batch_recs(n, 2, r, NULL, 8), 1);
+	assert_true(r[0].key == 7);
+	assert_int_equal(batch_recs(n, 3, r, NULL, 8), 1);
+	assert_true(r[0].key == 8);
+	net_run(n);
+	assert_int_equal(d.n, 8);
+	for (i = 0; i < 8; i++)
+		assert_int_equal(op[i].status, 0);
+	assert_int_equal(psb_kv_stats(n->kv)->batches, 4);
+	psb_wk_free(wk);
+	net_free(n);
+}
+
+/* A batch whose next record, or that record's answer, would not fit seg_size is sent first. */
+static void
+test_batch_split(void **state)
+{
+	struct net *n = net_new(1, 0);
+	struct port p;
+	struct done_log d = { .n = 0 };
+	struct psb_wk *wk = wk_new_batch(n, &p, 0, 16, 1000000, BSEG - PSB_REC_HLEN, NULL, &d);
+	float v[5][10], out[3][10], whole[26], outw[26];
+	struct psb_wk_op op[5], pl[3], w, pw;
+	struct psb_rec r[8];
+	unsigned int i;
+
+	(void)state;
+	/* 40-byte pushes take 64 bytes as records: two per 128-byte batch */
+	for (i = 0; i < 5; i++) {
+		fill(v[i], 10, (float)i);
+		op_init(&op[i], PSB_MSG_PUSH, 10 + i, sizeof(v[i]), v[i], NULL);
+		assert_int_equal(psb_wk_submit(wk, &op[i], n->now), 0);
+		assert_int_equal(n->nbatch, i / 2);
+	}
+	assert_int_equal(psb_wk_flush(wk), 0);
+	assert_int_equal(n->nbatch, 3);
+	assert_int_equal(batch_recs(n, 0, r, NULL, 8), 2);
+	assert_int_equal(n->blog[0].h.seg_len, BSEG);
+	assert_int_equal(batch_recs(n, 1, r, NULL, 8), 2);
+	assert_int_equal(batch_recs(n, 2, r, NULL, 8), 1);
+	assert_true(r[0].key == 14);
+	net_run(n);
+	assert_int_equal(d.n, 5);
+
+	/* pulls take 24 bytes out but 64 back: the answers decide, two per batch */
+	for (i = 0; i < 3; i++) {
+		op_init(&pl[i], PSB_MSG_PULL, 10 + i, sizeof(out[i]), NULL, out[i]);
+		assert_int_equal(psb_wk_submit(wk, &pl[i], n->now), 0);
+	}
+	assert_int_equal(n->nbatch, 4);
+	assert_int_equal(psb_wk_flush(wk), 0);
+	assert_int_equal(n->nbatch, 5);
+	assert_int_equal(batch_recs(n, 3, r, NULL, 8), 2);
+	assert_int_equal(n->blog[3].h.seg_len, 2 * PSB_REC_HLEN);
+	assert_int_equal(batch_recs(n, 4, r, NULL, 8), 1);
+
+	/* a record that fills seg_size exactly goes alone; one byte more is not batched */
+	fill(whole, 26, 3.0f);
+	op_init(&w, PSB_MSG_PUSH, 20, BSEG - PSB_REC_HLEN, whole, NULL);
+	assert_int_equal(psb_wk_submit(wk, &w, n->now), 0);
+	assert_int_equal(n->nbatch, 5);
+	op_init(&pw, PSB_MSG_PULL, 20, sizeof(outw), NULL, outw);
+	assert_int_equal(psb_wk_flush(wk), 0);
+	assert_int_equal(n->nbatch, 6);
+	assert_int_equal(n->blog[5].h.seg_len, BSEG);
+	net_run(n);
+	/* a 104-byte pull fits its answer (128) alone too, but a 105-byte one is not batched */
+	pw.len = BSEG - PSB_REC_HLEN + 4;
+	assert_int_equal(psb_wk_submit(wk, &pw, n->now), 0);
+	assert_int_equal(psb_wk_flush(wk), 0);
+	assert_int_equal(n->nbatch, 6);
+	net_run(n);
+	assert_int_equal(d.n, 10);
+	for (i = 0; i < 3; i++) {
+		assert_int_equal(pl[i].status, 0);
+		check_floats(out[i], v[i], 10);
+	}
+	assert_int_equal(pw.status, 0);
+	assert_int_equal(pw.out_len, BSEG - PSB_REC_HLEN);
+	check_floats(outw, whole, 26);
+	assert_int_equal(psb_wk_stats(wk)->batches_sent, 6);
+	psb_wk_free(wk);
+	net_free(n);
+}
+
+/* -ENOBUFS keeps the batch open; psb_wk_poll sends it once the transport has room. */
+static void
+test_batch_blocked(void **state)
+{
+	struct net *n = net_new(1, 0);
+	struct port p;
+	struct done_log d = { .n = 0 };
+	struct psb_wk *wk = wk_new_batch(n, &p, 0, 16, 1000000, 64, NULL, &d);
+	const struct psb_wk_stats *st = psb_wk_stats(wk);
+	float v[3][10], out[10];
+	struct psb_wk_op op[4];
+	struct psb_rec r[8];
+	unsigned int i;
+
+	(void)state;
+	for (i = 0; i < 3; i++)
+		fill(v[i], 10, (float)(i + 1));
+	n->credits = 0;
+	op_init(&op[0], PSB_MSG_PUSH, 1, 40, v[0], NULL);
+	op_init(&op[1], PSB_MSG_PUSH, 2, 40, v[1], NULL);
+	assert_int_equal(psb_wk_submit(wk, &op[0], n->now), 0);
+	assert_int_equal(psb_wk_submit(wk, &op[1], n->now), 0);
+	assert_int_equal(psb_wk_flush(wk), -ENOBUFS);
+	assert_true(psb_wk_pending(wk));
+	assert_int_equal(st->send_blocked, 1);
+	assert_int_equal(st->batches_sent, 0);
+	/* the batch is full and cannot go: a third request must wait */
+	op_init(&op[2], PSB_MSG_PUSH, 3, 40, v[2], NULL);
+	assert_int_equal(psb_wk_submit(wk, &op[2], n->now), -EBUSY);
+	assert_int_equal(psb_wk_inflight(wk), 2);
+	assert_int_equal(st->submitted, 2);
+	/* still no room, before any timeout: nothing moves, nothing is retried */
+	psb_wk_poll(wk, n->now + 1000);
+	assert_true(psb_wk_pending(wk));
+	assert_int_equal(n->nbatch, 0);
+	assert_int_equal(st->retries, 0);
+
+	n->credits = -1;
+	psb_wk_poll(wk, n->now + 2000);
+	assert_false(psb_wk_pending(wk));
+	assert_int_equal(n->nbatch, 1);
+	assert_int_equal(batch_recs(n, 0, r, NULL, 8), 2);
+	assert_true(r[0].key == 1 && r[1].key == 2);
+	assert_int_equal(psb_wk_submit(wk, &op[2], n->now), 0);
+	op_init(&op[3], PSB_MSG_PULL, 1, sizeof(out), NULL, out);
+	assert_int_equal(psb_wk_submit(wk, &op[3], n->now), 0);
+	net_run(n);
+	assert_int_equal(d.n, 2);
+	/* psb_wk_poll flushes what submit left open */
+	psb_wk_poll(wk, n->now + 3000);
+	assert_int_equal(n->nbatch, 2);
+	net_run(n);
+	assert_int_equal(d.n, 4);
+	for (i = 0; i < 4; i++)
+		assert_int_equal(op[i].status, 0);
+	check_floats(out, v[0], 10);
+	assert_int_equal(st->retries, 0);
+	assert_int_equal(st->batches_sent, 2);
+	assert_int_equal(psb_kv_stats(n->kv)->dup_segs, 0);
+	psb_wk_free(wk);
+	net_free(n);
+}
+
+/* A lost BATCH (or BATCH_RESP): each request retried on its own, completed exactly once. */
+static void
+test_batch_loss(void **state)
+{
+	struct net *n = net_new(1, 0);
+	struct port p;
+	struct done_log d = { .n = 0 };
+	struct psb_wk *wk = wk_new_batch(n, &p, 0, 16, 1000, 64, NULL, &d);
+	const struct psb_wk_stats *st = psb_wk_stats(wk);
+	const struct psb_kv_stats *ks = psb_kv_stats(n->kv);
+	float a[2], b[4], c[3], outb[4], outc[3], want[4];
+	struct psb_wk_op op[3];
+	struct psb_rec r[8];
+	unsigned int i, nlog0, pass;
+
+	(void)state;
+	fill(a, 2, 1.0f);
+	fill(b, 4, 5.0f);
+	fill(c, 3, -1.0f);
+	/* key 3 exists first */
+	op_init(&op[0], PSB_MSG_PUSH, 3, sizeof(c), c, NULL);
+	assert_int_equal(psb_wk_submit(wk, &op[0], n->now), 0);
+	psb_wk_poll(wk, n->now);
+	net_run(n);
+	assert_int_equal(d.n, 1);
+
+	for (pass = 0; pass < 2; pass++) {
+		/* pass 0 loses the BATCH, pass 1 its BATCH_RESP */
+		n->drop_batches = pass == 0;
+		n->drop_batch_resps = pass == 1;
+		d.n = 0;
+		memset(outb, 0, sizeof(outb));
+		memset(outc, 0, sizeof(outc));
+		op_init(&op[0], PSB_MSG_PUSH, 1, sizeof(a), a, NULL);
+		op_init(&op[1], PSB_MSG_PUSHPULL, 2, sizeof(b), b, outb);
+		op_init(&op[2], PSB_MSG_PULL, 3, sizeof(outc), NULL, outc);
+		for (i = 0; i < 3; i++)
+			assert_int_equal(psb_wk_submit(wk, &op[i], n->now), 0);
+		assert_int_equal(psb_wk_flush(wk), 0);
+		assert_int_equal(batch_recs(n, n->nbatch - 1, r, NULL, 8), 3);
+		nlog0 = n->nlog;
+		net_run(n);
+		assert_int_equal(d.n, 0);
+		/* the first BATCH_RESP answered the setup push */
+		assert_int_equal(n->nbatch_resp, 1 + pass);
+
+		/* not yet timed out */
+		n->now += 999;
+		psb_wk_poll(wk, n->now);
+		assert_int_equal(n->nlog, nlog0);
+		/* timed out (and a quarter timeout after the last scan): three ordinary
+		 * messages, with the records' ids and types */
+		n->now += 250;
+		psb_wk_poll(wk, n->now);
+		assert_int_equal(n->nlog, nlog0 + 3);
+		for (i = 0; i < 3; i++) {
+			unsigned int k, found = 0;
+
+			/* the window is scanned in slot order: match resends by id */
+			for (k = nlog0; k < n->nlog; k++) {
+				const struct sent_rec *l = &n->log[k];
+
+				if (l->req_id != r[i].req_id)
+					continue;
+				found++;
+				assert_int_equal(l->type, op[i].type);
+				assert_int_equal(l->type, r[i].type);
+				assert_int_equal(l->offset, 0);
+			}
+			assert_int_equal(found, 1);
+		}
+		assert_int_equal(n->nbatch, pass + 2);
+		net_run(n);
+		assert_int_equal(d.n, 3);
+		for (i = 0; i < 3; i++) {
+			unsigned int k, found = 0;
+
+			assert_int_equal(op[i].status, 0);
+			assert_int_equal(op[i].retries, 1);
+			for (k = 0; k < d.n; k++)
+				found += d.ops[k] == &op[i];
+			assert_int_equal(found, 1);
+		}
+		for (i = 0; i < 4; i++)
+			want[i] = (float)(pass + 1) * b[i];
+		check_floats(outb, want, 4);
+		check_floats(outc, c, 3);
+		assert_int_equal(op[1].out_round, pass + 1);
+		n->now += 100000;
+		psb_wk_poll(wk, n->now);
+		net_run(n);
+		assert_int_equal(d.n, 3);
+		assert_int_equal(psb_wk_inflight(wk), 0);
+	}
+	/* the server applied every push once: 1 + 2 pushes, 2 pushpulls, 2 pulls */
+	assert_int_equal(ks->req[PSB_MSG_PUSH], 3);
+	assert_int_equal(ks->req[PSB_MSG_PUSHPULL], 2);
+	assert_int_equal(ks->req[PSB_MSG_PULL], 2);
+	assert_int_equal(ks->bytes_summed, sizeof(c) + 2 * (sizeof(a) + sizeof(b)));
+	/* the retries after the lost BATCH_RESP were answered again, not re-applied */
+	assert_int_equal(ks->retries_answered, 3);
+	assert_int_equal(ks->batches, 2);
+	assert_int_equal(st->retries, 6);
+	assert_int_equal(st->completed, 7);
+	assert_int_equal(st->failed, 0);
+	{
+		uint32_t len, round;
+		const float *v = psb_kv_get(n->kv, 1, &len, &round);
+
+		assert_non_null(v);
+		assert_int_equal(round, 2);
+		for (i = 0; i < 2; i++)
+			assert_true(v[i] == 2 * a[i]);
+	}
+	psb_wk_free(wk);
+	net_free(n);
+}
+
+/*
+ * A stride larger than any datagram (the engine accepts up to 65532): a batch
+ * still never grows past what one message can carry, and stays intact.
+ */
+static void
+test_batch_large_stride(void **state)
+{
+	enum { NF = 2000 };	/* 8000-byte values: two records would exceed a datagram */
+	struct net *n = net_new(1, 0);
+	struct port p;
+	struct done_log d = { .n = 0 };
+	struct psb_wk_cfg cfg = {
+		.rank = 0, .epoch = BEPOCH, .seg_size = 16384, .window = 4,
+		.timeout_ns = 1000000, .max_retries = 3, .batch_max = 8192,
+		.send = net_send, .send_arg = &p, .done = on_done, .done_arg = &d,
+	};
+	float *v = malloc(2 * NF * sizeof(float)), *out = malloc(NF * sizeof(float));
+	struct psb_wk_op op[3];
+	struct psb_wk *wk;
+
+	(void)state;
+	assert_non_null(v);
+	assert_non_null(out);
+	p.net = n;
+	p.rank = 0;
+	wk = psb_wk_create(&cfg);
+	assert_non_null(wk);
+	n->wk[0] = wk;
+	fill(v, NF, 1.0f);
+	fill(v + NF, NF, -7.0f);
+	op_init(&op[0], PSB_MSG_PUSH, 1, NF * sizeof(float), v, NULL);
+	op_init(&op[1], PSB_MSG_PUSH, 2, NF * sizeof(float), v + NF, NULL);
+	op_init(&op[2], PSB_MSG_PULL, 2, NF * sizeof(float), NULL, out);
+	assert_int_equal(psb_wk_submit(wk, &op[0], n->now), 0);
+	assert_int_equal(psb_wk_submit(wk, &op[1], n->now), 0);
+	assert_int_equal(psb_wk_flush(wk), 0);
+	/* one record each: together they would not fit a datagram */
+	assert_int_equal(n->nbatch, 2);
+	net_run(n);
+	assert_int_equal(d.n, 2);
+	assert_int_equal(op[0].status, 0);
+	assert_int_equal(op[1].status, 0);
+	assert_int_equal(psb_wk_stats(wk)->batches_sent, 2);
+	{
+		uint32_t len;
+		const float *sv = psb_kv_get(n->kv, 2, &len, NULL);
+
+		assert_non_null(sv);
+		assert_int_equal(len, NF * sizeof(float));
+		check_floats(sv, v + NF, NF);
+	}
+	/* the pull's answer (8024 bytes as a record) exceeds the server's BATCH_RESP room */
+	assert_int_equal(psb_wk_submit(wk, &op[2], n->now), 0);
+	psb_wk_poll(wk, n->now);
+	net_run(n);
+	assert_int_equal(d.n, 3);
+	assert_int_equal(op[2].status, 0);
+	check_floats(out, v + NF, NF);
+	psb_wk_free(wk);
+	net_free(n);
+	free(v);
+	free(out);
+}
+
+/*
+ * Like requests queued behind a full transport, records of a batch that could
+ * not go out yet are not timed out: nothing was sent, so nothing is resent
+ * (which would send each request twice, in the batch and on its own, once the
+ * transport has room) and nothing fails before it was ever sent.
+ */
+static void
+test_batch_blocked_timeout(void **state)
+{
+	struct net *n = net_new(1, 0);
+	struct port p;
+	struct done_log d = { .n = 0 };
+	struct psb_wk *wk = wk_new_batch(n, &p, 0, 16, 1000, 64, NULL, &d);
+	const struct psb_wk_stats *st = psb_wk_stats(wk);
+	float a[2] = { 1.0f, 2.0f }, out[2];
+	struct psb_wk_op op[2];
+	unsigned int t;
+
+	(void)state;
+	n->credits = 0;
+	op_init(&op[0], PSB_MSG_PUSH, 1, sizeof(a), a, NULL);
+	op_init(&op[1], PSB_MSG_PUSHPULL, 2, sizeof(a), a, out);
+	assert_int_equal(psb_wk_submit(wk, &op[0], n->now), 0);
+	assert_int_equal(psb_wk_submit(wk, &op[1], n->now), 0);
+	/* far beyond max_retries timeouts (with back-off) while the transport is full */
+	for (t = 1; t <= 400; t++)
+		psb_wk_poll(wk, n->now + t * 1000);
+	assert_int_equal(st->retries, 0);
+	assert_int_equal(st->failed, 0);
+	assert_int_equal(d.n, 0);
+	assert_int_equal(psb_wk_inflight(wk), 2);
+	assert_true(psb_wk_pending(wk));
+
+	n->now += 400 * 1000;
+	n->credits = -1;
+	psb_wk_poll(wk, n->now);
+	/* the batch, and only the batch, went out */
+	assert_int_equal(n->nlog, 1);
+	assert_int_equal(n->nbatch, 1);
+	net_run(n);
+	assert_int_equal(d.n, 2);
+	assert_int_equal(op[0].status, 0);
+	assert_int_equal(op[1].status, 0);
+	check_floats(out, a, 2);
+	assert_int_equal(psb_kv_stats(n->kv)->retries_answered, 0);
+	psb_wk_free(wk);
+	net_free(n);
+}
+
 /* ---- psb_bench ---- */
 
 #define BK	3		/* keys */
@@ -1082,8 +1759,13 @@ struct bench_run {
 
 static const uint64_t bench_keys[BK] = { 11, 0x8000000000000000ull, 12345678901ull };
 
+/*
+ * Two sync workers run the benchmark against n. seg_size and batch_max go to
+ * the engines; window_bytes to the benchmark (0: its default, every key at once).
+ */
 static void
-bench_pair(struct net *n, int mode, uint64_t repeat, struct bench_run *out, FILE *log)
+bench_pair_cfg(struct net *n, int mode, uint64_t repeat, struct bench_run *out, FILE *log,
+		uint16_t seg_size, uint16_t batch_max, uint64_t window_bytes)
 {
 	struct port p[2];
 	struct psb_bench *b[2];
@@ -1094,13 +1776,14 @@ bench_pair(struct net *n, int mode, uint64_t repeat, struct bench_run *out, FILE
 		struct psb_bench_cfg bc = {
 			.len = BLEN, .repeat = repeat, .mode = mode, .nkeys = BK,
 			.keys = bench_keys, .num_workers = 2, .verify = 1,
-			.window_bytes = 64,	/* not all keys at once: exercises the window */
+			.window_bytes = window_bytes,
 			.log_every_ns = log != NULL ? 20000 : 0, .log = log,
 			.label = i == 0 ? "w0" : "w1",
 		};
 		struct psb_wk_cfg wc = {
-			.rank = (uint16_t)i, .sync = 1, .seg_size = SEG, .timeout_ns = 50000,
-			.max_retries = 100, .send = net_send, .send_arg = &p[i],
+			.rank = (uint16_t)i, .sync = 1, .seg_size = seg_size, .timeout_ns = 50000,
+			.max_retries = 100, .batch_max = batch_max, .send = net_send,
+			.send_arg = &p[i],
 		};
 
 		p[i].net = n;
@@ -1141,6 +1824,13 @@ bench_pair(struct net *n, int mode, uint64_t repeat, struct bench_run *out, FILE
 		n->wk[i] = NULL;
 		psb_bench_free(b[i]);
 	}
+}
+
+static void
+bench_pair(struct net *n, int mode, uint64_t repeat, struct bench_run *out, FILE *log)
+{
+	/* not all keys at once: exercises the window */
+	bench_pair_cfg(n, mode, repeat, out, log, SEG, 0, 64);
 }
 
 static void
@@ -1204,6 +1894,53 @@ test_bench_modes(void **state)
 			3.0 * (double)rounds[mode] * (BLEN / 4) * BK);
 		assert_int_equal(br->r[0].retries + br->r[1].retries, 0);
 		net_free(n);
+	}
+	free(br);
+}
+
+/* The benchmark with batching: 40-byte values, two records per 128-byte BATCH. */
+static void
+test_bench_batch(void **state)
+{
+	static const uint64_t rounds[PSB_BENCH_MODE_MAX] = { 4, 4, 4, 1 };
+	struct bench_run *br = calloc(1, sizeof(*br));
+	int mode, lossy;
+
+	(void)state;
+	assert_non_null(br);
+	for (lossy = 0; lossy < 2; lossy++) {
+		for (mode = 0; mode < PSB_BENCH_MODE_MAX; mode++) {
+			struct net *n = net_new(2, 1);
+			const struct psb_kv_stats *ks = psb_kv_stats(n->kv);
+			uint32_t k, len, round;
+
+			if (lossy) {
+				n->drop_req_every = 7;
+				n->drop_resp_every = 5;
+			}
+			bench_pair_cfg(n, mode, 4, br, NULL, BSEG, 64, 0);
+			check_bench(br, mode, 4);
+			for (k = 0; k < BK; k++) {
+				const float *v = psb_kv_get(n->kv, bench_keys[k], &len, &round);
+
+				assert_non_null(v);
+				assert_int_equal(len, BLEN);
+				assert_int_equal(round, rounds[mode]);
+				assert_true(v[0] == 3.0f * (float)rounds[mode]);
+			}
+			assert_true(psb_kv_value_sum(n->kv) ==
+				3.0 * (double)rounds[mode] * (BLEN / 4) * BK);
+			/* requests went as batches, and answers came back in BATCH_RESPs */
+			assert_true(n->nbatch > 0);
+			assert_true(ks->batches > 0);
+			assert_true(n->nbatch_resp > 0);
+			assert_int_equal(ks->bad_records, 0);
+			if (lossy)
+				assert_true(br->r[0].retries + br->r[1].retries > 0);
+			else
+				assert_int_equal(br->r[0].retries + br->r[1].retries, 0);
+			net_free(n);
+		}
 	}
 	free(br);
 }
@@ -1504,7 +2241,15 @@ main(void)
 		cmocka_unit_test(test_error_reply),
 		cmocka_unit_test(test_stray),
 		cmocka_unit_test(test_dup_response),
+		cmocka_unit_test(test_batch_roundtrip),
+		cmocka_unit_test(test_batch_dest),
+		cmocka_unit_test(test_batch_split),
+		cmocka_unit_test(test_batch_blocked),
+		cmocka_unit_test(test_batch_blocked_timeout),
+		cmocka_unit_test(test_batch_loss),
+		cmocka_unit_test(test_batch_large_stride),
 		cmocka_unit_test(test_bench_modes),
+		cmocka_unit_test(test_bench_batch),
 		cmocka_unit_test(test_bench_loss),
 		cmocka_unit_test(test_bench_follow_round),
 		cmocka_unit_test(test_bench_verify_detects),
