@@ -18,7 +18,7 @@ struct server_priv {
 	struct rte_mbuf_ext_shared_info shinfo;
 };
 
-#define ZC_MIN_SEG	512	/* smaller segments are cheaper to copy */
+#define ZC_MIN_SEG	8192	/* smaller segments are cheaper to copy */
 
 static void
 value_free_noop(void *addr, void *opaque)
