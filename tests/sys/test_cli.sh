@@ -1,0 +1,46 @@
+#!/bin/bash
+# psb refuses bad command lines and environments with a message naming what is
+# wrong, and refuses memory that cannot hold its pools, before touching a port.
+set -uo pipefail
+PSB=$1
+fails=0
+
+# expect_error WORDS... -- ARGS...: psb must exit 2 and print every word.
+expect_error() {
+	local words=()
+	while [ "$1" != "--" ]; do words+=("$1"); shift; done
+	shift
+	local out rc
+	out=$(timeout 30 "$PSB" "$@" 2>&1 </dev/null)
+	rc=$?
+	if [ $rc -ne 2 ]; then
+		echo "FAIL: psb $* exited $rc, expected 2"; echo "$out" | tail -3; fails=$((fails + 1)); return
+	fi
+	for w in "${words[@]}"; do
+		if ! grep -qF -- "$w" <<<"$out"; then
+			echo "FAIL: psb $*: no '$w' in: $(tail -1 <<<"$out")"; fails=$((fails + 1)); return
+		fi
+	done
+	echo "ok: psb $* -> $(tail -1 <<<"$out")"
+}
+
+base=(--port null --ip 198.18.0.1 --no-huge --file-prefix "psbt-cli-$$")
+expect_error "--mem 16" "cannot hold the packet pool" -- "${base[@]}" --mem 16
+expect_error "--mem" "expected an integer" -- "${base[@]}" --mem lots
+expect_error "--port" "unknown kind 'nic'" -- --port nic:0 --ip 198.18.0.1
+expect_error "memif socket must be an absolute path" -- --port memif:server:rel.sock --ip 198.18.0.1
+expect_error "no address given" -- --port null
+expect_error "no port given" -- --ip 198.18.0.1
+expect_error "--ip" "198.18.0.1" -- --port null --ip 198.18.0
+expect_error "--mode" "PUSH_PULL" -- "${base[@]}" --role worker --server 198.18.0.2 --mode 7
+expect_error "len" "multiple of 4" -- "${base[@]}" --role worker --server 198.18.0.2 1023
+expect_error "worker" "--scheduler" -- "${base[@]}" --role worker
+expect_error "--role" "server, worker or scheduler" -- "${base[@]}" --role boss
+DMLC_ROLE=boss expect_error "DMLC_ROLE" "server, worker or scheduler" -- "${base[@]}"
+DMLC_NUM_WORKER=0 expect_error "DMLC_NUM_WORKER" "expected an integer" -- "${base[@]}"
+DMLC_PS_ROOT_URI=localhost expect_error "DMLC_PS_ROOT_URI" "IPv4" -- "${base[@]}"
+expect_error "--huge" "hugepages" -- --port null --ip 198.18.0.1 --huge --mem 100000
+
+rm -rf /var/run/dpdk/psbt-cli-$$
+[ $fails -eq 0 ] && echo "cli: every bad input refused with a message naming it"
+exit $((fails != 0))
