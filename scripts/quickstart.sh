@@ -14,4 +14,4 @@ else
 fi
 echo "quickstart: building"
 ninja -C build >/dev/null
-exec scripts/bench/pushpull.sh --quick --out results/quickstart "$@"
+exec scripts/bench/pushpull.sh --quick --out "results/quickstart-$(date +%Y%m%d-%H%M%S)" "$@"

@@ -39,6 +39,10 @@ for b in "$PSB" "$KSRV" "$KBENCH" "$AGGBENCH"; do
 	[ -x "$b" ] || { echo "pushpull.sh: $b not built (run: meson setup $BUILD && ninja -C $BUILD)" >&2; exit 1; }
 done
 [ -n "$OUT" ] || OUT=results/pushpull-$(date +%Y%m%d-%H%M%S)
+if [ -e "$OUT/summary.json" ] || [ -d "$OUT/raw" ]; then
+	echo "pushpull.sh: $OUT already holds results; give another --out (or remove it)" >&2
+	exit 2
+fi
 mkdir -p "$OUT"
 TMP=$(mktemp -d /tmp/psb-bench-XXXXXX)
 PIDS=()
