@@ -27,6 +27,8 @@
 #define MAX_FRAMES	4096
 
 static const char *psb_bin;
+/* The scenario in progress, cleaned up by teardown when an assertion ends a test early. */
+static struct scen *cur;
 static const uint8_t psb_mac[6] = { 0x02, 0, 0, 0, 0, 0x01 };
 
 struct frame {
@@ -60,6 +62,7 @@ scen_open(struct scen *s)
 	assert_non_null(s->dump);
 	s->outf = calloc(MAX_FRAMES, sizeof(*s->outf));
 	assert_non_null(s->outf);
+	cur = s;
 }
 
 static void
@@ -67,11 +70,18 @@ scen_close(struct scen *s)
 {
 	char cmd[256];
 
+	cur = NULL;
 	free(s->outf);
+	s->outf = NULL;
 	if (s->st != NULL)
 		json_decref(s->st);
+	s->st = NULL;
+	if (s->dump != NULL)
+		pcap_dump_close(s->dump);
+	s->dump = NULL;
 	if (s->dead != NULL)
 		pcap_close(s->dead);
+	s->dead = NULL;
 	if (getenv("PSB_TEST_KEEP") != NULL) {
 		fprintf(stderr, "kept %s\n", s->dir);
 		return;
@@ -738,17 +748,30 @@ test_batch(void **state)
 	scen_close(&s);
 }
 
+/* After every test, pass or fail: the scenario's files and psb's runtime directory go. */
+static int
+teardown(void **state)
+{
+	char cmd[128];
+
+	(void)state;
+	if (cur != NULL)
+		scen_close(cur);
+	snprintf(cmd, sizeof(cmd), "rm -rf /var/run/dpdk/psbt-%d", (int)getpid());
+	return system(cmd) == 0 ? 0 : -1;
+}
+
 int
 main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_sync_sum),
-		cmocka_unit_test(test_async_pushpull),
-		cmocka_unit_test(test_reorder_dup_retry),
-		cmocka_unit_test(test_error_replies),
-		cmocka_unit_test(test_arp_icmp),
-		cmocka_unit_test(test_malformed_dropped),
-		cmocka_unit_test(test_batch),
+		cmocka_unit_test_teardown(test_sync_sum, teardown),
+		cmocka_unit_test_teardown(test_async_pushpull, teardown),
+		cmocka_unit_test_teardown(test_reorder_dup_retry, teardown),
+		cmocka_unit_test_teardown(test_error_replies, teardown),
+		cmocka_unit_test_teardown(test_arp_icmp, teardown),
+		cmocka_unit_test_teardown(test_malformed_dropped, teardown),
+		cmocka_unit_test_teardown(test_batch, teardown),
 	};
 
 	if (argc < 2) {
