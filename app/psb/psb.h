@@ -217,6 +217,7 @@ struct psb_agent {
 	uint32_t barrier_group;
 	uint64_t next_try_ns;
 	uint32_t tries;
+	uint32_t idle_passes;
 	struct psb_sched_view view;
 };
 

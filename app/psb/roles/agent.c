@@ -126,6 +126,9 @@ agent_poll(struct psb_role_inst *ri)
 	struct rte_mbuf *pkts[PSB_BURST];
 	unsigned int n, i;
 
+	/* Registered: only a repeated ack can still come; look one pass in 256. */
+	if (ri->app->registered && (++ag->idle_passes & 255) != 0)
+		return 0;
 	n = rte_ring_dequeue_burst(ri->app->agent_ring, (void **)pkts, PSB_BURST, NULL);
 	for (i = 0; i < n; i++) {
 		struct psb_meta *meta = psb_meta(pkts[i]);
