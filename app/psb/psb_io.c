@@ -315,6 +315,17 @@ psb_dispatch(struct psb_role_inst *ri, struct rte_mbuf *m)
 		break;
 	}
 
+	if (unlikely(app->verbose >= 2)) {
+		char ip[16];
+
+		/* PS_VERBOSE=2, as ps-lite: every message. */
+		fprintf(stderr, "psb: rx %s from %s:%u sender %u req %u key %llu round %u "
+			"seg %u+%u/%u%s%s\n", psb_msg_type_name(f.hdr.type), psb_ip_str(f.src.ip, ip),
+			f.src.port, f.hdr.sender, f.hdr.req_id, (unsigned long long)f.hdr.key,
+			f.hdr.round, f.hdr.offset, f.hdr.seg_len, f.hdr.total_len,
+			f.hdr.type == PSB_MSG_ERROR ? " status " : "",
+			f.hdr.type == PSB_MSG_ERROR ? psb_status_name(f.hdr.status) : "");
+	}
 	if (f.hdr.type == PSB_MSG_BYE) {
 		/* The peer leaves this link: stop polling it until it reconnects. */
 		app->port_bye[m->port] = 1;
