@@ -18,34 +18,42 @@ cleanup() {
 	for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null || true; done
 	pkill -9 -f -- "--file-prefix psbt-ms$$-" 2>/dev/null || true
 	wait 2>/dev/null || true
-	for i in 0 1 2; do ip link del "pm$$a$i" 2>/dev/null || true; done
+	for i in 0 1 2; do
+		ip netns del "pms$$-$i" 2>/dev/null || true
+		ip link del "pm$$b$i" 2>/dev/null || true
+	done
 	ip link del "$BR" 2>/dev/null || true
 	rm -rf "$DIR" /var/run/dpdk/psbt-ms$$-*
 }
 trap cleanup EXIT
 fail() { echo "FAIL: $*" >&2; for f in "$DIR"/*.log; do echo "== $f"; tail -5 "$f"; done >&2; exit 1; }
 
+# Each psb process gets its own namespace: af_packet fanout groups are per
+# namespace, and DPDK derives their ids from pid and ifindex, which can clash.
 ip link add "$BR" type bridge || fail "cannot create a bridge"
+sysctl -qw "net.ipv6.conf.$BR.disable_ipv6=1" 2>/dev/null || true
 ip link set "$BR" up
 for i in 0 1 2; do
+	ns="pms$$-$i"
+	ip netns add "$ns" || fail "cannot create namespace $ns"
 	ip link add "pm$$a$i" type veth peer name "pm$$b$i" || fail "cannot create veths"
-	for side in a b; do
-		sysctl -qw "net.ipv6.conf.pm$$$side$i.disable_ipv6=1" 2>/dev/null || true
-		ip link set "pm$$$side$i" up
-	done
+	ip link set "pm$$a$i" netns "$ns"
+	ip netns exec "$ns" sysctl -qw net.ipv6.conf.all.disable_ipv6=1 2>/dev/null || true
+	ip netns exec "$ns" ip link set "pm$$a$i" up
+	sysctl -qw "net.ipv6.conf.pm$$b$i.disable_ipv6=1" 2>/dev/null || true
 	ip link set "pm$$b$i" master "$BR"
+	ip link set "pm$$b$i" up
 done
-sysctl -qw "net.ipv6.conf.$BR.disable_ipv6=1" 2>/dev/null || true
 
 common=(--no-huge --mbufs 8192 --sync --num-servers 2 --num-workers 1 --scheduler 198.18.9.1 -q)
-timeout -k 5 120 "$PSB" --role server --port "af_packet:pm$$a0" --ip 198.18.9.1 -l 0 \
+ip netns exec "pms$$-0" timeout -k 5 120 "$PSB" --role server --port "af_packet:pm$$a0" --ip 198.18.9.1 -l 0 \
 	--file-prefix "psbt-ms$$-0" --stats-file "$DIR/s0.json" "${common[@]}" > "$DIR/s0.log" 2>&1 &
 PIDS+=($!)
-timeout -k 5 120 "$PSB" --role server --port "af_packet:pm$$a1" --ip 198.18.9.2 -l 1 \
+ip netns exec "pms$$-1" timeout -k 5 120 "$PSB" --role server --port "af_packet:pm$$a1" --ip 198.18.9.2 -l 1 \
 	--file-prefix "psbt-ms$$-1" --stats-file "$DIR/s1.json" "${common[@]}" > "$DIR/s1.log" 2>&1 &
 PIDS+=($!)
 KEYS=8 REPEAT=20 LEN=256
-timeout -k 5 90 "$PSB" --role worker --port "af_packet:pm$$a2" --ip 198.18.9.10 -l 0 \
+ip netns exec "pms$$-2" timeout -k 5 90 "$PSB" --role worker --port "af_packet:pm$$a2" --ip 198.18.9.10 -l 0 \
 	--file-prefix "psbt-ms$$-w" "${common[@]}" --keys $KEYS --len $LEN --repeat $REPEAT \
 	--mode 0 --verify --results "$DIR/w.json" > "$DIR/w.log" 2>&1 || fail "worker exited with $?"
 for p in "${PIDS[@]}"; do kill -TERM "$p" 2>/dev/null; done
