@@ -788,7 +788,7 @@ test_lossy_sync(void **state)
 	(void)state;
 	START_SERVER("--num-workers", "2", "--sync");
 	assert_int_equal(proxy_start(&px, g_srv.port), 0);
-	run_sync_workers(px.front_port, 2, 4, 3000000, args);
+	run_sync_workers(px.front_port, 2, 4, 20000000, args);
 	proxy_stop(&px);
 	assert_int_equal(server_stop(&g_srv), 0);
 	print_message("lossy sync: %lu dropped, %lu duplicated, retries %llu + %llu\n",
