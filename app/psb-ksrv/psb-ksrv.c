@@ -106,6 +106,7 @@ usage(FILE *out)
 "  --busy-poll-us N      spin this long before sleeping in poll() (default 50)\n"
 "  --sockbuf BYTES       socket buffer size (default 16 MiB)\n"
 "  -q, --quiet           only the exit summary and errors\n"
+"  (env PSB_KV_DUMP=1: also print every key's round and request state at exit)\n"
 "  -h, --help\n", PSB_UDP_PORT);
 }
 
@@ -515,6 +516,8 @@ print_summary(const struct ksrv *s, FILE *out)
 		if (st->errors[k] != 0)
 			fprintf(out, "error replies %-16s %llu\n", psb_status_name((uint8_t)k),
 				(unsigned long long)st->errors[k]);
+	if (getenv("PSB_KV_DUMP") != NULL)
+		psb_kv_dump(s->kv, out);
 	if (s->sched != NULL) {
 		const struct psb_sched_stats *ss = psb_sched_stats(s->sched);
 

@@ -577,6 +577,30 @@ psb_kv_value_sum(const struct psb_kv *kv)
 	return sum;
 }
 
+void
+psb_kv_dump(const struct psb_kv *kv, FILE *out)
+{
+	static const char *const st[] = { "idle", "assembling", "waiting", "done" };
+	uint32_t i;
+	uint16_t s;
+
+	for (i = 0; i <= kv->mask; i++) {
+		const struct kv_entry *e = &kv->slots[i];
+
+		if (e->len == 0)
+			continue;
+		fprintf(out, "key %llu: %u B, round %u, pushed %u\n", (unsigned long long)e->key,
+			e->len, e->round, e->pushed);
+		for (s = 0; s < kv->cfg.num_workers; s++) {
+			const struct kv_peer *p = &e->peers[s];
+
+			fprintf(out, "  sender %u: %s %s req %u round %u epoch %u segs %u/%u\n", s,
+				st[p->state], psb_msg_type_name(p->type), p->req_id, p->round, p->epoch,
+				p->reasm.nrecv, p->reasm.nseg);
+		}
+	}
+}
+
 uint32_t
 psb_kv_nkeys(const struct psb_kv *kv)
 {

@@ -3,6 +3,7 @@
 #define PSB_KV_H
 
 #include <stdint.h>
+#include <stdio.h>
 
 #include "psb_proto.h"
 #include "psb_reasm.h"
@@ -73,6 +74,9 @@ void psb_kv_reset(struct psb_kv *kv);
 
 /* Sum of every element of every value: a digest tests and reports compare against. */
 double psb_kv_value_sum(const struct psb_kv *kv);
+
+/* Print every key's round state and every sender's request state (debugging). */
+void psb_kv_dump(const struct psb_kv *kv, FILE *out);
 
 uint32_t psb_kv_nkeys(const struct psb_kv *kv);
 uint64_t psb_kv_bytes(const struct psb_kv *kv);

@@ -635,18 +635,26 @@ bound_socket(uint16_t *port)
 	return fd;
 }
 
+/*
+ * Drop about one datagram in 5 and duplicate about one in 7, from a fixed-seed
+ * sequence per direction. Not every k-th exactly: two clients retrying on the
+ * same schedule then keep their datagrams at the same positions, and one of
+ * them can lose every retry forever, which no real network does.
+ */
 static void
 relay(struct proxy *px, int out_fd, const uint8_t *buf, size_t len, const struct sockaddr_in *to,
 		unsigned long *count)
 {
-	unsigned long k = ++*count;
+	uint64_t x;
 
-	if (k % 5 == 0) {
+	*count = *count * 6364136223846793005ull + 1442695040888963407ull;
+	x = *count;
+	if ((x >> 33) % 5 == 0) {
 		px->dropped++;
 		return;
 	}
 	sendto(out_fd, buf, len, 0, (const struct sockaddr *)to, sizeof(*to));
-	if (k % 7 == 0) {
+	if ((x >> 45) % 7 == 0) {
 		px->duplicated++;
 		sendto(out_fd, buf, len, 0, (const struct sockaddr *)to, sizeof(*to));
 	}
