@@ -83,18 +83,14 @@ usage(FILE *out)
 
 
 
-/* "IP[:PORT]" -> ip string (in buf) and port. */
+/* "IP[:PORT]" -> dotted quad in buf (>= 16 bytes) and port (left alone when absent). */
 static void
-split_host_port(const char *opt, const char *v, char *buf, size_t len, uint16_t *port)
+split_host_port(const char *opt, const char *v, char *buf, uint16_t *port)
 {
-	const char *colon = strchr(v, ':');
 	uint32_t ip;
 
-	snprintf(buf, len, "%.*s", colon != NULL ? (int)(colon - v) : (int)strlen(v), v);
-	if (psb_parse_ip(buf, &ip) != 0)
-		psb_die("%s: expected IP or IP:PORT like 198.18.0.1:9430, got '%s'", opt, v);
-	if (colon != NULL)
-		*port = (uint16_t)psb_cli_u64(opt, colon + 1, 1, 65535);
+	psb_cli_host_port(opt, v, &ip, port);
+	psb_ip_str(ip, buf);
 }
 
 enum {
@@ -325,9 +321,9 @@ main(int argc, char **argv)
 		o.timeout_ns = auto_timeout(&o);
 	psb_client_cfg_init(&cfg);
 	if (o.server != NULL)
-		split_host_port("--server", o.server, server_ip, sizeof(server_ip), &port);
+		split_host_port("--server", o.server, server_ip, &port);
 	if (o.sched != NULL)
-		split_host_port("--scheduler", o.sched, sched_ip, sizeof(sched_ip), &sched_port);
+		split_host_port("--scheduler", o.sched, sched_ip, &sched_port);
 	/* With only a scheduler, the server comes from its view; until then aim at it. */
 	cfg.server_ip = o.server != NULL ? server_ip : sched_ip;
 	cfg.server_port = port;

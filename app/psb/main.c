@@ -232,18 +232,9 @@ parse_args(struct psb_app *app, struct run_opts *ro, int argc, char **argv)
 			app->mac_given = 1;
 			break;
 		case OPT_UDP_PORT: app->me.port = (uint16_t)psb_cli_u64("--udp-port", optarg, 1, 65535); break;
-		case OPT_SCHED: {
-			char ipbuf[64];
-			const char *colon = strchr(optarg, ':');
-
-			snprintf(ipbuf, sizeof(ipbuf), "%.*s", colon != NULL ? (int)(colon - optarg) :
-				(int)strlen(optarg), optarg);
-			app->sched_ip = psb_cli_ip("--scheduler", ipbuf);
-			if (colon != NULL)
-				app->sched_port = (uint16_t)psb_cli_u64("--scheduler port", colon + 1, 1,
-					65535);
+		case OPT_SCHED:
+			psb_cli_host_port("--scheduler", optarg, &app->sched_ip, &app->sched_port);
 			break;
-		}
 		case OPT_SERVER: app->static_server_ip = psb_cli_ip("--server", optarg); break;
 		case OPT_NUM_WORKERS:
 			app->num_workers = (uint16_t)psb_cli_u64("--num-workers", optarg, 1,

@@ -73,6 +73,17 @@ psb_out_room(struct psb_role_inst *ri, unsigned int n)
 	return rte_ring_free_count(ri->app->tx_ring) >= ri->ntx + n;
 }
 
+/* Count m and queue it for the transmitter (m->port set). */
+static inline void
+out_queue(struct psb_role_inst *ri, struct rte_mbuf *m)
+{
+	ri->cnt.tx_pkts++;
+	ri->cnt.tx_bytes += m->pkt_len;
+	ri->txbuf[ri->ntx++] = m;
+	if (ri->ntx == PSB_OUT_BUF)
+		psb_out_flush(ri);
+}
+
 int
 psb_out(struct psb_role_inst *ri, struct rte_mbuf *m, uint32_t dst_ip)
 {
@@ -86,11 +97,7 @@ psb_out(struct psb_role_inst *ri, struct rte_mbuf *m, uint32_t dst_ip)
 	}
 	n = psb_neigh_find(app, dst_ip);
 	m->port = n != NULL ? n->port : app->port_ids[0];
-	ri->cnt.tx_pkts++;
-	ri->cnt.tx_bytes += m->pkt_len;
-	ri->txbuf[ri->ntx++] = m;
-	if (ri->ntx == PSB_OUT_BUF)
-		psb_out_flush(ri);
+	out_queue(ri, m);
 	return 0;
 }
 
@@ -136,11 +143,7 @@ psb_arp_resolve(struct psb_role_inst *ri, uint32_t ip)
 		memset(p, 0, 60);
 		psb_arp_request(p, app->me.mac, app->me.ip, ip);
 		m->port = app->port_ids[i];
-		ri->cnt.tx_pkts++;
-		ri->cnt.tx_bytes += m->pkt_len;
-		ri->txbuf[ri->ntx++] = m;
-		if (ri->ntx == PSB_OUT_BUF)
-			psb_out_flush(ri);
+		out_queue(ri, m);
 	}
 }
 
@@ -265,11 +268,7 @@ reply_in_place(struct psb_role_inst *ri, struct rte_mbuf *m, uint16_t len)
 	if (len < m->data_len)
 		rte_pktmbuf_trim(m, m->data_len - len);
 	m->ol_flags = 0;
-	ri->cnt.tx_pkts++;
-	ri->cnt.tx_bytes += m->pkt_len;
-	ri->txbuf[ri->ntx++] = m;
-	if (ri->ntx == PSB_OUT_BUF)
-		psb_out_flush(ri);
+	out_queue(ri, m);
 }
 
 void

@@ -4,6 +4,7 @@
 #include <string.h>
 #include <arpa/inet.h>
 
+#include "psb_be.h"
 #include "psb_proto.h"
 
 #define ETHERTYPE_IPV4	0x0800
@@ -29,47 +30,6 @@ const char *const psb_drop_names[PSB_DROP_MAX] = {
 	[PSB_DROP_ICMP] = "icmp",
 };
 
-static inline uint16_t
-rd16(const uint8_t *p)
-{
-	return (uint16_t)(p[0] << 8 | p[1]);
-}
-
-static inline uint32_t
-rd32(const uint8_t *p)
-{
-	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
-}
-
-static inline uint64_t
-rd64(const uint8_t *p)
-{
-	return (uint64_t)rd32(p) << 32 | rd32(p + 4);
-}
-
-static inline void
-wr16(uint8_t *p, uint16_t v)
-{
-	p[0] = v >> 8;
-	p[1] = v & 0xff;
-}
-
-static inline void
-wr32(uint8_t *p, uint32_t v)
-{
-	p[0] = v >> 24;
-	p[1] = (v >> 16) & 0xff;
-	p[2] = (v >> 8) & 0xff;
-	p[3] = v & 0xff;
-}
-
-static inline void
-wr64(uint8_t *p, uint64_t v)
-{
-	wr32(p, v >> 32);
-	wr32(p + 4, (uint32_t)v);
-}
-
 uint16_t
 psb_csum_partial(const void *data, size_t len, uint32_t sum)
 {
@@ -77,7 +37,7 @@ psb_csum_partial(const void *data, size_t len, uint32_t sum)
 	uint64_t s = sum;
 
 	while (len >= 2) {
-		s += rd16(p);
+		s += psb_rd16(p);
 		p += 2;
 		len -= 2;
 	}
@@ -100,39 +60,39 @@ psb_hdr_init(struct psb_hdr *h, uint8_t type)
 void
 psb_hdr_encode(uint8_t *out, const struct psb_hdr *h)
 {
-	wr16(out + 0, h->magic);
+	psb_wr16(out + 0, h->magic);
 	out[2] = h->version;
 	out[3] = h->type;
 	out[4] = h->flags;
 	out[5] = h->status;
-	wr16(out + 6, h->sender);
-	wr32(out + 8, h->req_id);
-	wr32(out + 12, h->round);
-	wr64(out + 16, h->key);
-	wr32(out + 24, h->total_len);
-	wr32(out + 28, h->offset);
-	wr16(out + 32, h->seg_len);
-	wr16(out + 34, h->seg_size);
-	wr32(out + 36, h->aux);
+	psb_wr16(out + 6, h->sender);
+	psb_wr32(out + 8, h->req_id);
+	psb_wr32(out + 12, h->round);
+	psb_wr64(out + 16, h->key);
+	psb_wr32(out + 24, h->total_len);
+	psb_wr32(out + 28, h->offset);
+	psb_wr16(out + 32, h->seg_len);
+	psb_wr16(out + 34, h->seg_size);
+	psb_wr32(out + 36, h->aux);
 }
 
 void
 psb_hdr_decode(struct psb_hdr *h, const uint8_t *in)
 {
-	h->magic = rd16(in + 0);
+	h->magic = psb_rd16(in + 0);
 	h->version = in[2];
 	h->type = in[3];
 	h->flags = in[4];
 	h->status = in[5];
-	h->sender = rd16(in + 6);
-	h->req_id = rd32(in + 8);
-	h->round = rd32(in + 12);
-	h->key = rd64(in + 16);
-	h->total_len = rd32(in + 24);
-	h->offset = rd32(in + 28);
-	h->seg_len = rd16(in + 32);
-	h->seg_size = rd16(in + 34);
-	h->aux = rd32(in + 36);
+	h->sender = psb_rd16(in + 6);
+	h->req_id = psb_rd32(in + 8);
+	h->round = psb_rd32(in + 12);
+	h->key = psb_rd64(in + 16);
+	h->total_len = psb_rd32(in + 24);
+	h->offset = psb_rd32(in + 28);
+	h->seg_len = psb_rd16(in + 32);
+	h->seg_size = psb_rd16(in + 34);
+	h->aux = psb_rd32(in + 36);
 }
 
 int
@@ -164,13 +124,13 @@ parse_arp(const uint8_t *a, size_t len, const struct psb_parse_cfg *cfg, struct 
 	if (len < 28)
 		return -PSB_DROP_TRUNCATED;
 	/* Ethernet hardware, IPv4 protocol, 6/4 address lengths. */
-	if (rd16(a) != 1 || rd16(a + 2) != ETHERTYPE_IPV4 || a[4] != 6 || a[5] != 4)
+	if (psb_rd16(a) != 1 || psb_rd16(a + 2) != ETHERTYPE_IPV4 || a[4] != 6 || a[5] != 4)
 		return -PSB_DROP_ARP;
-	op = rd16(a + 6);
+	op = psb_rd16(a + 6);
 	memcpy(f->src.mac, a + 8, 6);
-	f->src.ip = rd32(a + 14);
+	f->src.ip = psb_rd32(a + 14);
 	memcpy(f->dst.mac, a + 18, 6);
-	f->dst.ip = rd32(a + 24);
+	f->dst.ip = psb_rd32(a + 24);
 	if (op == 1) {
 		if (cfg->my_ip == 0 || f->dst.ip != cfg->my_ip)
 			return -PSB_DROP_NOT_MINE;
@@ -212,12 +172,12 @@ psb_frame_parse(const uint8_t *buf, size_t len, const struct psb_parse_cfg *cfg,
 		return -PSB_DROP_TRUNCATED;
 	memcpy(f->dst.mac, buf, 6);
 	memcpy(f->src.mac, buf + 6, 6);
-	etype = rd16(buf + 12);
+	etype = psb_rd16(buf + 12);
 	l3 = PSB_ETH_HLEN;
 	if (etype == ETHERTYPE_VLAN) {
 		if (len < PSB_ETH_HLEN + 4)
 			return -PSB_DROP_TRUNCATED;
-		etype = rd16(buf + 16);
+		etype = psb_rd16(buf + 16);
 		l3 += 4;
 	}
 	f->l3_off = (uint16_t)l3;
@@ -232,7 +192,7 @@ psb_frame_parse(const uint8_t *buf, size_t len, const struct psb_parse_cfg *cfg,
 	ihl = (ip[0] & 0x0f) * 4u;
 	if ((ip[0] >> 4) != 4 || ihl < PSB_IP_HLEN)
 		return -PSB_DROP_IP_HDR;
-	ip_len = rd16(ip + 2);
+	ip_len = psb_rd16(ip + 2);
 	if (ip_len < ihl)
 		return -PSB_DROP_IP_HDR;
 	/* Ethernet may pad short frames; the IP length is authoritative. */
@@ -240,11 +200,11 @@ psb_frame_parse(const uint8_t *buf, size_t len, const struct psb_parse_cfg *cfg,
 		return -PSB_DROP_TRUNCATED;
 	if (cfg->check_ip_csum && psb_csum_partial(ip, ihl, 0) != 0xffff)
 		return -PSB_DROP_IP_CSUM;
-	frag = rd16(ip + 6);
+	frag = psb_rd16(ip + 6);
 	if ((frag & 0x3fff) != 0)	/* MF set or non-zero offset */
 		return -PSB_DROP_IP_FRAG;
-	f->src.ip = rd32(ip + 12);
-	f->dst.ip = rd32(ip + 16);
+	f->src.ip = psb_rd32(ip + 12);
+	f->dst.ip = psb_rd32(ip + 16);
 	bcast = f->dst.ip == 0xffffffffu;
 	if (cfg->my_ip != 0 && f->dst.ip != cfg->my_ip && !bcast)
 		return -PSB_DROP_NOT_MINE;
@@ -262,11 +222,11 @@ psb_frame_parse(const uint8_t *buf, size_t len, const struct psb_parse_cfg *cfg,
 	udp = ip + ihl;
 	if (ip_len < ihl + PSB_UDP_HLEN)
 		return -PSB_DROP_TRUNCATED;
-	udp_len = rd16(udp + 4);
+	udp_len = psb_rd16(udp + 4);
 	if (udp_len < PSB_UDP_HLEN || udp_len != ip_len - ihl)
 		return -PSB_DROP_UDP_LEN;
-	f->src.port = rd16(udp);
-	f->dst.port = rd16(udp + 2);
+	f->src.port = psb_rd16(udp);
+	f->dst.port = psb_rd16(udp + 2);
 	if (cfg->psb_port != 0 && f->dst.port != cfg->psb_port &&
 	    (cfg->sched_port == 0 || f->dst.port != cfg->sched_port))
 		return -PSB_DROP_PORT;
@@ -299,16 +259,16 @@ write_ipv4(uint8_t *ip, uint32_t src, uint32_t dst, uint8_t proto, uint16_t tota
 
 	ip[0] = 0x45;
 	ip[1] = 0;
-	wr16(ip + 2, total_len);
-	wr16(ip + 4, 0);
-	wr16(ip + 6, 0x4000);	/* DF */
+	psb_wr16(ip + 2, total_len);
+	psb_wr16(ip + 4, 0);
+	psb_wr16(ip + 6, 0x4000);	/* DF */
 	ip[8] = 64;
 	ip[9] = proto;
-	wr16(ip + 10, 0);
-	wr32(ip + 12, src);
-	wr32(ip + 16, dst);
+	psb_wr16(ip + 10, 0);
+	psb_wr32(ip + 12, src);
+	psb_wr32(ip + 16, dst);
 	csum = (uint16_t)~psb_csum_partial(ip, PSB_IP_HLEN, 0);
-	wr16(ip + 10, csum);
+	psb_wr16(ip + 10, csum);
 }
 
 void
@@ -321,12 +281,12 @@ psb_frame_write_headers(uint8_t *out, const struct psb_addr *src, const struct p
 
 	memcpy(out, dst->mac, 6);
 	memcpy(out + 6, src->mac, 6);
-	wr16(out + 12, ETHERTYPE_IPV4);
+	psb_wr16(out + 12, ETHERTYPE_IPV4);
 	write_ipv4(ip, src->ip, dst->ip, IPPROTO_UDP_, PSB_IP_HLEN + udp_len);
-	wr16(udp, src->port);
-	wr16(udp + 2, dst->port);
-	wr16(udp + 4, udp_len);
-	wr16(udp + 6, 0);
+	psb_wr16(udp, src->port);
+	psb_wr16(udp + 2, dst->port);
+	psb_wr16(udp + 4, udp_len);
+	psb_wr16(udp + 6, 0);
 	psb_hdr_encode(udp + PSB_UDP_HLEN, h);
 }
 
@@ -348,16 +308,16 @@ write_arp(uint8_t *out, uint16_t op, const uint8_t sha[6], uint32_t spa, const u
 
 	memcpy(out, eth_dst, 6);
 	memcpy(out + 6, sha, 6);
-	wr16(out + 12, ETHERTYPE_ARP);
-	wr16(a, 1);
-	wr16(a + 2, ETHERTYPE_IPV4);
+	psb_wr16(out + 12, ETHERTYPE_ARP);
+	psb_wr16(a, 1);
+	psb_wr16(a + 2, ETHERTYPE_IPV4);
 	a[4] = 6;
 	a[5] = 4;
-	wr16(a + 6, op);
+	psb_wr16(a + 6, op);
 	memcpy(a + 8, sha, 6);
-	wr32(a + 14, spa);
+	psb_wr32(a + 14, spa);
 	memcpy(a + 18, tha, 6);
-	wr32(a + 24, tpa);
+	psb_wr32(a + 24, tpa);
 	return PSB_ETH_HLEN + 28;
 }
 
@@ -369,11 +329,11 @@ psb_arp_reply(uint8_t *out, const uint8_t *buf, size_t len, const uint8_t my_mac
 	uint32_t req_ip;
 	size_t l3 = PSB_ETH_HLEN;
 
-	if (len >= PSB_ETH_HLEN + 4 && rd16(buf + 12) == ETHERTYPE_VLAN)
+	if (len >= PSB_ETH_HLEN + 4 && psb_rd16(buf + 12) == ETHERTYPE_VLAN)
 		l3 += 4;
 	/* Copy first: out may alias buf. */
 	memcpy(req_mac, buf + l3 + 8, 6);
-	req_ip = rd32(buf + l3 + 14);
+	req_ip = psb_rd32(buf + l3 + 14);
 	return write_arp(out, 2, my_mac, my_ip, req_mac, req_ip, req_mac);
 }
 
@@ -392,7 +352,7 @@ psb_icmp_echo_reply(uint8_t *buf, size_t len, const struct psb_frame *f)
 	uint8_t mac[6];
 	uint8_t *ip = buf + f->l3_off;
 	uint8_t *ic = buf + f->l4_off;
-	uint16_t ip_len = rd16(ip + 2);
+	uint16_t ip_len = psb_rd16(ip + 2);
 	size_t icmp_len = ip_len - (size_t)(f->l4_off - f->l3_off);
 	uint16_t csum;
 
@@ -401,16 +361,16 @@ psb_icmp_echo_reply(uint8_t *buf, size_t len, const struct psb_frame *f)
 	memcpy(mac, buf, 6);
 	memcpy(buf, buf + 6, 6);
 	memcpy(buf + 6, mac, 6);
-	wr32(ip + 12, f->dst.ip);
-	wr32(ip + 16, f->src.ip);
+	psb_wr32(ip + 12, f->dst.ip);
+	psb_wr32(ip + 16, f->src.ip);
 	ip[8] = 64;
-	wr16(ip + 10, 0);
+	psb_wr16(ip + 10, 0);
 	csum = (uint16_t)~psb_csum_partial(ip, (size_t)(f->l4_off - f->l3_off), 0);
-	wr16(ip + 10, csum);
+	psb_wr16(ip + 10, csum);
 	ic[0] = 0;
-	wr16(ic + 2, 0);
+	psb_wr16(ic + 2, 0);
 	csum = (uint16_t)~psb_csum_partial(ic, icmp_len, 0);
-	wr16(ic + 2, csum);
+	psb_wr16(ic + 2, csum);
 	return 0;
 }
 
@@ -419,11 +379,11 @@ psb_rec_encode(uint8_t *out, const struct psb_rec *r)
 {
 	out[0] = r->type;
 	out[1] = r->status;
-	wr16(out + 2, r->len);
-	wr32(out + 4, r->req_id);
-	wr32(out + 8, r->round);
-	wr32(out + 12, r->aux);
-	wr64(out + 16, r->key);
+	psb_wr16(out + 2, r->len);
+	psb_wr32(out + 4, r->req_id);
+	psb_wr32(out + 8, r->round);
+	psb_wr32(out + 12, r->aux);
+	psb_wr64(out + 16, r->key);
 }
 
 int
@@ -433,11 +393,11 @@ psb_rec_decode(struct psb_rec *r, const uint8_t *in, size_t avail)
 		return -EINVAL;
 	r->type = in[0];
 	r->status = in[1];
-	r->len = rd16(in + 2);
-	r->req_id = rd32(in + 4);
-	r->round = rd32(in + 8);
-	r->aux = rd32(in + 12);
-	r->key = rd64(in + 16);
+	r->len = psb_rd16(in + 2);
+	r->req_id = psb_rd32(in + 4);
+	r->round = psb_rd32(in + 8);
+	r->aux = psb_rd32(in + 12);
+	r->key = psb_rd64(in + 16);
 	if ((r->len & 3) != 0 || (size_t)r->len > avail - PSB_REC_HLEN)
 		return -EINVAL;
 	return PSB_REC_HLEN + r->len;

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "psb_be.h"
 #include "psb_sched.h"
 
 struct sched_node {
@@ -29,45 +30,6 @@ struct psb_sched {
 	struct psb_sched_stats st;
 };
 
-static inline void
-wr16(uint8_t *p, uint16_t v)
-{
-	p[0] = v >> 8;
-	p[1] = v & 0xff;
-}
-
-static inline void
-wr32(uint8_t *p, uint32_t v)
-{
-	wr16(p, v >> 16);
-	wr16(p + 2, v & 0xffff);
-}
-
-static inline void
-wr64(uint8_t *p, uint64_t v)
-{
-	wr32(p, v >> 32);
-	wr32(p + 4, (uint32_t)v);
-}
-
-static inline uint16_t
-rd16(const uint8_t *p)
-{
-	return (uint16_t)(p[0] << 8 | p[1]);
-}
-
-static inline uint32_t
-rd32(const uint8_t *p)
-{
-	return (uint32_t)rd16(p) << 16 | rd16(p + 2);
-}
-
-static inline uint64_t
-rd64(const uint8_t *p)
-{
-	return (uint64_t)rd32(p) << 32 | rd32(p + 4);
-}
-
 void
 psb_sched_key_range(uint16_t server, uint16_t n, uint64_t *begin, uint64_t *end)
 {
@@ -85,16 +47,16 @@ psb_sched_view_encode(const struct psb_sched_view *v, uint8_t *out, size_t cap)
 
 	if (cap < need || v->num_servers > PSB_SCHED_MAX_NODES)
 		return 0;
-	wr16(out, v->num_servers);
-	wr16(out + 2, v->num_workers);
+	psb_wr16(out, v->num_servers);
+	psb_wr16(out + 2, v->num_workers);
 	for (i = 0; i < v->num_servers; i++) {
 		uint8_t *p = out + 4 + (size_t)i * 24;
 
-		wr32(p, v->servers[i].ip);
-		wr16(p + 4, v->servers[i].port);
-		wr16(p + 6, 0);
-		wr64(p + 8, v->servers[i].key_begin);
-		wr64(p + 16, v->servers[i].key_end);
+		psb_wr32(p, v->servers[i].ip);
+		psb_wr16(p + 4, v->servers[i].port);
+		psb_wr16(p + 6, 0);
+		psb_wr64(p + 8, v->servers[i].key_begin);
+		psb_wr64(p + 16, v->servers[i].key_end);
 	}
 	return need;
 }
@@ -107,17 +69,17 @@ psb_sched_view_decode(struct psb_sched_view *v, const uint8_t *in, size_t len)
 	if (len < 4)
 		return -EINVAL;
 	memset(v, 0, sizeof(*v));
-	v->num_servers = rd16(in);
-	v->num_workers = rd16(in + 2);
+	v->num_servers = psb_rd16(in);
+	v->num_workers = psb_rd16(in + 2);
 	if (v->num_servers > PSB_SCHED_MAX_NODES || len < psb_sched_view_size(v->num_servers))
 		return -EINVAL;
 	for (i = 0; i < v->num_servers; i++) {
 		const uint8_t *p = in + 4 + (size_t)i * 24;
 
-		v->servers[i].ip = rd32(p);
-		v->servers[i].port = rd16(p + 4);
-		v->servers[i].key_begin = rd64(p + 8);
-		v->servers[i].key_end = rd64(p + 16);
+		v->servers[i].ip = psb_rd32(p);
+		v->servers[i].port = psb_rd16(p + 4);
+		v->servers[i].key_begin = psb_rd64(p + 8);
+		v->servers[i].key_end = psb_rd64(p + 16);
 	}
 	return 0;
 }
