@@ -22,6 +22,7 @@
 #include "psb_agg.h"
 #include "psb_bench.h"
 #include "psb_cli.h"
+#include "psb_ctl.h"
 #include "psb_ethdev.h"
 #include "psb_kv.h"
 #include "psb_report.h"
@@ -75,6 +76,20 @@ usage(FILE *out)
 "  --verify             check every pulled value (sync: exact sums)\n"
 "  --results FILE       write the result as JSON (FILE.<rank> with several workers)\n"
 "  --log-every SECONDS  progress line period (default 1; 0 = none)\n"
+"  --warmup N           iterations before the metrics are reset (default 0)\n"
+"  --rate RATE          value bits/s at most, e.g. 2Gbps (default 0: unlimited)\n"
+"Experiments and control:\n"
+"  --config FILE        run the experiment document FILE (config/*.json): node settings\n"
+"                       and experiment from it, results into output.dir/<name>/; other\n"
+"                       options override the document\n"
+"  --check-config FILE  check an experiment document and print it with its defaults\n"
+"  -i, --interactive    console on stdin (prompt psb> ); experiments start from it\n"
+"  --cmdline-file FILE  run the console commands of FILE first\n"
+"  --wait               start nothing; wait for commands (control socket) until quit\n"
+"  --ctl PATH           control socket (default <DPDK runtime dir>/psb.ctl; none: off)\n"
+"  --counters-file FILE append every counter as a JSON line to FILE periodically\n"
+"  --counters-every S   its period (default 1)\n"
+"  --prometheus [IP:]PORT  serve counters as Prometheus text on 127.0.0.1:PORT/metrics\n"
 "Process:\n"
 "  -l, --lcores LIST    lcores (default 0); roles are spread one per lcore when there\n"
 "                       are enough, else they share (all on one lcore: run to completion)\n"
@@ -124,6 +139,8 @@ enum {
 	OPT_MTU, OPT_MAX_VALUE, OPT_LEN, OPT_REPEAT, OPT_MODE, OPT_KEYS, OPT_WINDOW, OPT_DURATION,
 	OPT_TIMEOUT, OPT_RETRIES, OPT_VERIFY, OPT_RESULTS, OPT_LOG_EVERY, OPT_MEM, OPT_MBUFS,
 	OPT_HUGE, OPT_NO_HUGE, OPT_PREFIX, OPT_IDLE_EXIT, OPT_STATS_FILE, OPT_BATCH,
+	OPT_CONFIG, OPT_CHECK_CONFIG, OPT_CMDLINE_FILE, OPT_WAIT, OPT_CTL, OPT_COUNTERS_FILE,
+	OPT_COUNTERS_EVERY, OPT_PROMETHEUS, OPT_WARMUP, OPT_RATE,
 };
 
 static const struct option long_opts[] = {
@@ -163,6 +180,17 @@ static const struct option long_opts[] = {
 	{ "file-prefix", required_argument, NULL, OPT_PREFIX },
 	{ "idle-exit", required_argument, NULL, OPT_IDLE_EXIT },
 	{ "stats-file", required_argument, NULL, OPT_STATS_FILE },
+	{ "config", required_argument, NULL, OPT_CONFIG },
+	{ "check-config", required_argument, NULL, OPT_CHECK_CONFIG },
+	{ "interactive", no_argument, NULL, 'i' },
+	{ "cmdline-file", required_argument, NULL, OPT_CMDLINE_FILE },
+	{ "wait", no_argument, NULL, OPT_WAIT },
+	{ "ctl", required_argument, NULL, OPT_CTL },
+	{ "counters-file", required_argument, NULL, OPT_COUNTERS_FILE },
+	{ "counters-every", required_argument, NULL, OPT_COUNTERS_EVERY },
+	{ "prometheus", required_argument, NULL, OPT_PROMETHEUS },
+	{ "warmup", required_argument, NULL, OPT_WARMUP },
+	{ "rate", required_argument, NULL, OPT_RATE },
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "quiet", no_argument, NULL, 'q' },
 	{ "help", no_argument, NULL, 'h' },
@@ -173,6 +201,9 @@ struct run_opts {
 	struct psb_eal_opts eal;
 	uint64_t mbufs;
 	int mem_given;
+	const char *config;
+	char lcores[64];
+	char prefix[64];
 };
 
 /* ps-lite's environment first; command-line flags override it. */
@@ -215,7 +246,8 @@ parse_args(struct psb_app *app, struct run_opts *ro, int argc, char **argv)
 		;
 	ro->eal.n_extra = nargs < argc ? argc - nargs - 1 : 0;
 	ro->eal.extra = argv + nargs + 1;
-	while ((c = getopt_long(nargs, argv, "l:vqh", long_opts, NULL)) != -1) {
+	optind = 1;
+	while ((c = getopt_long(nargs, argv, "l:ivqh", long_opts, NULL)) != -1) {
 		switch (c) {
 		case OPT_ROLE: app->node_role = parse_role("--role", optarg); break;
 		case OPT_PORT:
@@ -303,6 +335,24 @@ parse_args(struct psb_app *app, struct run_opts *ro, int argc, char **argv)
 			app->idle_exit_ns = psb_cli_u64("--idle-exit", optarg, 1, 3600000) * 1000000;
 			break;
 		case OPT_STATS_FILE: app->stats_file = optarg; break;
+		case OPT_CONFIG: break;		/* read before the other options */
+		case OPT_CHECK_CONFIG: break;
+		case 'i': app->interactive = 1; break;
+		case OPT_CMDLINE_FILE: app->cmdline_file = optarg; break;
+		case OPT_WAIT: app->stay = 1; break;
+		case OPT_CTL: app->ctl_path = optarg; break;
+		case OPT_COUNTERS_FILE: app->counters_file = optarg; break;
+		case OPT_COUNTERS_EVERY:
+			app->counters_every_ns = psb_cli_seconds_ns("--counters-every", optarg);
+			if (app->counters_every_ns < 10000000)
+				psb_die("--counters-every: at least 0.01 s, got '%s'", optarg);
+			break;
+		case OPT_PROMETHEUS: app->prometheus = optarg; break;
+		case OPT_WARMUP: app->bench.warmup = psb_cli_u64("--warmup", optarg, 0, 1ull << 50); break;
+		case OPT_RATE:
+			if (psb_conf_parse_rate(optarg, &app->bench.rate_bps) != 0)
+				psb_die("--rate: expected a rate like 2Gbps or 500Mbps, got '%s'", optarg);
+			break;
 		case 'v': app->verbose++; break;
 		case 'q': app->quiet = 1; break;
 		case 'h': usage(stdout); exit(0);
@@ -332,6 +382,168 @@ parse_args(struct psb_app *app, struct run_opts *ro, int argc, char **argv)
 		psb_die("len: %u is not a multiple of 4 (values are float32 arrays)", app->bench.len);
 	if (app->verbose >= 2)
 		app->bench.log_every_ns = app->bench.log_every_ns ? app->bench.log_every_ns : 1000000000ull;
+}
+
+/* An experiment document's node and experiment into the options (before the command line). */
+static void
+conf_to_app(struct psb_app *app, struct run_opts *ro, const struct psb_exp_conf *c)
+{
+	const struct psb_exp_node *n = &c->node;
+	char err[256];
+	uint32_t i;
+
+	app->node_role = (enum psb_node_role)n->role;
+	app->nports = 0;
+	for (i = 0; i < n->ports.n; i++) {
+		if (psb_port_parse(n->ports.v[i], app->nports, &app->specs[app->nports], err,
+				sizeof(err)) != 0)
+			psb_die("node.ports[%u]: %s", i, err);
+		app->nports++;
+	}
+	app->me.ip = n->ip;
+	if (n->mac[0] != '\0') {
+		if (psb_parse_mac(n->mac, app->me.mac) != 0)
+			psb_die("node.mac: expected XX:XX:XX:XX:XX:XX, got \"%s\"", n->mac);
+		app->mac_given = 1;
+	}
+	app->me.port = (uint16_t)n->udp_port;
+	app->sched_ip = n->scheduler;
+	app->sched_port = (uint16_t)n->scheduler_port;
+	app->static_server_ip = n->server;
+	app->num_workers = (uint16_t)n->num_workers;
+	app->num_servers = (uint16_t)n->num_servers;
+	app->rank_base = (uint16_t)n->rank;
+	app->nlocal_workers = (uint16_t)n->workers;
+	app->nshards = (uint16_t)n->shards;
+	app->sync = n->sync;
+	app->mtu_want = (uint16_t)n->mtu;
+	app->max_value = (uint32_t)n->max_value;
+	snprintf(ro->lcores, sizeof(ro->lcores), "%s", n->lcores);
+	ro->eal.lcores = ro->lcores;
+	if (n->mem_mb != 0) {
+		ro->eal.mem_mb = n->mem_mb;
+		ro->mem_given = 1;
+	}
+	ro->mbufs = n->mbufs;
+	ro->eal.force_huge = n->huge == PSB_EXP_HUGE_YES;
+	ro->eal.force_no_huge = n->huge == PSB_EXP_HUGE_NO;
+	if (n->file_prefix[0] != '\0') {
+		snprintf(ro->prefix, sizeof(ro->prefix), "%s", n->file_prefix);
+		ro->eal.file_prefix = ro->prefix;
+	}
+	app->bench.len = (uint32_t)c->pushpull.len;
+	app->bench.repeat = c->pushpull.repeat;
+	app->bench.mode = c->pushpull.mode;
+	app->bench.keys_per_server = (uint32_t)c->pushpull.keys;
+	app->bench.window_bytes = c->pushpull.window;
+	app->bench.batch = (uint32_t)c->pushpull.batch;
+	app->bench.max_time_ns = c->pushpull.duration;
+	app->bench.warmup = c->pushpull.warmup;
+	app->bench.timeout_ns = c->pushpull.timeout;
+	app->bench.max_retries = (uint32_t)c->pushpull.max_retries;
+	app->bench.verify = c->pushpull.verify;
+	app->bench.rate_bps = c->pushpull.rate;
+	app->bench.log_every_ns = c->output.log_every;
+}
+
+/* The options in effect as an experiment document: what runs, and what results echo. */
+static void
+app_to_conf(const struct psb_app *app, const struct run_opts *ro, struct psb_exp_conf *c)
+{
+	struct psb_exp_node *n = &c->node;
+	uint16_t i;
+
+	n->role = (int)app->node_role;
+	memset(&n->ports, 0, sizeof(n->ports));
+	for (i = 0; i < app->nports && i < PSB_CONF_STRLIST_MAX; i++)
+		snprintf(n->ports.v[i], sizeof(n->ports.v[i]), "%s", app->specs[i].spec);
+	n->ports.n = app->nports;
+	n->ip = app->me.ip;
+	if (app->mac_given)
+		snprintf(n->mac, sizeof(n->mac), "%02x:%02x:%02x:%02x:%02x:%02x", app->me.mac[0],
+			 app->me.mac[1], app->me.mac[2], app->me.mac[3], app->me.mac[4],
+			 app->me.mac[5]);
+	n->udp_port = app->me.port;
+	n->scheduler = app->sched_ip;
+	n->scheduler_port = app->sched_port;
+	n->server = app->static_server_ip;
+	n->num_workers = app->num_workers;
+	n->num_servers = app->num_servers;
+	n->rank = app->rank_base;
+	n->workers = app->nlocal_workers;
+	n->shards = app->nshards;
+	n->sync = app->sync;
+	n->mtu = app->mtu_want;
+	n->max_value = app->max_value;
+	snprintf(n->lcores, sizeof(n->lcores), "%s", ro->eal.lcores != NULL ? ro->eal.lcores : "0");
+	n->mem_mb = ro->mem_given ? ro->eal.mem_mb : 0;
+	n->mbufs = ro->mbufs;
+	n->huge = ro->eal.force_huge ? PSB_EXP_HUGE_YES :
+		ro->eal.force_no_huge ? PSB_EXP_HUGE_NO : PSB_EXP_HUGE_AUTO;
+	snprintf(n->file_prefix, sizeof(n->file_prefix), "%s",
+		 ro->eal.file_prefix != NULL ? ro->eal.file_prefix : "");
+	c->kind = app->node_role == PSB_NODE_WORKER ? PSB_EXP_PUSHPULL : PSB_EXP_SERVE;
+	c->pushpull.len = app->bench.len;
+	c->pushpull.repeat = app->bench.repeat;
+	c->pushpull.mode = app->bench.mode;
+	c->pushpull.keys = app->bench.keys_per_server;
+	c->pushpull.window = app->bench.window_bytes;
+	c->pushpull.batch = app->bench.batch;
+	c->pushpull.duration = app->bench.max_time_ns;
+	c->pushpull.warmup = app->bench.warmup;
+	c->pushpull.timeout = app->bench.timeout_ns;
+	c->pushpull.max_retries = app->bench.max_retries;
+	c->pushpull.verify = app->bench.verify;
+	c->pushpull.rate = app->bench.rate_bps;
+	c->output.log_every = app->bench.log_every_ns;
+	if (c->kind == PSB_EXP_SERVE)
+		c->serve.duration = app->duration_ns;
+}
+
+/* The value of --config / --check-config, read before the other options. */
+static const char *
+find_opt(int argc, char **argv, const char *name)
+{
+	size_t len = strlen(name);
+	int i;
+
+	for (i = 1; i < argc && strcmp(argv[i], "--") != 0; i++) {
+		if (strcmp(argv[i], name) == 0)
+			return i + 1 < argc ? argv[i + 1] : "";
+		if (strncmp(argv[i], name, len) == 0 && argv[i][len] == '=')
+			return argv[i] + len + 1;
+	}
+	return NULL;
+}
+
+/* --check-config FILE: the document with its defaults, or what is wrong with it. */
+static int
+check_config_file(const char *path)
+{
+	struct psb_exp_conf *c = calloc(1, sizeof(*c));
+	struct psb_port_spec spec;
+	char err[1024];
+	json_t *j;
+	uint32_t i;
+
+	if (c == NULL)
+		psb_die("out of memory");
+	if (psb_exp_load_file(c, path, true, err, sizeof(err)) != 0)
+		psb_die("%s%s%s", strncmp(err, path, strlen(path)) == 0 ? "" : path,
+			strncmp(err, path, strlen(path)) == 0 ? "" : ": ", err);
+	for (i = 0; i < c->node.ports.n; i++)
+		if (psb_port_parse(c->node.ports.v[i], (int)i, &spec, err, sizeof(err)) != 0)
+			psb_die("%s: node.ports[%u]: %s", path, i, err);
+	j = psb_conf_dump(psb_exp_table, c);
+	if (j != NULL) {
+		json_dumpf(j, stdout, JSON_INDENT(2));
+		printf("\n");
+	}
+	json_decref(j);
+	fprintf(stderr, "psb: %s: ok (%s experiment \"%s\")\n", path,
+		psb_exp_kind_names[c->kind], c->name);
+	free(c);
+	return 0;
 }
 
 static void
@@ -563,12 +775,36 @@ static struct lcore_plan g_plan[RTE_MAX_LCORE];
  */
 #define CYCLE_SAMPLE	16
 
+/* A control request waiting in a role's mailbox: carry it out on this lcore. */
+static void
+role_ctl(struct psb_role_inst *ri)
+{
+	struct psb_role_mbox *mb = &ri->mbox;
+	uint32_t req = __atomic_load_n(&mb->req, __ATOMIC_ACQUIRE);
+
+	if (mb->op == PSB_OP_RESET)
+		memset(&ri->cnt, 0, sizeof(ri->cnt));
+	mb->rc = ri->role->ctl != NULL ? ri->role->ctl(ri, mb->op, mb->arg) : 0;
+	__atomic_store_n(&mb->ack, req, __ATOMIC_RELEASE);
+}
+
+static inline void
+check_mboxes(struct lcore_plan *lp)
+{
+	unsigned int i;
+
+	for (i = 0; i < lp->nroles; i++)
+		if (unlikely(lp->roles[i]->mbox.req != lp->roles[i]->mbox.ack))
+			role_ctl(lp->roles[i]);
+}
+
 static inline int
 poll_once(struct lcore_plan *lp)
 {
 	unsigned int i;
 	int work = 0;
 
+	check_mboxes(lp);
 	if (unlikely(++lp->pass % CYCLE_SAMPLE == 0)) {
 		uint64_t t0 = rte_rdtsc(), t1;
 
@@ -601,9 +837,58 @@ lcore_main(void *arg)
 {
 	struct lcore_plan *lp = arg;
 
-	while (!g_app.quit)
+	while (!g_app.stop_lcores)
 		poll_once(lp);
 	return 0;
+}
+
+void
+psb_main_poll_roles(struct psb_app *app)
+{
+	unsigned int k;
+
+	if (app->nworker_lcores == 0)
+		for (k = 0; k < 64; k++)
+			poll_once(&g_plan[rte_get_main_lcore()]);
+}
+
+int
+psb_roles_call(struct psb_app *app, const struct psb_role *role, int op, const void *arg)
+{
+	uint64_t hz = rte_get_tsc_hz(), t0 = rte_get_tsc_cycles();
+	uint16_t i, pending;
+	int rc = 0;
+
+	for (i = 0; i < app->nroles; i++) {
+		struct psb_role_inst *ri = &app->roles[i];
+
+		if (role != NULL && ri->role != role)
+			continue;
+		ri->mbox.op = op;
+		ri->mbox.arg = arg;
+		ri->mbox.rc = 0;
+		__atomic_store_n(&ri->mbox.req, ri->mbox.req + 1, __ATOMIC_RELEASE);
+	}
+	do {
+		pending = 0;
+		for (i = 0; i < app->nroles; i++) {
+			struct psb_role_inst *ri = &app->roles[i];
+
+			if (role != NULL && ri->role != role)
+				continue;
+			if (__atomic_load_n(&ri->mbox.ack, __ATOMIC_ACQUIRE) != ri->mbox.req)
+				pending++;
+			else if (ri->mbox.rc != 0 && rc == 0)
+				rc = ri->mbox.rc;
+		}
+		if (pending == 0)
+			return rc;
+		if (app->nworker_lcores == 0)
+			check_mboxes(&g_plan[rte_get_main_lcore()]);
+		else
+			rte_delay_us_sleep(20);
+	} while (rte_get_tsc_cycles() - t0 < 2 * hz);
+	return -ETIMEDOUT;
 }
 
 static uint64_t
@@ -624,8 +909,8 @@ check_exit(struct psb_app *app, uint64_t now, uint64_t *last_rx, uint64_t *last_
 {
 	uint64_t rx = total_rx(app);
 
-	if (app->node_role == PSB_NODE_WORKER &&
-	    __atomic_load_n(&app->workers_done, __ATOMIC_ACQUIRE) == app->nlocal_workers)
+	/* Without a console or --wait, psb lives as long as the experiment it was given. */
+	if (!app->stay && !app->interactive && app->run.id != 0 && !psb_run_active(app))
 		app->quit = 1;
 	if (app->duration_ns != 0 && now >= app->duration_ns)
 		app->quit = 1;
@@ -648,9 +933,11 @@ main(int argc, char **argv)
 	struct psb_eal_argv ea;
 	char err[512];
 	uint64_t need_mb, nmbufs, last_rx = 0, last_rx_ns = 0;
+	int console_on = 0;
 	unsigned int lcore, nworker_lcores = 0, i, k;
 	unsigned int worker_lcores[RTE_MAX_LCORE];
 	int rc, eal_argc, exit_code = 0;
+	const char *cfg;
 
 	memset(&ro, 0, sizeof(ro));
 	app->node_role = PSB_NODE_SERVER;
@@ -671,9 +958,34 @@ main(int argc, char **argv)
 	app->bench.timeout_ns = 20ull * 1000 * 1000;
 	app->bench.max_retries = 50;
 	app->bench.log_every_ns = 1000000000ull;
-	apply_env(app);
+	app->counters_every_ns = 1000000000ull;
+	pthread_mutex_init(&app->ctl_lock, NULL);
+	if ((cfg = find_opt(argc, argv, "--check-config")) != NULL)
+		return check_config_file(cfg);
+	/* defaults of a document, then the document, then the command line */
+	if (psb_conf_parse_string(psb_exp_table, &app->conf, "{\"name\": \"cli\", \"kind\": "
+			"\"pushpull\"}", "", err, sizeof(err)) != 0)
+		psb_die("internal: %s", err);
+	if ((cfg = find_opt(argc, argv, "--config")) != NULL) {
+		if (psb_exp_load_file(&app->conf, cfg, true, err, sizeof(err)) != 0)
+			psb_die("%s%s%s", strncmp(err, cfg, strlen(cfg)) == 0 ? "" : cfg,
+				strncmp(err, cfg, strlen(cfg)) == 0 ? "" : ": ", err);
+		conf_to_app(app, &ro, &app->conf);
+		ro.config = cfg;
+	} else {
+		apply_env(app);
+	}
 	parse_args(app, &ro, argc, argv);
 	check_config(app);
+	app_to_conf(app, &ro, &app->conf);
+	if (psb_exp_check(&app->conf, true, err, sizeof(err)) != 0)
+		psb_die("%s", err);
+	/* a document runs at once unless a console or --wait is to start things */
+	app->autostart = !app->interactive && app->cmdline_file == NULL && !app->stay &&
+		(ro.config != NULL || app->node_role == PSB_NODE_WORKER);
+	if (ro.config != NULL && app->autostart &&
+	    psb_exp_results_claim(&app->conf, err, sizeof(err)) != 0)
+		psb_die("%s: %s", cfg, err);
 	app->worker_port_base = (uint16_t)(app->me.port + 2);
 	if (app->sched_port >= app->worker_port_base &&
 	    app->sched_port < app->worker_port_base + app->nlocal_workers)
@@ -712,6 +1024,18 @@ main(int argc, char **argv)
 
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
+	signal(SIGPIPE, SIG_IGN);
+	if (app->ctl_path == NULL || strcmp(app->ctl_path, "none") != 0) {
+		char path[PATH_MAX];
+
+		if (app->ctl_path == NULL)
+			snprintf(path, sizeof(path), "%s/psb.ctl", rte_eal_get_runtime_dir());
+		else
+			snprintf(path, sizeof(path), "%s", app->ctl_path);
+		if (psb_ctl_sock_init(app, path, err, sizeof(err)) != 0)
+			psb_die("%s", err);
+		PSB_DBG(app, 1, "control socket %s", path);
+	}
 	app->ns_per_tsc = 1e9 / (double)rte_get_tsc_hz();
 	app->start_tsc = rte_get_tsc_cycles();
 	psb_agg_add(NULL, NULL, 0);	/* pick the aggregation kernel now, not on the fast path */
@@ -791,30 +1115,71 @@ main(int argc, char **argv)
 		psb_ip_str(app->me.ip, err), app->nroles,
 		nworker_lcores == 0 ? 1 : nworker_lcores,
 		nworker_lcores == 0 ? " (run to completion)" : "", app->mtu, app->seg_size);
+	app->nworker_lcores = nworker_lcores;
 	watch_links(app);
 	for (k = 0; k < nworker_lcores; k++)
 		if (g_plan[worker_lcores[k]].nroles != 0)
 			rte_eal_remote_launch(lcore_main, &g_plan[worker_lcores[k]], worker_lcores[k]);
 
+	if (psb_export_init(app, err, sizeof(err)) != 0) {
+		fprintf(stderr, "psb: %s\n", err);
+		app->quit = 1;
+		exit_code = 2;
+	}
+	if (!app->quit && app->autostart &&
+	    psb_run_start(app, &app->conf, ro.config != NULL, err, sizeof(err)) != 0) {
+		fprintf(stderr, "psb: %s\n", err);
+		app->quit = 1;
+		exit_code = 2;
+	}
+	if (!app->quit && (app->interactive || app->cmdline_file != NULL)) {
+		if (psb_console_init(app, app->cmdline_file, app->interactive) != 0) {
+			app->quit = 1;
+			exit_code = 2;
+		} else {
+			console_on = 1;
+		}
+	}
 	while (!app->quit) {
 		uint64_t now = psb_now_ns(app);
 
 		if (nworker_lcores == 0) {
-			/* Run to completion: the main lcore polls all roles between checks. */
+			/*
+			 * Run to completion: the main lcore polls all roles, and looks at the
+			 * control plane every 200 us.
+			 */
 			struct lcore_plan *lp = &g_plan[rte_get_main_lcore()];
+			uint64_t t0 = rte_rdtsc(), lim = rte_get_tsc_hz() / 5000;
 
-			for (k = 0; k < 1024 && !app->quit; k++)
-				poll_once(lp);
+			do {
+				for (k = 0; k < 64; k++)
+					poll_once(lp);
+			} while (rte_rdtsc() - t0 < lim && !app->quit);
+			psb_ctl_sock_poll(app, 0);
 		} else {
-			usleep(1000);
+			psb_ctl_sock_poll(app, 1);
 		}
+		if (console_on && psb_console_poll(app)) {
+			console_on = 0;
+			if (app->interactive)
+				app->quit = 1;
+		}
+		psb_run_poll(app, now);
+		psb_export_poll(app, now);
 		check_exit(app, now, &last_rx, &last_rx_ns);
 		watch_links(app);
 		check_links(app, now);
 	}
+	/* the experiment ends with the process: stopped, its results written */
+	psb_run_fini(app);
+	if (console_on)
+		psb_console_fini(app);
+	psb_export_fini(app);
+	psb_ctl_sock_fini(app);
+	app->stop_lcores = 1;
 	rte_eal_mp_wait_lcore();
 
-	if (app->node_role == PSB_NODE_WORKER && app->workers_failed != 0)
+	if (app->run.state == PSB_RUN_FAILED && exit_code == 0)
 		exit_code = 1;
 	psb_report_print(app, stdout);
 	if (app->stats_file != NULL && psb_report_write_json(app, app->stats_file) != 0) {

@@ -10,6 +10,9 @@
 #include <rte_mbuf.h>
 #include <rte_ring.h>
 
+#include <pthread.h>
+
+#include "psb_exp.h"
 #include "psb_port.h"
 #include "psb_proto.h"
 #include "psb_sched.h"
@@ -71,6 +74,27 @@ struct psb_neigh {
 
 struct psb_role_inst;
 
+/* Control requests to roles, carried out by the role on its own lcore. */
+enum psb_role_op {
+	PSB_OP_START = 1,	/* arg: the experiment (struct psb_exp_conf), stable while it runs */
+	PSB_OP_STOP,		/* end the running experiment now */
+	PSB_OP_RESET,		/* zero metrics and state (the generic counters are zeroed for it) */
+	PSB_OP_SET,		/* arg: the experiment with live parameters changed */
+};
+
+/*
+ * A mailbox of one slot per role instance: the main lcore fills op/arg and bumps req;
+ * the role's lcore notices req != ack between passes, carries the request out and
+ * publishes ack. The fast path only ever reads one line that rarely changes.
+ */
+struct psb_role_mbox {
+	volatile uint32_t req;
+	volatile uint32_t ack;
+	int op;
+	const void *arg;
+	int rc;
+} __rte_cache_aligned;
+
 /* A role: one file under roles/, one line in the role table. */
 struct psb_role {
 	const char *name;
@@ -78,6 +102,8 @@ struct psb_role {
 	/* One pass; returns the number of packets/events handled (0: idle). */
 	int (*poll)(struct psb_role_inst *ri);
 	void (*fini)(struct psb_role_inst *ri);
+	/* A control request (enum psb_role_op), on the role's lcore; 0 or -errno. May be NULL. */
+	int (*ctl)(struct psb_role_inst *ri, int op, const void *arg);
 };
 
 struct psb_app;
@@ -91,6 +117,7 @@ struct psb_role_inst {
 	void *priv;
 	uint16_t ntx;
 	struct rte_mbuf *txbuf[PSB_OUT_BUF];
+	struct psb_role_mbox mbox;
 } __rte_cache_aligned;
 
 /* Benchmark / worker settings (ps-lite's test_benchmark arguments and more). */
@@ -107,6 +134,46 @@ struct psb_bench_opts {
 	uint32_t max_retries;
 	uint64_t log_every_ns;
 	const char *results;	/* JSON result file */
+	uint64_t warmup;	/* iterations before the metrics are reset */
+	uint64_t rate_bps;	/* value bits/s at most, 0: unlimited */
+};
+
+/* The experiment the appliance runs or ran last (psb_run.c; main lcore). */
+enum psb_run_state {
+	PSB_RUN_IDLE,		/* nothing started yet */
+	PSB_RUN_RUNNING,
+	PSB_RUN_DONE,		/* ran to its end */
+	PSB_RUN_STOPPED,	/* stopped early; results written for what ran */
+	PSB_RUN_FAILED,
+};
+
+#define PSB_RUN_HISTORY	16
+
+struct psb_run_rec {
+	uint32_t id;
+	int state;
+	char name[64];
+	int kind;
+	double elapsed_s;
+	char results[512];
+};
+
+struct psb_run {
+	struct psb_exp_conf conf;	/* the running (or last) experiment */
+	struct psb_exp_conf loaded;	/* "load": the one "start" starts */
+	int have_loaded;
+	int from_doc;			/* started from a document: write a results directory */
+	int state;			/* enum psb_run_state */
+	uint32_t id;			/* 1, 2, ... */
+	uint64_t start_ns;
+	uint64_t end_ns;
+	char results[512];		/* where the results went */
+	char error[256];
+	FILE *counters_f;
+	uint64_t next_counters_ns;
+	json_t *serve_base;		/* serve: counters at the start */
+	uint32_t nhist;
+	struct psb_run_rec hist[PSB_RUN_HISTORY];
 };
 
 struct psb_app {
@@ -135,6 +202,15 @@ struct psb_app {
 	uint64_t duration_ns;
 	const char *stats_file;
 	int quiet;
+	struct psb_exp_conf conf;	/* node and experiment as the process started */
+	int autostart;			/* start conf's experiment once the roles are ready */
+	int stay;			/* keep running after experiments end (until quit) */
+	int interactive;		/* -i: console on stdin */
+	const char *cmdline_file;
+	const char *ctl_path;		/* control socket ("" none, NULL: the default) */
+	const char *counters_file;	/* JSON lines of every counter */
+	uint64_t counters_every_ns;
+	const char *prometheus;		/* [ADDR:]PORT of the Prometheus endpoint, NULL none */
 
 	/* Ports. */
 	uint16_t nports;
@@ -154,8 +230,7 @@ struct psb_app {
 	double ns_per_tsc;
 	uint64_t start_tsc;
 	volatile int quit;
-	volatile int workers_done;
-	volatile int workers_failed;
+	volatile int stop_lcores;	/* after quit: the control plane is done with them */
 	volatile int registered;	/* server: scheduler acknowledged us */
 	/*
 	 * Ports are not polled while paused: until their link is up, and from a
@@ -168,6 +243,12 @@ struct psb_app {
 
 	uint16_t nroles;
 	struct psb_role_inst *roles;	/* [nroles], cache aligned */
+	unsigned int nworker_lcores;	/* 0: everything runs on the main lcore */
+
+	/* Control plane (main lcore; readers on other threads take ctl_lock). */
+	pthread_mutex_t ctl_lock;
+	struct psb_run run;
+	char ctl_sock[256];
 };
 
 static inline uint64_t
@@ -231,6 +312,26 @@ void psb_agent_input(struct psb_agent *ag, struct psb_app *app, const struct psb
 struct psb_kv;
 /* Store of a server shard role (roles/server.c). */
 const struct psb_kv *psb_server_kv(const struct psb_role_inst *ri);
+
+/* Control of roles from the main lcore (main.c): post op to every role instance of `role`
+ * (NULL: all) and wait until each carried it out. 0, the first role's -errno, or -ETIMEDOUT. */
+int psb_roles_call(struct psb_app *app, const struct psb_role *role, int op, const void *arg);
+/* Run the data plane a little when the main lcore is its only lcore (run to completion). */
+void psb_main_poll_roles(struct psb_app *app);
+
+/* Live state a worker role publishes (roles/worker.c), read by the control plane. */
+struct psb_bench_result;
+struct psb_worker_pub {
+	uint32_t exp_id;		/* experiment these figures belong to (0: none yet) */
+	int running;
+	int done;			/* exp_id finished: result is final */
+	int rc;				/* 0, or <0 when it failed */
+	uint64_t repeat;
+	int warming;			/* still in the warm-up iterations */
+};
+/* Consistent copy of worker ri's figures; 0, or -EAGAIN if it kept changing. */
+int psb_worker_read(const struct psb_role_inst *ri, struct psb_worker_pub *pub,
+		struct psb_bench_result *r);
 
 #define PSB_LOG(app, fmt, ...) \
 	do { if (!(app)->quiet) fprintf(stderr, "psb: " fmt "\n", ##__VA_ARGS__); } while (0)

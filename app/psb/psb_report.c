@@ -128,8 +128,8 @@ psb_report_print(const struct psb_app *app, FILE *out)
 				(unsigned long long)st.errors[k]);
 }
 
-static json_t *
-counters_json(const struct psb_counters *c)
+json_t *
+psb_report_counters_json(const struct psb_counters *c)
 {
 	json_t *o = json_object(), *d = json_object();
 	unsigned int k;
@@ -155,13 +155,41 @@ counters_json(const struct psb_counters *c)
 	return o;
 }
 
+json_t *
+psb_report_store_json(const struct psb_app *app)
+{
+	json_t *s, *e = json_object();
+	struct psb_kv_stats st;
+	uint64_t nkeys, bytes;
+	unsigned int k;
+
+	sum_kv(app, &st, &nkeys, &bytes);
+	for (k = 1; k < PSB_ST_MAX; k++)
+		json_object_set_new(e, psb_status_name((uint8_t)k),
+			json_integer((json_int_t)st.errors[k]));
+	s = json_pack("{s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:o}",
+		"keys", (json_int_t)nkeys, "bytes", (json_int_t)bytes,
+		"push", (json_int_t)st.req[PSB_MSG_PUSH], "pull", (json_int_t)st.req[PSB_MSG_PULL],
+		"pushpull", (json_int_t)st.req[PSB_MSG_PUSHPULL],
+		"rounds_closed", (json_int_t)st.rounds_closed,
+		"bytes_summed", (json_int_t)st.bytes_summed,
+		"dup_segs", (json_int_t)st.dup_segs,
+		"retries_answered", (json_int_t)st.retries_answered,
+		"stale", (json_int_t)st.stale, "errors", e);
+	if (s == NULL)
+		return NULL;
+	json_object_set_new(s, "bytes_sent", json_integer((json_int_t)st.bytes_sent));
+	json_object_set_new(s, "batches", json_integer((json_int_t)st.batches));
+	json_object_set_new(s, "bad_records", json_integer((json_int_t)st.bad_records));
+	json_object_set_new(s, "value_sum", json_real(value_sum(app)));
+	return s;
+}
+
 int
 psb_report_write_json(const struct psb_app *app, const char *path)
 {
 	json_t *root = json_object(), *roles = json_array(), *ports = json_array();
 	struct psb_counters tot;
-	struct psb_kv_stats st;
-	uint64_t nkeys, bytes;
 	char tmp[4096];
 	uint16_t i;
 	unsigned int k;
@@ -170,7 +198,7 @@ psb_report_write_json(const struct psb_app *app, const char *path)
 	memset(&tot, 0, sizeof(tot));
 	for (i = 0; i < app->nroles; i++) {
 		const struct psb_role_inst *ri = &app->roles[i];
-		json_t *r = counters_json(&ri->cnt);
+		json_t *r = psb_report_counters_json(&ri->cnt);
 
 		json_object_set_new(r, "role", json_string(ri->role->name));
 		json_object_set_new(r, "instance", json_integer(ri->idx));
@@ -188,7 +216,7 @@ psb_report_write_json(const struct psb_app *app, const char *path)
 		tot.icmp_replies += ri->cnt.icmp_replies;
 	}
 	json_object_set_new(root, "roles", roles);
-	json_object_set_new(root, "totals", counters_json(&tot));
+	json_object_set_new(root, "totals", psb_report_counters_json(&tot));
 	for (i = 0; i < app->nports; i++) {
 		struct rte_eth_stats ps;
 		json_t *p;
@@ -204,27 +232,8 @@ psb_report_write_json(const struct psb_app *app, const char *path)
 			json_array_append_new(ports, p);
 	}
 	json_object_set_new(root, "ports", ports);
-	if (app->node_role == PSB_NODE_SERVER) {
-		json_t *s, *e = json_object();
-
-		sum_kv(app, &st, &nkeys, &bytes);
-		for (k = 1; k < PSB_ST_MAX; k++)
-			json_object_set_new(e, psb_status_name((uint8_t)k),
-				json_integer((json_int_t)st.errors[k]));
-		s = json_pack("{s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:o}",
-			"keys", (json_int_t)nkeys, "bytes", (json_int_t)bytes,
-			"push", (json_int_t)st.req[PSB_MSG_PUSH], "pull", (json_int_t)st.req[PSB_MSG_PULL],
-			"pushpull", (json_int_t)st.req[PSB_MSG_PUSHPULL],
-			"rounds_closed", (json_int_t)st.rounds_closed,
-			"bytes_summed", (json_int_t)st.bytes_summed,
-			"dup_segs", (json_int_t)st.dup_segs,
-			"retries_answered", (json_int_t)st.retries_answered,
-			"stale", (json_int_t)st.stale, "errors", e);
-		json_object_set_new(s, "batches", json_integer((json_int_t)st.batches));
-		json_object_set_new(s, "bad_records", json_integer((json_int_t)st.bad_records));
-		json_object_set_new(s, "value_sum", json_real(value_sum(app)));
-		json_object_set_new(root, "store", s);
-	}
+	if (app->node_role == PSB_NODE_SERVER)
+		json_object_set_new(root, "store", psb_report_store_json(app));
 	if ((size_t)snprintf(tmp, sizeof(tmp), "%s.tmp.%d", path, (int)getpid()) >= sizeof(tmp)) {
 		json_decref(root);
 		return -ENAMETOOLONG;

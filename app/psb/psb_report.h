@@ -4,10 +4,17 @@
 
 #include <stdio.h>
 
+#include <jansson.h>
+
 struct psb_app;
+struct psb_counters;
 
 void psb_report_print(const struct psb_app *app, FILE *out);
 /* Written atomically (FILE.tmp + rename). 0 or -errno. */
 int psb_report_write_json(const struct psb_app *app, const char *path);
+
+/* One role instance's counters / the store summed over shards, as JSON objects. */
+json_t *psb_report_counters_json(const struct psb_counters *c);
+json_t *psb_report_store_json(const struct psb_app *app);
 
 #endif /* PSB_REPORT_H */

@@ -106,6 +106,8 @@ conf_width(const struct psb_conf_field *f)
 		return sizeof(int);
 	case PSB_CONF_IP:
 		return sizeof(uint32_t);
+	case PSB_CONF_STRLIST:
+		return sizeof(struct psb_conf_strlist);
 	case PSB_CONF_OBJECT:
 		return f->sub != NULL ? conf_table_extent(f->sub) : 0;
 	}
@@ -289,6 +291,8 @@ conf_expect(const struct psb_conf_field *f)
 		return "expected an object";
 	case PSB_CONF_IP:
 		return "expected an IPv4 address like \"198.18.0.1\"";
+	case PSB_CONF_STRLIST:
+		return "expected a string or an array of strings";
 	}
 	return "expected a valid value";
 }
@@ -380,6 +384,49 @@ conf_number_int(const json_t *v, int64_t *out)
 
 static int conf_parse_object(const struct psb_conf_field *table, char *base, const json_t *obj,
 		const char *path, char *err, size_t errlen);
+
+/* A string or an array of strings into a struct psb_conf_strlist; items are named path[i]. */
+static int
+conf_parse_strlist(const struct psb_conf_field *f, const json_t *v, void *out, const char *path,
+		char *err, size_t errlen)
+{
+	struct psb_conf_strlist *l = out;
+	size_t max = PSB_CONF_STRLIST_MAX, i, n;
+	char item[CONF_PATH_MAX];
+	const json_t *e;
+
+	if (f->max >= 1 && f->max < PSB_CONF_STRLIST_MAX)
+		max = (size_t)f->max;
+	if (json_is_string(v)) {
+		n = 1;
+	} else if (json_is_array(v)) {
+		n = json_array_size(v);
+	} else {
+		return conf_bad(f, v, path, NULL, err, errlen);
+	}
+	if (n > max)
+		return conf_fail(err, errlen, path, "expected at most %zu items, got %zu%s%s", max, n,
+				conf_help_sep(f), conf_help(f));
+	memset(l, 0, sizeof(*l));
+	for (i = 0; i < n; i++) {
+		e = json_is_string(v) ? v : json_array_get(v, i);
+		snprintf(item, sizeof(item), "%s[%zu]", path, i);
+		if (!json_is_string(e)) {
+			char shown[CONF_SHOW_MAX + 8];
+
+			conf_show(e, shown, sizeof(shown));
+			return conf_fail(err, errlen, item, "expected a string, got %s", shown);
+		}
+		if (json_string_length(e) >= PSB_CONF_STRLIST_LEN ||
+		    strlen(json_string_value(e)) != json_string_length(e))
+			return conf_fail(err, errlen, item,
+					"expected a string of at most %d bytes without NUL, got %zu bytes",
+					PSB_CONF_STRLIST_LEN - 1, json_string_length(e));
+		memcpy(l->v[i], json_string_value(e), json_string_length(e) + 1);
+	}
+	l->n = (uint32_t)n;
+	return 0;
+}
 
 /* Parse v into the member of f at out (which points at the member, not the struct). */
 static int
@@ -480,6 +527,8 @@ conf_parse_value(const struct psb_conf_field *f, const json_t *v, void *out, con
 		if (f->sub == NULL)
 			return conf_fail(err, errlen, path, "table error: object without a sub-table");
 		return conf_parse_object(f->sub, out, v, path, err, errlen);
+	case PSB_CONF_STRLIST:
+		return conf_parse_strlist(f, v, out, path, err, errlen);
 	}
 	return conf_fail(err, errlen, path, "table error: unknown type %d", (int)f->type);
 }
@@ -770,6 +819,18 @@ conf_dump_value(const struct psb_conf_field *f, const char *p)
 		return json_string(buf);
 	case PSB_CONF_OBJECT:
 		return f->sub != NULL ? psb_conf_dump(f->sub, p) : NULL;
+	case PSB_CONF_STRLIST: {
+		const struct psb_conf_strlist *l = (const void *)p;
+		json_t *a = json_array();
+
+		for (uint32_t k = 0; a != NULL && k < l->n && k < PSB_CONF_STRLIST_MAX; k++)
+			if (json_array_append_new(a, json_stringn(l->v[k], strnlen(l->v[k],
+					PSB_CONF_STRLIST_LEN))) != 0) {
+				json_decref(a);
+				return NULL;
+			}
+		return a;
+	}
 	}
 	return NULL;
 }
@@ -797,7 +858,7 @@ static const char *const conf_type_names[] = {
 	[PSB_CONF_BOOL] = "bool", [PSB_CONF_INT] = "int", [PSB_CONF_UINT] = "uint",
 	[PSB_CONF_DOUBLE] = "number", [PSB_CONF_STRING] = "string", [PSB_CONF_SIZE] = "size",
 	[PSB_CONF_DURATION] = "duration", [PSB_CONF_RATE] = "rate", [PSB_CONF_ENUM] = "enum",
-	[PSB_CONF_OBJECT] = "object", [PSB_CONF_IP] = "ipv4",
+	[PSB_CONF_OBJECT] = "object", [PSB_CONF_IP] = "ipv4", [PSB_CONF_STRLIST] = "strings",
 };
 
 void

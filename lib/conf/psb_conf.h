@@ -19,7 +19,8 @@ extern "C" {
  * C type of the member at .offset, per type:
  *   BOOL bool; INT int64_t; UINT uint64_t; DOUBLE double; STRING char[.size] (NUL included);
  *   SIZE uint64_t bytes; DURATION uint64_t ns; RATE uint64_t bits/s; ENUM int (index into
- *   .names); IP uint32_t, host order; OBJECT the nested struct described by .sub.
+ *   .names); IP uint32_t, host order; OBJECT the nested struct described by .sub;
+ *   STRLIST struct psb_conf_strlist.
  */
 enum psb_conf_type {
 	PSB_CONF_BOOL,		/* JSON true/false only */
@@ -33,6 +34,16 @@ enum psb_conf_type {
 	PSB_CONF_ENUM,		/* one of the strings of .names */
 	PSB_CONF_OBJECT,	/* nested JSON object, parsed by .sub */
 	PSB_CONF_IP,		/* "198.18.0.1" */
+	PSB_CONF_STRLIST,	/* ["a", "b"] (a lone "a" is a list of one): struct psb_conf_strlist */
+};
+
+#define PSB_CONF_STRLIST_MAX	8
+#define PSB_CONF_STRLIST_LEN	256
+
+/* Member type of a STRLIST field; .max, when set, caps the count below PSB_CONF_STRLIST_MAX. */
+struct psb_conf_strlist {
+	uint32_t n;
+	char v[PSB_CONF_STRLIST_MAX][PSB_CONF_STRLIST_LEN];
 };
 
 struct psb_conf_field {

@@ -35,6 +35,10 @@ struct psb_bench {
 	uint64_t ops_done;
 	uint64_t failed;
 	uint64_t verify_errors;
+	uint64_t retries_base;	/* engine retries before the last metrics reset */
+	int warming;
+	double tokens;		/* rate limit: value bytes that may go now */
+	uint64_t tokens_ns;	/* when tokens were last topped up */
 	struct psb_hist rtt;
 };
 
@@ -145,6 +149,7 @@ psb_bench_create(const struct psb_bench_cfg *cfg, const struct psb_wk_cfg *wcfg)
 		b->cfg.window_bytes = 32ull << 20;
 	b->rank = wcfg->rank;
 	b->sync = wcfg->sync;
+	b->warming = cfg->warmup != 0;
 	psb_hist_init(&b->rtt);
 	b->in = aligned_alloc(64, ((size_t)cfg->len + 63) & ~(size_t)63);
 	b->out = calloc(cfg->nkeys, sizeof(*b->out));
@@ -217,11 +222,32 @@ start_phase(struct psb_bench *b, uint8_t type)
 	b->ndone = 0;
 }
 
+/* Largest burst the rate limit lets out at once: one request or 1 ms at the rate. */
+static double
+token_cap(const struct psb_bench *b)
+{
+	double ms = (double)b->cfg.rate_bps / 8e3, one = 2.0 * b->cfg.len;
+
+	return ms > one ? ms : one;
+}
+
+static void
+tokens_refill(struct psb_bench *b, uint64_t now_ns)
+{
+	if (b->cfg.rate_bps == 0 || now_ns <= b->tokens_ns)
+		return;
+	b->tokens += (double)(now_ns - b->tokens_ns) * (double)b->cfg.rate_bps / 8e9;
+	if (b->tokens > token_cap(b))
+		b->tokens = token_cap(b);
+	b->tokens_ns = now_ns;
+}
+
 static void
 submit_more(struct psb_bench *b, uint64_t now_ns)
 {
 	uint32_t k;
 
+	tokens_refill(b, now_ns);
 	/* Redo requests a stale round sent back. */
 	for (k = 0; b->nredo != 0 && k < b->next_submit; k++) {
 		struct psb_wk_op *op = &b->ops[k];
@@ -238,6 +264,9 @@ submit_more(struct psb_bench *b, uint64_t now_ns)
 		if (b->inflight_bytes != 0 && b->inflight_bytes + (uint64_t)b->cfg.len *
 		    (b->phase_type == PSB_MSG_PUSHPULL ? 2 : 1) > b->cfg.window_bytes)
 			break;
+		if (b->cfg.rate_bps != 0 && b->tokens < (double)b->cfg.len *
+		    (b->phase_type == PSB_MSG_PUSHPULL ? 2 : 1))
+			break;
 		memset(op, 0, sizeof(*op));
 		op->type = b->phase_type;
 		op->key = b->cfg.keys[k];
@@ -248,6 +277,8 @@ submit_more(struct psb_bench *b, uint64_t now_ns)
 		if (psb_wk_submit(b->wk, op, now_ns) < 0)
 			break;
 		b->inflight_bytes += op_cost(op);
+		if (b->cfg.rate_bps != 0)
+			b->tokens -= (double)op_cost(op);
 		b->next_submit++;
 	}
 }
@@ -262,6 +293,8 @@ psb_bench_step(struct psb_bench *b, uint64_t now_ns)
 	if (b->phase_type == 0) {
 		b->start_ns = now_ns;
 		b->last_log_ns = now_ns;
+		b->tokens_ns = now_ns;
+		b->tokens = b->cfg.rate_bps != 0 ? token_cap(b) : 0;
 		start_phase(b, first_phase(b));
 	}
 	psb_wk_poll(b->wk, now_ns);
@@ -286,8 +319,12 @@ psb_bench_step(struct psb_bench *b, uint64_t now_ns)
 			start_phase(b, PSB_MSG_PULL);
 		} else {
 			b->iter++;
-			if (b->iter >= b->cfg.repeat ||
-			    (b->cfg.max_time_ns != 0 && now_ns - b->start_ns >= b->cfg.max_time_ns)) {
+			if (b->warming && b->iter >= b->cfg.warmup) {
+				/* warm-up over: measure from here, as after a reset_state */
+				psb_bench_reset_metrics(b, now_ns);
+				b->warming = 0;
+			} else if (!b->warming && (b->iter >= b->cfg.repeat ||
+			    (b->cfg.max_time_ns != 0 && now_ns - b->start_ns >= b->cfg.max_time_ns))) {
 				b->finished = 1;
 				b->end_ns = now_ns;
 				return 1;
@@ -304,6 +341,50 @@ psb_bench_step(struct psb_bench *b, uint64_t now_ns)
 		psb_bench_print_progress(&r, b->cfg.repeat, b->cfg.label, b->cfg.log);
 	}
 	return 0;
+}
+
+void
+psb_bench_set_rate(struct psb_bench *b, uint64_t rate_bps, uint64_t now_ns)
+{
+	tokens_refill(b, now_ns);
+	b->cfg.rate_bps = rate_bps;
+	b->tokens_ns = now_ns;
+	if (b->tokens > token_cap(b))
+		b->tokens = token_cap(b);
+}
+
+void
+psb_bench_set_log_every(struct psb_bench *b, uint64_t log_every_ns)
+{
+	b->cfg.log_every_ns = log_every_ns;
+}
+
+void
+psb_bench_reset_metrics(struct psb_bench *b, uint64_t now_ns)
+{
+	b->iter = 0;
+	b->ops_done = 0;
+	b->failed = 0;
+	b->verify_errors = 0;
+	b->retries_base = psb_wk_stats(b->wk)->retries;
+	psb_hist_reset(&b->rtt);
+	b->start_ns = now_ns;
+	b->last_log_ns = now_ns;
+}
+
+void
+psb_bench_stop(struct psb_bench *b, uint64_t now_ns)
+{
+	if (b->finished)
+		return;
+	b->finished = 1;
+	b->end_ns = now_ns;
+}
+
+int
+psb_bench_warming(const struct psb_bench *b)
+{
+	return b->warming;
 }
 
 int
@@ -331,7 +412,7 @@ psb_bench_result(const struct psb_bench *b, uint64_t now_ns, struct psb_bench_re
 		r->goodput_gbps = 8.0 * b->cfg.len * b->cfg.nkeys * (double)b->iter / r->elapsed_ns;
 		r->ops_per_s = (double)b->ops_done * 1e9 / r->elapsed_ns;
 	}
-	r->retries = ws->retries;
+	r->retries = ws->retries - b->retries_base;
 	r->failed = b->failed;
 	r->verify_errors = b->verify_errors;
 	r->first_error = b->error;
@@ -391,15 +472,11 @@ psb_bench_error_name(int status)
 	return "failed";
 }
 
-int
-psb_bench_write_json(const struct psb_bench_result *r, const char *label, const char *path)
+json_t *
+psb_bench_result_json(const struct psb_bench_result *r, const char *label)
 {
-	json_t *o, *lat;
-	char tmp[4096];
-	int rc;
+	json_t *lat;
 
-	if ((size_t)snprintf(tmp, sizeof(tmp), "%s.tmp.%d", path, (int)getpid()) >= sizeof(tmp))
-		return -ENAMETOOLONG;
 	lat = json_pack("{s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:I}",
 		"p50", pct_us(&r->rtt, 50), "p90", pct_us(&r->rtt, 90),
 		"p99", pct_us(&r->rtt, 99), "p99.9", pct_us(&r->rtt, 99.9),
@@ -407,7 +484,7 @@ psb_bench_write_json(const struct psb_bench_result *r, const char *label, const 
 		/* an empty histogram's min is UINT64_MAX: report 0 like the percentiles */
 		"min", r->rtt.count != 0 ? r->rtt.min / 1000.0 : 0.0,
 		"max", r->rtt.max / 1000.0, "count", (json_int_t)r->rtt.count);
-	o = json_pack("{s:s,s:i,s:s,s:I,s:I,s:I,s:I,s:f,s:f,s:f,s:o,s:I,s:I,s:I}",
+	return json_pack("{s:s,s:i,s:s,s:I,s:I,s:I,s:I,s:f,s:f,s:f,s:o,s:I,s:I,s:I}",
 		"label", label != NULL ? label : "worker",
 		"mode", r->mode, "mode_name", psb_bench_mode_name(r->mode),
 		"len", (json_int_t)r->len, "keys", (json_int_t)r->nkeys,
@@ -416,6 +493,18 @@ psb_bench_write_json(const struct psb_bench_result *r, const char *label, const 
 		"requests_per_s", r->ops_per_s, "rtt_us", lat,
 		"retries", (json_int_t)r->retries, "failed", (json_int_t)r->failed,
 		"verify_errors", (json_int_t)r->verify_errors);
+}
+
+int
+psb_bench_write_json(const struct psb_bench_result *r, const char *label, const char *path)
+{
+	json_t *o;
+	char tmp[4096];
+	int rc;
+
+	if ((size_t)snprintf(tmp, sizeof(tmp), "%s.tmp.%d", path, (int)getpid()) >= sizeof(tmp))
+		return -ENAMETOOLONG;
+	o = psb_bench_result_json(r, label);
 	if (o == NULL)
 		return -ENOMEM;
 	rc = json_dump_file(o, tmp, JSON_INDENT(2) | JSON_SORT_KEYS);

@@ -5,6 +5,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include <jansson.h>
+
 #include "psb_hist.h"
 #include "psb_wk.h"
 
@@ -28,6 +30,8 @@ struct psb_bench_cfg {
 	uint64_t max_time_ns;		/* stop early after this long (0: no limit) */
 	uint64_t window_bytes;		/* value bytes in flight at most (0: 32 MiB); one
 					 * request always goes, whatever its size */
+	uint64_t warmup;		/* iterations run first, then the metrics are reset */
+	uint64_t rate_bps;		/* value bits per second at most (0: unlimited) */
 	uint64_t log_every_ns;		/* progress line period (0: none) */
 	FILE *log;			/* progress lines go here */
 	const char *label;		/* prefix of progress lines */
@@ -74,6 +78,23 @@ int psb_bench_step(struct psb_bench *b, uint64_t now_ns);
  */
 int psb_bench_wants_step(const struct psb_bench *b);
 
+/* Live changes: the rate limit (0: none) and the progress period. */
+void psb_bench_set_rate(struct psb_bench *b, uint64_t rate_bps, uint64_t now_ns);
+void psb_bench_set_log_every(struct psb_bench *b, uint64_t log_every_ns);
+
+/*
+ * Zero the metrics (requests, round trips, retries, failures) and start counting
+ * iterations again from now: the measured run after a warm-up. The requests in flight
+ * go on and count toward the new run.
+ */
+void psb_bench_reset_metrics(struct psb_bench *b, uint64_t now_ns);
+
+/* End the benchmark now; later steps return 1. Requests in flight are abandoned. */
+void psb_bench_stop(struct psb_bench *b, uint64_t now_ns);
+
+/* 1 while the warm-up iterations run. */
+int psb_bench_warming(const struct psb_bench *b);
+
 /* Snapshot of the results so far (also valid once finished). */
 void psb_bench_result(const struct psb_bench *b, uint64_t now_ns, struct psb_bench_result *r);
 
@@ -88,6 +109,8 @@ void psb_bench_print(const struct psb_bench_result *r, const char *label, FILE *
 /* One-line progress. */
 void psb_bench_print_progress(const struct psb_bench_result *r, uint64_t repeat, const char *label,
 		FILE *out);
+/* The result as a JSON object (NULL: no memory). */
+json_t *psb_bench_result_json(const struct psb_bench_result *r, const char *label);
 /* JSON object of the result; written to path atomically (path.tmp + rename). 0 or -errno. */
 int psb_bench_write_json(const struct psb_bench_result *r, const char *label, const char *path);
 

@@ -186,6 +186,18 @@ server_fini(struct psb_role_inst *ri)
 	ri->priv = NULL;
 }
 
+static int
+server_ctl(struct psb_role_inst *ri, int op, const void *arg)
+{
+	struct server_priv *sp = ri->priv;
+
+	RTE_SET_USED(arg);
+	/* reset_state: the store starts over (values, rounds, request state, its counters) */
+	if (op == PSB_OP_RESET)
+		psb_kv_reset(sp->kv);
+	return 0;
+}
+
 /* Store of a shard, for counters and reports. */
 const struct psb_kv *
 psb_server_kv(const struct psb_role_inst *ri)
@@ -200,4 +212,5 @@ const struct psb_role psb_role_server = {
 	.init = server_init,
 	.poll = server_poll,
 	.fini = server_fini,
+	.ctl = server_ctl,
 };

@@ -10,7 +10,16 @@
 
 #define ARP_RETRY_NS	(100ull * 1000 * 1000)
 
-enum worker_state { W_REGISTER, W_RESOLVE, W_RUN, W_DONE };
+enum worker_state { W_REGISTER, W_RESOLVE, W_READY, W_RUN };
+
+#define PUB_EVERY_NS	(50ull * 1000 * 1000)	/* live figures for the control plane */
+
+/* Figures for readers on other lcores: a sequence lock, odd while being written. */
+struct worker_snap {
+	volatile uint32_t seq;
+	struct psb_worker_pub pub;
+	struct psb_bench_result r;
+};
 
 struct worker_priv {
 	struct psb_agent ag;
@@ -22,6 +31,11 @@ struct worker_priv {
 	uint64_t key_end[PSB_SCHED_MAX_NODES];
 	uint64_t *keys;
 	struct psb_bench *bench;
+	const struct psb_exp_conf *exp;	/* experiment to run / running */
+	uint32_t exp_id;
+	uint32_t pending_id;		/* START arrived before the servers were known */
+	uint64_t next_pub_ns;
+	struct worker_snap snap;
 	uint64_t next_arp_ns;
 	uint32_t idle_passes;
 	uint64_t last_now;
@@ -81,44 +95,96 @@ worker_send(void *arg, const struct psb_hdr *h, const void *payload)
 	return 0;
 }
 
+/* Publish the live figures (and the final ones once done). */
+static void
+publish(struct psb_role_inst *ri, uint64_t now, int running, int done, int rc)
+{
+	struct worker_priv *wp = ri->priv;
+	struct worker_snap *sn = &wp->snap;
+
+	__atomic_store_n(&sn->seq, sn->seq + 1, __ATOMIC_RELAXED);
+	rte_smp_wmb();
+	sn->pub.exp_id = wp->exp_id;
+	sn->pub.running = running;
+	sn->pub.done = done;
+	sn->pub.rc = rc;
+	sn->pub.repeat = wp->exp != NULL ? wp->exp->pushpull.repeat : 0;
+	sn->pub.warming = wp->bench != NULL && psb_bench_warming(wp->bench);
+	if (wp->bench != NULL)
+		psb_bench_result(wp->bench, now, &sn->r);
+	rte_smp_wmb();
+	__atomic_store_n(&sn->seq, sn->seq + 1, __ATOMIC_RELEASE);
+	wp->next_pub_ns = now + PUB_EVERY_NS;
+}
+
+int
+psb_worker_read(const struct psb_role_inst *ri, struct psb_worker_pub *pub,
+		struct psb_bench_result *r)
+{
+	const struct worker_priv *wp = ri->priv;
+	uint32_t s0, tries;
+
+	if (wp == NULL)
+		return -ENOENT;
+	for (tries = 0; tries < 1000; tries++) {
+		s0 = __atomic_load_n(&wp->snap.seq, __ATOMIC_ACQUIRE);
+		if (s0 & 1) {
+			rte_pause();
+			continue;
+		}
+		*pub = wp->snap.pub;
+		if (r != NULL)
+			memcpy(r, &wp->snap.r, sizeof(*r));
+		rte_smp_rmb();
+		if (__atomic_load_n(&wp->snap.seq, __ATOMIC_ACQUIRE) == s0)
+			return 0;
+	}
+	return -EAGAIN;
+}
+
 static int
 start_bench(struct psb_role_inst *ri)
 {
 	struct psb_app *app = ri->app;
 	struct worker_priv *wp = ri->priv;
-	const struct psb_bench_opts *bo = &app->bench;
-	uint32_t nkeys = bo->keys_per_server * wp->nservers, k = 0, i;
+	const struct psb_exp_pushpull *bo = &wp->exp->pushpull;
+	uint32_t nkeys = (uint32_t)bo->keys * wp->nservers, k = 0, i;
 	uint16_t s;
 	struct psb_bench_cfg bc;
 	struct psb_wk_cfg wc;
 
+	psb_bench_free(wp->bench);
+	wp->bench = NULL;
+	rte_free(wp->keys);
 	wp->keys = rte_zmalloc("psb_keys", nkeys * sizeof(uint64_t), 0);
 	if (wp->keys == NULL)
 		return -ENOMEM;
 	/* ps-lite's benchmark: keys_per_server keys at the start of each server's range. */
 	for (s = 0; s < wp->nservers; s++)
-		for (i = 0; i < bo->keys_per_server; i++)
+		for (i = 0; i < bo->keys; i++)
 			wp->keys[k++] = wp->key_begin[s] + i;
 	snprintf(wp->label, sizeof(wp->label), "worker %u", wp->ag.rank);
 	memset(&bc, 0, sizeof(bc));
-	bc.len = bo->len;
+	bc.len = (uint32_t)bo->len;
 	bc.repeat = bo->repeat;
 	bc.mode = bo->mode;
 	bc.nkeys = nkeys;
 	bc.keys = wp->keys;
 	bc.num_workers = app->num_workers;
 	bc.verify = bo->verify;
-	bc.max_time_ns = bo->max_time_ns;
-	bc.window_bytes = bo->window_bytes;
-	bc.log_every_ns = app->quiet ? 0 : bo->log_every_ns;
+	bc.max_time_ns = bo->duration;
+	bc.window_bytes = bo->window;
+	bc.warmup = bo->warmup;
+	bc.rate_bps = bo->rate;
+	bc.log_every_ns = app->quiet ? 0 : wp->exp->output.log_every;
 	bc.log = stdout;
 	bc.label = wp->label;
 	memset(&wc, 0, sizeof(wc));
 	wc.rank = wp->ag.rank;
 	wc.sync = app->sync;
 	wc.seg_size = app->seg_size;
-	wc.timeout_ns = bo->timeout_ns;
-	wc.max_retries = bo->max_retries;
+	wc.timeout_ns = bo->timeout;
+	wc.max_retries = (uint32_t)bo->max_retries;
 	wc.send = worker_send;
 	wc.send_arg = ri;
 	wc.dest = worker_dest;
@@ -126,9 +192,10 @@ start_bench(struct psb_role_inst *ri)
 	wp->bench = psb_bench_create(&bc, &wc);
 	if (wp->bench == NULL)
 		return -EINVAL;
-	PSB_LOG(app, "%s: %s, %u B x %u keys on %u server(s), %llu iterations, %s", wp->label,
-		psb_bench_mode_name(bo->mode), bo->len, nkeys, wp->nservers,
-		(unsigned long long)bo->repeat, app->sync ? "sync" : "async");
+	PSB_LOG(app, "%s: %s, %llu B x %u keys on %u server(s), %llu iterations%s, %s", wp->label,
+		psb_bench_mode_name(bo->mode), (unsigned long long)bo->len, nkeys, wp->nservers,
+		(unsigned long long)bo->repeat, bo->warmup != 0 ? " after warm-up" : "",
+		app->sync ? "sync" : "async");
 	return 0;
 }
 
@@ -144,7 +211,7 @@ finish_bench(struct psb_role_inst *ri, int rc, uint64_t now)
 	psb_bench_result(wp->bench, now, &r);
 	psb_bench_print(&r, wp->label, stdout);
 	fflush(stdout);
-	if (app->bench.results != NULL) {
+	if (app->bench.results != NULL && !app->run.from_doc) {
 		if (app->nlocal_workers > 1) {
 			dot = strrchr(app->bench.results, '.');
 			if (dot == NULL)
@@ -166,9 +233,73 @@ finish_bench(struct psb_role_inst *ri, int rc, uint64_t now)
 		else
 			fprintf(stderr, "psb: %s: benchmark FAILED: %llu pulled values were wrong\n",
 				wp->label, (unsigned long long)r.verify_errors);
-		__atomic_fetch_add(&app->workers_failed, 1, __ATOMIC_RELAXED);
+		rc = -EIO;
 	}
-	__atomic_fetch_add(&app->workers_done, 1, __ATOMIC_RELEASE);
+	publish(ri, now, 0, 1, rc < 0 ? rc : 0);
+}
+
+/* The experiment could not start at all: report it done and failed. */
+static void
+fail_start(struct psb_role_inst *ri, uint64_t now)
+{
+	struct worker_priv *wp = ri->priv;
+
+	PSB_LOG(ri->app, "worker %u: cannot start the benchmark (out of memory?)", wp->ag.rank);
+	psb_bench_free(wp->bench);
+	wp->bench = NULL;
+	publish(ri, now, 0, 1, -ENOMEM);
+}
+
+static int
+worker_ctl(struct psb_role_inst *ri, int op, const void *arg)
+{
+	struct worker_priv *wp = ri->priv;
+	uint64_t now = psb_now_ns(ri->app);
+	const struct psb_exp_conf *c = arg;
+
+	switch (op) {
+	case PSB_OP_START:
+		if (wp->st == W_RUN)
+			return -EBUSY;
+		wp->exp = c;
+		wp->exp_id = ri->app->run.id;
+		if (wp->st != W_READY) {
+			wp->pending_id = wp->exp_id;	/* starts once the servers are known */
+			publish(ri, now, 1, 0, 0);
+			return 0;
+		}
+		if (start_bench(ri) != 0) {
+			fail_start(ri, now);
+			return 0;
+		}
+		wp->st = W_RUN;
+		publish(ri, now, 1, 0, 0);
+		return 0;
+	case PSB_OP_STOP:
+		if (wp->pending_id != 0) {
+			wp->pending_id = 0;
+			publish(ri, now, 0, 1, 0);
+		}
+		if (wp->st != W_RUN)
+			return 0;
+		psb_bench_stop(wp->bench, now);
+		finish_bench(ri, 0, now);
+		wp->st = W_READY;
+		return 0;
+	case PSB_OP_RESET:
+		if (wp->bench != NULL && wp->st == W_RUN) {
+			psb_bench_reset_metrics(wp->bench, now);
+			publish(ri, now, 1, 0, 0);
+		}
+		return 0;
+	case PSB_OP_SET:
+		if (wp->bench != NULL) {
+			psb_bench_set_rate(wp->bench, c->pushpull.rate, now);
+			psb_bench_set_log_every(wp->bench, ri->app->quiet ? 0 : c->output.log_every);
+		}
+		return 0;
+	}
+	return -EOPNOTSUPP;
 }
 
 /* Resolve every server's MAC; returns 1 once all are known. */
@@ -213,6 +344,8 @@ worker_poll(struct psb_role_inst *ri)
 	 * the last one, read at most 16 passes ago, and does nothing at all
 	 * when the benchmark only waits.
 	 */
+	if (wp->st == W_READY && n == 0)
+		return 0;
 	if (n != 0 || wp->st != W_RUN || (++wp->idle_passes & 15) == 0) {
 		now = psb_now_ns(app);
 		wp->last_now = now;
@@ -252,12 +385,12 @@ worker_poll(struct psb_role_inst *ri)
 	case W_RESOLVE:
 		if (!resolve_servers(ri, now))
 			break;
+		wp->st = W_READY;
+		if (wp->pending_id == 0 || wp->pending_id != wp->exp_id)
+			break;
+		wp->pending_id = 0;
 		if (start_bench(ri) != 0) {
-			PSB_LOG(app, "worker %u: cannot start the benchmark (out of memory?)",
-				wp->ag.rank);
-			__atomic_fetch_add(&app->workers_failed, 1, __ATOMIC_RELAXED);
-			__atomic_fetch_add(&app->workers_done, 1, __ATOMIC_RELEASE);
-			wp->st = W_DONE;
+			fail_start(ri, now);
 			break;
 		}
 		wp->st = W_RUN;
@@ -266,10 +399,12 @@ worker_poll(struct psb_role_inst *ri)
 		rc = psb_bench_step(wp->bench, now);
 		if (rc != 0) {
 			finish_bench(ri, rc, now);
-			wp->st = W_DONE;
+			wp->st = W_READY;
+		} else if (now >= wp->next_pub_ns) {
+			publish(ri, now, 1, 0, 0);
 		}
 		break;
-	case W_DONE:
+	case W_READY:
 		break;
 	}
 	psb_out_flush(ri);
@@ -294,4 +429,5 @@ const struct psb_role psb_role_worker = {
 	.init = worker_init,
 	.poll = worker_poll,
 	.fini = worker_fini,
+	.ctl = worker_ctl,
 };

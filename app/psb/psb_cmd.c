@@ -1,0 +1,338 @@
+/* Control commands, one table shared by the control socket and the console. */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <rte_ethdev.h>
+
+#include "psb.h"
+#include "psb_ctl.h"
+
+json_t *
+psb_cmd_error(const char *code, const char *fmt, ...)
+{
+	char msg[1024];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	return json_pack("{s:{s:s,s:s}}", "error", "code", code, "message", msg);
+}
+
+static json_t *
+ok(json_t *extra)
+{
+	json_t *o = extra != NULL ? extra : json_object();
+
+	json_object_set_new(o, "ok", json_true());
+	return o;
+}
+
+static const char *
+errno_code(int rc)
+{
+	switch (rc) {
+	case -EBUSY: return "busy";
+	case -EEXIST: return "exists";
+	case -ENOENT: return "not_found";
+	case -ENOMEM: return "no_memory";
+	case -ETIMEDOUT: return "timeout";
+	default: return "invalid";
+	}
+}
+
+/*
+ * The experiment a request names: {"experiment": {...}} or {"file": "path"}. Node settings
+ * may be left out (the running appliance's) or repeated, but not changed.
+ */
+static json_t *
+load_doc(struct psb_app *app, const json_t *req, struct psb_exp_conf *c)
+{
+	const json_t *doc = json_object_get(req, "experiment");
+	const char *file = json_string_value(json_object_get(req, "file"));
+	char err[1024], buf[64];
+	const char *diff;
+	json_t *loaded = NULL, *res = NULL;
+	json_error_t je;
+
+	if (doc == NULL && file == NULL)
+		return psb_cmd_error("bad_request", "give \"experiment\": {document} or \"file\": "
+				     "\"path\"");
+	if (doc == NULL) {
+		loaded = json_load_file(file, JSON_REJECT_DUPLICATES, &je);
+		if (loaded == NULL)
+			return psb_cmd_error("invalid", "%s:%d:%d: %s", file, je.line, je.column,
+					     je.text);
+		doc = loaded;
+	}
+	*c = app->conf;
+	if (psb_exp_load(c, doc, false, err, sizeof(err)) != 0) {
+		res = psb_cmd_error("invalid", "%s%s%s", file != NULL ? file : "",
+				    file != NULL ? ": " : "", err);
+		goto out;
+	}
+	if (json_object_get(doc, "node") == NULL) {
+		c->node = app->conf.node;
+	} else if ((diff = psb_exp_node_diff(&c->node, &app->conf.node, buf, sizeof(buf))) != NULL) {
+		res = psb_cmd_error("invalid", "%s: differs from the running appliance's (node "
+				    "settings apply when psb starts; leave \"node\" out to use the "
+				    "running one)", diff);
+		goto out;
+	}
+	if (psb_exp_check(c, true, err, sizeof(err)) != 0)
+		res = psb_cmd_error("invalid", "%s", err);
+out:
+	json_decref(loaded);
+	return res;
+}
+
+static json_t *
+cmd_start(struct psb_app *app, const json_t *req, int *quit)
+{
+	struct psb_exp_conf *c = malloc(sizeof(*c));
+	char err[1024];
+	json_t *res;
+	int rc;
+
+	RTE_SET_USED(quit);
+	if (c == NULL)
+		return psb_cmd_error("no_memory", "out of memory");
+	if (json_object_get(req, "experiment") != NULL || json_object_get(req, "file") != NULL) {
+		res = load_doc(app, req, c);
+		if (res != NULL) {
+			free(c);
+			return res;
+		}
+	} else if (app->run.have_loaded) {
+		*c = app->run.loaded;
+	} else {
+		free(c);
+		return psb_cmd_error("bad_request", "nothing to start: give \"experiment\" or "
+				     "\"file\", or load one first");
+	}
+	rc = psb_run_start(app, c, 1, err, sizeof(err));
+	free(c);
+	if (rc != 0)
+		return psb_cmd_error(errno_code(rc), "%s", err);
+	return ok(json_pack("{s:i,s:s}", "id", (int)app->run.id, "name", app->run.conf.name));
+}
+
+static json_t *
+cmd_load(struct psb_app *app, const json_t *req, int *quit)
+{
+	struct psb_exp_conf *c = malloc(sizeof(*c));
+	json_t *res;
+
+	RTE_SET_USED(quit);
+	if (c == NULL)
+		return psb_cmd_error("no_memory", "out of memory");
+	res = load_doc(app, req, c);
+	if (res == NULL) {
+		app->run.loaded = *c;
+		app->run.have_loaded = 1;
+		res = ok(json_pack("{s:s,s:s}", "name", c->name, "kind",
+				   psb_exp_kind_names[c->kind]));
+	}
+	free(c);
+	return res;
+}
+
+static json_t *
+cmd_stop(struct psb_app *app, const json_t *req, int *quit)
+{
+	char err[256];
+
+	RTE_SET_USED(req);
+	RTE_SET_USED(quit);
+	if (psb_run_stop(app, err, sizeof(err)) != 0)
+		return psb_cmd_error("not_running", "%s", err);
+	return ok(json_pack("{s:o}", "experiment", psb_run_json(app)));
+}
+
+static json_t *
+cmd_status(struct psb_app *app, const json_t *req, int *quit)
+{
+	json_t *exp;
+
+	RTE_SET_USED(req);
+	RTE_SET_USED(quit);
+	pthread_mutex_lock(&app->ctl_lock);
+	exp = psb_run_json(app);
+	pthread_mutex_unlock(&app->ctl_lock);
+	return ok(json_pack("{s:s,s:f,s:o,s:b}", "role", psb_exp_role_names[app->node_role],
+			    "uptime_s", psb_now_ns(app) / 1e9, "experiment", exp,
+			    "loaded", app->run.have_loaded));
+}
+
+static json_t *
+cmd_counters(struct psb_app *app, const json_t *req, int *quit)
+{
+	const json_t *f = json_object_get(req, "filter");
+	char err[256];
+	json_t *all, *part;
+
+	RTE_SET_USED(quit);
+	if (f != NULL && !json_is_string(f))
+		return psb_cmd_error("bad_request", "filter: expected a dotted path like "
+				     "\"roles.worker0\"");
+	pthread_mutex_lock(&app->ctl_lock);
+	all = psb_counters_json(app);
+	pthread_mutex_unlock(&app->ctl_lock);
+	part = psb_counters_get(all, json_string_value(f), err, sizeof(err));
+	json_decref(all);
+	if (part == NULL)
+		return psb_cmd_error("not_found", "%s", err);
+	return ok(json_pack("{s:o}", "counters", part));
+}
+
+static json_t *
+cmd_reset(struct psb_app *app, const json_t *req, int *quit)
+{
+	char err[256];
+	int rc;
+
+	RTE_SET_USED(req);
+	RTE_SET_USED(quit);
+	rc = psb_run_reset(app, err, sizeof(err));
+	if (rc != 0)
+		return psb_cmd_error(errno_code(rc), "%s", err);
+	return ok(NULL);
+}
+
+static json_t *
+cmd_list(struct psb_app *app, const json_t *req, int *quit)
+{
+	json_t *exps = json_array(), *kinds = json_array();
+	const struct psb_run *r = &app->run;
+	uint32_t i;
+
+	RTE_SET_USED(req);
+	RTE_SET_USED(quit);
+	for (i = r->id > r->nhist ? r->id - r->nhist + 1 : 1; i <= r->id; i++) {
+		const struct psb_run_rec *h = &r->hist[(i - 1) % PSB_RUN_HISTORY];
+		static const char *const st[] = { "idle", "running", "done", "stopped", "failed" };
+
+		json_array_append_new(exps, json_pack("{s:i,s:s,s:s,s:s,s:f,s:s}", "id", (int)h->id,
+			"name", h->name, "kind", psb_exp_kind_names[h->kind], "state", st[h->state],
+			"elapsed_s", h->elapsed_s, "results", h->results));
+	}
+	for (i = 0; psb_exp_kind_names[i] != NULL; i++)
+		json_array_append_new(kinds, json_string(psb_exp_kind_names[i]));
+	return ok(json_pack("{s:o,s:o,s:s*}", "experiments", exps, "kinds", kinds, "loaded",
+			    r->have_loaded ? r->loaded.name : NULL));
+}
+
+static json_t *
+cmd_set(struct psb_app *app, const json_t *req, int *quit)
+{
+	const char *param = json_string_value(json_object_get(req, "param"));
+	const json_t *v = json_object_get(req, "value");
+	char err[1024], *text;
+	int rc;
+
+	RTE_SET_USED(quit);
+	if (param == NULL || v == NULL)
+		return psb_cmd_error("bad_request", "give \"param\": \"pushpull.rate\" and "
+				     "\"value\": \"1Gbps\"");
+	text = json_is_string(v) ? strdup(json_string_value(v)) : json_dumps(v, JSON_ENCODE_ANY);
+	if (text == NULL)
+		return psb_cmd_error("no_memory", "out of memory");
+	rc = psb_run_set(app, param, text, err, sizeof(err));
+	free(text);
+	if (rc != 0)
+		return psb_cmd_error(errno_code(rc), "%s", err);
+	return ok(json_pack("{s:s,s:b}", "param", param, "live", psb_run_active(app)));
+}
+
+static json_t *
+cmd_clear_port_stats(struct psb_app *app, const json_t *req, int *quit)
+{
+	const json_t *p = json_object_get(req, "port");
+	uint16_t i;
+	int n = 0;
+
+	RTE_SET_USED(quit);
+	if (p != NULL && !json_is_integer(p) && !(json_is_string(p) &&
+	    strcmp(json_string_value(p), "all") == 0))
+		return psb_cmd_error("bad_request", "port: expected a port number or \"all\"");
+	for (i = 0; i < app->nports; i++) {
+		if (json_is_integer(p) && json_integer_value(p) != app->port_ids[i])
+			continue;
+		rte_eth_stats_reset(app->port_ids[i]);
+		rte_eth_xstats_reset(app->port_ids[i]);
+		n++;
+	}
+	if (n == 0)
+		return psb_cmd_error("not_found", "port: no port %lld", (long long)json_integer_value(p));
+	return ok(json_pack("{s:i}", "cleared", n));
+}
+
+static json_t *
+cmd_quit(struct psb_app *app, const json_t *req, int *quit)
+{
+	RTE_SET_USED(app);
+	RTE_SET_USED(req);
+	*quit = 1;
+	return ok(NULL);
+}
+
+static json_t *cmd_help(struct psb_app *app, const json_t *req, int *quit);
+
+static const struct {
+	const char *name;
+	json_t *(*fn)(struct psb_app *app, const json_t *req, int *quit);
+	const char *help;
+} cmds[] = {
+	{ "start", cmd_start, "start an experiment: {\"experiment\": {...}} or {\"file\": PATH}, "
+	  "or the loaded one" },
+	{ "load", cmd_load, "load an experiment to start later: {\"experiment\"} or {\"file\"}" },
+	{ "stop", cmd_stop, "stop the running experiment (its results are written)" },
+	{ "status", cmd_status, "the running or last experiment, with live figures" },
+	{ "counters", cmd_counters, "every counter, or {\"filter\": \"roles.worker0\"}" },
+	{ "reset_state", cmd_reset, "zero counters, metrics and the store (after a warm-up)" },
+	{ "list", cmd_list, "experiments run so far, and the kinds" },
+	{ "set", cmd_set, "{\"param\": \"pushpull.rate\", \"value\": \"1Gbps\"}" },
+	{ "clear_port_stats", cmd_clear_port_stats, "zero port statistics: {\"port\": N|\"all\"}" },
+	{ "quit", cmd_quit, "stop the experiment and exit" },
+	{ "help", cmd_help, "these commands" },
+};
+
+static json_t *
+cmd_help(struct psb_app *app, const json_t *req, int *quit)
+{
+	json_t *o = json_object();
+	size_t i;
+
+	RTE_SET_USED(app);
+	RTE_SET_USED(req);
+	RTE_SET_USED(quit);
+	for (i = 0; i < RTE_DIM(cmds); i++)
+		json_object_set_new(o, cmds[i].name, json_string(cmds[i].help));
+	return ok(json_pack("{s:o}", "commands", o));
+}
+
+json_t *
+psb_cmd_exec(struct psb_app *app, const json_t *req, int *quit)
+{
+	const char *name;
+	char list[256] = "";
+	size_t i, used = 0;
+
+	if (!json_is_object(req))
+		return psb_cmd_error("bad_request", "expected a JSON object like {\"cmd\": "
+				     "\"status\"}");
+	name = json_string_value(json_object_get(req, "cmd"));
+	if (name == NULL)
+		return psb_cmd_error("bad_request", "cmd: expected a command name (\"help\" lists "
+				     "them)");
+	for (i = 0; i < RTE_DIM(cmds); i++)
+		if (strcmp(cmds[i].name, name) == 0)
+			return cmds[i].fn(app, req, quit);
+	for (i = 0; i < RTE_DIM(cmds) && used < sizeof(list); i++)
+		used += snprintf(list + used, sizeof(list) - used, "%s%s", i ? ", " : "",
+				 cmds[i].name);
+	return psb_cmd_error("bad_request", "cmd: unknown command \"%.64s\" (expected one of: %s)",
+			     name, list);
+}

@@ -1,0 +1,71 @@
+/* Control plane of the appliance: experiments, commands, counters and their exports. */
+#ifndef PSB_CTL_H
+#define PSB_CTL_H
+
+#include <stdio.h>
+
+#include <jansson.h>
+
+struct psb_app;
+
+/*
+ * Counters (psb_counters.c). Every counter of the process as one JSON object:
+ *   node        role, ip, uptime_s
+ *   ports.N     DPDK stats and xstats of port N
+ *   roles.NAME  per role instance ("rx0", "server1", "worker0"): packets, bytes, drops by
+ *               reason, ring_full, busy/idle cycles, lcore
+ *   store       servers: the parameter store, summed over shards
+ *   experiment  the running or last experiment: state, operations, goodput, round trips
+ * Built from per-lcore blocks their owners write; safe from any thread holding ctl_lock.
+ */
+json_t *psb_counters_json(struct psb_app *app);
+/* The part of all at dotted path ("roles.worker0", "ports"); NULL with a message if absent. */
+json_t *psb_counters_get(json_t *all, const char *path, char *err, size_t errlen);
+/* Append one JSON line {"time": unix seconds, "counters": {...}} to f. */
+int psb_counters_append(struct psb_app *app, FILE *f);
+
+/* The running or last experiment, with live figures (status, "experiment" counters). */
+json_t *psb_run_json(struct psb_app *app);
+
+/* Experiments (psb_run.c), main lcore only. Return 0 or -errno with a message in err. */
+int psb_run_start(struct psb_app *app, const struct psb_exp_conf *c, int from_doc, char *err,
+		size_t errlen);
+int psb_run_stop(struct psb_app *app, char *err, size_t errlen);
+int psb_run_reset(struct psb_app *app, char *err, size_t errlen);
+int psb_run_set(struct psb_app *app, const char *param, const char *value, char *err,
+		size_t errlen);
+/* 1 while an experiment runs. */
+int psb_run_active(const struct psb_app *app);
+/* Housekeeping: notice the end of the experiment, write its results, the counters file. */
+void psb_run_poll(struct psb_app *app, uint64_t now_ns);
+/* At exit: stop what runs and write its results. */
+void psb_run_fini(struct psb_app *app);
+
+/*
+ * Commands (psb_cmd.c), shared by the control socket and the console. req is
+ * {"cmd": NAME, ...}; the reply is {"ok": true, ...} or {"error": {"code", "message"}}.
+ * Sets *quit for "quit". Main lcore only.
+ */
+json_t *psb_cmd_exec(struct psb_app *app, const json_t *req, int *quit);
+json_t *psb_cmd_error(const char *code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Control socket (psb_ctl_sock.c): newline-delimited JSON on a unix socket. */
+int psb_ctl_sock_init(struct psb_app *app, const char *path, char *err, size_t errlen);
+/* Serve what is pending, waiting at most timeout_ms for something to arrive. */
+void psb_ctl_sock_poll(struct psb_app *app, int timeout_ms);
+void psb_ctl_sock_fini(struct psb_app *app);
+
+/* Console (psb_console.c): rte_cmdline on stdin (-i) or a file of commands. */
+int psb_console_init(struct psb_app *app, const char *file, int interactive);
+/* Feed what the console has; 1 once it is finished (EOF or quit). */
+int psb_console_poll(struct psb_app *app);
+void psb_console_fini(struct psb_app *app);
+
+/* Exports (psb_export.c): DPDK telemetry /psb/..., JSON-lines file, Prometheus endpoint. */
+int psb_export_init(struct psb_app *app, char *err, size_t errlen);
+void psb_export_poll(struct psb_app *app, uint64_t now_ns);
+void psb_export_fini(struct psb_app *app);
+/* Counters as Prometheus text exposition (psb_<path> gauges with labels). */
+char *psb_export_prometheus(struct psb_app *app);
+
+#endif /* PSB_CTL_H */

@@ -1,0 +1,527 @@
+/* Experiments on a running appliance: start, stop, reset, live changes, results. */
+#include <errno.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "psb.h"
+#include "psb_bench.h"
+#include "psb_ctl.h"
+#include "psb_hist.h"
+#include "psb_kv.h"
+#include "psb_report.h"
+
+static const char *const state_names[] = {
+	[PSB_RUN_IDLE] = "idle", [PSB_RUN_RUNNING] = "running", [PSB_RUN_DONE] = "done",
+	[PSB_RUN_STOPPED] = "stopped", [PSB_RUN_FAILED] = "failed",
+};
+
+static const char *const pushpull_cols[] = {
+	"worker", "mode", "len", "keys", "iterations", "requests", "elapsed_s", "goodput_gbps",
+	"requests_per_s", "rtt_p50_us", "rtt_p90_us", "rtt_p99_us", "rtt_p999_us", "rtt_max_us",
+	"retries", "failed", "verify_errors", NULL,
+};
+
+static const char *const serve_cols[] = {
+	"shard", "elapsed_s", "push", "pull", "pushpull", "rounds_closed", "bytes_summed",
+	"bytes_sent", "rx_pkts", "tx_pkts", "stale", NULL,
+};
+
+static int __attribute__((format(printf, 3, 4)))
+run_fail(char *err, size_t errlen, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(err, errlen, fmt, ap);
+	va_end(ap);
+	return -EINVAL;
+}
+
+int
+psb_run_active(const struct psb_app *app)
+{
+	return app->run.state == PSB_RUN_RUNNING;
+}
+
+static struct psb_run_rec *
+run_rec(struct psb_app *app)
+{
+	struct psb_run *r = &app->run;
+
+	return &r->hist[(r->id - 1) % PSB_RUN_HISTORY];
+}
+
+/* Worker figures of the running experiment, merged over local workers. */
+struct pp_sum {
+	uint32_t nworkers, ndone, nfailed, warming;
+	uint64_t repeat;
+	struct psb_bench_result all;
+	struct psb_bench_result each[PSB_MAX_LOCAL_WORKERS];
+};
+
+static void
+pp_collect(struct psb_app *app, struct pp_sum *s)
+{
+	struct psb_worker_pub pub;
+	uint16_t i;
+
+	memset(&s->all, 0, sizeof(s->all));
+	s->nworkers = s->ndone = s->nfailed = s->warming = 0;
+	s->repeat = 0;
+	psb_hist_init(&s->all.rtt);
+	for (i = 0; i < app->nroles; i++) {
+		struct psb_role_inst *ri = &app->roles[i];
+		struct psb_bench_result *r;
+
+		if (ri->role != &psb_role_worker || s->nworkers >= PSB_MAX_LOCAL_WORKERS)
+			continue;
+		r = &s->each[s->nworkers++];
+		if (psb_worker_read(ri, &pub, r) != 0 || pub.exp_id != app->run.id) {
+			memset(r, 0, sizeof(*r));
+			psb_hist_init(&r->rtt);
+			continue;
+		}
+		s->ndone += pub.done;
+		s->nfailed += pub.done && pub.rc < 0;
+		s->warming += pub.warming;
+		s->repeat = pub.repeat;
+		s->all.mode = r->mode;
+		s->all.len = r->len;
+		s->all.nkeys = r->nkeys;
+		s->all.iterations = s->nworkers == 1 || r->iterations < s->all.iterations ?
+			r->iterations : s->all.iterations;
+		s->all.ops += r->ops;
+		if (r->elapsed_ns > s->all.elapsed_ns)
+			s->all.elapsed_ns = r->elapsed_ns;
+		s->all.goodput_gbps += r->goodput_gbps;
+		s->all.ops_per_s += r->ops_per_s;
+		s->all.retries += r->retries;
+		s->all.failed += r->failed;
+		s->all.verify_errors += r->verify_errors;
+		psb_hist_merge(&s->all.rtt, &r->rtt);
+	}
+}
+
+/* A flat table row of a worker's result. */
+static json_t *
+pp_row(const char *who, const struct psb_bench_result *r)
+{
+	return json_pack("{s:s,s:s,s:I,s:I,s:I,s:I,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:I,s:I,s:I}",
+		"worker", who, "mode", psb_bench_mode_name(r->mode), "len", (json_int_t)r->len,
+		"keys", (json_int_t)r->nkeys, "iterations", (json_int_t)r->iterations,
+		"requests", (json_int_t)r->ops, "elapsed_s", r->elapsed_ns / 1e9,
+		"goodput_gbps", r->goodput_gbps, "requests_per_s", r->ops_per_s,
+		"rtt_p50_us", psb_hist_percentile(&r->rtt, 50) / 1e3,
+		"rtt_p90_us", psb_hist_percentile(&r->rtt, 90) / 1e3,
+		"rtt_p99_us", psb_hist_percentile(&r->rtt, 99) / 1e3,
+		"rtt_p999_us", psb_hist_percentile(&r->rtt, 99.9) / 1e3,
+		"rtt_max_us", r->rtt.max / 1e3, "retries", (json_int_t)r->retries,
+		"failed", (json_int_t)r->failed, "verify_errors", (json_int_t)r->verify_errors);
+}
+
+/* Per-shard store figures of a server, as rows; minus base when given. */
+static json_t *
+serve_rows(struct psb_app *app, const json_t *base, double elapsed_s)
+{
+	static const char *const keys[] = {
+		"push", "pull", "pushpull", "rounds_closed", "bytes_summed", "bytes_sent", "stale",
+		NULL,
+	};
+	json_t *rows = json_array(), *tot = json_object();
+	uint16_t i;
+	unsigned int k;
+
+	for (i = 0; i < app->nroles; i++) {
+		const struct psb_role_inst *ri = &app->roles[i];
+		const struct psb_kv *kv;
+		const struct psb_kv_stats *st;
+		uint64_t v[8];
+		char name[16];
+		const json_t *b;
+		json_t *row;
+
+		if (ri->role != &psb_role_server || (kv = psb_server_kv(ri)) == NULL)
+			continue;
+		st = psb_kv_stats(kv);
+		v[0] = st->req[PSB_MSG_PUSH];
+		v[1] = st->req[PSB_MSG_PULL];
+		v[2] = st->req[PSB_MSG_PUSHPULL];
+		v[3] = st->rounds_closed;
+		v[4] = st->bytes_summed;
+		v[5] = st->bytes_sent;
+		v[6] = st->stale;
+		snprintf(name, sizeof(name), "%d", ri->idx);
+		b = base != NULL ? json_object_get(base, name) : NULL;
+		row = json_pack("{s:s,s:f}", "shard", name, "elapsed_s", elapsed_s);
+		for (k = 0; keys[k] != NULL; k++) {
+			uint64_t x = v[k] - (uint64_t)json_integer_value(json_object_get(b, keys[k]));
+
+			json_object_set_new(row, keys[k], json_integer((json_int_t)x));
+			json_object_set_new(tot, keys[k], json_integer(
+				json_integer_value(json_object_get(tot, keys[k])) + (json_int_t)x));
+		}
+		json_object_set_new(row, "rx_pkts", json_integer((json_int_t)(ri->cnt.rx_pkts -
+			(uint64_t)json_integer_value(json_object_get(b, "rx_pkts")))));
+		json_object_set_new(row, "tx_pkts", json_integer((json_int_t)(ri->cnt.tx_pkts -
+			(uint64_t)json_integer_value(json_object_get(b, "tx_pkts")))));
+		json_array_append_new(rows, row);
+	}
+	if (json_array_size(rows) > 1) {
+		json_object_set_new(tot, "shard", json_string("all"));
+		json_object_set_new(tot, "elapsed_s", json_real(elapsed_s));
+		json_array_append_new(rows, tot);
+	} else {
+		json_decref(tot);
+	}
+	return rows;
+}
+
+/* Baseline of serve_rows: the same figures keyed by shard. */
+static json_t *
+serve_base(struct psb_app *app)
+{
+	json_t *rows = serve_rows(app, NULL, 0), *base = json_object(), *row;
+	size_t i;
+
+	json_array_foreach(rows, i, row)
+		json_object_set(base, json_string_value(json_object_get(row, "shard")), row);
+	json_decref(rows);
+	return base;
+}
+
+json_t *
+psb_run_json(struct psb_app *app)
+{
+	struct psb_run *r = &app->run;
+	uint64_t end = r->state == PSB_RUN_RUNNING ? psb_now_ns(app) : r->end_ns;
+	json_t *o;
+
+	o = json_pack("{s:i,s:s,s:s,s:s,s:f}", "id", (int)r->id,
+		"name", r->id != 0 ? r->conf.name : "", "kind",
+		r->id != 0 ? psb_exp_kind_names[r->conf.kind] : "", "state", state_names[r->state],
+		"elapsed_s", r->id != 0 && end > r->start_ns ? (end - r->start_ns) / 1e9 : 0.0);
+	if (o == NULL || r->id == 0)
+		return o;
+	if (r->results[0] != '\0')
+		json_object_set_new(o, "results", json_string(r->results));
+	if (r->error[0] != '\0')
+		json_object_set_new(o, "error", json_string(r->error));
+	if (r->conf.kind == PSB_EXP_PUSHPULL && app->node_role == PSB_NODE_WORKER) {
+		struct pp_sum *s = malloc(sizeof(*s));
+
+		if (s == NULL)
+			return o;
+		pp_collect(app, s);
+		json_object_set_new(o, "pushpull", json_pack(
+			"{s:I,s:I,s:b,s:I,s:f,s:f,s:f,s:f,s:f,s:I,s:I,s:i,s:i}",
+			"iterations", (json_int_t)s->all.iterations, "repeat", (json_int_t)s->repeat,
+			"warming", s->warming != 0, "requests", (json_int_t)s->all.ops,
+			"goodput_gbps", s->all.goodput_gbps, "requests_per_s", s->all.ops_per_s,
+			"rtt_p50_us", psb_hist_percentile(&s->all.rtt, 50) / 1e3,
+			"rtt_p99_us", psb_hist_percentile(&s->all.rtt, 99) / 1e3,
+			"rtt_mean_us", psb_hist_mean(&s->all.rtt) / 1e3,
+			"retries", (json_int_t)s->all.retries, "failed", (json_int_t)s->all.failed,
+			"workers", (int)s->nworkers, "workers_done", (int)s->ndone));
+		free(s);
+	} else if (r->conf.kind == PSB_EXP_SERVE) {
+		json_t *rows = serve_rows(app, r->serve_base, 0);
+
+		json_object_set_new(o, "serve", json_incref(json_array_get(rows,
+			json_array_size(rows) - 1)));
+		json_decref(rows);
+	}
+	return o;
+}
+
+/* The experiment ended (state): results, history, log. */
+static void
+run_finish(struct psb_app *app, int state)
+{
+	struct psb_run *r = &app->run;
+	const char *const *cols = pushpull_cols;
+	double elapsed;
+	json_t *rows, *doc, *workers;
+	char err[512], label[32];
+	struct pp_sum *s = NULL;
+	uint32_t i;
+
+	pthread_mutex_lock(&app->ctl_lock);
+	r->end_ns = psb_now_ns(app);
+	elapsed = (r->end_ns - r->start_ns) / 1e9;
+	rows = json_array();
+	workers = json_array();
+	if (r->conf.kind == PSB_EXP_PUSHPULL) {
+		s = malloc(sizeof(*s));
+		if (s != NULL) {
+			pp_collect(app, s);
+			for (i = 0; i < s->nworkers; i++) {
+				snprintf(label, sizeof(label), "%u", (unsigned int)(app->rank_base + i));
+				json_array_append_new(rows, pp_row(label, &s->each[i]));
+				json_array_append_new(workers, psb_bench_result_json(&s->each[i],
+					label));
+			}
+			if (s->nworkers > 1)
+				json_array_append_new(rows, pp_row("all", &s->all));
+			if (s->nfailed != 0 && state == PSB_RUN_DONE) {
+				state = PSB_RUN_FAILED;
+				snprintf(r->error, sizeof(r->error), "%u worker(s) failed", s->nfailed);
+			}
+		}
+	} else {
+		cols = serve_cols;
+		json_decref(rows);
+		rows = serve_rows(app, r->serve_base, elapsed);
+	}
+	r->state = state;
+	pthread_mutex_unlock(&app->ctl_lock);
+
+	if (!app->quiet || r->from_doc) {
+		printf("\nexperiment %u \"%s\" (%s): %s after %.3f s\n", r->id, r->conf.name,
+		       psb_exp_kind_names[r->conf.kind], state_names[state], elapsed);
+		psb_exp_table_print(stdout, rows, cols);
+		fflush(stdout);
+	}
+	if (r->from_doc) {
+		pthread_mutex_lock(&app->ctl_lock);
+		doc = json_pack("{s:o,s:s,s:i,s:f,s:o,s:o,s:o}",
+			"experiment", psb_conf_dump(psb_exp_table, &r->conf),
+			"state", state_names[state], "id", (int)r->id, "elapsed_s", elapsed,
+			"rows", json_incref(rows), "workers", json_incref(workers),
+			"counters", psb_counters_json(app));
+		pthread_mutex_unlock(&app->ctl_lock);
+		if (r->error[0] != '\0')
+			json_object_set_new(doc, "error", json_string(r->error));
+		if (psb_exp_results_write(&r->conf, doc, rows, cols, r->results, sizeof(r->results),
+				err, sizeof(err)) != 0) {
+			fprintf(stderr, "psb: experiment %u: results NOT written: %s\n", r->id, err);
+			snprintf(r->error, sizeof(r->error), "results not written: %.200s", err);
+			r->results[0] = '\0';
+		} else {
+			printf("results: %s/{result.json,result.csv,result.txt}\n", r->results);
+			fflush(stdout);
+		}
+		json_decref(doc);
+	}
+	json_decref(rows);
+	json_decref(workers);
+	free(s);
+	if (r->counters_f != NULL) {
+		psb_counters_append(app, r->counters_f);
+		fclose(r->counters_f);
+		r->counters_f = NULL;
+	}
+	json_decref(r->serve_base);
+	r->serve_base = NULL;
+	run_rec(app)->state = state;
+	run_rec(app)->elapsed_s = elapsed;
+	snprintf(run_rec(app)->results, sizeof(run_rec(app)->results), "%s", r->results);
+}
+
+static FILE *
+open_counters(const struct psb_exp_conf *c, char *err, size_t errlen)
+{
+	char path[PATH_MAX];
+	FILE *f;
+
+	if (c->output.counters_file[0] == '/')
+		snprintf(path, sizeof(path), "%s", c->output.counters_file);
+	else if ((size_t)snprintf(path, sizeof(path), "%s/%s", c->output.dir,
+			c->output.counters_file) >= sizeof(path))
+		return NULL;
+	if (c->output.counters_file[0] != '/')
+		mkdir(c->output.dir, 0755);
+	f = fopen(path, "a");
+	if (f == NULL)
+		snprintf(err, errlen, "output.counters_file: cannot open %s: %s", path,
+			 strerror(errno));
+	return f;
+}
+
+int
+psb_run_start(struct psb_app *app, const struct psb_exp_conf *c, int from_doc, char *err,
+		size_t errlen)
+{
+	struct psb_run *r = &app->run;
+	struct psb_run_rec *rec;
+	FILE *cf = NULL;
+	int rc;
+
+	if (psb_run_active(app)) {
+		run_fail(err, errlen, "experiment %u \"%s\" is running: stop it first", r->id,
+			 r->conf.name);
+		return -EBUSY;
+	}
+	if (c->kind == PSB_EXP_PUSHPULL && app->node_role != PSB_NODE_WORKER)
+		return run_fail(err, errlen, "kind: pushpull runs on a worker; this appliance is a %s",
+				psb_exp_role_names[app->node_role]);
+	if (c->kind == PSB_EXP_SERVE && app->node_role == PSB_NODE_WORKER)
+		return run_fail(err, errlen, "kind: serve runs on a server; this appliance is a "
+				"worker");
+	if (from_doc) {
+		rc = psb_exp_results_claim(c, err, errlen);
+		if (rc != 0)
+			return rc;
+	}
+	if (c->output.counters_file[0] != '\0' && (cf = open_counters(c, err, errlen)) == NULL)
+		return -EINVAL;
+
+	pthread_mutex_lock(&app->ctl_lock);
+	r->conf = *c;
+	r->id++;
+	r->state = PSB_RUN_RUNNING;
+	r->from_doc = from_doc;
+	r->start_ns = psb_now_ns(app);
+	r->end_ns = 0;
+	r->results[0] = '\0';
+	r->error[0] = '\0';
+	r->counters_f = cf;
+	r->next_counters_ns = r->start_ns;
+	if (c->kind == PSB_EXP_SERVE)
+		r->serve_base = serve_base(app);
+	rec = run_rec(app);
+	memset(rec, 0, sizeof(*rec));
+	rec->id = r->id;
+	rec->state = PSB_RUN_RUNNING;
+	rec->kind = c->kind;
+	snprintf(rec->name, sizeof(rec->name), "%s", c->name);
+	if (r->nhist < PSB_RUN_HISTORY)
+		r->nhist++;
+	pthread_mutex_unlock(&app->ctl_lock);
+
+	PSB_LOG(app, "experiment %u \"%s\" (%s) started", r->id, c->name,
+		psb_exp_kind_names[c->kind]);
+	if (c->kind == PSB_EXP_PUSHPULL) {
+		rc = psb_roles_call(app, &psb_role_worker, PSB_OP_START, &r->conf);
+		if (rc != 0) {
+			snprintf(r->error, sizeof(r->error), "workers did not start: %s",
+				 strerror(-rc));
+			run_finish(app, PSB_RUN_FAILED);
+			return run_fail(err, errlen, "%s", r->error);
+		}
+	}
+	return 0;
+}
+
+int
+psb_run_stop(struct psb_app *app, char *err, size_t errlen)
+{
+	struct psb_run *r = &app->run;
+	int rc;
+
+	if (!psb_run_active(app))
+		return run_fail(err, errlen, "no experiment is running");
+	if (r->conf.kind == PSB_EXP_PUSHPULL) {
+		rc = psb_roles_call(app, &psb_role_worker, PSB_OP_STOP, NULL);
+		if (rc != 0)
+			return run_fail(err, errlen, "workers did not stop: %s", strerror(-rc));
+	}
+	PSB_LOG(app, "experiment %u \"%s\" stopped", r->id, r->conf.name);
+	run_finish(app, PSB_RUN_STOPPED);
+	return 0;
+}
+
+int
+psb_run_reset(struct psb_app *app, char *err, size_t errlen)
+{
+	int rc = psb_roles_call(app, NULL, PSB_OP_RESET, NULL);
+
+	if (rc != 0)
+		return run_fail(err, errlen, "roles did not reset: %s", strerror(-rc));
+	if (psb_run_active(app) && app->run.conf.kind == PSB_EXP_SERVE) {
+		pthread_mutex_lock(&app->ctl_lock);
+		json_decref(app->run.serve_base);
+		app->run.serve_base = serve_base(app);
+		app->run.start_ns = psb_now_ns(app);
+		pthread_mutex_unlock(&app->ctl_lock);
+	}
+	PSB_LOG(app, "state reset: counters, metrics%s zeroed",
+		app->node_role == PSB_NODE_SERVER ? " and the store" : "");
+	return 0;
+}
+
+int
+psb_run_set(struct psb_app *app, const char *param, const char *value, char *err, size_t errlen)
+{
+	struct psb_run *r = &app->run;
+	struct psb_exp_conf *tmp;
+	int rc;
+
+	if (strncmp(param, "node.", 5) == 0 || strcmp(param, "node") == 0)
+		return run_fail(err, errlen, "%s: node settings apply when psb starts", param);
+	tmp = malloc(sizeof(*tmp));
+	if (tmp == NULL)
+		return -ENOMEM;
+	if (psb_run_active(app)) {
+		if (!psb_exp_settable(param)) {
+			free(tmp);
+			return run_fail(err, errlen, "%s: cannot change while experiment %u runs (live: "
+					"pushpull.rate, output.log_every, output.counters_every)",
+					param, r->id);
+		}
+		*tmp = r->conf;
+	} else {
+		*tmp = r->have_loaded ? r->loaded : app->conf;
+	}
+	rc = psb_conf_set(psb_exp_table, tmp, param, value, err, errlen);
+	if (rc == 0)
+		rc = psb_exp_check(tmp, false, err, errlen);
+	if (rc != 0) {
+		free(tmp);
+		return rc;
+	}
+	if (psb_run_active(app)) {
+		pthread_mutex_lock(&app->ctl_lock);
+		r->conf = *tmp;
+		pthread_mutex_unlock(&app->ctl_lock);
+		if (r->conf.kind == PSB_EXP_PUSHPULL)
+			rc = psb_roles_call(app, &psb_role_worker, PSB_OP_SET, &r->conf);
+	} else {
+		r->loaded = *tmp;
+		r->have_loaded = 1;
+	}
+	free(tmp);
+	return rc;
+}
+
+void
+psb_run_poll(struct psb_app *app, uint64_t now_ns)
+{
+	struct psb_run *r = &app->run;
+	struct psb_worker_pub pub;
+	uint32_t n = 0, done = 0;
+	uint16_t i;
+
+	if (r->state != PSB_RUN_RUNNING)
+		return;
+	if (r->counters_f != NULL && now_ns >= r->next_counters_ns) {
+		psb_counters_append(app, r->counters_f);
+		r->next_counters_ns = now_ns + r->conf.output.counters_every;
+	}
+	if (r->conf.kind == PSB_EXP_SERVE) {
+		if (r->conf.serve.duration != 0 && now_ns - r->start_ns >= r->conf.serve.duration)
+			run_finish(app, PSB_RUN_DONE);
+		return;
+	}
+	for (i = 0; i < app->nroles; i++) {
+		if (app->roles[i].role != &psb_role_worker)
+			continue;
+		n++;
+		if (psb_worker_read(&app->roles[i], &pub, NULL) == 0 && pub.exp_id == r->id &&
+		    pub.done)
+			done++;
+	}
+	if (n != 0 && done == n)
+		run_finish(app, PSB_RUN_DONE);
+}
+
+void
+psb_run_fini(struct psb_app *app)
+{
+	char err[256];
+
+	if (psb_run_active(app))
+		psb_run_stop(app, err, sizeof(err));
+}

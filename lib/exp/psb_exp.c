@@ -1,0 +1,554 @@
+/* Experiment documents: schema tables, whole-document checks, results directories. */
+#include <errno.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <dirent.h>
+
+#include "psb_exp.h"
+#include "psb_proto.h"
+
+#define OFF(t, m)	offsetof(struct t, m)
+
+const char *const psb_exp_kind_names[] = { "pushpull", "serve", NULL };
+const char *const psb_exp_role_names[] = { "server", "worker", "scheduler", NULL };
+static const char *const huge_names[] = { "auto", "yes", "no", NULL };
+/* enum psb_bench_mode, same order */
+static const char *const mode_names[] = {
+	"PUSH_THEN_PULL", "PUSH_PULL", "PUSH_ONLY", "PULL_ONLY", NULL,
+};
+
+const struct psb_conf_field psb_exp_node_table[] = {
+	{ "role", PSB_CONF_ENUM, OFF(psb_exp_node, role), 0, 0, "worker", 0, 0,
+	  psb_exp_role_names, NULL, "what this appliance is in the job" },
+	{ "ports", PSB_CONF_STRLIST, OFF(psb_exp_node, ports), 0, 0, NULL, 0, 8, NULL, NULL,
+	  "port specs: memif:server|client:/abs.sock, af_packet:IF, tap:IF, pcap:IN:OUT, ring, "
+	  "null, pci:BDF" },
+	{ "ip", PSB_CONF_IP, OFF(psb_exp_node, ip), 0, 0, NULL, 0, 0, NULL, NULL,
+	  "this node's address" },
+	{ "mac", PSB_CONF_STRING, OFF(psb_exp_node, mac), sizeof(((struct psb_exp_node *)0)->mac),
+	  0, "", 0, 0, NULL, NULL, "this node's MAC (\"\": the first port's)" },
+	{ "udp_port", PSB_CONF_UINT, OFF(psb_exp_node, udp_port), 0, 0, "9430", 1, 65535, NULL,
+	  NULL, "data port" },
+	{ "scheduler", PSB_CONF_IP, OFF(psb_exp_node, scheduler), 0, 0, "0.0.0.0", 0, 0, NULL,
+	  NULL, "the scheduler (0.0.0.0: none); a server at this address hosts it" },
+	{ "scheduler_port", PSB_CONF_UINT, OFF(psb_exp_node, scheduler_port), 0, 0, "9431", 1,
+	  65535, NULL, NULL, "the scheduler's port" },
+	{ "server", PSB_CONF_IP, OFF(psb_exp_node, server), 0, 0, "0.0.0.0", 0, 0, NULL, NULL,
+	  "worker without a scheduler: the one server" },
+	{ "num_workers", PSB_CONF_UINT, OFF(psb_exp_node, num_workers), 0, 0, "1", 1, 1024, NULL,
+	  NULL, "workers in the job" },
+	{ "num_servers", PSB_CONF_UINT, OFF(psb_exp_node, num_servers), 0, 0, "1", 1, 128, NULL,
+	  NULL, "servers in the job" },
+	{ "rank", PSB_CONF_UINT, OFF(psb_exp_node, rank), 0, 0, "0", 0, 1023, NULL, NULL,
+	  "rank of this worker when there is no scheduler" },
+	{ "workers", PSB_CONF_UINT, OFF(psb_exp_node, workers), 0, 0, "1", 1, 32, NULL, NULL,
+	  "worker roles in this process" },
+	{ "shards", PSB_CONF_UINT, OFF(psb_exp_node, shards), 0, 0, "1", 1, 16, NULL, NULL,
+	  "server shards, one role each" },
+	{ "sync", PSB_CONF_BOOL, OFF(psb_exp_node, sync), 0, 0, "true", 0, 0, NULL, NULL,
+	  "synchronous rounds (false: asynchronous updates)" },
+	{ "mtu", PSB_CONF_UINT, OFF(psb_exp_node, mtu), 0, 0, "9000", 576, 9000, NULL, NULL,
+	  "wanted MTU, lowered to what the port allows" },
+	{ "max_value", PSB_CONF_SIZE, OFF(psb_exp_node, max_value), 0, 0, "64MiB", 4,
+	  PSB_MAX_VALUE, NULL, NULL, "largest value a server accepts" },
+	{ "lcores", PSB_CONF_STRING, OFF(psb_exp_node, lcores),
+	  sizeof(((struct psb_exp_node *)0)->lcores), 0, "0", 0, 0, NULL, NULL,
+	  "lcores (EAL -l); one role per lcore when there are enough" },
+	{ "mem_mb", PSB_CONF_UINT, OFF(psb_exp_node, mem_mb), 0, 0, "0", 0, 1 << 20, NULL, NULL,
+	  "memory for DPDK in MB (0: what the pools need)" },
+	{ "mbufs", PSB_CONF_UINT, OFF(psb_exp_node, mbufs), 0, 0, "0", 0, 1 << 24, NULL, NULL,
+	  "mbufs in the pool (0: from rings and ports)" },
+	{ "huge", PSB_CONF_ENUM, OFF(psb_exp_node, huge), 0, 0, "auto", 0, 0, huge_names, NULL,
+	  "hugepages: use if free, require, never" },
+	{ "file_prefix", PSB_CONF_STRING, OFF(psb_exp_node, file_prefix),
+	  sizeof(((struct psb_exp_node *)0)->file_prefix), 0, "", 0, 0, NULL, NULL,
+	  "DPDK runtime prefix (\"\": psb-PID)" },
+	{ NULL, 0, 0, 0, 0, NULL, 0, 0, NULL, NULL, NULL },
+};
+
+static const struct psb_conf_field pushpull_table[] = {
+	{ "len", PSB_CONF_SIZE, OFF(psb_exp_pushpull, len), 0, 0, "1024000", 4, PSB_MAX_VALUE,
+	  NULL, NULL, "value size per key (a float32 array: multiple of 4)" },
+	{ "repeat", PSB_CONF_UINT, OFF(psb_exp_pushpull, repeat), 0, 0, "10", 1, 1e15, NULL,
+	  NULL, "iterations" },
+	{ "mode", PSB_CONF_ENUM, OFF(psb_exp_pushpull, mode), 0, 0, "PUSH_PULL", 0, 0, mode_names,
+	  NULL, "ps-lite's test_benchmark mode" },
+	{ "keys", PSB_CONF_UINT, OFF(psb_exp_pushpull, keys), 0, 0, "40", 1, 1 << 20, NULL, NULL,
+	  "keys per server" },
+	{ "window", PSB_CONF_SIZE, OFF(psb_exp_pushpull, window), 0, 0, "32MiB", 4, 1ull << 32,
+	  NULL, NULL, "value bytes in flight" },
+	{ "batch", PSB_CONF_SIZE, OFF(psb_exp_pushpull, batch), 0, 0, "1KiB", 0, 8192, NULL, NULL,
+	  "values up to this size travel as records of BATCH messages (0: never)" },
+	{ "duration", PSB_CONF_DURATION, OFF(psb_exp_pushpull, duration), 0, 0, "0s", 0, 0, NULL,
+	  NULL, "stop after this long (0: after repeat iterations)" },
+	{ "warmup", PSB_CONF_UINT, OFF(psb_exp_pushpull, warmup), 0, 0, "0", 0, 1e15, NULL, NULL,
+	  "iterations run before the metrics are reset and the measured run starts" },
+	{ "timeout", PSB_CONF_DURATION, OFF(psb_exp_pushpull, timeout), 0, 0, "20ms", 10e3, 60e9,
+	  NULL, NULL, "resend a request unanswered this long (doubles per retry)" },
+	{ "max_retries", PSB_CONF_UINT, OFF(psb_exp_pushpull, max_retries), 0, 0, "50", 0,
+	  1 << 30, NULL, NULL, "then fail it (0: retry forever)" },
+	{ "verify", PSB_CONF_BOOL, OFF(psb_exp_pushpull, verify), 0, 0, "false", 0, 0, NULL, NULL,
+	  "check every pulled value (sync: exact sums)" },
+	{ "rate", PSB_CONF_RATE, OFF(psb_exp_pushpull, rate), 0, 0, "0", 0, 0, NULL, NULL,
+	  "value bits per second at most (0: unlimited); can be set while running" },
+	{ NULL, 0, 0, 0, 0, NULL, 0, 0, NULL, NULL, NULL },
+};
+
+static const struct psb_conf_field serve_table[] = {
+	{ "duration", PSB_CONF_DURATION, OFF(psb_exp_serve, duration), 0, 0, "0s", 0, 0, NULL,
+	  NULL, "end the measured window after this long (0: when stopped)" },
+	{ NULL, 0, 0, 0, 0, NULL, 0, 0, NULL, NULL, NULL },
+};
+
+static const struct psb_conf_field output_table[] = {
+	{ "dir", PSB_CONF_STRING, OFF(psb_exp_output, dir), sizeof(((struct psb_exp_output *)0)->dir),
+	  0, "results", 0, 0, NULL, NULL, "results go to DIR/<name>/" },
+	{ "overwrite", PSB_CONF_BOOL, OFF(psb_exp_output, overwrite), 0, 0, "false", 0, 0, NULL,
+	  NULL, "replace earlier results of the same name (else the run is refused)" },
+	{ "log_every", PSB_CONF_DURATION, OFF(psb_exp_output, log_every), 0, 0, "1s", 0, 0, NULL,
+	  NULL, "progress line period (0: none); can be set while running" },
+	{ "counters_file", PSB_CONF_STRING, OFF(psb_exp_output, counters_file),
+	  sizeof(((struct psb_exp_output *)0)->counters_file), 0, "", 0, 0, NULL, NULL,
+	  "append every counter as a JSON line to this file (relative: in the results dir)" },
+	{ "counters_every", PSB_CONF_DURATION, OFF(psb_exp_output, counters_every), 0, 0, "1s",
+	  10e6, 3600e9, NULL, NULL, "period of the counters file" },
+	{ NULL, 0, 0, 0, 0, NULL, 0, 0, NULL, NULL, NULL },
+};
+
+const struct psb_conf_field psb_exp_table[] = {
+	{ "name", PSB_CONF_STRING, OFF(psb_exp_conf, name), sizeof(((struct psb_exp_conf *)0)->name),
+	  1, NULL, 0, 0, NULL, NULL, "trial name: names the results directory" },
+	{ "kind", PSB_CONF_ENUM, OFF(psb_exp_conf, kind), 0, 1, NULL, 0, 0, psb_exp_kind_names,
+	  NULL, "what the experiment does" },
+	{ "description", PSB_CONF_STRING, OFF(psb_exp_conf, description),
+	  sizeof(((struct psb_exp_conf *)0)->description), 0, "", 0, 0, NULL, NULL,
+	  "free text kept with the results" },
+	{ "node", PSB_CONF_OBJECT, OFF(psb_exp_conf, node), 0, 0, NULL, 0, 0, NULL,
+	  psb_exp_node_table, "the appliance" },
+	{ "pushpull", PSB_CONF_OBJECT, OFF(psb_exp_conf, pushpull), 0, 0, NULL, 0, 0, NULL,
+	  pushpull_table, "kind pushpull" },
+	{ "serve", PSB_CONF_OBJECT, OFF(psb_exp_conf, serve), 0, 0, NULL, 0, 0, NULL, serve_table,
+	  "kind serve" },
+	{ "output", PSB_CONF_OBJECT, OFF(psb_exp_conf, output), 0, 0, NULL, 0, 0, NULL,
+	  output_table, "results and logs" },
+	{ NULL, 0, 0, 0, 0, NULL, 0, 0, NULL, NULL, NULL },
+};
+
+static const char *const settable[] = {
+	"pushpull.rate", "output.log_every", "output.counters_every", NULL,
+};
+
+bool
+psb_exp_settable(const char *path)
+{
+	unsigned int i;
+
+	for (i = 0; settable[i] != NULL; i++)
+		if (strcmp(settable[i], path) == 0)
+			return true;
+	return false;
+}
+
+static int __attribute__((format(printf, 3, 4)))
+exp_fail(char *err, size_t errlen, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (err != NULL && errlen > 0) {
+		va_start(ap, fmt);
+		vsnprintf(err, errlen, fmt, ap);
+		va_end(ap);
+	}
+	return -EINVAL;
+}
+
+static bool
+name_ok(const char *s)
+{
+	const char *p;
+
+	if (*s == '\0' || *s == '.' || *s == '-')
+		return false;
+	for (p = s; *p != '\0'; p++)
+		if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
+		      (*p >= '0' && *p <= '9') || *p == '.' || *p == '_' || *p == '-'))
+			return false;
+	return true;
+}
+
+int
+psb_exp_check(const struct psb_exp_conf *c, bool need_node, char *err, size_t errlen)
+{
+	const struct psb_exp_node *n = &c->node;
+
+	if (!name_ok(c->name))
+		return exp_fail(err, errlen, "name: expected letters, digits, '.', '_' or '-' "
+				"(it names the results directory), got \"%s\"", c->name);
+	if ((c->pushpull.len & 3) != 0)
+		return exp_fail(err, errlen, "pushpull.len: %llu is not a multiple of 4 (values are "
+				"float32 arrays)", (unsigned long long)c->pushpull.len);
+	if (c->pushpull.len > n->max_value)
+		return exp_fail(err, errlen, "pushpull.len: %llu exceeds node.max_value %llu",
+				(unsigned long long)c->pushpull.len,
+				(unsigned long long)n->max_value);
+	if (c->kind == PSB_EXP_PUSHPULL && n->role != PSB_EXP_ROLE_WORKER && need_node)
+		return exp_fail(err, errlen, "node.role: kind pushpull runs on a worker, got \"%s\"",
+				psb_exp_role_names[n->role]);
+	if (c->kind == PSB_EXP_SERVE && n->role == PSB_EXP_ROLE_WORKER && need_node)
+		return exp_fail(err, errlen, "node.role: kind serve runs on a server or scheduler, "
+				"got \"worker\"");
+	if (c->output.dir[0] == '\0')
+		return exp_fail(err, errlen, "output.dir: expected a directory, got \"\"");
+	if (!need_node)
+		return 0;
+	if (n->ports.n == 0)
+		return exp_fail(err, errlen, "node.ports: expected at least one port spec, e.g. "
+				"[\"memif:server:/run/psb.sock\"]");
+	if (n->ip == 0)
+		return exp_fail(err, errlen, "node.ip: expected this node's address, got none");
+	if (n->role == PSB_EXP_ROLE_WORKER && n->scheduler == 0 && n->server == 0)
+		return exp_fail(err, errlen, "node.server: a worker needs node.scheduler or "
+				"node.server");
+	if (n->role == PSB_EXP_ROLE_WORKER && n->scheduler == 0 &&
+	    n->rank + n->workers > n->num_workers)
+		return exp_fail(err, errlen, "node.rank: rank %llu with %llu worker role(s) exceeds "
+				"node.num_workers %llu", (unsigned long long)n->rank,
+				(unsigned long long)n->workers, (unsigned long long)n->num_workers);
+	if (n->role == PSB_EXP_ROLE_SCHEDULER && n->scheduler != 0 && n->scheduler != n->ip)
+		return exp_fail(err, errlen, "node.scheduler: a scheduler runs where it is: give "
+				"node.ip's address or leave it out");
+	return 0;
+}
+
+int
+psb_exp_load(struct psb_exp_conf *c, const json_t *doc, bool need_node, char *err,
+		size_t errlen)
+{
+	struct psb_exp_conf *tmp;
+	unsigned int k;
+	int rc;
+
+	if (!json_is_object(doc))
+		return exp_fail(err, errlen, "expected a JSON object (an experiment document)");
+	tmp = malloc(sizeof(*tmp));
+	if (tmp == NULL)
+		return -ENOMEM;
+	memcpy(tmp, c, sizeof(*tmp));
+	rc = psb_conf_parse(psb_exp_table, tmp, doc, "", err, errlen);
+	if (rc != 0)
+		goto out;
+	/* a section of another kind is a mistake (a copied document), not something to ignore */
+	for (k = 0; k < PSB_EXP_KIND_MAX; k++)
+		if ((int)k != tmp->kind && json_object_get(doc, psb_exp_kind_names[k]) != NULL) {
+			rc = exp_fail(err, errlen, "%s: section of kind %s in an experiment of kind "
+					"%s", psb_exp_kind_names[k], psb_exp_kind_names[k],
+					psb_exp_kind_names[tmp->kind]);
+			goto out;
+		}
+	if (need_node && json_object_get(doc, "node") == NULL) {
+		rc = exp_fail(err, errlen, "node: expected the appliance's settings (role, ports, "
+				"ip, ...), got none");
+		goto out;
+	}
+	rc = psb_exp_check(tmp, need_node, err, errlen);
+	if (rc == 0)
+		memcpy(c, tmp, sizeof(*c));
+out:
+	free(tmp);
+	return rc;
+}
+
+int
+psb_exp_load_file(struct psb_exp_conf *c, const char *path, bool need_node, char *err,
+		size_t errlen)
+{
+	json_error_t je;
+	json_t *doc;
+	int rc;
+
+	doc = json_load_file(path, JSON_REJECT_DUPLICATES, &je);
+	if (doc == NULL) {
+		if (je.line < 0) {
+			snprintf(err, errlen, "%s: %s", path, je.text);
+			return access(path, R_OK) != 0 ? -errno : -EINVAL;
+		}
+		snprintf(err, errlen, "%s:%d:%d: %s", path, je.line, je.column, je.text);
+		return -EINVAL;
+	}
+	rc = psb_exp_load(c, doc, need_node, err, errlen);
+	json_decref(doc);
+	return rc;
+}
+
+const char *
+psb_exp_node_diff(const struct psb_exp_node *a, const struct psb_exp_node *b, char *buf,
+		size_t len)
+{
+	json_t *ja = psb_conf_dump(psb_exp_node_table, a);
+	json_t *jb = psb_conf_dump(psb_exp_node_table, b);
+	const struct psb_conf_field *f;
+	const char *res = NULL;
+
+	for (f = psb_exp_node_table; f->key != NULL && ja != NULL && jb != NULL; f++)
+		if (!json_equal(json_object_get(ja, f->key), json_object_get(jb, f->key))) {
+			snprintf(buf, len, "node.%s", f->key);
+			res = buf;
+			break;
+		}
+	json_decref(ja);
+	json_decref(jb);
+	return res;
+}
+
+int
+psb_exp_results_path(const struct psb_exp_conf *c, char *out, size_t len)
+{
+	if ((size_t)snprintf(out, len, "%s/%s", c->output.dir, c->name) >= len)
+		return -ENAMETOOLONG;
+	return 0;
+}
+
+int
+psb_exp_results_claim(const struct psb_exp_conf *c, char *err, size_t errlen)
+{
+	char path[PATH_MAX];
+	struct stat st;
+
+	if (psb_exp_results_path(c, path, sizeof(path)) != 0)
+		return exp_fail(err, errlen, "output.dir: path too long");
+	if (c->output.overwrite || stat(path, &st) != 0)
+		return 0;
+	snprintf(err, errlen, "name: results of \"%s\" already exist in %s (choose another name, "
+		 "move them away, or set output.overwrite)", c->name, path);
+	return -EEXIST;
+}
+
+/* mkdir -p */
+static int
+mkdirs(const char *path)
+{
+	char buf[PATH_MAX], *p;
+
+	if ((size_t)snprintf(buf, sizeof(buf), "%s", path) >= sizeof(buf))
+		return -ENAMETOOLONG;
+	for (p = buf + 1; *p != '\0'; p++) {
+		if (*p != '/')
+			continue;
+		*p = '\0';
+		if (mkdir(buf, 0755) != 0 && errno != EEXIST)
+			return -errno;
+		*p = '/';
+	}
+	if (mkdir(buf, 0755) != 0 && errno != EEXIST)
+		return -errno;
+	return 0;
+}
+
+static void
+rmtree_flat(const char *dir)
+{
+	char p[PATH_MAX];
+	struct dirent *de;
+	DIR *d = opendir(dir);
+
+	if (d == NULL)
+		return;
+	while ((de = readdir(d)) != NULL)
+		if (de->d_name[0] != '.' || (strcmp(de->d_name, ".") != 0 &&
+					     strcmp(de->d_name, "..") != 0))
+			if ((size_t)snprintf(p, sizeof(p), "%s/%s", dir, de->d_name) < sizeof(p))
+				unlink(p);
+	closedir(d);
+	rmdir(dir);
+}
+
+static int
+write_file(const char *dir, const char *name, char *text)
+{
+	char path[PATH_MAX];
+	FILE *f;
+	int rc = 0;
+
+	if (text == NULL)
+		return -ENOMEM;
+	if ((size_t)snprintf(path, sizeof(path), "%s/%s", dir, name) >= sizeof(path))
+		return -ENAMETOOLONG;
+	f = fopen(path, "w");
+	if (f == NULL)
+		return -errno;
+	if (fputs(text, f) < 0)
+		rc = -EIO;
+	if (fflush(f) != 0 || fsync(fileno(f)) != 0)
+		rc = -errno;
+	if (fclose(f) != 0 && rc == 0)
+		rc = -EIO;
+	return rc;
+}
+
+static char *
+render(void (*fn)(FILE *, const json_t *, const char *const *), const json_t *rows,
+		const char *const *cols)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+
+	if (f == NULL)
+		return NULL;
+	fn(f, rows, cols);
+	fclose(f);
+	return buf;
+}
+
+int
+psb_exp_results_write(const struct psb_exp_conf *c, const json_t *doc, const json_t *rows,
+		const char *const *cols, char *where, size_t wherelen, char *err, size_t errlen)
+{
+	char final[PATH_MAX + 64], tmp[PATH_MAX + 64], old[PATH_MAX + 64], *text;
+	struct stat st;
+	unsigned int n;
+	int rc;
+
+	if (psb_exp_results_path(c, final, PATH_MAX) != 0)
+		return exp_fail(err, errlen, "output.dir: path too long");
+	rc = mkdirs(c->output.dir);
+	if (rc != 0) {
+		snprintf(err, errlen, "output.dir: cannot create %s: %s", c->output.dir,
+			 strerror(-rc));
+		return rc;
+	}
+	snprintf(tmp, sizeof(tmp), "%s/.%s.tmp.%d", c->output.dir, c->name, (int)getpid());
+	rmtree_flat(tmp);
+	if (mkdir(tmp, 0755) != 0) {
+		rc = -errno;
+		snprintf(err, errlen, "cannot create %s: %s", tmp, strerror(errno));
+		return rc;
+	}
+	text = json_dumps(doc, JSON_INDENT(2) | JSON_SORT_KEYS);
+	rc = write_file(tmp, "result.json", text);
+	free(text);
+	if (rc == 0) {
+		text = render(psb_exp_csv_print, rows, cols);
+		rc = write_file(tmp, "result.csv", text);
+		free(text);
+	}
+	if (rc == 0) {
+		text = render(psb_exp_table_print, rows, cols);
+		rc = write_file(tmp, "result.txt", text);
+		free(text);
+	}
+	if (rc != 0) {
+		snprintf(err, errlen, "cannot write results into %s: %s", tmp, strerror(-rc));
+		rmtree_flat(tmp);
+		return rc;
+	}
+	if (stat(final, &st) == 0) {
+		if (c->output.overwrite) {
+			/* move the old results aside first: a directory rename cannot replace one */
+			snprintf(old, sizeof(old), "%s/.%s.old.%d", c->output.dir, c->name,
+				 (int)getpid());
+			rmtree_flat(old);
+			if (rename(final, old) != 0) {
+				rc = -errno;
+				snprintf(err, errlen, "cannot move the old %s aside: %s", final,
+					 strerror(errno));
+				return rc;
+			}
+			rmtree_flat(old);
+		} else {
+			/* appeared while the experiment ran: keep both, never replace */
+			for (n = 2; n < 10000; n++) {
+				snprintf(old, sizeof(old), "%.*s.%u", PATH_MAX, final, n);
+				if (stat(old, &st) != 0)
+					break;
+			}
+			memcpy(final, old, sizeof(final));
+		}
+	}
+	if (rename(tmp, final) != 0) {
+		rc = -errno;
+		snprintf(err, errlen, "cannot move results to %s: %s (they are in %s)", final,
+			 strerror(errno), tmp);
+		return rc;
+	}
+	if (where != NULL)
+		snprintf(where, wherelen, "%s", final);
+	return 0;
+}
+
+/* A cell as text: strings as they are, numbers compactly. */
+static void
+cell(const json_t *v, char *buf, size_t len)
+{
+	if (json_is_string(v))
+		snprintf(buf, len, "%s", json_string_value(v));
+	else if (json_is_integer(v))
+		snprintf(buf, len, "%lld", (long long)json_integer_value(v));
+	else if (json_is_real(v))
+		snprintf(buf, len, "%.6g", json_real_value(v));
+	else if (json_is_true(v))
+		snprintf(buf, len, "true");
+	else if (json_is_false(v))
+		snprintf(buf, len, "false");
+	else
+		snprintf(buf, len, "%s", v == NULL ? "" : "-");
+}
+
+void
+psb_exp_table_print(FILE *out, const json_t *rows, const char *const *cols)
+{
+	size_t w[64] = { 0 }, ncol, r, k;
+	char buf[128];
+
+	for (ncol = 0; cols[ncol] != NULL && ncol < 64; ncol++)
+		w[ncol] = strlen(cols[ncol]);
+	for (r = 0; r < json_array_size(rows); r++)
+		for (k = 0; k < ncol; k++) {
+			cell(json_object_get(json_array_get(rows, r), cols[k]), buf, sizeof(buf));
+			if (strlen(buf) > w[k])
+				w[k] = strlen(buf);
+		}
+	for (k = 0; k < ncol; k++)
+		fprintf(out, "%s%*s", k ? "  " : "", (int)w[k], cols[k]);
+	fprintf(out, "\n");
+	for (r = 0; r < json_array_size(rows); r++) {
+		for (k = 0; k < ncol; k++) {
+			cell(json_object_get(json_array_get(rows, r), cols[k]), buf, sizeof(buf));
+			fprintf(out, "%s%*s", k ? "  " : "", (int)w[k], buf);
+		}
+		fprintf(out, "\n");
+	}
+}
+
+void
+psb_exp_csv_print(FILE *out, const json_t *rows, const char *const *cols)
+{
+	char buf[128];
+	size_t r, k;
+
+	for (k = 0; cols[k] != NULL; k++)
+		fprintf(out, "%s%s", k ? "," : "", cols[k]);
+	fprintf(out, "\n");
+	for (r = 0; r < json_array_size(rows); r++) {
+		for (k = 0; cols[k] != NULL; k++) {
+			cell(json_object_get(json_array_get(rows, r), cols[k]), buf, sizeof(buf));
+			/* names are plain; quote anything that could break a CSV field */
+			if (strpbrk(buf, ",\"\n") != NULL) {
+				fprintf(out, "%s\"", k ? "," : "");
+				for (const char *p = buf; *p != '\0'; p++) {
+					if (*p == '"')
+						fputc('"', out);
+					fputc(*p, out);
+				}
+				fprintf(out, "\"");
+			} else {
+				fprintf(out, "%s%s", k ? "," : "", buf);
+			}
+		}
+		fprintf(out, "\n");
+	}
+}

@@ -1,0 +1,151 @@
+/* Experiment documents: the JSON schema of a psb experiment, its checks, and its results. */
+#ifndef PSB_EXP_H
+#define PSB_EXP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include <jansson.h>
+
+#include "psb_conf.h"
+
+/* What an experiment does; each kind has a section of the same name. */
+enum psb_exp_kind {
+	PSB_EXP_PUSHPULL,	/* worker: ps-lite's test_benchmark against the servers */
+	PSB_EXP_SERVE,		/* server: serve the store, measure what it did */
+	PSB_EXP_KIND_MAX
+};
+
+/* Same order as the appliance's node roles. */
+enum psb_exp_role {
+	PSB_EXP_ROLE_SERVER,
+	PSB_EXP_ROLE_WORKER,
+	PSB_EXP_ROLE_SCHEDULER,
+};
+
+enum psb_exp_huge {
+	PSB_EXP_HUGE_AUTO,
+	PSB_EXP_HUGE_YES,
+	PSB_EXP_HUGE_NO,
+};
+
+/* The appliance itself: fixed for the life of the process. */
+struct psb_exp_node {
+	int role;			/* enum psb_exp_role */
+	struct psb_conf_strlist ports;
+	uint32_t ip;
+	char mac[24];
+	uint64_t udp_port;
+	uint32_t scheduler;		/* 0.0.0.0: none */
+	uint64_t scheduler_port;
+	uint32_t server;		/* worker without scheduler: its server */
+	uint64_t num_workers;
+	uint64_t num_servers;
+	uint64_t rank;
+	uint64_t workers;		/* worker roles in this process */
+	uint64_t shards;
+	bool sync;
+	uint64_t mtu;
+	uint64_t max_value;
+	char lcores[64];
+	uint64_t mem_mb;		/* 0: what the pools need */
+	uint64_t mbufs;			/* 0: from rings and ports */
+	int huge;			/* enum psb_exp_huge */
+	char file_prefix[64];
+};
+
+/* Kind "pushpull": the worker benchmark. */
+struct psb_exp_pushpull {
+	uint64_t len;
+	uint64_t repeat;
+	int mode;			/* enum psb_bench_mode */
+	uint64_t keys;
+	uint64_t window;
+	uint64_t batch;
+	uint64_t duration;		/* ns, 0: until repeat iterations */
+	uint64_t warmup;		/* iterations before the metrics are reset */
+	uint64_t timeout;		/* ns */
+	uint64_t max_retries;
+	bool verify;
+	uint64_t rate;			/* value bits/s, 0: as fast as it goes; live */
+};
+
+/* Kind "serve": a measured window of the server. */
+struct psb_exp_serve {
+	uint64_t duration;		/* ns, 0: until stopped */
+};
+
+struct psb_exp_output {
+	char dir[256];			/* results go to dir/<name>/ */
+	bool overwrite;			/* replace an existing dir/<name> */
+	uint64_t log_every;		/* progress line period, ns; live */
+	char counters_file[256];	/* JSON lines of every counter, "" none; relative: in dir/<name> */
+	uint64_t counters_every;	/* its period, ns */
+};
+
+struct psb_exp_conf {
+	char name[64];
+	int kind;			/* enum psb_exp_kind */
+	char description[256];
+	struct psb_exp_node node;
+	struct psb_exp_pushpull pushpull;
+	struct psb_exp_serve serve;
+	struct psb_exp_output output;
+};
+
+extern const struct psb_conf_field psb_exp_table[];
+extern const struct psb_conf_field psb_exp_node_table[];
+extern const char *const psb_exp_kind_names[];
+extern const char *const psb_exp_role_names[];
+
+/* Which parameters "set" may change while an experiment runs (dotted paths). */
+bool psb_exp_settable(const char *path);
+
+/*
+ * Parse a document into *c (defaults for what it leaves out) and check it as a whole:
+ * the section of another kind, a name that cannot be a directory, lengths that are not
+ * float arrays, a role that cannot run the kind. With need_node, node.ports and node.ip
+ * must be given (a document psb starts from); otherwise the node section may be left out
+ * (a document started on a running appliance). Errors name the JSON path.
+ * 0 or -EINVAL / -ENOMEM; *c is unchanged on failure.
+ */
+int psb_exp_load(struct psb_exp_conf *c, const json_t *doc, bool need_node, char *err,
+		size_t errlen);
+int psb_exp_load_file(struct psb_exp_conf *c, const char *path, bool need_node, char *err,
+		size_t errlen);
+
+/* Checks of psb_exp_load on a filled struct (after command-line overrides, say). */
+int psb_exp_check(const struct psb_exp_conf *c, bool need_node, char *err, size_t errlen);
+
+/*
+ * The first node setting in which a and b differ ("node.ports"), for refusing a document
+ * that wants another appliance than the running one; NULL when they agree. Uses buf.
+ */
+const char *psb_exp_node_diff(const struct psb_exp_node *a, const struct psb_exp_node *b,
+		char *buf, size_t len);
+
+/*
+ * Results directories. psb_exp_results_path gives dir/name; psb_exp_results_claim fails
+ * with -EEXIST (and a message) when it already holds results and overwrite is off, so an
+ * experiment is refused before it runs rather than after.
+ */
+int psb_exp_results_path(const struct psb_exp_conf *c, char *out, size_t len);
+int psb_exp_results_claim(const struct psb_exp_conf *c, char *err, size_t errlen);
+
+/*
+ * Write result.json (doc as is), result.csv and result.txt (rows as a table) into a new
+ * directory and move it to dir/name in one rename: readers see all three files or none.
+ * An existing dir/name is replaced only with overwrite; otherwise the results go to
+ * dir/name.N (first free N) and *where says so. rows: array of flat objects, one per table
+ * row; cols: the keys to show, in order. 0 or -errno with a message in err.
+ */
+int psb_exp_results_write(const struct psb_exp_conf *c, const json_t *doc, const json_t *rows,
+		const char *const *cols, char *where, size_t wherelen, char *err, size_t errlen);
+
+/* rows as an aligned text table / as CSV (header line first). */
+void psb_exp_table_print(FILE *out, const json_t *rows, const char *const *cols);
+void psb_exp_csv_print(FILE *out, const json_t *rows, const char *const *cols);
+
+#endif /* PSB_EXP_H */
