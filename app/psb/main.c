@@ -534,7 +534,7 @@ check_config_file(const char *path)
 	for (i = 0; i < c->node.ports.n; i++)
 		if (psb_port_parse(c->node.ports.v[i], (int)i, &spec, err, sizeof(err)) != 0)
 			psb_die("%s: node.ports[%u]: %s", path, i, err);
-	j = psb_conf_dump(psb_exp_table, c);
+	j = psb_exp_dump(c);
 	if (j != NULL) {
 		json_dumpf(j, stdout, JSON_INDENT(2));
 		printf("\n");

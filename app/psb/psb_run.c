@@ -287,7 +287,7 @@ run_finish(struct psb_app *app, int state)
 	if (r->from_doc) {
 		pthread_mutex_lock(&app->ctl_lock);
 		doc = json_pack("{s:o,s:s,s:i,s:f,s:o,s:o,s:o}",
-			"experiment", psb_conf_dump(psb_exp_table, &r->conf),
+			"experiment", psb_exp_dump(&r->conf),
 			"state", state_names[state], "id", (int)r->id, "elapsed_s", elapsed,
 			"rows", json_incref(rows), "workers", json_incref(workers),
 			"counters", psb_counters_json(app));

@@ -113,7 +113,7 @@ static const struct psb_conf_field output_table[] = {
 	  NULL, "progress line period (0: none); can be set while running" },
 	{ "counters_file", PSB_CONF_STRING, OFF(psb_exp_output, counters_file),
 	  sizeof(((struct psb_exp_output *)0)->counters_file), 0, "", 0, 0, NULL, NULL,
-	  "append every counter as a JSON line to this file (relative: in the results dir)" },
+	  "append every counter as a JSON line to this file (relative: in output.dir)" },
 	{ "counters_every", PSB_CONF_DURATION, OFF(psb_exp_output, counters_every), 0, 0, "1s",
 	  10e6, 3600e9, NULL, NULL, "period of the counters file" },
 	{ NULL, 0, 0, 0, 0, NULL, 0, 0, NULL, NULL, NULL },
@@ -282,6 +282,18 @@ psb_exp_load_file(struct psb_exp_conf *c, const char *path, bool need_node, char
 	rc = psb_exp_load(c, doc, need_node, err, errlen);
 	json_decref(doc);
 	return rc;
+}
+
+json_t *
+psb_exp_dump(const struct psb_exp_conf *c)
+{
+	json_t *j = psb_conf_dump(psb_exp_table, c);
+	unsigned int k;
+
+	for (k = 0; j != NULL && k < PSB_EXP_KIND_MAX; k++)
+		if ((int)k != c->kind)
+			json_object_del(j, psb_exp_kind_names[k]);
+	return j;
 }
 
 const char *

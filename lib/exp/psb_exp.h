@@ -81,14 +81,14 @@ struct psb_exp_output {
 	char dir[256];			/* results go to dir/<name>/ */
 	bool overwrite;			/* replace an existing dir/<name> */
 	uint64_t log_every;		/* progress line period, ns; live */
-	char counters_file[256];	/* JSON lines of every counter, "" none; relative: in dir/<name> */
+	char counters_file[256];	/* JSON lines of every counter, "" none; relative: in dir */
 	uint64_t counters_every;	/* its period, ns */
 };
 
 struct psb_exp_conf {
 	char name[64];
 	int kind;			/* enum psb_exp_kind */
-	char description[256];
+	char description[1024];
 	struct psb_exp_node node;
 	struct psb_exp_pushpull pushpull;
 	struct psb_exp_serve serve;
@@ -115,6 +115,10 @@ int psb_exp_load(struct psb_exp_conf *c, const json_t *doc, bool need_node, char
 		size_t errlen);
 int psb_exp_load_file(struct psb_exp_conf *c, const char *path, bool need_node, char *err,
 		size_t errlen);
+
+/* The document with every default filled in, without the sections of other kinds: what
+ * psb_exp_load reads back to the same struct. NULL on no memory. */
+json_t *psb_exp_dump(const struct psb_exp_conf *c);
 
 /* Checks of psb_exp_load on a filled struct (after command-line overrides, say). */
 int psb_exp_check(const struct psb_exp_conf *c, bool need_node, char *err, size_t errlen);

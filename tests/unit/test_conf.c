@@ -561,6 +561,71 @@ test_help(void **state)
 	free(buf);
 }
 
+struct with_list {
+	struct psb_conf_strlist ports;
+	uint64_t n;
+};
+
+static const struct psb_conf_field list_table[] = {
+	{ .key = "ports", .type = PSB_CONF_STRLIST, .offset = offsetof(struct with_list, ports),
+	  .def = "[\"null\"]", .max = 3, .help = "port specs" },
+	{ .key = "n", .type = PSB_CONF_UINT, .offset = offsetof(struct with_list, n), .def = "1" },
+	{ .key = NULL },
+};
+
+/* String lists: arrays or a lone string, a cap on the count, items named by index. */
+static void
+test_strlist(void **state)
+{
+	struct with_list w, before;
+	char err[512];
+	json_t *j;
+
+	(void)state;
+	assert_int_equal(psb_conf_parse_string(list_table, &w, "{}", "node", err, sizeof(err)), 0);
+	assert_int_equal(w.ports.n, 1);
+	assert_string_equal(w.ports.v[0], "null");
+	assert_int_equal(psb_conf_parse_string(list_table, &w, "{\"ports\": [\"a\", \"b\"]}",
+					       "node", err, sizeof(err)), 0);
+	assert_int_equal(w.ports.n, 2);
+	assert_string_equal(w.ports.v[1], "b");
+	assert_int_equal(psb_conf_parse_string(list_table, &w, "{\"ports\": \"one\"}", "node",
+					       err, sizeof(err)), 0);
+	assert_int_equal(w.ports.n, 1);
+	assert_string_equal(w.ports.v[0], "one");
+	assert_int_equal(psb_conf_parse_string(list_table, &w, "{\"ports\": []}", "node", err,
+					       sizeof(err)), 0);
+	assert_int_equal(w.ports.n, 0);
+
+	memcpy(&before, &w, sizeof(w));
+	assert_int_equal(psb_conf_parse_string(list_table, &w, "{\"ports\": [\"a\", 2]}", "node",
+					       err, sizeof(err)), -EINVAL);
+	assert_string_equal(err, "node.ports[1]: expected a string, got 2");
+	assert_int_equal(psb_conf_parse_string(list_table, &w,
+					       "{\"ports\": [\"a\", \"b\", \"c\", \"d\"]}",
+					       "node", err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "node.ports: expected at most 3 items, got 4"));
+	assert_int_equal(psb_conf_parse_string(list_table, &w, "{\"ports\": {}}", "node", err,
+					       sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "node.ports: expected a string or an array of strings"));
+	assert_memory_equal(&w, &before, sizeof(w));
+
+	/* set takes a JSON array or plain text; dump gives an array back */
+	assert_int_equal(psb_conf_set(list_table, &w, "ports", "[\"x\", \"y\"]", err,
+				      sizeof(err)), 0);
+	assert_int_equal(w.ports.n, 2);
+	assert_int_equal(psb_conf_set(list_table, &w, "ports", "memif:server:/a.sock", err,
+				      sizeof(err)), 0);
+	assert_int_equal(w.ports.n, 1);
+	assert_string_equal(w.ports.v[0], "memif:server:/a.sock");
+	j = psb_conf_dump(list_table, &w);
+	assert_non_null(j);
+	assert_true(json_is_array(json_object_get(j, "ports")));
+	assert_string_equal(json_string_value(json_array_get(json_object_get(j, "ports"), 0)),
+			    "memif:server:/a.sock");
+	json_decref(j);
+}
+
 int
 main(void)
 {
@@ -579,6 +644,7 @@ main(void)
 		cmocka_unit_test(test_set),
 		cmocka_unit_test(test_dump),
 		cmocka_unit_test(test_help),
+		cmocka_unit_test(test_strlist),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,0 +1,318 @@
+/* Unit tests of lib/exp: every shipped document, broken documents, results directories. */
+#include <dirent.h>
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "psb_exp.h"
+
+static const char *const cols[] = { "worker", "goodput_gbps", "note", NULL };
+
+static int
+load_text(struct psb_exp_conf *c, const char *text, bool need_node, char *err, size_t len)
+{
+	json_error_t je;
+	json_t *doc = json_loads(text, 0, &je);
+	int rc;
+
+	if (doc == NULL)
+		fail_msg("test document does not parse: %s: %s", text, je.text);
+	rc = psb_exp_load(c, doc, need_node, err, len);
+	json_decref(doc);
+	return rc;
+}
+
+/* Every document under config/ loads as one psb can start from, and dumps back the same. */
+static void
+test_shipped_configs(void **state)
+{
+	const char *dir = getenv("PSB_CONFIG_DIR");
+	struct psb_exp_conf *c = calloc(1, sizeof(*c)), *back = calloc(1, sizeof(*back));
+	char path[1024], err[1024];
+	struct dirent *de;
+	unsigned int n = 0, kinds = 0;
+	json_t *dump;
+	DIR *d;
+
+	(void)state;
+	assert_non_null(dir);
+	d = opendir(dir);
+	assert_non_null(d);
+	while ((de = readdir(d)) != NULL) {
+		size_t len = strlen(de->d_name);
+
+		if (len < 6 || strcmp(de->d_name + len - 5, ".json") != 0)
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
+		if (psb_exp_load_file(c, path, true, err, sizeof(err)) != 0)
+			fail_msg("%s: %s", path, err);
+		assert_true(c->node.ports.n >= 1);
+		kinds |= 1u << c->kind;
+		dump = psb_exp_dump(c);
+		assert_non_null(dump);
+		if (psb_exp_load(back, dump, true, err, sizeof(err)) != 0)
+			fail_msg("%s: dump does not load back: %s", path, err);
+		assert_memory_equal(c, back, sizeof(*c));
+		json_decref(dump);
+		n++;
+	}
+	closedir(d);
+	assert_true(n >= 2);
+	/* a shipped example for every kind */
+	assert_int_equal(kinds, (1u << PSB_EXP_KIND_MAX) - 1);
+	free(c);
+	free(back);
+}
+
+#define NODE_W "\"node\": {\"role\": \"worker\", \"ports\": [\"null\"], \"ip\": \"198.18.0.2\", " \
+	"\"server\": \"198.18.0.1\"}"
+
+static const struct {
+	const char *doc;
+	bool need_node;
+	const char *want;	/* the message starts with this path, then says this */
+	const char *also;
+} broken[] = {
+	{ "{\"kind\": \"pushpull\"}", false, "name:", "required" },
+	{ "{\"name\": \"a\"}", false, "kind:", "required" },
+	{ "{\"name\": \"a\", \"kind\": \"pushpul\"}", false, "kind:", "pushpull, serve" },
+	{ "{\"name\": \"a\", \"kind\": \"serve\", \"nmae\": 1}", false, "nmae:", "unknown key" },
+	{ "{\"name\": \"../up\", \"kind\": \"serve\"}", false, "name:", "directory" },
+	{ "{\"name\": \"\", \"kind\": \"serve\"}", false, "name:", "letters" },
+	{ "{\"name\": \"a\", \"kind\": \"pushpull\", \"pushpull\": {\"len\": \"abc\"}}", false,
+	  "pushpull.len:", "size" },
+	{ "{\"name\": \"a\", \"kind\": \"pushpull\", \"pushpull\": {\"len\": 1023}}", false,
+	  "pushpull.len:", "multiple of 4" },
+	{ "{\"name\": \"a\", \"kind\": \"pushpull\", \"pushpull\": {\"len\": \"2GB\"}}", false,
+	  "pushpull.len:", "in [" },
+	{ "{\"name\": \"a\", \"kind\": \"pushpull\", \"pushpull\": {\"len\": \"128MB\"}}", false,
+	  "pushpull.len:", "node.max_value" },
+	{ "{\"name\": \"a\", \"kind\": \"pushpull\", \"pushpull\": {\"timeout\": \"1us\"}}", false,
+	  "pushpull.timeout:", "duration" },
+	{ "{\"name\": \"a\", \"kind\": \"pushpull\", \"pushpull\": {\"rate\": -1}}", false,
+	  "pushpull.rate:", "rate" },
+	{ "{\"name\": \"a\", \"kind\": \"pushpull\", \"pushpull\": {\"mode\": 7}}", false,
+	  "pushpull.mode:", "PUSH_PULL" },
+	{ "{\"name\": \"a\", \"kind\": \"pushpull\", \"pushpull\": {\"verify\": \"yes\"}}", false,
+	  "pushpull.verify:", "true or false" },
+	{ "{\"name\": \"a\", \"kind\": \"pushpull\", \"pushpull\": {\"keyz\": 3}}", false,
+	  "pushpull.keyz:", "unknown key" },
+	{ "{\"name\": \"a\", \"kind\": \"pushpull\", \"serve\": {}}", false, "serve:",
+	  "kind serve" },
+	{ "{\"name\": \"a\", \"kind\": \"serve\", \"output\": {\"counters_every\": \"1ms\"}}", false,
+	  "output.counters_every:", "in [" },
+	{ "{\"name\": \"a\", \"kind\": \"serve\", \"output\": {\"dir\": \"\"}}", false,
+	  "output.dir:", "directory" },
+	{ "{\"name\": \"a\", \"kind\": \"pushpull\"}", true, "node:", "appliance" },
+	{ "{\"name\": \"a\", \"kind\": \"pushpull\", \"node\": {\"ip\": \"198.18.0.2\"}}", true,
+	  "node.ports:", "at least one" },
+	{ "{\"name\": \"a\", \"kind\": \"pushpull\", \"node\": {\"ports\": 5}}", true,
+	  "node.ports:", "array of strings" },
+	{ "{\"name\": \"a\", \"kind\": \"pushpull\", \"node\": {\"ports\": [\"null\", 1]}}", true,
+	  "node.ports[1]:", "a string" },
+	{ "{\"name\": \"a\", \"kind\": \"pushpull\", \"node\": {\"ports\": [\"a\",\"b\",\"c\",\"d\","
+	  "\"e\",\"f\",\"g\",\"h\",\"i\"]}}", true, "node.ports:", "at most 8" },
+	{ "{\"name\": \"a\", \"kind\": \"pushpull\", \"node\": {\"ports\": [\"null\"], \"ip\": "
+	  "\"198.18.0\"}}", true, "node.ip:", "IPv4" },
+	{ "{\"name\": \"a\", \"kind\": \"pushpull\", \"node\": {\"ports\": [\"null\"], \"ip\": "
+	  "\"198.18.0.2\"}}", true, "node.server:", "node.scheduler" },
+	{ "{\"name\": \"a\", \"kind\": \"pushpull\", \"node\": {\"role\": \"boss\"}}", true,
+	  "node.role:", "server, worker, scheduler" },
+	{ "{\"name\": \"a\", \"kind\": \"pushpull\", \"node\": {\"role\": \"server\", \"ports\": "
+	  "[\"null\"], \"ip\": \"198.18.0.1\"}}", true, "node.role:", "worker" },
+	{ "{\"name\": \"a\", \"kind\": \"serve\", " NODE_W "}", true, "node.role:", "server" },
+	{ "{\"name\": \"a\", \"kind\": \"pushpull\", \"node\": {\"role\": \"worker\", \"ports\": "
+	  "[\"null\"], \"ip\": \"198.18.0.2\", \"server\": \"198.18.0.1\", \"rank\": 1}}", true,
+	  "node.rank:", "num_workers" },
+	{ "{\"name\": \"a\", \"kind\": \"pushpull\", \"node\": {\"num_workers\": 0}}", false,
+	  "node.num_workers:", "in [" },
+	{ "[1, 2]", false, "expected a JSON object", NULL },
+};
+
+/* Each broken document is refused by the path of what is wrong, and changes nothing. */
+static void
+test_broken_documents(void **state)
+{
+	struct psb_exp_conf *c = calloc(1, sizeof(*c)), *before = calloc(1, sizeof(*before));
+	char err[1024];
+	size_t i;
+
+	(void)state;
+	assert_int_equal(load_text(c, "{\"name\": \"keep\", \"kind\": \"pushpull\", " NODE_W "}",
+				   true, err, sizeof(err)), 0);
+	memcpy(before, c, sizeof(*c));
+	for (i = 0; i < sizeof(broken) / sizeof(broken[0]); i++) {
+		err[0] = '\0';
+		if (load_text(c, broken[i].doc, broken[i].need_node, err, sizeof(err)) == 0)
+			fail_msg("accepted: %s", broken[i].doc);
+		if (strncmp(err, broken[i].want, strlen(broken[i].want)) != 0 ||
+		    (broken[i].also != NULL && strstr(err, broken[i].also) == NULL))
+			fail_msg("%s\n  gave: %s\n  want: %s ... %s", broken[i].doc, err,
+				 broken[i].want, broken[i].also != NULL ? broken[i].also : "");
+		assert_memory_equal(c, before, sizeof(*c));
+	}
+	free(c);
+	free(before);
+}
+
+static void
+test_syntax_error_names_line(void **state)
+{
+	char path[] = "/tmp/psb-test-exp-XXXXXX", err[512];
+	struct psb_exp_conf c;
+	int fd;
+
+	(void)state;
+	fd = mkstemp(path);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, "{\n  \"name\": \"a\",\n  \"kind\" \"serve\"\n}\n", 36), 36);
+	close(fd);
+	assert_int_equal(psb_exp_load_file(&c, path, false, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, path));
+	assert_non_null(strstr(err, ":3:"));
+	unlink(path);
+	assert_int_equal(psb_exp_load_file(&c, "/nonexistent/x.json", false, err, sizeof(err)),
+			 -ENOENT);
+}
+
+static void
+test_node_diff_and_settable(void **state)
+{
+	struct psb_exp_conf a, b;
+	char err[512], buf[64];
+
+	(void)state;
+	assert_int_equal(load_text(&a, "{\"name\": \"a\", \"kind\": \"pushpull\", " NODE_W "}", true,
+				   err, sizeof(err)), 0);
+	b = a;
+	assert_null(psb_exp_node_diff(&a.node, &b.node, buf, sizeof(buf)));
+	snprintf(b.node.ports.v[0], sizeof(b.node.ports.v[0]), "ring");
+	assert_string_equal(psb_exp_node_diff(&a.node, &b.node, buf, sizeof(buf)), "node.ports");
+	b = a;
+	b.node.sync = !a.node.sync;
+	assert_string_equal(psb_exp_node_diff(&a.node, &b.node, buf, sizeof(buf)), "node.sync");
+	assert_true(psb_exp_settable("pushpull.rate"));
+	assert_true(psb_exp_settable("output.log_every"));
+	assert_false(psb_exp_settable("pushpull.len"));
+	assert_false(psb_exp_settable("node.ip"));
+	/* set by path is checked like a document */
+	assert_int_equal(psb_conf_set(psb_exp_table, &a, "pushpull.rate", "2Gbps", err,
+				      sizeof(err)), 0);
+	assert_int_equal(a.pushpull.rate, 2000000000ull);
+	assert_int_not_equal(psb_conf_set(psb_exp_table, &a, "pushpull.rate", "fast", err,
+					  sizeof(err)), 0);
+	assert_int_equal(strncmp(err, "pushpull.rate:", 14), 0);
+	assert_int_equal(psb_conf_set(psb_exp_table, &a, "node.ports", "memif:server:/x.sock", err,
+				      sizeof(err)), 0);
+	assert_int_equal(a.node.ports.n, 1);
+	assert_string_equal(a.node.ports.v[0], "memif:server:/x.sock");
+}
+
+static int
+count_entries(const char *dir)
+{
+	struct dirent *de;
+	DIR *d = opendir(dir);
+	int n = 0;
+
+	if (d == NULL)
+		return -1;
+	while ((de = readdir(d)) != NULL)
+		if (strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0)
+			n++;
+	closedir(d);
+	return n;
+}
+
+static char *
+slurp(const char *path)
+{
+	static char buf[8192];
+	FILE *f = fopen(path, "r");
+	size_t n;
+
+	if (f == NULL)
+		return NULL;
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	buf[n] = '\0';
+	fclose(f);
+	return buf;
+}
+
+/* Results appear whole in DIR/name; a second run never replaces them unless asked to. */
+static void
+test_results_directory(void **state)
+{
+	char tmpl[] = "/tmp/psb-test-res-XXXXXX", where[1024], err[512], p[1200], *text;
+	struct psb_exp_conf c;
+	json_t *rows, *doc;
+
+	(void)state;
+	assert_non_null(mkdtemp(tmpl));
+	assert_int_equal(load_text(&c, "{\"name\": \"trial-1\", \"kind\": \"serve\"}", false, err,
+				   sizeof(err)), 0);
+	snprintf(c.output.dir, sizeof(c.output.dir), "%s/res/deeper", tmpl);
+	rows = json_pack("[{s:s,s:f,s:s},{s:s,s:f,s:s}]", "worker", "0", "goodput_gbps", 12.5,
+			 "note", "a,b", "worker", "all", "goodput_gbps", 25.0, "note", "say \"hi\"");
+	doc = json_pack("{s:s}", "state", "done");
+	assert_int_equal(psb_exp_results_claim(&c, err, sizeof(err)), 0);
+	assert_int_equal(psb_exp_results_write(&c, doc, rows, cols, where, sizeof(where), err,
+					       sizeof(err)), 0);
+	snprintf(p, sizeof(p), "%s/res/deeper/trial-1", tmpl);
+	assert_string_equal(where, p);
+	assert_int_equal(count_entries(p), 3);
+	snprintf(p, sizeof(p), "%s/res/deeper/trial-1/result.csv", tmpl);
+	text = slurp(p);
+	assert_non_null(text);
+	assert_string_equal(text, "worker,goodput_gbps,note\n0,12.5,\"a,b\"\nall,25,\"say \"\"hi\"\"\"\n");
+	snprintf(p, sizeof(p), "%s/res/deeper/trial-1/result.txt", tmpl);
+	text = slurp(p);
+	assert_non_null(strstr(text, "worker  goodput_gbps"));
+	snprintf(p, sizeof(p), "%s/res/deeper/trial-1/result.json", tmpl);
+	assert_non_null(strstr(slurp(p), "\"done\""));
+
+	/* the name is taken now: refused up front, and kept apart if it appears meanwhile */
+	assert_int_equal(psb_exp_results_claim(&c, err, sizeof(err)), -EEXIST);
+	assert_non_null(strstr(err, "already exist"));
+	assert_int_equal(psb_exp_results_write(&c, doc, rows, cols, where, sizeof(where), err,
+					       sizeof(err)), 0);
+	snprintf(p, sizeof(p), "%s/res/deeper/trial-1.2", tmpl);
+	assert_string_equal(where, p);
+	/* overwrite replaces, and leaves no temporary directories behind */
+	c.output.overwrite = true;
+	assert_int_equal(psb_exp_results_claim(&c, err, sizeof(err)), 0);
+	json_object_set_new(doc, "state", json_string("again"));
+	assert_int_equal(psb_exp_results_write(&c, doc, rows, cols, where, sizeof(where), err,
+					       sizeof(err)), 0);
+	snprintf(p, sizeof(p), "%s/res/deeper/trial-1/result.json", tmpl);
+	assert_non_null(strstr(slurp(p), "\"again\""));
+	snprintf(p, sizeof(p), "%s/res/deeper", tmpl);
+	assert_int_equal(count_entries(p), 2);
+	json_decref(rows);
+	json_decref(doc);
+	snprintf(p, sizeof(p), "rm -rf '%s'", tmpl);
+	assert_int_equal(system(p), 0);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_shipped_configs),
+		cmocka_unit_test(test_broken_documents),
+		cmocka_unit_test(test_syntax_error_names_line),
+		cmocka_unit_test(test_node_diff_and_settable),
+		cmocka_unit_test(test_results_directory),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
