@@ -909,8 +909,12 @@ check_exit(struct psb_app *app, uint64_t now, uint64_t *last_rx, uint64_t *last_
 {
 	uint64_t rx = total_rx(app);
 
-	/* Without a console or --wait, psb lives as long as the experiment it was given. */
-	if (!app->stay && !app->interactive && app->run.id != 0 && !psb_run_active(app))
+	/*
+	 * psb given an experiment to run (a worker command line, --config, a command file)
+	 * lives as long as it; one started to take commands stays until told to quit.
+	 */
+	if ((app->autostart || app->cmdline_file != NULL) && !app->stay && !app->interactive &&
+	    app->run.id != 0 && !psb_run_active(app))
 		app->quit = 1;
 	if (app->duration_ns != 0 && now >= app->duration_ns)
 		app->quit = 1;
@@ -1025,17 +1029,6 @@ main(int argc, char **argv)
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
 	signal(SIGPIPE, SIG_IGN);
-	if (app->ctl_path == NULL || strcmp(app->ctl_path, "none") != 0) {
-		char path[PATH_MAX];
-
-		if (app->ctl_path == NULL)
-			snprintf(path, sizeof(path), "%s/psb.ctl", rte_eal_get_runtime_dir());
-		else
-			snprintf(path, sizeof(path), "%s", app->ctl_path);
-		if (psb_ctl_sock_init(app, path, err, sizeof(err)) != 0)
-			psb_die("%s", err);
-		PSB_DBG(app, 1, "control socket %s", path);
-	}
 	app->ns_per_tsc = 1e9 / (double)rte_get_tsc_hz();
 	app->start_tsc = rte_get_tsc_cycles();
 	psb_agg_add(NULL, NULL, 0);	/* pick the aggregation kernel now, not on the fast path */
@@ -1115,6 +1108,22 @@ main(int argc, char **argv)
 		psb_ip_str(app->me.ip, err), app->nroles,
 		nworker_lcores == 0 ? 1 : nworker_lcores,
 		nworker_lcores == 0 ? " (run to completion)" : "", app->mtu, app->seg_size);
+	/*
+	 * The control socket appears once the ports run: scripts may take it as the sign that
+	 * this node is ready (a memif client that connects to a server whose port has not
+	 * started yet is not taken and does not try again).
+	 */
+	if (app->ctl_path == NULL || strcmp(app->ctl_path, "none") != 0) {
+		char path[PATH_MAX];
+
+		if (app->ctl_path == NULL)
+			snprintf(path, sizeof(path), "%s/psb.ctl", rte_eal_get_runtime_dir());
+		else
+			snprintf(path, sizeof(path), "%s", app->ctl_path);
+		if (psb_ctl_sock_init(app, path, err, sizeof(err)) != 0)
+			psb_die("%s", err);
+		PSB_DBG(app, 1, "control socket %s", path);
+	}
 	app->nworker_lcores = nworker_lcores;
 	watch_links(app);
 	for (k = 0; k < nworker_lcores; k++)

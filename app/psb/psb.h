@@ -2,6 +2,7 @@
 #ifndef PSB_H
 #define PSB_H
 
+#include <limits.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -155,7 +156,7 @@ struct psb_run_rec {
 	char name[64];
 	int kind;
 	double elapsed_s;
-	char results[512];
+	char results[PATH_MAX];
 };
 
 struct psb_run {
@@ -167,7 +168,8 @@ struct psb_run {
 	uint32_t id;			/* 1, 2, ... */
 	uint64_t start_ns;
 	uint64_t end_ns;
-	char results[512];		/* where the results went */
+	char results[PATH_MAX];		/* where the results went */
+	char results_dir[PATH_MAX];	/* where they will go (absolute) */
 	char error[256];
 	FILE *counters_f;
 	uint64_t next_counters_ns;

@@ -116,7 +116,9 @@ cmd_start(struct psb_app *app, const json_t *req, int *quit)
 	free(c);
 	if (rc != 0)
 		return psb_cmd_error(errno_code(rc), "%s", err);
-	return ok(json_pack("{s:i,s:s}", "id", (int)app->run.id, "name", app->run.conf.name));
+	/* not a top-level "id": that one echoes the request's */
+	return ok(json_pack("{s:{s:i,s:s,s:s}}", "experiment", "id", (int)app->run.id, "name",
+			    app->run.conf.name, "results", app->run.results_dir));
 }
 
 static json_t *

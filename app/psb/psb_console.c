@@ -1,20 +1,1169 @@
-/* Console: placeholder until the rte_cmdline console lands. */
+/* Console: testpmd-style rte_cmdline commands on stdin (-i) or a file, over psb_cmd_exec. */
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <termios.h>
+#include <unistd.h>
+
+#include <cmdline.h>
+#include <cmdline_parse.h>
+#include <cmdline_parse_num.h>
+#include <cmdline_parse_string.h>
+#include <cmdline_socket.h>
+
 #include "psb.h"
 #include "psb_ctl.h"
+
+#define CON_PROMPT	"psb> "
+#define CON_KEY_WIDTH	30
+#define CON_CTRL_C	'\003'
+
+static struct {
+	struct psb_app *app;
+	struct cmdline *cl;
+	int fd;			/* what cl reads */
+	int from_file;		/* cl reads --cmdline-file; with -i, stdin comes next */
+	int interactive;
+	int waiting;		/* "wait": no input is read until the experiment ends */
+	int quit;		/* "quit" was given */
+	int eof;		/* the input ended; what is buffered still runs */
+	int line_open;		/* input since the last end of line */
+	int tty_saved;
+	struct termios tty;
+	size_t off, len;
+	char in[512];		/* read ahead of what cl was given */
+} con = { .fd = -1 };
+
+/*
+ * Output of a command is gathered in memory and written with cmdline_printf in one go, so
+ * it follows the echo of its line and a slow terminal cannot interleave it.
+ */
+struct con_out {
+	FILE *f;
+	char *buf;
+	size_t len;
+};
+
+static FILE *
+out_begin(struct con_out *o)
+{
+	o->buf = NULL;
+	o->len = 0;
+	o->f = open_memstream(&o->buf, &o->len);
+	return o->f != NULL ? o->f : stdout;
+}
+
+static void
+out_end(struct con_out *o, struct cmdline *cl)
+{
+	/* what the data plane printed with stdio (results tables) comes first */
+	fflush(stdout);
+	if (o->f == NULL)
+		return;
+	fclose(o->f);
+	if (o->buf != NULL && o->len != 0)
+		cmdline_printf(cl, "%s", o->buf);
+	free(o->buf);
+}
+
+/* Run one control command; the reply, never NULL. */
+static json_t *
+con_exec(json_t *req)
+{
+	json_t *res;
+	int quit = 0;
+
+	if (req == NULL)
+		return psb_cmd_error("no_memory", "out of memory");
+	res = psb_cmd_exec(con.app, req, &quit);
+	json_decref(req);
+	if (quit) {
+		con.quit = 1;
+		con.app->quit = 1;
+	}
+	return res != NULL ? res : psb_cmd_error("no_memory", "out of memory");
+}
+
+static int
+reply_is_error(const json_t *res)
+{
+	return json_object_get(res, "error") != NULL;
+}
+
+/* Print an error reply; 1 if res is one (and is released), 0 if it is a success. */
+static int
+reply_failed(FILE *out, json_t *res)
+{
+	const char *msg;
+
+	if (!reply_is_error(res))
+		return 0;
+	msg = json_string_value(json_object_get(json_object_get(res, "error"), "message"));
+	fprintf(out, "error: %s\n", msg != NULL ? msg : "(no message)");
+	json_decref(res);
+	return 1;
+}
+
+static json_int_t
+get_int(const json_t *o, const char *key)
+{
+	return json_integer_value(json_object_get(o, key));
+}
+
+static double
+get_num(const json_t *o, const char *key)
+{
+	return json_number_value(json_object_get(o, key));
+}
+
+static const char *
+get_str(const json_t *o, const char *key)
+{
+	const char *s = json_string_value(json_object_get(o, key));
+
+	return s != NULL ? s : "";
+}
+
+static void
+print_value(FILE *out, json_t *v)
+{
+	switch (json_typeof(v)) {
+	case JSON_INTEGER:
+		fprintf(out, "%" JSON_INTEGER_FORMAT, json_integer_value(v));
+		break;
+	case JSON_REAL:
+		fprintf(out, "%.3f", json_real_value(v));
+		break;
+	case JSON_STRING:
+		fputs(json_string_value(v), out);
+		break;
+	case JSON_TRUE:
+		fputs("true", out);
+		break;
+	case JSON_FALSE:
+		fputs("false", out);
+		break;
+	case JSON_NULL:
+		fputs("-", out);
+		break;
+	default:
+		json_dumpf(v, out, JSON_COMPACT | JSON_ENCODE_ANY);
+		break;
+	}
+}
+
+/* Nested objects as one "dotted.path  value" line per leaf: readable, and easy to grep. */
+static void
+print_flat(FILE *out, const char *path, json_t *v)
+{
+	char sub[256];
+	const char *k;
+	json_t *x;
+
+	if (json_is_object(v) && json_object_size(v) != 0) {
+		json_object_foreach(v, k, x) {
+			snprintf(sub, sizeof(sub), "%s%s%s", path, *path != '\0' ? "." : "", k);
+			print_flat(out, sub, x);
+		}
+		return;
+	}
+	fprintf(out, "  %-*s ", CON_KEY_WIDTH, path);
+	print_value(out, v);
+	fputc('\n', out);
+}
+
+/* "worker12" -> role "worker", instance "12". */
+static void
+split_role(const char *name, char *role, size_t rolelen, const char **inst)
+{
+	size_t n = strlen(name);
+
+	while (n > 0 && isdigit((unsigned char)name[n - 1]))
+		n--;
+	snprintf(role, rolelen, "%.*s", (int)n, name);
+	*inst = name[n] != '\0' ? name + n : "-";
+}
+
+static json_int_t
+sum_values(json_t *o)
+{
+	json_int_t n = 0;
+	const char *k;
+	json_t *x;
+
+	json_object_foreach(o, k, x)
+		n += json_integer_value(x);
+	return n;
+}
+
+static json_t *
+counters_req(const char *filter)
+{
+	return json_pack("{s:s,s:s}", "cmd", "counters", "filter", filter);
+}
+
+/* show ... */
+
+enum show_what {
+	SHOW_LCORES,
+	SHOW_ROLES,
+	SHOW_COUNTERS,
+	SHOW_EXPERIMENT,
+};
+
+static void
+show_roles(FILE *out)
+{
+	json_t *res = con_exec(counters_req("roles")), *roles, *r;
+	const char *name, *inst;
+	char role[32];
+
+	if (reply_failed(out, res))
+		return;
+	roles = json_object_get(res, "counters");
+	fprintf(out, "%-10s %4s %5s %14s %14s %10s %10s %6s\n", "ROLE", "INST", "LCORE", "RX-PKTS",
+		"TX-PKTS", "DROPS", "RING-FULL", "BUSY%");
+	json_object_foreach(roles, name, r) {
+		split_role(name, role, sizeof(role), &inst);
+		fprintf(out, "%-10s %4s %5" JSON_INTEGER_FORMAT " %14" JSON_INTEGER_FORMAT
+			" %14" JSON_INTEGER_FORMAT " %10" JSON_INTEGER_FORMAT " %10"
+			JSON_INTEGER_FORMAT " %6.2f\n", role, inst, get_int(r, "lcore"),
+			get_int(r, "rx_pkts"), get_int(r, "tx_pkts"),
+			sum_values(json_object_get(r, "drops")), get_int(r, "ring_full"),
+			get_num(r, "busy_pct"));
+	}
+	json_decref(res);
+}
+
+static void
+show_lcores(FILE *out)
+{
+	json_t *res = con_exec(counters_req("roles")), *roles, *r;
+	json_int_t lc[PSB_MAX_ROLES], t;
+	unsigned int n = 0, i, j;
+	const char *name;
+
+	if (reply_failed(out, res))
+		return;
+	roles = json_object_get(res, "counters");
+	json_object_foreach(roles, name, r) {
+		t = get_int(r, "lcore");
+		for (i = 0; i < n && lc[i] != t; i++)
+			;
+		if (i == n && n < RTE_DIM(lc))
+			lc[n++] = t;
+	}
+	for (i = 1; i < n; i++)
+		for (j = i; j > 0 && lc[j - 1] > lc[j]; j--) {
+			t = lc[j];
+			lc[j] = lc[j - 1];
+			lc[j - 1] = t;
+		}
+	fprintf(out, "%5s %7s  %s\n", "LCORE", "BUSY%", "ROLES");
+	for (i = 0; i < n; i++) {
+		double busy = 0, all = 0;
+
+		/* roles on one lcore take turns: its busy share is theirs summed */
+		json_object_foreach(roles, name, r) {
+			if (get_int(r, "lcore") != lc[i])
+				continue;
+			busy += (double)get_int(r, "busy_cycles");
+			all += (double)(get_int(r, "busy_cycles") + get_int(r, "idle_cycles"));
+		}
+		fprintf(out, "%5" JSON_INTEGER_FORMAT " %7.2f ", lc[i], all > 0 ? 100 * busy / all : 0);
+		json_object_foreach(roles, name, r)
+			if (get_int(r, "lcore") == lc[i])
+				fprintf(out, " %s", name);
+		fputc('\n', out);
+	}
+	json_decref(res);
+}
+
+/*
+ * A role name ("worker0", "rx0.drops") or a dotted path from the top ("store", "ports.0"):
+ * the path as given first, then under roles.
+ */
+static void
+show_counters(FILE *out, const char *what)
+{
+	char path[256];
+	json_t *res;
+
+	res = con_exec(counters_req(what));
+	if (reply_is_error(res) && *what != '\0' && strncmp(what, "roles.", 6) != 0) {
+		json_t *alt;
+
+		snprintf(path, sizeof(path), "roles.%s", what);
+		alt = con_exec(counters_req(path));
+		if (!reply_is_error(alt)) {
+			json_decref(res);
+			res = alt;
+			what = path;
+		} else {
+			json_decref(alt);
+		}
+	}
+	if (reply_failed(out, res))
+		return;
+	if (*what != '\0')
+		fprintf(out, "counters %s:\n", what);
+	print_flat(out, "", json_object_get(res, "counters"));
+	json_decref(res);
+}
+
+static void
+show_experiment(FILE *out)
+{
+	json_t *res = con_exec(json_pack("{s:s}", "cmd", "status")), *exp;
+
+	if (reply_failed(out, res))
+		return;
+	exp = json_object_get(res, "experiment");
+	fprintf(out, "node %s, up %.1f s, %s\n", get_str(res, "role"), get_num(res, "uptime_s"),
+		json_is_true(json_object_get(res, "loaded")) ? "an experiment is loaded" :
+		"nothing loaded");
+	if (get_int(exp, "id") == 0)
+		fprintf(out, "no experiment has run yet\n");
+	else
+		print_flat(out, "", exp);
+	json_decref(res);
+}
+
+struct res_show {
+	cmdline_fixed_string_t show;
+	cmdline_fixed_string_t what;
+};
+
+static void
+cb_show(void *parsed, struct cmdline *cl, void *data)
+{
+	struct con_out o;
+	FILE *out = out_begin(&o);
+
+	RTE_SET_USED(parsed);
+	switch ((enum show_what)(uintptr_t)data) {
+	case SHOW_LCORES:
+		show_lcores(out);
+		break;
+	case SHOW_ROLES:
+		show_roles(out);
+		break;
+	case SHOW_COUNTERS:
+		show_counters(out, "");
+		break;
+	case SHOW_EXPERIMENT:
+		show_experiment(out);
+		break;
+	}
+	out_end(&o, cl);
+}
+
+static cmdline_parse_token_string_t tok_show = TOKEN_STRING_INITIALIZER(struct res_show, show,
+	"show");
+static cmdline_parse_token_string_t tok_show_lcores = TOKEN_STRING_INITIALIZER(struct res_show,
+	what, "lcores");
+static cmdline_parse_token_string_t tok_show_roles = TOKEN_STRING_INITIALIZER(struct res_show,
+	what, "roles");
+static cmdline_parse_token_string_t tok_show_counters = TOKEN_STRING_INITIALIZER(
+	struct res_show, what, "counters");
+static cmdline_parse_token_string_t tok_show_experiment = TOKEN_STRING_INITIALIZER(
+	struct res_show, what, "experiment");
+
+static cmdline_parse_inst_t cmd_show_lcores = {
+	.f = cb_show,
+	.data = (void *)(uintptr_t)SHOW_LCORES,
+	.help_str = "show lcores: the roles on each lcore and its busy share",
+	.tokens = { (void *)&tok_show, (void *)&tok_show_lcores, NULL },
+};
+
+static cmdline_parse_inst_t cmd_show_roles = {
+	.f = cb_show,
+	.data = (void *)(uintptr_t)SHOW_ROLES,
+	.help_str = "show roles: packets, drops, ring full and busy share of each role instance",
+	.tokens = { (void *)&tok_show, (void *)&tok_show_roles, NULL },
+};
+
+static cmdline_parse_inst_t cmd_show_counters = {
+	.f = cb_show,
+	.data = (void *)(uintptr_t)SHOW_COUNTERS,
+	.help_str = "show counters: every counter of the process",
+	.tokens = { (void *)&tok_show, (void *)&tok_show_counters, NULL },
+};
+
+static cmdline_parse_inst_t cmd_show_experiment = {
+	.f = cb_show,
+	.data = (void *)(uintptr_t)SHOW_EXPERIMENT,
+	.help_str = "show experiment: the running or last experiment: id, name, kind, state, "
+		"elapsed time, live figures",
+	.tokens = { (void *)&tok_show, (void *)&tok_show_experiment, NULL },
+};
+
+struct res_show_path {
+	cmdline_fixed_string_t show;
+	cmdline_fixed_string_t counters;
+	cmdline_fixed_string_t path;
+};
+
+static void
+cb_show_path(void *parsed, struct cmdline *cl, void *data)
+{
+	struct res_show_path *r = parsed;
+	struct con_out o;
+
+	RTE_SET_USED(data);
+	show_counters(out_begin(&o), r->path);
+	out_end(&o, cl);
+}
+
+static cmdline_parse_token_string_t tok_showp_show = TOKEN_STRING_INITIALIZER(
+	struct res_show_path, show, "show");
+static cmdline_parse_token_string_t tok_showp_counters = TOKEN_STRING_INITIALIZER(
+	struct res_show_path, counters, "counters");
+static cmdline_parse_token_string_t tok_showp_path = TOKEN_STRING_INITIALIZER(
+	struct res_show_path, path, NULL);
+
+static cmdline_parse_inst_t cmd_show_counters_path = {
+	.f = cb_show_path,
+	.data = NULL,
+	.help_str = "show counters <role>|<path>: the counters of one role (worker0, rx0) or "
+		"under a dotted path (store, ports.0, roles.server0.drops)",
+	.tokens = { (void *)&tok_showp_show, (void *)&tok_showp_counters, (void *)&tok_showp_path,
+		NULL },
+};
+
+/* show port stats|xstats all|N, clear port stats all|N */
+
+static void
+print_port(FILE *out, json_t *p, int xstats)
+{
+	const char *k;
+	json_t *x;
+
+	if (xstats) {
+		fprintf(out, "###### NIC extended statistics for port %" JSON_INTEGER_FORMAT
+			" (%s)\n", get_int(p, "port"), get_str(p, "spec"));
+		json_object_foreach(json_object_get(p, "xstats"), k, x)
+			fprintf(out, "%s: %" JSON_INTEGER_FORMAT "\n", k, json_integer_value(x));
+		return;
+	}
+	fprintf(out, "\n  ######## NIC statistics for port %-2" JSON_INTEGER_FORMAT " (%s)%s "
+		"########\n", get_int(p, "port"), get_str(p, "spec"),
+		json_is_true(json_object_get(p, "paused")) ? ", paused" : "");
+	fprintf(out, "  RX-packets: %-12" JSON_INTEGER_FORMAT " RX-missed: %-12" JSON_INTEGER_FORMAT
+		" RX-bytes: %" JSON_INTEGER_FORMAT "\n", get_int(p, "ipackets"),
+		get_int(p, "imissed"), get_int(p, "ibytes"));
+	fprintf(out, "  RX-errors:  %-12" JSON_INTEGER_FORMAT " RX-nombuf: %" JSON_INTEGER_FORMAT
+		"\n", get_int(p, "ierrors"), get_int(p, "rx_nombuf"));
+	fprintf(out, "  TX-packets: %-12" JSON_INTEGER_FORMAT " TX-errors: %-12" JSON_INTEGER_FORMAT
+		" TX-bytes: %" JSON_INTEGER_FORMAT "\n", get_int(p, "opackets"),
+		get_int(p, "oerrors"), get_int(p, "obytes"));
+	fprintf(out, "  ####################################################################\n");
+}
+
+static void
+show_port(struct cmdline *cl, const char *what, int port)
+{
+	int xstats = strcmp(what, "xstats") == 0;
+	char filter[32];
+	struct con_out o;
+	FILE *out = out_begin(&o);
+	const char *k;
+	json_t *res, *p;
+
+	if (port < 0)
+		snprintf(filter, sizeof(filter), "ports");
+	else
+		snprintf(filter, sizeof(filter), "ports.%d", port);
+	res = con_exec(counters_req(filter));
+	if (!reply_failed(out, res)) {
+		if (port >= 0) {
+			print_port(out, json_object_get(res, "counters"), xstats);
+		} else {
+			if (json_object_size(json_object_get(res, "counters")) == 0)
+				fprintf(out, "no ports\n");
+			json_object_foreach(json_object_get(res, "counters"), k, p)
+				print_port(out, p, xstats);
+		}
+		json_decref(res);
+	}
+	out_end(&o, cl);
+}
+
+static void
+clear_port(struct cmdline *cl, int port)
+{
+	struct con_out o;
+	FILE *out = out_begin(&o);
+	json_t *res;
+
+	res = con_exec(port < 0 ? json_pack("{s:s,s:s}", "cmd", "clear_port_stats", "port", "all") :
+		json_pack("{s:s,s:i}", "cmd", "clear_port_stats", "port", port));
+	if (!reply_failed(out, res)) {
+		fprintf(out, "statistics cleared on %" JSON_INTEGER_FORMAT " port(s)\n",
+			get_int(res, "cleared"));
+		json_decref(res);
+	}
+	out_end(&o, cl);
+}
+
+struct res_port_all {
+	cmdline_fixed_string_t verb;
+	cmdline_fixed_string_t port;
+	cmdline_fixed_string_t what;
+	cmdline_fixed_string_t all;
+};
+
+struct res_port_id {
+	cmdline_fixed_string_t verb;
+	cmdline_fixed_string_t port;
+	cmdline_fixed_string_t what;
+	uint16_t id;
+};
+
+static void
+cb_show_port_all(void *parsed, struct cmdline *cl, void *data)
+{
+	struct res_port_all *r = parsed;
+
+	RTE_SET_USED(data);
+	show_port(cl, r->what, -1);
+}
+
+static void
+cb_show_port_id(void *parsed, struct cmdline *cl, void *data)
+{
+	struct res_port_id *r = parsed;
+
+	RTE_SET_USED(data);
+	show_port(cl, r->what, r->id);
+}
+
+static void
+cb_clear_port_all(void *parsed, struct cmdline *cl, void *data)
+{
+	RTE_SET_USED(parsed);
+	RTE_SET_USED(data);
+	clear_port(cl, -1);
+}
+
+static void
+cb_clear_port_id(void *parsed, struct cmdline *cl, void *data)
+{
+	struct res_port_id *r = parsed;
+
+	RTE_SET_USED(data);
+	clear_port(cl, r->id);
+}
+
+static cmdline_parse_token_string_t tok_pa_show = TOKEN_STRING_INITIALIZER(struct res_port_all,
+	verb, "show");
+static cmdline_parse_token_string_t tok_pa_clear = TOKEN_STRING_INITIALIZER(
+	struct res_port_all, verb, "clear");
+static cmdline_parse_token_string_t tok_pa_port = TOKEN_STRING_INITIALIZER(struct res_port_all,
+	port, "port");
+static cmdline_parse_token_string_t tok_pa_what = TOKEN_STRING_INITIALIZER(struct res_port_all,
+	what, "stats#xstats");
+static cmdline_parse_token_string_t tok_pa_stats = TOKEN_STRING_INITIALIZER(
+	struct res_port_all, what, "stats");
+static cmdline_parse_token_string_t tok_pa_all = TOKEN_STRING_INITIALIZER(struct res_port_all,
+	all, "all");
+static cmdline_parse_token_string_t tok_pi_show = TOKEN_STRING_INITIALIZER(struct res_port_id,
+	verb, "show");
+static cmdline_parse_token_string_t tok_pi_clear = TOKEN_STRING_INITIALIZER(struct res_port_id,
+	verb, "clear");
+static cmdline_parse_token_string_t tok_pi_port = TOKEN_STRING_INITIALIZER(struct res_port_id,
+	port, "port");
+static cmdline_parse_token_string_t tok_pi_what = TOKEN_STRING_INITIALIZER(struct res_port_id,
+	what, "stats#xstats");
+static cmdline_parse_token_string_t tok_pi_stats = TOKEN_STRING_INITIALIZER(struct res_port_id,
+	what, "stats");
+static cmdline_parse_token_num_t tok_pi_id = TOKEN_NUM_INITIALIZER(struct res_port_id, id,
+	RTE_UINT16);
+
+static cmdline_parse_inst_t cmd_show_port_all = {
+	.f = cb_show_port_all,
+	.data = NULL,
+	.help_str = "show port stats|xstats all: statistics or extended statistics of every port",
+	.tokens = { (void *)&tok_pa_show, (void *)&tok_pa_port, (void *)&tok_pa_what,
+		(void *)&tok_pa_all, NULL },
+};
+
+static cmdline_parse_inst_t cmd_show_port_id = {
+	.f = cb_show_port_id,
+	.data = NULL,
+	.help_str = "show port stats|xstats <port_id>: the same for one port",
+	.tokens = { (void *)&tok_pi_show, (void *)&tok_pi_port, (void *)&tok_pi_what,
+		(void *)&tok_pi_id, NULL },
+};
+
+static cmdline_parse_inst_t cmd_clear_port_all = {
+	.f = cb_clear_port_all,
+	.data = NULL,
+	.help_str = "clear port stats all: zero the statistics of every port",
+	.tokens = { (void *)&tok_pa_clear, (void *)&tok_pa_port, (void *)&tok_pa_stats,
+		(void *)&tok_pa_all, NULL },
+};
+
+static cmdline_parse_inst_t cmd_clear_port_id = {
+	.f = cb_clear_port_id,
+	.data = NULL,
+	.help_str = "clear port stats <port_id>: zero the statistics of one port",
+	.tokens = { (void *)&tok_pi_clear, (void *)&tok_pi_port, (void *)&tok_pi_stats,
+		(void *)&tok_pi_id, NULL },
+};
+
+/* Experiments: load FILE, start [FILE], stop, reset, set PARAM VALUE, wait */
+
+/* A rest-of-line token keeps the blanks before the end of the line: not part of the value. */
+static char *
+trim(char *s)
+{
+	size_t n = strlen(s);
+
+	while (n > 0 && isspace((unsigned char)s[n - 1]))
+		s[--n] = '\0';
+	return s;
+}
+
+struct res_file {
+	cmdline_fixed_string_t verb;
+	cmdline_multi_string_t file;
+};
+
+struct res_word {
+	cmdline_fixed_string_t word;
+};
+
+static void
+do_start(struct cmdline *cl, const char *file)
+{
+	struct con_out o;
+	FILE *out = out_begin(&o);
+	json_t *res;
+
+	res = con_exec(file != NULL ? json_pack("{s:s,s:s}", "cmd", "start", "file", file) :
+		json_pack("{s:s}", "cmd", "start"));
+	if (!reply_failed(out, res)) {
+		json_t *e = json_object_get(res, "experiment");
+
+		fprintf(out, "experiment %" JSON_INTEGER_FORMAT " \"%s\" started\n",
+			get_int(e, "id"), get_str(e, "name"));
+		json_decref(res);
+	}
+	out_end(&o, cl);
+}
+
+static void
+cb_load(void *parsed, struct cmdline *cl, void *data)
+{
+	struct res_file *r = parsed;
+	struct con_out o;
+	FILE *out = out_begin(&o);
+	json_t *res;
+
+	RTE_SET_USED(data);
+	res = con_exec(json_pack("{s:s,s:s}", "cmd", "load", "file", trim(r->file)));
+	if (!reply_failed(out, res)) {
+		fprintf(out, "loaded \"%s\" (%s); \"start\" starts it\n", get_str(res, "name"),
+			get_str(res, "kind"));
+		json_decref(res);
+	}
+	out_end(&o, cl);
+}
+
+static void
+cb_start_file(void *parsed, struct cmdline *cl, void *data)
+{
+	struct res_file *r = parsed;
+
+	RTE_SET_USED(data);
+	do_start(cl, trim(r->file));
+}
+
+static void
+cb_start(void *parsed, struct cmdline *cl, void *data)
+{
+	RTE_SET_USED(parsed);
+	RTE_SET_USED(data);
+	do_start(cl, NULL);
+}
+
+static void
+print_exp_end(FILE *out, json_t *exp)
+{
+	fprintf(out, "experiment %" JSON_INTEGER_FORMAT " \"%s\": %s after %.3f s\n",
+		get_int(exp, "id"), get_str(exp, "name"), get_str(exp, "state"),
+		get_num(exp, "elapsed_s"));
+	if (json_object_get(exp, "results") != NULL)
+		fprintf(out, "results: %s\n", get_str(exp, "results"));
+	if (json_object_get(exp, "error") != NULL)
+		fprintf(out, "error: %s\n", get_str(exp, "error"));
+}
+
+static void
+cb_stop(void *parsed, struct cmdline *cl, void *data)
+{
+	struct con_out o;
+	FILE *out = out_begin(&o);
+	json_t *res;
+
+	RTE_SET_USED(parsed);
+	RTE_SET_USED(data);
+	res = con_exec(json_pack("{s:s}", "cmd", "stop"));
+	if (!reply_failed(out, res)) {
+		print_exp_end(out, json_object_get(res, "experiment"));
+		json_decref(res);
+	}
+	out_end(&o, cl);
+}
+
+static void
+cb_reset(void *parsed, struct cmdline *cl, void *data)
+{
+	struct con_out o;
+	FILE *out = out_begin(&o);
+	json_t *res;
+
+	RTE_SET_USED(parsed);
+	RTE_SET_USED(data);
+	res = con_exec(json_pack("{s:s}", "cmd", "reset_state"));
+	if (!reply_failed(out, res)) {
+		fprintf(out, "counters, metrics and store reset\n");
+		json_decref(res);
+	}
+	out_end(&o, cl);
+}
+
+static void
+cb_wait(void *parsed, struct cmdline *cl, void *data)
+{
+	struct con_out o;
+	FILE *out = out_begin(&o);
+	json_t *res, *exp;
+
+	RTE_SET_USED(parsed);
+	RTE_SET_USED(data);
+	res = con_exec(json_pack("{s:s}", "cmd", "status"));
+	if (!reply_failed(out, res)) {
+		exp = json_object_get(res, "experiment");
+		if (strcmp(get_str(exp, "state"), "running") == 0) {
+			/* psb_console_poll reads no more input until it ended */
+			con.waiting = 1;
+			fprintf(out, "waiting for experiment %" JSON_INTEGER_FORMAT " \"%s\" to end\n",
+				get_int(exp, "id"), get_str(exp, "name"));
+		} else if (get_int(exp, "id") == 0) {
+			fprintf(out, "wait: no experiment has run\n");
+		} else {
+			fprintf(out, "wait: nothing runs; ");
+			print_exp_end(out, exp);
+		}
+		json_decref(res);
+	}
+	out_end(&o, cl);
+}
+
+/* The wait is over: say how the experiment ended. */
+static void
+wait_done(int interrupted)
+{
+	struct con_out o;
+	FILE *out = out_begin(&o);
+	json_t *res;
+
+	if (interrupted) {
+		fprintf(out, "\nwait: interrupted; the experiment goes on\n");
+	} else {
+		res = con_exec(json_pack("{s:s}", "cmd", "status"));
+		if (!reply_failed(out, res)) {
+			print_exp_end(out, json_object_get(res, "experiment"));
+			json_decref(res);
+		}
+	}
+	if (!con.from_file)
+		fputs(CON_PROMPT, out);
+	out_end(&o, con.cl);
+}
+
+struct res_set {
+	cmdline_fixed_string_t set;
+	cmdline_fixed_string_t param;
+	cmdline_multi_string_t value;
+};
+
+static void
+cb_set(void *parsed, struct cmdline *cl, void *data)
+{
+	struct res_set *r = parsed;
+	struct con_out o;
+	FILE *out = out_begin(&o);
+	json_t *res;
+
+	RTE_SET_USED(data);
+	res = con_exec(json_pack("{s:s,s:s,s:s}", "cmd", "set", "param", r->param, "value",
+		trim(r->value)));
+	if (!reply_failed(out, res)) {
+		fprintf(out, "%s = %s (%s)\n", r->param, r->value,
+			json_is_true(json_object_get(res, "live")) ? "live, in the running experiment" :
+			"for the next start");
+		json_decref(res);
+	}
+	out_end(&o, cl);
+}
+
+static void
+cb_quit(void *parsed, struct cmdline *cl, void *data)
+{
+	struct con_out o;
+	FILE *out = out_begin(&o);
+	json_t *res;
+
+	RTE_SET_USED(parsed);
+	RTE_SET_USED(data);
+	res = con_exec(json_pack("{s:s}", "cmd", "quit"));
+	if (!reply_failed(out, res))
+		json_decref(res);
+	out_end(&o, cl);
+	/* no new prompt: the console ends here */
+	if (con.quit)
+		cmdline_quit(cl);
+}
+
+static cmdline_parse_token_string_t tok_load = TOKEN_STRING_INITIALIZER(struct res_file, verb,
+	"load");
+static cmdline_parse_token_string_t tok_startf = TOKEN_STRING_INITIALIZER(struct res_file, verb,
+	"start");
+static cmdline_parse_token_string_t tok_file = TOKEN_STRING_INITIALIZER(struct res_file, file,
+	TOKEN_STRING_MULTI);
+static cmdline_parse_token_string_t tok_start = TOKEN_STRING_INITIALIZER(struct res_word, word,
+	"start");
+static cmdline_parse_token_string_t tok_stop = TOKEN_STRING_INITIALIZER(struct res_word, word,
+	"stop");
+static cmdline_parse_token_string_t tok_reset = TOKEN_STRING_INITIALIZER(struct res_word, word,
+	"reset");
+static cmdline_parse_token_string_t tok_wait = TOKEN_STRING_INITIALIZER(struct res_word, word,
+	"wait");
+static cmdline_parse_token_string_t tok_help = TOKEN_STRING_INITIALIZER(struct res_word, word,
+	"help");
+static cmdline_parse_token_string_t tok_quit = TOKEN_STRING_INITIALIZER(struct res_word, word,
+	"quit");
+static cmdline_parse_token_string_t tok_set = TOKEN_STRING_INITIALIZER(struct res_set, set,
+	"set");
+static cmdline_parse_token_string_t tok_set_param = TOKEN_STRING_INITIALIZER(struct res_set,
+	param, NULL);
+static cmdline_parse_token_string_t tok_set_value = TOKEN_STRING_INITIALIZER(struct res_set,
+	value, TOKEN_STRING_MULTI);
+
+static cmdline_parse_inst_t cmd_load = {
+	.f = cb_load,
+	.data = NULL,
+	.help_str = "load <file>: check an experiment document and keep it for start",
+	.tokens = { (void *)&tok_load, (void *)&tok_file, NULL },
+};
+
+static cmdline_parse_inst_t cmd_start = {
+	.f = cb_start,
+	.data = NULL,
+	.help_str = "start: start the loaded experiment",
+	.tokens = { (void *)&tok_start, NULL },
+};
+
+static cmdline_parse_inst_t cmd_start_file = {
+	.f = cb_start_file,
+	.data = NULL,
+	.help_str = "start <file>: start the experiment of a document",
+	.tokens = { (void *)&tok_startf, (void *)&tok_file, NULL },
+};
+
+static cmdline_parse_inst_t cmd_stop = {
+	.f = cb_stop,
+	.data = NULL,
+	.help_str = "stop: stop the running experiment (its results are written)",
+	.tokens = { (void *)&tok_stop, NULL },
+};
+
+static cmdline_parse_inst_t cmd_reset = {
+	.f = cb_reset,
+	.data = NULL,
+	.help_str = "reset: zero counters, metrics and the store (after a warm-up, say)",
+	.tokens = { (void *)&tok_reset, NULL },
+};
+
+static cmdline_parse_inst_t cmd_set = {
+	.f = cb_set,
+	.data = NULL,
+	.help_str = "set <param> <value>: an experiment parameter (pushpull.rate 1Gbps); while "
+		"one runs, only the live ones",
+	.tokens = { (void *)&tok_set, (void *)&tok_set_param, (void *)&tok_set_value, NULL },
+};
+
+static cmdline_parse_inst_t cmd_wait = {
+	.f = cb_wait,
+	.data = NULL,
+	.help_str = "wait: read no more commands until the running experiment ends (scripts)",
+	.tokens = { (void *)&tok_wait, NULL },
+};
+
+static void cb_help(void *parsed, struct cmdline *cl, void *data);
+
+static cmdline_parse_inst_t cmd_help = {
+	.f = cb_help,
+	.data = NULL,
+	.help_str = "help: these commands",
+	.tokens = { (void *)&tok_help, NULL },
+};
+
+static cmdline_parse_inst_t cmd_quit = {
+	.f = cb_quit,
+	.data = NULL,
+	.help_str = "quit: stop the experiment and exit",
+	.tokens = { (void *)&tok_quit, NULL },
+};
+
+static cmdline_parse_ctx_t con_ctx[] = {
+	&cmd_show_port_all,
+	&cmd_show_port_id,
+	&cmd_show_lcores,
+	&cmd_show_roles,
+	&cmd_show_counters,
+	&cmd_show_counters_path,
+	&cmd_show_experiment,
+	&cmd_load,
+	&cmd_start,
+	&cmd_start_file,
+	&cmd_stop,
+	&cmd_reset,
+	&cmd_set,
+	&cmd_clear_port_all,
+	&cmd_clear_port_id,
+	&cmd_wait,
+	&cmd_help,
+	&cmd_quit,
+	NULL,
+};
+
+static void
+cb_help(void *parsed, struct cmdline *cl, void *data)
+{
+	struct con_out o;
+	FILE *out = out_begin(&o);
+	unsigned int i;
+
+	RTE_SET_USED(parsed);
+	RTE_SET_USED(data);
+	fprintf(out, "commands (Tab completes words; unique prefixes are not accepted):\n");
+	for (i = 0; con_ctx[i] != NULL; i++)
+		fprintf(out, "  %s\n", con_ctx[i]->help_str);
+	out_end(&o, cl);
+}
+
+/* Input */
+
+static void
+restore_tty(void)
+{
+	if (con.tty_saved)
+		tcsetattr(STDIN_FILENO, TCSANOW, &con.tty);
+}
+
+static int
+open_stdin(void)
+{
+	static int registered;
+
+	/* cmdline_stdin_new makes the terminal raw; give it back even if psb dies */
+	if (!con.tty_saved && isatty(STDIN_FILENO) && tcgetattr(STDIN_FILENO, &con.tty) == 0) {
+		con.tty_saved = 1;
+		if (!registered && atexit(restore_tty) == 0)
+			registered = 1;
+	}
+	con.cl = cmdline_stdin_new(con_ctx, CON_PROMPT);
+	if (con.cl == NULL) {
+		fprintf(stderr, "psb: console: cannot set up the command line on stdin\n");
+		return -ENOMEM;
+	}
+	con.fd = STDIN_FILENO;
+	con.from_file = 0;
+	return 0;
+}
+
+static int
+open_file(const char *file)
+{
+	int fd = open(file, O_RDONLY | O_CLOEXEC), rc;
+
+	if (fd < 0) {
+		rc = -errno;
+		fprintf(stderr, "psb: --cmdline-file %s: %s\n", file, strerror(errno));
+		return rc;
+	}
+	/*
+	 * Not cmdline_file_new: it gives the command line no output, so neither the echo of
+	 * the commands nor their output would appear. Echoed to stdout, a script leaves a
+	 * transcript like a typed session. feed() prompts before each line rather than the
+	 * command line after it, so a script leaves no prompt dangling at its end.
+	 */
+	con.cl = cmdline_new(con_ctx, "", fd, STDOUT_FILENO);
+	if (con.cl == NULL) {
+		close(fd);
+		fprintf(stderr, "psb: console: cannot set up the command line for %s\n", file);
+		return -ENOMEM;
+	}
+	con.fd = fd;
+	con.from_file = 1;
+	return 0;
+}
+
+static void
+close_input(void)
+{
+	if (con.cl == NULL)
+		return;
+	if (con.from_file) {
+		cmdline_free(con.cl);	/* closes the file */
+	} else {
+		cmdline_stdin_exit(con.cl);
+		restore_tty();
+	}
+	con.cl = NULL;
+	con.fd = -1;
+	con.off = con.len = 0;
+	con.eof = 0;
+	con.line_open = 0;
+}
+
+/*
+ * Read what the input has without blocking. 1: something buffered (or the end of input
+ * was seen, con.eof), 0: nothing yet.
+ */
+static int
+fill(void)
+{
+	struct pollfd p = { .fd = con.fd, .events = POLLIN };
+	ssize_t n;
+
+	if (con.off == con.len) {
+		con.off = con.len = 0;
+	} else if (con.off != 0) {
+		memmove(con.in, con.in + con.off, con.len - con.off);
+		con.len -= con.off;
+		con.off = 0;
+	}
+	if (con.len == sizeof(con.in))
+		return 1;
+	if (con.eof)
+		return con.len != 0;
+	if (poll(&p, 1, 0) <= 0)
+		return 0;
+	n = read(con.fd, con.in + con.len, sizeof(con.in) - con.len);
+	if (n > 0) {
+		con.len += (size_t)n;
+		return 1;
+	}
+	if (n < 0 && (errno == EINTR || errno == EAGAIN))
+		return 0;
+	/* end of input, or an input that cannot be read */
+	con.eof = 1;
+	return 1;
+}
+
+/*
+ * Hand buffered input to the command line, one line per call so that in run-to-completion
+ * mode the data plane runs between commands. 1 once the input is finished.
+ */
+static int
+feed(void)
+{
+	char c;
+
+	while (!con.waiting && !con.quit) {
+		if (con.off == con.len) {
+			if (con.eof && !con.line_open)
+				return 1;
+			if (con.eof) {
+				/* a last line without its newline still runs */
+				con.in[0] = '\n';
+				con.off = 0;
+				con.len = 1;
+				continue;
+			}
+			if (!fill())
+				return 0;
+			continue;
+		}
+		c = con.in[con.off++];
+		if (con.from_file && !con.line_open)
+			cmdline_printf(con.cl, "%s", CON_PROMPT);
+		if (cmdline_in(con.cl, &c, 1) < 0)
+			return 1;	/* Ctrl-D on an empty line, or quit */
+		if (c == '\n' || c == '\r') {
+			con.line_open = 0;
+			break;
+		}
+		con.line_open = 1;
+	}
+	return con.quit;
+}
+
+/* While waiting, Ctrl-C at a terminal gives the console back; the experiment goes on. */
+static int
+wait_interrupted(void)
+{
+	char *p;
+
+	if (con.from_file || !isatty(con.fd) || !fill())
+		return 0;
+	p = memchr(con.in + con.off, CON_CTRL_C, con.len - con.off);
+	if (p == NULL)
+		return 0;
+	memmove(p, p + 1, (size_t)(con.in + con.len - p - 1));
+	con.len--;
+	return 1;
+}
 
 int
 psb_console_init(struct psb_app *app, const char *file, int interactive)
 {
-	RTE_SET_USED(app);
-	RTE_SET_USED(file);
-	RTE_SET_USED(interactive);
-	return -ENOTSUP;
+	memset(&con, 0, sizeof(con));
+	con.fd = -1;
+	con.app = app;
+	con.interactive = interactive;
+	if (file != NULL)
+		return open_file(file);
+	if (interactive)
+		return open_stdin();
+	return -EINVAL;
 }
 
 int
 psb_console_poll(struct psb_app *app)
 {
-	RTE_SET_USED(app);
+	int intr;
+
+	if (con.cl == NULL)
+		return 1;
+	if (con.waiting) {
+		intr = wait_interrupted();
+		if (!intr && psb_run_active(app) && !app->quit)
+			return 0;
+		con.waiting = 0;
+		wait_done(intr);
+	}
+	if (!feed())
+		return 0;
+	/* the input is finished: a script hands over to stdin with -i, otherwise that is all */
+	if (con.from_file && con.interactive && !con.quit) {
+		close_input();
+		if (open_stdin() == 0)
+			return 0;
+	} else if (!con.from_file && !con.quit) {
+		/* leave the shell's prompt on a line of its own */
+		fputs("\n", stdout);
+	}
+	close_input();
+	fflush(stdout);
 	return 1;
 }
 
@@ -22,4 +1171,6 @@ void
 psb_console_fini(struct psb_app *app)
 {
 	RTE_SET_USED(app);
+	close_input();
+	fflush(stdout);
 }

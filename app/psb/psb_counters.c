@@ -1,5 +1,6 @@
 /* Counters of the whole process as one JSON object, for every export. */
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -10,14 +11,12 @@
 #include "psb_ctl.h"
 #include "psb_report.h"
 
-#define XSTATS_MAX	256
-
 static json_t *
 port_json(const struct psb_app *app, unsigned int i)
 {
 	uint16_t pid = app->port_ids[i];
-	struct rte_eth_xstat_name names[XSTATS_MAX];
-	struct rte_eth_xstat xs[XSTATS_MAX];
+	struct rte_eth_xstat_name *names = NULL;
+	struct rte_eth_xstat *xs = NULL;
 	struct rte_eth_stats ps;
 	json_t *o, *x;
 	int n, k;
@@ -33,12 +32,21 @@ port_json(const struct psb_app *app, unsigned int i)
 	if (o == NULL)
 		return NULL;
 	x = json_object();
-	n = rte_eth_xstats_get_names(pid, names, XSTATS_MAX);
-	if (n > 0 && n <= XSTATS_MAX && rte_eth_xstats_get(pid, xs, (unsigned int)n) == n)
+	/* NICs have hundreds of xstats: ask how many first */
+	n = rte_eth_xstats_get_names(pid, NULL, 0);
+	if (n > 0) {
+		names = calloc((size_t)n, sizeof(*names));
+		xs = calloc((size_t)n, sizeof(*xs));
+	}
+	if (names != NULL && xs != NULL &&
+	    rte_eth_xstats_get_names(pid, names, (unsigned int)n) == n &&
+	    rte_eth_xstats_get(pid, xs, (unsigned int)n) == n)
 		for (k = 0; k < n; k++)
 			if (xs[k].id < (uint64_t)n)
 				json_object_set_new(x, names[xs[k].id].name,
 					json_integer((json_int_t)xs[k].value));
+	free(names);
+	free(xs);
 	json_object_set_new(o, "xstats", x);
 	return o;
 }

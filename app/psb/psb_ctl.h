@@ -65,7 +65,8 @@ void psb_console_fini(struct psb_app *app);
 int psb_export_init(struct psb_app *app, char *err, size_t errlen);
 void psb_export_poll(struct psb_app *app, uint64_t now_ns);
 void psb_export_fini(struct psb_app *app);
-/* Counters as Prometheus text exposition (psb_<path> gauges with labels). */
+/* Counters as Prometheus text exposition: psb_<section>_<key>{labels}, counters and gauges
+ * typed as such (malloc'd; takes ctl_lock itself). */
 char *psb_export_prometheus(struct psb_app *app);
 
 #endif /* PSB_CTL_H */

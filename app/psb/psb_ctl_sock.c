@@ -62,7 +62,7 @@ psb_ctl_sock_init(struct psb_app *app, const char *path, char *err, size_t errle
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	unlink(path);
 	old = umask(0077);
-	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0 || listen(fd, 16) != 0) {
+	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0 || listen(fd, 128) != 0) {
 		umask(old);
 		snprintf(err, errlen, "--ctl: cannot listen on %s: %s", path, strerror(errno));
 		close(fd);

@@ -1,25 +1,1091 @@
-/* Exports: placeholder. */
+/* Exports of the counters: DPDK telemetry /psb/..., a JSON-lines file, a Prometheus endpoint. */
+#include <arpa/inet.h>
+#include <ctype.h>
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <netinet/in.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <microhttpd.h>
+#include <rte_telemetry.h>
+
 #include "psb.h"
 #include "psb_ctl.h"
+
+/*
+ * A telemetry reply of DPDK 22.11 is at most 16 KB (MAX_OUTPUT_LEN of lib/telemetry) and
+ * entries beyond it are dropped without a word, so replies are cut to this budget by psb,
+ * which then says what it left out. The rest of the 16 KB is for the command name and that.
+ */
+#define TEL_MAX_OUTPUT		(16 * 1024)
+#define TEL_BUDGET		(TEL_MAX_OUTPUT - 512)
+
+/* Scrapes come every few seconds: looking for them every ms costs nothing and is soon enough. */
+#define PROM_POLL_NS		1000000ull
+#define PROM_MAX_CONNS		16
+#define PROM_CONN_TIMEOUT_S	10
+#define PROM_CONTENT_TYPE	"text/plain; version=0.0.4; charset=utf-8"
+
+#if MHD_VERSION >= 0x00097002
+typedef enum MHD_Result psb_mhd_result;
+#else
+typedef int psb_mhd_result;
+#endif
+
+static struct {
+	FILE *f;			/* --counters-file */
+	uint64_t next_ns;
+	int f_failing;			/* the last line could not be written */
+	struct MHD_Daemon *mhd;		/* --prometheus */
+	uint64_t next_http_ns;
+} g_exp;
+
+/*
+ * Telemetry callbacks cannot be unregistered and run on DPDK's threads: they reach the app
+ * through tel_app, which fini clears under tel_lock before the ports go away.
+ */
+static pthread_mutex_t tel_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct psb_app *tel_app;
+static int tel_registered;
+
+static struct tel_cmd {
+	const char *cmd;
+	const char *section;	/* its part of psb_counters_json(), NULL: status */
+	const char *help;	/* under 64 bytes (MAX_HELP_LEN) */
+} tel_cmds[] = {
+	{ "/psb/status", NULL, "Returns psb node and experiment. Takes no parameters" },
+	{ "/psb/counters", "", "Returns psb counters. Parameters: string path (roles.rx0)" },
+	{ "/psb/ports", "ports", "Returns psb port stats, xstats. Parameters: string path" },
+	{ "/psb/roles", "roles", "Returns psb role counters. Parameters: string path (rx0)" },
+	{ "/psb/store", "store", "Returns psb store counters (servers). Parameters: string" },
+	{ "/psb/experiment", "experiment", "Returns psb experiment figures. Parameters: string" },
+};
+
+/* Dictionary names of telemetry take letters, digits, '_' and '/' only. */
+static void
+tel_name(char *dst, size_t len, const char *src)
+{
+	size_t i;
+
+	for (i = 0; i + 1 < len && src[i] != '\0'; i++)
+		dst[i] = isalnum((unsigned char)src[i]) || src[i] == '/' ? src[i] : '_';
+	dst[i] = '\0';
+}
+
+/*
+ * v as 22.11 telemetry can carry it, so that its size can be known before it is built:
+ * reals become strings (there is no float type), booleans 0/1, arrays objects keyed by index,
+ * negative numbers beyond int strings. NULL for null.
+ */
+static json_t *
+tel_shape(json_t *v)
+{
+	char buf[RTE_TEL_MAX_STRING_LEN];
+	const char *key;
+	json_t *o, *x, *s;
+	json_int_t iv;
+	size_t i;
+
+	switch (json_typeof(v)) {
+	case JSON_OBJECT:
+		o = json_object();
+		json_object_foreach(v, key, x) {
+			s = tel_shape(x);
+			if (s == NULL)
+				continue;
+			tel_name(buf, sizeof(buf), key);
+			json_object_set_new(o, buf, s);
+		}
+		return o;
+	case JSON_ARRAY:
+		o = json_object();
+		json_array_foreach(v, i, x) {
+			s = tel_shape(x);
+			if (s == NULL)
+				continue;
+			snprintf(buf, sizeof(buf), "%zu", i);
+			json_object_set_new(o, buf, s);
+		}
+		return o;
+	case JSON_INTEGER:
+		iv = json_integer_value(v);
+		if (iv >= INT_MIN)
+			return json_integer(iv);
+		snprintf(buf, sizeof(buf), "%" JSON_INTEGER_FORMAT, iv);
+		return json_string(buf);
+	case JSON_REAL:
+		snprintf(buf, sizeof(buf), "%.15g", json_real_value(v));
+		return json_string(buf);
+	case JSON_TRUE:
+		return json_integer(1);
+	case JSON_FALSE:
+		return json_integer(0);
+	case JSON_STRING:
+		return json_incref(v);
+	default:
+		return NULL;
+	}
+}
+
+/* Bytes of "key":value in the reply of telemetry, which writes JSON as compactly as jansson. */
+static size_t
+tel_entry_size(const char *key, const json_t *v)
+{
+	return strlen(key) + 4 + json_dumpb(v, NULL, 0, JSON_COMPACT | JSON_ENCODE_ANY);
+}
+
+static void
+tel_note_left(char *left, size_t leftlen, const char *path)
+{
+	size_t n = strlen(left);
+
+	if (n >= 3 && strcmp(left + n - 3, "...") == 0)
+		return;
+	if (n + strlen(path) + 5 < leftlen)
+		snprintf(left + n, leftlen - n, "%s%s", n != 0 ? " " : "", path);
+	else
+		snprintf(left + n, leftlen - n, "%s...", n != 0 ? " " : "");
+}
+
+/* An object of objects only: roles by name, ports by number. */
+static int
+tel_collection(json_t *o)
+{
+	const char *key;
+	json_t *v;
+
+	json_object_foreach(o, key, v)
+		if (!json_is_object(v))
+			return 0;
+	return json_object_size(o) != 0;
+}
+
+/*
+ * What of o fits in budget bytes and in the entries of a telemetry dict: first the entries
+ * that fit whole, then of the objects that did not, what fits of them. A reply keeps most
+ * entries so, and a part too big for it (32 workers' roles) still shows in part. The dotted
+ * paths left out go to left.
+ */
+static json_t *
+tel_fit(json_t *o, size_t budget, const char *path, char *left, size_t leftlen)
+{
+	json_t *kept = json_object(), *rest = json_array(), *v, *part;
+	size_t used = 2, need, nkept = 0, i;
+	const char *key;
+	char sub[256];
+
+	json_object_foreach(o, key, v) {
+		need = tel_entry_size(key, v);
+		/* two entries spare at the top for the note of what was left out */
+		if (nkept + 2 < RTE_TEL_MAX_DICT_ENTRIES && used + need <= budget) {
+			json_object_set(kept, key, v);
+			used += need;
+			nkept++;
+		} else {
+			json_array_append_new(rest, json_string(key));
+		}
+	}
+	json_array_foreach(rest, i, v) {
+		key = json_string_value(v);
+		snprintf(sub, sizeof(sub), "%s%s%s", path, *path != '\0' ? "." : "", key);
+		part = json_object_get(o, key);
+		need = strlen(key) + 4;
+		/*
+		 * Descend into collections (roles, ports) and into what could not fit even
+		 * alone; a record of counters (one role) is whole or left out.
+		 */
+		if (json_is_object(part) && (tel_collection(part) ||
+		    tel_entry_size(key, part) + 2 > budget) &&
+		    nkept + 2 < RTE_TEL_MAX_DICT_ENTRIES && used + need + 2 < budget) {
+			size_t noted = strlen(left);
+
+			part = tel_fit(part, budget - used - need, sub, left, leftlen);
+			if (json_object_size(part) != 0) {
+				used += tel_entry_size(key, part);
+				json_object_set_new(kept, key, part);
+				nkept++;
+				continue;
+			}
+			json_decref(part);
+			/* nothing of it fits: name it, not each of its entries */
+			left[noted] = '\0';
+		}
+		tel_note_left(left, leftlen, sub);
+	}
+	json_decref(rest);
+	return kept;
+}
+
+/*
+ * Build d from a shaped object. An entry that cannot be allocated is left out rather than
+ * failing the reply: containers already added belong to d, and telemetry frees them only
+ * when it writes a reply.
+ */
+static void
+tel_fill(struct rte_tel_data *d, json_t *o)
+{
+	struct rte_tel_data *c;
+	const char *key;
+	json_int_t iv;
+	json_t *v;
+
+	rte_tel_data_start_dict(d);
+	json_object_foreach(o, key, v) {
+		switch (json_typeof(v)) {
+		case JSON_STRING:
+			rte_tel_data_add_dict_string(d, key, json_string_value(v));
+			break;
+		case JSON_INTEGER:
+			iv = json_integer_value(v);
+			if (iv >= 0)
+				rte_tel_data_add_dict_u64(d, key, (uint64_t)iv);
+			else
+				rte_tel_data_add_dict_int(d, key, (int)iv);
+			break;
+		case JSON_OBJECT:
+			c = rte_tel_data_alloc();
+			if (c == NULL)
+				break;
+			tel_fill(c, v);
+			if (rte_tel_data_add_dict_container(d, key, c, 0) != 0)
+				rte_tel_data_free(c);
+			break;
+		default:
+			break;
+		}
+	}
+}
+
+static int
+tel_error(struct rte_tel_data *d, const char *msg)
+{
+	rte_tel_data_start_dict(d);
+	rte_tel_data_add_dict_string(d, "error", msg);
+	return 0;
+}
+
+/* The counters a command asks for: its section, narrowed by the parameter (a dotted path). */
+static json_t *
+tel_select(const struct tel_cmd *tc, json_t *all, const char *params, char *path, size_t pathlen,
+		char *err, size_t errlen)
+{
+	json_t *o;
+
+	if (tc->section == NULL) {
+		o = json_object();
+		json_object_set(o, "node", json_object_get(all, "node"));
+		if (json_object_get(all, "experiment") != NULL)
+			json_object_set(o, "experiment", json_object_get(all, "experiment"));
+		snprintf(path, pathlen, "%s", "");
+		return o;
+	}
+	while (params != NULL && isspace((unsigned char)*params))
+		params++;
+	snprintf(path, pathlen, "%s%s%s", tc->section,
+		*tc->section != '\0' && params != NULL && *params != '\0' ? "." : "",
+		params != NULL ? params : "");
+	path[strcspn(path, " \t\r\n")] = '\0';
+	if (strcmp(tc->section, "store") == 0 && json_object_get(all, "store") == NULL) {
+		snprintf(err, errlen, "no store: this node is a %s, only servers have one",
+			json_string_value(json_object_get(json_object_get(all, "node"), "role")));
+		return NULL;
+	}
+	return psb_counters_get(all, path, err, errlen);
+}
+
+static int
+tel_cb(const char *cmd, const char *params, struct rte_tel_data *d)
+{
+	const struct tel_cmd *tc = NULL;
+	char path[256], err[256], left[RTE_TEL_MAX_STRING_LEN];
+	json_t *all, *sel, *shaped, *fit;
+	struct psb_app *app;
+	unsigned int i;
+
+	for (i = 0; i < RTE_DIM(tel_cmds); i++)
+		if (strcmp(cmd, tel_cmds[i].cmd) == 0)
+			tc = &tel_cmds[i];
+	if (tc == NULL)
+		return -EINVAL;
+	/* tel_lock held throughout: fini must not close the ports under a reply */
+	pthread_mutex_lock(&tel_lock);
+	app = tel_app;
+	if (app == NULL) {
+		pthread_mutex_unlock(&tel_lock);
+		return tel_error(d, "psb is shutting down");
+	}
+	pthread_mutex_lock(&app->ctl_lock);
+	all = psb_counters_json(app);
+	pthread_mutex_unlock(&app->ctl_lock);
+	pthread_mutex_unlock(&tel_lock);
+	if (all == NULL)
+		return tel_error(d, "out of memory");
+
+	sel = tel_select(tc, all, params, path, sizeof(path), err, sizeof(err));
+	json_decref(all);
+	if (sel == NULL)
+		return tel_error(d, err);
+	if (!json_is_object(sel)) {
+		/* a single value: as {leaf: value}, replies are dicts */
+		const char *leaf = strrchr(path, '.');
+
+		all = json_object();
+		json_object_set_new(all, leaf != NULL ? leaf + 1 : path, sel);
+		sel = all;
+	}
+	shaped = tel_shape(sel);
+	json_decref(sel);
+	if (shaped == NULL)
+		return tel_error(d, "out of memory");
+	left[0] = '\0';
+	fit = tel_fit(shaped, TEL_BUDGET, path, left, sizeof(left));
+	json_decref(shaped);
+	if (left[0] != '\0') {
+		json_object_set_new(fit, "left_out", json_string(left));
+		json_object_set_new(fit, "left_out_why", json_string(
+			"replies stop at 16 KB: ask for these with /psb/counters,PATH"));
+	}
+	tel_fill(d, fit);
+	json_decref(fit);
+	return 0;
+}
+
+static int
+tel_init(struct psb_app *app, char *err, size_t errlen)
+{
+	unsigned int i;
+	int rc;
+
+	pthread_mutex_lock(&tel_lock);
+	tel_app = app;
+	pthread_mutex_unlock(&tel_lock);
+	if (tel_registered)
+		return 0;
+	for (i = 0; i < RTE_DIM(tel_cmds); i++) {
+		rc = rte_telemetry_register_cmd(tel_cmds[i].cmd, tel_cb, tel_cmds[i].help);
+		if (rc != 0) {
+			snprintf(err, errlen, "telemetry: cannot register %s: %s", tel_cmds[i].cmd,
+				strerror(rc < 0 ? -rc : rc));
+			return rc < 0 ? rc : -rc;
+		}
+	}
+	tel_registered = 1;
+	return 0;
+}
+
+/* Prometheus text: a growing string. */
+struct prom_buf {
+	char *s;
+	size_t len, cap;
+	int oom;
+};
+
+static void __attribute__((format(printf, 2, 3)))
+pb_printf(struct prom_buf *b, const char *fmt, ...)
+{
+	va_list ap;
+	size_t cap;
+	char *s;
+	int n;
+
+	if (b->oom)
+		return;
+	for (;;) {
+		va_start(ap, fmt);
+		n = vsnprintf(b->s != NULL ? b->s + b->len : NULL, b->cap - b->len, fmt, ap);
+		va_end(ap);
+		if (n < 0) {
+			b->oom = 1;
+			return;
+		}
+		if (b->len + (size_t)n < b->cap) {
+			b->len += (size_t)n;
+			return;
+		}
+		cap = b->cap != 0 ? b->cap : 4096;
+		while (cap <= b->len + (size_t)n)
+			cap *= 2;
+		s = realloc(b->s, cap);
+		if (s == NULL) {
+			b->oom = 1;
+			return;
+		}
+		b->s = s;
+		b->cap = cap;
+	}
+}
+
+/* Exposition 0.0.4 wants every sample of a metric after its one # HELP and # TYPE. */
+struct prom_family {
+	char name[128];
+	const char *type;
+	char help[192];
+	struct prom_buf samples;
+};
+
+struct prom {
+	struct prom_family *fam;
+	unsigned int n, cap;
+	int oom;
+};
+
+/* Types and help of the metrics psb knows; others: numbers are counters, reals gauges. */
+static const struct prom_desc {
+	const char *name;
+	const char *type;
+	const char *help;
+} prom_descs[] = {
+	{ "psb_node_info", "gauge", "Node of psb (role, ip), always 1" },
+	{ "psb_node_uptime_s", "gauge", "Seconds since psb started" },
+	{ "psb_node_lcores", "gauge", "Lcores running roles" },
+	{ "psb_node_roles", "gauge", "Role instances" },
+	{ "psb_port_info", "gauge", "Port of psb (spec), always 1" },
+	{ "psb_port_ipackets", "counter", "Packets received by the port" },
+	{ "psb_port_opackets", "counter", "Packets sent by the port" },
+	{ "psb_port_ibytes", "counter", "Bytes received by the port" },
+	{ "psb_port_obytes", "counter", "Bytes sent by the port" },
+	{ "psb_port_imissed", "counter", "Packets the port dropped: no room in its queues" },
+	{ "psb_port_ierrors", "counter", "Erroneous packets received by the port" },
+	{ "psb_port_oerrors", "counter", "Packets the port failed to send" },
+	{ "psb_port_rx_nombuf", "counter", "Receive failures for want of mbufs" },
+	{ "psb_port_paused", "gauge", "1 while psb does not poll the port (link down, peer left)" },
+	{ "psb_port_xstat", "counter", "Extended statistics of the port (rte_eth_xstats)" },
+	{ "psb_role_rx_pkts", "counter", "Packets the role instance received" },
+	{ "psb_role_rx_bytes", "counter", "Bytes the role instance received" },
+	{ "psb_role_tx_pkts", "counter", "Packets the role instance sent" },
+	{ "psb_role_tx_bytes", "counter", "Bytes the role instance sent" },
+	{ "psb_role_drops", "counter", "Packets the role instance dropped, by reason" },
+	{ "psb_role_not_served", "counter", "Valid psb frames for a role this node does not run" },
+	{ "psb_role_ring_full", "counter", "Handoffs to another role that failed: ring full" },
+	{ "psb_role_no_mbuf", "counter", "Packets not built: mbuf pool empty" },
+	{ "psb_role_tx_backlog", "counter", "Packets the port did not take at once" },
+	{ "psb_role_paused_drops", "counter", "Packets dropped for a paused port" },
+	{ "psb_role_byes", "counter", "BYE messages received (peers leaving)" },
+	{ "psb_role_linearize_fail", "counter", "Multi-segment packets not linearized" },
+	{ "psb_role_arp_replies", "counter", "ARP replies sent" },
+	{ "psb_role_icmp_replies", "counter", "ICMP echo replies sent" },
+	{ "psb_role_busy_cycles", "counter", "TSC cycles of polls that found work" },
+	{ "psb_role_idle_cycles", "counter", "TSC cycles of polls that found nothing" },
+	{ "psb_role_polls", "counter", "Polls of the role instance" },
+	{ "psb_role_busy_pct", "gauge", "Busy share of the role's cycles since start, percent" },
+	{ "psb_store_keys", "gauge", "Keys in the parameter store" },
+	{ "psb_store_bytes", "gauge", "Value bytes in the parameter store" },
+	{ "psb_store_push", "counter", "PUSH requests served" },
+	{ "psb_store_pull", "counter", "PULL requests served" },
+	{ "psb_store_pushpull", "counter", "PUSHPULL requests served" },
+	{ "psb_store_rounds_closed", "counter", "Synchronous rounds closed (every worker pushed)" },
+	{ "psb_store_bytes_summed", "counter", "Value bytes added into the store" },
+	{ "psb_store_bytes_sent", "counter", "Value bytes sent back to workers" },
+	{ "psb_store_dup_segs", "counter", "Duplicate segments ignored" },
+	{ "psb_store_retries_answered", "counter", "Resent requests answered again" },
+	{ "psb_store_stale", "counter", "Requests for a round already closed" },
+	{ "psb_store_batches", "counter", "BATCH messages served" },
+	{ "psb_store_bad_records", "counter", "Malformed records in BATCH messages" },
+	{ "psb_store_errors", "counter", "Error replies of the store, by status" },
+	{ "psb_store_value_sum", "gauge", "Sum of every stored value (checks of exact sums)" },
+	{ "psb_experiment_info", "gauge", "The running or last experiment (id, state), always 1" },
+	{ "psb_experiment_running", "gauge", "1 while the experiment runs" },
+	{ "psb_experiment_id", "gauge", "Number of the experiment: 1, 2, ... (0: none yet)" },
+	{ "psb_experiment_elapsed_s", "gauge", "Seconds the experiment ran so far" },
+	{ "psb_experiment_repeat", "gauge", "Iterations the experiment asks for" },
+	{ "psb_experiment_workers", "gauge", "Workers of the experiment in this process" },
+	{ "psb_experiment_workers_done", "gauge", "Of them, those finished" },
+	{ "psb_experiment_warming", "gauge", "1 during the warm-up iterations" },
+	{ "psb_experiment_iterations", "counter", "Iterations done" },
+	{ "psb_experiment_requests", "counter", "Requests done" },
+	{ "psb_experiment_goodput_gbps", "gauge", "Value goodput so far, Gbit/s" },
+	{ "psb_experiment_requests_per_s", "gauge", "Requests per second so far" },
+	{ "psb_experiment_rtt_us", "gauge", "Request round trip, microseconds, by quantile" },
+	{ "psb_experiment_rtt_mean_us", "gauge", "Mean request round trip, microseconds" },
+	{ "psb_experiment_retries", "counter", "Requests resent" },
+	{ "psb_experiment_failed", "counter", "Requests given up" },
+};
+
+static struct prom_family *
+prom_family(struct prom *p, const char *name, const char *type, const char *path)
+{
+	struct prom_family *f;
+	unsigned int i;
+
+	for (i = 0; i < p->n; i++)
+		if (strcmp(p->fam[i].name, name) == 0)
+			return &p->fam[i];
+	if (p->n == p->cap) {
+		unsigned int cap = p->cap != 0 ? 2 * p->cap : 64;
+
+		f = realloc(p->fam, cap * sizeof(*f));
+		if (f == NULL) {
+			p->oom = 1;
+			return NULL;
+		}
+		p->fam = f;
+		p->cap = cap;
+	}
+	f = &p->fam[p->n++];
+	memset(f, 0, sizeof(*f));
+	snprintf(f->name, sizeof(f->name), "%s", name);
+	f->type = type;
+	snprintf(f->help, sizeof(f->help), "psb counter %s (see /psb/counters)", path);
+	for (i = 0; i < RTE_DIM(prom_descs); i++)
+		if (strcmp(prom_descs[i].name, name) == 0) {
+			f->type = prom_descs[i].type;
+			snprintf(f->help, sizeof(f->help), "%s", prom_descs[i].help);
+		}
+	return f;
+}
+
+/* Metric names take [a-zA-Z0-9_:]; what JSON keys have beyond that becomes '_'. */
+static void
+prom_name(char *dst, size_t len, const char *prefix, const char *key)
+{
+	size_t i;
+
+	snprintf(dst, len, "%s_%s", prefix, key);
+	for (i = strlen(prefix); dst[i] != '\0'; i++)
+		if (!isalnum((unsigned char)dst[i]) && dst[i] != '_' && dst[i] != ':')
+			dst[i] = '_';
+}
+
+/* Labels as text ("a=\"x\",b=\"y\""), passed by value to add one for a single sample. */
+struct prom_labels {
+	char s[768];
+};
+
+static void
+prom_label(struct prom_labels *l, const char *name, const char *value)
+{
+	size_t n = strlen(l->s);
+	const char *c;
+
+	if (n + strlen(name) + 4 >= sizeof(l->s))
+		return;
+	n += (size_t)snprintf(l->s + n, sizeof(l->s) - n, "%s%s=\"", n != 0 ? "," : "", name);
+	for (c = value; *c != '\0' && n + 4 < sizeof(l->s); c++) {
+		if (*c == '\\' || *c == '"') {
+			l->s[n++] = '\\';
+			l->s[n++] = *c;
+		} else if (*c == '\n') {
+			l->s[n++] = '\\';
+			l->s[n++] = 'n';
+		} else {
+			l->s[n++] = *c;
+		}
+	}
+	l->s[n++] = '"';
+	l->s[n] = '\0';
+}
+
+static void
+prom_label_int(struct prom_labels *l, const char *name, json_int_t v)
+{
+	char buf[32];
+
+	snprintf(buf, sizeof(buf), "%" JSON_INTEGER_FORMAT, v);
+	prom_label(l, name, buf);
+}
+
+/* One sample of a number (integer, real or boolean); other JSON values are no samples. */
+static void
+prom_sample(struct prom *p, const char *name, const char *deftype, const struct prom_labels *l,
+		const json_t *v, const char *path)
+{
+	struct prom_family *f;
+	char val[40];
+	double d;
+
+	if (json_is_integer(v)) {
+		snprintf(val, sizeof(val), "%" JSON_INTEGER_FORMAT, json_integer_value(v));
+	} else if (json_is_boolean(v)) {
+		snprintf(val, sizeof(val), "%d", json_is_true(v));
+		deftype = "gauge";
+	} else if (json_is_real(v)) {
+		d = json_real_value(v);
+		if (isnan(d))
+			snprintf(val, sizeof(val), "NaN");
+		else if (isinf(d))
+			snprintf(val, sizeof(val), "%sInf", d > 0 ? "+" : "-");
+		else
+			snprintf(val, sizeof(val), "%.15g", d);
+		deftype = "gauge";
+	} else {
+		return;
+	}
+	f = prom_family(p, name, deftype, path);
+	if (f == NULL)
+		return;
+	pb_printf(&f->samples, "%s%s%s%s %s\n", name, l->s[0] != '\0' ? "{" : "", l->s,
+		l->s[0] != '\0' ? "}" : "", val);
+}
+
+/* Label naming the keys of a nested object: ports.N.xstats.NAME, roles.R.drops.REASON... */
+static const char *
+prom_sublabel(const char *key)
+{
+	if (strcmp(key, "drops") == 0)
+		return "reason";
+	if (strcmp(key, "errors") == 0)
+		return "status";
+	if (strcmp(key, "xstats") == 0)
+		return "name";
+	return "key";
+}
+
+/*
+ * The numbers of o as <prefix>_<key>{labels}. A nested object is one metric whose samples
+ * are told apart by a label (drops by reason); keys in skip are labels already.
+ */
+static void
+prom_object(struct prom *p, const char *prefix, json_t *o, const struct prom_labels *l,
+		const char *deftype, const char *path, const char *const *skip)
+{
+	char name[128], sub[256];
+	struct prom_labels l2;
+	const char *key, *k2;
+	json_t *v, *v2;
+	unsigned int i;
+
+	json_object_foreach(o, key, v) {
+		for (i = 0; skip != NULL && skip[i] != NULL && strcmp(skip[i], key) != 0; i++)
+			;
+		if (skip != NULL && skip[i] != NULL)
+			continue;
+		/* one xstat metric per port, not one per xstats key as the JSON path would give */
+		prom_name(name, sizeof(name), prefix, strcmp(key, "xstats") == 0 ? "xstat" : key);
+		snprintf(sub, sizeof(sub), "%s.%s", path, key);
+		if (!json_is_object(v)) {
+			prom_sample(p, name, deftype, l, v, sub);
+			continue;
+		}
+		json_object_foreach(v, k2, v2) {
+			l2 = *l;
+			prom_label(&l2, prom_sublabel(key), k2);
+			if (json_is_object(v2))
+				prom_object(p, name, v2, &l2, deftype, sub, NULL);
+			else
+				prom_sample(p, name, deftype, &l2, v2, sub);
+		}
+	}
+}
+
+static const char *
+prom_str(json_t *o, const char *key)
+{
+	const char *s = json_string_value(json_object_get(o, key));
+
+	return s != NULL ? s : "";
+}
+
+static void
+prom_node(struct prom *p, json_t *node)
+{
+	static const char *const skip[] = { "role", "ip", NULL };
+	struct prom_labels l = { "" };
+	json_t *v = json_integer(1);
+
+	prom_label(&l, "role", prom_str(node, "role"));
+	prom_label(&l, "ip", prom_str(node, "ip"));
+	prom_sample(p, "psb_node_info", "gauge", &l, v, "node");
+	json_decref(v);
+	l.s[0] = '\0';
+	prom_object(p, "psb_node", node, &l, "gauge", "node", skip);
+}
+
+static void
+prom_ports(struct prom *p, json_t *ports)
+{
+	static const char *const skip[] = { "port", "spec", NULL };
+	struct prom_labels l, li;
+	const char *key;
+	json_t *port, *v = json_integer(1);
+
+	json_object_foreach(ports, key, port) {
+		l.s[0] = '\0';
+		prom_label(&l, "port", key);
+		li = l;
+		prom_label(&li, "spec", prom_str(port, "spec"));
+		prom_sample(p, "psb_port_info", "gauge", &li, v, "ports.N.spec");
+		prom_object(p, "psb_port", port, &l, "counter", "ports.N", skip);
+	}
+	json_decref(v);
+}
+
+static void
+prom_roles(struct prom *p, json_t *roles)
+{
+	static const char *const skip[] = { "lcore", NULL };
+	struct prom_labels l;
+	const char *key;
+	char role[48];
+	size_t n;
+	json_t *r;
+
+	json_object_foreach(roles, key, r) {
+		/* "worker12": role "worker", instance 12 (role names end in a letter) */
+		n = strlen(key);
+		while (n > 0 && isdigit((unsigned char)key[n - 1]))
+			n--;
+		snprintf(role, sizeof(role), "%.*s", (int)n, key);
+		l.s[0] = '\0';
+		prom_label(&l, "role", role);
+		prom_label(&l, "instance", key[n] != '\0' ? key + n : "0");
+		prom_label_int(&l, "lcore", json_integer_value(json_object_get(r, "lcore")));
+		prom_object(p, "psb_role", r, &l, "counter", "roles.NAME", skip);
+	}
+}
+
+/* rtt_p50_us, rtt_p999_us: quantile "0.5", "0.999" of psb_experiment_rtt_us. */
+static int
+prom_quantile(const char *key, char *q, size_t qlen)
+{
+	size_t n;
+
+	if (strncmp(key, "rtt_p", 5) != 0)
+		return 0;
+	n = strspn(key + 5, "0123456789");
+	if (n == 0 || strcmp(key + 5 + n, "_us") != 0 || n + 3 > qlen)
+		return 0;
+	snprintf(q, qlen, "0.%.*s", (int)n, key + 5);
+	/* trailing zeros: p50 is 0.5, p90 0.9 */
+	n = strlen(q);
+	while (n > 3 && q[n - 1] == '0')
+		q[--n] = '\0';
+	return 1;
+}
+
+static void
+prom_experiment(struct prom *p, json_t *e)
+{
+	static const char *const skip[] = { "name", "kind", "state", "results", "error",
+		"pushpull", "serve", NULL };
+	static const char *const figures[] = { "pushpull", "serve", NULL };
+	const char *state = prom_str(e, "state");
+	struct prom_labels l = { "" }, li, lq;
+	const char *key;
+	json_t *fig, *v;
+	char q[16], name[128];
+	unsigned int i;
+
+	prom_label(&l, "name", prom_str(e, "name"));
+	prom_label(&l, "kind", prom_str(e, "kind"));
+	li = l;
+	prom_label_int(&li, "id", json_integer_value(json_object_get(e, "id")));
+	prom_label(&li, "state", state);
+	v = json_integer(1);
+	prom_sample(p, "psb_experiment_info", "gauge", &li, v, "experiment");
+	json_decref(v);
+	v = json_integer(strcmp(state, "running") == 0);
+	prom_sample(p, "psb_experiment_running", "gauge", &l, v, "experiment.state");
+	json_decref(v);
+	prom_object(p, "psb_experiment", e, &l, "gauge", "experiment", skip);
+	/* the figures of the kind (pushpull or serve) are the experiment's own metrics */
+	for (i = 0; figures[i] != NULL; i++) {
+		fig = json_object_get(e, figures[i]);
+		if (!json_is_object(fig))
+			continue;
+		li = l;
+		if (json_is_string(json_object_get(fig, "shard")))
+			prom_label(&li, "shard", json_string_value(json_object_get(fig, "shard")));
+		json_object_foreach(fig, key, v) {
+			if (prom_quantile(key, q, sizeof(q))) {
+				lq = li;
+				prom_label(&lq, "quantile", q);
+				prom_sample(p, "psb_experiment_rtt_us", "gauge", &lq, v,
+					"experiment.rtt");
+			} else if (strcmp(key, "shard") != 0 && json_object_get(e, key) == NULL) {
+				prom_name(name, sizeof(name), "psb_experiment", key);
+				prom_sample(p, name, "counter", &li, v, "experiment");
+			}
+		}
+	}
+}
+
+static void
+prom_help(struct prom_buf *b, const char *help)
+{
+	const char *c;
+
+	for (c = help; *c != '\0'; c++) {
+		if (*c == '\\')
+			pb_printf(b, "\\\\");
+		else if (*c == '\n')
+			pb_printf(b, "\\n");
+		else
+			pb_printf(b, "%c", *c);
+	}
+}
+
+char *
+psb_export_prometheus(struct psb_app *app)
+{
+	struct prom p = { 0 };
+	struct prom_buf out = { 0 };
+	json_t *all, *store;
+	unsigned int i;
+
+	pthread_mutex_lock(&app->ctl_lock);
+	all = psb_counters_json(app);
+	pthread_mutex_unlock(&app->ctl_lock);
+	if (all == NULL)
+		return NULL;
+	prom_node(&p, json_object_get(all, "node"));
+	prom_ports(&p, json_object_get(all, "ports"));
+	prom_roles(&p, json_object_get(all, "roles"));
+	store = json_object_get(all, "store");
+	if (json_is_object(store)) {
+		struct prom_labels l = { "" };
+
+		prom_object(&p, "psb_store", store, &l, "counter", "store", NULL);
+	}
+	if (json_is_object(json_object_get(all, "experiment")))
+		prom_experiment(&p, json_object_get(all, "experiment"));
+	json_decref(all);
+
+	for (i = 0; i < p.n; i++) {
+		struct prom_family *f = &p.fam[i];
+
+		pb_printf(&out, "# HELP %s ", f->name);
+		prom_help(&out, f->help);
+		pb_printf(&out, "\n# TYPE %s %s\n%.*s", f->name, f->type, (int)f->samples.len,
+			f->samples.s != NULL ? f->samples.s : "");
+		p.oom |= f->samples.oom;
+		free(f->samples.s);
+	}
+	free(p.fam);
+	if (p.oom || out.oom || out.s == NULL) {
+		free(out.s);
+		return NULL;
+	}
+	return out.s;
+}
+
+static psb_mhd_result
+prom_reply(struct MHD_Connection *con, unsigned int status, const char *type, char *text,
+		enum MHD_ResponseMemoryMode mode)
+{
+	struct MHD_Response *r;
+	psb_mhd_result ret;
+
+	r = MHD_create_response_from_buffer(strlen(text), text, mode);
+	if (r == NULL) {
+		if (mode == MHD_RESPMEM_MUST_FREE)
+			free(text);
+		return MHD_NO;
+	}
+	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, type);
+	if (status == MHD_HTTP_METHOD_NOT_ALLOWED)
+		MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, "GET, HEAD");
+	ret = MHD_queue_response(con, status, r);
+	MHD_destroy_response(r);
+	return ret;
+}
+
+static psb_mhd_result
+prom_handler(void *cls, struct MHD_Connection *con, const char *url, const char *method,
+		const char *version, const char *upload_data, size_t *upload_data_size,
+		void **req_cls)
+{
+	struct psb_app *app = cls;
+	char *text;
+
+	RTE_SET_USED(version);
+	RTE_SET_USED(upload_data);
+	RTE_SET_USED(upload_data_size);
+	RTE_SET_USED(req_cls);
+	if (strcmp(method, MHD_HTTP_METHOD_GET) != 0 && strcmp(method, MHD_HTTP_METHOD_HEAD) != 0)
+		return prom_reply(con, MHD_HTTP_METHOD_NOT_ALLOWED, "text/plain",
+			(char *)"only GET /metrics\n", MHD_RESPMEM_PERSISTENT);
+	if (strcmp(url, "/metrics") != 0)
+		return prom_reply(con, MHD_HTTP_NOT_FOUND, "text/plain",
+			(char *)"not found: psb serves /metrics\n", MHD_RESPMEM_PERSISTENT);
+	text = psb_export_prometheus(app);
+	if (text == NULL)
+		return prom_reply(con, MHD_HTTP_INTERNAL_SERVER_ERROR, "text/plain",
+			(char *)"out of memory\n", MHD_RESPMEM_PERSISTENT);
+	return prom_reply(con, MHD_HTTP_OK, PROM_CONTENT_TYPE, text, MHD_RESPMEM_MUST_FREE);
+}
+
+/*
+ * "[IP:]PORT" or "[IPv6]:PORT". Loopback only: the endpoint has no authentication, and
+ * counters tell a lot about a cluster; farther away it goes through a tunnel or a proxy.
+ */
+static int
+prom_addr(const char *spec, struct sockaddr_storage *ss, socklen_t *sslen, char *err,
+		size_t errlen)
+{
+	struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)ss;
+	struct sockaddr_in *s4 = (struct sockaddr_in *)ss;
+	const char *port = spec, *colon;
+	char host[64] = "127.0.0.1", *end;
+	unsigned long pn;
+
+	memset(ss, 0, sizeof(*ss));
+	if (spec[0] == '[') {
+		colon = strstr(spec, "]:");
+		if (colon == NULL || (size_t)(colon - spec - 1) >= sizeof(host))
+			goto bad;
+		snprintf(host, sizeof(host), "%.*s", (int)(colon - spec - 1), spec + 1);
+		port = colon + 2;
+	} else if ((colon = strrchr(spec, ':')) != NULL) {
+		if ((size_t)(colon - spec) >= sizeof(host))
+			goto bad;
+		snprintf(host, sizeof(host), "%.*s", (int)(colon - spec), spec);
+		port = colon + 1;
+	}
+	errno = 0;
+	pn = strtoul(port, &end, 10);
+	if (!isdigit((unsigned char)*port) || *end != '\0' || errno != 0 || pn == 0 || pn > 65535)
+		goto bad;
+	if (strcmp(host, "localhost") == 0)
+		snprintf(host, sizeof(host), "127.0.0.1");
+	if (inet_pton(AF_INET, host, &s4->sin_addr) == 1) {
+		s4->sin_family = AF_INET;
+		s4->sin_port = htons((uint16_t)pn);
+		*sslen = sizeof(*s4);
+		if ((ntohl(s4->sin_addr.s_addr) >> 24) == 127)
+			return 0;
+	} else if (inet_pton(AF_INET6, host, &s6->sin6_addr) == 1) {
+		s6->sin6_family = AF_INET6;
+		s6->sin6_port = htons((uint16_t)pn);
+		*sslen = sizeof(*s6);
+		if (IN6_IS_ADDR_LOOPBACK(&s6->sin6_addr))
+			return 0;
+	} else {
+		goto bad;
+	}
+	snprintf(err, errlen, "--prometheus %s: %s is not a loopback address; the endpoint has no "
+		 "authentication, so psb serves it on 127.0.0.0/8 or ::1 only (reach it from "
+		 "elsewhere through an SSH tunnel or a proxy)", spec, host);
+	return -EACCES;
+bad:
+	snprintf(err, errlen, "--prometheus: expected [IP:]PORT (IP a loopback address, default "
+		 "127.0.0.1; PORT 1-65535), got '%s'", spec);
+	return -EINVAL;
+}
+
+static int
+prom_init(struct psb_app *app, char *err, size_t errlen)
+{
+	struct sockaddr_storage ss;
+	socklen_t sslen = 0;
+	int fd, on = 1, rc;
+
+	rc = prom_addr(app->prometheus, &ss, &sslen, err, errlen);
+	if (rc != 0)
+		return rc;
+	/* psb binds itself: MHD would not say why it could not */
+	fd = socket(ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof(on)) != 0 ||
+	    bind(fd, (struct sockaddr *)&ss, sslen) != 0 || listen(fd, 16) != 0) {
+		rc = -errno;
+		snprintf(err, errlen, "--prometheus %s: cannot listen: %s", app->prometheus,
+			strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return rc;
+	}
+	/*
+	 * No thread of MHD's own: psb_export_poll drives it without blocking (MHD_run), on the
+	 * main lcore. A thread would run on the main lcore's CPU anyway (threads inherit its
+	 * affinity), preempting the data plane there in run-to-completion mode at the
+	 * scheduler's whim, and would contend for ctl_lock. Driven from the main loop, a
+	 * scrape costs it what a counters line costs, once per scrape, at a known point.
+	 */
+	g_exp.mhd = MHD_start_daemon(MHD_USE_AUTO | MHD_USE_ERROR_LOG, 0, NULL, NULL,
+		prom_handler, app, MHD_OPTION_LISTEN_SOCKET, fd,
+		MHD_OPTION_CONNECTION_LIMIT, (unsigned int)PROM_MAX_CONNS,
+		MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)PROM_CONN_TIMEOUT_S, MHD_OPTION_END);
+	if (g_exp.mhd == NULL) {
+		/* fd not closed: MHD may have done so already, and psb is about to exit */
+		snprintf(err, errlen, "--prometheus %s: cannot start the HTTP server",
+			app->prometheus);
+		return -EIO;
+	}
+	PSB_LOG(app, "Prometheus metrics on http://%s%s/metrics",
+		strchr(app->prometheus, ':') != NULL ? "" : "127.0.0.1:", app->prometheus);
+	return 0;
+}
+
+static void
+counters_line(struct psb_app *app)
+{
+	int rc = psb_counters_append(app, g_exp.f);
+
+	/* say it when writing starts failing (disk full) and when it works again, not each time */
+	if (rc != 0 && !g_exp.f_failing)
+		PSB_LOG(app, "--counters-file %s: cannot write: %s", app->counters_file,
+			strerror(-rc));
+	else if (rc == 0 && g_exp.f_failing)
+		PSB_LOG(app, "--counters-file %s: writing again", app->counters_file);
+	g_exp.f_failing = rc != 0;
+}
+
+/* Undo what init did, without the last counters line of a normal exit. */
+static void
+export_close(void)
+{
+	pthread_mutex_lock(&tel_lock);
+	tel_app = NULL;
+	pthread_mutex_unlock(&tel_lock);
+	if (g_exp.mhd != NULL) {
+		MHD_stop_daemon(g_exp.mhd);
+		g_exp.mhd = NULL;
+	}
+	if (g_exp.f != NULL) {
+		fclose(g_exp.f);
+		g_exp.f = NULL;
+	}
+}
 
 int
 psb_export_init(struct psb_app *app, char *err, size_t errlen)
 {
-	RTE_SET_USED(app);
-	RTE_SET_USED(err);
-	RTE_SET_USED(errlen);
-	return 0;
+	int rc = 0;
+
+	if (app->counters_file != NULL) {
+		g_exp.f = fopen(app->counters_file, "ae");
+		if (g_exp.f == NULL) {
+			rc = -errno;
+			snprintf(err, errlen, "--counters-file %s: cannot open: %s",
+				app->counters_file, strerror(errno));
+			return rc;
+		}
+		g_exp.next_ns = 0;	/* a first line at once */
+		g_exp.f_failing = 0;
+	}
+	if (app->prometheus != NULL)
+		rc = prom_init(app, err, errlen);
+	if (rc == 0)
+		rc = tel_init(app, err, errlen);
+	if (rc != 0)
+		export_close();
+	return rc;
 }
 
 void
 psb_export_poll(struct psb_app *app, uint64_t now_ns)
 {
-	RTE_SET_USED(app);
-	RTE_SET_USED(now_ns);
+	if (g_exp.f != NULL && now_ns >= g_exp.next_ns) {
+		counters_line(app);
+		g_exp.next_ns += app->counters_every_ns;
+		/* behind after a stall: carry on from now rather than write a burst */
+		if (g_exp.next_ns <= now_ns)
+			g_exp.next_ns = now_ns + app->counters_every_ns;
+	}
+	if (g_exp.mhd != NULL && now_ns >= g_exp.next_http_ns) {
+		MHD_run(g_exp.mhd);
+		g_exp.next_http_ns = now_ns + PROM_POLL_NS;
+	}
 }
 
 void
 psb_export_fini(struct psb_app *app)
 {
-	RTE_SET_USED(app);
+	if (g_exp.f != NULL)
+		counters_line(app);
+	export_close();
 }

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "psb.h"
 #include "psb_bench.h"
@@ -300,8 +301,12 @@ run_finish(struct psb_app *app, int state)
 			snprintf(r->error, sizeof(r->error), "results not written: %.200s", err);
 			r->results[0] = '\0';
 		} else {
+			char abs[PATH_MAX];
+
 			printf("results: %s/{result.json,result.csv,result.txt}\n", r->results);
 			fflush(stdout);
+			if (realpath(r->results, abs) != NULL)
+				memcpy(r->results, abs, sizeof(r->results));
 		}
 		json_decref(doc);
 	}
@@ -318,6 +323,19 @@ run_finish(struct psb_app *app, int state)
 	run_rec(app)->state = state;
 	run_rec(app)->elapsed_s = elapsed;
 	snprintf(run_rec(app)->results, sizeof(run_rec(app)->results), "%s", r->results);
+}
+
+/* dir/name from the root: status readers need not know psb's working directory. */
+static void
+absolute_results(const struct psb_exp_conf *c, char *out, size_t len)
+{
+	char rel[PATH_MAX], cwd[PATH_MAX];
+
+	psb_exp_results_path(c, rel, sizeof(rel));
+	if (rel[0] == '/' || getcwd(cwd, sizeof(cwd)) == NULL)
+		snprintf(out, len, "%s", rel);
+	else
+		snprintf(out, len, "%.2047s/%.2047s", cwd, rel);
 }
 
 static FILE *
@@ -370,6 +388,7 @@ psb_run_start(struct psb_app *app, const struct psb_exp_conf *c, int from_doc, c
 
 	pthread_mutex_lock(&app->ctl_lock);
 	r->conf = *c;
+	absolute_results(c, r->results_dir, sizeof(r->results_dir));
 	r->id++;
 	r->state = PSB_RUN_RUNNING;
 	r->from_doc = from_doc;

@@ -70,7 +70,8 @@ psb_run() {
 	local spid=$!
 	PIDS+=($spid)
 	local i
-	for i in $(seq 50); do [ -S "$sock" ] && break; sleep 0.1; done
+	# the server's control socket appears once its port runs
+	for i in $(seq 50); do [ -S "/var/run/dpdk/psbb-$$-s$n/psb.ctl" ] && break; sleep 0.1; done
 	if ! timeout $((SECONDS_PER_RUN + 60)) "$PSB" --role worker --port "memif:client:$sock" \
 		--ip 198.18.0.2 --server 198.18.0.1 --async -l $WK_CPU --file-prefix "psbb-$$-w$n" \
 		--len "$len" --repeat 1000000000 --mode "$mode" --keys "$keys" \

@@ -27,8 +27,9 @@ run() {	# run TAG SYNCFLAG WORKER_MODE [server options...]
 		--file-prefix "psbt-m$$-s$tag" --stats-file "$DIR/srv-$tag.json" -q "$@" &
 	local spid=$!
 	PIDS+=($spid)
-	for _ in $(seq 100); do [ -S "$DIR/m.sock" ] && break; sleep 0.1; done
-	[ -S "$DIR/m.sock" ] || fail "$tag: server did not create its memif socket"
+	# its control socket appears once its port runs: then a memif client is taken
+	for _ in $(seq 100); do [ -S "/var/run/dpdk/psbt-m$$-s$tag/psb.ctl" ] && break; sleep 0.1; done
+	[ -S "/var/run/dpdk/psbt-m$$-s$tag/psb.ctl" ] || fail "$tag: server did not come up"
 	timeout -k 5 60 "$PSB" --role worker --port "memif:client:$DIR/m.sock" --ip 198.18.0.2 \
 		--scheduler 198.18.0.1 --num-workers $NW --workers $NW "$sync" -l 1 --no-huge \
 		--mbufs 16384 --file-prefix "psbt-m$$-w$tag" --keys $KEYS --len $LEN \

@@ -48,8 +48,10 @@ srv() {	# srv TAG: the shipped server document, on this test's socket and prefix
 		>"$DIR/srv-$1.out" 2>&1 &
 	SPID=$!
 	PIDS+=($SPID)
-	for _ in $(seq 100); do [ -S "$DIR/m.sock" ] && break; sleep 0.1; done
-	[ -S "$DIR/m.sock" ] || fail "server $1 did not create its memif socket"
+	# its control socket appears once its port runs: then a memif client is taken
+	local ctl=/var/run/dpdk/psbt-cfg$$-s$1/psb.ctl
+	for _ in $(seq 100); do [ -S "$ctl" ] && break; sleep 0.1; done
+	[ -S "$ctl" ] || fail "server $1 did not come up: $(tail -3 "$DIR/srv-$1.out")"
 }
 wrk() {	# wrk TAG [options]
 	local tag=$1
