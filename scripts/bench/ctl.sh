@@ -3,8 +3,10 @@
 # each) run ps-lite's PUSH_PULL at full speed, alternately without and with a 10 Hz scrape
 # of every export of both processes (DPDK telemetry /psb/counters, the control socket's
 # counters, the Prometheus endpoint, and a JSON-lines counters file written every 0.1 s).
-# Prints the median goodput of each and their ratio. Then, under the same full load, the
-# latency of status requests on the control socket and of whole `psbctl status` calls.
+# Prints the median goodput of each and their ratio; then the same comparison inside one
+# long run, 2 s windows with and without the scrape alternating (paired ratios). Then, under
+# the same full load, the latency of status requests on the control socket and of whole
+# `psbctl status` calls.
 #
 #   scripts/bench/ctl.sh [--runs N] [--seconds S] [--len BYTES] [--out DIR]
 set -euo pipefail
@@ -21,7 +23,7 @@ while [ $# -gt 0 ]; do
 	--seconds) SECS=$2; shift ;;
 	--len) LEN=$2; shift ;;
 	--out) OUT=$2; shift ;;
-	-h|--help) sed -n '2,10p' "$0"; exit 0 ;;
+	-h|--help) sed -n '2,11p' "$0"; exit 0 ;;
 	*) echo "ctl.sh: unknown option $1" >&2; exit 2 ;;
 	esac
 	shift
@@ -143,6 +145,54 @@ for r in $(seq "$RUNS"); do
 done
 echo >&2
 
+# Paired windows inside one run: the same two processes alternate 2 s windows without and
+# with the scrape (order swapped every pair), so the VM's run-to-run modes cancel out.
+PAIRS=${PAIRS:-12}
+start_pair 1
+sed -e "s/\"duration\": \"${SECS}s\"/\"duration\": \"$((PAIRS * 4 + 10))s\"/" "$TMP/exp.json" \
+	> "$TMP/paired.json"
+"$PSBCTL" --ctl "$TMP/w$n.ctl" start "$TMP/paired.json" > /dev/null
+sleep 1
+scraper_paired() {
+	python3 - "$@" <<'PY'
+import json, socket, statistics, sys, time, urllib.request
+wctl, sctl, wtel, stel, wprom, sprom, pairs = sys.argv[1:8]
+def ctl(path):
+    s = socket.socket(socket.AF_UNIX); s.connect(path); return s.makefile("rw")
+def tel(path):
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET); s.connect(path); s.recv(16384); return s
+cw, cs, tw, ts, st = ctl(wctl), ctl(sctl), tel(wtel), tel(stel), ctl(wctl)
+def requests():
+    st.write('{"cmd":"status"}\n'); st.flush()
+    return json.loads(st.readline())["experiment"]["pushpull"]["requests"]
+def scrape_once():
+    for f in (cw, cs):
+        f.write('{"cmd":"counters"}\n'); f.flush(); json.loads(f.readline())
+    for t in (tw, ts):
+        t.send(b"/psb/counters"); json.loads(t.recv(1 << 20))
+    for port in (wprom, sprom):
+        urllib.request.urlopen("http://127.0.0.1:%s/metrics" % port, timeout=2).read()
+rate = {"off": [], "on": []}
+for k in range(int(pairs)):
+    for phase in (("off", "on") if k % 2 == 0 else ("on", "off")):
+        r0, t0 = requests(), time.monotonic()
+        while time.monotonic() - t0 < 2.0:
+            t1 = time.monotonic()
+            if phase == "on":
+                scrape_once()
+            time.sleep(max(0, 0.1 - (time.monotonic() - t1)))
+        r1, t1 = requests(), time.monotonic()
+        rate[phase].append((r1 - r0) / (t1 - t0))
+ratios = [a / b for a, b in zip(rate["on"], rate["off"])]
+print(json.dumps({"window_s": 2.0, "pairs": len(ratios), "requests_per_s": rate,
+                  "pair_ratios": ratios, "median_pair_ratio": statistics.median(ratios)}))
+PY
+}
+scraper_paired "$TMP/w$n.ctl" "$TMP/s$n.ctl" "/var/run/dpdk/$WP/dpdk_telemetry.v2" \
+	"/var/run/dpdk/$SP/dpdk_telemetry.v2" "$WPROM" "$SPROM" "$PAIRS" > "$OUT/raw/paired.json"
+"$PSBCTL" --ctl "$TMP/w$n.ctl" stop > /dev/null || true
+stop_pair
+
 # status latency under full load: one long run, control-socket round trips and psbctl calls.
 start_pair 0
 sed -e "s/\"duration\": \"${SECS}s\"/\"duration\": \"30s\"/" "$TMP/exp.json" > "$TMP/long.json"
@@ -184,13 +234,19 @@ for k in g:
         g[k].append(d["rows"][0]["goodput_gbps"])
 med = {k: statistics.median(v) for k, v in g.items()}
 lat = json.load(open(os.path.join(out, "raw", "status-latency.json")))
+paired = json.load(open(os.path.join(out, "raw", "paired.json")))
 summary = {"len": int(length), "seconds": float(secs), "runs": runs, "goodput_gbps": g,
-           "median_gbps": med, "ratio": med["scraped"] / med["plain"], "status_latency": lat}
+           "median_gbps": med, "ratio": med["scraped"] / med["plain"], "paired": paired,
+           "status_latency": lat}
 json.dump(summary, open(os.path.join(out, "summary.json"), "w"), indent=2)
 lines = ["| | median goodput (Gbps) | runs |", "|---|---|---|",
          "| no scraping | %.2f | %s |" % (med["plain"], " ".join("%.1f" % x for x in g["plain"])),
          "| 10 Hz scrape of every export | %.2f | %s |" % (med["scraped"], " ".join("%.1f" % x for x in g["scraped"])),
          "| ratio scraped / plain | **%.3f** | |" % summary["ratio"], "",
+         "| paired 2 s windows in one run (%d pairs) | median ratio with / without scrape |" % paired["pairs"],
+         "|---|---|",
+         "| requests/s, scrape on vs off | **%.4f** (pairs: %s) |" % (paired["median_pair_ratio"],
+             " ".join("%.3f" % x for x in paired["pair_ratios"])), "",
          "| under full load | n | p50 (ms) | p99 (ms) | max (ms) |", "|---|---|---|---|---|"]
 for k, label in (("socket_status", "status request on the control socket"),
                  ("psbctl_status", "`psbctl status` (whole process)")):

@@ -137,3 +137,9 @@ wait_requests() {	# N SECONDS: until the worker's experiment made N requests
 	done
 	fail "worker made fewer than $1 requests in $2 s: $(ctl "$DIR/w.ctl" --json status)"
 }
+
+# The worker's and the server's control sockets, and files for a command's output.
+W="$DIR/w.ctl"
+S="$DIR/s.ctl"
+O="$DIR/out"
+E="$DIR/err"

@@ -5,10 +5,6 @@ PSB=$1
 PSBCTL=$2
 . "$(dirname "$0")/lib.sh"
 
-W="$DIR/w.ctl"
-S="$DIR/s.ctl"
-O="$DIR/out"
-E="$DIR/err"
 start_pair
 
 # --- idle appliance: help, status, list

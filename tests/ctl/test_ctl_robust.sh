@@ -5,10 +5,6 @@ PSB=$1
 PSBCTL=$2
 . "$(dirname "$0")/lib.sh"
 
-W="$DIR/w.ctl"
-S="$DIR/s.ctl"
-O="$DIR/out"
-E="$DIR/err"
 
 # --- psbctl alone: usage and connection errors exit 2 and say which path and why
 expect_rc 2 "$O" "$E" "$PSBCTL"
