@@ -953,7 +953,7 @@ cb_help(void *parsed, struct cmdline *cl, void *data)
 
 	RTE_SET_USED(parsed);
 	RTE_SET_USED(data);
-	fprintf(out, "commands (Tab completes words; unique prefixes are not accepted):\n");
+	fprintf(out, "commands (Tab completes a word, twice lists the choices; words are typed in full):\n");
 	for (i = 0; con_ctx[i] != NULL; i++)
 		fprintf(out, "  %s\n", con_ctx[i]->help_str);
 	out_end(&o, cl);
