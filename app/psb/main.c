@@ -905,7 +905,8 @@ total_rx(const struct psb_app *app)
 
 /* Housekeeping done by the main lcore: exit conditions. */
 static void
-check_exit(struct psb_app *app, uint64_t now, uint64_t *last_rx, uint64_t *last_rx_ns)
+check_exit(struct psb_app *app, int console_on, uint64_t now, uint64_t *last_rx,
+		uint64_t *last_rx_ns)
 {
 	uint64_t rx = total_rx(app);
 
@@ -914,7 +915,7 @@ check_exit(struct psb_app *app, uint64_t now, uint64_t *last_rx, uint64_t *last_
 	 * lives as long as it; one started to take commands stays until told to quit.
 	 */
 	if ((app->autostart || app->cmdline_file != NULL) && !app->stay && !app->interactive &&
-	    app->run.id != 0 && !psb_run_active(app))
+	    !console_on && app->run.id != 0 && !psb_run_active(app))
 		app->quit = 1;
 	if (app->duration_ns != 0 && now >= app->duration_ns)
 		app->quit = 1;
@@ -1175,7 +1176,7 @@ main(int argc, char **argv)
 		}
 		psb_run_poll(app, now);
 		psb_export_poll(app, now);
-		check_exit(app, now, &last_rx, &last_rx_ns);
+		check_exit(app, console_on, now, &last_rx, &last_rx_ns);
 		watch_links(app);
 		check_links(app, now);
 	}

@@ -26,6 +26,7 @@ static struct {
 	struct cmdline *cl;
 	int fd;			/* what cl reads */
 	int from_file;		/* cl reads --cmdline-file; with -i, stdin comes next */
+	int is_tty;
 	int interactive;
 	int waiting;		/* "wait": no input is read until the experiment ends */
 	int quit;		/* "quit" was given */
@@ -953,7 +954,7 @@ cb_help(void *parsed, struct cmdline *cl, void *data)
 
 	RTE_SET_USED(parsed);
 	RTE_SET_USED(data);
-	fprintf(out, "commands (Tab completes a word, twice lists the choices; words are typed in full):\n");
+	fprintf(out, "commands (Tab completes a word, Tab twice lists the choices):\n");
 	for (i = 0; con_ctx[i] != NULL; i++)
 		fprintf(out, "  %s\n", con_ctx[i]->help_str);
 	out_end(&o, cl);
@@ -986,6 +987,7 @@ open_stdin(void)
 	}
 	con.fd = STDIN_FILENO;
 	con.from_file = 0;
+	con.is_tty = isatty(STDIN_FILENO);
 	return 0;
 }
 
@@ -1013,6 +1015,7 @@ open_file(const char *file)
 	}
 	con.fd = fd;
 	con.from_file = 1;
+	con.is_tty = 0;
 	return 0;
 }
 
@@ -1113,7 +1116,7 @@ wait_interrupted(void)
 {
 	char *p;
 
-	if (con.from_file || !isatty(con.fd) || !fill())
+	if (!con.is_tty || !fill())
 		return 0;
 	p = memchr(con.in + con.off, CON_CTRL_C, con.len - con.off);
 	if (p == NULL)

@@ -102,8 +102,7 @@ echo "console: --cmdline-file ok"
 # 4. A terminal: tmux runs psb -i; Tab completes words; the control socket answers meanwhile.
 cat >"$DIR/pane.sh" <<EOF
 stty -g >"$DIR/tty.before"
-sh -c 'echo \$\$ >"$DIR/pane.pid"; exec "\$0" "\$@"' "$PSB" ${NULLSRV[*]} --file-prefix "$PFX-t" \\
-	--ctl "$DIR/ctl.sock" -i 2>"$DIR/t.err"
+"$PSB" ${NULLSRV[*]} --file-prefix "$PFX-t" --ctl "$DIR/ctl.sock" -i 2>"$DIR/t.err"
 echo \$? >"$DIR/t.rc"
 stty -g >"$DIR/tty.after"
 EOF
@@ -119,11 +118,11 @@ wait_pane() {	# wait_pane REGEX WHAT
 	cat "$DIR/t.err" >&2 2>/dev/null || true
 	fail "terminal: $2"
 }
-ctl() {	# ctl JSON: one request on the control socket, the reply line on stdout
+ctl() {	# ctl JSON [SOCKET [TIMEOUT]]: one request on a control socket, the reply line on stdout
 	python3 -c 'import socket, sys
-s = socket.socket(socket.AF_UNIX); s.settimeout(10); s.connect(sys.argv[1])
+s = socket.socket(socket.AF_UNIX); s.settimeout(float(sys.argv[3])); s.connect(sys.argv[1])
 s.sendall(sys.argv[2].encode() + b"\n"); print(s.makefile().readline().strip())' \
-		"$DIR/ctl.sock" "$1"
+		"${2:-$DIR/ctl.sock}" "$1" "${3:-10}"
 }
 wait_pane '^psb> $' "no prompt"
 for _ in $(seq 50); do [ -S "$DIR/ctl.sock" ] && break; sleep 0.1; done
@@ -146,6 +145,31 @@ grep -q '"ok": *true' "$DIR/ctl2" || fail "control socket set: $(cat "$DIR/ctl2"
 wait_pane 'an experiment is loaded' "the console does not see the set made on the control socket"
 "${TMX[@]}" send-keys -t con 'show port st' Tab 'al' Tab Enter
 wait_pane 'NIC statistics for port 0' "show port st<Tab> al<Tab>"
+# wait keeps the console from reading, not the process from serving: the socket still answers,
+# and Ctrl-C at the terminal gives the console back.
+printf '{"name": "sv", "kind": "serve", "output": {"dir": "%s/results"}}\n' "$DIR" \
+	>"$DIR/serve.json"
+"${TMX[@]}" send-keys -t con "start $DIR/serve.json" Enter
+wait_pane '^experiment 1 "sv" started$' "start FILE"
+"${TMX[@]}" send-keys -t con 'wait' Enter
+wait_pane '^waiting for experiment 1 "sv" to end$' "wait"
+ctl '{"cmd": "status"}' >"$DIR/ctl3"
+python3 -c 'import json, sys
+r = json.load(open(sys.argv[1]))
+assert r["experiment"]["state"] == "running" and r["experiment"]["name"] == "sv", r' "$DIR/ctl3" ||
+	fail "control socket status during wait: $(cat "$DIR/ctl3")"
+"${TMX[@]}" send-keys -t con 'show roles' Enter
+sleep 0.5
+pane
+[ "$(grep -c '^ROLE ' "$DIR/pane.txt")" = 1 ] || fail "terminal: a command ran during wait"
+"${TMX[@]}" send-keys -t con C-c
+wait_pane '^wait: interrupted' "Ctrl-C does not end wait"
+# the line typed during the wait runs once the console reads again
+for _ in $(seq 50); do pane; [ "$(grep -c '^ROLE ' "$DIR/pane.txt")" = 2 ] && break; sleep 0.1; done
+[ "$(grep -c '^ROLE ' "$DIR/pane.txt")" = 2 ] || fail "terminal: what was typed during wait is lost"
+"${TMX[@]}" send-keys -t con 'stop' Enter
+wait_pane '^experiment 1 "sv": stopped after [0-9.]+ s$' "stop"
+[ -s "$DIR/results/sv/result.json" ] || fail "terminal: stop wrote no results"
 "${TMX[@]}" send-keys -t con 'quit' Enter
 for _ in $(seq 100); do [ -s "$DIR/t.rc" ] && [ -s "$DIR/tty.after" ] && break; sleep 0.1; done
 [ -s "$DIR/t.rc" ] || fail "terminal: psb did not exit after quit"
@@ -165,11 +189,17 @@ cat >"$DIR/worker.json" <<EOF
  "ip": "198.18.0.2", "server": "198.18.0.1", "huge": "no", "file_prefix": "$PFX-w", "lcores": "1"},
  "pushpull": {"len": "4KiB", "repeat": 200}, "output": {"dir": "$DIR/results"}}
 EOF
-"$PSB" --config "$DIR/server.json" -q >"$DIR/s.out" 2>&1 &
+"$PSB" --config "$DIR/server.json" --ctl "$DIR/s.ctl" -q >"$DIR/s.out" 2>&1 &
 SPID=$!
-for _ in $(seq 100); do [ -S "$DIR/m.sock" ] && break; sleep 0.1; done
-[ -S "$DIR/m.sock" ] || fail "experiment: the server did not create its memif socket"
-printf '%s\n' 'show experiment' "load $DIR/worker.json" start wait 'show experiment' quit |
+# The memif socket exists from the server's EAL start, but a client that connects before the
+# server's port is started is refused ("ID not found") and never retries. The control socket
+# answers only from the main loop, after the ports are started.
+for _ in $(seq 100); do [ -S "$DIR/s.ctl" ] && break; sleep 0.1; done
+ctl '{"cmd": "status"}' "$DIR/s.ctl" 30 >"$DIR/s.status" ||
+	fail "experiment: the server does not answer: $(cat "$DIR/s.out")"
+grep -q '"state": *"running"' "$DIR/s.status" || fail "experiment: server: $(cat "$DIR/s.status")"
+printf '%s\n' 'show experiment' "load $DIR/worker.json" start wait 'show experiment' \
+	'show counters worker0' quit |
 	timeout -k 5 60 "$PSB" --config "$DIR/worker.json" -q -i 2>"$DIR/w.err" |
 	tr -d '\r' >"$DIR/w.out" ||
 	fail "experiment: worker exited with $?: $(cat "$DIR/w.out" "$DIR/w.err" "$DIR/s.out")"
@@ -185,6 +215,8 @@ expect "$DIR/w.tail" '^  state +done$' "experiment: show experiment after wait: 
 expect "$DIR/w.tail" "^  results +$DIR/results/w1$" "experiment: show experiment: results"
 expect "$DIR/w.tail" '^  pushpull\.iterations +200$' "experiment: show experiment: iterations"
 expect "$DIR/w.tail" '^  pushpull\.failed +0$' "experiment: show experiment: failures"
+expect "$DIR/w.tail" '^counters roles\.worker0:$' "experiment: show counters worker0"
+expect "$DIR/w.tail" '^  rx_pkts +[1-9][0-9]*$' "experiment: the worker received no answers"
 [ -s "$DIR/results/w1/result.json" ] || fail "experiment: no results in $DIR/results/w1"
 kill -TERM "$SPID"
 for _ in $(seq 100); do kill -0 "$SPID" 2>/dev/null || break; sleep 0.1; done
