@@ -8,7 +8,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include <dirent.h>
 #include <sys/stat.h>
 
 #include <rte_eal.h>
@@ -565,26 +564,6 @@ check_config(struct psb_app *app)
 			app->nlocal_workers, app->num_workers);
 	if (app->bench.len > app->max_value && app->node_role == PSB_NODE_WORKER)
 		psb_die("--len %u exceeds --max-value %u", app->bench.len, app->max_value);
-}
-
-/* The EAL leaves its runtime directory behind; psb's prefixes are its own, so remove it. */
-static void
-remove_runtime_dir(const char *dir)
-{
-	char path[PATH_MAX];
-	struct dirent *de;
-	DIR *d;
-
-	if (dir == NULL || *dir == '\0' || (d = opendir(dir)) == NULL)
-		return;
-	while ((de = readdir(d)) != NULL) {
-		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
-			continue;
-		if ((size_t)snprintf(path, sizeof(path), "%s/%s", dir, de->d_name) < sizeof(path))
-			unlink(path);
-	}
-	closedir(d);
-	rmdir(dir);
 }
 
 /* A memif client needs its server's socket; wait for it rather than fail at once. */
@@ -1211,7 +1190,8 @@ main(int argc, char **argv)
 			unlink(app->specs[i].sock_path);
 	snprintf(err, sizeof(err), "%s", rte_eal_get_runtime_dir());
 	rte_eal_cleanup();
-	remove_runtime_dir(err);
+	/* the EAL leaves its runtime directory behind; psb's prefixes are its own */
+	psb_rmdir_flat(err);
 	if (ea.use_huge && ea.single_file)
 		psb_huge_cleanup(ea.prefix);
 	return exit_code;

@@ -214,10 +214,10 @@ cmd_list(struct psb_app *app, const json_t *req, int *quit)
 	RTE_SET_USED(quit);
 	for (i = r->id > r->nhist ? r->id - r->nhist + 1 : 1; i <= r->id; i++) {
 		const struct psb_run_rec *h = &r->hist[(i - 1) % PSB_RUN_HISTORY];
-		static const char *const st[] = { "idle", "running", "done", "stopped", "failed" };
 
 		json_array_append_new(exps, json_pack("{s:i,s:s,s:s,s:s,s:f,s:s}", "id", (int)h->id,
-			"name", h->name, "kind", psb_exp_kind_names[h->kind], "state", st[h->state],
+			"name", h->name, "kind", psb_exp_kind_names[h->kind],
+			"state", psb_run_state_name(h->state),
 			"elapsed_s", h->elapsed_s, "results", h->results));
 	}
 	for (i = 0; psb_exp_kind_names[i] != NULL; i++)

@@ -34,6 +34,8 @@ int psb_run_stop(struct psb_app *app, char *err, size_t errlen);
 int psb_run_reset(struct psb_app *app, char *err, size_t errlen);
 int psb_run_set(struct psb_app *app, const char *param, const char *value, char *err,
 		size_t errlen);
+/* "idle", "running", "done", "stopped", "failed" (enum psb_run_state). */
+const char *psb_run_state_name(int state);
 /* 1 while an experiment runs. */
 int psb_run_active(const struct psb_app *app);
 /* Housekeeping: notice the end of the experiment, write its results, the counters file. */

@@ -41,6 +41,12 @@ run_fail(char *err, size_t errlen, const char *fmt, ...)
 	return -EINVAL;
 }
 
+const char *
+psb_run_state_name(int state)
+{
+	return state >= 0 && state < (int)RTE_DIM(state_names) ? state_names[state] : "unknown";
+}
+
 int
 psb_run_active(const struct psb_app *app)
 {

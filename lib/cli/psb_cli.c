@@ -1,9 +1,12 @@
 /* Command-line helpers shared by psb's programs: errors that name the option, strict numbers. */
+#include <dirent.h>
 #include <errno.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "psb_cli.h"
 #include "psb_proto.h"
@@ -80,4 +83,23 @@ psb_cli_host_port(const char *opt, const char *v, uint32_t *ip, uint16_t *port)
 	host[colon - v] = '\0';
 	*ip = psb_cli_ip(opt, host);
 	*port = (uint16_t)psb_cli_u64(opt, colon + 1, 1, 65535);
+}
+
+void
+psb_rmdir_flat(const char *dir)
+{
+	char path[PATH_MAX];
+	struct dirent *de;
+	DIR *d;
+
+	if (dir == NULL || *dir == '\0' || (d = opendir(dir)) == NULL)
+		return;
+	while ((de = readdir(d)) != NULL) {
+		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+			continue;
+		if ((size_t)snprintf(path, sizeof(path), "%s/%s", dir, de->d_name) < sizeof(path))
+			unlink(path);
+	}
+	closedir(d);
+	rmdir(dir);
 }

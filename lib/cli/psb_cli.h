@@ -22,4 +22,7 @@ uint32_t psb_cli_ip(const char *opt, const char *v);
 /* "IP[:PORT]": the port is left alone when absent. Dies naming opt. */
 void psb_cli_host_port(const char *opt, const char *v, uint32_t *ip, uint16_t *port);
 
+/* Remove a directory and the files directly in it (no subdirectories). */
+void psb_rmdir_flat(const char *dir);
+
 #endif /* PSB_CLI_H */

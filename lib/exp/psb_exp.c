@@ -6,8 +6,8 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include <dirent.h>
 
+#include "psb_cli.h"
 #include "psb_exp.h"
 #include "psb_proto.h"
 
@@ -360,24 +360,6 @@ mkdirs(const char *path)
 	return 0;
 }
 
-static void
-rmtree_flat(const char *dir)
-{
-	char p[PATH_MAX];
-	struct dirent *de;
-	DIR *d = opendir(dir);
-
-	if (d == NULL)
-		return;
-	while ((de = readdir(d)) != NULL)
-		if (de->d_name[0] != '.' || (strcmp(de->d_name, ".") != 0 &&
-					     strcmp(de->d_name, "..") != 0))
-			if ((size_t)snprintf(p, sizeof(p), "%s/%s", dir, de->d_name) < sizeof(p))
-				unlink(p);
-	closedir(d);
-	rmdir(dir);
-}
-
 static int
 write_file(const char *dir, const char *name, char *text)
 {
@@ -434,7 +416,7 @@ psb_exp_results_write(const struct psb_exp_conf *c, const json_t *doc, const jso
 		return rc;
 	}
 	snprintf(tmp, sizeof(tmp), "%s/.%s.tmp.%d", c->output.dir, c->name, (int)getpid());
-	rmtree_flat(tmp);
+	psb_rmdir_flat(tmp);
 	if (mkdir(tmp, 0755) != 0) {
 		rc = -errno;
 		snprintf(err, errlen, "cannot create %s: %s", tmp, strerror(errno));
@@ -455,7 +437,7 @@ psb_exp_results_write(const struct psb_exp_conf *c, const json_t *doc, const jso
 	}
 	if (rc != 0) {
 		snprintf(err, errlen, "cannot write results into %s: %s", tmp, strerror(-rc));
-		rmtree_flat(tmp);
+		psb_rmdir_flat(tmp);
 		return rc;
 	}
 	if (stat(final, &st) == 0) {
@@ -463,14 +445,14 @@ psb_exp_results_write(const struct psb_exp_conf *c, const json_t *doc, const jso
 			/* move the old results aside first: a directory rename cannot replace one */
 			snprintf(old, sizeof(old), "%s/.%s.old.%d", c->output.dir, c->name,
 				 (int)getpid());
-			rmtree_flat(old);
+			psb_rmdir_flat(old);
 			if (rename(final, old) != 0) {
 				rc = -errno;
 				snprintf(err, errlen, "cannot move the old %s aside: %s", final,
 					 strerror(errno));
 				return rc;
 			}
-			rmtree_flat(old);
+			psb_rmdir_flat(old);
 		} else {
 			/* appeared while the experiment ran: keep both, never replace */
 			for (n = 2; n < 10000; n++) {

@@ -90,36 +90,11 @@ cat > "$TMP/exp.json" <<EOF
  "log_every": "0s"}}
 EOF
 
-# scraper: every export of both processes, 10 times a second, until killed.
-scraper() {
-	python3 - "$@" <<'PY'
-import json, socket, sys, time, urllib.request
-wctl, sctl, wtel, stel, wprom, sprom = sys.argv[1:7]
-def ctl(path):
-    s = socket.socket(socket.AF_UNIX); s.connect(path); return s.makefile("rw")
-def tel(path):
-    s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET); s.connect(path); s.recv(16384); return s
-cw, cs, tw, ts = ctl(wctl), ctl(sctl), tel(wtel), tel(stel)
-n = 0
-while True:
-    t0 = time.monotonic()
-    for f in (cw, cs):
-        f.write('{"cmd":"counters"}\n'); f.flush(); json.loads(f.readline())
-    for t in (tw, ts):
-        t.send(b"/psb/counters"); json.loads(t.recv(1 << 20))
-    for port in (wprom, sprom):
-        urllib.request.urlopen("http://127.0.0.1:%s/metrics" % port, timeout=2).read()
-    n += 1
-    print(n, flush=True)
-    time.sleep(max(0, 0.1 - (time.monotonic() - t0)))
-PY
-}
-
 one_run() {	# one_run SCRAPE TAG
 	local scrape=$1 tag=$2 spid=""
 	start_pair "$scrape"
 	if [ "$scrape" = 1 ]; then
-		scraper "$TMP/w$n.ctl" "$TMP/s$n.ctl" "/var/run/dpdk/$WP/dpdk_telemetry.v2" \
+		scripts/bench/ctl_scrape.py "$TMP/w$n.ctl" "$TMP/s$n.ctl" "/var/run/dpdk/$WP/dpdk_telemetry.v2" \
 			"/var/run/dpdk/$SP/dpdk_telemetry.v2" "$WPROM" "$SPROM" > "$TMP/scrape$n.log" 2>&1 &
 		spid=$!
 		PIDS+=($spid)
@@ -153,43 +128,8 @@ sed -e "s/\"duration\": \"${SECS}s\"/\"duration\": \"$((PAIRS * 4 + 10))s\"/" "$
 	> "$TMP/paired.json"
 "$PSBCTL" --ctl "$TMP/w$n.ctl" start "$TMP/paired.json" > /dev/null
 sleep 1
-scraper_paired() {
-	python3 - "$@" <<'PY'
-import json, socket, statistics, sys, time, urllib.request
-wctl, sctl, wtel, stel, wprom, sprom, pairs = sys.argv[1:8]
-def ctl(path):
-    s = socket.socket(socket.AF_UNIX); s.connect(path); return s.makefile("rw")
-def tel(path):
-    s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET); s.connect(path); s.recv(16384); return s
-cw, cs, tw, ts, st = ctl(wctl), ctl(sctl), tel(wtel), tel(stel), ctl(wctl)
-def requests():
-    st.write('{"cmd":"status"}\n'); st.flush()
-    return json.loads(st.readline())["experiment"]["pushpull"]["requests"]
-def scrape_once():
-    for f in (cw, cs):
-        f.write('{"cmd":"counters"}\n'); f.flush(); json.loads(f.readline())
-    for t in (tw, ts):
-        t.send(b"/psb/counters"); json.loads(t.recv(1 << 20))
-    for port in (wprom, sprom):
-        urllib.request.urlopen("http://127.0.0.1:%s/metrics" % port, timeout=2).read()
-rate = {"off": [], "on": []}
-for k in range(int(pairs)):
-    for phase in (("off", "on") if k % 2 == 0 else ("on", "off")):
-        r0, t0 = requests(), time.monotonic()
-        while time.monotonic() - t0 < 2.0:
-            t1 = time.monotonic()
-            if phase == "on":
-                scrape_once()
-            time.sleep(max(0, 0.1 - (time.monotonic() - t1)))
-        r1, t1 = requests(), time.monotonic()
-        rate[phase].append((r1 - r0) / (t1 - t0))
-ratios = [a / b for a, b in zip(rate["on"], rate["off"])]
-print(json.dumps({"window_s": 2.0, "pairs": len(ratios), "requests_per_s": rate,
-                  "pair_ratios": ratios, "median_pair_ratio": statistics.median(ratios)}))
-PY
-}
-scraper_paired "$TMP/w$n.ctl" "$TMP/s$n.ctl" "/var/run/dpdk/$WP/dpdk_telemetry.v2" \
-	"/var/run/dpdk/$SP/dpdk_telemetry.v2" "$WPROM" "$SPROM" "$PAIRS" > "$OUT/raw/paired.json"
+scripts/bench/ctl_scrape.py "$TMP/w$n.ctl" "$TMP/s$n.ctl" "/var/run/dpdk/$WP/dpdk_telemetry.v2" \
+	"/var/run/dpdk/$SP/dpdk_telemetry.v2" "$WPROM" "$SPROM" --paired "$PAIRS" > "$OUT/raw/paired.json"
 "$PSBCTL" --ctl "$TMP/w$n.ctl" stop > /dev/null || true
 stop_pair
 
