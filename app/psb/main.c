@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sched.h>
 #include <sys/stat.h>
 
 #include <rte_eal.h>
@@ -95,6 +96,8 @@ usage(FILE *out)
 "  --mem MB             memory for DPDK (default: what the pools need + 64)\n"
 "  --mbufs N            mbufs in the pool (default from rings and ports)\n"
 "  --huge | --no-huge   require hugepages / never use them (default: use if free)\n"
+"  --yield US           a polling lcore lets waiting threads of its CPU run every US\n"
+"                       microseconds (default 200; 0: never, for isolated cores)\n"
 "  --file-prefix NAME   DPDK runtime prefix (default psb-PID)\n"
 "  --idle-exit MS       exit once no packet arrived for MS ms (pcap replay)\n"
 "  --stats-file FILE    write counters as JSON at exit\n"
@@ -139,7 +142,7 @@ enum {
 	OPT_TIMEOUT, OPT_RETRIES, OPT_VERIFY, OPT_RESULTS, OPT_LOG_EVERY, OPT_MEM, OPT_MBUFS,
 	OPT_HUGE, OPT_NO_HUGE, OPT_PREFIX, OPT_IDLE_EXIT, OPT_STATS_FILE, OPT_BATCH,
 	OPT_CONFIG, OPT_CHECK_CONFIG, OPT_CMDLINE_FILE, OPT_WAIT, OPT_CTL, OPT_COUNTERS_FILE,
-	OPT_COUNTERS_EVERY, OPT_PROMETHEUS, OPT_WARMUP, OPT_RATE,
+	OPT_COUNTERS_EVERY, OPT_PROMETHEUS, OPT_WARMUP, OPT_RATE, OPT_YIELD,
 };
 
 static const struct option long_opts[] = {
@@ -190,6 +193,7 @@ static const struct option long_opts[] = {
 	{ "prometheus", required_argument, NULL, OPT_PROMETHEUS },
 	{ "warmup", required_argument, NULL, OPT_WARMUP },
 	{ "rate", required_argument, NULL, OPT_RATE },
+	{ "yield", required_argument, NULL, OPT_YIELD },
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "quiet", no_argument, NULL, 'q' },
 	{ "help", no_argument, NULL, 'h' },
@@ -347,6 +351,9 @@ parse_args(struct psb_app *app, struct run_opts *ro, int argc, char **argv)
 				psb_die("--counters-every: at least 0.01 s, got '%s'", optarg);
 			break;
 		case OPT_PROMETHEUS: app->prometheus = optarg; break;
+		case OPT_YIELD:
+			app->yield_ns = psb_cli_u64("--yield", optarg, 0, 1000000) * 1000;
+			break;
 		case OPT_WARMUP: app->bench.warmup = psb_cli_u64("--warmup", optarg, 0, 1ull << 50); break;
 		case OPT_RATE:
 			if (psb_conf_parse_rate(optarg, &app->bench.rate_bps) != 0)
@@ -426,6 +433,7 @@ conf_to_app(struct psb_app *app, struct run_opts *ro, const struct psb_exp_conf 
 	ro->mbufs = n->mbufs;
 	ro->eal.force_huge = n->huge == PSB_EXP_HUGE_YES;
 	ro->eal.force_no_huge = n->huge == PSB_EXP_HUGE_NO;
+	app->yield_ns = n->yield;
 	if (n->file_prefix[0] != '\0') {
 		snprintf(ro->prefix, sizeof(ro->prefix), "%s", n->file_prefix);
 		ro->eal.file_prefix = ro->prefix;
@@ -477,6 +485,7 @@ app_to_conf(const struct psb_app *app, const struct run_opts *ro, struct psb_exp
 	snprintf(n->lcores, sizeof(n->lcores), "%s", ro->eal.lcores != NULL ? ro->eal.lcores : "0");
 	n->mem_mb = ro->mem_given ? ro->eal.mem_mb : 0;
 	n->mbufs = ro->mbufs;
+	n->yield = app->yield_ns;
 	n->huge = ro->eal.force_huge ? PSB_EXP_HUGE_YES :
 		ro->eal.force_no_huge ? PSB_EXP_HUGE_NO : PSB_EXP_HUGE_AUTO;
 	snprintf(n->file_prefix, sizeof(n->file_prefix), "%s",
@@ -741,6 +750,9 @@ make_ring(const char *name, int idx, unsigned int size, unsigned int flags)
 /* Lcore body: poll the roles placed on this lcore until told to quit. */
 struct lcore_plan {
 	uint64_t pass;
+	uint64_t last_yield;		/* TSC */
+	uint64_t yields;
+	uint64_t yield_cycles;
 	unsigned int nroles;
 	struct psb_role_inst *roles[PSB_MAX_ROLES];
 };
@@ -811,14 +823,52 @@ poll_once(struct lcore_plan *lp)
 	return work;
 }
 
+/*
+ * A poll-mode lcore never sleeps, so on a CPU it shares (with other lcores, psbctl, a
+ * scraper, a shell) a thread that wakes up would wait for the kernel's next tick, up to
+ * 4 ms at HZ=250, before it runs. Yielding every --yield lets it run at once; with nobody
+ * waiting, sched_yield() returns straight away. The time a yield took beyond that is CPU
+ * the lcore gave to others, and it is counted.
+ */
+static inline void
+maybe_yield(struct lcore_plan *lp)
+{
+	uint64_t t0 = rte_rdtsc(), t1;
+
+	if (g_app.yield_tsc == 0 || t0 - lp->last_yield < g_app.yield_tsc)
+		return;
+	sched_yield();
+	t1 = rte_rdtsc();
+	lp->last_yield = t1;
+	lp->yields++;
+	lp->yield_cycles += t1 - t0;
+}
+
 static int
 lcore_main(void *arg)
 {
 	struct lcore_plan *lp = arg;
+	unsigned int k;
 
-	while (!g_app.stop_lcores)
-		poll_once(lp);
+	while (!g_app.stop_lcores) {
+		for (k = 0; k < 64; k++)
+			poll_once(lp);
+		maybe_yield(lp);
+	}
 	return 0;
+}
+
+void
+psb_lcores_yielded(uint64_t *yields, uint64_t *cycles)
+{
+	unsigned int i;
+
+	*yields = 0;
+	*cycles = 0;
+	for (i = 0; i < RTE_MAX_LCORE; i++) {
+		*yields += g_plan[i].yields;
+		*cycles += g_plan[i].yield_cycles;
+	}
 }
 
 void
@@ -931,6 +981,7 @@ main(int argc, char **argv)
 	app->num_servers = 1;
 	app->nshards = 1;
 	app->nlocal_workers = 1;
+	app->yield_ns = 200000;
 	app->sync = 1;
 	app->mtu_want = 9000;
 	app->max_value = 64u << 20;
@@ -1010,6 +1061,7 @@ main(int argc, char **argv)
 	signal(SIGTERM, on_signal);
 	signal(SIGPIPE, SIG_IGN);
 	app->ns_per_tsc = 1e9 / (double)rte_get_tsc_hz();
+	app->yield_tsc = (uint64_t)((double)app->yield_ns / app->ns_per_tsc);
 	app->start_tsc = rte_get_tsc_cycles();
 	psb_agg_add(NULL, NULL, 0);	/* pick the aggregation kernel now, not on the fast path */
 
@@ -1130,7 +1182,7 @@ main(int argc, char **argv)
 		}
 	}
 	while (!app->quit) {
-		uint64_t now = psb_now_ns(app);
+		uint64_t now = psb_now_ns(app), cp0;
 
 		if (nworker_lcores == 0) {
 			/*
@@ -1144,10 +1196,12 @@ main(int argc, char **argv)
 				for (k = 0; k < 64; k++)
 					poll_once(lp);
 			} while (rte_rdtsc() - t0 < lim && !app->quit);
+			maybe_yield(lp);
 			psb_ctl_sock_poll(app, 0);
 		} else {
 			psb_ctl_sock_poll(app, 1);
 		}
+		cp0 = rte_rdtsc();
 		if (console_on && psb_console_poll(app)) {
 			console_on = 0;
 			if (app->interactive)
@@ -1158,6 +1212,7 @@ main(int argc, char **argv)
 		check_exit(app, console_on, now, &last_rx, &last_rx_ns);
 		watch_links(app);
 		check_links(app, now);
+		app->cp.main_cycles += rte_rdtsc() - cp0;
 	}
 	/* the experiment ends with the process: stopped, its results written */
 	psb_run_fini(app);

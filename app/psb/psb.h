@@ -178,6 +178,19 @@ struct psb_run {
 	struct psb_run_rec hist[PSB_RUN_HISTORY];
 };
 
+/*
+ * What serving the control plane costs the process. The main lcore writes its fields; the
+ * telemetry ones are added atomically by DPDK's telemetry threads (one per client).
+ */
+struct psb_cp_stats {
+	uint64_t main_cycles;		/* main lcore busy with control work (not waiting) */
+	uint64_t telemetry_cpu_ns;	/* CPU time of psb's telemetry callbacks */
+	uint64_t socket_requests;
+	uint64_t telemetry_requests;
+	uint64_t prometheus_requests;
+	uint64_t file_lines;		/* counters lines written (both kinds of file) */
+};
+
 struct psb_app {
 	/* Options. */
 	enum psb_node_role node_role;
@@ -213,6 +226,8 @@ struct psb_app {
 	const char *counters_file;	/* JSON lines of every counter */
 	uint64_t counters_every_ns;
 	const char *prometheus;		/* [ADDR:]PORT of the Prometheus endpoint, NULL none */
+	uint64_t yield_ns;		/* lcores give waiting threads the CPU this often (0: never) */
+	uint64_t yield_tsc;
 
 	/* Ports. */
 	uint16_t nports;
@@ -249,6 +264,7 @@ struct psb_app {
 
 	/* Control plane (main lcore; readers on other threads take ctl_lock). */
 	pthread_mutex_t ctl_lock;
+	struct psb_cp_stats cp;
 	struct psb_run run;
 	char ctl_sock[256];
 };
@@ -320,6 +336,8 @@ const struct psb_kv *psb_server_kv(const struct psb_role_inst *ri);
 int psb_roles_call(struct psb_app *app, const struct psb_role *role, int op, const void *arg);
 /* Run the data plane a little when the main lcore is its only lcore (run to completion). */
 void psb_main_poll_roles(struct psb_app *app);
+/* Times the lcores gave the CPU away (--yield) and the TSC cycles that took, summed. */
+void psb_lcores_yielded(uint64_t *yields, uint64_t *cycles);
 
 /* Live state a worker role publishes (roles/worker.c), read by the control plane. */
 struct psb_bench_result;

@@ -51,6 +51,30 @@ port_json(const struct psb_app *app, unsigned int i)
 	return o;
 }
 
+/*
+ * What the control plane cost: the main lcore's share is main_cycles / tsc_hz per second of
+ * uptime, the telemetry threads' telemetry_cpu_ns / 1e9; yield_cycles is the time lcores
+ * left their CPU to other threads.
+ */
+static json_t *
+control_json(const struct psb_app *app)
+{
+	uint64_t yields, ycyc;
+
+	psb_lcores_yielded(&yields, &ycyc);
+	return json_pack("{s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I}",
+		"main_cycles", (json_int_t)app->cp.main_cycles,
+		"telemetry_cpu_ns", (json_int_t)__atomic_load_n(&app->cp.telemetry_cpu_ns,
+							__ATOMIC_RELAXED),
+		"tsc_hz", (json_int_t)rte_get_tsc_hz(),
+		"socket_requests", (json_int_t)app->cp.socket_requests,
+		"telemetry_requests", (json_int_t)__atomic_load_n(&app->cp.telemetry_requests,
+							  __ATOMIC_RELAXED),
+		"prometheus_requests", (json_int_t)app->cp.prometheus_requests,
+		"file_lines", (json_int_t)app->cp.file_lines,
+		"yields", (json_int_t)yields, "yield_cycles", (json_int_t)ycyc);
+}
+
 json_t *
 psb_counters_json(struct psb_app *app)
 {
@@ -87,8 +111,10 @@ psb_counters_json(struct psb_app *app)
 		json_object_set_new(roles, name, j);
 	}
 	json_object_set_new(root, "roles", roles);
+	/* not value_sum: it reads the whole store, far too much for a 10 Hz scrape */
 	if (app->node_role == PSB_NODE_SERVER)
-		json_object_set_new(root, "store", psb_report_store_json(app));
+		json_object_set_new(root, "store", psb_report_store_json(app, false));
+	json_object_set_new(root, "control", control_json(app));
 	j = psb_run_json(app);
 	if (j != NULL)
 		json_object_set_new(root, "experiment", j);
@@ -115,7 +141,7 @@ psb_counters_get(json_t *all, const char *path, char *err, size_t errlen)
 		cur = json_is_object(cur) ? json_object_get(cur, key) : NULL;
 		if (cur == NULL) {
 			snprintf(err, errlen, "no counters at \"%s\" (\"%s\" not found; top level: "
-				 "node, ports, roles, store, experiment)", path, key);
+				 "node, ports, roles, store, control, experiment)", path, key);
 			return NULL;
 		}
 		if (dot == NULL)
@@ -144,6 +170,7 @@ psb_counters_append(struct psb_app *app, FILE *f)
 		return -ENOMEM;
 	if (fputs(text, f) < 0 || fputc('\n', f) == EOF || fflush(f) != 0)
 		rc = -EIO;
+	app->cp.file_lines++;
 	free(text);
 	return rc;
 }

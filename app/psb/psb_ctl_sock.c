@@ -147,6 +147,7 @@ client_line(struct psb_app *app, struct ctl_client *c, const char *line, size_t 
 		len--;
 	if (len == 0)
 		return;
+	app->cp.socket_requests++;
 	req = json_loadb(line, len, JSON_REJECT_DUPLICATES, &je);
 	if (req == NULL) {
 		client_reply(c, psb_cmd_error("bad_json", "column %d: %s", je.column, je.text),
@@ -234,12 +235,34 @@ accept_clients(void)
 	}
 }
 
+static void
+handle_ready(struct psb_app *app, struct pollfd *pfd, struct ctl_client **map, int n)
+{
+	int i;
+
+	for (i = 1; i < n; i++) {
+		struct ctl_client *c = map[i];
+
+		if (pfd[i].revents & POLLOUT)
+			client_flush(c);
+		if (c->fd < 0 || !(pfd[i].revents & (POLLIN | POLLHUP | POLLERR)))
+			continue;
+		if (c->closing || c->in == NULL)
+			client_close(c);	/* hung up before its last reply went out */
+		else
+			client_read(app, c);
+	}
+	if (pfd[0].revents & POLLIN)
+		accept_clients();
+}
+
 void
 psb_ctl_sock_poll(struct psb_app *app, int timeout_ms)
 {
 	struct pollfd pfd[CTL_MAX_CLIENTS + 1];
 	struct ctl_client *map[CTL_MAX_CLIENTS + 1];
 	int n = 0, i, rc;
+	uint64_t t0 = rte_rdtsc();
 
 	if (g_ctl.lfd < 0) {
 		if (timeout_ms > 0)
@@ -259,22 +282,11 @@ psb_ctl_sock_poll(struct psb_app *app, int timeout_ms)
 		map[n++] = c;
 	}
 	rc = poll(pfd, (nfds_t)n, timeout_ms);
-	if (rc <= 0)
-		return;
-	for (i = 1; i < n; i++) {
-		struct ctl_client *c = map[i];
-
-		if (pfd[i].revents & POLLOUT)
-			client_flush(c);
-		if (c->fd < 0 || !(pfd[i].revents & (POLLIN | POLLHUP | POLLERR)))
-			continue;
-		if (c->closing || c->in == NULL)
-			client_close(c);	/* hung up before its last reply went out */
-		else
-			client_read(app, c);
-	}
-	if (pfd[0].revents & POLLIN)
-		accept_clients();
+	if (timeout_ms > 0)
+		t0 = rte_rdtsc();	/* waiting for requests is not work */
+	if (rc > 0)
+		handle_ready(app, pfd, map, n);
+	app->cp.main_cycles += rte_rdtsc() - t0;
 }
 
 void

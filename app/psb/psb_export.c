@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <microhttpd.h>
@@ -299,7 +300,7 @@ tel_select(const struct tel_cmd *tc, json_t *all, const char *params, char *path
 }
 
 static int
-tel_cb(const char *cmd, const char *params, struct rte_tel_data *d)
+tel_reply(const char *cmd, const char *params, struct rte_tel_data *d)
 {
 	const struct tel_cmd *tc = NULL;
 	char path[256], err[256], left[RTE_TEL_MAX_STRING_LEN];
@@ -353,6 +354,38 @@ tel_cb(const char *cmd, const char *params, struct rte_tel_data *d)
 	tel_fill(d, fit);
 	json_decref(fit);
 	return 0;
+}
+
+/* Every /psb/ command; what it costs lands in the control-plane counters. */
+static uint64_t
+thread_cpu_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/*
+ * Every /psb/ command; what it costs lands in the control-plane counters. The telemetry
+ * thread shares a CPU with lcores, so its CPU time is counted, not the time it waited.
+ */
+static int
+tel_cb(const char *cmd, const char *params, struct rte_tel_data *d)
+{
+	uint64_t t0 = thread_cpu_ns();
+	struct psb_app *app;
+	int rc = tel_reply(cmd, params, d);
+
+	pthread_mutex_lock(&tel_lock);
+	app = tel_app;
+	if (app != NULL) {
+		__atomic_fetch_add(&app->cp.telemetry_requests, 1, __ATOMIC_RELAXED);
+		__atomic_fetch_add(&app->cp.telemetry_cpu_ns, thread_cpu_ns() - t0,
+				   __ATOMIC_RELAXED);
+	}
+	pthread_mutex_unlock(&tel_lock);
+	return rc;
 }
 
 static int
@@ -420,6 +453,38 @@ pb_printf(struct prom_buf *b, const char *fmt, ...)
 	}
 }
 
+/* Bytes as they are: a scrape builds ~10 KB of text, most of it without a format. */
+static void
+pb_append(struct prom_buf *b, const char *p, size_t len)
+{
+	size_t cap;
+	char *s;
+
+	if (b->oom)
+		return;
+	if (b->len + len >= b->cap) {
+		cap = b->cap != 0 ? b->cap : 4096;
+		while (cap <= b->len + len)
+			cap *= 2;
+		s = realloc(b->s, cap);
+		if (s == NULL) {
+			b->oom = 1;
+			return;
+		}
+		b->s = s;
+		b->cap = cap;
+	}
+	memcpy(b->s + b->len, p, len);
+	b->len += len;
+	b->s[b->len] = '\0';
+}
+
+static void
+pb_puts(struct prom_buf *b, const char *p)
+{
+	pb_append(b, p, strlen(p));
+}
+
 /* Exposition 0.0.4 wants every sample of a metric after its one # HELP and # TYPE. */
 struct prom_family {
 	char name[128];
@@ -431,6 +496,7 @@ struct prom_family {
 struct prom {
 	struct prom_family *fam;
 	unsigned int n, cap;
+	unsigned int last;		/* family of the previous sample */
 	int oom;
 };
 
@@ -487,7 +553,6 @@ static const struct prom_desc {
 	{ "psb_store_batches", "counter", "BATCH messages served" },
 	{ "psb_store_bad_records", "counter", "Malformed records in BATCH messages" },
 	{ "psb_store_errors", "counter", "Error replies of the store, by status" },
-	{ "psb_store_value_sum", "gauge", "Sum of every stored value (checks of exact sums)" },
 	{ "psb_experiment_info", "gauge", "The running or last experiment (id, state), always 1" },
 	{ "psb_experiment_running", "gauge", "1 while the experiment runs" },
 	{ "psb_experiment_id", "gauge", "Number of the experiment: 1, 2, ... (0: none yet)" },
@@ -512,9 +577,17 @@ prom_family(struct prom *p, const char *name, const char *type, const char *path
 	struct prom_family *f;
 	unsigned int i;
 
+	/*
+	 * Objects of one kind (roles, ports) list the same keys in the same order, so the
+	 * family after the previous sample's is the likely one: a scrape stays linear.
+	 */
+	if (p->last + 1 < p->n && strcmp(p->fam[p->last + 1].name, name) == 0)
+		return &p->fam[++p->last];
 	for (i = 0; i < p->n; i++)
-		if (strcmp(p->fam[i].name, name) == 0)
+		if (strcmp(p->fam[i].name, name) == 0) {
+			p->last = i;
 			return &p->fam[i];
+		}
 	if (p->n == p->cap) {
 		unsigned int cap = p->cap != 0 ? 2 * p->cap : 64;
 
@@ -526,6 +599,7 @@ prom_family(struct prom *p, const char *name, const char *type, const char *path
 		p->fam = f;
 		p->cap = cap;
 	}
+	p->last = p->n;
 	f = &p->fam[p->n++];
 	memset(f, 0, sizeof(*f));
 	snprintf(f->name, sizeof(f->name), "%s", name);
@@ -618,8 +692,15 @@ prom_sample(struct prom *p, const char *name, const char *deftype, const struct 
 	f = prom_family(p, name, deftype, path);
 	if (f == NULL)
 		return;
-	pb_printf(&f->samples, "%s%s%s%s %s\n", name, l->s[0] != '\0' ? "{" : "", l->s,
-		l->s[0] != '\0' ? "}" : "", val);
+	pb_puts(&f->samples, name);
+	if (l->s[0] != '\0') {
+		pb_puts(&f->samples, "{");
+		pb_puts(&f->samples, l->s);
+		pb_puts(&f->samples, "}");
+	}
+	pb_puts(&f->samples, " ");
+	pb_puts(&f->samples, val);
+	pb_puts(&f->samples, "\n");
 }
 
 /* Label naming the keys of a nested object: ports.N.xstats.NAME, roles.R.drops.REASON... */
@@ -807,16 +888,16 @@ prom_experiment(struct prom *p, json_t *e)
 static void
 prom_help(struct prom_buf *b, const char *help)
 {
-	const char *c;
+	const char *c, *run = help;
 
 	for (c = help; *c != '\0'; c++) {
-		if (*c == '\\')
-			pb_printf(b, "\\\\");
-		else if (*c == '\n')
-			pb_printf(b, "\\n");
-		else
-			pb_printf(b, "%c", *c);
+		if (*c != '\\' && *c != '\n')
+			continue;
+		pb_append(b, run, (size_t)(c - run));
+		pb_puts(b, *c == '\\' ? "\\\\" : "\\n");
+		run = c + 1;
 	}
+	pb_append(b, run, (size_t)(c - run));
 }
 
 char *
@@ -850,8 +931,9 @@ psb_export_prometheus(struct psb_app *app)
 
 		pb_printf(&out, "# HELP %s ", f->name);
 		prom_help(&out, f->help);
-		pb_printf(&out, "\n# TYPE %s %s\n%.*s", f->name, f->type, (int)f->samples.len,
-			f->samples.s != NULL ? f->samples.s : "");
+		pb_printf(&out, "\n# TYPE %s %s\n", f->name, f->type);
+		if (f->samples.s != NULL)
+			pb_append(&out, f->samples.s, f->samples.len);
 		p.oom |= f->samples.oom;
 		free(f->samples.s);
 	}
@@ -892,16 +974,30 @@ prom_handler(void *cls, struct MHD_Connection *con, const char *url, const char 
 	struct psb_app *app = cls;
 	char *text;
 
+	static int first_call_seen;
+
 	RTE_SET_USED(version);
 	RTE_SET_USED(upload_data);
-	RTE_SET_USED(upload_data_size);
-	RTE_SET_USED(req_cls);
+	/*
+	 * The first call comes with the headers: a reply queued then makes MHD discard the
+	 * request body and close the connection. Answering on the second keeps it alive
+	 * for a scraper's next request.
+	 */
+	if (*req_cls == NULL) {
+		*req_cls = &first_call_seen;
+		return MHD_YES;
+	}
+	if (*upload_data_size != 0) {
+		*upload_data_size = 0;	/* a body nobody asked for: drop it */
+		return MHD_YES;
+	}
 	if (strcmp(method, MHD_HTTP_METHOD_GET) != 0 && strcmp(method, MHD_HTTP_METHOD_HEAD) != 0)
 		return prom_reply(con, MHD_HTTP_METHOD_NOT_ALLOWED, "text/plain",
 			(char *)"only GET /metrics\n", MHD_RESPMEM_PERSISTENT);
 	if (strcmp(url, "/metrics") != 0)
 		return prom_reply(con, MHD_HTTP_NOT_FOUND, "text/plain",
 			(char *)"not found: psb serves /metrics\n", MHD_RESPMEM_PERSISTENT);
+	app->cp.prometheus_requests++;
 	text = psb_export_prometheus(app);
 	if (text == NULL)
 		return prom_reply(con, MHD_HTTP_INTERNAL_SERVER_ERROR, "text/plain",

@@ -156,7 +156,7 @@ psb_report_counters_json(const struct psb_counters *c)
 }
 
 json_t *
-psb_report_store_json(const struct psb_app *app)
+psb_report_store_json(const struct psb_app *app, bool with_value_sum)
 {
 	json_t *s, *e = json_object();
 	struct psb_kv_stats st;
@@ -181,7 +181,8 @@ psb_report_store_json(const struct psb_app *app)
 	json_object_set_new(s, "bytes_sent", json_integer((json_int_t)st.bytes_sent));
 	json_object_set_new(s, "batches", json_integer((json_int_t)st.batches));
 	json_object_set_new(s, "bad_records", json_integer((json_int_t)st.bad_records));
-	json_object_set_new(s, "value_sum", json_real(value_sum(app)));
+	if (with_value_sum)
+		json_object_set_new(s, "value_sum", json_real(value_sum(app)));
 	return s;
 }
 
@@ -233,7 +234,7 @@ psb_report_write_json(const struct psb_app *app, const char *path)
 	}
 	json_object_set_new(root, "ports", ports);
 	if (app->node_role == PSB_NODE_SERVER)
-		json_object_set_new(root, "store", psb_report_store_json(app));
+		json_object_set_new(root, "store", psb_report_store_json(app, true));
 	if ((size_t)snprintf(tmp, sizeof(tmp), "%s.tmp.%d", path, (int)getpid()) >= sizeof(tmp)) {
 		json_decref(root);
 		return -ENAMETOOLONG;

@@ -2,6 +2,7 @@
 #ifndef PSB_REPORT_H
 #define PSB_REPORT_H
 
+#include <stdbool.h>
 #include <stdio.h>
 
 #include <jansson.h>
@@ -13,8 +14,11 @@ void psb_report_print(const struct psb_app *app, FILE *out);
 /* Written atomically (FILE.tmp + rename). 0 or -errno. */
 int psb_report_write_json(const struct psb_app *app, const char *path);
 
-/* One role instance's counters / the store summed over shards, as JSON objects. */
+/*
+ * One role instance's counters / the store summed over shards, as JSON objects. value_sum
+ * (the sum of every stored float, for exact-sum checks) reads the whole store.
+ */
 json_t *psb_report_counters_json(const struct psb_counters *c);
-json_t *psb_report_store_json(const struct psb_app *app);
+json_t *psb_report_store_json(const struct psb_app *app, bool value_sum);
 
 #endif /* PSB_REPORT_H */

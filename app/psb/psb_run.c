@@ -498,9 +498,14 @@ psb_run_set(struct psb_app *app, const char *param, const char *value, char *err
 		return rc;
 	}
 	if (psb_run_active(app)) {
+		uint64_t now = psb_now_ns(app);
+
 		pthread_mutex_lock(&app->ctl_lock);
 		r->conf = *tmp;
 		pthread_mutex_unlock(&app->ctl_lock);
+		/* a shorter period applies now, not after the line the old one had due */
+		if (r->next_counters_ns > now + r->conf.output.counters_every)
+			r->next_counters_ns = now + r->conf.output.counters_every;
 		if (r->conf.kind == PSB_EXP_PUSHPULL)
 			rc = psb_roles_call(app, &psb_role_worker, PSB_OP_SET, &r->conf);
 	} else {

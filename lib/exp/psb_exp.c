@@ -64,6 +64,8 @@ const struct psb_conf_field psb_exp_node_table[] = {
 	  "mbufs in the pool (0: from rings and ports)" },
 	{ "huge", PSB_CONF_ENUM, OFF(psb_exp_node, huge), 0, 0, "auto", 0, 0, huge_names, NULL,
 	  "hugepages: use if free, require, never" },
+	{ "yield", PSB_CONF_DURATION, OFF(psb_exp_node, yield), 0, 0, "200us", 0, 1e9, NULL, NULL,
+	  "lcores let waiting threads (psbctl, scrapers) run this often (0: never)" },
 	{ "file_prefix", PSB_CONF_STRING, OFF(psb_exp_node, file_prefix),
 	  sizeof(((struct psb_exp_node *)0)->file_prefix), 0, "", 0, 0, NULL, NULL,
 	  "DPDK runtime prefix (\"\": psb-PID)" },

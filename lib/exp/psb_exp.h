@@ -53,6 +53,7 @@ struct psb_exp_node {
 	uint64_t mem_mb;		/* 0: what the pools need */
 	uint64_t mbufs;			/* 0: from rings and ports */
 	int huge;			/* enum psb_exp_huge */
+	uint64_t yield;			/* ns between sched_yield() of a polling lcore, 0 never */
 	char file_prefix[64];
 };
 

@@ -39,7 +39,10 @@ def check(lines, what):
         d = json.loads(line)
         assert set(d) == {"time", "counters"}, (what, no, sorted(d))
         c = d["counters"]
-        assert set(c) == {"node", "ports", "roles", "store", "experiment"}, (what, no, sorted(c))
+        assert set(c) == {"node", "ports", "roles", "store", "control", "experiment"}, \
+            (what, no, sorted(c))
+        # each line counts the lines written before it
+        assert c["control"]["file_lines"] == no - 1, (what, no, c["control"])
         assert c["node"]["role"] == "server" and c["ports"]["0"]["spec"] == "null", (what, no)
         t, up, rx = d["time"], c["node"]["uptime_s"], c["roles"]["rx0"]["rx_pkts"]
         if prev_t is not None:

@@ -61,9 +61,11 @@ for cmd in ("/psb/status", "/psb/counters", "/psb/roles", "/psb/ports", "/psb/st
     assert cmd in b["/"], (cmd, "not listed")
 assert b["/help,/psb/counters"]["/psb/counters"].startswith("Returns psb counters")
 
+served = []
 for r in (b, m, a):
     c = r["/psb/counters"]
-    assert set(c) == {"node", "ports", "roles", "store", "experiment"}, sorted(c)
+    assert set(c) == {"node", "ports", "roles", "store", "control", "experiment"}, sorted(c)
+    served.append(int(c["control"]["telemetry_requests"]))
     assert c["node"]["role"] == "server" and c["node"]["ip"] == "198.18.0.1", c["node"]
     # 22.11 telemetry has no floats: reals come as strings
     assert float(c["node"]["uptime_s"]) > 0, c["node"]
@@ -89,6 +91,8 @@ for r in (b, m, a):
     assert list(r["/psb/ports,0.ipackets"]) == ["ipackets"], r["/psb/ports,0.ipackets"]
     assert "no counters at" in r["/psb/counters,nope"]["error"], r["/psb/counters,nope"]
     assert "ipackets" in r["/ethdev/stats,0"], r["/ethdev/stats,0"]
+# psb counts what its telemetry serves (each reply counts the requests before it)
+assert served[0] < served[1] < served[2], served
 
 # the worker's rounds went through the server's port, roles and store
 rb, rm, ra = (r["/psb/counters"]["roles"] for r in (b, m, a))

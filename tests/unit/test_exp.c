@@ -135,6 +135,8 @@ static const struct {
 	  "node.rank:", "num_workers" },
 	{ "{\"name\": \"a\", \"kind\": \"pushpull\", \"node\": {\"num_workers\": 0}}", false,
 	  "node.num_workers:", "in [" },
+	{ "{\"name\": \"a\", \"kind\": \"pushpull\", \"node\": {\"yield\": \"2s\"}}", false,
+	  "node.yield:", "in [" },
 	{ "[1, 2]", false, "expected a JSON object", NULL },
 };
 

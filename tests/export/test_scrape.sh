@@ -1,0 +1,121 @@
+#!/bin/bash
+# What serving counters costs psb, and psb-scrape reading them: psb counts the requests of
+# every export and the cycles they took (control.*); psb-scrape reads the control socket,
+# telemetry and Prometheus over connections it keeps (Prometheus included: keep-alive),
+# pauses and reports on stdin commands, and names bad targets. Polling lcores yield by
+# default (--yield) and not with --yield 0. A shorter counters period set live applies at
+# once.
+source "$(dirname "$0")/common.sh" "$1"
+PSBCTL=$2
+SCRAPE=$3
+[ -x "$PSBCTL" ] && [ -x "$SCRAPE" ] || fail "usage: test_scrape.sh PSB PSBCTL PSB-SCRAPE"
+
+PP=$(free_port)
+CTL=$DIR/s.ctl
+start_psb server --port null --ip 198.18.0.1 -l 0 --no-huge --file-prefix "$TAG-s" --wait \
+	--ctl "$CTL" --prometheus "$PP"
+SPID=$LAST_PID
+wait_http "http://127.0.0.1:$PP/metrics" $SPID
+wait_tel "$TAG-s" $SPID
+TELSOCK=$RUNDIR/$TAG-s/dpdk_telemetry.v2
+control() { "$PSBCTL" --ctl "$CTL" --json counters control; }
+control > "$DIR/c0.json" || fail "counters control"
+
+# 1 s at 20 Hz of all three
+"$SCRAPE" --hz 20 --seconds 1 "ctl:$CTL" "tel:$TELSOCK" "http:127.0.0.1:$PP" \
+	> "$DIR/scrape1.json" 2> "$DIR/scrape1.err" || fail "psb-scrape: $(cat "$DIR/scrape1.err")"
+control > "$DIR/c1.json" || fail "counters control"
+python3 - "$DIR/scrape1.json" "$DIR/c0.json" "$DIR/c1.json" <<'PY' || fail "scrape of all exports"
+import json, sys
+r = json.load(open(sys.argv[1]))
+c0, c1 = (json.load(open(p))["counters"] for p in sys.argv[2:4])
+assert 15 <= r["rounds"] <= 22, r
+assert r["errors"] == 0 and r["last_error"] == "", r
+assert r["replies"] == 3 * r["rounds"], r
+# kept-alive connections, Prometheus's too: nothing reopened
+assert r["reconnects"] == 0, r
+assert r["bytes"] > r["rounds"] * 3000, r
+assert 0 < r["cpu_s"] < r["wall_s"] and 0.9 < r["wall_s"] < 2.5, r
+d = {k: c1[k] - c0[k] for k in c1}
+# psb counted every request of every export (its own counters requests included)
+assert d["socket_requests"] == r["rounds"] + 1, (d, r)
+assert d["telemetry_requests"] == r["rounds"], (d, r)
+assert d["prometheus_requests"] == r["rounds"], (d, r)
+assert d["main_cycles"] > 0 and d["telemetry_cpu_ns"] > 0, d
+# what serving took, as a share of the second: well under all of it
+assert d["main_cycles"] / c1["tsc_hz"] < 0.5 and d["telemetry_cpu_ns"] < 0.5e9, d
+# the lcore gives its CPU away every 200 us by default
+assert c1["yields"] > 1000 and c1["yield_cycles"] > 0, c1
+PY
+
+# --stdin: paused at first, on, off (nothing more), report, quit
+mkfifo "$DIR/cmds"
+"$SCRAPE" --stdin --hz 20 "ctl:$CTL" "http:127.0.0.1:$PP" < "$DIR/cmds" > "$DIR/scrape2.json" &
+SCRAPE_PID=$!
+PIDS+=($SCRAPE_PID)
+exec 3> "$DIR/cmds"
+echo report >&3
+sleep 0.3
+echo on >&3
+sleep 0.5
+echo off >&3
+echo report >&3
+sleep 0.4
+echo report >&3
+echo quit >&3
+exec 3>&-
+wait $SCRAPE_PID || fail "psb-scrape --stdin exited with $?"
+python3 - "$DIR/scrape2.json" <<'PY' || fail "psb-scrape --stdin"
+import json, sys
+r = [json.loads(l) for l in open(sys.argv[1])]
+assert len(r) == 4, r
+assert r[0]["rounds"] == 0 and r[0]["replies"] == 0, r[0]
+assert 5 <= r[1]["rounds"] <= 12 and r[1]["errors"] == 0, r[1]
+# paused: the later reports count no more rounds
+assert r[2]["rounds"] == r[1]["rounds"] == r[3]["rounds"], r
+PY
+
+# bad targets: refused at start with the argument named; a missing socket is an error per round
+rc=0
+"$SCRAPE" --seconds 0.2 "ftp:x" > /dev/null 2> "$DIR/bad.err" || rc=$?
+[ $rc = 2 ] && grep -q "ftp:x" "$DIR/bad.err" || fail "ftp:x: exit $rc, $(cat "$DIR/bad.err")"
+rc=0
+"$SCRAPE" --seconds 0.2 "http:127.0.0.1:99999" > /dev/null 2> "$DIR/bad.err" || rc=$?
+[ $rc = 2 ] && grep -q "99999" "$DIR/bad.err" || fail "port 99999: exit $rc"
+"$SCRAPE" --hz 20 --seconds 0.3 "ctl:$DIR/nope.ctl" > "$DIR/scrape3.json" || fail "missing socket"
+python3 - "$DIR/scrape3.json" <<'PY' || fail "missing socket: errors"
+import json, sys
+r = json.load(open(sys.argv[1]))
+assert r["replies"] == 0 and r["errors"] == r["rounds"] >= 4, r
+assert "nope.ctl" in r["last_error"], r
+PY
+
+# A counters file at 3600 s: one line at the start; set to 0.1 s, lines come at once.
+cat > "$DIR/serve.json" <<EOF
+{"name": "scrape-serve", "kind": "serve", "output": {"dir": "$DIR/results",
+ "counters_file": "c.jsonl", "counters_every": "3600s"}}
+EOF
+"$PSBCTL" --ctl "$CTL" start "$DIR/serve.json" > /dev/null || fail "start serve"
+sleep 0.5
+"$PSBCTL" --ctl "$CTL" set output.counters_every 0.1s > /dev/null || fail "set counters_every"
+sleep 1
+"$PSBCTL" --ctl "$CTL" set output.counters_every 3600s > /dev/null || fail "set it back"
+n=$(wc -l < "$DIR/results/c.jsonl")
+[ "$n" -ge 6 ] && [ "$n" -le 13 ] || fail "counters file: $n lines, wanted 1 + about 10"
+"$PSBCTL" --ctl "$CTL" stop > /dev/null || fail "stop serve"
+
+# --yield 0: the lcore never yields
+start_psb noyield --port null --ip 198.18.0.2 -l 1 --no-huge --file-prefix "$TAG-n" --wait \
+	--ctl "$DIR/n.ctl" --yield 0
+NPID=$LAST_PID
+for _ in $(seq 100); do [ -S "$DIR/n.ctl" ] && break; alive $NPID; sleep 0.1; done
+sleep 0.5
+y=$("$PSBCTL" --ctl "$DIR/n.ctl" counters control.yields) || fail "counters of --yield 0"
+[ "$y" = "control.yields 0" ] || fail "--yield 0: $y"
+stop_psb $NPID
+rc=0
+"$PSB" --port null --ip 198.18.0.3 --no-huge --yield 2000000 > "$DIR/badyield.log" 2>&1 || rc=$?
+[ $rc = 2 ] && grep -q -- "--yield" "$DIR/badyield.log" || fail "--yield 2000000: exit $rc"
+
+stop_psb $SPID
+echo "scrape: every export counted and read over kept connections; --yield; live period"
