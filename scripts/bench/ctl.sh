@@ -1,36 +1,41 @@
 #!/bin/bash
-# Does reading counters slow the data plane? psb server and worker over memif (one core
-# each) run ps-lite's PUSH_PULL at full speed, alternately without and with a 10 Hz scrape
-# of every export of both processes (DPDK telemetry /psb/counters, the control socket's
-# counters, the Prometheus endpoint, and a JSON-lines counters file written every 0.1 s).
-# Prints the median goodput of each and their ratio; then the same comparison inside one
-# long run, 2 s windows with and without the scrape alternating (paired ratios). Then, under
-# the same full load, the latency of status requests on the control socket and of whole
-# `psbctl status` calls.
+# Does reading counters slow the data plane, and how fast does psb answer under full load?
 #
-#   scripts/bench/ctl.sh [--runs N] [--seconds S] [--len BYTES] [--out DIR]
+# A psb server and a psb worker over memif (one core each) run ps-lite's PUSH_PULL flat out.
+# 1. Paired windows inside one experiment: windows without and with monitoring alternate
+#    (ABBA). Monitoring = psb-scrape reading every export of both processes at 10 Hz
+#    (control-socket counters, DPDK telemetry /psb/counters, the Prometheus page) while both
+#    write their counters file at 10 Hz. Prints the median ratio of the worker's requests/s
+#    with/without (bootstrap 95 % interval), what serving the scrape cost each process's
+#    lcore (psb's own control-plane cycle counters), and psb-scrape's CPU time.
+# 2. Under the same load: status on an open control socket, on a fresh connection, and a
+#    whole `psbctl status` process (with /bin/true started the same way as the floor);
+#    then the same with --yield 0, to show what yielding the CPU buys.
+#
+#   scripts/bench/ctl.sh [--pairs N] [--window S] [--len BYTES] [--out DIR]
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
-RUNS=7
-SECS=4
+PAIRS=60
+WINDOW=1
 LEN=4096
 OUT=""
 BUILD=${PSB_BUILD:-build}
 while [ $# -gt 0 ]; do
 	case "$1" in
-	--runs) RUNS=$2; shift ;;
-	--seconds) SECS=$2; shift ;;
+	--pairs) PAIRS=$2; shift ;;
+	--window) WINDOW=$2; shift ;;
 	--len) LEN=$2; shift ;;
 	--out) OUT=$2; shift ;;
-	-h|--help) sed -n '2,11p' "$0"; exit 0 ;;
+	-h|--help) sed -n '2,16p' "$0"; exit 0 ;;
 	*) echo "ctl.sh: unknown option $1" >&2; exit 2 ;;
 	esac
 	shift
 done
 PSB=$BUILD/app/psb/psb
 PSBCTL=$BUILD/app/psbctl/psbctl
-for b in "$PSB" "$PSBCTL"; do
+SCRAPE=$BUILD/app/psb-scrape/psb-scrape
+for b in "$PSB" "$PSBCTL" "$SCRAPE"; do
 	[ -x "$b" ] || { echo "ctl.sh: $b not built (meson setup $BUILD && ninja -C $BUILD)" >&2; exit 1; }
 done
 [ -n "$OUT" ] || OUT=results/ctl-$(date +%Y%m%d-%H%M%S)
@@ -47,152 +52,145 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+wait_sock() { for _ in $(seq 100); do [ -S "$1" ] && return 0; sleep 0.1; done; echo "ctl.sh: no $1" >&2; exit 1; }
 n=0
 
-# start_pair SCRAPE: server on cpu 0, worker on cpu 1; the worker waits for "start".
+# start_pair EXTRA...: server on cpu 0, worker on cpu 1, both waiting for experiments.
 start_pair() {
-	local scrape=$1 extra_s=() extra_w=()
 	n=$((n + 1))
-	SOCK=$TMP/m$n.sock
 	SP=psbc-$$-s$n
 	WP=psbc-$$-w$n
-	if [ "$scrape" = 1 ]; then
-		SPROM=$(free_port)
-		WPROM=$(free_port)
-		extra_s=(--prometheus "127.0.0.1:$SPROM" --counters-file "$TMP/s$n.jsonl" --counters-every 0.1)
-		extra_w=(--prometheus "127.0.0.1:$WPROM" --counters-file "$TMP/w$n.jsonl" --counters-every 0.1)
-	fi
-	"$PSB" --port "memif:server:$SOCK" --ip 198.18.0.1 --async -l 0 --file-prefix "$SP" \
-		--ctl "$TMP/s$n.ctl" -q "${extra_s[@]}" > "$TMP/srv$n.log" 2>&1 &
+	SCTL=$TMP/s$n.ctl
+	WCTL=$TMP/w$n.ctl
+	SPROM=$(free_port)
+	WPROM=$(free_port)
+	"$PSB" --port "memif:server:$TMP/m$n.sock" --ip 198.18.0.1 --async -l 0 --file-prefix "$SP" \
+		--ctl "$SCTL" --wait -q --prometheus "127.0.0.1:$SPROM" "$@" > "$TMP/srv$n.log" 2>&1 &
 	PIDS+=($!)
 	SPID=$!
-	# the control socket appears once the port runs
-	for _ in $(seq 50); do [ -S "$TMP/s$n.ctl" ] && break; sleep 0.1; done
-	"$PSB" --role worker --port "memif:client:$SOCK" --ip 198.18.0.2 --server 198.18.0.1 \
-		--async -l 1 --file-prefix "$WP" --ctl "$TMP/w$n.ctl" --wait -q "${extra_w[@]}" \
-		> "$TMP/wk$n.log" 2>&1 &
+	wait_sock "$SCTL"	# the control socket appears once the port runs
+	"$PSB" --role worker --port "memif:client:$TMP/m$n.sock" --ip 198.18.0.2 \
+		--server 198.18.0.1 --async -l 1 --file-prefix "$WP" --ctl "$WCTL" --wait -q \
+		--prometheus "127.0.0.1:$WPROM" "$@" > "$TMP/wk$n.log" 2>&1 &
 	PIDS+=($!)
 	WPID=$!
-	for _ in $(seq 50); do [ -S "$TMP/w$n.ctl" ] && break; sleep 0.1; done
+	wait_sock "$WCTL"
+	# both keep a counters file, written only while monitored (ctl_paired.py sets the period)
+	"$PSBCTL" --ctl "$SCTL" start "$TMP/serve.json" > /dev/null
 }
 
 stop_pair() {
-	"$PSBCTL" --ctl "$TMP/w$n.ctl" quit >/dev/null 2>&1 || kill -TERM $WPID 2>/dev/null || true
+	"$PSBCTL" --ctl "$WCTL" quit > /dev/null 2>&1 || kill -TERM $WPID 2>/dev/null || true
 	wait $WPID 2>/dev/null || true
-	kill -TERM $SPID 2>/dev/null || true
+	"$PSBCTL" --ctl "$SCTL" quit > /dev/null 2>&1 || kill -TERM $SPID 2>/dev/null || true
 	wait $SPID 2>/dev/null || true
 }
 
-# The experiment each run starts on the worker.
-cat > "$TMP/exp.json" <<EOF
-{"name": "ctlbench", "kind": "pushpull", "pushpull": {"len": $LEN, "repeat": 1000000000,
- "duration": "${SECS}s", "keys": 40}, "output": {"dir": "$TMP/results", "overwrite": true,
- "log_every": "0s"}}
+# pushpull_doc SECONDS: the worker's experiment.
+pushpull_doc() {
+	cat > "$TMP/exp.json" <<EOF
+{"name": "ctlbench", "kind": "pushpull", "pushpull": {"len": $LEN, "repeat": 1000000000000,
+ "duration": "${1}s", "keys": 40}, "output": {"dir": "$TMP/results", "overwrite": true,
+ "log_every": "0s", "counters_file": "counters.jsonl", "counters_every": "3600s"}}
+EOF
+}
+cat > "$TMP/serve.json" <<EOF
+{"name": "ctlbench-serve", "kind": "serve", "output": {"dir": "$TMP/results",
+ "overwrite": true, "counters_file": "serve-counters.jsonl", "counters_every": "3600s"}}
 EOF
 
-one_run() {	# one_run SCRAPE TAG
-	local scrape=$1 tag=$2 spid=""
-	start_pair "$scrape"
-	if [ "$scrape" = 1 ]; then
-		scripts/bench/ctl_scrape.py "$TMP/w$n.ctl" "$TMP/s$n.ctl" "/var/run/dpdk/$WP/dpdk_telemetry.v2" \
-			"/var/run/dpdk/$SP/dpdk_telemetry.v2" "$WPROM" "$SPROM" > "$TMP/scrape$n.log" 2>&1 &
-		spid=$!
-		PIDS+=($spid)
-	fi
-	"$PSBCTL" --ctl "$TMP/w$n.ctl" start "$TMP/exp.json" --wait > "$TMP/start$n.log" 2>&1 ||
-		{ cat "$TMP/start$n.log" "$TMP/wk$n.log" >&2; exit 1; }
-	if [ -n "$spid" ]; then
-		kill $spid 2>/dev/null || true
-		wait $spid 2>/dev/null || true
-		SCRAPES=$(tail -1 "$TMP/scrape$n.log")
-		[ "${SCRAPES:-0}" -ge $((SECS * 8)) ] ||
-			{ echo "scraper managed only ${SCRAPES:-0} rounds:" >&2; cat "$TMP/scrape$n.log" >&2; exit 1; }
-	fi
-	cp "$TMP/results/ctlbench/result.json" "$OUT/raw/$tag.json"
-	stop_pair
-}
-
-echo "counter scraping vs goodput: $RUNS runs of ${SECS}s each way, $LEN B PUSH_PULL, async"
-for r in $(seq "$RUNS"); do
-	one_run 0 "plain-$r"
-	one_run 1 "scraped-$r"
-	printf '\r  %d/%d' "$r" "$RUNS" >&2
-done
-echo >&2
-
-# Paired windows inside one run: the same two processes alternate 2 s windows without and
-# with the scrape (order swapped every pair), so the VM's run-to-run modes cancel out.
-PAIRS=${PAIRS:-12}
-start_pair 1
-sed -e "s/\"duration\": \"${SECS}s\"/\"duration\": \"$((PAIRS * 4 + 10))s\"/" "$TMP/exp.json" \
-	> "$TMP/paired.json"
-"$PSBCTL" --ctl "$TMP/w$n.ctl" start "$TMP/paired.json" > /dev/null
-sleep 1
-scripts/bench/ctl_scrape.py "$TMP/w$n.ctl" "$TMP/s$n.ctl" "/var/run/dpdk/$WP/dpdk_telemetry.v2" \
-	"/var/run/dpdk/$SP/dpdk_telemetry.v2" "$WPROM" "$SPROM" --paired "$PAIRS" > "$OUT/raw/paired.json"
-"$PSBCTL" --ctl "$TMP/w$n.ctl" stop > /dev/null || true
+# 1. Paired windows.
+echo "monitoring vs goodput: $PAIRS pairs of ${WINDOW}s windows, $LEN B PUSH_PULL, async" >&2
+start_pair
+pushpull_doc "$(python3 -c "print(int($PAIRS * 2 * ($WINDOW + 0.2) + 30))")"
+"$PSBCTL" --ctl "$WCTL" start "$TMP/exp.json" > /dev/null
+sleep 2
+scripts/bench/ctl_paired.py --pairs "$PAIRS" --window "$WINDOW" --scrape "$SCRAPE" \
+	--ctl "$WCTL" --ctl "$SCTL" "ctl:$WCTL" "ctl:$SCTL" \
+	"tel:/var/run/dpdk/$WP/dpdk_telemetry.v2" "tel:/var/run/dpdk/$SP/dpdk_telemetry.v2" \
+	"http:127.0.0.1:$WPROM" "http:127.0.0.1:$SPROM" > "$OUT/raw/paired.json"
+"$PSBCTL" --ctl "$WCTL" stop > /dev/null || true
 stop_pair
 
-# status latency under full load: one long run, control-socket round trips and psbctl calls.
-start_pair 0
-sed -e "s/\"duration\": \"${SECS}s\"/\"duration\": \"30s\"/" "$TMP/exp.json" > "$TMP/long.json"
-"$PSBCTL" --ctl "$TMP/w$n.ctl" start "$TMP/long.json" > /dev/null
-sleep 1
-python3 - "$TMP/w$n.ctl" "$PSBCTL" > "$OUT/raw/status-latency.json" <<'PY'
+# 2. Status latency under full load, with the default --yield and with --yield 0.
+latency() {	# latency TAG EXTRA...
+	local tag=$1
+	shift
+	start_pair "$@"
+	pushpull_doc 60
+	"$PSBCTL" --ctl "$WCTL" start "$TMP/exp.json" > /dev/null
+	sleep 2
+	python3 - "$WCTL" "$PSBCTL" > "$OUT/raw/status-$tag.json" <<'PY'
 import json, socket, subprocess, sys, time
 path, psbctl = sys.argv[1], sys.argv[2]
-s = socket.socket(socket.AF_UNIX); s.connect(path); f = s.makefile("rw")
-rtt = []
-for i in range(1000):
-    t0 = time.perf_counter()
-    f.write('{"cmd":"status"}\n'); f.flush()
+
+def status(f):
+    f.write('{"cmd":"status"}\n')
+    f.flush()
     r = json.loads(f.readline())
-    rtt.append((time.perf_counter() - t0) * 1e3)
     assert r["ok"] and r["experiment"]["state"] == "running", r
-    time.sleep(0.005)
-calls = []
-for i in range(100):
-    t0 = time.perf_counter()
-    subprocess.run([psbctl, "--ctl", path, "status"], check=True, stdout=subprocess.DEVNULL)
-    calls.append((time.perf_counter() - t0) * 1e3)
+
+def timed(fn, n, pause=0.005):
+    v = []
+    for _ in range(n):
+        t0 = time.perf_counter()
+        fn()
+        v.append((time.perf_counter() - t0) * 1e3)
+        time.sleep(pause)
+    return v
+
+s = socket.socket(socket.AF_UNIX); s.connect(path); f = s.makefile("rw")
+def fresh():
+    c = socket.socket(socket.AF_UNIX); c.connect(path)
+    status(c.makefile("rw")); c.close()
+run = lambda argv: subprocess.run(argv, check=True, stdout=subprocess.DEVNULL)
+res = {"socket_status": timed(lambda: status(f), 1000),
+       "fresh_connection_status": timed(fresh, 300),
+       "psbctl_status": timed(lambda: run([psbctl, "--ctl", path, "status"]), 200, 0.01),
+       "bin_true": timed(lambda: run(["/bin/true"]), 200, 0.01)}
 def pct(v, p):
     v = sorted(v); return v[min(len(v) - 1, int(round(p / 100 * (len(v) - 1))))]
-out = {k: {"n": len(v), "p50_ms": pct(v, 50), "p99_ms": pct(v, 99), "max_ms": max(v)}
-       for k, v in (("socket_status", rtt), ("psbctl_status", calls))}
-print(json.dumps(out))
+print(json.dumps({k: {"n": len(v), "p50_ms": pct(v, 50), "p90_ms": pct(v, 90),
+                      "p99_ms": pct(v, 99), "max_ms": max(v)} for k, v in res.items()}))
 PY
-"$PSBCTL" --ctl "$TMP/w$n.ctl" stop > /dev/null || true
-stop_pair
+	"$PSBCTL" --ctl "$WCTL" stop > /dev/null || true
+	stop_pair
+}
+echo "status latency under full load (default --yield, then --yield 0)" >&2
+latency yield
+latency noyield --yield 0
 
-python3 - "$OUT" "$RUNS" "$SECS" "$LEN" <<'PY'
-import json, os, statistics, sys
-out, runs, secs, length = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
-g = {"plain": [], "scraped": []}
-for k in g:
-    for r in range(1, runs + 1):
-        d = json.load(open(os.path.join(out, "raw", "%s-%d.json" % (k, r))))
-        g[k].append(d["rows"][0]["goodput_gbps"])
-med = {k: statistics.median(v) for k, v in g.items()}
-lat = json.load(open(os.path.join(out, "raw", "status-latency.json")))
-paired = json.load(open(os.path.join(out, "raw", "paired.json")))
-summary = {"len": int(length), "seconds": float(secs), "runs": runs, "goodput_gbps": g,
-           "median_gbps": med, "ratio": med["scraped"] / med["plain"], "paired": paired,
+python3 - "$OUT" "$LEN" <<'PY'
+import json, os, sys
+out, length = sys.argv[1], int(sys.argv[2])
+p = json.load(open(os.path.join(out, "raw", "paired.json")))
+lat = {t: json.load(open(os.path.join(out, "raw", "status-%s.json" % t))) for t in ("yield", "noyield")}
+sc = p["scraper"]
+summary = {"len": length, "paired": {k: v for k, v in p.items() if k != "windows"},
            "status_latency": lat}
 json.dump(summary, open(os.path.join(out, "summary.json"), "w"), indent=2)
-lines = ["| | median goodput (Gbps) | runs |", "|---|---|---|",
-         "| no scraping | %.2f | %s |" % (med["plain"], " ".join("%.1f" % x for x in g["plain"])),
-         "| 10 Hz scrape of every export | %.2f | %s |" % (med["scraped"], " ".join("%.1f" % x for x in g["scraped"])),
-         "| ratio scraped / plain | **%.3f** | |" % summary["ratio"], "",
-         "| paired 2 s windows in one run (%d pairs) | median ratio with / without scrape |" % paired["pairs"],
-         "|---|---|",
-         "| requests/s, scrape on vs off | **%.4f** (pairs: %s) |" % (paired["median_pair_ratio"],
-             " ".join("%.3f" % x for x in paired["pair_ratios"])), "",
-         "| under full load | n | p50 (ms) | p99 (ms) | max (ms) |", "|---|---|---|---|---|"]
-for k, label in (("socket_status", "status request on the control socket"),
-                 ("psbctl_status", "`psbctl status` (whole process)")):
-    v = lat[k]
-    lines.append("| %s | %d | %.3f | %.3f | %.3f |" % (label, v["n"], v["p50_ms"], v["p99_ms"], v["max_ms"]))
-open(os.path.join(out, "summary.md"), "w").write("\n".join(lines) + "\n")
-print("\n".join(lines))
+names = ["worker", "server"]
+L = ["| monitoring: every export of both processes at %d Hz | |" % p["hz"], "|---|---|",
+     "| worker requests/s, windows without (median) | %.0f |" % p["requests_per_s"]["off"],
+     "| worker requests/s, windows with (median) | %.0f |" % p["requests_per_s"]["on"],
+     "| paired ratio with / without, median of %d pairs of %g s [95%% CI] | **%.3f** [%.3f, %.3f] |"
+     % (p["pairs"], p["window_s"], p["median_ratio"], p["ci95"][0], p["ci95"][1])]
+for i, nm in enumerate(names):
+    L.append("| %s lcore time serving the control plane, without → with | %.2f %% → %.2f %% |"
+             % (nm, p["control_pct"]["off"][i], p["control_pct"]["on"][i]))
+L.append("| psb-scrape's own CPU (%d rounds of %d requests) | %.2f %% of one CPU |"
+         % (sc["rounds"], len(p["targets"]), 100.0 * sc["cpu_s"] / (p["pairs"] * p["window_s"])))
+L += ["", "| under full load | --yield | n | p50 (ms) | p90 (ms) | p99 (ms) | max (ms) |",
+      "|---|---|---|---|---|---|---|"]
+for key, label in (("socket_status", "status on an open control socket"),
+                   ("fresh_connection_status", "status on a fresh connection"),
+                   ("psbctl_status", "`psbctl status` (whole process)"),
+                   ("bin_true", "`/bin/true` started the same way (floor)")):
+    for tag, y in (("yield", "200 µs"), ("noyield", "0 (never)")):
+        v = lat[tag][key]
+        L.append("| %s | %s | %d | %.3f | %.3f | %.3f | %.3f |" %
+                 (label, y, v["n"], v["p50_ms"], v["p90_ms"], v["p99_ms"], v["max_ms"]))
+open(os.path.join(out, "summary.md"), "w").write("\n".join(L) + "\n")
+print("\n".join(L))
 PY
 echo "results in $OUT"
