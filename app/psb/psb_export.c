@@ -418,12 +418,34 @@ struct prom_buf {
 	int oom;
 };
 
+/* Room for need more bytes and a NUL; 0, or -1 (and oom set) when memory ran out. */
+static int
+pb_room(struct prom_buf *b, size_t need)
+{
+	size_t cap;
+	char *s;
+
+	if (b->oom)
+		return -1;
+	if (b->len + need < b->cap)
+		return 0;
+	cap = b->cap != 0 ? b->cap : 4096;
+	while (cap <= b->len + need)
+		cap *= 2;
+	s = realloc(b->s, cap);
+	if (s == NULL) {
+		b->oom = 1;
+		return -1;
+	}
+	b->s = s;
+	b->cap = cap;
+	return 0;
+}
+
 static void __attribute__((format(printf, 2, 3)))
 pb_printf(struct prom_buf *b, const char *fmt, ...)
 {
 	va_list ap;
-	size_t cap;
-	char *s;
 	int n;
 
 	if (b->oom)
@@ -440,16 +462,8 @@ pb_printf(struct prom_buf *b, const char *fmt, ...)
 			b->len += (size_t)n;
 			return;
 		}
-		cap = b->cap != 0 ? b->cap : 4096;
-		while (cap <= b->len + (size_t)n)
-			cap *= 2;
-		s = realloc(b->s, cap);
-		if (s == NULL) {
-			b->oom = 1;
+		if (pb_room(b, (size_t)n) != 0)
 			return;
-		}
-		b->s = s;
-		b->cap = cap;
 	}
 }
 
@@ -457,23 +471,8 @@ pb_printf(struct prom_buf *b, const char *fmt, ...)
 static void
 pb_append(struct prom_buf *b, const char *p, size_t len)
 {
-	size_t cap;
-	char *s;
-
-	if (b->oom)
+	if (pb_room(b, len) != 0)
 		return;
-	if (b->len + len >= b->cap) {
-		cap = b->cap != 0 ? b->cap : 4096;
-		while (cap <= b->len + len)
-			cap *= 2;
-		s = realloc(b->s, cap);
-		if (s == NULL) {
-			b->oom = 1;
-			return;
-		}
-		b->s = s;
-		b->cap = cap;
-	}
 	memcpy(b->s + b->len, p, len);
 	b->len += len;
 	b->s[b->len] = '\0';
