@@ -373,13 +373,7 @@ rx_batch(struct ksrv *s, const struct psb_hdr *h, const uint8_t *payload,
 	psb_kv_handle_batch(s->kv, h, payload, from, out, cap, &len, kv_emit, s);
 	if (len == 0)
 		return;
-	psb_hdr_init(&r, PSB_MSG_BATCH_RESP);
-	r.flags = h->flags & PSB_F_SYNC;
-	r.sender = h->sender;
-	r.req_id = h->req_id;
-	r.total_len = (uint32_t)len;
-	r.seg_len = (uint16_t)len;
-	r.seg_size = (uint16_t)len;
+	psb_hdr_batch_resp(&r, h, (uint16_t)len);
 	queue_msg(s, from, &r, out);
 }
 

@@ -58,6 +58,18 @@ psb_hdr_init(struct psb_hdr *h, uint8_t type)
 }
 
 void
+psb_hdr_batch_resp(struct psb_hdr *h, const struct psb_hdr *req, uint16_t len)
+{
+	psb_hdr_init(h, PSB_MSG_BATCH_RESP);
+	h->flags = req->flags & PSB_F_SYNC;
+	h->sender = req->sender;
+	h->req_id = req->req_id;
+	h->total_len = len;
+	h->seg_len = len;
+	h->seg_size = len;
+}
+
+void
 psb_hdr_encode(uint8_t *out, const struct psb_hdr *h)
 {
 	psb_wr16(out + 0, h->magic);

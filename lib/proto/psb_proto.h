@@ -163,6 +163,9 @@ void psb_hdr_decode(struct psb_hdr *h, const uint8_t *in);
 /* Initialise a header with magic, version and type; other fields zero. */
 void psb_hdr_init(struct psb_hdr *h, uint8_t type);
 
+/* The header of the BATCH_RESP to BATCH req: one segment of len record bytes. */
+void psb_hdr_batch_resp(struct psb_hdr *h, const struct psb_hdr *req, uint16_t len);
+
 /*
  * Write Ethernet, IPv4, UDP and psb headers (PSB_FRAME_HLEN bytes) for a
  * message carrying payload_len value bytes, which the caller places right

@@ -241,13 +241,7 @@ net_batch(struct net *n, const struct psb_hdr *h, const uint8_t *data, uint16_t 
 	assert_true(len <= n->batch_cap);
 	if (len == 0)
 		return;
-	psb_hdr_init(&r, PSB_MSG_BATCH_RESP);
-	r.flags = h->flags & PSB_F_SYNC;
-	r.sender = h->sender;
-	r.req_id = h->req_id;
-	r.total_len = (uint32_t)len;
-	r.seg_len = (uint16_t)len;
-	r.seg_size = (uint16_t)len;
+	psb_hdr_batch_resp(&r, h, (uint16_t)len);
 	assert_int_equal(psb_hdr_check_segment(&r, len), 0);
 	n->nbatch_resp++;
 	if (resp_lost(n) || n->drop_batch_resps)

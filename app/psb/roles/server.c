@@ -134,13 +134,7 @@ server_batch(struct psb_role_inst *ri, struct server_priv *sp, struct psb_meta *
 		rte_pktmbuf_free(m);
 		return;
 	}
-	psb_hdr_init(&h, PSB_MSG_BATCH_RESP);
-	h.flags = meta->hdr.flags & PSB_F_SYNC;
-	h.sender = meta->hdr.sender;
-	h.req_id = meta->hdr.req_id;
-	h.total_len = (uint32_t)len;
-	h.seg_len = (uint16_t)len;
-	h.seg_size = (uint16_t)len;
+	psb_hdr_batch_resp(&h, &meta->hdr, (uint16_t)len);
 	psb_frame_write_headers(p, &app->me, &meta->src, &h, (uint16_t)len);
 	rte_pktmbuf_append(m, (uint16_t)(PSB_FRAME_HLEN + len));
 	psb_out(ri, m, meta->src.ip);
