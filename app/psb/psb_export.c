@@ -495,7 +495,6 @@ struct prom_family {
 struct prom {
 	struct prom_family *fam;
 	unsigned int n, cap;
-	unsigned int last;		/* family of the previous sample */
 	int oom;
 };
 
@@ -576,17 +575,9 @@ prom_family(struct prom *p, const char *name, const char *type, const char *path
 	struct prom_family *f;
 	unsigned int i;
 
-	/*
-	 * Objects of one kind (roles, ports) list the same keys in the same order, so the
-	 * family after the previous sample's is the likely one: a scrape stays linear.
-	 */
-	if (p->last + 1 < p->n && strcmp(p->fam[p->last + 1].name, name) == 0)
-		return &p->fam[++p->last];
 	for (i = 0; i < p->n; i++)
-		if (strcmp(p->fam[i].name, name) == 0) {
-			p->last = i;
+		if (strcmp(p->fam[i].name, name) == 0)
 			return &p->fam[i];
-		}
 	if (p->n == p->cap) {
 		unsigned int cap = p->cap != 0 ? 2 * p->cap : 64;
 
@@ -598,7 +589,6 @@ prom_family(struct prom *p, const char *name, const char *type, const char *path
 		p->fam = f;
 		p->cap = cap;
 	}
-	p->last = p->n;
 	f = &p->fam[p->n++];
 	memset(f, 0, sizeof(*f));
 	snprintf(f->name, sizeof(f->name), "%s", name);
