@@ -148,6 +148,9 @@ def main():
             if v < 0.8 * a.hz:
                 raise SystemExit("ctl_paired: %s served only %.1f %s requests/s" %
                                  (a.ctl[i], v, e))
+    for i, v in enumerate(out["file_lines_per_s_on"]):
+        if v < 0.8 * a.hz:
+            raise SystemExit("ctl_paired: %s wrote only %.1f counters lines/s" % (a.ctl[i], v))
     if report["errors"] != 0:
         raise SystemExit("ctl_paired: psb-scrape: %d errors, last: %s" %
                          (report["errors"], report["last_error"]))
