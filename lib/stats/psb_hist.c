@@ -94,6 +94,27 @@ psb_hist_percentile(const struct psb_hist *h, double p)
 	return v;
 }
 
+uint64_t
+psb_hist_cumulative(const struct psb_hist *h, const uint64_t *le, unsigned int n, uint64_t *out)
+{
+	uint64_t cum = 0, hi;
+	unsigned int i, j = 0;
+
+	for (i = 0; i < PSB_HIST_NBUCKETS; i++) {
+		if (h->bucket[i] == 0)
+			continue;
+		/* bounds below this bucket's top take what came before it; the last bucket
+		 * also holds everything above its nominal top */
+		hi = i == PSB_HIST_NBUCKETS - 1 ? UINT64_MAX : psb_hist_bucket_hi(i);
+		while (j < n && hi > le[j])
+			out[j++] = cum;
+		cum += h->bucket[i];
+	}
+	while (j < n)
+		out[j++] = cum;
+	return cum;
+}
+
 double
 psb_hist_mean(const struct psb_hist *h)
 {

@@ -88,6 +88,17 @@ void psb_hist_merge(struct psb_hist *dst, const struct psb_hist *src);
  */
 uint64_t psb_hist_percentile(const struct psb_hist *h, double p);
 
+/*
+ * Cumulative counts at n ascending bounds, as a Prometheus histogram has them: out[i] is the
+ * number of samples in the buckets that lie wholly at or below le[i]. Every sample counted
+ * is <= le[i]; below 2^(SUB_BITS + 1) the counts are exact, above that samples less than
+ * 2^-SUB_BITS under le[i] may fall to the next bound. Returns the number of samples in all
+ * buckets, the +Inf count, consistent with out even for a snapshot taken while the writer
+ * runs.
+ */
+uint64_t psb_hist_cumulative(const struct psb_hist *h, const uint64_t *le, unsigned int n,
+		uint64_t *out);
+
 /* 0 if empty. The variance is the population one, from sum and sumsq: its absolute error is
  * a few 2^-53 of mean^2, plenty for latencies; it is clamped at 0 against that rounding. */
 double psb_hist_mean(const struct psb_hist *h);

@@ -480,6 +480,82 @@ test_summary_small(void **state)
 	assert_close(psb_summary_variance(&a), 4.0, 1e-15);
 }
 
+/* Count of samples <= v, from the sorted samples. */
+static uint64_t
+true_le(const uint64_t *sorted, size_t n, uint64_t v)
+{
+	size_t lo = 0, hi = n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (sorted[mid] <= v)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+static void
+test_cumulative(void **state)
+{
+	static const uint64_t le[] = {
+		0, 1, 5, 127, 128, 129, 500, 1000, 2000, 5000, 10000, 100000, 1000000,
+		10000000, 1000000000, UINT64_C(1) << 40, UINT64_C(1) << 45, UINT64_MAX,
+	};
+	enum { NLE = sizeof(le) / sizeof(le[0]) };
+	struct psb_hist *h = malloc(sizeof(*h));
+	uint64_t *x = malloc(NSAMPLES * sizeof(*x)), out[NLE], t;
+	size_t i;
+
+	(void)state;
+	assert_non_null(h);
+	assert_non_null(x);
+	psb_hist_init(h);
+	memset(out, 0xff, sizeof(out));
+	assert_int_equal(psb_hist_cumulative(h, le, NLE, out), 0);
+	for (i = 0; i < NLE; i++)
+		assert_int_equal(out[i], 0);
+
+	/* every value below 200 once: counts at small bounds are exact */
+	for (i = 0; i < 200; i++)
+		psb_hist_add(h, i);
+	assert_int_equal(psb_hist_cumulative(h, le, 6, out), 200);
+	assert_int_equal(out[0], 1);
+	assert_int_equal(out[1], 2);
+	assert_int_equal(out[2], 6);
+	assert_int_equal(out[3], 128);
+	/* 128 and 129 share a bucket: it counts at 129, not at 128 */
+	assert_int_equal(out[4], 128);
+	assert_int_equal(out[5], 130);
+
+	/* log-uniform over 2^0..2^50, some beyond the last bucket: never a sample above le,
+	 * never one more than 2^-SUB_BITS below it left out */
+	psb_hist_reset(h);
+	for (i = 0; i < NSAMPLES; i++) {
+		x[i] = (uint64_t)exp2(rng_unit() * 50.0);
+		psb_hist_add(h, x[i]);
+	}
+	qsort(x, NSAMPLES, sizeof(*x), cmp_u64);
+	assert_int_equal(psb_hist_cumulative(h, le, NLE, out), NSAMPLES);
+	for (i = 0; i < NLE; i++) {
+		t = true_le(x, NSAMPLES, le[i]);
+		assert_true(out[i] <= t);
+		if (le[i] <= UINT64_C(1) << PSB_HIST_MAX_BITS)
+			assert_true(out[i] >= true_le(x, NSAMPLES,
+				le[i] - (le[i] >> PSB_HIST_SUB_BITS)));
+		if (i > 0)
+			assert_true(out[i] >= out[i - 1]);
+	}
+	/* the samples beyond 2^40 share the last bucket: counted at UINT64_MAX only */
+	assert_true(out[NLE - 3] < NSAMPLES);
+	assert_int_equal(out[NLE - 2], out[NLE - 3]);
+	assert_int_equal(out[NLE - 1], NSAMPLES);
+	free(x);
+	free(h);
+}
+
 int
 main(void)
 {
@@ -496,6 +572,7 @@ main(void)
 		cmocka_unit_test(test_hist_moments),
 		cmocka_unit_test(test_summary),
 		cmocka_unit_test(test_summary_small),
+		cmocka_unit_test(test_cumulative),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
