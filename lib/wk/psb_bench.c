@@ -17,6 +17,7 @@ struct psb_bench {
 	float *in;		/* pushed value: rank + 1 everywhere */
 	float **out;		/* [nkeys] pull destinations */
 	uint32_t *round;	/* [nkeys] next sync round per key */
+	uint64_t *seen;		/* [nkeys] 1 + the key's version last answered, 0: none yet */
 	struct psb_wk_op *ops;	/* [nkeys] */
 	uint8_t phase_type;	/* request type of the running phase, 0: none */
 	int init_done;		/* PULL_ONLY: keys pushed once before measuring */
@@ -40,6 +41,7 @@ struct psb_bench {
 	double tokens;		/* rate limit: value bytes that may go now */
 	uint64_t tokens_ns;	/* when tokens were last topped up */
 	struct psb_hist rtt;
+	struct psb_hist stale;	/* versions behind, per applied push */
 };
 
 static const char *const mode_names[PSB_BENCH_MODE_MAX] = {
@@ -97,6 +99,25 @@ check_value(struct psb_bench *b, const struct psb_wk_op *op)
 	}
 }
 
+/*
+ * A push to key k was applied, and the answer says the key is at version v now. The
+ * versions between the one this worker last got for k and its own are other workers'
+ * pushes it did not see: its push was that many versions stale. Synchronous rounds are
+ * 0 by construction. A version below the last one seen (the server's state was reset)
+ * starts the key over.
+ */
+static void
+note_staleness(struct psb_bench *b, uint32_t k, uint32_t v)
+{
+	int32_t d;
+
+	if (b->seen[k] == 0)
+		return;
+	d = (int32_t)(v - (uint32_t)b->seen[k]);
+	if (d >= 0)
+		psb_hist_add(&b->stale, (uint64_t)d);
+}
+
 static void
 on_done(void *arg, struct psb_wk_op *op)
 {
@@ -125,8 +146,11 @@ on_done(void *arg, struct psb_wk_op *op)
 	b->ops_done++;
 	b->inflight_bytes -= op_cost(op);
 	psb_hist_add(&b->rtt, op->rtt_ns);
-	if (op->type != PSB_MSG_PULL)
+	if (op->type != PSB_MSG_PULL) {
 		b->round[k]++;
+		note_staleness(b, k, op->out_round);
+	}
+	b->seen[k] = (uint64_t)op->out_round + 1;
 	if (b->cfg.verify && b->sync && op->type != PSB_MSG_PUSH)
 		check_value(b, op);
 }
@@ -151,11 +175,14 @@ psb_bench_create(const struct psb_bench_cfg *cfg, const struct psb_wk_cfg *wcfg)
 	b->sync = wcfg->sync;
 	b->warming = cfg->warmup != 0;
 	psb_hist_init(&b->rtt);
+	psb_hist_init(&b->stale);
 	b->in = aligned_alloc(64, ((size_t)cfg->len + 63) & ~(size_t)63);
 	b->out = calloc(cfg->nkeys, sizeof(*b->out));
 	b->round = calloc(cfg->nkeys, sizeof(*b->round));
+	b->seen = calloc(cfg->nkeys, sizeof(*b->seen));
 	b->ops = calloc(cfg->nkeys, sizeof(*b->ops));
-	if (b->in == NULL || b->out == NULL || b->round == NULL || b->ops == NULL)
+	if (b->in == NULL || b->out == NULL || b->round == NULL || b->seen == NULL ||
+	    b->ops == NULL)
 		goto fail;
 	for (i = 0; i < n; i++)
 		b->in[i] = (float)(b->rank + 1);
@@ -189,6 +216,7 @@ psb_bench_free(struct psb_bench *b)
 			free(b->out[i]);
 	free(b->out);
 	free(b->round);
+	free(b->seen);
 	free(b->ops);
 	free(b->in);
 	free(b);
@@ -368,6 +396,9 @@ psb_bench_reset_metrics(struct psb_bench *b, uint64_t now_ns)
 	b->verify_errors = 0;
 	b->retries_base = psb_wk_stats(b->wk)->retries;
 	psb_hist_reset(&b->rtt);
+	psb_hist_reset(&b->stale);
+	/* a reset may have zeroed the servers' versions too: every key starts over */
+	memset(b->seen, 0, b->cfg.nkeys * sizeof(*b->seen));
 	b->start_ns = now_ns;
 	b->last_log_ns = now_ns;
 }
@@ -419,6 +450,7 @@ psb_bench_result(const struct psb_bench *b, uint64_t now_ns, struct psb_bench_re
 	r->first_error_key = b->error_key;
 	r->first_error_aux = b->error_aux;
 	r->rtt = b->rtt;
+	r->stale = b->stale;
 }
 
 static double
@@ -453,6 +485,11 @@ psb_bench_print(const struct psb_bench_result *r, const char *label, FILE *out)
 		"mean %.2f  max %.2f  (n=%llu)\n", l, pct_us(&r->rtt, 50), pct_us(&r->rtt, 90),
 		pct_us(&r->rtt, 99), pct_us(&r->rtt, 99.9), psb_hist_mean(&r->rtt) / 1000.0,
 		r->rtt.max / 1000.0, (unsigned long long)r->rtt.count);
+	if (r->stale.count != 0)
+		fprintf(out, "%s: staleness (versions other workers pushed unseen, per push): "
+			"mean %.2f  p99 %llu  max %llu  (n=%llu)\n", l, psb_hist_mean(&r->stale),
+			(unsigned long long)psb_hist_percentile(&r->stale, 99),
+			(unsigned long long)r->stale.max, (unsigned long long)r->stale.count);
 	fprintf(out, "%s: retries %llu, failed %llu, verify errors %llu\n", l,
 		(unsigned long long)r->retries, (unsigned long long)r->failed,
 		(unsigned long long)r->verify_errors);
@@ -472,10 +509,59 @@ psb_bench_error_name(int status)
 	return "failed";
 }
 
+#define ARRAY_LEN(a)	(sizeof(a) / sizeof((a)[0]))
+
+/* Bounds of the exported histograms: round trips in ns (labelled in us), staleness in
+ * versions. */
+static const uint64_t rtt_le_ns[] = {
+	500, 1000, 2000, 5000, 10000, 20000, 50000, 100000, 200000, 500000,
+	1000000, 2000000, 5000000, 10000000, 20000000, 50000000, 100000000, 200000000,
+	500000000, 1000000000,
+};
+static const uint64_t stale_le[] = { 0, 1, 2, 3, 4, 6, 8, 12, 16, 32, 64, 128, 256, 1024 };
+
+/* {"le": {bound: samples <= bound, ..., "+Inf": all}, "count": all, "sum": sum / div} */
+static json_t *
+hist_le_json(const struct psb_hist *h, const uint64_t *le, unsigned int n, double div)
+{
+	uint64_t cum[32], total;
+	json_t *o = json_object(), *b = json_object();
+	char name[32];
+	unsigned int i;
+
+	if (o == NULL || b == NULL || n > ARRAY_LEN(cum)) {
+		json_decref(o);
+		json_decref(b);
+		return NULL;
+	}
+	total = psb_hist_cumulative(h, le, n, cum);
+	for (i = 0; i < n; i++) {
+		snprintf(name, sizeof(name), "%.15g", (double)le[i] / div);
+		json_object_set_new(b, name, json_integer((json_int_t)cum[i]));
+	}
+	json_object_set_new(b, "+Inf", json_integer((json_int_t)total));
+	json_object_set_new(o, "le", b);
+	json_object_set_new(o, "count", json_integer((json_int_t)total));
+	json_object_set_new(o, "sum", json_real(h->sum / div));
+	return o;
+}
+
+json_t *
+psb_bench_rtt_hist_json(const struct psb_hist *h)
+{
+	return hist_le_json(h, rtt_le_ns, ARRAY_LEN(rtt_le_ns), 1000.0);
+}
+
+json_t *
+psb_bench_stale_hist_json(const struct psb_hist *h)
+{
+	return hist_le_json(h, stale_le, ARRAY_LEN(stale_le), 1.0);
+}
+
 json_t *
 psb_bench_result_json(const struct psb_bench_result *r, const char *label)
 {
-	json_t *lat;
+	json_t *lat, *stale;
 
 	lat = json_pack("{s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:I}",
 		"p50", pct_us(&r->rtt, 50), "p90", pct_us(&r->rtt, 90),
@@ -484,13 +570,20 @@ psb_bench_result_json(const struct psb_bench_result *r, const char *label)
 		/* an empty histogram's min is UINT64_MAX: report 0 like the percentiles */
 		"min", r->rtt.count != 0 ? r->rtt.min / 1000.0 : 0.0,
 		"max", r->rtt.max / 1000.0, "count", (json_int_t)r->rtt.count);
-	return json_pack("{s:s,s:i,s:s,s:I,s:I,s:I,s:I,s:f,s:f,s:f,s:o,s:I,s:I,s:I}",
+	if (lat != NULL)
+		json_object_set_new(lat, "hist", psb_bench_rtt_hist_json(&r->rtt));
+	stale = json_pack("{s:f,s:I,s:I,s:I,s:I,s:o*}", "mean", psb_hist_mean(&r->stale),
+		"p50", (json_int_t)psb_hist_percentile(&r->stale, 50),
+		"p99", (json_int_t)psb_hist_percentile(&r->stale, 99),
+		"max", (json_int_t)r->stale.max, "count", (json_int_t)r->stale.count,
+		"hist", psb_bench_stale_hist_json(&r->stale));
+	return json_pack("{s:s,s:i,s:s,s:I,s:I,s:I,s:I,s:f,s:f,s:f,s:o,s:o,s:I,s:I,s:I}",
 		"label", label != NULL ? label : "worker",
 		"mode", r->mode, "mode_name", psb_bench_mode_name(r->mode),
 		"len", (json_int_t)r->len, "keys", (json_int_t)r->nkeys,
 		"iterations", (json_int_t)r->iterations, "requests", (json_int_t)r->ops,
 		"elapsed_s", r->elapsed_ns / 1e9, "goodput_gbps", r->goodput_gbps,
-		"requests_per_s", r->ops_per_s, "rtt_us", lat,
+		"requests_per_s", r->ops_per_s, "rtt_us", lat, "staleness", stale,
 		"retries", (json_int_t)r->retries, "failed", (json_int_t)r->failed,
 		"verify_errors", (json_int_t)r->verify_errors);
 }

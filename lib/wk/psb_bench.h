@@ -53,6 +53,12 @@ struct psb_bench_result {
 	uint64_t first_error_key;
 	uint32_t first_error_aux;	/* the ERROR reply's aux, e.g. the stored length */
 	struct psb_hist rtt;		/* per-request round trip, ns */
+	/*
+	 * Staleness per applied push: how many versions of the key other workers pushed
+	 * between the version this worker last got for it and its own push. 0 in
+	 * synchronous mode; the first push of each key has no sample.
+	 */
+	struct psb_hist stale;
 };
 
 struct psb_bench;
@@ -111,6 +117,14 @@ void psb_bench_print_progress(const struct psb_bench_result *r, uint64_t repeat,
 		FILE *out);
 /* The result as a JSON object (NULL: no memory). */
 json_t *psb_bench_result_json(const struct psb_bench_result *r, const char *label);
+/*
+ * A histogram as cumulative counts at fixed bounds, the shape of a Prometheus histogram:
+ * {"le": {"0.5": n, "1": n, ..., "+Inf": n}, "count": n, "sum": x}. Round trips are in
+ * microseconds (bounds 0.5 us to 1 s), staleness in versions (bounds 0 to 1024).
+ * NULL: no memory.
+ */
+json_t *psb_bench_rtt_hist_json(const struct psb_hist *h);
+json_t *psb_bench_stale_hist_json(const struct psb_hist *h);
 /* JSON object of the result; written to path atomically (path.tmp + rename). 0 or -errno. */
 int psb_bench_write_json(const struct psb_bench_result *r, const char *label, const char *path);
 

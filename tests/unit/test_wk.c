@@ -1758,8 +1758,8 @@ static const uint64_t bench_keys[BK] = { 11, 0x8000000000000000ull, 12345678901u
  * the engines; window_bytes to the benchmark (0: its default, every key at once).
  */
 static void
-bench_pair_cfg(struct net *n, int mode, uint64_t repeat, struct bench_run *out, FILE *log,
-		uint16_t seg_size, uint16_t batch_max, uint64_t window_bytes)
+bench_pair_sync(struct net *n, int mode, uint64_t repeat, struct bench_run *out, FILE *log,
+		uint16_t seg_size, uint16_t batch_max, uint64_t window_bytes, int sync)
 {
 	struct port p[2];
 	struct psb_bench *b[2];
@@ -1775,7 +1775,7 @@ bench_pair_cfg(struct net *n, int mode, uint64_t repeat, struct bench_run *out, 
 			.label = i == 0 ? "w0" : "w1",
 		};
 		struct psb_wk_cfg wc = {
-			.rank = (uint16_t)i, .sync = 1, .seg_size = seg_size, .timeout_ns = 50000,
+			.rank = (uint16_t)i, .sync = sync, .seg_size = seg_size, .timeout_ns = 50000,
 			.max_retries = 100, .batch_max = batch_max, .send = net_send,
 			.send_arg = &p[i],
 		};
@@ -1821,6 +1821,13 @@ bench_pair_cfg(struct net *n, int mode, uint64_t repeat, struct bench_run *out, 
 }
 
 static void
+bench_pair_cfg(struct net *n, int mode, uint64_t repeat, struct bench_run *out, FILE *log,
+		uint16_t seg_size, uint16_t batch_max, uint64_t window_bytes)
+{
+	bench_pair_sync(n, mode, repeat, out, log, seg_size, batch_max, window_bytes, 1);
+}
+
+static void
 bench_pair(struct net *n, int mode, uint64_t repeat, struct bench_run *out, FILE *log)
 {
 	/* not all keys at once: exercises the window */
@@ -1842,6 +1849,10 @@ check_bench(const struct bench_run *br, int mode, uint64_t repeat)
 		assert_int_equal(r->iterations, repeat);
 		assert_int_equal(r->ops, ops_per_iter[mode] * repeat);
 		assert_int_equal(r->rtt.count, r->ops);
+		/* sync rounds are never stale; every push but each key's first is a sample */
+		assert_int_equal(r->stale.max, 0);
+		assert_int_equal(r->stale.count, mode == PSB_BENCH_PULL_ONLY ? 0 :
+			BK * (repeat - 1));
 		assert_int_equal(r->failed, 0);
 		assert_int_equal(r->verify_errors, 0);
 		assert_true(r->elapsed_ns > 0);
@@ -1961,6 +1972,37 @@ test_bench_loss(void **state)
 	free(br);
 }
 
+/*
+ * Async: the two workers take turns on every key, so each push lands one version after
+ * the other worker's: staleness 1 for every push but each key's first.
+ */
+static void
+test_bench_staleness(void **state)
+{
+	struct bench_run *br = calloc(1, sizeof(*br));
+	struct net *n = net_new(2, 0);
+	unsigned int i;
+	uint32_t round;
+
+	(void)state;
+	assert_non_null(br);
+	bench_pair_sync(n, PSB_BENCH_PUSH_PULL, 5, br, NULL, SEG, 0, 0, 0);
+	for (i = 0; i < 2; i++) {
+		const struct psb_bench_result *r = &br->r[i];
+
+		assert_int_equal(r->ops, 5 * BK);
+		assert_int_equal(r->stale.count, 4 * BK);
+		assert_int_equal(r->stale.min, 1);
+		assert_int_equal(r->stale.max, 1);
+		assert_true(psb_hist_mean(&r->stale) == 1.0);
+	}
+	/* async: a key's version counts pushes */
+	assert_non_null(psb_kv_get(n->kv, bench_keys[0], NULL, &round));
+	assert_int_equal(round, 10);
+	net_free(n);
+	free(br);
+}
+
 /* A second run against a server whose rounds moved on follows the server's round. */
 static void
 test_bench_follow_round(void **state)
@@ -2036,6 +2078,8 @@ test_bench_goodput(void **state)
 	assert_non_null(strstr(sbuf,
 		"lbl: mode 0 (PUSH_THEN_PULL), len 40 B, 3 keys, 5 iterations"));
 	assert_non_null(strstr(sbuf, "failed 0, verify errors 0"));
+	assert_non_null(strstr(sbuf, "lbl: staleness (versions other workers pushed unseen, "
+		"per push): mean 0.00  p99 0  max 0  (n=12)"));
 	free(sbuf);
 	net_free(n);
 	free(br);
@@ -2137,7 +2181,7 @@ test_bench_json(void **state)
 	struct psb_bench_result *r = calloc(1, sizeof(*r));
 	char dir[] = "/tmp/psb_test_wk_XXXXXX";
 	char path[256], bad[300];
-	json_t *o, *lat;
+	json_t *o, *lat, *hist;
 	json_error_t jerr;
 	unsigned int i;
 
@@ -2160,6 +2204,12 @@ test_bench_json(void **state)
 	r->verify_errors = 2;
 	for (i = 1; i <= 100; i++)
 		psb_hist_add(&r->rtt, i * 1000);
+	psb_hist_init(&r->stale);
+	psb_hist_add(&r->stale, 0);
+	psb_hist_add(&r->stale, 0);
+	psb_hist_add(&r->stale, 1);
+	psb_hist_add(&r->stale, 3);
+	psb_hist_add(&r->stale, 7);
 
 	/* a previous file is replaced */
 	{
@@ -2196,6 +2246,34 @@ test_bench_json(void **state)
 	assert_true(fabs(jnum(lat, "p99") - 99.0) < 1.0);
 	assert_true(jnum(lat, "p90") <= jnum(lat, "p99"));
 	assert_true(jnum(lat, "p99") <= jnum(lat, "p99.9"));
+	/* cumulative buckets: 1 us holds none of 1.000 us (its bucket reaches 1.007 us), and
+	 * every bound from 100 us on holds all */
+	hist = json_object_get(json_object_get(lat, "hist"), "le");
+	assert_true(json_is_object(hist));
+	assert_true(jnum(hist, "0.5") == 0);
+	assert_true(jnum(hist, "1") == 0);
+	assert_true(jnum(hist, "2") == 1);
+	assert_true(jnum(hist, "5") == 4);
+	assert_true(jnum(hist, "50") == 49);
+	assert_true(jnum(hist, "100") == 99);
+	assert_true(jnum(hist, "200") == 100);
+	assert_true(jnum(hist, "1000000") == 100);
+	assert_true(jnum(hist, "+Inf") == 100);
+	assert_int_equal(json_object_size(hist), 21);
+	assert_true(jnum(json_object_get(lat, "hist"), "count") == 100);
+	assert_true(fabs(jnum(json_object_get(lat, "hist"), "sum") - 5050.0) < 1e-9);
+	lat = json_object_get(o, "staleness");
+	assert_true(jnum(lat, "count") == 5);
+	assert_true(jnum(lat, "max") == 7);
+	assert_true(fabs(jnum(lat, "mean") - 2.2) < 1e-12);
+	hist = json_object_get(json_object_get(lat, "hist"), "le");
+	assert_true(jnum(hist, "0") == 2);
+	assert_true(jnum(hist, "1") == 3);
+	assert_true(jnum(hist, "2") == 3);
+	assert_true(jnum(hist, "3") == 4);
+	assert_true(jnum(hist, "6") == 4);
+	assert_true(jnum(hist, "8") == 5);
+	assert_true(jnum(hist, "+Inf") == 5);
 	json_decref(o);
 
 	/* no samples: the latency block is all zero, not the empty histogram's sentinels */
@@ -2246,6 +2324,7 @@ main(void)
 		cmocka_unit_test(test_bench_batch),
 		cmocka_unit_test(test_bench_loss),
 		cmocka_unit_test(test_bench_follow_round),
+		cmocka_unit_test(test_bench_staleness),
 		cmocka_unit_test(test_bench_verify_detects),
 		cmocka_unit_test(test_bench_goodput),
 		cmocka_unit_test(test_bench_create_invalid),
