@@ -150,7 +150,7 @@ cmd_stop(struct psb_app *app, const json_t *req, int *quit)
 	RTE_SET_USED(quit);
 	if (psb_run_stop(app, err, sizeof(err)) != 0)
 		return psb_cmd_error("not_running", "%s", err);
-	return ok(json_pack("{s:o}", "experiment", psb_run_json(app)));
+	return ok(json_pack("{s:o}", "experiment", psb_run_json(app, 0)));
 }
 
 static json_t *
@@ -161,7 +161,7 @@ cmd_status(struct psb_app *app, const json_t *req, int *quit)
 	RTE_SET_USED(req);
 	RTE_SET_USED(quit);
 	pthread_mutex_lock(&app->ctl_lock);
-	exp = psb_run_json(app);
+	exp = psb_run_json(app, 0);
 	pthread_mutex_unlock(&app->ctl_lock);
 	return ok(json_pack("{s:s,s:f,s:o,s:b}", "role", psb_exp_role_names[app->node_role],
 			    "uptime_s", psb_now_ns(app) / 1e9, "experiment", exp,

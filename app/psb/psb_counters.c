@@ -115,7 +115,7 @@ psb_counters_json(struct psb_app *app)
 	if (app->node_role == PSB_NODE_SERVER)
 		json_object_set_new(root, "store", psb_report_store_json(app, false));
 	json_object_set_new(root, "control", control_json(app));
-	j = psb_run_json(app);
+	j = psb_run_json(app, 1);
 	if (j != NULL)
 		json_object_set_new(root, "experiment", j);
 	return root;

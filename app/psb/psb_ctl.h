@@ -24,8 +24,11 @@ json_t *psb_counters_get(json_t *all, const char *path, char *err, size_t errlen
 /* Append one JSON line {"time": unix seconds, "counters": {...}} to f. */
 int psb_counters_append(struct psb_app *app, FILE *f);
 
-/* The running or last experiment, with live figures (status, "experiment" counters). */
-json_t *psb_run_json(struct psb_app *app);
+/*
+ * The running or last experiment, with live figures (status, "experiment" counters);
+ * hists adds the round-trip and staleness histograms (counters, not status).
+ */
+json_t *psb_run_json(struct psb_app *app, int hists);
 
 /* Experiments (psb_run.c), main lcore only. Return 0 or -errno with a message in err. */
 int psb_run_start(struct psb_app *app, const struct psb_exp_conf *c, int from_doc, char *err,

@@ -565,6 +565,13 @@ static const struct prom_desc {
 	{ "psb_experiment_requests_per_s", "gauge", "Requests per second so far" },
 	{ "psb_experiment_rtt_us", "gauge", "Request round trip, microseconds, by quantile" },
 	{ "psb_experiment_rtt_mean_us", "gauge", "Mean request round trip, microseconds" },
+	{ "psb_experiment_rtt_hist_us", "histogram", "Request round trips, microseconds" },
+	{ "psb_experiment_staleness_hist", "histogram",
+		"Staleness of pushes: versions of the key other workers pushed since the worker "
+		"last got it" },
+	{ "psb_experiment_staleness_mean", "gauge", "Mean staleness of pushes, versions" },
+	{ "psb_experiment_staleness_p99", "gauge", "99th percentile staleness of pushes, versions" },
+	{ "psb_experiment_staleness_max", "gauge", "Largest staleness of a push, versions" },
 	{ "psb_experiment_retries", "counter", "Requests resent" },
 	{ "psb_experiment_failed", "counter", "Requests given up" },
 };
@@ -652,44 +659,92 @@ prom_label_int(struct prom_labels *l, const char *name, json_int_t v)
 	prom_label(l, name, buf);
 }
 
-/* One sample of a number (integer, real or boolean); other JSON values are no samples. */
+/* v as a sample value; 0 if v is no number (integer, real or boolean). Reals and booleans
+ * are gauges whatever *type said. */
+static int
+prom_value(const json_t *v, char *val, size_t len, const char **type)
+{
+	double d;
+
+	if (json_is_integer(v)) {
+		snprintf(val, len, "%" JSON_INTEGER_FORMAT, json_integer_value(v));
+	} else if (json_is_boolean(v)) {
+		snprintf(val, len, "%d", json_is_true(v));
+		*type = "gauge";
+	} else if (json_is_real(v)) {
+		d = json_real_value(v);
+		if (isnan(d))
+			snprintf(val, len, "NaN");
+		else if (isinf(d))
+			snprintf(val, len, "%sInf", d > 0 ? "+" : "-");
+		else
+			snprintf(val, len, "%.15g", d);
+		*type = "gauge";
+	} else {
+		return 0;
+	}
+	return 1;
+}
+
+/* name<suffix>{labels} val */
+static void
+prom_line(struct prom_buf *b, const char *name, const char *suffix, const struct prom_labels *l,
+		const char *val)
+{
+	pb_puts(b, name);
+	pb_puts(b, suffix);
+	if (l->s[0] != '\0') {
+		pb_puts(b, "{");
+		pb_puts(b, l->s);
+		pb_puts(b, "}");
+	}
+	pb_puts(b, " ");
+	pb_puts(b, val);
+	pb_puts(b, "\n");
+}
+
+/* One sample of a number; other JSON values are no samples. */
 static void
 prom_sample(struct prom *p, const char *name, const char *deftype, const struct prom_labels *l,
 		const json_t *v, const char *path)
 {
 	struct prom_family *f;
 	char val[40];
-	double d;
 
-	if (json_is_integer(v)) {
-		snprintf(val, sizeof(val), "%" JSON_INTEGER_FORMAT, json_integer_value(v));
-	} else if (json_is_boolean(v)) {
-		snprintf(val, sizeof(val), "%d", json_is_true(v));
-		deftype = "gauge";
-	} else if (json_is_real(v)) {
-		d = json_real_value(v);
-		if (isnan(d))
-			snprintf(val, sizeof(val), "NaN");
-		else if (isinf(d))
-			snprintf(val, sizeof(val), "%sInf", d > 0 ? "+" : "-");
-		else
-			snprintf(val, sizeof(val), "%.15g", d);
-		deftype = "gauge";
-	} else {
+	if (!prom_value(v, val, sizeof(val), &deftype))
 		return;
-	}
 	f = prom_family(p, name, deftype, path);
+	if (f != NULL)
+		prom_line(&f->samples, name, "", l, val);
+}
+
+/*
+ * A histogram of the counters JSON ({"le": {bound: cumulative count, ..., "+Inf": n},
+ * "count": n, "sum": x}) as name_bucket{le=...}, name_sum and name_count.
+ */
+static void
+prom_histogram(struct prom *p, const char *name, const struct prom_labels *l, json_t *h,
+		const char *path)
+{
+	const char *type = "histogram", *bound;
+	struct prom_family *f = prom_family(p, name, type, path);
+	struct prom_labels lb;
+	char val[40];
+	json_t *c;
+
 	if (f == NULL)
 		return;
-	pb_puts(&f->samples, name);
-	if (l->s[0] != '\0') {
-		pb_puts(&f->samples, "{");
-		pb_puts(&f->samples, l->s);
-		pb_puts(&f->samples, "}");
+	json_object_foreach(json_object_get(h, "le"), bound, c) {
+		if (!prom_value(c, val, sizeof(val), &type))
+			continue;
+		lb = *l;
+		prom_label(&lb, "le", bound);
+		prom_line(&f->samples, name, "_bucket", &lb, val);
 	}
-	pb_puts(&f->samples, " ");
-	pb_puts(&f->samples, val);
-	pb_puts(&f->samples, "\n");
+	if (prom_value(json_object_get(h, "sum"), val, sizeof(val), &type))
+		prom_line(&f->samples, name, "_sum", l, val);
+	if (prom_value(json_object_get(h, "count"), val, sizeof(val), &type))
+		prom_line(&f->samples, name, "_count", l, val);
 }
 
 /* Label naming the keys of a nested object: ports.N.xstats.NAME, roles.R.drops.REASON... */
@@ -868,7 +923,10 @@ prom_experiment(struct prom *p, json_t *e)
 					"experiment.rtt");
 			} else if (strcmp(key, "shard") != 0 && json_object_get(e, key) == NULL) {
 				prom_name(name, sizeof(name), "psb_experiment", key);
-				prom_sample(p, name, "counter", &li, v, "experiment");
+				if (json_is_object(json_object_get(v, "le")))
+					prom_histogram(p, name, &li, v, "experiment");
+				else
+					prom_sample(p, name, "counter", &li, v, "experiment");
 			}
 		}
 	}

@@ -22,7 +22,7 @@ static const char *const state_names[] = {
 static const char *const pushpull_cols[] = {
 	"worker", "mode", "len", "keys", "iterations", "requests", "elapsed_s", "goodput_gbps",
 	"requests_per_s", "rtt_p50_us", "rtt_p90_us", "rtt_p99_us", "rtt_p999_us", "rtt_max_us",
-	"retries", "failed", "verify_errors", NULL,
+	"staleness_mean", "staleness_max", "retries", "failed", "verify_errors", NULL,
 };
 
 static const char *const serve_cols[] = {
@@ -79,6 +79,7 @@ pp_collect(struct psb_app *app, struct pp_sum *s)
 	s->nworkers = s->ndone = s->nfailed = s->warming = 0;
 	s->repeat = 0;
 	psb_hist_init(&s->all.rtt);
+	psb_hist_init(&s->all.stale);
 	for (i = 0; i < app->nroles; i++) {
 		struct psb_role_inst *ri = &app->roles[i];
 		struct psb_bench_result *r;
@@ -89,6 +90,7 @@ pp_collect(struct psb_app *app, struct pp_sum *s)
 		if (psb_worker_read(ri, &pub, r) != 0 || pub.exp_id != app->run.id) {
 			memset(r, 0, sizeof(*r));
 			psb_hist_init(&r->rtt);
+			psb_hist_init(&r->stale);
 			continue;
 		}
 		s->ndone += pub.done;
@@ -109,6 +111,7 @@ pp_collect(struct psb_app *app, struct pp_sum *s)
 		s->all.failed += r->failed;
 		s->all.verify_errors += r->verify_errors;
 		psb_hist_merge(&s->all.rtt, &r->rtt);
+		psb_hist_merge(&s->all.stale, &r->stale);
 	}
 }
 
@@ -116,7 +119,8 @@ pp_collect(struct psb_app *app, struct pp_sum *s)
 static json_t *
 pp_row(const char *who, const struct psb_bench_result *r)
 {
-	return json_pack("{s:s,s:s,s:I,s:I,s:I,s:I,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:I,s:I,s:I}",
+	return json_pack("{s:s,s:s,s:I,s:I,s:I,s:I,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:I,s:I,"
+		"s:I,s:I}",
 		"worker", who, "mode", psb_bench_mode_name(r->mode), "len", (json_int_t)r->len,
 		"keys", (json_int_t)r->nkeys, "iterations", (json_int_t)r->iterations,
 		"requests", (json_int_t)r->ops, "elapsed_s", r->elapsed_ns / 1e9,
@@ -125,7 +129,8 @@ pp_row(const char *who, const struct psb_bench_result *r)
 		"rtt_p90_us", psb_hist_percentile(&r->rtt, 90) / 1e3,
 		"rtt_p99_us", psb_hist_percentile(&r->rtt, 99) / 1e3,
 		"rtt_p999_us", psb_hist_percentile(&r->rtt, 99.9) / 1e3,
-		"rtt_max_us", r->rtt.max / 1e3, "retries", (json_int_t)r->retries,
+		"rtt_max_us", r->rtt.max / 1e3, "staleness_mean", psb_hist_mean(&r->stale),
+		"staleness_max", (json_int_t)r->stale.max, "retries", (json_int_t)r->retries,
 		"failed", (json_int_t)r->failed, "verify_errors", (json_int_t)r->verify_errors);
 }
 
@@ -200,11 +205,11 @@ serve_base(struct psb_app *app)
 }
 
 json_t *
-psb_run_json(struct psb_app *app)
+psb_run_json(struct psb_app *app, int hists)
 {
 	struct psb_run *r = &app->run;
 	uint64_t end = r->state == PSB_RUN_RUNNING ? psb_now_ns(app) : r->end_ns;
-	json_t *o;
+	json_t *o, *pp;
 
 	o = json_pack("{s:i,s:s,s:s,s:s,s:f}", "id", (int)r->id,
 		"name", r->id != 0 ? r->conf.name : "", "kind",
@@ -222,16 +227,24 @@ psb_run_json(struct psb_app *app)
 		if (s == NULL)
 			return o;
 		pp_collect(app, s);
-		json_object_set_new(o, "pushpull", json_pack(
-			"{s:I,s:I,s:b,s:I,s:f,s:f,s:f,s:f,s:f,s:I,s:I,s:i,s:i}",
+		pp = json_pack("{s:I,s:I,s:b,s:I,s:f,s:f,s:f,s:f,s:f,s:f,s:I,s:I,s:I,s:I,s:i,s:i}",
 			"iterations", (json_int_t)s->all.iterations, "repeat", (json_int_t)s->repeat,
 			"warming", s->warming != 0, "requests", (json_int_t)s->all.ops,
 			"goodput_gbps", s->all.goodput_gbps, "requests_per_s", s->all.ops_per_s,
 			"rtt_p50_us", psb_hist_percentile(&s->all.rtt, 50) / 1e3,
 			"rtt_p99_us", psb_hist_percentile(&s->all.rtt, 99) / 1e3,
 			"rtt_mean_us", psb_hist_mean(&s->all.rtt) / 1e3,
+			"staleness_mean", psb_hist_mean(&s->all.stale),
+			"staleness_p99", (json_int_t)psb_hist_percentile(&s->all.stale, 99),
+			"staleness_max", (json_int_t)s->all.stale.max,
 			"retries", (json_int_t)s->all.retries, "failed", (json_int_t)s->all.failed,
-			"workers", (int)s->nworkers, "workers_done", (int)s->ndone));
+			"workers", (int)s->nworkers, "workers_done", (int)s->ndone);
+		if (pp != NULL && hists) {
+			json_object_set_new(pp, "rtt_hist_us", psb_bench_rtt_hist_json(&s->all.rtt));
+			json_object_set_new(pp, "staleness_hist",
+				psb_bench_stale_hist_json(&s->all.stale));
+		}
+		json_object_set_new(o, "pushpull", pp);
 		free(s);
 	} else if (r->conf.kind == PSB_EXP_SERVE) {
 		json_t *rows = serve_rows(app, r->serve_base, 0);

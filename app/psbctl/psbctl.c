@@ -516,6 +516,9 @@ print_experiment(const json_t *exp)
 		       ", failed %" JSON_INTEGER_FORMAT "\n", jnum(pp, "rtt_p50_us"),
 		       jnum(pp, "rtt_p99_us"), jnum(pp, "rtt_mean_us"), jint(pp, "retries"),
 		       jint(pp, "failed"));
+		printf("  staleness of pushes (versions): mean %.2f, p99 %" JSON_INTEGER_FORMAT
+		       ", max %" JSON_INTEGER_FORMAT "\n", jnum(pp, "staleness_mean"),
+		       jint(pp, "staleness_p99"), jint(pp, "staleness_max"));
 	}
 	if (sv != NULL)
 		printf("  push %" JSON_INTEGER_FORMAT ", pull %" JSON_INTEGER_FORMAT ", pushpull %"

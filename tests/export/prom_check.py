@@ -2,8 +2,8 @@
 """Check Prometheus text exposition (format 0.0.4) as psb serves it.
 
   prom_check.py check FILE [SERIES[=VALUE] | SERIES>VALUE ...]
-      every line valid; each SERIES (name{labels} as psb writes them) present,
-      with that value or more than it
+      every line valid, every histogram cumulative with +Inf equal to _count; each
+      SERIES (name{labels} as psb writes them) present, with that value or more than it
   prom_check.py grow OLD NEW [--except PREFIX...] [SERIES...]
       every counter in both never went down (but those named PREFIX...);
       each SERIES grew
@@ -101,13 +101,14 @@ def parse(path):
         if m is None:
             raise Bad("%s: not a sample: %r" % (where, line))
         name = m.group(1)
-        if name != cur:
-            if name in done:
-                raise Bad("%s: samples of %s are not together" % (where, name))
+        fam = family(name, types)
+        if fam != cur:
+            if fam in done:
+                raise Bad("%s: samples of %s are not together" % (where, fam))
             if cur is not None:
                 done.add(cur)
-            cur = name
-        if name not in types:
+            cur = fam
+        if fam not in types:
             raise Bad("%s: %s has no TYPE before its samples" % (where, name))
         key = (name, labels(m.group(2) or "", where))
         if key in samples:
@@ -115,7 +116,49 @@ def parse(path):
         samples[key] = value(m.group(3), where)
     if not samples:
         raise Bad("%s: no samples" % path)
+    check_histograms(samples, types, path)
     return samples, types
+
+
+def family(name, types):
+    """The family a sample belongs to: a histogram's are name_bucket, name_sum, name_count."""
+    for suffix in ("_bucket", "_sum", "_count"):
+        base = name[:-len(suffix)]
+        if name.endswith(suffix) and types.get(base) == "histogram":
+            return base
+    return name
+
+
+def check_histograms(samples, types, path):
+    """Every histogram series: buckets by le, cumulative (never fewer at a larger le),
+    ending in +Inf, which equals _count; and a _sum."""
+    series = {}
+    for (name, lab), v in samples.items():
+        base = family(name, types)
+        if base == name:
+            if types.get(name) == "histogram":
+                raise Bad("%s: histogram %s has a plain sample" % (path, name))
+            continue
+        rest = tuple(p for p in lab if p[0] != "le")
+        h = series.setdefault((base, rest), {"buckets": []})
+        if name.endswith("_bucket"):
+            le = dict(lab).get("le")
+            if le is None:
+                raise Bad("%s: %s without le" % (path, show((name, lab))))
+            h["buckets"].append((value(le, path), v))
+        else:
+            h[name[len(base) + 1:]] = v
+    for key, h in series.items():
+        where = "%s: %s" % (path, show(key))
+        b = sorted(h["buckets"])
+        if not b or b[-1][0] != math.inf:
+            raise Bad("%s: no +Inf bucket" % where)
+        if any(y[1] < x[1] for x, y in zip(b, b[1:])):
+            raise Bad("%s: buckets not cumulative: %s" % (where, b))
+        if "count" not in h or "sum" not in h:
+            raise Bad("%s: no _count or _sum" % where)
+        if b[-1][1] != h["count"]:
+            raise Bad("%s: +Inf bucket %g is not _count %g" % (where, b[-1][1], h["count"]))
 
 
 def samples_names(samples):

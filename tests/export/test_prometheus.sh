@@ -1,8 +1,9 @@
 #!/bin/bash
-# Prometheus endpoint: scrapes of a memif server before, during and after a worker's run,
-# and of the worker itself while it runs: valid exposition 0.0.4, the expected metrics,
-# counters that only grow; 404 elsewhere; addresses that are not loopback refused. The memif
-# socket's name has a quote and a backslash, which the spec label must escape.
+# Prometheus endpoint: scrapes of a memif server before, during and after two workers' run,
+# and of the workers themselves while they run: valid exposition 0.0.4, the expected
+# metrics, histograms of round trips and staleness, counters that only grow; 404 elsewhere;
+# addresses that are not loopback refused. The memif socket's name has a quote and a
+# backslash, which the spec label must escape.
 source "$(dirname "$0")/common.sh" "$1"
 CHECK="python3 $HERE/prom_check.py"
 
@@ -16,7 +17,7 @@ ESC=${SOCK//\\/\\\\}
 ESC=${ESC//\"/\\\"}
 
 start_psb server --port "memif:server:$SOCK" --ip 198.18.0.1 -l 0 --no-huge \
-	--file-prefix "$TAG-s" --wait --prometheus "$SP"
+	--file-prefix "$TAG-s" --wait --prometheus "$SP" --async --num-workers 2
 SPID=$LAST_PID
 wait_http "$SURL" $SPID
 curl -sS --max-time 10 -D "$DIR/s1.hdr" -o "$DIR/s1.prom" "$SURL" || fail "scrape"
@@ -45,10 +46,12 @@ code() { curl -s -o /dev/null --max-time 10 -w '%{http_code}' "$@"; }
 [ "$(code -X POST -d x=1 "$SURL")" = 405 ] || fail "POST is not 405"
 [ "$(code -I "$SURL")" = 200 ] || fail "HEAD is not 200"
 
-# a worker for 4 s, its endpoint given as localhost:PORT
+# two async workers for 4 s, their endpoint given as localhost:PORT: each push lands after
+# the other worker's pushes to the key, so staleness is above 0
 start_psb worker --role worker --port "memif:client:$SOCK" --ip 198.18.0.2 \
 	--server 198.18.0.1 -l 1 --no-huge --file-prefix "$TAG-w" --len 4096 \
-	--repeat 100000000 --duration 4 -q --prometheus "localhost:$WP"
+	--repeat 100000000 --duration 4 -q --prometheus "localhost:$WP" \
+	--async --num-workers 2 --workers 2
 WPID=$LAST_PID
 wait_http "$WURL" $WPID
 for _ in $(seq 100); do
@@ -66,9 +69,21 @@ $CHECK check "$DIR/w.prom" 'psb_node_info{role="worker",ip="198.18.0.2"}=1' \
 	"psb_experiment_goodput_gbps{$E}>0" "psb_experiment_elapsed_s{$E}>0" \
 	"psb_experiment_failed{$E}=0" \
 	'psb_role_tx_pkts{role="worker",instance="0",lcore="1"}>1000' \
+	"psb_experiment_rtt_hist_us_count{$E}>1000" "psb_experiment_rtt_hist_us_sum{$E}>0" \
+	"psb_experiment_rtt_hist_us_bucket{$E,le=\"0.5\"}" \
+	"psb_experiment_rtt_hist_us_bucket{$E,le=\"1000000\"}>0" \
+	"psb_experiment_staleness_hist_bucket{$E,le=\"0\"}" \
+	"psb_experiment_staleness_hist_bucket{$E,le=\"+Inf\"}>1000" \
+	"psb_experiment_staleness_mean{$E}>0" "psb_experiment_staleness_max{$E}>0" \
 	|| fail "worker scrape"
-grep -qx '# TYPE psb_experiment_requests counter' "$DIR/w.prom" || fail "requests type"
-grep -qx '# TYPE psb_experiment_rtt_us gauge' "$DIR/w.prom" || fail "rtt type"
+for t in 'psb_experiment_requests counter' 'psb_experiment_rtt_us gauge' \
+	'psb_experiment_rtt_hist_us histogram' 'psb_experiment_staleness_hist histogram' \
+	'psb_experiment_staleness_mean gauge'; do
+	grep -qx "# TYPE $t" "$DIR/w.prom" || fail "no '# TYPE $t'"
+done
+# the round trips of the histogram are the requests done (one scrape reads both at once)
+[ "$($CHECK get "$DIR/w.prom" "psb_experiment_rtt_hist_us_count{$E}")" = \
+	"$($CHECK get "$DIR/w.prom" "psb_experiment_requests{$E}")" ] || fail "histogram count"
 curl -sS --max-time 10 -o "$DIR/s2.prom" "$SURL" || fail "scrape during the run"
 rc=0
 wait $WPID || rc=$?

@@ -1,7 +1,8 @@
 #!/bin/bash
 # DPDK telemetry /psb/... through dpdk-telemetry.py: a memif server before, during and after
-# a worker's pushes and pulls through it, DPDK's own /ethdev/stats beside them, and a reply
-# over the 16 KB telemetry limit cut by psb with a note of what it left out.
+# a worker's pushes and pulls through it, DPDK's own /ethdev/stats beside them, the worker's
+# experiment with its histograms, and a reply over the 16 KB telemetry limit cut by psb with
+# a note of what it left out.
 source "$(dirname "$0")/common.sh" "$1"
 [ -r "$TEL" ] || { echo "SKIP: no $TEL"; exit 77; }
 
@@ -30,6 +31,25 @@ for _ in $(seq 100); do
 done
 [ "$n" -gt 1000 ] || fail "server received only $n packets"
 tel "$TAG-s" "${CMDS[@]}" >"$DIR/mid.out"
+wait_tel "$TAG-w" $WPID
+tel "$TAG-w" /psb/experiment >"$DIR/wexp.out"
+python3 - "$DIR/wexp.out" <<'PY' || fail "the worker's /psb/experiment"
+import json, sys
+
+e = json.loads(open(sys.argv[1]).read())["/psb/experiment"]
+assert e["state"] == "running" and e["kind"] == "pushpull", e
+pp = e["pushpull"]
+# telemetry names take no '.' or '+': le 0.5 is "0_5", +Inf "_Inf"
+for name, top in (("rtt_hist_us", "1000000"), ("staleness_hist", "1024")):
+    h = pp[name]
+    counts = list(h["le"].values())
+    assert list(h["le"])[0] in ("0_5", "0") and list(h["le"])[-2:] == [top, "_Inf"], h
+    assert counts == sorted(counts) and counts[-1] == h["count"] > 1000, h
+# one synchronous worker: every push is on the version it last got
+assert pp["staleness_max"] == 0 and pp["staleness_hist"]["le"]["0"] > 1000, pp
+print("telemetry: worker rtt histogram of %d, staleness max %d" %
+      (pp["rtt_hist_us"]["count"], pp["staleness_max"]))
+PY
 rc=0
 wait $WPID || rc=$?
 [ $rc = 0 ] || fail "worker exited with $rc"

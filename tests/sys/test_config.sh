@@ -77,6 +77,13 @@ assert row["iterations"] == 300 and row["requests"] == 300 * 40, row
 assert row["failed"] == 0 and row["verify_errors"] == 0, row
 assert row["goodput_gbps"] > 0
 assert "serve" not in r["experiment"]
+# the synchronous worker's pushes: never stale; its results keep both histograms
+assert row["staleness_mean"] == 0 and row["staleness_max"] == 0, row
+w = r["workers"][0]
+assert w["staleness"]["count"] == 299 * 40 and w["staleness"]["hist"]["le"]["0"] == 299 * 40, w
+assert w["rtt_us"]["hist"]["le"]["+Inf"] == w["rtt_us"]["hist"]["count"] == 300 * 40, w
+pp = r["counters"]["experiment"]["pushpull"]
+assert pp["rtt_hist_us"]["count"] == 300 * 40 and pp["staleness_hist"]["count"] == 299 * 40, pp
 PY
 head -1 results/pushpull-4k/result.csv | grep -q '^worker,mode,len,keys,iterations' || fail "csv header"
 grep -q "pushpull-4k" "$DIR/wk-1.out" && grep -q "goodput_gbps" "$DIR/wk-1.out" || fail "no table printed"
