@@ -511,51 +511,79 @@ psb_bench_error_name(int status)
 
 #define ARRAY_LEN(a)	(sizeof(a) / sizeof((a)[0]))
 
-/* Bounds of the exported histograms: round trips in ns (labelled in us), staleness in
- * versions. */
+/*
+ * Bounds of the exported histograms, with their labels written out (a scrape should not
+ * print 34 reals): round trips in ns, labelled in us; staleness in versions.
+ */
 static const uint64_t rtt_le_ns[] = {
 	500, 1000, 2000, 5000, 10000, 20000, 50000, 100000, 200000, 500000,
 	1000000, 2000000, 5000000, 10000000, 20000000, 50000000, 100000000, 200000000,
 	500000000, 1000000000,
 };
+static const char *const rtt_le_us[] = {
+	"0.5", "1", "2", "5", "10", "20", "50", "100", "200", "500",
+	"1000", "2000", "5000", "10000", "20000", "50000", "100000", "200000",
+	"500000", "1000000",
+};
 static const uint64_t stale_le[] = { 0, 1, 2, 3, 4, 6, 8, 12, 16, 32, 64, 128, 256, 1024 };
+static const char *const stale_le_names[] = {
+	"0", "1", "2", "3", "4", "6", "8", "12", "16", "32", "64", "128", "256", "1024",
+};
+_Static_assert(ARRAY_LEN(rtt_le_ns) == ARRAY_LEN(rtt_le_us), "a label for every bound");
+_Static_assert(ARRAY_LEN(stale_le) == ARRAY_LEN(stale_le_names), "a label for every bound");
 
 /* {"le": {bound: samples <= bound, ..., "+Inf": all}, "count": all, "sum": sum / div} */
-static json_t *
-hist_le_json(const struct psb_hist *h, const uint64_t *le, unsigned int n, double div)
+static void
+hist_le_emit(struct psb_emit *e, const char *key, const struct psb_hist *h, const uint64_t *le,
+		const char *const *names, unsigned int n, double div)
 {
 	uint64_t cum[32], total;
-	json_t *o = json_object(), *b = json_object();
-	char name[32];
 	unsigned int i;
 
-	if (o == NULL || b == NULL || n > ARRAY_LEN(cum)) {
-		json_decref(o);
-		json_decref(b);
-		return NULL;
-	}
+	if (n > ARRAY_LEN(cum))
+		return;
 	total = psb_hist_cumulative(h, le, n, cum);
-	for (i = 0; i < n; i++) {
-		snprintf(name, sizeof(name), "%.15g", (double)le[i] / div);
-		json_object_set_new(b, name, json_integer((json_int_t)cum[i]));
-	}
-	json_object_set_new(b, "+Inf", json_integer((json_int_t)total));
-	json_object_set_new(o, "le", b);
-	json_object_set_new(o, "count", json_integer((json_int_t)total));
-	json_object_set_new(o, "sum", json_real(h->sum / div));
-	return o;
+	psb_emit_open(e, key);
+	psb_emit_open(e, "le");
+	for (i = 0; i < n; i++)
+		psb_emit_int(e, names[i], (json_int_t)cum[i]);
+	psb_emit_int(e, "+Inf", (json_int_t)total);
+	psb_emit_close(e);
+	psb_emit_int(e, "count", (json_int_t)total);
+	psb_emit_real(e, "sum", h->sum / div);
+	psb_emit_close(e);
+}
+
+void
+psb_bench_rtt_hist_emit(struct psb_emit *e, const char *key, const struct psb_hist *h)
+{
+	hist_le_emit(e, key, h, rtt_le_ns, rtt_le_us, ARRAY_LEN(rtt_le_ns), 1000.0);
+}
+
+void
+psb_bench_stale_hist_emit(struct psb_emit *e, const char *key, const struct psb_hist *h)
+{
+	hist_le_emit(e, key, h, stale_le, stale_le_names, ARRAY_LEN(stale_le), 1.0);
 }
 
 json_t *
 psb_bench_rtt_hist_json(const struct psb_hist *h)
 {
-	return hist_le_json(h, rtt_le_ns, ARRAY_LEN(rtt_le_ns), 1000.0);
+	struct psb_emit e;
+
+	psb_emit_tree(&e);
+	psb_bench_rtt_hist_emit(&e, NULL, h);
+	return psb_emit_done(&e);
 }
 
 json_t *
 psb_bench_stale_hist_json(const struct psb_hist *h)
 {
-	return hist_le_json(h, stale_le, ARRAY_LEN(stale_le), 1.0);
+	struct psb_emit e;
+
+	psb_emit_tree(&e);
+	psb_bench_stale_hist_emit(&e, NULL, h);
+	return psb_emit_done(&e);
 }
 
 json_t *

@@ -8,6 +8,7 @@
 #include <jansson.h>
 
 #include "psb_hist.h"
+#include "psb_text.h"
 #include "psb_wk.h"
 
 /* ps-lite's benchmark modes, same numbers. */
@@ -125,6 +126,9 @@ json_t *psb_bench_result_json(const struct psb_bench_result *r, const char *labe
  */
 json_t *psb_bench_rtt_hist_json(const struct psb_hist *h);
 json_t *psb_bench_stale_hist_json(const struct psb_hist *h);
+/* The same as the value of key, into an emitter (a tree or text). */
+void psb_bench_rtt_hist_emit(struct psb_emit *e, const char *key, const struct psb_hist *h);
+void psb_bench_stale_hist_emit(struct psb_emit *e, const char *key, const struct psb_hist *h);
 /* JSON object of the result; written to path atomically (path.tmp + rename). 0 or -errno. */
 int psb_bench_write_json(const struct psb_bench_result *r, const char *label, const char *path);
 

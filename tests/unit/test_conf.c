@@ -13,6 +13,7 @@
 #include <cmocka.h>
 
 #include "psb_conf.h"
+#include "psb_text.h"
 
 enum kind { KIND_PUSHPULL, KIND_STALENESS };
 
@@ -626,6 +627,210 @@ test_strlist(void **state)
 	json_decref(j);
 }
 
+/* psb_text_json writes what json_dumps(JSON_COMPACT) writes. */
+static void
+assert_same_text(const json_t *v)
+{
+	struct psb_text t = { 0 };
+	char *want = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
+
+	assert_non_null(want);
+	psb_text_json(&t, v);
+	assert_false(t.oom);
+	assert_non_null(t.s);
+	assert_string_equal(t.s, want);
+	assert_int_equal(t.len, strlen(want));
+	free(want);
+	free(t.s);
+}
+
+static void
+test_text_json_cases(void **state)
+{
+	static const double reals[] = {
+		0.0, -0.0, 0.1, -2.5, 3.0, 1e20, 1e-5, 1.5e300, 2.5e-300, 123456789.125,
+		1e16, 12345678901234567890.0, 0.30000000000000004, -1e-310,
+	};
+	static const long long ints[] = {
+		0, 1, -1, 9, 10, 99, 100, 4294967296ll, -9223372036854775807ll - 1,
+		9223372036854775807ll,
+	};
+	static const char *const strs[] = {
+		"", "plain", "quote\"q", "back\\slash", "nl\ncr\rtab\tbs\bff\f", "\x01\x1f\x7f",
+		"/slash/", "caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80",
+	};
+	json_t *o = json_object(), *a = json_array(), *v;
+	unsigned int i;
+	char key[16];
+
+	for (i = 0; i < sizeof(reals) / sizeof(reals[0]); i++) {
+		v = json_real(reals[i]);
+		assert_same_text(v);
+		snprintf(key, sizeof(key), "r%u", i);
+		json_object_set_new(o, key, v);
+	}
+	for (i = 0; i < sizeof(ints) / sizeof(ints[0]); i++) {
+		v = json_integer(ints[i]);
+		assert_same_text(v);
+		json_array_append_new(a, v);
+	}
+	for (i = 0; i < sizeof(strs) / sizeof(strs[0]); i++) {
+		v = json_string(strs[i]);
+		assert_non_null(v);
+		assert_same_text(v);
+		json_object_set_new(o, strs[i], v);	/* keys are escaped the same way */
+	}
+	json_array_append_new(a, json_true());
+	json_array_append_new(a, json_false());
+	json_array_append_new(a, json_null());
+	json_array_append_new(a, json_object());
+	json_array_append_new(a, json_array());
+	json_object_set_new(o, "list", a);
+	json_object_set_new(o, "nested", json_pack("{s:{s:[i,{s:f}]}}", "a", "b", 1, "c", 0.5));
+	assert_same_text(o);
+	json_decref(o);
+}
+
+/* Random trees, seeded: objects, arrays, numbers of every size, strings of any byte < 128. */
+static json_t *
+random_json(unsigned int *seed, int depth)
+{
+	json_t *v;
+	char s[24];
+	int i, n, kind = rand_r(seed) % (depth > 0 ? 8 : 6);
+
+	switch (kind) {
+	case 0:
+		return json_integer((json_int_t)rand_r(seed) * rand_r(seed) * (rand_r(seed) % 3 - 1));
+	case 1:
+		return json_real((double)rand_r(seed) / (rand_r(seed) + 1) *
+				 (rand_r(seed) % 2 ? 1e-9 : 1e12));
+	case 2:
+		n = rand_r(seed) % (int)sizeof(s);
+		for (i = 0; i < n; i++)
+			s[i] = (char)(1 + rand_r(seed) % 127);
+		s[n] = '\0';
+		return json_string(s);
+	case 3:
+		return json_boolean(rand_r(seed) % 2);
+	case 4:
+		return json_null();
+	case 5:
+		return json_integer(rand_r(seed) % 1000);
+	case 6:
+		v = json_array();
+		for (n = rand_r(seed) % 6; n > 0; n--)
+			json_array_append_new(v, random_json(seed, depth - 1));
+		return v;
+	default:
+		v = json_object();
+		for (n = rand_r(seed) % 6; n > 0; n--) {
+			snprintf(s, sizeof(s), "k%d\t%d", rand_r(seed) % 100, n);
+			json_object_set_new(v, s, random_json(seed, depth - 1));
+		}
+		return v;
+	}
+}
+
+static void
+test_text_json_random(void **state)
+{
+	unsigned int seed = 12345, i;
+	json_t *v;
+
+	for (i = 0; i < 2000; i++) {
+		v = random_json(&seed, 4);
+		assert_non_null(v);
+		assert_same_text(v);
+		json_decref(v);
+	}
+}
+
+/* One sequence of calls, both ways: the text is what the tree writes as. */
+static void
+emit_doc(struct psb_emit *e)
+{
+	psb_emit_open(e, NULL);
+	psb_emit_int(e, "a", 1);
+	psb_emit_int(e, "neg", -9223372036854775807ll - 1);
+	psb_emit_real(e, "r", 0.1);
+	psb_emit_real(e, "whole", 3.0);
+	psb_emit_real(e, "nan", 0.0 / 0.0);		/* left out */
+	psb_emit_real(e, "inf", 1.0 / 0.0);		/* left out */
+	psb_emit_bool(e, "yes", 1);
+	psb_emit_bool(e, "no", 0);
+	psb_emit_str(e, "s", "tab\tquote\"");
+	psb_emit_str(e, "null", NULL);			/* left out */
+	psb_emit_str(e, "latin1", "caf\xe9");		/* not UTF-8: left out */
+	psb_emit_open(e, "inner");
+	psb_emit_open(e, "empty");
+	psb_emit_close(e);
+	psb_emit_int(e, "b", 2);
+	psb_emit_open(e, "deeper");
+	psb_emit_str(e, "k\"ey", "v");
+	psb_emit_close(e);
+	psb_emit_close(e);
+	psb_emit_json(e, "raw", json_pack("[i,{s:b}]", 7, "x", 1));
+	psb_emit_json(e, "none", NULL);			/* nothing */
+	psb_emit_int(e, "last", 42);
+	psb_emit_close(e);
+}
+
+static void
+test_emit(void **state)
+{
+	struct psb_text t = { 0 }, want = { 0 };
+	struct psb_emit e;
+	json_t *tree;
+
+	psb_emit_tree(&e);
+	emit_doc(&e);
+	tree = psb_emit_done(&e);
+	assert_non_null(tree);
+	assert_int_equal(json_object_size(tree), 10);
+	assert_null(json_object_get(tree, "nan"));
+	assert_null(json_object_get(tree, "latin1"));
+	assert_int_equal(json_integer_value(json_object_get(json_object_get(tree, "inner"), "b")),
+			 2);
+	psb_text_json(&want, tree);
+	json_decref(tree);
+
+	psb_emit_text(&e, &t);
+	emit_doc(&e);
+	assert_null(psb_emit_done(&e));
+	assert_false(e.oom);
+	assert_string_equal(t.s, want.s);
+	free(t.s);
+	free(want.s);
+
+	/* misuse is refused, not written: a leaf outside an object, a close too many */
+	memset(&t, 0, sizeof(t));
+	psb_emit_text(&e, &t);
+	psb_emit_int(&e, "outside", 1);
+	psb_emit_close(&e);
+	assert_true(e.oom);
+	assert_null(t.s);
+	psb_emit_text(&e, &t);
+	psb_emit_open(&e, NULL);
+	psb_emit_open(&e, NULL);	/* an object without a key: dropped whole */
+	psb_emit_int(&e, "x", 1);
+	psb_emit_open(&e, "inside");
+	psb_emit_close(&e);
+	psb_emit_close(&e);
+	psb_emit_int(&e, "y", 2);
+	psb_emit_close(&e);
+	assert_true(e.oom);
+	assert_string_equal(t.s, "{\"y\":2}");
+	free(t.s);
+	psb_emit_tree(&e);
+	psb_emit_open(&e, NULL);
+	psb_emit_open(&e, NULL);
+	psb_emit_int(&e, "x", 1);
+	psb_emit_close(&e);
+	psb_emit_close(&e);
+	assert_null(psb_emit_done(&e));
+}
+
 int
 main(void)
 {
@@ -645,6 +850,9 @@ main(void)
 		cmocka_unit_test(test_dump),
 		cmocka_unit_test(test_help),
 		cmocka_unit_test(test_strlist),
+		cmocka_unit_test(test_text_json_cases),
+		cmocka_unit_test(test_text_json_random),
+		cmocka_unit_test(test_emit),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
