@@ -1220,6 +1220,7 @@ main(int argc, char **argv)
 		psb_console_fini(app);
 	psb_export_fini(app);
 	psb_ctl_sock_fini(app);
+	psb_counters_fini();
 	app->stop_lcores = 1;
 	rte_eal_mp_wait_lcore();
 

@@ -145,12 +145,16 @@ static json_t *
 cmd_stop(struct psb_app *app, const json_t *req, int *quit)
 {
 	char err[256];
+	json_t *exp;
 
 	RTE_SET_USED(req);
 	RTE_SET_USED(quit);
 	if (psb_run_stop(app, err, sizeof(err)) != 0)
 		return psb_cmd_error("not_running", "%s", err);
-	return ok(json_pack("{s:o}", "experiment", psb_run_json(app, 0)));
+	pthread_mutex_lock(&app->ctl_lock);
+	exp = psb_run_json(app, 0);
+	pthread_mutex_unlock(&app->ctl_lock);
+	return ok(json_pack("{s:o}", "experiment", exp));
 }
 
 static json_t *
@@ -187,6 +191,38 @@ cmd_counters(struct psb_app *app, const json_t *req, int *quit)
 	if (part == NULL)
 		return psb_cmd_error("not_found", "%s", err);
 	return ok(json_pack("{s:o}", "counters", part));
+}
+
+int
+psb_cmd_exec_text(struct psb_app *app, const json_t *req, struct psb_text *t)
+{
+	const json_t *id = json_object_get(req, "id");
+	const char *key;
+	json_t *v;
+	int rc;
+
+	/* {"cmd": "counters"} and an id at most: what monitoring asks, many times a second */
+	json_object_foreach((json_t *)req, key, v)
+		if (strcmp(key, "id") != 0 &&
+		    (strcmp(key, "cmd") != 0 || !json_is_string(v) ||
+		     strcmp(json_string_value(v), "counters") != 0))
+			return 0;
+	if (json_object_get(req, "cmd") == NULL)
+		return 0;
+	/* the reply cmd_counters gives, without its tree */
+	psb_text_puts(t, "{\"counters\":");
+	pthread_mutex_lock(&app->ctl_lock);
+	rc = psb_counters_text(app, t);
+	pthread_mutex_unlock(&app->ctl_lock);
+	psb_text_puts(t, ",\"ok\":true");
+	if (id != NULL) {
+		psb_text_puts(t, ",\"id\":");
+		psb_text_json(t, id);
+	}
+	psb_text_puts(t, "}");
+	if (rc != 0)
+		t->oom = 1;
+	return 1;
 }
 
 static json_t *

@@ -10,45 +10,102 @@
 #include "psb_bench.h"
 #include "psb_ctl.h"
 #include "psb_report.h"
+#include "psb_text.h"
 
-static json_t *
-port_json(const struct psb_app *app, unsigned int i)
+/*
+ * Extended statistics of a port: their names stay as long as the port's configuration,
+ * so they are fetched once, not at every scrape. Under ctl_lock, as every reader is.
+ */
+static struct xstats_cache {
+	uint16_t pid;
+	unsigned int n, cap;
+	struct rte_eth_xstat_name *names;
+	struct rte_eth_xstat *vals;
+} xs_cache[PSB_MAX_PORTS];
+
+/* The line of psb_counters_append, kept: the main lcore writes one every few 100 ms. */
+static struct psb_text file_line;
+
+static int
+xstats_read(struct xstats_cache *xc, uint16_t pid)
 {
+	int n, tries;
+
+	if (xc->pid != pid) {
+		xc->n = 0;
+		xc->pid = pid;
+	}
+	for (tries = 0; tries < 2; tries++) {
+		n = xc->cap != 0 ? rte_eth_xstats_get(pid, xc->vals, xc->cap) :
+			rte_eth_xstats_get(pid, NULL, 0);
+		if (n < 0)
+			return n;
+		if (n != 0 && (unsigned int)n == xc->n)
+			return n;
+		/* first read, or the set changed (NICs have hundreds): names anew */
+		if ((unsigned int)n > xc->cap) {
+			free(xc->names);
+			free(xc->vals);
+			xc->names = calloc((size_t)n, sizeof(*xc->names));
+			xc->vals = calloc((size_t)n, sizeof(*xc->vals));
+			xc->cap = xc->names != NULL && xc->vals != NULL ? (unsigned int)n : 0;
+			if (xc->cap == 0)
+				return -ENOMEM;
+		}
+		xc->n = 0;
+		if (n == 0 || rte_eth_xstats_get_names(pid, xc->names, xc->cap) != n)
+			return 0;
+		xc->n = (unsigned int)n;
+	}
+	return 0;
+}
+
+static void
+port_emit(struct psb_emit *e, const struct psb_app *app, unsigned int i)
+{
+	struct xstats_cache *xc = &xs_cache[i];
 	uint16_t pid = app->port_ids[i];
-	struct rte_eth_xstat_name *names = NULL;
-	struct rte_eth_xstat *xs = NULL;
 	struct rte_eth_stats ps;
-	json_t *o, *x;
+	char name[16];
 	int n, k;
 
 	if (rte_eth_stats_get(pid, &ps) != 0)
 		memset(&ps, 0, sizeof(ps));
-	o = json_pack("{s:i,s:s,s:b,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I}", "port", pid,
-		"spec", app->specs[i].spec, "paused", app->port_paused[pid] != 0,
-		"ipackets", (json_int_t)ps.ipackets, "opackets", (json_int_t)ps.opackets,
-		"ibytes", (json_int_t)ps.ibytes, "obytes", (json_int_t)ps.obytes,
-		"imissed", (json_int_t)ps.imissed, "ierrors", (json_int_t)ps.ierrors,
-		"oerrors", (json_int_t)ps.oerrors, "rx_nombuf", (json_int_t)ps.rx_nombuf);
-	if (o == NULL)
-		return NULL;
-	x = json_object();
-	/* NICs have hundreds of xstats: ask how many first */
-	n = rte_eth_xstats_get_names(pid, NULL, 0);
-	if (n > 0) {
-		names = calloc((size_t)n, sizeof(*names));
-		xs = calloc((size_t)n, sizeof(*xs));
+	snprintf(name, sizeof(name), "%u", pid);
+	psb_emit_open(e, name);
+	psb_emit_int(e, "port", pid);
+	psb_emit_str(e, "spec", app->specs[i].spec);
+	psb_emit_bool(e, "paused", app->port_paused[pid] != 0);
+	psb_emit_int(e, "ipackets", (json_int_t)ps.ipackets);
+	psb_emit_int(e, "opackets", (json_int_t)ps.opackets);
+	psb_emit_int(e, "ibytes", (json_int_t)ps.ibytes);
+	psb_emit_int(e, "obytes", (json_int_t)ps.obytes);
+	psb_emit_int(e, "imissed", (json_int_t)ps.imissed);
+	psb_emit_int(e, "ierrors", (json_int_t)ps.ierrors);
+	psb_emit_int(e, "oerrors", (json_int_t)ps.oerrors);
+	psb_emit_int(e, "rx_nombuf", (json_int_t)ps.rx_nombuf);
+	psb_emit_open(e, "xstats");
+	n = xstats_read(xc, pid);
+	for (k = 0; k < n; k++)
+		if (xc->vals[k].id < (uint64_t)n)
+			psb_emit_int(e, xc->names[xc->vals[k].id].name,
+				(json_int_t)xc->vals[k].value);
+	psb_emit_close(e);
+	psb_emit_close(e);
+}
+
+void
+psb_counters_fini(void)
+{
+	unsigned int i;
+
+	for (i = 0; i < RTE_DIM(xs_cache); i++) {
+		free(xs_cache[i].names);
+		free(xs_cache[i].vals);
+		memset(&xs_cache[i], 0, sizeof(xs_cache[i]));
 	}
-	if (names != NULL && xs != NULL &&
-	    rte_eth_xstats_get_names(pid, names, (unsigned int)n) == n &&
-	    rte_eth_xstats_get(pid, xs, (unsigned int)n) == n)
-		for (k = 0; k < n; k++)
-			if (xs[k].id < (uint64_t)n)
-				json_object_set_new(x, names[xs[k].id].name,
-					json_integer((json_int_t)xs[k].value));
-	free(names);
-	free(xs);
-	json_object_set_new(o, "xstats", x);
-	return o;
+	free(file_line.s);
+	memset(&file_line, 0, sizeof(file_line));
 }
 
 /*
@@ -56,69 +113,90 @@ port_json(const struct psb_app *app, unsigned int i)
  * uptime, the telemetry threads' telemetry_cpu_ns / 1e9; yield_cycles is the time lcores
  * left their CPU to other threads.
  */
-static json_t *
-control_json(const struct psb_app *app)
+static void
+control_emit(struct psb_emit *e, const struct psb_app *app)
 {
 	uint64_t yields, ycyc;
 
 	psb_lcores_yielded(&yields, &ycyc);
-	return json_pack("{s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I}",
-		"main_cycles", (json_int_t)app->cp.main_cycles,
-		"telemetry_cpu_ns", (json_int_t)__atomic_load_n(&app->cp.telemetry_cpu_ns,
-							__ATOMIC_RELAXED),
-		"tsc_hz", (json_int_t)rte_get_tsc_hz(),
-		"socket_requests", (json_int_t)app->cp.socket_requests,
-		"telemetry_requests", (json_int_t)__atomic_load_n(&app->cp.telemetry_requests,
-							  __ATOMIC_RELAXED),
-		"prometheus_requests", (json_int_t)app->cp.prometheus_requests,
-		"file_lines", (json_int_t)app->cp.file_lines,
-		"yields", (json_int_t)yields, "yield_cycles", (json_int_t)ycyc);
+	psb_emit_open(e, "control");
+	psb_emit_int(e, "main_cycles", (json_int_t)app->cp.main_cycles);
+	psb_emit_int(e, "telemetry_cpu_ns",
+		(json_int_t)__atomic_load_n(&app->cp.telemetry_cpu_ns, __ATOMIC_RELAXED));
+	psb_emit_int(e, "tsc_hz", (json_int_t)rte_get_tsc_hz());
+	psb_emit_int(e, "socket_requests", (json_int_t)app->cp.socket_requests);
+	psb_emit_int(e, "telemetry_requests",
+		(json_int_t)__atomic_load_n(&app->cp.telemetry_requests, __ATOMIC_RELAXED));
+	psb_emit_int(e, "prometheus_requests", (json_int_t)app->cp.prometheus_requests);
+	psb_emit_int(e, "file_lines", (json_int_t)app->cp.file_lines);
+	psb_emit_int(e, "yields", (json_int_t)yields);
+	psb_emit_int(e, "yield_cycles", (json_int_t)ycyc);
+	psb_emit_close(e);
 }
 
-json_t *
-psb_counters_json(struct psb_app *app)
+static void
+counters_emit(struct psb_emit *e, struct psb_app *app)
 {
 	static const char *const node_names[] = { "server", "worker", "scheduler" };
-	json_t *root = json_object(), *ports = json_object(), *roles = json_object(), *j;
 	char name[48], ip[16];
 	uint16_t i;
 
 	psb_ip_str(app->me.ip, ip);
-	json_object_set_new(root, "node", json_pack("{s:s,s:s,s:f,s:i,s:i}",
-		"role", node_names[app->node_role], "ip", ip,
-		"uptime_s", (double)psb_now_ns(app) / 1e9, "lcores",
-		app->nworker_lcores == 0 ? 1 : app->nworker_lcores, "roles", app->nroles));
-	for (i = 0; i < app->nports; i++) {
-		snprintf(name, sizeof(name), "%u", app->port_ids[i]);
-		j = port_json(app, i);
-		if (j != NULL)
-			json_object_set_new(ports, name, j);
-	}
-	json_object_set_new(root, "ports", ports);
+	psb_emit_open(e, NULL);
+	psb_emit_open(e, "node");
+	psb_emit_str(e, "role", node_names[app->node_role]);
+	psb_emit_str(e, "ip", ip);
+	psb_emit_real(e, "uptime_s", (double)psb_now_ns(app) / 1e9);
+	psb_emit_int(e, "lcores", app->nworker_lcores == 0 ? 1 : app->nworker_lcores);
+	psb_emit_int(e, "roles", app->nroles);
+	psb_emit_close(e);
+	psb_emit_open(e, "ports");
+	for (i = 0; i < app->nports; i++)
+		port_emit(e, app, i);
+	psb_emit_close(e);
+	psb_emit_open(e, "roles");
 	for (i = 0; i < app->nroles; i++) {
 		const struct psb_role_inst *ri = &app->roles[i];
 		const struct psb_counters *c = &ri->cnt;
 		uint64_t cyc = c->busy_cycles + c->idle_cycles;
 
-		j = psb_report_counters_json(c);
-		if (j == NULL)
-			continue;
-		json_object_set_new(j, "lcore", json_integer(ri->lcore));
-		json_object_set_new(j, "polls", json_integer((json_int_t)c->polls));
-		json_object_set_new(j, "busy_pct", json_real(cyc != 0 ?
-			100.0 * (double)c->busy_cycles / (double)cyc : 0.0));
 		snprintf(name, sizeof(name), "%s%d", ri->role->name, ri->idx);
-		json_object_set_new(roles, name, j);
+		psb_emit_open(e, name);
+		psb_report_counters_emit(e, c);
+		psb_emit_int(e, "lcore", ri->lcore);
+		psb_emit_int(e, "polls", (json_int_t)c->polls);
+		psb_emit_real(e, "busy_pct", cyc != 0 ?
+			100.0 * (double)c->busy_cycles / (double)cyc : 0.0);
+		psb_emit_close(e);
 	}
-	json_object_set_new(root, "roles", roles);
+	psb_emit_close(e);
 	/* not value_sum: it reads the whole store, far too much for a 10 Hz scrape */
 	if (app->node_role == PSB_NODE_SERVER)
-		json_object_set_new(root, "store", psb_report_store_json(app, false));
-	json_object_set_new(root, "control", control_json(app));
-	j = psb_run_json(app, 1);
-	if (j != NULL)
-		json_object_set_new(root, "experiment", j);
-	return root;
+		psb_emit_json(e, "store", psb_report_store_json(app, false));
+	control_emit(e, app);
+	psb_run_emit(e, app, "experiment", 1);
+	psb_emit_close(e);
+}
+
+json_t *
+psb_counters_json(struct psb_app *app)
+{
+	struct psb_emit e;
+
+	psb_emit_tree(&e);
+	counters_emit(&e, app);
+	return psb_emit_done(&e);
+}
+
+int
+psb_counters_text(struct psb_app *app, struct psb_text *t)
+{
+	struct psb_emit e;
+
+	psb_emit_text(&e, t);
+	counters_emit(&e, app);
+	psb_emit_done(&e);
+	return e.oom || t->oom ? -ENOMEM : 0;
 }
 
 json_t *
@@ -155,22 +233,22 @@ int
 psb_counters_append(struct psb_app *app, FILE *f)
 {
 	struct timespec ts;
-	json_t *line;
-	char *text;
-	int rc = 0;
+	int rc;
 
 	clock_gettime(CLOCK_REALTIME, &ts);
+	file_line.len = 0;
+	file_line.oom = 0;
+	psb_text_printf(&file_line, "{\"time\":%.6f,\"counters\":",
+		(double)ts.tv_sec + ts.tv_nsec / 1e9);
 	pthread_mutex_lock(&app->ctl_lock);
-	line = json_pack("{s:f,s:o}", "time", ts.tv_sec + ts.tv_nsec / 1e9,
-		"counters", psb_counters_json(app));
+	rc = psb_counters_text(app, &file_line);
 	pthread_mutex_unlock(&app->ctl_lock);
-	text = line != NULL ? json_dumps(line, JSON_COMPACT) : NULL;
-	json_decref(line);
-	if (text == NULL)
+	psb_text_append(&file_line, "}\n", 2);
+	if (rc != 0 || file_line.oom)
 		return -ENOMEM;
-	if (fputs(text, f) < 0 || fputc('\n', f) == EOF || fflush(f) != 0)
+	rc = 0;
+	if (fwrite(file_line.s, 1, file_line.len, f) != file_line.len || fflush(f) != 0)
 		rc = -EIO;
 	app->cp.file_lines++;
-	free(text);
 	return rc;
 }

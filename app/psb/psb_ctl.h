@@ -6,6 +6,8 @@
 
 #include <jansson.h>
 
+#include "psb_text.h"
+
 struct psb_app;
 
 /*
@@ -19,8 +21,12 @@ struct psb_app;
  * Built from per-lcore blocks their owners write; safe from any thread holding ctl_lock.
  */
 json_t *psb_counters_json(struct psb_app *app);
+/* The same object written as compact JSON onto t, without a tree: 0 or -ENOMEM. */
+int psb_counters_text(struct psb_app *app, struct psb_text *t);
 /* The part of all at dotted path ("roles.worker0", "ports"); NULL with a message if absent. */
 json_t *psb_counters_get(json_t *all, const char *path, char *err, size_t errlen);
+/* Free what psb_counters_json keeps between calls (port xstats names), once no export runs. */
+void psb_counters_fini(void);
 /* Append one JSON line {"time": unix seconds, "counters": {...}} to f. */
 int psb_counters_append(struct psb_app *app, FILE *f);
 
@@ -29,6 +35,8 @@ int psb_counters_append(struct psb_app *app, FILE *f);
  * hists adds the round-trip and staleness histograms (counters, not status).
  */
 json_t *psb_run_json(struct psb_app *app, int hists);
+/* The same as the value of key, into an emitter (a tree or text). */
+void psb_run_emit(struct psb_emit *e, struct psb_app *app, const char *key, int hists);
 
 /* Experiments (psb_run.c), main lcore only. Return 0 or -errno with a message in err. */
 int psb_run_start(struct psb_app *app, const struct psb_exp_conf *c, int from_doc, char *err,
@@ -52,6 +60,11 @@ void psb_run_fini(struct psb_app *app);
  * Sets *quit for "quit". Main lcore only.
  */
 json_t *psb_cmd_exec(struct psb_app *app, const json_t *req, int *quit);
+/*
+ * The requests whose reply is written as text at once (counters without a filter): 1 and
+ * the reply appended to t (t->oom if it could not be), or 0 for psb_cmd_exec.
+ */
+int psb_cmd_exec_text(struct psb_app *app, const json_t *req, struct psb_text *t);
 json_t *psb_cmd_error(const char *code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* Control socket (psb_ctl_sock.c): newline-delimited JSON on a unix socket. */

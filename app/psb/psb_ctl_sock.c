@@ -11,6 +11,7 @@
 
 #include "psb.h"
 #include "psb_ctl.h"
+#include "psb_text.h"
 
 #define CTL_MAX_CLIENTS	32
 #define CTL_MAX_REQ	(64 * 1024)	/* a request line longer than this is refused */
@@ -19,8 +20,8 @@ struct ctl_client {
 	int fd;
 	size_t inlen;
 	char *in;		/* [CTL_MAX_REQ] */
-	char *out;		/* replies not yet written */
-	size_t outlen, outoff;
+	struct psb_text out;	/* replies; out.s + outoff on is not written yet */
+	size_t outoff;
 	int closing;		/* close once out is written */
 };
 
@@ -82,7 +83,7 @@ client_close(struct ctl_client *c)
 	if (c->fd >= 0)
 		close(c->fd);
 	free(c->in);
-	free(c->out);
+	free(c->out.s);
 	memset(c, 0, sizeof(*c));
 	c->fd = -1;
 }
@@ -92,8 +93,8 @@ client_flush(struct ctl_client *c)
 {
 	ssize_t n;
 
-	while (c->outoff < c->outlen) {
-		n = send(c->fd, c->out + c->outoff, c->outlen - c->outoff,
+	while (c->outoff < c->out.len) {
+		n = send(c->fd, c->out.s + c->outoff, c->out.len - c->outoff,
 			 MSG_NOSIGNAL | MSG_DONTWAIT);
 		if (n < 0) {
 			if (errno == EAGAIN || errno == EINTR)
@@ -103,7 +104,7 @@ client_flush(struct ctl_client *c)
 		}
 		c->outoff += (size_t)n;
 	}
-	c->outoff = c->outlen = 0;
+	c->outoff = c->out.len = 0;
 	if (c->closing)
 		client_close(c);
 }
@@ -112,27 +113,19 @@ static void
 client_reply(struct ctl_client *c, json_t *reply, const json_t *req)
 {
 	const json_t *id = json_is_object(req) ? json_object_get(req, "id") : NULL;
-	char *text;
-	size_t len;
-	char *out;
+	size_t before = c->out.len;
 
 	if (id != NULL)
 		json_object_set(reply, "id", (json_t *)id);
-	text = json_dumps(reply, JSON_COMPACT);
+	psb_text_json(&c->out, reply);
+	psb_text_append(&c->out, "\n", 1);
 	json_decref(reply);
-	if (text == NULL)
-		return;
-	len = strlen(text);
-	out = realloc(c->out, c->outlen + len + 1);
-	if (out == NULL) {
-		free(text);
+	if (c->out.oom) {
+		/* no half a reply: this one is lost, the next may find memory */
+		c->out.len = before;
+		c->out.oom = 0;
 		return;
 	}
-	c->out = out;
-	memcpy(c->out + c->outlen, text, len);
-	c->out[c->outlen + len] = '\n';
-	c->outlen += len + 1;
-	free(text);
 	client_flush(c);
 }
 
@@ -142,6 +135,7 @@ client_line(struct psb_app *app, struct ctl_client *c, const char *line, size_t 
 	json_error_t je;
 	json_t *req;
 	int quit = 0;
+	size_t before;
 
 	while (len > 0 && (line[len - 1] == '\r' || line[len - 1] == ' '))
 		len--;
@@ -154,7 +148,20 @@ client_line(struct psb_app *app, struct ctl_client *c, const char *line, size_t 
 			     NULL);
 		return;
 	}
-	client_reply(c, psb_cmd_exec(app, req, &quit), req);
+	before = c->out.len;
+	if (json_is_object(req) && psb_cmd_exec_text(app, req, &c->out)) {
+		psb_text_append(&c->out, "\n", 1);
+		if (c->out.oom) {
+			c->out.len = before;
+			c->out.oom = 0;
+			client_reply(c, psb_cmd_error("no_memory", "the reply did not fit in memory"),
+				     req);
+		} else {
+			client_flush(c);
+		}
+	} else {
+		client_reply(c, psb_cmd_exec(app, req, &quit), req);
+	}
 	json_decref(req);
 	if (quit)
 		app->quit = 1;
@@ -278,7 +285,7 @@ psb_ctl_sock_poll(struct psb_app *app, int timeout_ms)
 		if (c->fd < 0)
 			continue;
 		pfd[n].fd = c->fd;
-		pfd[n].events = (c->closing ? 0 : POLLIN) | (c->outlen > c->outoff ? POLLOUT : 0);
+		pfd[n].events = (c->closing ? 0 : POLLIN) | (c->out.len > c->outoff ? POLLOUT : 0);
 		map[n++] = c;
 	}
 	rc = poll(pfd, (nfds_t)n, timeout_ms);

@@ -17,6 +17,7 @@
 
 #include "psb.h"
 #include "psb_ctl.h"
+#include "psb_text.h"
 
 /*
  * A telemetry reply of DPDK 22.11 is at most 16 KB (MAX_OUTPUT_LEN of lib/telemetry) and
@@ -79,65 +80,96 @@ tel_name(char *dst, size_t len, const char *src)
 }
 
 /*
- * v as 22.11 telemetry can carry it, so that its size can be known before it is built:
- * reals become strings (there is no float type), booleans 0/1, arrays objects keyed by index,
- * negative numbers beyond int strings. NULL for null.
+ * What 22.11 telemetry can carry: reals become strings (it has no float type), booleans
+ * 0/1, negative numbers beyond int strings, arrays dicts keyed by index; null is left out.
+ * tel_size measures a value so, tel_fill builds it so.
  */
-static json_t *
-tel_shape(json_t *v)
+static int
+tel_scalar(const json_t *v, char *buf, size_t len, uint64_t *u, int *i)
 {
-	char buf[RTE_TEL_MAX_STRING_LEN];
-	const char *key;
-	json_t *o, *x, *s;
 	json_int_t iv;
-	size_t i;
 
 	switch (json_typeof(v)) {
-	case JSON_OBJECT:
-		o = json_object();
-		json_object_foreach(v, key, x) {
-			s = tel_shape(x);
-			if (s == NULL)
-				continue;
-			tel_name(buf, sizeof(buf), key);
-			json_object_set_new(o, buf, s);
-		}
-		return o;
-	case JSON_ARRAY:
-		o = json_object();
-		json_array_foreach(v, i, x) {
-			s = tel_shape(x);
-			if (s == NULL)
-				continue;
-			snprintf(buf, sizeof(buf), "%zu", i);
-			json_object_set_new(o, buf, s);
-		}
-		return o;
 	case JSON_INTEGER:
 		iv = json_integer_value(v);
-		if (iv >= INT_MIN)
-			return json_integer(iv);
-		snprintf(buf, sizeof(buf), "%" JSON_INTEGER_FORMAT, iv);
-		return json_string(buf);
+		if (iv >= 0) {
+			*u = (uint64_t)iv;
+			return 'u';
+		}
+		if (iv >= INT_MIN) {
+			*i = (int)iv;
+			return 'i';
+		}
+		snprintf(buf, len, "%" JSON_INTEGER_FORMAT, iv);
+		return 's';
 	case JSON_REAL:
-		snprintf(buf, sizeof(buf), "%.15g", json_real_value(v));
-		return json_string(buf);
+		snprintf(buf, len, "%.15g", json_real_value(v));
+		return 's';
 	case JSON_TRUE:
-		return json_integer(1);
 	case JSON_FALSE:
-		return json_integer(0);
-	case JSON_STRING:
-		return json_incref(v);
+		*u = json_is_true(v);
+		return 'u';
 	default:
-		return NULL;
+		return 0;
 	}
 }
 
-/* Bytes of "key":value in the reply of telemetry, which writes JSON as compactly as jansson. */
+static size_t
+tel_digits(uint64_t u)
+{
+	size_t n = 1;
+
+	while (u >= 10) {
+		u /= 10;
+		n++;
+	}
+	return n;
+}
+
+/* Bytes of v in a reply of telemetry, which writes JSON as compactly as jansson. */
+static size_t
+tel_size(const json_t *v)
+{
+	char buf[RTE_TEL_MAX_STRING_LEN];
+	size_t n, k = 0;
+	const char *key;
+	json_t *x;
+	uint64_t u;
+	int i;
+
+	switch (json_typeof(v)) {
+	case JSON_OBJECT:
+		n = 2;
+		json_object_foreach((json_t *)v, key, x)
+			if (!json_is_null(x))
+				n += (k++ != 0) + strlen(key) + 3 + tel_size(x);
+		return n;
+	case JSON_ARRAY:
+		n = 2;
+		json_array_foreach(v, k, x)
+			n += (k != 0) + tel_digits(k) + 3 + tel_size(x);
+		return n;
+	case JSON_STRING:
+		return json_dumpb(v, NULL, 0, JSON_ENCODE_ANY);
+	default:
+		switch (tel_scalar(v, buf, sizeof(buf), &u, &i)) {
+		case 'u':
+			return tel_digits(u);
+		case 'i':
+			return tel_digits((uint64_t)-(int64_t)i) + 1;
+		case 's':
+			return strlen(buf) + 2;
+		default:
+			return 0;
+		}
+	}
+}
+
+/* Bytes of "key":value, and its comma. */
 static size_t
 tel_entry_size(const char *key, const json_t *v)
 {
-	return strlen(key) + 4 + json_dumpb(v, NULL, 0, JSON_COMPACT | JSON_ENCODE_ANY);
+	return strlen(key) + 4 + tel_size(v);
 }
 
 static void
@@ -181,6 +213,8 @@ tel_fit(json_t *o, size_t budget, const char *path, char *left, size_t leftlen)
 	char sub[256];
 
 	json_object_foreach(o, key, v) {
+		if (json_is_null(v))
+			continue;
 		need = tel_entry_size(key, v);
 		/* two entries spare at the top for the note of what was left out */
 		if (nkept + 2 < RTE_TEL_MAX_DICT_ENTRIES && used + need <= budget) {
@@ -223,43 +257,67 @@ tel_fit(json_t *o, size_t budget, const char *path, char *left, size_t leftlen)
 }
 
 /*
- * Build d from a shaped object. An entry that cannot be allocated is left out rather than
- * failing the reply: containers already added belong to d, and telemetry frees them only
- * when it writes a reply.
+ * Build d from o, an object or array, shaped as tel_scalar says. An entry that cannot be
+ * allocated is left out rather than failing the reply: containers already added belong to
+ * d, and telemetry frees them only when it writes a reply.
  */
+static void tel_fill(struct rte_tel_data *d, json_t *o);
+
+static void
+tel_fill_entry(struct rte_tel_data *d, const char *key, json_t *v)
+{
+	char name[RTE_TEL_MAX_STRING_LEN], buf[RTE_TEL_MAX_STRING_LEN];
+	struct rte_tel_data *c;
+	uint64_t u;
+	int i;
+
+	tel_name(name, sizeof(name), key);
+	if (json_is_object(v) || json_is_array(v)) {
+		c = rte_tel_data_alloc();
+		if (c == NULL)
+			return;
+		tel_fill(c, v);
+		if (rte_tel_data_add_dict_container(d, name, c, 0) != 0)
+			rte_tel_data_free(c);
+		return;
+	}
+	if (json_is_string(v)) {
+		rte_tel_data_add_dict_string(d, name, json_string_value(v));
+		return;
+	}
+	switch (tel_scalar(v, buf, sizeof(buf), &u, &i)) {
+	case 'u':
+		rte_tel_data_add_dict_u64(d, name, u);
+		break;
+	case 'i':
+		rte_tel_data_add_dict_int(d, name, i);
+		break;
+	case 's':
+		rte_tel_data_add_dict_string(d, name, buf);
+		break;
+	default:
+		break;
+	}
+}
+
 static void
 tel_fill(struct rte_tel_data *d, json_t *o)
 {
-	struct rte_tel_data *c;
+	char idx[24];
 	const char *key;
-	json_int_t iv;
 	json_t *v;
+	size_t i;
 
 	rte_tel_data_start_dict(d);
-	json_object_foreach(o, key, v) {
-		switch (json_typeof(v)) {
-		case JSON_STRING:
-			rte_tel_data_add_dict_string(d, key, json_string_value(v));
-			break;
-		case JSON_INTEGER:
-			iv = json_integer_value(v);
-			if (iv >= 0)
-				rte_tel_data_add_dict_u64(d, key, (uint64_t)iv);
-			else
-				rte_tel_data_add_dict_int(d, key, (int)iv);
-			break;
-		case JSON_OBJECT:
-			c = rte_tel_data_alloc();
-			if (c == NULL)
-				break;
-			tel_fill(c, v);
-			if (rte_tel_data_add_dict_container(d, key, c, 0) != 0)
-				rte_tel_data_free(c);
-			break;
-		default:
-			break;
+	if (json_is_array(o)) {
+		json_array_foreach(o, i, v) {
+			snprintf(idx, sizeof(idx), "%zu", i);
+			tel_fill_entry(d, idx, v);
 		}
+		return;
 	}
+	json_object_foreach(o, key, v)
+		tel_fill_entry(d, key, v);
 }
 
 static int
@@ -304,7 +362,7 @@ tel_reply(const char *cmd, const char *params, struct rte_tel_data *d)
 {
 	const struct tel_cmd *tc = NULL;
 	char path[256], err[256], left[RTE_TEL_MAX_STRING_LEN];
-	json_t *all, *sel, *shaped, *fit;
+	json_t *all, *sel, *fit;
 	struct psb_app *app;
 	unsigned int i;
 
@@ -339,13 +397,9 @@ tel_reply(const char *cmd, const char *params, struct rte_tel_data *d)
 		json_object_set_new(all, leaf != NULL ? leaf + 1 : path, sel);
 		sel = all;
 	}
-	shaped = tel_shape(sel);
-	json_decref(sel);
-	if (shaped == NULL)
-		return tel_error(d, "out of memory");
 	left[0] = '\0';
-	fit = tel_fit(shaped, TEL_BUDGET, path, left, sizeof(left));
-	json_decref(shaped);
+	fit = tel_fit(sel, TEL_BUDGET, path, left, sizeof(left));
+	json_decref(sel);
 	if (left[0] != '\0') {
 		json_object_set_new(fit, "left_out", json_string(left));
 		json_object_set_new(fit, "left_out_why", json_string(
@@ -411,91 +465,22 @@ tel_init(struct psb_app *app, char *err, size_t errlen)
 	return 0;
 }
 
-/* Prometheus text: a growing string. */
-struct prom_buf {
-	char *s;
-	size_t len, cap;
-	int oom;
-};
-
-/* Room for need more bytes and a NUL; 0, or -1 (and oom set) when memory ran out. */
-static int
-pb_room(struct prom_buf *b, size_t need)
-{
-	size_t cap;
-	char *s;
-
-	if (b->oom)
-		return -1;
-	if (b->len + need < b->cap)
-		return 0;
-	cap = b->cap != 0 ? b->cap : 4096;
-	while (cap <= b->len + need)
-		cap *= 2;
-	s = realloc(b->s, cap);
-	if (s == NULL) {
-		b->oom = 1;
-		return -1;
-	}
-	b->s = s;
-	b->cap = cap;
-	return 0;
-}
-
-static void __attribute__((format(printf, 2, 3)))
-pb_printf(struct prom_buf *b, const char *fmt, ...)
-{
-	va_list ap;
-	int n;
-
-	if (b->oom)
-		return;
-	for (;;) {
-		va_start(ap, fmt);
-		n = vsnprintf(b->s != NULL ? b->s + b->len : NULL, b->cap - b->len, fmt, ap);
-		va_end(ap);
-		if (n < 0) {
-			b->oom = 1;
-			return;
-		}
-		if (b->len + (size_t)n < b->cap) {
-			b->len += (size_t)n;
-			return;
-		}
-		if (pb_room(b, (size_t)n) != 0)
-			return;
-	}
-}
-
-/* Bytes as they are: a scrape builds ~10 KB of text, most of it without a format. */
-static void
-pb_append(struct prom_buf *b, const char *p, size_t len)
-{
-	if (pb_room(b, len) != 0)
-		return;
-	memcpy(b->s + b->len, p, len);
-	b->len += len;
-	b->s[b->len] = '\0';
-}
-
-static void
-pb_puts(struct prom_buf *b, const char *p)
-{
-	pb_append(b, p, strlen(p));
-}
-
 /* Exposition 0.0.4 wants every sample of a metric after its one # HELP and # TYPE. */
 struct prom_family {
 	char name[128];
 	const char *type;
 	char help[192];
-	struct prom_buf samples;
+	struct psb_text samples;
 };
+
+/* Families by name: open addressing over indexes + 1 (0: free), a page has ~100. */
+#define PROM_SLOTS	1024
 
 struct prom {
 	struct prom_family *fam;
 	unsigned int n, cap;
 	int oom;
+	uint16_t slot[PROM_SLOTS];
 };
 
 /* Types and help of the metrics psb knows; others: numbers are counters, reals gauges. */
@@ -576,15 +561,59 @@ static const struct prom_desc {
 	{ "psb_experiment_failed", "counter", "Requests given up" },
 };
 
+static uint32_t
+prom_hash(const char *s)
+{
+	uint32_t h = 2166136261u;	/* FNV-1a */
+
+	while (*s != '\0')
+		h = (h ^ (uint8_t)*s++) * 16777619u;
+	return h;
+}
+
+static int
+prom_desc_cmp(const void *a, const void *b)
+{
+	return strcmp(((const struct prom_desc *)a)->name, ((const struct prom_desc *)b)->name);
+}
+
+/* prom_descs stays in reading order; lookups go through a sorted copy. */
+static struct prom_desc prom_sorted[RTE_DIM(prom_descs)];
+static pthread_once_t prom_sorted_once = PTHREAD_ONCE_INIT;
+
+static void
+prom_sort_descs(void)
+{
+	memcpy(prom_sorted, prom_descs, sizeof(prom_sorted));
+	qsort(prom_sorted, RTE_DIM(prom_sorted), sizeof(prom_sorted[0]), prom_desc_cmp);
+}
+
+static const struct prom_desc *
+prom_desc_find(const char *name)
+{
+	struct prom_desc key = { .name = name };
+
+	pthread_once(&prom_sorted_once, prom_sort_descs);
+	return bsearch(&key, prom_sorted, RTE_DIM(prom_sorted), sizeof(prom_sorted[0]),
+		prom_desc_cmp);
+}
+
 static struct prom_family *
 prom_family(struct prom *p, const char *name, const char *type, const char *path)
 {
+	const struct prom_desc *d;
 	struct prom_family *f;
-	unsigned int i;
+	unsigned int h;
 
-	for (i = 0; i < p->n; i++)
-		if (strcmp(p->fam[i].name, name) == 0)
-			return &p->fam[i];
+	for (h = prom_hash(name) % PROM_SLOTS; p->slot[h] != 0; h = (h + 1) % PROM_SLOTS) {
+		f = &p->fam[p->slot[h] - 1];
+		if (strcmp(f->name, name) == 0)
+			return f;
+	}
+	if (p->n + 1 >= PROM_SLOTS / 2) {
+		p->oom = 1;	/* a page this large is no page of psb's */
+		return NULL;
+	}
 	if (p->n == p->cap) {
 		unsigned int cap = p->cap != 0 ? 2 * p->cap : 64;
 
@@ -597,15 +626,15 @@ prom_family(struct prom *p, const char *name, const char *type, const char *path
 		p->cap = cap;
 	}
 	f = &p->fam[p->n++];
+	p->slot[h] = (uint16_t)p->n;
 	memset(f, 0, sizeof(*f));
 	snprintf(f->name, sizeof(f->name), "%s", name);
-	f->type = type;
-	snprintf(f->help, sizeof(f->help), "psb counter %s (see /psb/counters)", path);
-	for (i = 0; i < RTE_DIM(prom_descs); i++)
-		if (strcmp(prom_descs[i].name, name) == 0) {
-			f->type = prom_descs[i].type;
-			snprintf(f->help, sizeof(f->help), "%s", prom_descs[i].help);
-		}
+	d = prom_desc_find(name);
+	f->type = d != NULL ? d->type : type;
+	if (d != NULL)
+		snprintf(f->help, sizeof(f->help), "%s", d->help);
+	else
+		snprintf(f->help, sizeof(f->help), "psb counter %s (see /psb/counters)", path);
 	return f;
 }
 
@@ -613,12 +642,18 @@ prom_family(struct prom *p, const char *name, const char *type, const char *path
 static void
 prom_name(char *dst, size_t len, const char *prefix, const char *key)
 {
-	size_t i;
+	size_t i = strlen(prefix), k;
 
-	snprintf(dst, len, "%s_%s", prefix, key);
-	for (i = strlen(prefix); dst[i] != '\0'; i++)
-		if (!isalnum((unsigned char)dst[i]) && dst[i] != '_' && dst[i] != ':')
-			dst[i] = '_';
+	if (i + 2 > len) {
+		dst[0] = '\0';
+		return;
+	}
+	memcpy(dst, prefix, i);
+	dst[i++] = '_';
+	for (k = 0; key[k] != '\0' && i + 1 < len; k++, i++)
+		dst[i] = isalnum((unsigned char)key[k]) || key[k] == '_' || key[k] == ':' ?
+			key[k] : '_';
+	dst[i] = '\0';
 }
 
 /* Labels as text ("a=\"x\",b=\"y\""), passed by value to add one for a single sample. */
@@ -629,12 +664,17 @@ struct prom_labels {
 static void
 prom_label(struct prom_labels *l, const char *name, const char *value)
 {
-	size_t n = strlen(l->s);
+	size_t n = strlen(l->s), nl = strlen(name);
 	const char *c;
 
-	if (n + strlen(name) + 4 >= sizeof(l->s))
+	if (n + nl + 4 >= sizeof(l->s))
 		return;
-	n += (size_t)snprintf(l->s + n, sizeof(l->s) - n, "%s%s=\"", n != 0 ? "," : "", name);
+	if (n != 0)
+		l->s[n++] = ',';
+	memcpy(l->s + n, name, nl);
+	n += nl;
+	l->s[n++] = '=';
+	l->s[n++] = '"';
 	for (c = value; *c != '\0' && n + 4 < sizeof(l->s); c++) {
 		if (*c == '\\' || *c == '"') {
 			l->s[n++] = '\\';
@@ -667,7 +707,21 @@ prom_value(const json_t *v, char *val, size_t len, const char **type)
 	double d;
 
 	if (json_is_integer(v)) {
-		snprintf(val, len, "%" JSON_INTEGER_FORMAT, json_integer_value(v));
+		/* most samples: digits without printf */
+		json_int_t iv = json_integer_value(v);
+		uint64_t u = iv < 0 ? 0ull - (uint64_t)iv : (uint64_t)iv;
+		char digits[24], *d = digits + sizeof(digits);
+
+		do {
+			*--d = (char)('0' + u % 10);
+			u /= 10;
+		} while (u != 0);
+		if (iv < 0)
+			*--d = '-';
+		if ((size_t)(digits + sizeof(digits) - d) >= len)
+			return 0;
+		memcpy(val, d, (size_t)(digits + sizeof(digits) - d));
+		val[digits + sizeof(digits) - d] = '\0';
 	} else if (json_is_boolean(v)) {
 		snprintf(val, len, "%d", json_is_true(v));
 		*type = "gauge";
@@ -688,19 +742,19 @@ prom_value(const json_t *v, char *val, size_t len, const char **type)
 
 /* name<suffix>{labels} val */
 static void
-prom_line(struct prom_buf *b, const char *name, const char *suffix, const struct prom_labels *l,
+prom_line(struct psb_text *b, const char *name, const char *suffix, const struct prom_labels *l,
 		const char *val)
 {
-	pb_puts(b, name);
-	pb_puts(b, suffix);
+	psb_text_puts(b, name);
+	psb_text_puts(b, suffix);
 	if (l->s[0] != '\0') {
-		pb_puts(b, "{");
-		pb_puts(b, l->s);
-		pb_puts(b, "}");
+		psb_text_puts(b, "{");
+		psb_text_puts(b, l->s);
+		psb_text_puts(b, "}");
 	}
-	pb_puts(b, " ");
-	pb_puts(b, val);
-	pb_puts(b, "\n");
+	psb_text_puts(b, " ");
+	psb_text_puts(b, val);
+	psb_text_puts(b, "\n");
 }
 
 /* One sample of a number; other JSON values are no samples. */
@@ -933,25 +987,25 @@ prom_experiment(struct prom *p, json_t *e)
 }
 
 static void
-prom_help(struct prom_buf *b, const char *help)
+prom_help(struct psb_text *b, const char *help)
 {
 	const char *c, *run = help;
 
 	for (c = help; *c != '\0'; c++) {
 		if (*c != '\\' && *c != '\n')
 			continue;
-		pb_append(b, run, (size_t)(c - run));
-		pb_puts(b, *c == '\\' ? "\\\\" : "\\n");
+		psb_text_append(b, run, (size_t)(c - run));
+		psb_text_puts(b, *c == '\\' ? "\\\\" : "\\n");
 		run = c + 1;
 	}
-	pb_append(b, run, (size_t)(c - run));
+	psb_text_append(b, run, (size_t)(c - run));
 }
 
 char *
 psb_export_prometheus(struct psb_app *app)
 {
 	struct prom p = { 0 };
-	struct prom_buf out = { 0 };
+	struct psb_text out = { 0 };
 	json_t *all, *store;
 	unsigned int i;
 
@@ -976,11 +1030,11 @@ psb_export_prometheus(struct psb_app *app)
 	for (i = 0; i < p.n; i++) {
 		struct prom_family *f = &p.fam[i];
 
-		pb_printf(&out, "# HELP %s ", f->name);
+		psb_text_printf(&out, "# HELP %s ", f->name);
 		prom_help(&out, f->help);
-		pb_printf(&out, "\n# TYPE %s %s\n", f->name, f->type);
+		psb_text_printf(&out, "\n# TYPE %s %s\n", f->name, f->type);
 		if (f->samples.s != NULL)
-			pb_append(&out, f->samples.s, f->samples.len);
+			psb_text_append(&out, f->samples.s, f->samples.len);
 		p.oom |= f->samples.oom;
 		free(f->samples.s);
 	}

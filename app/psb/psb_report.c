@@ -128,31 +128,41 @@ psb_report_print(const struct psb_app *app, FILE *out)
 				(unsigned long long)st.errors[k]);
 }
 
+void
+psb_report_counters_emit(struct psb_emit *e, const struct psb_counters *c)
+{
+	unsigned int k;
+
+	psb_emit_int(e, "rx_pkts", (json_int_t)c->rx_pkts);
+	psb_emit_int(e, "rx_bytes", (json_int_t)c->rx_bytes);
+	psb_emit_int(e, "tx_pkts", (json_int_t)c->tx_pkts);
+	psb_emit_int(e, "tx_bytes", (json_int_t)c->tx_bytes);
+	psb_emit_open(e, "drops");
+	for (k = 1; k < PSB_DROP_MAX; k++)
+		psb_emit_int(e, psb_drop_names[k], (json_int_t)c->drops[k]);
+	psb_emit_close(e);
+	psb_emit_int(e, "not_served", (json_int_t)c->not_served);
+	psb_emit_int(e, "ring_full", (json_int_t)c->ring_full);
+	psb_emit_int(e, "no_mbuf", (json_int_t)c->no_mbuf);
+	psb_emit_int(e, "tx_backlog", (json_int_t)c->tx_backlog);
+	psb_emit_int(e, "paused_drops", (json_int_t)c->paused_drops);
+	psb_emit_int(e, "byes", (json_int_t)c->byes);
+	psb_emit_int(e, "linearize_fail", (json_int_t)c->linearize_fail);
+	psb_emit_int(e, "arp_replies", (json_int_t)c->arp_replies);
+	psb_emit_int(e, "icmp_replies", (json_int_t)c->icmp_replies);
+	psb_emit_int(e, "busy_cycles", (json_int_t)c->busy_cycles);
+	psb_emit_int(e, "idle_cycles", (json_int_t)c->idle_cycles);
+}
+
 json_t *
 psb_report_counters_json(const struct psb_counters *c)
 {
-	json_t *o = json_object(), *d = json_object();
-	unsigned int k;
+	struct psb_emit e;
 
-	for (k = 1; k < PSB_DROP_MAX; k++)
-		json_object_set_new(d, psb_drop_names[k], json_integer((json_int_t)c->drops[k]));
-	json_object_set_new(o, "rx_pkts", json_integer((json_int_t)c->rx_pkts));
-	json_object_set_new(o, "rx_bytes", json_integer((json_int_t)c->rx_bytes));
-	json_object_set_new(o, "tx_pkts", json_integer((json_int_t)c->tx_pkts));
-	json_object_set_new(o, "tx_bytes", json_integer((json_int_t)c->tx_bytes));
-	json_object_set_new(o, "drops", d);
-	json_object_set_new(o, "not_served", json_integer((json_int_t)c->not_served));
-	json_object_set_new(o, "ring_full", json_integer((json_int_t)c->ring_full));
-	json_object_set_new(o, "no_mbuf", json_integer((json_int_t)c->no_mbuf));
-	json_object_set_new(o, "tx_backlog", json_integer((json_int_t)c->tx_backlog));
-	json_object_set_new(o, "paused_drops", json_integer((json_int_t)c->paused_drops));
-	json_object_set_new(o, "byes", json_integer((json_int_t)c->byes));
-	json_object_set_new(o, "linearize_fail", json_integer((json_int_t)c->linearize_fail));
-	json_object_set_new(o, "arp_replies", json_integer((json_int_t)c->arp_replies));
-	json_object_set_new(o, "icmp_replies", json_integer((json_int_t)c->icmp_replies));
-	json_object_set_new(o, "busy_cycles", json_integer((json_int_t)c->busy_cycles));
-	json_object_set_new(o, "idle_cycles", json_integer((json_int_t)c->idle_cycles));
-	return o;
+	psb_emit_tree(&e);
+	psb_emit_open(&e, NULL);
+	psb_report_counters_emit(&e, c);
+	return psb_emit_done(&e);
 }
 
 json_t *

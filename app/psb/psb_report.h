@@ -7,6 +7,8 @@
 
 #include <jansson.h>
 
+#include "psb_text.h"
+
 struct psb_app;
 struct psb_counters;
 
@@ -19,6 +21,8 @@ int psb_report_write_json(const struct psb_app *app, const char *path);
  * (the sum of every stored float, for exact-sum checks) reads the whole store.
  */
 json_t *psb_report_counters_json(const struct psb_counters *c);
+/* The entries of psb_report_counters_json into the object open in e. */
+void psb_report_counters_emit(struct psb_emit *e, const struct psb_counters *c);
 json_t *psb_report_store_json(const struct psb_app *app, bool value_sum);
 
 #endif /* PSB_REPORT_H */

@@ -61,12 +61,18 @@ run_rec(struct psb_app *app)
 	return &r->hist[(r->id - 1) % PSB_RUN_HISTORY];
 }
 
-/* Worker figures of the running experiment, merged over local workers. */
+/*
+ * Worker figures of the running experiment, merged over local workers. each holds every
+ * worker's own figures when the results need them; live counters read the workers one
+ * after the other into one: a result is two histograms, 36 KB, and 32 of them would be
+ * fetched from the kernel and given back at each scrape.
+ */
 struct pp_sum {
 	uint32_t nworkers, ndone, nfailed, warming;
 	uint64_t repeat;
 	struct psb_bench_result all;
-	struct psb_bench_result each[PSB_MAX_LOCAL_WORKERS];
+	struct psb_bench_result *each;	/* [PSB_MAX_LOCAL_WORKERS], or NULL: use one */
+	struct psb_bench_result one;
 };
 
 static void
@@ -86,7 +92,8 @@ pp_collect(struct psb_app *app, struct pp_sum *s)
 
 		if (ri->role != &psb_role_worker || s->nworkers >= PSB_MAX_LOCAL_WORKERS)
 			continue;
-		r = &s->each[s->nworkers++];
+		r = s->each != NULL ? &s->each[s->nworkers] : &s->one;
+		s->nworkers++;
 		if (psb_worker_read(ri, &pub, r) != 0 || pub.exp_id != app->run.id) {
 			memset(r, 0, sizeof(*r));
 			psb_hist_init(&r->rtt);
@@ -204,56 +211,73 @@ serve_base(struct psb_app *app)
 	return base;
 }
 
-json_t *
-psb_run_json(struct psb_app *app, int hists)
+void
+psb_run_emit(struct psb_emit *e, struct psb_app *app, const char *key, int hists)
 {
 	struct psb_run *r = &app->run;
 	uint64_t end = r->state == PSB_RUN_RUNNING ? psb_now_ns(app) : r->end_ns;
-	json_t *o, *pp;
 
-	o = json_pack("{s:i,s:s,s:s,s:s,s:f}", "id", (int)r->id,
-		"name", r->id != 0 ? r->conf.name : "", "kind",
-		r->id != 0 ? psb_exp_kind_names[r->conf.kind] : "", "state", state_names[r->state],
-		"elapsed_s", r->id != 0 && end > r->start_ns ? (end - r->start_ns) / 1e9 : 0.0);
-	if (o == NULL || r->id == 0)
-		return o;
+	psb_emit_open(e, key);
+	psb_emit_int(e, "id", (int)r->id);
+	psb_emit_str(e, "name", r->id != 0 ? r->conf.name : "");
+	psb_emit_str(e, "kind", r->id != 0 ? psb_exp_kind_names[r->conf.kind] : "");
+	psb_emit_str(e, "state", state_names[r->state]);
+	psb_emit_real(e, "elapsed_s",
+		r->id != 0 && end > r->start_ns ? (end - r->start_ns) / 1e9 : 0.0);
+	if (r->id == 0) {
+		psb_emit_close(e);
+		return;
+	}
 	if (r->results[0] != '\0')
-		json_object_set_new(o, "results", json_string(r->results));
+		psb_emit_str(e, "results", r->results);
 	if (r->error[0] != '\0')
-		json_object_set_new(o, "error", json_string(r->error));
+		psb_emit_str(e, "error", r->error);
 	if (r->conf.kind == PSB_EXP_PUSHPULL && app->node_role == PSB_NODE_WORKER) {
-		struct pp_sum *s = malloc(sizeof(*s));
+		/* 72 KB of stack, on threads with 8 MB: never the kernel's pages to map anew */
+		struct pp_sum sum, *s = &sum;
 
-		if (s == NULL)
-			return o;
+		s->each = NULL;
 		pp_collect(app, s);
-		pp = json_pack("{s:I,s:I,s:b,s:I,s:f,s:f,s:f,s:f,s:f,s:f,s:I,s:I,s:I,s:I,s:i,s:i}",
-			"iterations", (json_int_t)s->all.iterations, "repeat", (json_int_t)s->repeat,
-			"warming", s->warming != 0, "requests", (json_int_t)s->all.ops,
-			"goodput_gbps", s->all.goodput_gbps, "requests_per_s", s->all.ops_per_s,
-			"rtt_p50_us", psb_hist_percentile(&s->all.rtt, 50) / 1e3,
-			"rtt_p99_us", psb_hist_percentile(&s->all.rtt, 99) / 1e3,
-			"rtt_mean_us", psb_hist_mean(&s->all.rtt) / 1e3,
-			"staleness_mean", psb_hist_mean(&s->all.stale),
-			"staleness_p99", (json_int_t)psb_hist_percentile(&s->all.stale, 99),
-			"staleness_max", (json_int_t)s->all.stale.max,
-			"retries", (json_int_t)s->all.retries, "failed", (json_int_t)s->all.failed,
-			"workers", (int)s->nworkers, "workers_done", (int)s->ndone);
-		if (pp != NULL && hists) {
-			json_object_set_new(pp, "rtt_hist_us", psb_bench_rtt_hist_json(&s->all.rtt));
-			json_object_set_new(pp, "staleness_hist",
-				psb_bench_stale_hist_json(&s->all.stale));
+		psb_emit_open(e, "pushpull");
+		psb_emit_int(e, "iterations", (json_int_t)s->all.iterations);
+		psb_emit_int(e, "repeat", (json_int_t)s->repeat);
+		psb_emit_bool(e, "warming", s->warming != 0);
+		psb_emit_int(e, "requests", (json_int_t)s->all.ops);
+		psb_emit_real(e, "goodput_gbps", s->all.goodput_gbps);
+		psb_emit_real(e, "requests_per_s", s->all.ops_per_s);
+		psb_emit_real(e, "rtt_p50_us", psb_hist_percentile(&s->all.rtt, 50) / 1e3);
+		psb_emit_real(e, "rtt_p99_us", psb_hist_percentile(&s->all.rtt, 99) / 1e3);
+		psb_emit_real(e, "rtt_mean_us", psb_hist_mean(&s->all.rtt) / 1e3);
+		psb_emit_real(e, "staleness_mean", psb_hist_mean(&s->all.stale));
+		psb_emit_int(e, "staleness_p99", (json_int_t)psb_hist_percentile(&s->all.stale, 99));
+		psb_emit_int(e, "staleness_max", (json_int_t)s->all.stale.max);
+		psb_emit_int(e, "retries", (json_int_t)s->all.retries);
+		psb_emit_int(e, "failed", (json_int_t)s->all.failed);
+		psb_emit_int(e, "workers", (int)s->nworkers);
+		psb_emit_int(e, "workers_done", (int)s->ndone);
+		if (hists) {
+			psb_bench_rtt_hist_emit(e, "rtt_hist_us", &s->all.rtt);
+			psb_bench_stale_hist_emit(e, "staleness_hist", &s->all.stale);
 		}
-		json_object_set_new(o, "pushpull", pp);
-		free(s);
+		psb_emit_close(e);
 	} else if (r->conf.kind == PSB_EXP_SERVE) {
 		json_t *rows = serve_rows(app, r->serve_base, 0);
 
-		json_object_set_new(o, "serve", json_incref(json_array_get(rows,
+		psb_emit_json(e, "serve", json_incref(json_array_get(rows,
 			json_array_size(rows) - 1)));
 		json_decref(rows);
 	}
-	return o;
+	psb_emit_close(e);
+}
+
+json_t *
+psb_run_json(struct psb_app *app, int hists)
+{
+	struct psb_emit e;
+
+	psb_emit_tree(&e);
+	psb_run_emit(&e, app, NULL, hists);
+	return psb_emit_done(&e);
 }
 
 /* The experiment ended (state): results, history, log. */
@@ -275,7 +299,9 @@ run_finish(struct psb_app *app, int state)
 	workers = json_array();
 	if (r->conf.kind == PSB_EXP_PUSHPULL) {
 		s = malloc(sizeof(*s));
-		if (s != NULL) {
+		if (s != NULL)
+			s->each = calloc(PSB_MAX_LOCAL_WORKERS, sizeof(*s->each));
+		if (s != NULL && s->each != NULL) {
 			pp_collect(app, s);
 			for (i = 0; i < s->nworkers; i++) {
 				snprintf(label, sizeof(label), "%u", (unsigned int)(app->rank_base + i));
@@ -331,6 +357,8 @@ run_finish(struct psb_app *app, int state)
 	}
 	json_decref(rows);
 	json_decref(workers);
+	if (s != NULL)
+		free(s->each);
 	free(s);
 	if (r->counters_f != NULL) {
 		psb_counters_append(app, r->counters_f);

@@ -52,6 +52,31 @@ expect_rc 0 "$O" "$E" ctl "$W" counters
 grep -q '^node.role worker$' "$O" && grep -q '^experiment.state running$' "$O" &&
 	grep -Eq '^roles\.worker0\.tx_pkts [1-9][0-9]*$' "$O" &&
 	grep -Eq '^ports\.0\.opackets [1-9][0-9]*$' "$O" || fail "counters: $(head -50 "$O")"
+# the whole set is written as text without a tree: the same document as the tree gives
+python3 - "$W" <<'PY' || fail "counters as text and as a tree differ"
+import json, socket, sys
+s = socket.socket(socket.AF_UNIX)
+s.connect(sys.argv[1])
+f = s.makefile("rw")
+def ask(req):
+    f.write(json.dumps(req) + "\n")
+    f.flush()
+    line = f.readline()
+    return line, json.loads(line)
+def shape(v, path=""):
+    # keys in order and value types, down to the leaves (numbers move between the two)
+    if isinstance(v, dict):
+        return [(k, shape(x, path + "." + k)) for k, x in v.items()]
+    return type(v).__name__ if not isinstance(v, bool) else "bool"
+text, a = ask({"cmd": "counters", "id": 7})
+tree, b = ask({"cmd": "counters", "filter": "", "id": 7})
+assert list(a) == ["counters", "ok", "id"] and a["ok"] is True and a["id"] == 7, text[:200]
+assert list(a) == list(b), (list(a), list(b))
+sa, sb = shape(a["counters"]), shape(b["counters"])
+assert sa == sb, (sa, sb)
+assert a["counters"]["experiment"]["pushpull"]["rtt_hist_us"]["le"]["+Inf"] > 0, text[:200]
+assert a["counters"]["node"]["role"] == "worker" and text.endswith("}\n"), text[-100:]
+PY
 expect_rc 0 "$O" "$E" ctl "$W" counters roles.worker0
 [ "$(grep -vc '^roles\.worker0\.' "$O")" -eq 0 ] && grep -q '^roles.worker0.lcore 1$' "$O" ||
 	fail "counters roles.worker0: $(cat "$O")"
