@@ -5,7 +5,6 @@
 #include <limits.h>
 #include <math.h>
 #include <netinet/in.h>
-#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -708,20 +707,9 @@ prom_value(const json_t *v, char *val, size_t len, const char **type)
 
 	if (json_is_integer(v)) {
 		/* most samples: digits without printf */
-		json_int_t iv = json_integer_value(v);
-		uint64_t u = iv < 0 ? 0ull - (uint64_t)iv : (uint64_t)iv;
-		char digits[24], *d = digits + sizeof(digits);
-
-		do {
-			*--d = (char)('0' + u % 10);
-			u /= 10;
-		} while (u != 0);
-		if (iv < 0)
-			*--d = '-';
-		if ((size_t)(digits + sizeof(digits) - d) >= len)
+		if (len <= PSB_TEXT_INT_MAX)
 			return 0;
-		memcpy(val, d, (size_t)(digits + sizeof(digits) - d));
-		val[digits + sizeof(digits) - d] = '\0';
+		val[psb_text_fmt_int(val, json_integer_value(v))] = '\0';
 	} else if (json_is_boolean(v)) {
 		snprintf(val, len, "%d", json_is_true(v));
 		*type = "gauge";

@@ -71,27 +71,30 @@ psb_text_printf(struct psb_text *t, const char *fmt, ...)
 	}
 }
 
-void
-psb_text_u64(struct psb_text *t, unsigned long long v)
+size_t
+psb_text_fmt_int(char *buf, long long v)
 {
-	char buf[24], *p = buf + sizeof(buf);
+	unsigned long long u = v < 0 ? 0ull - (unsigned long long)v : (unsigned long long)v;
+	char tmp[PSB_TEXT_INT_MAX], *p = tmp + sizeof(tmp);
+	size_t n;
 
 	do {
-		*--p = (char)('0' + v % 10);
-		v /= 10;
-	} while (v != 0);
-	psb_text_append(t, p, (size_t)(buf + sizeof(buf) - p));
+		*--p = (char)('0' + u % 10);
+		u /= 10;
+	} while (u != 0);
+	if (v < 0)
+		*--p = '-';
+	n = (size_t)(tmp + sizeof(tmp) - p);
+	memcpy(buf, p, n);
+	return n;
 }
 
 void
 psb_text_i64(struct psb_text *t, long long v)
 {
-	if (v < 0) {
-		psb_text_append(t, "-", 1);
-		psb_text_u64(t, 0ull - (unsigned long long)v);
-	} else {
-		psb_text_u64(t, (unsigned long long)v);
-	}
+	char buf[PSB_TEXT_INT_MAX];
+
+	psb_text_append(t, buf, psb_text_fmt_int(buf, v));
 }
 
 /* A JSON string: jansson holds valid UTF-8, so only quotes, backslashes and controls change. */

@@ -24,8 +24,10 @@ void psb_text_append(struct psb_text *t, const char *p, size_t len);
 void psb_text_puts(struct psb_text *t, const char *p);
 void psb_text_printf(struct psb_text *t, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
-void psb_text_u64(struct psb_text *t, unsigned long long v);
 void psb_text_i64(struct psb_text *t, long long v);
+/* v in decimal, without printf, into buf (no NUL added); its length. */
+#define PSB_TEXT_INT_MAX	24	/* bytes any long long takes */
+size_t psb_text_fmt_int(char *buf, long long v);
 
 /* v as compact JSON, byte for byte as json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY). */
 void psb_text_json(struct psb_text *t, const json_t *v);
