@@ -877,13 +877,14 @@ psb_client_strerror(int rc)
 	case PSB_ST_TOO_LARGE:
 		return "server: value larger than the server accepts (too_large)";
 	case PSB_ST_NO_MEM:
-		return "server: out of memory for the value (no_memory)";
+		return "server: its store is full, store.max_keys or store.max_bytes (no_memory)";
 	case PSB_ST_BAD_SENDER:
 		return "server: rank not below the server's --num-workers (bad_sender)";
 	case PSB_ST_STALE:
 		return "server: request is for another synchronous round (stale)";
 	case PSB_ST_BUSY:
-		return "server: busy, retry later (busy)";
+		return "server: busy through every retry, its reassembly budget "
+		       "(store.reasm_bytes / store.reasm_sender_bytes) stayed full (busy)";
 	default:
 		return "unknown psb status";
 	}

@@ -1,15 +1,25 @@
 /* Parameter store: key -> float32 tensor, push sums, pull reads, sync rounds, idempotent retries. */
 #include <errno.h>
+#include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "psb_agg.h"
 #include "psb_kv.h"
 
+const char *const psb_kv_discard_names[PSB_KV_DISCARD_MAX] = {
+	[PSB_KV_DISCARD_TIMEOUT] = "timeout",
+	[PSB_KV_DISCARD_BYE] = "bye",
+	[PSB_KV_DISCARD_RESTART] = "restart",
+	[PSB_KV_DISCARD_SUPERSEDED] = "superseded",
+	[PSB_KV_DISCARD_NO_MEMORY] = "no_memory",
+};
+
 enum peer_state {
 	PEER_IDLE = 0,		/* no request seen */
-	PEER_ASSEMBLING,	/* push segments arriving */
-	PEER_WAITING,		/* sync: complete, waiting for the round to close */
+	PEER_ASSEMBLING,	/* push segments arriving (staged) */
+	PEER_WAITING,		/* sync: applied, waiting for the round to close */
 	PEER_DONE,		/* answered; repeats are answered again */
 };
 
@@ -17,32 +27,73 @@ enum peer_state {
 struct kv_peer {
 	uint32_t epoch;		/* sender incarnation the ids below belong to */
 	uint32_t req_id;
+	uint32_t round;		/* sync push: round pushed into; pull: round needed */
+	uint32_t err_aux;	/* type ERROR: the detail, to repeat on a retry */
 	uint8_t type;
 	uint8_t state;
 	uint8_t flags;
-	uint32_t round;		/* sync push: round pushed into; pull: round needed */
-	uint32_t err_aux;	/* type ERROR: the detail, to repeat on a retry */
 	uint8_t err_status;
-	struct psb_reasm reasm;
 };
 
 struct kv_entry {
 	uint64_t key;
 	uint32_t len;		/* bytes; 0 = slot unused */
 	uint32_t round;		/* closed sync rounds, or applied pushes (async) */
-	uint16_t pushed;	/* sync: pushes complete in the open round */
+	uint16_t pushed;	/* sync: pushes applied in the open round */
 	float *val;
 	float *acc;		/* sync: sum of the open round */
 	struct kv_peer *peers;	/* [num_workers] */
 };
 
+/* A segment of a staged push: the caller's buffer (ref), or a copy of ours (ref NULL). */
+struct kv_seg {
+	void *ref;
+	const uint8_t *data;
+	uint32_t off;
+	uint32_t len;
+};
+
+/* A push whose segments are arriving: nothing of it is in the store until it is whole. */
+struct kv_stage {
+	struct kv_stage *hnext;			/* bucket chain */
+	struct kv_stage *lru_prev, *lru_next;	/* every stage, least recently fed first */
+	struct kv_stage *s_prev, *s_next;	/* the stages of one sender */
+	uint64_t key;
+	uint64_t last_ns;
+	uint64_t reserved;			/* budget it holds */
+	uint64_t got;				/* value bytes arrived */
+	uint32_t epoch;
+	uint32_t req_id;
+	uint32_t round;
+	uint16_t sender;
+	uint8_t type;
+	uint8_t flags;
+	struct psb_reasm reasm;
+	uint32_t nsegs, cap;
+	struct kv_seg *segs;
+};
+
 struct psb_kv {
 	struct psb_kv_cfg cfg;
+	uint32_t cap0;			/* slots at creation: reset returns there */
 	struct kv_entry *slots;
 	uint32_t mask;
 	uint32_t nkeys;
-	uint64_t bytes;
-	struct psb_addr *addrs;	/* last address seen per sender */
+	uint64_t bytes;			/* value bytes */
+	uint64_t mem;			/* what counts against max_bytes */
+	struct psb_addr *addrs;		/* last address seen per sender */
+	uint32_t *epoch;		/* last epoch seen per sender */
+	uint8_t *epoch_known;
+	/* Staging. */
+	struct kv_stage **buckets;
+	uint32_t bmask;
+	uint32_t nstages;
+	struct kv_stage *lru_head, *lru_tail;
+	struct kv_stage **by_sender;	/* [num_workers] list heads */
+	uint64_t *sender_reserved;	/* [num_workers] */
+	uint64_t reserved;
+	uint32_t held;
+	uint64_t now_ns;
 	struct psb_kv_stats st;
 };
 
@@ -54,10 +105,16 @@ key_hash(uint64_t key)
 	return (uint32_t)(key >> 32);
 }
 
+static inline size_t
+value_size(uint32_t len)
+{
+	return ((size_t)len + 63) & ~(size_t)63;
+}
+
 static float *
 value_alloc(uint32_t len)
 {
-	size_t sz = ((size_t)len + 63) & ~(size_t)63;
+	size_t sz = value_size(len);
 	float *v = aligned_alloc(64, sz);
 
 	if (v != NULL)
@@ -65,14 +122,33 @@ value_alloc(uint32_t len)
 	return v;
 }
 
+/* Memory a key of len bytes takes in the store. */
+static inline uint64_t
+entry_mem(const struct psb_kv *kv, uint32_t len)
+{
+	return (uint64_t)value_size(len) * (kv->cfg.sync ? 2 : 1) +
+		(uint64_t)kv->cfg.num_workers * sizeof(struct kv_peer);
+}
+
+static int
+slots_alloc(struct psb_kv *kv, uint32_t cap)
+{
+	kv->slots = calloc(cap, sizeof(*kv->slots));
+	if (kv->slots == NULL)
+		return -ENOMEM;
+	kv->mask = cap - 1;
+	kv->mem += (uint64_t)cap * sizeof(struct kv_entry);
+	return 0;
+}
+
 struct psb_kv *
 psb_kv_create(const struct psb_kv_cfg *cfg)
 {
 	struct psb_kv *kv;
 	uint32_t cap = 64;
+	uint16_t nw = cfg->num_workers;
 
-	if (cfg->num_workers == 0 || cfg->num_workers > PSB_KV_MAX_WORKERS ||
-	    cfg->seg_size == 0 || (cfg->seg_size & 3) != 0)
+	if (nw == 0 || nw > PSB_KV_MAX_WORKERS || cfg->seg_size == 0 || (cfg->seg_size & 3) != 0)
 		return NULL;
 	while (cap < cfg->capacity && cap < (1u << 30))
 		cap <<= 1;
@@ -82,44 +158,322 @@ psb_kv_create(const struct psb_kv_cfg *cfg)
 	kv->cfg = *cfg;
 	if (kv->cfg.max_value == 0 || kv->cfg.max_value > PSB_MAX_VALUE)
 		kv->cfg.max_value = PSB_MAX_VALUE;
-	kv->slots = calloc(cap, sizeof(*kv->slots));
-	kv->addrs = calloc(cfg->num_workers, sizeof(*kv->addrs));
-	if (kv->slots == NULL || kv->addrs == NULL) {
+	kv->cap0 = cap;
+	kv->addrs = calloc(nw, sizeof(*kv->addrs));
+	kv->epoch = calloc(nw, sizeof(*kv->epoch));
+	kv->epoch_known = calloc(nw, sizeof(*kv->epoch_known));
+	kv->by_sender = calloc(nw, sizeof(*kv->by_sender));
+	kv->sender_reserved = calloc(nw, sizeof(*kv->sender_reserved));
+	kv->buckets = calloc(64, sizeof(*kv->buckets));
+	kv->bmask = 63;
+	if (kv->addrs == NULL || kv->epoch == NULL || kv->epoch_known == NULL ||
+	    kv->by_sender == NULL || kv->sender_reserved == NULL || kv->buckets == NULL ||
+	    slots_alloc(kv, cap) != 0) {
 		psb_kv_free(kv);
 		return NULL;
 	}
-	kv->mask = cap - 1;
 	return kv;
 }
 
-static void
-entry_free(struct kv_entry *e, uint16_t nw)
-{
-	uint16_t i;
+/* Staging: find, create, free. */
 
-	if (e->peers != NULL) {
-		for (i = 0; i < nw; i++)
-			psb_reasm_fini(&e->peers[i].reasm);
-		free(e->peers);
+static inline uint32_t
+stage_hash(uint16_t sender, uint64_t key)
+{
+	return key_hash(key ^ ((uint64_t)sender << 48) ^ ((uint64_t)sender << 17));
+}
+
+static struct kv_stage *
+stage_find(const struct psb_kv *kv, uint16_t sender, uint64_t key)
+{
+	struct kv_stage *st = kv->buckets[stage_hash(sender, key) & kv->bmask];
+
+	for (; st != NULL; st = st->hnext)
+		if (st->key == key && st->sender == sender)
+			return st;
+	return NULL;
+}
+
+static void
+buckets_grow(struct psb_kv *kv)
+{
+	uint32_t n = (kv->bmask + 1) * 2, i;
+	struct kv_stage **nb = calloc(n, sizeof(*nb));
+
+	if (nb == NULL)
+		return;		/* longer chains, still correct */
+	for (i = 0; i <= kv->bmask; i++) {
+		struct kv_stage *st = kv->buckets[i], *next;
+
+		for (; st != NULL; st = next) {
+			uint32_t b = stage_hash(st->sender, st->key) & (n - 1);
+
+			next = st->hnext;
+			st->hnext = nb[b];
+			nb[b] = st;
+		}
 	}
+	free(kv->buckets);
+	kv->buckets = nb;
+	kv->bmask = n - 1;
+}
+
+static void
+lru_unlink(struct psb_kv *kv, struct kv_stage *st)
+{
+	if (st->lru_prev != NULL)
+		st->lru_prev->lru_next = st->lru_next;
+	else
+		kv->lru_head = st->lru_next;
+	if (st->lru_next != NULL)
+		st->lru_next->lru_prev = st->lru_prev;
+	else
+		kv->lru_tail = st->lru_prev;
+	st->lru_prev = st->lru_next = NULL;
+}
+
+static void
+lru_append(struct psb_kv *kv, struct kv_stage *st)
+{
+	st->lru_next = NULL;
+	st->lru_prev = kv->lru_tail;
+	if (kv->lru_tail != NULL)
+		kv->lru_tail->lru_next = st;
+	else
+		kv->lru_head = st;
+	kv->lru_tail = st;
+}
+
+/* Budget a staged push holds: its announced bytes and the bookkeeping they may need. */
+static inline uint64_t
+stage_cost(uint32_t total_len, uint32_t nseg)
+{
+	return sizeof(struct kv_stage) + (uint64_t)total_len +
+		(uint64_t)nseg * (sizeof(struct kv_seg) + 16) + ((uint64_t)nseg + 63) / 64 * 8;
+}
+
+uint64_t
+psb_kv_push_cost(uint32_t len, uint16_t seg_size)
+{
+	return stage_cost(len, psb_seg_count(len, seg_size != 0 ? seg_size : 4));
+}
+
+int
+psb_kv_budget_derive(struct psb_kv_budget *b, const struct psb_kv_budget *given,
+		uint64_t avail, uint32_t max_value, uint16_t seg_size, uint16_t num_workers,
+		uint16_t nshards, char *err, size_t errlen)
+{
+	uint64_t one = psb_kv_push_cost(max_value, seg_size);
+	uint64_t two = 2 * one * (nshards != 0 ? nshards : 1);
+	uint64_t share;
+
+	b->max_bytes = given->max_bytes != 0 ? given->max_bytes : avail / 4 * 3;
+	b->max_keys = given->max_keys != 0 ? given->max_keys : 1u << 20;
+	b->reasm_bytes = given->reasm_bytes != 0 ? given->reasm_bytes :
+		avail / 4 > two ? avail / 4 : two;
+	share = b->reasm_bytes / (num_workers != 0 ? num_workers : 1);
+	b->reasm_sender_bytes = given->reasm_sender_bytes != 0 ? given->reasm_sender_bytes :
+		share > one ? share : one;
+	if (b->reasm_sender_bytes > b->reasm_bytes)
+		b->reasm_sender_bytes = b->reasm_bytes;
+	if (b->reasm_sender_bytes < one) {
+		snprintf(err, errlen, "%s %llu B is less than one push of node.max_value %u B "
+			 "(%llu B with its bookkeeping): raise it or lower node.max_value",
+			 given->reasm_sender_bytes != 0 && b->reasm_sender_bytes ==
+			 given->reasm_sender_bytes ? "store.reasm_sender_bytes" : "store.reasm_bytes",
+			 (unsigned long long)b->reasm_sender_bytes, max_value,
+			 (unsigned long long)one);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/* Which budget a new stage of cost would break (PSB_BUDGET_NONE: none). */
+static uint32_t
+stage_over_budget(const struct psb_kv *kv, uint16_t sender, uint64_t cost)
+{
+	if (kv->cfg.reasm_sender_bytes != 0 &&
+	    kv->sender_reserved[sender] + cost > kv->cfg.reasm_sender_bytes)
+		return PSB_BUDGET_REASM_SENDER;
+	if (kv->cfg.reasm_bytes != 0 && kv->reserved + cost > kv->cfg.reasm_bytes)
+		return PSB_BUDGET_REASM;
+	return PSB_BUDGET_NONE;
+}
+
+static struct kv_stage *
+stage_new(struct psb_kv *kv, const struct psb_hdr *h, uint64_t cost)
+{
+	struct kv_stage *st = calloc(1, sizeof(*st));
+	uint32_t b;
+
+	if (st == NULL)
+		return NULL;
+	if (psb_reasm_init(&st->reasm, h->total_len, h->seg_size) < 0) {
+		free(st);
+		return NULL;
+	}
+	st->key = h->key;
+	st->sender = h->sender;
+	st->epoch = h->aux;
+	st->req_id = h->req_id;
+	st->round = h->round;
+	st->type = h->type;
+	st->flags = h->flags;
+	st->reserved = cost;
+	st->last_ns = kv->now_ns;
+	b = stage_hash(st->sender, st->key) & kv->bmask;
+	st->hnext = kv->buckets[b];
+	kv->buckets[b] = st;
+	lru_append(kv, st);
+	st->s_next = kv->by_sender[st->sender];
+	if (st->s_next != NULL)
+		st->s_next->s_prev = st;
+	kv->by_sender[st->sender] = st;
+	kv->sender_reserved[st->sender] += cost;
+	kv->reserved += cost;
+	if (++kv->nstages > kv->bmask + 1)
+		buckets_grow(kv);
+	return st;
+}
+
+static void
+seg_release(struct psb_kv *kv, struct kv_seg *sg)
+{
+	if (sg->ref != NULL) {
+		kv->cfg.release(kv->cfg.release_arg, sg->ref);
+		kv->held--;
+	} else {
+		free((void *)(uintptr_t)sg->data);
+	}
+}
+
+static struct kv_entry *lookup(const struct psb_kv *kv, uint64_t key);
+
+/* Free a stage and everything it keeps; the request it belonged to is forgotten. */
+static void
+stage_free(struct psb_kv *kv, struct kv_stage *st)
+{
+	struct kv_stage **pp = &kv->buckets[stage_hash(st->sender, st->key) & kv->bmask];
+	struct kv_entry *e;
+	uint32_t i;
+
+	for (i = 0; i < st->nsegs; i++)
+		seg_release(kv, &st->segs[i]);
+	free(st->segs);
+	psb_reasm_fini(&st->reasm);
+	while (*pp != st)
+		pp = &(*pp)->hnext;
+	*pp = st->hnext;
+	lru_unlink(kv, st);
+	if (st->s_prev != NULL)
+		st->s_prev->s_next = st->s_next;
+	else
+		kv->by_sender[st->sender] = st->s_next;
+	if (st->s_next != NULL)
+		st->s_next->s_prev = st->s_prev;
+	kv->sender_reserved[st->sender] -= st->reserved;
+	kv->reserved -= st->reserved;
+	kv->nstages--;
+	/* The key's request state said "assembling" for this push: nothing is pending now. */
+	e = lookup(kv, st->key);
+	if (e != NULL) {
+		struct kv_peer *p = &e->peers[st->sender];
+
+		if (p->state == PEER_ASSEMBLING && p->req_id == st->req_id && p->epoch == st->epoch)
+			p->state = PEER_IDLE;
+	}
+	free(st);
+}
+
+static void
+stage_discard(struct psb_kv *kv, struct kv_stage *st, enum psb_kv_discard why)
+{
+	kv->st.discarded[why]++;
+	kv->st.discarded_bytes += st->got;
+	stage_free(kv, st);
+}
+
+/* Keep a segment of st until the push is whole: by reference when that is worth it. */
+static int
+stage_keep(struct psb_kv *kv, struct kv_stage *st, const struct psb_hdr *h, const void *payload,
+		void *ref)
+{
+	struct kv_seg *sg;
+
+	if (st->nsegs == st->cap) {
+		uint32_t ncap = st->cap == 0 ? 8 : st->cap * 2;
+		struct kv_seg *n;
+
+		if (ncap > st->reasm.nseg)
+			ncap = st->reasm.nseg;
+		n = realloc(st->segs, ncap * sizeof(*n));
+		if (n == NULL)
+			return -ENOMEM;
+		st->segs = n;
+		st->cap = ncap;
+	}
+	sg = &st->segs[st->nsegs];
+	sg->off = h->offset;
+	sg->len = h->seg_len;
+	if (ref != NULL && kv->cfg.release != NULL && kv->held < kv->cfg.hold_max &&
+	    (uint64_t)h->seg_len * 4 >= (kv->cfg.hold_cost != 0 ? kv->cfg.hold_cost : h->seg_len)) {
+		sg->ref = ref;
+		sg->data = payload;
+		kv->held++;
+		kv->st.segs_held++;
+	} else {
+		uint8_t *c = malloc(h->seg_len);
+
+		if (c == NULL)
+			return -ENOMEM;
+		memcpy(c, payload, h->seg_len);
+		sg->ref = NULL;
+		sg->data = c;
+		kv->st.segs_copied++;
+	}
+	st->nsegs++;
+	return sg->ref != NULL ? PSB_KV_HELD : 0;
+}
+
+static void
+entry_free(struct psb_kv *kv, struct kv_entry *e)
+{
+	free(e->peers);
 	free(e->val);
 	free(e->acc);
 	memset(e, 0, sizeof(*e));
 }
 
-void
-psb_kv_free(struct psb_kv *kv)
+static void
+drop_all(struct psb_kv *kv)
 {
 	uint32_t i;
 
-	if (kv == NULL)
-		return;
+	while (kv->lru_head != NULL)
+		stage_free(kv, kv->lru_head);
 	if (kv->slots != NULL)
 		for (i = 0; i <= kv->mask; i++)
 			if (kv->slots[i].len != 0)
-				entry_free(&kv->slots[i], kv->cfg.num_workers);
+				entry_free(kv, &kv->slots[i]);
 	free(kv->slots);
+	kv->slots = NULL;
+	kv->nkeys = 0;
+	kv->bytes = 0;
+	kv->mem = 0;
+}
+
+void
+psb_kv_free(struct psb_kv *kv)
+{
+	if (kv == NULL)
+		return;
+	drop_all(kv);
+	free(kv->buckets);
 	free(kv->addrs);
+	free(kv->epoch);
+	free(kv->epoch_known);
+	free(kv->by_sender);
+	free(kv->sender_reserved);
 	free(kv);
 }
 
@@ -143,8 +497,12 @@ static int
 grow(struct psb_kv *kv)
 {
 	uint32_t ncap = (kv->mask + 1) * 2, i, j;
-	struct kv_entry *ns = calloc(ncap, sizeof(*ns));
+	uint64_t add = (uint64_t)(kv->mask + 1) * sizeof(struct kv_entry);
+	struct kv_entry *ns;
 
+	if (kv->cfg.max_bytes != 0 && kv->mem + add > kv->cfg.max_bytes)
+		return -ENOSPC;
+	ns = calloc(ncap, sizeof(*ns));
 	if (ns == NULL)
 		return -ENOMEM;
 	for (i = 0; i <= kv->mask; i++) {
@@ -158,17 +516,40 @@ grow(struct psb_kv *kv)
 	free(kv->slots);
 	kv->slots = ns;
 	kv->mask = ncap - 1;
+	kv->mem += add;
 	return 0;
 }
 
+/* Which budget a new key of len bytes would break (PSB_BUDGET_NONE: none). */
+static uint32_t
+key_over_budget(const struct psb_kv *kv, uint32_t len)
+{
+	if (kv->cfg.max_keys != 0 && kv->nkeys >= kv->cfg.max_keys)
+		return PSB_BUDGET_KEYS;
+	if (kv->cfg.max_bytes != 0 && kv->mem + entry_mem(kv, len) > kv->cfg.max_bytes)
+		return PSB_BUDGET_BYTES;
+	return PSB_BUDGET_NONE;
+}
+
+/* A new key; NULL with *budget set when a budget or memory refuses it. */
 static struct kv_entry *
-insert(struct psb_kv *kv, uint64_t key, uint32_t len)
+insert(struct psb_kv *kv, uint64_t key, uint32_t len, uint32_t *budget)
 {
 	struct kv_entry *e;
 	uint32_t i;
+	int rc;
 
-	if ((kv->nkeys + 1) * 2 > kv->mask + 1 && grow(kv) < 0)
+	*budget = key_over_budget(kv, len);
+	if (*budget != PSB_BUDGET_NONE)
 		return NULL;
+	if ((kv->nkeys + 1) * 2 > kv->mask + 1 && (rc = grow(kv)) < 0) {
+		*budget = rc == -ENOSPC ? PSB_BUDGET_BYTES : PSB_BUDGET_NONE;
+		return NULL;
+	}
+	if (kv->cfg.max_bytes != 0 && kv->mem + entry_mem(kv, len) > kv->cfg.max_bytes) {
+		*budget = PSB_BUDGET_BYTES;
+		return NULL;
+	}
 	i = key_hash(key) & kv->mask;
 	while (kv->slots[i].len != 0)
 		i = (i + 1) & kv->mask;
@@ -178,16 +559,14 @@ insert(struct psb_kv *kv, uint64_t key, uint32_t len)
 	if (kv->cfg.sync)
 		e->acc = value_alloc(len);
 	if (e->val == NULL || e->peers == NULL || (kv->cfg.sync && e->acc == NULL)) {
-		free(e->val);
-		free(e->peers);
-		free(e->acc);
-		memset(e, 0, sizeof(*e));
+		entry_free(kv, e);
 		return NULL;
 	}
 	e->key = key;
 	e->len = len;
 	kv->nkeys++;
 	kv->bytes += len;
+	kv->mem += entry_mem(kv, len);
 	return e;
 }
 
@@ -215,6 +594,18 @@ send_error(struct psb_kv *kv, const struct psb_hdr *h, const struct psb_addr *to
 	r.seg_size = 0;
 	kv->st.errors[status < PSB_ST_MAX ? status : 0]++;
 	emit(arg, to, &r, NULL);
+}
+
+/* A request refused by a budget: ERROR no_memory (the store is full) or busy (retry later). */
+static void
+refuse(struct psb_kv *kv, const struct psb_hdr *h, const struct psb_addr *to, uint32_t budget,
+		psb_kv_emit_fn emit, void *arg)
+{
+	uint8_t status = budget == PSB_BUDGET_REASM || budget == PSB_BUDGET_REASM_SENDER ?
+		PSB_ST_BUSY : PSB_ST_NO_MEM;
+
+	kv->st.refused[budget < PSB_BUDGET_MAX ? budget : 0]++;
+	send_error(kv, h, to, status, budget, emit, arg);
 }
 
 /* Answer a finished request of peer p (sender s) on entry e. */
@@ -267,39 +658,7 @@ req_newer(uint32_t a, uint32_t b)
 	return (int32_t)(a - b) > 0;
 }
 
-static int
-start_request(struct psb_kv *kv, struct kv_entry *e, const struct psb_hdr *h,
-		const struct psb_addr *from, psb_kv_emit_fn emit, void *arg)
-{
-	struct kv_peer *p = &e->peers[h->sender];
-
-	psb_reasm_fini(&p->reasm);
-	p->epoch = h->aux;
-	p->req_id = h->req_id;
-	p->type = h->type;
-	p->flags = h->flags;
-	p->round = h->round;
-	p->state = PEER_ASSEMBLING;
-	if (h->type == PSB_MSG_PULL)
-		return 0;
-	if (kv->cfg.sync && h->round != e->round) {
-		/* The worker is out of step with this key's open round. */
-		p->state = PEER_DONE;
-		p->type = PSB_MSG_ERROR;
-		p->err_status = PSB_ST_STALE;
-		p->err_aux = e->round;
-		send_error(kv, h, from, PSB_ST_STALE, e->round, emit, arg);
-		return -EAGAIN;
-	}
-	if (psb_reasm_init(&p->reasm, h->total_len, h->seg_size) < 0) {
-		p->state = PEER_IDLE;
-		send_error(kv, h, from, PSB_ST_NO_MEM, 0, emit, arg);
-		return -ENOMEM;
-	}
-	return 0;
-}
-
-/* A pull (or the read half of a finished push) is ready: answer now or wait for the round. */
+/* A pull (or a push, applied) is ready: answer now or wait for the round. */
 static void
 complete(struct psb_kv *kv, struct kv_entry *e, uint16_t s, psb_kv_emit_fn emit, void *arg)
 {
@@ -322,14 +681,279 @@ complete(struct psb_kv *kv, struct kv_entry *e, uint16_t s, psb_kv_emit_fn emit,
 	maybe_close_round(kv, e, emit, arg);
 }
 
+static void
+peer_start(struct kv_peer *p, const struct psb_hdr *h, uint8_t state)
+{
+	p->epoch = h->aux;
+	p->req_id = h->req_id;
+	p->type = h->type;
+	p->flags = h->flags;
+	p->round = h->round;
+	p->state = state;
+}
+
+/*
+ * A sender's epoch changes when it restarts: nothing it staged before can complete any
+ * more (its request ids start over), so those pushes go now rather than at their timeout.
+ */
+static void
+note_epoch(struct psb_kv *kv, uint16_t s, uint32_t epoch)
+{
+	struct kv_stage *st, *next;
+
+	if (kv->epoch_known[s] && kv->epoch[s] == epoch)
+		return;
+	for (st = kv->by_sender[s]; st != NULL; st = next) {
+		next = st->s_next;
+		if (st->epoch != epoch)
+			stage_discard(kv, st, PSB_KV_DISCARD_RESTART);
+	}
+	kv->epoch[s] = epoch;
+	kv->epoch_known[s] = 1;
+}
+
+/* Add the segments of a whole push into dst; they are released with the stage. */
+static void
+stage_apply(struct psb_kv *kv, const struct kv_stage *st, float *dst)
+{
+	uint32_t i;
+
+	for (i = 0; i < st->nsegs; i++) {
+		const struct kv_seg *sg = &st->segs[i];
+
+		psb_agg_add(dst + sg->off / sizeof(float), sg->data, sg->len / sizeof(float));
+		kv->st.bytes_summed += sg->len;
+	}
+}
+
+/*
+ * The last segment of a push arrived (st: its staged segments, NULL for a one-segment
+ * push): apply it to the store at once and complete the request.
+ */
+static void
+push_whole(struct psb_kv *kv, struct kv_entry *e, struct kv_stage *st, const struct psb_hdr *h,
+		const void *payload, const struct psb_addr *from, psb_kv_emit_fn emit, void *arg)
+{
+	uint32_t budget = PSB_BUDGET_NONE;
+	struct kv_peer *p;
+	float *dst;
+
+	if (e == NULL) {
+		e = insert(kv, h->key, h->total_len, &budget);
+		if (e == NULL) {
+			if (st != NULL)
+				stage_discard(kv, st, PSB_KV_DISCARD_NO_MEMORY);
+			refuse(kv, h, from, budget, emit, arg);
+			return;
+		}
+	}
+	p = &e->peers[h->sender];
+	if (st != NULL)
+		peer_start(p, &(struct psb_hdr){ .aux = st->epoch, .req_id = st->req_id,
+			.type = st->type, .flags = st->flags, .round = st->round }, PEER_ASSEMBLING);
+	else
+		peer_start(p, h, PEER_ASSEMBLING);
+	dst = kv->cfg.sync ? e->acc : e->val;
+	if (st != NULL) {
+		stage_apply(kv, st, dst);
+		stage_free(kv, st);
+	}
+	psb_agg_add(dst + h->offset / sizeof(float), payload, h->seg_len / sizeof(float));
+	kv->st.bytes_summed += h->seg_len;
+	complete(kv, e, h->sender, emit, arg);
+}
+
+/* A PULL: answered from the store, in order with the sender's other requests on the key. */
+static void
+handle_pull(struct psb_kv *kv, struct kv_entry *e, const struct psb_hdr *h,
+		const struct psb_addr *from, psb_kv_emit_fn emit, void *arg)
+{
+	struct kv_stage *st = stage_find(kv, h->sender, h->key);
+	struct kv_peer *p;
+
+	/* The sender keeps one request per key: a newer one means it gave up the staged push. */
+	if (st != NULL) {
+		if (st->epoch == h->aux && !req_newer(h->req_id, st->req_id)) {
+			kv->st.stale++;
+			return;
+		}
+		stage_discard(kv, st, PSB_KV_DISCARD_SUPERSEDED);
+	}
+	if (e == NULL) {
+		send_error(kv, h, from, PSB_ST_NO_KEY, 0, emit, arg);
+		return;
+	}
+	p = &e->peers[h->sender];
+	if (p->state != PEER_IDLE && h->aux == p->epoch) {
+		if (h->req_id == p->req_id) {
+			if (p->state == PEER_DONE) {
+				kv->st.retries_answered++;
+				if (p->type == PSB_MSG_ERROR)
+					send_error(kv, h, from, p->err_status, p->err_aux, emit, arg);
+				else
+					answer(kv, e, h->sender, emit, arg);
+			}
+			return;		/* waiting for its round: answered when it closes */
+		}
+		if (!req_newer(h->req_id, p->req_id)) {
+			kv->st.stale++;
+			return;
+		}
+	}
+	peer_start(p, h, PEER_ASSEMBLING);
+	complete(kv, e, h->sender, emit, arg);
+}
+
+static int
+handle_push(struct psb_kv *kv, struct kv_entry *e, const struct psb_hdr *h, const void *payload,
+		void *ref, const struct psb_addr *from, psb_kv_emit_fn emit, void *arg)
+{
+	struct kv_peer *p = e != NULL ? &e->peers[h->sender] : NULL;
+	uint32_t nseg = psb_seg_count(h->total_len, h->seg_size), budget, open_round;
+	struct kv_stage *st = NULL;
+	uint32_t cur_epoch = 0, cur_req = 0;
+	int cur_state = PEER_IDLE, rc;
+
+	if (h->total_len > kv->cfg.max_value) {
+		send_error(kv, h, from, PSB_ST_TOO_LARGE, kv->cfg.max_value, emit, arg);
+		return 0;
+	}
+	if ((h->total_len & 3) != 0 || h->total_len == 0 || (e != NULL && e->len != h->total_len)) {
+		send_error(kv, h, from, PSB_ST_LEN_MISMATCH, e != NULL ? e->len : 0, emit, arg);
+		return 0;
+	}
+	/* Where this sender is on this key: a staged push, or the key's request state. */
+	if (p == NULL || p->state == PEER_IDLE || p->state == PEER_ASSEMBLING)
+		st = stage_find(kv, h->sender, h->key);
+	if (st != NULL) {
+		cur_state = PEER_ASSEMBLING;
+		cur_epoch = st->epoch;
+		cur_req = st->req_id;
+	} else if (p != NULL && p->state != PEER_ASSEMBLING) {
+		cur_state = p->state;
+		cur_epoch = p->epoch;
+		cur_req = p->req_id;
+	}
+
+	if (kv->cfg.sync && p != NULL && cur_state == PEER_WAITING && h->aux != cur_epoch &&
+	    p->type != PSB_MSG_PULL && h->round == p->round) {
+		/*
+		 * Restarted in the middle of a round it had already pushed: that push
+		 * stands (a round takes one push per worker); the new request is
+		 * answered with the round.
+		 */
+		peer_start(p, h, PEER_WAITING);
+		kv->st.dup_segs++;
+		return 0;
+	}
+	if (cur_state != PEER_IDLE && h->aux == cur_epoch && h->req_id == cur_req) {
+		if (cur_state == PEER_DONE) {
+			/* A retry of an answered request: answer again, once per retry. */
+			if (h->offset == 0) {
+				kv->st.retries_answered++;
+				if (p->type == PSB_MSG_ERROR)
+					send_error(kv, h, from, p->err_status, p->err_aux, emit, arg);
+				else
+					answer(kv, e, h->sender, emit, arg);
+			} else {
+				kv->st.dup_segs++;
+			}
+			return 0;
+		}
+		if (cur_state == PEER_WAITING)
+			return 0;
+		/* PEER_ASSEMBLING: one more segment of the staged push */
+	} else {
+		if (cur_state != PEER_IDLE && h->aux == cur_epoch && !req_newer(h->req_id, cur_req)) {
+			kv->st.stale++;
+			return 0;
+		}
+		/* A new request: whatever the sender staged for this key is given up. */
+		if (st != NULL) {
+			stage_discard(kv, st, h->aux != cur_epoch ? PSB_KV_DISCARD_RESTART :
+				PSB_KV_DISCARD_SUPERSEDED);
+			st = NULL;
+		}
+		open_round = e != NULL ? e->round : 0;
+		if (kv->cfg.sync && h->round != open_round) {
+			/* The worker is out of step with this key's open round. */
+			if (p != NULL) {
+				peer_start(p, h, PEER_DONE);
+				p->type = PSB_MSG_ERROR;
+				p->err_status = PSB_ST_STALE;
+				p->err_aux = open_round;
+			}
+			send_error(kv, h, from, PSB_ST_STALE, open_round, emit, arg);
+			return 0;
+		}
+		if (e == NULL && (budget = key_over_budget(kv, h->total_len)) != PSB_BUDGET_NONE) {
+			/* Nothing is recorded: a retry finds the store as it is then. */
+			if (h->offset == 0)
+				refuse(kv, h, from, budget, emit, arg);
+			else
+				kv->st.budget_drops++;
+			return 0;
+		}
+		if (nseg > 1) {
+			uint64_t cost = stage_cost(h->total_len, nseg);
+
+			budget = stage_over_budget(kv, h->sender, cost);
+			if (budget != PSB_BUDGET_NONE) {
+				/* One answer per attempt (its first segment), not one per segment. */
+				if (h->offset == 0)
+					refuse(kv, h, from, budget, emit, arg);
+				else
+					kv->st.budget_drops++;
+				return 0;
+			}
+			st = stage_new(kv, h, cost);
+			if (st == NULL) {
+				send_error(kv, h, from, PSB_ST_NO_MEM, PSB_BUDGET_NONE, emit, arg);
+				return 0;
+			}
+			if (p != NULL)
+				peer_start(p, h, PEER_ASSEMBLING);
+		}
+	}
+
+	kv->st.segs_in++;
+	if (st == NULL) {
+		/* One segment: the whole push is here. */
+		push_whole(kv, e, NULL, h, payload, from, emit, arg);
+		return 0;
+	}
+	rc = psb_reasm_mark(&st->reasm, h);
+	if (rc < 0) {
+		send_error(kv, h, from, PSB_ST_LEN_MISMATCH, e != NULL ? e->len : st->reasm.total_len,
+			emit, arg);
+		return 0;
+	}
+	if (rc == PSB_REASM_DUP) {
+		kv->st.dup_segs++;
+		return 0;
+	}
+	st->got += h->seg_len;
+	st->last_ns = kv->now_ns;
+	lru_unlink(kv, st);
+	lru_append(kv, st);
+	if (rc == PSB_REASM_DONE) {
+		push_whole(kv, e, st, h, payload, from, emit, arg);
+		return 0;
+	}
+	rc = stage_keep(kv, st, h, payload, ref);
+	if (rc < 0) {
+		stage_discard(kv, st, PSB_KV_DISCARD_NO_MEMORY);
+		send_error(kv, h, from, PSB_ST_NO_MEM, PSB_BUDGET_NONE, emit, arg);
+		return 0;
+	}
+	return rc;
+}
+
 int
-psb_kv_handle(struct psb_kv *kv, const struct psb_hdr *h, const void *payload,
+psb_kv_handle_ref(struct psb_kv *kv, const struct psb_hdr *h, const void *payload, void *ref,
 		const struct psb_addr *from, psb_kv_emit_fn emit, void *arg)
 {
 	struct kv_entry *e;
-	struct kv_peer *p;
-	float *dst;
-	int rc;
 
 	if (h->version != PSB_VERSION) {
 		send_error(kv, h, from, PSB_ST_BAD_VERSION, PSB_VERSION, emit, arg);
@@ -346,100 +970,55 @@ psb_kv_handle(struct psb_kv *kv, const struct psb_hdr *h, const void *payload,
 		return 0;
 	}
 	kv->addrs[h->sender] = *from;
-
+	note_epoch(kv, h->sender, h->aux);
 	e = lookup(kv, h->key);
 	if (h->type == PSB_MSG_PULL) {
-		if (e == NULL) {
-			send_error(kv, h, from, PSB_ST_NO_KEY, 0, emit, arg);
-			return 0;
-		}
-	} else {
-		if (h->total_len > kv->cfg.max_value) {
-			send_error(kv, h, from, PSB_ST_TOO_LARGE, kv->cfg.max_value, emit, arg);
-			return 0;
-		}
-		if ((h->total_len & 3) != 0 || h->total_len == 0) {
-			send_error(kv, h, from, PSB_ST_LEN_MISMATCH, e != NULL ? e->len : 0, emit, arg);
-			return 0;
-		}
-		if (e == NULL) {
-			e = insert(kv, h->key, h->total_len);
-			if (e == NULL) {
-				send_error(kv, h, from, PSB_ST_NO_MEM, 0, emit, arg);
-				return 0;
-			}
-		} else if (e->len != h->total_len) {
-			send_error(kv, h, from, PSB_ST_LEN_MISMATCH, e->len, emit, arg);
-			return 0;
-		}
+		handle_pull(kv, e, h, from, emit, arg);
+		return 0;
 	}
+	return handle_push(kv, e, h, payload, ref, from, emit, arg);
+}
 
-	p = &e->peers[h->sender];
-	if (kv->cfg.sync && p->state == PEER_WAITING && h->aux != p->epoch &&
-	    p->type != PSB_MSG_PULL && h->type != PSB_MSG_PULL && h->round == p->round) {
-		/*
-		 * Restarted in the middle of a round it had already pushed: that push
-		 * stands (a round takes one push per worker); the new request is
-		 * answered with the round.
-		 */
-		p->epoch = h->aux;
-		p->req_id = h->req_id;
-		p->type = h->type;
-		p->flags = h->flags;
-		kv->st.dup_segs++;
-		return 0;
-	}
-	if (p->state != PEER_IDLE && h->aux != p->epoch) {
-		/* A restarted sender: its ids start over; nothing it sent before is pending. */
-		if (start_request(kv, e, h, from, emit, arg) < 0)
-			return 0;
-	} else if (p->state != PEER_IDLE && h->req_id == p->req_id) {
-		if (p->state == PEER_DONE) {
-			/* A retry of an answered request: answer again, once per retry. */
-			if (h->offset == 0 && p->type == PSB_MSG_ERROR) {
-				kv->st.retries_answered++;
-				send_error(kv, h, from, p->err_status, p->err_aux, emit, arg);
-			} else if (h->offset == 0) {
-				kv->st.retries_answered++;
-				answer(kv, e, h->sender, emit, arg);
-			} else {
-				kv->st.dup_segs++;
-			}
-			return 0;
-		}
-		if (p->state == PEER_WAITING)
-			return 0;
-	} else {
-		if (p->state != PEER_IDLE && !req_newer(h->req_id, p->req_id)) {
-			kv->st.stale++;
-			return 0;
-		}
-		if (start_request(kv, e, h, from, emit, arg) < 0)
-			return 0;
-	}
+int
+psb_kv_handle(struct psb_kv *kv, const struct psb_hdr *h, const void *payload,
+		const struct psb_addr *from, psb_kv_emit_fn emit, void *arg)
+{
+	int rc = psb_kv_handle_ref(kv, h, payload, NULL, from, emit, arg);
 
-	if (h->type == PSB_MSG_PULL) {
-		complete(kv, e, h->sender, emit, arg);
+	return rc < 0 ? rc : 0;
+}
+
+unsigned int
+psb_kv_tick(struct psb_kv *kv, uint64_t now_ns)
+{
+	unsigned int n = 0;
+
+	kv->now_ns = now_ns;
+	if (kv->cfg.reasm_timeout_ns == 0)
 		return 0;
+	while (kv->lru_head != NULL && now_ns - kv->lru_head->last_ns >= kv->cfg.reasm_timeout_ns &&
+	       (int64_t)(now_ns - kv->lru_head->last_ns) >= 0) {
+		stage_discard(kv, kv->lru_head, PSB_KV_DISCARD_TIMEOUT);
+		n++;
 	}
-	kv->st.segs_in++;
-	rc = psb_reasm_mark(&p->reasm, h);
-	if (rc < 0) {
-		send_error(kv, h, from, PSB_ST_LEN_MISMATCH, e->len, emit, arg);
-		return 0;
+	return n;
+}
+
+unsigned int
+psb_kv_peer_left(struct psb_kv *kv, uint32_t ip)
+{
+	unsigned int n = 0;
+	uint16_t s;
+
+	for (s = 0; s < kv->cfg.num_workers; s++) {
+		if (kv->addrs[s].ip != ip)
+			continue;
+		while (kv->by_sender[s] != NULL) {
+			stage_discard(kv, kv->by_sender[s], PSB_KV_DISCARD_BYE);
+			n++;
+		}
 	}
-	if (rc == PSB_REASM_DUP) {
-		kv->st.dup_segs++;
-		return 0;
-	}
-	dst = (kv->cfg.sync ? e->acc : e->val) + h->offset / sizeof(float);
-	psb_agg_add(dst, payload, h->seg_len / sizeof(float));
-	kv->st.bytes_summed += h->seg_len;
-	if (rc == PSB_REASM_DONE) {
-		psb_reasm_fini(&p->reasm);
-		complete(kv, e, h->sender, emit, arg);
-	}
-	return 0;
+	return n;
 }
 
 struct batch_ctx {
@@ -541,24 +1120,14 @@ psb_kv_get(const struct psb_kv *kv, uint64_t key, uint32_t *len, uint32_t *round
 void
 psb_kv_reset(struct psb_kv *kv)
 {
-	uint32_t i;
-	uint16_t s;
-
-	for (i = 0; i <= kv->mask; i++) {
-		struct kv_entry *e = &kv->slots[i];
-
-		if (e->len == 0)
-			continue;
-		memset(e->val, 0, e->len);
-		if (e->acc != NULL)
-			memset(e->acc, 0, e->len);
-		e->round = 0;
-		e->pushed = 0;
-		for (s = 0; s < kv->cfg.num_workers; s++) {
-			psb_reasm_fini(&e->peers[s].reasm);
-			memset(&e->peers[s], 0, sizeof(e->peers[s]));
-		}
+	drop_all(kv);
+	/* a table as at creation: calloc of cap0 slots cannot fail where it did not before */
+	if (slots_alloc(kv, kv->cap0) != 0 && slots_alloc(kv, 64) != 0) {
+		kv->cap0 = 1;
+		if (slots_alloc(kv, 1) != 0)
+			abort();
 	}
+	memset(kv->epoch_known, 0, kv->cfg.num_workers);
 	memset(&kv->st, 0, sizeof(kv->st));
 }
 
@@ -577,10 +1146,41 @@ psb_kv_value_sum(const struct psb_kv *kv)
 	return sum;
 }
 
+uint32_t
+psb_kv_digest(const struct psb_kv *kv, struct psb_kv_digest *out, uint32_t n)
+{
+	uint32_t i, j, k = 0;
+
+	for (i = 0; i <= kv->mask && k < n; i++) {
+		const struct kv_entry *e = &kv->slots[i];
+		struct psb_kv_digest *d = &out[k];
+
+		if (e->len == 0)
+			continue;
+		d->key = e->key;
+		d->len = e->len;
+		d->round = e->round;
+		d->min = d->max = e->val[0];
+		d->sum = 0;
+		for (j = 0; j < e->len / sizeof(float); j++) {
+			float v = e->val[j];
+
+			if (v < d->min)
+				d->min = v;
+			if (v > d->max)
+				d->max = v;
+			d->sum += v;
+		}
+		k++;
+	}
+	return kv->nkeys;
+}
+
 void
 psb_kv_dump(const struct psb_kv *kv, FILE *out)
 {
 	static const char *const st[] = { "idle", "assembling", "waiting", "done" };
+	const struct kv_stage *sg;
 	uint32_t i;
 	uint16_t s;
 
@@ -594,11 +1194,26 @@ psb_kv_dump(const struct psb_kv *kv, FILE *out)
 		for (s = 0; s < kv->cfg.num_workers; s++) {
 			const struct kv_peer *p = &e->peers[s];
 
-			fprintf(out, "  sender %u: %s %s req %u round %u epoch %u segs %u/%u\n", s,
-				st[p->state], psb_msg_type_name(p->type), p->req_id, p->round, p->epoch,
-				p->reasm.nrecv, p->reasm.nseg);
+			fprintf(out, "  sender %u: %s %s req %u round %u epoch %u\n", s,
+				st[p->state], psb_msg_type_name(p->type), p->req_id, p->round, p->epoch);
 		}
 	}
+	for (sg = kv->lru_head; sg != NULL; sg = sg->lru_next)
+		fprintf(out, "staged: key %llu sender %u %s req %u epoch %u segs %u/%u, %llu B "
+			"reserved\n", (unsigned long long)sg->key, sg->sender,
+			psb_msg_type_name(sg->type), sg->req_id, sg->epoch, sg->reasm.nrecv,
+			sg->reasm.nseg, (unsigned long long)sg->reserved);
+}
+
+void
+psb_kv_stats_add(struct psb_kv_stats *dst, const struct psb_kv_stats *src)
+{
+	uint64_t *d = (uint64_t *)dst;
+	const uint64_t *s = (const uint64_t *)src;
+	size_t i;
+
+	for (i = 0; i < sizeof(*dst) / sizeof(uint64_t); i++)
+		d[i] += s[i];
 }
 
 uint32_t
@@ -611,6 +1226,23 @@ uint64_t
 psb_kv_bytes(const struct psb_kv *kv)
 {
 	return kv->bytes;
+}
+
+uint64_t
+psb_kv_mem(const struct psb_kv *kv)
+{
+	return kv->mem;
+}
+
+void
+psb_kv_staged(const struct psb_kv *kv, uint32_t *n, uint64_t *bytes, uint32_t *held)
+{
+	if (n != NULL)
+		*n = kv->nstages;
+	if (bytes != NULL)
+		*bytes = kv->reserved;
+	if (held != NULL)
+		*held = kv->held;
 }
 
 const struct psb_kv_stats *

@@ -1,4 +1,4 @@
-/* Parameter store and server request logic: setup, stats and the request entry point. */
+/* Parameter store and server request logic: setup, budgets, stats and the request entry points. */
 #ifndef PSB_KV_H
 #define PSB_KV_H
 
@@ -10,15 +10,79 @@
 
 #define PSB_KV_MAX_WORKERS	1024
 
+/*
+ * A push is added into the store only once all its segments have arrived, all at once:
+ * until then its segments are staged (kept by reference, or copied), never summed. A push
+ * that does not complete is discarded whole and counted: after reasm_timeout_ns without a
+ * new segment, when its sender leaves (psb_kv_peer_left), when the sender restarts (a new
+ * epoch), when the sender's next request for the key supersedes it, or at reset.
+ *
+ * Budgets (0: none). A push to a new key is refused with ERROR no_memory (aux: enum
+ * psb_budget) when the key or the store's memory would exceed max_keys / max_bytes.
+ * A push that would take the staged bytes of its sender or of all senders beyond
+ * reasm_sender_bytes / reasm_bytes is refused with ERROR busy (aux: the budget), which
+ * workers retry later: staging reserves the announced length (plus bookkeeping) when a
+ * push's first segment arrives, and allocates only as segments arrive, so an announced
+ * length costs budget, not memory.
+ */
 struct psb_kv_cfg {
 	uint16_t num_workers;	/* N: senders 0..N-1; a sync round closes after N pushes */
 	int sync;		/* 1: synchronous rounds, 0: asynchronous */
 	uint32_t max_value;	/* largest value accepted, bytes */
 	uint16_t seg_size;	/* stride for segmenting responses */
 	uint32_t capacity;	/* initial number of hash slots (rounded up to a power of 2) */
+	uint64_t max_bytes;	/* store memory: values, sync sums, per-key request state, table */
+	uint32_t max_keys;
+	uint64_t reasm_bytes;	/* staged pushes of all senders: announced bytes + bookkeeping */
+	uint64_t reasm_sender_bytes;	/* the same, per sender */
+	uint64_t reasm_timeout_ns;	/* drop a staged push this long after its last segment */
+	/*
+	 * Segments handed in with a reference (psb_kv_handle_ref) are kept by reference while
+	 * fewer than hold_max are kept and the segment fills at least a quarter of the memory
+	 * a reference pins (hold_cost; 0: its own length); the store calls release(ref) once
+	 * it is done with one. Others are copied.
+	 */
+	uint32_t hold_max;
+	uint32_t hold_cost;
+	void (*release)(void *arg, void *ref);
+	void *release_arg;
 };
 
-/* Counters of one store, written only by the shard that owns it. */
+/* Budget of reassembly one push of len bytes cut at seg_size takes. */
+uint64_t psb_kv_push_cost(uint32_t len, uint16_t seg_size);
+
+/* A server's budgets, for the whole process (shards split them). */
+struct psb_kv_budget {
+	uint64_t max_bytes;
+	uint64_t max_keys;
+	uint64_t reasm_bytes;
+	uint64_t reasm_sender_bytes;
+};
+
+/*
+ * The budgets in effect, from what the operator gave (0: derive) and avail, the memory the
+ * store and reassembly may use: the store three quarters of it, reassembly a quarter but
+ * always room for two pushes of max_value per shard, every sender a fair share of that but
+ * always room for one push of max_value (cut at seg_size, the finest stride expected).
+ * 0, or -EINVAL with a message when a given budget cannot hold one push of max_value.
+ */
+int psb_kv_budget_derive(struct psb_kv_budget *b, const struct psb_kv_budget *given,
+		uint64_t avail, uint32_t max_value, uint16_t seg_size, uint16_t num_workers,
+		uint16_t nshards, char *err, size_t errlen);
+
+/* Why a staged push was discarded. */
+enum psb_kv_discard {
+	PSB_KV_DISCARD_TIMEOUT,		/* no segment for reasm_timeout_ns */
+	PSB_KV_DISCARD_BYE,		/* its sender left (BYE) */
+	PSB_KV_DISCARD_RESTART,		/* its sender restarted (another epoch) */
+	PSB_KV_DISCARD_SUPERSEDED,	/* its sender sent a newer request for the key */
+	PSB_KV_DISCARD_NO_MEMORY,	/* complete, but the store could not take the key */
+	PSB_KV_DISCARD_MAX
+};
+
+extern const char *const psb_kv_discard_names[PSB_KV_DISCARD_MAX];
+
+/* Counters of one store, written only by the shard that owns it; every field a uint64_t. */
 struct psb_kv_stats {
 	uint64_t req[4];		/* completed requests by type (index PSB_MSG_PUSH..PUSHPULL) */
 	uint64_t segs_in;		/* value segments received */
@@ -31,15 +95,24 @@ struct psb_kv_stats {
 	uint64_t batches;		/* BATCH messages handled */
 	uint64_t bad_records;		/* BATCH records cut short or of a wrong type */
 	uint64_t errors[PSB_ST_MAX];	/* ERROR replies by status */
+	uint64_t segs_held;		/* segments kept by reference until their push completed */
+	uint64_t segs_copied;		/* segments copied to be kept */
+	uint64_t discarded[PSB_KV_DISCARD_MAX];	/* staged pushes dropped unapplied, by reason */
+	uint64_t discarded_bytes;	/* value bytes those pushes had delivered */
+	uint64_t refused[PSB_BUDGET_MAX];	/* requests refused, by enum psb_budget */
+	uint64_t budget_drops;		/* segments dropped while their push was refused */
 };
+
+/* Add every counter of src into dst. */
+void psb_kv_stats_add(struct psb_kv_stats *dst, const struct psb_kv_stats *src);
 
 struct psb_kv;
 
 /*
  * Called for every response. h is complete except segmentation: the callee
  * sends value (h->total_len bytes, NULL when 0) as segments of h->seg_size.
- * value is the stored value itself: it stays at that address until the
- * store is freed, and its contents change only with later requests.
+ * value is the stored value itself: it stays at that address until the key is
+ * dropped (psb_kv_reset, psb_kv_free), and its contents change only with later requests.
  */
 typedef void (*psb_kv_emit_fn)(void *arg, const struct psb_addr *to, struct psb_hdr *h,
 		const void *value);
@@ -55,6 +128,17 @@ void psb_kv_free(struct psb_kv *kv);
 int psb_kv_handle(struct psb_kv *kv, const struct psb_hdr *h, const void *payload,
 		const struct psb_addr *from, psb_kv_emit_fn emit, void *arg);
 
+#define PSB_KV_HELD	1
+
+/*
+ * The same, for a segment whose payload lives in the caller's buffer ref (e.g. an mbuf).
+ * Returns PSB_KV_HELD when the store keeps ref (it calls cfg.release(ref) later, also on
+ * psb_kv_reset and psb_kv_free); the caller then must not free it. Otherwise as
+ * psb_kv_handle, and ref stays the caller's.
+ */
+int psb_kv_handle_ref(struct psb_kv *kv, const struct psb_hdr *h, const void *payload,
+		void *ref, const struct psb_addr *from, psb_kv_emit_fn emit, void *arg);
+
 /*
  * Handle a BATCH message: every record as a request of its own. Answers to
  * the batch's sender that fit go into out as BATCH_RESP records (*out_len
@@ -66,20 +150,43 @@ int psb_kv_handle_batch(struct psb_kv *kv, const struct psb_hdr *h, const uint8_
 		const struct psb_addr *from, uint8_t *out, size_t cap, size_t *out_len,
 		psb_kv_emit_fn emit, void *arg);
 
+/* The clock of staging (ns, any origin); drops staged pushes past reasm_timeout_ns. */
+unsigned int psb_kv_tick(struct psb_kv *kv, uint64_t now_ns);
+
+/* A peer at ip left (BYE): discard every push it has staged, counted. Returns how many. */
+unsigned int psb_kv_peer_left(struct psb_kv *kv, uint32_t ip);
+
 /* The stored value of key (NULL if absent); *len gets its size in bytes. */
 const float *psb_kv_get(const struct psb_kv *kv, uint64_t key, uint32_t *len, uint32_t *round);
 
-/* Zero every value and round, forget request state; keys and lengths stay. */
+/*
+ * Start over: drop every key, value and staged push (their memory is freed, held
+ * references released), forget request state, zero the counters.
+ */
 void psb_kv_reset(struct psb_kv *kv);
 
 /* Sum of every element of every value: a digest tests and reports compare against. */
 double psb_kv_value_sum(const struct psb_kv *kv);
 
+/* Per key: its length, round, smallest, largest and summed element; in slot order. */
+struct psb_kv_digest {
+	uint64_t key;
+	uint32_t len;
+	uint32_t round;
+	float min, max;
+	double sum;
+};
+/* Fill at most n digests; returns how many keys there are (may exceed n). */
+uint32_t psb_kv_digest(const struct psb_kv *kv, struct psb_kv_digest *out, uint32_t n);
+
 /* Print every key's round state and every sender's request state (debugging). */
 void psb_kv_dump(const struct psb_kv *kv, FILE *out);
 
 uint32_t psb_kv_nkeys(const struct psb_kv *kv);
-uint64_t psb_kv_bytes(const struct psb_kv *kv);
+uint64_t psb_kv_bytes(const struct psb_kv *kv);		/* value bytes */
+uint64_t psb_kv_mem(const struct psb_kv *kv);		/* what counts against max_bytes */
+/* Staged pushes now: how many, their reserved bytes, references held. */
+void psb_kv_staged(const struct psb_kv *kv, uint32_t *n, uint64_t *bytes, uint32_t *held);
 const struct psb_kv_stats *psb_kv_stats(const struct psb_kv *kv);
 
 /* Which of n shards owns key (a mix of the key's bits, stable across processes). */

@@ -456,6 +456,20 @@ psb_status_name(uint8_t status)
 	return status < PSB_ST_MAX ? names[status] : "unknown";
 }
 
+const char *
+psb_budget_name(uint32_t budget)
+{
+	static const char *const names[PSB_BUDGET_MAX] = {
+		[PSB_BUDGET_NONE] = NULL,
+		[PSB_BUDGET_KEYS] = "store.max_keys",
+		[PSB_BUDGET_BYTES] = "store.max_bytes",
+		[PSB_BUDGET_REASM_SENDER] = "store.reasm_sender_bytes",
+		[PSB_BUDGET_REASM] = "store.reasm_bytes",
+	};
+
+	return budget < PSB_BUDGET_MAX ? names[budget] : NULL;
+}
+
 int
 psb_parse_ip(const char *s, uint32_t *ip)
 {

@@ -63,6 +63,19 @@ enum psb_status {
 	PSB_ST_MAX
 };
 
+/* ERROR no_memory and busy: which of the server's budgets refused the request (in aux). */
+enum psb_budget {
+	PSB_BUDGET_NONE = 0,		/* no budget: a memory allocation failed */
+	PSB_BUDGET_KEYS = 1,		/* store.max_keys */
+	PSB_BUDGET_BYTES = 2,		/* store.max_bytes */
+	PSB_BUDGET_REASM_SENDER = 3,	/* store.reasm_sender_bytes */
+	PSB_BUDGET_REASM = 4,		/* store.reasm_bytes */
+	PSB_BUDGET_MAX
+};
+
+/* The budget as the configuration names it ("store.max_keys"); NULL for none or unknown. */
+const char *psb_budget_name(uint32_t budget);
+
 /*
  * The psb header, 40 bytes, all fields big-endian on the wire. This struct is
  * the decoded (host order) form; psb_hdr_encode/psb_hdr_decode convert.

@@ -20,6 +20,7 @@ struct wk_slot {
 	struct wk_slot *next_pending;	/* list of slots with something to send */
 	int on_pending;
 	uint32_t bgen;			/* generation of the batch holding its record (0: none) */
+	int busy;			/* the server said busy: resend after the timeout */
 };
 
 struct psb_wk {
@@ -276,6 +277,7 @@ psb_wk_submit(struct psb_wk *wk, struct psb_wk_op *op, uint64_t now_ns)
 	s->sent_ns = now_ns;
 	s->resp_started = 0;
 	s->bgen = 0;
+	s->busy = 0;
 	op->status = 0;
 	op->out_len = 0;
 	op->retries = 0;
@@ -372,6 +374,12 @@ psb_wk_input(struct psb_wk *wk, const struct psb_hdr *h, const void *payload, ui
 	if (h->type == PSB_MSG_ERROR) {
 		wk->st.errors++;
 		op->err_aux = h->aux;
+		if (h->status == PSB_ST_BUSY) {
+			/* The server could not take it now (a budget): resend after the timeout. */
+			wk->st.busy++;
+			s->busy = 1;
+			return;
+		}
 		finish(wk, s, h->status != 0 ? h->status : PSB_ST_BAD_TYPE, now_ns);
 		return;
 	}
@@ -447,7 +455,7 @@ psb_wk_poll(struct psb_wk *wk, uint64_t now_ns)
 		    now_ns - s->sent_ns < wk->cfg.timeout_ns << (s->op->retries < 6 ? s->op->retries : 6))
 			continue;
 		if (wk->cfg.max_retries != 0 && s->op->retries >= wk->cfg.max_retries) {
-			finish(wk, s, -ETIMEDOUT, now_ns);
+			finish(wk, s, s->busy ? PSB_ST_BUSY : -ETIMEDOUT, now_ns);
 			continue;
 		}
 		s->op->retries++;

@@ -20,7 +20,8 @@ struct psb_wk_op {
 	float *out;		/* PULL / PUSHPULL destination (NULL: discard) */
 	void *user;
 	/* Filled on completion. */
-	int status;		/* enum psb_status, or -ETIMEDOUT after max retries */
+	int status;		/* enum psb_status, or -ETIMEDOUT after max retries (PSB_ST_BUSY
+				 * when the server's last word was busy) */
 	uint32_t out_len;	/* bytes received */
 	uint32_t out_round;	/* version the server answered with */
 	uint32_t err_aux;	/* aux field of an ERROR reply */
@@ -68,6 +69,7 @@ struct psb_wk_stats {
 	uint64_t dup_segs;
 	uint64_t stray;			/* responses matching no request in flight */
 	uint64_t errors;		/* ERROR replies */
+	uint64_t busy;			/* ERROR busy replies: resent after the timeout */
 	uint64_t batches_sent;
 	uint64_t bad_batches;		/* BATCH_RESP records cut short */
 };

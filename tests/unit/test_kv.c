@@ -781,7 +781,7 @@ test_reset_and_sum(void **state)
 	struct cap c = { .n = 0 };
 	const float a[3] = { 1.0f, 2.0f, 3.0f }, b[1] = { 0.5f };
 	const float sa[3] = { 2.0f, 4.0f, 6.0f }, sb[1] = { 1.0f };
-	const float za[3] = { 0, 0, 0 }, zb[1] = { 0 };
+	uint64_t mem0 = psb_kv_mem(kv);
 	uint32_t len, round;
 
 	(void)state;
@@ -801,12 +801,12 @@ test_reset_and_sum(void **state)
 	assert_int_equal(c.n, 0);
 
 	psb_kv_reset(kv);
-	assert_int_equal(psb_kv_nkeys(kv), 2);
-	assert_int_equal(psb_kv_bytes(kv), 16);
-	check_stored(kv, 1, za, 3, 0);
-	check_stored(kv, 2, zb, 1, 0);
-	assert_non_null(psb_kv_get(kv, 2, &len, &round));
-	assert_int_equal(len, 4);
+	/* everything is dropped and its memory freed: the store is as created */
+	assert_int_equal(psb_kv_nkeys(kv), 0);
+	assert_int_equal(psb_kv_bytes(kv), 0);
+	assert_int_equal(psb_kv_mem(kv), mem0);
+	assert_null(psb_kv_get(kv, 1, &len, &round));
+	assert_null(psb_kv_get(kv, 2, &len, &round));
 	assert_true(psb_kv_value_sum(kv) == 0.0);
 	assert_int_equal(psb_kv_stats(kv)->rounds_closed, 0);
 	assert_int_equal(psb_kv_stats(kv)->req[PSB_MSG_PUSH], 0);
@@ -819,13 +819,434 @@ test_reset_and_sum(void **state)
 	assert_int_equal(c.n, 2);
 	assert_int_equal(psb_kv_stats(kv)->stale, 0);
 	check_stored(kv, 1, sa, 3, 1);
-	/* the key's length stayed: another length is still a mismatch */
-	send_value(kv, &c, PSB_MSG_PUSH, 0, 2, 0, 2, a, sizeof(a));
+	/* key 2 is gone: a pull finds nothing, and another length is a new key */
+	send_pull(kv, &c, 0, 2, 0, 2);
 	assert_int_equal(c.n, 3);
-	assert_int_equal(c.m[2].h.status, PSB_ST_LEN_MISMATCH);
+	assert_int_equal(c.m[2].h.status, PSB_ST_NO_KEY);
 	assert_true(psb_kv_value_sum(kv) == 12.0);
 	cap_clear(&c);
 	sync_flag = 0;
+	psb_kv_free(kv);
+}
+
+
+/* Staging: a push is added whole or not at all. */
+
+/* References the store may keep: each counts its releases. */
+struct fake_ref {
+	int released;
+};
+
+static unsigned int releases;
+
+static void
+fake_release(void *arg, void *ref)
+{
+	struct fake_ref *r = ref;
+
+	(void)arg;
+	assert_int_equal(r->released, 0);	/* never twice */
+	r->released = 1;
+	releases++;
+}
+
+static struct psb_kv *
+kv_budget(uint16_t nw, int sync, const struct psb_kv_cfg *b)
+{
+	struct psb_kv_cfg cfg = *b;
+	struct psb_kv *kv;
+
+	cfg.num_workers = nw;
+	cfg.sync = sync;
+	cfg.seg_size = SEG;
+	if (cfg.release == NULL)
+		cfg.release = fake_release;
+	kv = psb_kv_create(&cfg);
+	assert_non_null(kv);
+	return kv;
+}
+
+/* Segment idx of a push from worker w with epoch; ref: the buffer it comes in, or NULL. */
+static int
+seg_ref(struct psb_kv *kv, struct cap *c, uint8_t type, uint16_t w, uint32_t epoch,
+		uint32_t req_id, uint32_t round, uint64_t key, const float *val, uint32_t total_len,
+		uint32_t idx, struct fake_ref *ref)
+{
+	struct psb_hdr h = req_hdr(type, w, req_id, round, key, total_len);
+	struct psb_addr a = waddr(w);
+	uint32_t rest;
+
+	h.aux = epoch;
+	h.offset = idx * SEG;
+	rest = total_len - h.offset;
+	h.seg_len = (uint16_t)(rest < SEG ? rest : SEG);
+	if (sync_flag)
+		h.flags |= PSB_F_SYNC;
+	return psb_kv_handle_ref(kv, &h, (const uint8_t *)val + h.offset, ref, &a, cap_emit, c);
+}
+
+static void
+fill_f(float *v, unsigned int n, float base)
+{
+	unsigned int i;
+
+	for (i = 0; i < n; i++)
+		v[i] = base + (float)i;
+}
+
+/*
+ * A worker dies in the middle of a push (two of its three segments arrived) and comes
+ * back with a new epoch: its partial push is dropped, its full push counts once. In sync
+ * mode the round closes with exactly one push per worker; in async mode the key holds
+ * exactly the pushes that completed.
+ */
+static void
+test_partial_then_restart(void **state)
+{
+	static struct cap c;
+	struct psb_kv_cfg b = { 0 };
+	float a[10], x[10], want[10];
+	const struct psb_kv_stats *st;
+	struct psb_kv *kv;
+	int sync, i;
+
+	(void)state;
+	fill_f(a, 10, 1.0f);
+	fill_f(x, 10, 100.0f);
+	for (sync = 0; sync <= 1; sync++) {
+		sync_flag = sync;
+		kv = kv_budget(2, sync, &b);
+		st = psb_kv_stats(kv);
+		cap_clear(&c);
+		/* worker 1's push of round 0 is in */
+		for (i = 0; i < 3; i++)
+			assert_int_equal(seg_ref(kv, &c, PSB_MSG_PUSH, 1, 0x11, 1, 0, 5, a, 40, i,
+				NULL), 0);
+		/* worker 0, epoch 0xaa: two segments, then it dies */
+		for (i = 0; i < 2; i++)
+			assert_int_equal(seg_ref(kv, &c, PSB_MSG_PUSH, 0, 0xaa, 9, 0, 5, x, 40, i,
+				NULL), 0);
+		/* async: a pull in between sees none of the unfinished push */
+		if (!sync) {
+			send_pull(kv, &c, 1, 2, 0, 5);
+			assert_int_equal(c.n, 2);
+			check_val(&c.m[1], a, 10);
+		}
+		/* restarted: new epoch, ids from 1 again, the whole value */
+		for (i = 0; i < 3; i++)
+			assert_int_equal(seg_ref(kv, &c, PSB_MSG_PUSH, 0, 0xbb, 1, 0, 5, a, 40, i,
+				NULL), 0);
+		for (i = 0; i < 10; i++)
+			want[i] = 2 * a[i];
+		check_stored(kv, 5, want, 10, sync ? 1 : 2);
+		assert_int_equal(st->discarded[PSB_KV_DISCARD_RESTART], 1);
+		assert_int_equal(st->discarded_bytes, 32);
+		assert_int_equal(st->req[PSB_MSG_PUSH], 2);
+		psb_kv_staged(kv, (uint32_t *)&i, NULL, NULL);
+		assert_int_equal(i, 0);
+		cap_clear(&c);
+		psb_kv_free(kv);
+	}
+	sync_flag = 0;
+}
+
+/* A push that stops arriving is dropped after the timeout; a later retry applies once. */
+static void
+test_stage_timeout(void **state)
+{
+	static struct cap c;
+	struct psb_kv_cfg b = { .reasm_timeout_ns = 1000 };
+	float a[10];
+	const struct psb_kv_stats *st;
+	struct psb_kv *kv = kv_budget(1, 0, &b);
+	uint32_t n;
+	uint64_t bytes;
+
+	(void)state;
+	st = psb_kv_stats(kv);
+	fill_f(a, 10, 1.0f);
+	psb_kv_tick(kv, 5000);
+	assert_int_equal(seg_ref(kv, &c, PSB_MSG_PUSH, 0, 1, 7, 0, 3, a, 40, 0, NULL), 0);
+	psb_kv_staged(kv, &n, &bytes, NULL);
+	assert_int_equal(n, 1);
+	assert_true(bytes >= 40);
+	assert_int_equal(psb_kv_tick(kv, 5999), 0);
+	assert_int_equal(seg_ref(kv, &c, PSB_MSG_PUSH, 0, 1, 7, 0, 3, a, 40, 1, NULL), 0);
+	/* fed at 5999: still there at 6500, gone at 7000 */
+	assert_int_equal(psb_kv_tick(kv, 6500), 0);
+	assert_int_equal(psb_kv_tick(kv, 7000), 1);
+	assert_int_equal(st->discarded[PSB_KV_DISCARD_TIMEOUT], 1);
+	assert_int_equal(st->discarded_bytes, 32);
+	psb_kv_staged(kv, &n, &bytes, NULL);
+	assert_int_equal(n, 0);
+	assert_int_equal(bytes, 0);
+	assert_null(psb_kv_get(kv, 3, NULL, NULL));
+	assert_int_equal(c.n, 0);
+	/* the worker's retry: every segment again, same request, applied once */
+	for (n = 0; n < 3; n++)
+		assert_int_equal(seg_ref(kv, &c, PSB_MSG_PUSH, 0, 1, 7, 0, 3, a, 40, n, NULL), 0);
+	assert_int_equal(c.n, 1);
+	check_resp(&c.m[0], PSB_MSG_PUSH_ACK, 0, 7, 3, 1);
+	check_stored(kv, 3, a, 10, 1);
+	cap_clear(&c);
+	psb_kv_free(kv);
+}
+
+/* A BYE ends what its sender staged, and only that. */
+static void
+test_peer_left(void **state)
+{
+	static struct cap c;
+	struct psb_kv_cfg b = { 0 };
+	float a[10];
+	struct psb_kv *kv = kv_budget(2, 0, &b);
+	const struct psb_kv_stats *st = psb_kv_stats(kv);
+	uint32_t n;
+
+	(void)state;
+	fill_f(a, 10, 1.0f);
+	assert_int_equal(seg_ref(kv, &c, PSB_MSG_PUSH, 0, 1, 1, 0, 3, a, 40, 0, NULL), 0);
+	assert_int_equal(seg_ref(kv, &c, PSB_MSG_PUSH, 0, 1, 2, 0, 4, a, 40, 1, NULL), 0);
+	assert_int_equal(seg_ref(kv, &c, PSB_MSG_PUSH, 1, 2, 1, 0, 3, a, 40, 0, NULL), 0);
+	assert_int_equal(psb_kv_peer_left(kv, 0xc6120001u), 0);	/* nobody there */
+	assert_int_equal(psb_kv_peer_left(kv, waddr(0).ip), 2);
+	assert_int_equal(st->discarded[PSB_KV_DISCARD_BYE], 2);
+	psb_kv_staged(kv, &n, NULL, NULL);
+	assert_int_equal(n, 1);
+	/* worker 1's push goes on */
+	for (n = 1; n < 3; n++)
+		assert_int_equal(seg_ref(kv, &c, PSB_MSG_PUSH, 1, 2, 1, 0, 3, a, 40, n, NULL), 0);
+	assert_int_equal(c.n, 1);
+	check_stored(kv, 3, a, 10, 1);
+	cap_clear(&c);
+	psb_kv_free(kv);
+}
+
+/* A newer request of the same sender for the key gives the staged push up. */
+static void
+test_superseded(void **state)
+{
+	static struct cap c;
+	struct psb_kv_cfg b = { 0 };
+	float a[10], x[10];
+	struct psb_kv *kv = kv_budget(1, 0, &b);
+	const struct psb_kv_stats *st = psb_kv_stats(kv);
+	uint32_t n;
+
+	(void)state;
+	fill_f(a, 10, 1.0f);
+	fill_f(x, 10, 50.0f);
+	assert_int_equal(seg_ref(kv, &c, PSB_MSG_PUSH, 0, 1, 5, 0, 3, x, 40, 0, NULL), 0);
+	for (n = 0; n < 3; n++)		/* another key: untouched */
+		assert_int_equal(seg_ref(kv, &c, PSB_MSG_PUSH, 0, 1, 1, 0, 9, a, 40, n, NULL), 0);
+	/* late segments of an older request are stale, not a new push */
+	assert_int_equal(seg_ref(kv, &c, PSB_MSG_PUSH, 0, 1, 4, 0, 3, x, 40, 0, NULL), 0);
+	assert_int_equal(st->stale, 1);
+	assert_int_equal(seg_ref(kv, &c, PSB_MSG_PUSH, 0, 1, 6, 0, 3, a, 40, 0, NULL), 0);
+	assert_int_equal(seg_ref(kv, &c, PSB_MSG_PUSH, 0, 1, 6, 0, 3, a, 40, 1, NULL), 0);
+	assert_int_equal(seg_ref(kv, &c, PSB_MSG_PUSH, 0, 1, 6, 0, 3, a, 40, 2, NULL), 0);
+	assert_int_equal(st->discarded[PSB_KV_DISCARD_SUPERSEDED], 1);
+	check_stored(kv, 3, a, 10, 1);
+	/* a pull newer than a staged push gives it up too */
+	assert_int_equal(seg_ref(kv, &c, PSB_MSG_PUSH, 0, 1, 7, 0, 3, x, 40, 0, NULL), 0);
+	{
+		struct psb_hdr h = req_hdr(PSB_MSG_PULL, 0, 8, 0, 3, 0);
+		struct psb_addr wa = waddr(0);
+
+		h.aux = 1;
+		assert_int_equal(psb_kv_handle(kv, &h, NULL, &wa, cap_emit, &c), 0);
+	}
+	assert_int_equal(st->discarded[PSB_KV_DISCARD_SUPERSEDED], 2);
+	check_val(&c.m[c.n - 1], a, 10);
+	cap_clear(&c);
+	psb_kv_free(kv);
+}
+
+/* Segments kept by reference are released exactly once, whatever ends their push. */
+static void
+test_held_refs(void **state)
+{
+	static struct cap c;
+	struct psb_kv_cfg b = { .hold_max = 3, .reasm_timeout_ns = 10 };
+	static struct fake_ref r[64];
+	float a[40];
+	struct psb_kv *kv;
+	const struct psb_kv_stats *st;
+	uint32_t held, i;
+	int rc;
+
+	(void)state;
+	fill_f(a, 40, 1.0f);
+	releases = 0;
+	kv = kv_budget(2, 0, &b);
+	st = psb_kv_stats(kv);
+	/* key 1: 10 segments; the first 3 are kept, the rest copied; the last is never kept */
+	for (i = 0; i < 10; i++) {
+		rc = seg_ref(kv, &c, PSB_MSG_PUSH, 0, 1, 1, 0, 1, a, 160, i, &r[i]);
+		assert_int_equal(rc, i < 3 ? PSB_KV_HELD : 0);
+	}
+	assert_int_equal(c.n, 1);
+	check_stored(kv, 1, a, 40, 1);
+	assert_int_equal(releases, 3);
+	assert_int_equal(st->segs_held, 3);
+	assert_int_equal(st->segs_copied, 6);
+	psb_kv_staged(kv, NULL, NULL, &held);
+	assert_int_equal(held, 0);
+	/* a duplicate is not kept */
+	assert_int_equal(seg_ref(kv, &c, PSB_MSG_PUSH, 1, 1, 1, 0, 1, a, 160, 0, &r[10]),
+		PSB_KV_HELD);
+	assert_int_equal(seg_ref(kv, &c, PSB_MSG_PUSH, 1, 1, 1, 0, 1, a, 160, 0, &r[11]), 0);
+	/* ended by timeout, by a restart, by reset and by free: released each time */
+	psb_kv_tick(kv, 100);
+	assert_int_equal(releases, 4);
+	assert_int_equal(seg_ref(kv, &c, PSB_MSG_PUSH, 1, 1, 2, 0, 1, a, 160, 0, &r[12]),
+		PSB_KV_HELD);
+	assert_int_equal(seg_ref(kv, &c, PSB_MSG_PUSH, 1, 2, 1, 0, 2, a, 160, 0, &r[13]),
+		PSB_KV_HELD);
+	assert_int_equal(releases, 5);
+	assert_int_equal(seg_ref(kv, &c, PSB_MSG_PUSH, 0, 1, 3, 0, 2, a, 160, 1, &r[14]),
+		PSB_KV_HELD);
+	psb_kv_reset(kv);
+	assert_int_equal(releases, 7);
+	assert_int_equal(seg_ref(kv, &c, PSB_MSG_PUSH, 0, 1, 1, 0, 2, a, 160, 1, &r[15]),
+		PSB_KV_HELD);
+	psb_kv_free(kv);
+	assert_int_equal(releases, 8);
+	for (i = 12; i <= 15; i++)
+		assert_int_equal(r[i].released, 1);
+	cap_clear(&c);
+
+	/* a reference that would pin far more memory than it carries is copied instead */
+	b.hold_cost = 4 * SEG + 4;
+	kv = kv_budget(1, 0, &b);
+	assert_int_equal(seg_ref(kv, &c, PSB_MSG_PUSH, 0, 1, 1, 0, 1, a, 160, 0, &r[20]), 0);
+	assert_int_equal(psb_kv_stats(kv)->segs_copied, 1);
+	psb_kv_free(kv);
+	assert_int_equal(r[20].released, 0);
+}
+
+/* Budgets of the store: keys and bytes refuse new keys with no_memory, naming the budget. */
+static void
+test_budget_store(void **state)
+{
+	static struct cap c;
+	struct psb_kv_cfg b = { .max_keys = 2 };
+	float a[10];
+	struct psb_addr w0 = waddr(0);
+	struct psb_kv *kv;
+	uint64_t mem;
+
+	(void)state;
+	fill_f(a, 10, 1.0f);
+	kv = kv_budget(1, 0, &b);
+	send_value(kv, &c, PSB_MSG_PUSH, 0, 1, 0, 1, a, 40);
+	send_value(kv, &c, PSB_MSG_PUSH, 0, 2, 0, 2, a, 40);
+	/* a third key: refused on its first segment, its other segments dropped quietly */
+	send_value(kv, &c, PSB_MSG_PUSH, 0, 3, 0, 3, a, 40);
+	assert_int_equal(c.n, 3);
+	check_error(&c.m[2], PSB_ST_NO_MEM, PSB_BUDGET_KEYS, &w0, 0, 3, 3);
+	assert_int_equal(psb_kv_stats(kv)->refused[PSB_BUDGET_KEYS], 1);
+	assert_int_equal(psb_kv_stats(kv)->budget_drops, 2);
+	assert_string_equal(psb_budget_name(PSB_BUDGET_KEYS), "store.max_keys");
+	/* nothing of it was kept: its retry is judged again, existing keys go on */
+	send_value(kv, &c, PSB_MSG_PUSH, 0, 4, 0, 1, a, 40);
+	assert_int_equal(c.n, 4);
+	check_resp(&c.m[3], PSB_MSG_PUSH_ACK, 0, 4, 1, 2);
+	assert_int_equal(psb_kv_nkeys(kv), 2);
+	/* reset frees the store: the key fits again */
+	psb_kv_reset(kv);
+	send_value(kv, &c, PSB_MSG_PUSH, 0, 1, 0, 3, a, 40);
+	assert_int_equal(c.m[c.n - 1].h.type, PSB_MSG_PUSH_ACK);
+	cap_clear(&c);
+	psb_kv_free(kv);
+
+	/* bytes: what a key costs is counted; the one that does not fit is refused */
+	b.max_keys = 0;
+	kv = kv_budget(1, 1, &b);
+	mem = psb_kv_mem(kv);
+	psb_kv_free(kv);
+	b.max_bytes = mem + 2 * (64 * 2 + 20) + 10;	/* two keys of 40 B (sync: value + sum) */
+	sync_flag = 1;
+	kv = kv_budget(1, 1, &b);
+	send_value(kv, &c, PSB_MSG_PUSH, 0, 1, 0, 1, a, 40);
+	send_value(kv, &c, PSB_MSG_PUSH, 0, 2, 0, 2, a, 40);
+	assert_true(psb_kv_mem(kv) <= b.max_bytes);
+	send_value(kv, &c, PSB_MSG_PUSH, 0, 3, 0, 3, a, 40);
+	assert_int_equal(c.n, 3);
+	check_error(&c.m[2], PSB_ST_NO_MEM, PSB_BUDGET_BYTES, &w0, 0, 3, 3);
+	assert_true(psb_kv_mem(kv) <= b.max_bytes);
+	cap_clear(&c);
+	psb_kv_free(kv);
+	sync_flag = 0;
+}
+
+/*
+ * Budgets of reassembly: an announced length costs budget before anything arrives, never
+ * memory; beyond the budget a push is refused with busy (once per attempt), and fits
+ * again once others completed.
+ */
+static void
+test_budget_reasm(void **state)
+{
+	static struct cap c;
+	struct psb_kv_cfg b = { .max_value = 1u << 30, .reasm_sender_bytes = 0,
+		.reasm_bytes = 0 };
+	float a[10];
+	struct psb_addr w0 = waddr(0), w2 = waddr(2);
+	struct psb_kv *kv;
+	uint64_t one = psb_kv_push_cost(40, SEG), mem0;
+	uint32_t n, i;
+	uint64_t bytes;
+
+	(void)state;
+	fill_f(a, 10, 1.0f);
+	b.reasm_sender_bytes = one + one / 2;
+	b.reasm_bytes = 2 * one + one / 2;
+	kv = kv_budget(3, 0, &b);
+	/* two staged pushes of worker 0: the second is over its share */
+	assert_int_equal(seg_ref(kv, &c, PSB_MSG_PUSH, 0, 1, 1, 0, 1, a, 40, 0, NULL), 0);
+	assert_int_equal(seg_ref(kv, &c, PSB_MSG_PUSH, 0, 1, 2, 0, 2, a, 40, 0, NULL), 0);
+	assert_int_equal(seg_ref(kv, &c, PSB_MSG_PUSH, 0, 1, 2, 0, 2, a, 40, 1, NULL), 0);
+	assert_int_equal(c.n, 1);
+	check_error(&c.m[0], PSB_ST_BUSY, PSB_BUDGET_REASM_SENDER, &w0, 0, 2, 2);
+	assert_int_equal(psb_kv_stats(kv)->budget_drops, 1);
+	/* worker 1 has its own share, and then the total is full for worker 2 */
+	assert_int_equal(seg_ref(kv, &c, PSB_MSG_PUSH, 1, 1, 1, 0, 3, a, 40, 0, NULL), 0);
+	assert_int_equal(seg_ref(kv, &c, PSB_MSG_PUSH, 2, 1, 1, 0, 4, a, 40, 0, NULL), 0);
+	assert_int_equal(c.n, 2);
+	check_error(&c.m[1], PSB_ST_BUSY, PSB_BUDGET_REASM, &w2, 2, 1, 4);
+	/* worker 0 completes its first push: its second fits now */
+	for (i = 1; i < 3; i++)
+		assert_int_equal(seg_ref(kv, &c, PSB_MSG_PUSH, 0, 1, 1, 0, 1, a, 40, i, NULL), 0);
+	for (i = 0; i < 3; i++)
+		assert_int_equal(seg_ref(kv, &c, PSB_MSG_PUSH, 0, 1, 2, 0, 2, a, 40, i, NULL), 0);
+	assert_int_equal(c.m[c.n - 1].h.type, PSB_MSG_PUSH_ACK);
+	check_stored(kv, 2, a, 10, 1);
+	assert_int_equal(psb_kv_stats(kv)->refused[PSB_BUDGET_REASM_SENDER], 1);
+	assert_int_equal(psb_kv_stats(kv)->refused[PSB_BUDGET_REASM], 1);
+	cap_clear(&c);
+	psb_kv_free(kv);
+
+	/*
+	 * Huge announced lengths: a first segment of a 64 MiB (and of a 1 GiB value cut in
+	 * 16-byte segments) allocates no value and no per-segment table: the store's memory
+	 * does not move, and beyond the budget the push is refused.
+	 */
+	b.reasm_sender_bytes = 0;
+	b.reasm_bytes = psb_kv_push_cost(64u << 20, SEG) + (1u << 20);
+	kv = kv_budget(64, 0, &b);
+	mem0 = psb_kv_mem(kv);
+	for (i = 0; i < 64; i++)
+		seg_ref(kv, &c, PSB_MSG_PUSH, (uint16_t)i, 1, 1, 0, 100 + i, a, 64u << 20, 0, NULL);
+	psb_kv_staged(kv, &n, &bytes, NULL);
+	assert_int_equal(n, 1);		/* the budget takes one */
+	assert_true(bytes <= b.reasm_bytes);
+	assert_int_equal(psb_kv_stats(kv)->refused[PSB_BUDGET_REASM], 63);
+	assert_int_equal(psb_kv_mem(kv), mem0);
+	assert_int_equal(psb_kv_nkeys(kv), 0);
+	seg_ref(kv, &c, PSB_MSG_PUSH, 1, 1, 2, 0, 999, a, 1u << 30, 0, NULL);
+	assert_int_equal(psb_kv_stats(kv)->refused[PSB_BUDGET_REASM], 64);
+	cap_clear(&c);
 	psb_kv_free(kv);
 }
 
@@ -1530,6 +1951,13 @@ main(void)
 		cmocka_unit_test(test_batch_small_cap),
 		cmocka_unit_test(test_batch_sync),
 		cmocka_unit_test(test_batch_errors),
+		cmocka_unit_test(test_partial_then_restart),
+		cmocka_unit_test(test_stage_timeout),
+		cmocka_unit_test(test_peer_left),
+		cmocka_unit_test(test_superseded),
+		cmocka_unit_test(test_held_refs),
+		cmocka_unit_test(test_budget_store),
+		cmocka_unit_test(test_budget_reasm),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -948,6 +948,94 @@ test_max_retries(void **state)
 	net_free(n);
 }
 
+/*
+ * ERROR busy (a budget of the server's reassembly is full) is not a failure: the request
+ * is sent again after its timeout, and fails as busy only once its retries are spent.
+ */
+static void
+test_busy_retry(void **state)
+{
+	struct psb_kv_cfg kc = { .num_workers = 2, .seg_size = SEG, .reasm_timeout_ns = 5000 };
+	struct net *n = net_new(2, 0);
+	struct port p;
+	struct done_log d = { .n = 0 };
+	struct psb_wk *wk;
+	const struct psb_wk_stats *st;
+	float a[12], ghost[12];
+	struct psb_wk_op op;
+	struct psb_hdr h;
+	struct psb_addr from = waddr(1);
+	int i;
+
+	(void)state;
+	for (i = 0; i < 12; i++) {
+		a[i] = (float)i;
+		ghost[i] = 1000;
+	}
+	/* room for one staged push of 48 bytes in all */
+	kc.reasm_bytes = psb_kv_push_cost(sizeof(a), SEG);
+	psb_kv_free(n->kv);
+	n->kv = psb_kv_create(&kc);
+	assert_non_null(n->kv);
+	psb_kv_tick(n->kv, n->now);
+	/* a sender that died after its first segment holds it */
+	psb_hdr_init(&h, PSB_MSG_PUSH);
+	h.sender = 1;
+	h.req_id = 1;
+	h.key = 8;
+	h.total_len = sizeof(ghost);
+	h.seg_size = SEG;
+	h.seg_len = SEG;
+	assert_int_equal(psb_kv_handle(n->kv, &h, ghost, &from, net_emit, n), 0);
+
+	wk = wk_new(n, &p, 0, 0, 4, 1000, 20, &d);
+	st = psb_wk_stats(wk);
+	op_init(&op, PSB_MSG_PUSHPULL, 7, sizeof(a), a, a);
+	assert_int_equal(psb_wk_submit(wk, &op, n->now), 0);
+	net_run(n);
+	assert_int_equal(d.n, 0);	/* busy: still in flight */
+	assert_int_equal(st->busy, 1);
+	assert_int_equal(st->failed, 0);
+	n->now += 1000;
+	psb_wk_poll(wk, n->now);
+	net_run(n);
+	assert_int_equal(st->retries, 1);
+	assert_int_equal(st->busy, 2);
+	assert_int_equal(d.n, 0);
+	/* the dead sender's push times out at the server; the next retry gets through */
+	n->now += 5000;
+	psb_kv_tick(n->kv, n->now);
+	psb_wk_poll(wk, n->now);
+	net_run(n);
+	assert_int_equal(d.n, 1);
+	assert_int_equal(op.status, 0);
+	for (i = 0; i < 12; i++)
+		assert_true(a[i] == (float)i);
+	assert_int_equal(psb_kv_stats(n->kv)->discarded[PSB_KV_DISCARD_TIMEOUT], 1);
+
+	/* a server that stays busy: failed as busy once the retries are spent */
+	kc.reasm_bytes = 1;
+	psb_wk_free(wk);
+	psb_kv_free(n->kv);
+	n->kv = psb_kv_create(&kc);
+	d.n = 0;
+	wk = wk_new(n, &p, 0, 0, 4, 1000, 3, &d);
+	st = psb_wk_stats(wk);
+	op_init(&op, PSB_MSG_PUSH, 7, sizeof(a), a, NULL);
+	assert_int_equal(psb_wk_submit(wk, &op, n->now), 0);
+	for (i = 0; i < 10 && d.n == 0; i++) {
+		net_run(n);
+		n->now += 100000;
+		psb_wk_poll(wk, n->now);
+	}
+	assert_int_equal(d.n, 1);
+	assert_int_equal(op.status, PSB_ST_BUSY);
+	assert_int_equal(st->retries, 3);
+	assert_int_equal(st->busy, 4);
+	psb_wk_free(wk);
+	net_free(n);
+}
+
 static void
 test_error_reply(void **state)
 {
@@ -2311,6 +2399,7 @@ main(void)
 		cmocka_unit_test(test_loss),
 		cmocka_unit_test(test_max_retries),
 		cmocka_unit_test(test_error_reply),
+		cmocka_unit_test(test_busy_retry),
 		cmocka_unit_test(test_stray),
 		cmocka_unit_test(test_dup_response),
 		cmocka_unit_test(test_batch_roundtrip),
