@@ -222,6 +222,8 @@ psb_mem_probe(struct psb_mem_info *mi)
 				free_pages = v;
 			else if (sscanf(line, "Hugepagesize: %llu kB", &v) == 1)
 				page_kb = v;
+			else if (sscanf(line, "MemTotal: %llu kB", &v) == 1)
+				mi->mem_total_mb = v / 1024;
 		}
 		fclose(f);
 	}

@@ -38,6 +38,7 @@ int psb_port_parse(const char *spec, int index, struct psb_port_spec *p, char *e
 struct psb_mem_info {
 	uint64_t huge_free_mb;		/* free hugepage memory, MB */
 	int hugetlbfs_mounted;
+	uint64_t mem_total_mb;		/* the machine's memory (MemTotal), MB */
 };
 
 void psb_mem_probe(struct psb_mem_info *mi);

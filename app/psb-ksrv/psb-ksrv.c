@@ -44,6 +44,8 @@ struct opts {
 	uint64_t busy_poll_ns;
 	uint32_t sockbuf;
 	int quiet;
+	struct psb_kv_budget budget;	/* as given (0: derive) */
+	uint64_t reasm_timeout_ns;
 };
 
 struct counters {
@@ -105,12 +107,32 @@ usage(FILE *out)
 "  --duration SECONDS    exit after this long\n"
 "  --busy-poll-us N      spin this long before sleeping in poll() (default 50)\n"
 "  --sockbuf BYTES       socket buffer size (default 16 MiB)\n"
+"  --store-max-bytes SIZE, --store-max-keys N, --reasm-bytes SIZE,\n"
+"  --reasm-sender-bytes SIZE, --reasm-timeout S\n"
+"                        the store's budgets, as psb's (default: from half the machine's\n"
+"                        memory; reassembly timeout 2 s)\n"
 "  -q, --quiet           only the exit summary and errors\n"
 "  (env PSB_KV_DUMP=1: also print every key's round and request state at exit)\n"
 "  -h, --help\n", PSB_UDP_PORT);
 }
 
 
+
+/* The machine's memory (MemTotal), bytes; 1 GiB when unknown. */
+static uint64_t
+mem_total(void)
+{
+	unsigned long long kb = 0;
+	char line[256];
+	FILE *f = fopen("/proc/meminfo", "r");
+
+	while (f != NULL && fgets(line, sizeof(line), f) != NULL)
+		if (sscanf(line, "MemTotal: %llu kB", &kb) == 1)
+			break;
+	if (f != NULL)
+		fclose(f);
+	return kb != 0 ? (uint64_t)kb * 1024 : 1ull << 30;
+}
 
 static uint64_t
 now_ns(void)
@@ -124,6 +146,7 @@ now_ns(void)
 enum {
 	OPT_IP = 256, OPT_PORT, OPT_NUM_WORKERS, OPT_SYNC, OPT_ASYNC, OPT_SEG_SIZE, OPT_MAX_VALUE,
 	OPT_SCHED_PORT, OPT_STATS_FILE, OPT_READY_FILE, OPT_DURATION, OPT_BUSY_POLL, OPT_SOCKBUF,
+	OPT_STORE_BYTES, OPT_STORE_KEYS, OPT_REASM_BYTES, OPT_REASM_SENDER, OPT_REASM_TIMEOUT,
 };
 
 static const struct option long_opts[] = {
@@ -140,6 +163,11 @@ static const struct option long_opts[] = {
 	{ "duration", required_argument, NULL, OPT_DURATION },
 	{ "busy-poll-us", required_argument, NULL, OPT_BUSY_POLL },
 	{ "sockbuf", required_argument, NULL, OPT_SOCKBUF },
+	{ "store-max-bytes", required_argument, NULL, OPT_STORE_BYTES },
+	{ "store-max-keys", required_argument, NULL, OPT_STORE_KEYS },
+	{ "reasm-bytes", required_argument, NULL, OPT_REASM_BYTES },
+	{ "reasm-sender-bytes", required_argument, NULL, OPT_REASM_SENDER },
+	{ "reasm-timeout", required_argument, NULL, OPT_REASM_TIMEOUT },
 	{ "quiet", no_argument, NULL, 'q' },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
@@ -158,6 +186,7 @@ parse_args(struct opts *o, int argc, char **argv)
 	o->sync = 1;
 	o->seg_size = psb_seg_size_for_mtu(1500);
 	o->max_value = 64u << 20;
+	o->reasm_timeout_ns = 2000000000ull;
 	o->busy_poll_ns = 50000;
 	o->sockbuf = 16u << 20;
 	while ((c = getopt_long(argc, argv, "qh", long_opts, NULL)) != -1) {
@@ -198,6 +227,24 @@ parse_args(struct opts *o, int argc, char **argv)
 			break;
 		case OPT_SOCKBUF:
 			o->sockbuf = (uint32_t)psb_cli_u64("--sockbuf", optarg, 4096, INT32_MAX);
+			break;
+		case OPT_STORE_BYTES:
+			o->budget.max_bytes = psb_cli_size("--store-max-bytes", optarg);
+			break;
+		case OPT_STORE_KEYS:
+			o->budget.max_keys = psb_cli_u64("--store-max-keys", optarg, 0, 1u << 31);
+			break;
+		case OPT_REASM_BYTES:
+			o->budget.reasm_bytes = psb_cli_size("--reasm-bytes", optarg);
+			break;
+		case OPT_REASM_SENDER:
+			o->budget.reasm_sender_bytes = psb_cli_size("--reasm-sender-bytes", optarg);
+			break;
+		case OPT_REASM_TIMEOUT:
+			o->reasm_timeout_ns = psb_cli_seconds_ns("--reasm-timeout", optarg);
+			if (o->reasm_timeout_ns < 1000000 || o->reasm_timeout_ns > 3600e9)
+				psb_die("--reasm-timeout: expected 0.001 to 3600 seconds, got '%s'",
+					optarg);
 			break;
 		case 'q': o->quiet = 1; break;
 		case 'h': usage(stdout); exit(0);
@@ -528,7 +575,7 @@ write_stats(const struct ksrv *s, const char *path)
 {
 	const struct psb_kv_stats *st = psb_kv_stats(s->kv);
 	const struct counters *c = &s->cnt;
-	json_t *root, *store, *errs, *bad;
+	json_t *root, *store, *errs, *bad, *disc, *refused;
 	char tmp[4096];
 	unsigned int k;
 	int rc;
@@ -547,6 +594,17 @@ write_stats(const struct ksrv *s, const char *path)
 		"bytes_summed", (json_int_t)st->bytes_summed, "dup_segs", (json_int_t)st->dup_segs,
 		"retries_answered", (json_int_t)st->retries_answered, "stale", (json_int_t)st->stale,
 		"errors", errs);
+	/* pushes that never arrived whole, and requests the budgets refused */
+	disc = json_object();
+	for (k = 0; k < PSB_KV_DISCARD_MAX; k++)
+		json_object_set_new(disc, psb_kv_discard_names[k],
+			json_integer((json_int_t)st->discarded[k]));
+	refused = json_object();
+	for (k = 1; k < PSB_BUDGET_MAX; k++)
+		json_object_set_new(refused, psb_budget_name(k) + strlen("store."),
+			json_integer((json_int_t)st->refused[k]));
+	json_object_set_new(store, "discarded", disc);
+	json_object_set_new(store, "refused", refused);
 	bad = json_pack("{s:I,s:I,s:I,s:I,s:I}", "short", (json_int_t)c->bad_short,
 		"magic", (json_int_t)c->bad_magic, "segment", (json_int_t)c->bad_segment,
 		"truncated", (json_int_t)c->bad_truncated, "not_request", (json_int_t)c->not_request);
@@ -582,22 +640,33 @@ main(int argc, char **argv)
 	static struct ksrv srv;
 	struct ksrv *s = &srv;
 	struct psb_kv_cfg kc;
+	struct psb_kv_budget b;
 	struct sigaction sa;
 	struct pollfd pfd[2];
 	uint64_t start, now, idle_since;
 	uint16_t sched_port = 0;
-	char ipbuf[16];
+	char ipbuf[16], err[256];
 	int exit_code = 0, n;
 
 	psb_cli_prog("psb-ksrv");
 	parse_args(&s->o, argc, argv);
 	s->sfd = -1;
+	/* the same budgets as psb's, from half the machine's memory */
+	if (psb_kv_budget_derive(&b, &s->o.budget, mem_total() / 2, s->o.max_value,
+			s->o.seg_size < psb_seg_size_for_mtu(1500) ? s->o.seg_size :
+			psb_seg_size_for_mtu(1500), s->o.num_workers, 1, err, sizeof(err)) != 0)
+		psb_die("%s", err);
 	memset(&kc, 0, sizeof(kc));
 	kc.num_workers = s->o.num_workers;
 	kc.sync = s->o.sync;
 	kc.max_value = s->o.max_value;
 	kc.seg_size = s->o.seg_size;
 	kc.capacity = 1024;
+	kc.max_bytes = b.max_bytes;
+	kc.max_keys = (uint32_t)b.max_keys;
+	kc.reasm_bytes = b.reasm_bytes;
+	kc.reasm_sender_bytes = b.reasm_sender_bytes;
+	kc.reasm_timeout_ns = s->o.reasm_timeout_ns;
 	s->kv = psb_kv_create(&kc);
 	s->txslot = PSB_HDR_LEN + s->o.seg_size;
 	s->txbuf = malloc(TX_BATCH * s->txslot);
@@ -640,7 +709,11 @@ main(int argc, char **argv)
 			s->o.seg_size);
 		if (s->sched != NULL)
 			printf(", scheduler on port %u", sched_port);
-		printf("\n");
+		printf("\npsb-ksrv: store budgets: %llu B in at most %llu keys; reassembly %llu B, "
+		       "%llu B per sender, %.3g s to the next segment\n",
+		       (unsigned long long)b.max_bytes, (unsigned long long)b.max_keys,
+		       (unsigned long long)b.reasm_bytes, (unsigned long long)b.reasm_sender_bytes,
+		       s->o.reasm_timeout_ns / 1e9);
 		fflush(stdout);
 	}
 
@@ -652,6 +725,7 @@ main(int argc, char **argv)
 	while (!g_quit) {
 		n = rx_data(s);
 		now = now_ns();
+		psb_kv_tick(s->kv, now);
 		if (s->o.duration_ns != 0 && now - start >= s->o.duration_ns)
 			break;
 		if (n != 0) {

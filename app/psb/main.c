@@ -32,6 +32,8 @@
 #define TX_RING		8192
 #define ROLE_RING	4096
 #define NB_DESC		1024
+#define HOLD_PER_SHARD	2048	/* packet buffers a server shard may keep for reassembly */
+#define MiB		(1024ull * 1024)
 
 static struct psb_app g_app;
 
@@ -62,6 +64,15 @@ usage(FILE *out)
 "  --workers N          worker roles in this process (default 1)\n"
 "  --mtu N              wanted MTU (default 9000; lowered to what the port allows)\n"
 "  --max-value BYTES    largest value a server accepts (default 64 MiB)\n"
+"Store budgets (server; 0 or absent: derived from --mem or half the machine's memory):\n"
+"  --store-max-bytes SIZE   memory of the store; pushes to new keys beyond it get\n"
+"                       ERROR no_memory (store.max_bytes)\n"
+"  --store-max-keys N   keys at most (store.max_keys)\n"
+"  --reasm-bytes SIZE   pushes being reassembled, all senders; beyond it ERROR busy\n"
+"                       (store.reasm_bytes)\n"
+"  --reasm-sender-bytes SIZE  the same per sender (store.reasm_sender_bytes)\n"
+"  --reasm-timeout S    discard a push whose next segment does not come within S\n"
+"                       (default 2; store.reasm_timeout)\n"
 "Benchmark (worker; ps-lite's test_benchmark):\n"
 "  --len BYTES          value size per key (default 1024000)\n"
 "  --repeat N           iterations (default 10)\n"
@@ -93,7 +104,8 @@ usage(FILE *out)
 "Process:\n"
 "  -l, --lcores LIST    lcores (default 0); roles are spread one per lcore when there\n"
 "                       are enough, else they share (all on one lcore: run to completion)\n"
-"  --mem MB             memory for DPDK (default: what the pools need + 64)\n"
+"  --mem MB             memory of the process: DPDK's pools, then the store (default:\n"
+"                       pools as needed; a server's store gets half the machine's memory)\n"
 "  --mbufs N            mbufs in the pool (default from rings and ports)\n"
 "  --huge | --no-huge   require hugepages / never use them (default: use if free)\n"
 "  --yield US           a polling lcore lets waiting threads of its CPU run every US\n"
@@ -142,7 +154,8 @@ enum {
 	OPT_TIMEOUT, OPT_RETRIES, OPT_VERIFY, OPT_RESULTS, OPT_LOG_EVERY, OPT_MEM, OPT_MBUFS,
 	OPT_HUGE, OPT_NO_HUGE, OPT_PREFIX, OPT_IDLE_EXIT, OPT_STATS_FILE, OPT_BATCH,
 	OPT_CONFIG, OPT_CHECK_CONFIG, OPT_CMDLINE_FILE, OPT_WAIT, OPT_CTL, OPT_COUNTERS_FILE,
-	OPT_COUNTERS_EVERY, OPT_PROMETHEUS, OPT_WARMUP, OPT_RATE, OPT_YIELD,
+	OPT_COUNTERS_EVERY, OPT_PROMETHEUS, OPT_WARMUP, OPT_RATE, OPT_YIELD, OPT_STORE_BYTES,
+	OPT_STORE_KEYS, OPT_REASM_BYTES, OPT_REASM_SENDER, OPT_REASM_TIMEOUT,
 };
 
 static const struct option long_opts[] = {
@@ -194,6 +207,11 @@ static const struct option long_opts[] = {
 	{ "warmup", required_argument, NULL, OPT_WARMUP },
 	{ "rate", required_argument, NULL, OPT_RATE },
 	{ "yield", required_argument, NULL, OPT_YIELD },
+	{ "store-max-bytes", required_argument, NULL, OPT_STORE_BYTES },
+	{ "store-max-keys", required_argument, NULL, OPT_STORE_KEYS },
+	{ "reasm-bytes", required_argument, NULL, OPT_REASM_BYTES },
+	{ "reasm-sender-bytes", required_argument, NULL, OPT_REASM_SENDER },
+	{ "reasm-timeout", required_argument, NULL, OPT_REASM_TIMEOUT },
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "quiet", no_argument, NULL, 'q' },
 	{ "help", no_argument, NULL, 'h' },
@@ -289,9 +307,14 @@ parse_args(struct psb_app *app, struct run_opts *ro, int argc, char **argv)
 				PSB_MAX_LOCAL_WORKERS);
 			break;
 		case OPT_MTU: app->mtu_want = (uint16_t)psb_cli_u64("--mtu", optarg, 576, 9000); break;
-		case OPT_MAX_VALUE:
-			app->max_value = (uint32_t)psb_cli_u64("--max-value", optarg, 4, PSB_MAX_VALUE);
+		case OPT_MAX_VALUE: {
+			uint64_t mv = psb_cli_size("--max-value", optarg);
+
+			if (mv < 4 || mv > PSB_MAX_VALUE)
+				psb_die("--max-value: expected 4 B to 1 GiB, got '%s'", optarg);
+			app->max_value = (uint32_t)mv;
 			break;
+		}
 		case OPT_LEN:
 			app->bench.len = (uint32_t)psb_cli_u64("--len", optarg, 4, PSB_MAX_VALUE);
 			break;
@@ -353,6 +376,24 @@ parse_args(struct psb_app *app, struct run_opts *ro, int argc, char **argv)
 		case OPT_PROMETHEUS: app->prometheus = optarg; break;
 		case OPT_YIELD:
 			app->yield_ns = psb_cli_u64("--yield", optarg, 0, 1000000) * 1000;
+			break;
+		case OPT_STORE_BYTES:
+			app->store.max_bytes = psb_cli_size("--store-max-bytes", optarg);
+			break;
+		case OPT_STORE_KEYS:
+			app->store.max_keys = psb_cli_u64("--store-max-keys", optarg, 0, 1u << 31);
+			break;
+		case OPT_REASM_BYTES:
+			app->store.reasm_bytes = psb_cli_size("--reasm-bytes", optarg);
+			break;
+		case OPT_REASM_SENDER:
+			app->store.reasm_sender_bytes = psb_cli_size("--reasm-sender-bytes", optarg);
+			break;
+		case OPT_REASM_TIMEOUT:
+			app->store.reasm_timeout = psb_cli_seconds_ns("--reasm-timeout", optarg);
+			if (app->store.reasm_timeout < 1000000 || app->store.reasm_timeout > 3600e9)
+				psb_die("--reasm-timeout: expected 0.001 to 3600 seconds, got '%s'",
+					optarg);
 			break;
 		case OPT_WARMUP: app->bench.warmup = psb_cli_u64("--warmup", optarg, 0, 1ull << 50); break;
 		case OPT_RATE:
@@ -424,6 +465,7 @@ conf_to_app(struct psb_app *app, struct run_opts *ro, const struct psb_exp_conf 
 	app->sync = n->sync;
 	app->mtu_want = (uint16_t)n->mtu;
 	app->max_value = (uint32_t)n->max_value;
+	app->store = c->store;
 	snprintf(ro->lcores, sizeof(ro->lcores), "%s", n->lcores);
 	ro->eal.lcores = ro->lcores;
 	if (n->mem_mb != 0) {
@@ -482,6 +524,7 @@ app_to_conf(const struct psb_app *app, const struct run_opts *ro, struct psb_exp
 	n->sync = app->sync;
 	n->mtu = app->mtu_want;
 	n->max_value = app->max_value;
+	c->store = app->store;
 	snprintf(n->lcores, sizeof(n->lcores), "%s", ro->eal.lcores != NULL ? ro->eal.lcores : "0");
 	n->mem_mb = ro->mem_given ? ro->eal.mem_mb : 0;
 	n->mbufs = ro->mbufs;
@@ -573,6 +616,56 @@ check_config(struct psb_app *app)
 			app->nlocal_workers, app->num_workers);
 	if (app->bench.len > app->max_value && app->node_role == PSB_NODE_WORKER)
 		psb_die("--len %u exceeds --max-value %u", app->bench.len, app->max_value);
+}
+
+/*
+ * The store's budgets, from what the operator gave (0: derive) and the memory the process
+ * may use: --mem less the pools, or else half the machine's memory less the pools. The
+ * store gets three quarters, reassembly a quarter, every sender a fair share of that but
+ * always room for one push of node.max_value; shards split the totals. Printed, because a
+ * refused push must be explainable from the start-up lines.
+ */
+static void
+derive_budget(struct psb_app *app, uint64_t mem_mb, uint64_t pools_mb,
+		const struct psb_mem_info *mi)
+{
+	const struct psb_exp_store *g = &app->store;
+	struct psb_store_budget *b = &app->budget;
+	struct psb_kv_budget given = {
+		.max_bytes = g->max_bytes, .max_keys = g->max_keys, .reasm_bytes = g->reasm_bytes,
+		.reasm_sender_bytes = g->reasm_sender_bytes,
+	}, eff;
+	uint64_t base_mb = mem_mb != 0 ? mem_mb : mi->mem_total_mb / 2;
+	char err[256], s1[32], s2[32], s3[32], s4[32];
+
+	if (base_mb < pools_mb + 64) {
+		if (mem_mb != 0)
+			psb_die("--mem %llu MB leaves too little for the store after the packet "
+				"pools (%llu MB): give at least %llu MB", (unsigned long long)mem_mb,
+				(unsigned long long)pools_mb, (unsigned long long)(pools_mb + 64));
+		base_mb = pools_mb + 64;
+	}
+	/* senders may cut finer than this node's MTU: count bookkeeping at 1500 bytes */
+	if (psb_kv_budget_derive(&eff, &given, (base_mb - pools_mb) * MiB, app->max_value,
+			psb_seg_size_for_mtu(app->mtu_want < 1500 ? app->mtu_want : 1500),
+			app->num_workers, app->nshards, err, sizeof(err)) != 0)
+		psb_die("%s", err);
+	b->max_bytes = eff.max_bytes;
+	b->max_keys = (uint32_t)eff.max_keys;
+	b->reasm_bytes = eff.reasm_bytes;
+	b->reasm_sender_bytes = eff.reasm_sender_bytes;
+	b->reasm_timeout_ns = g->reasm_timeout;
+	if (b->max_bytes / app->nshards < (uint64_t)app->max_value * 2)
+		PSB_LOG(app, "store.max_bytes %s holds fewer than two values of node.max_value per "
+			"shard", psb_cli_fmt_size(b->max_bytes, s1, sizeof(s1)));
+	PSB_LOG(app, "store budgets: %s in at most %u keys; reassembly %s, %s per sender, "
+		"%.3g s to the next segment; %u packet buffers kept per shard (from %s%s)",
+		psb_cli_fmt_size(b->max_bytes, s1, sizeof(s1)), b->max_keys,
+		psb_cli_fmt_size(b->reasm_bytes, s2, sizeof(s2)),
+		psb_cli_fmt_size(b->reasm_sender_bytes, s3, sizeof(s3)),
+		b->reasm_timeout_ns / 1e9, b->hold_max,
+		mem_mb != 0 ? "--mem " : "half the machine's ",
+		psb_cli_fmt_size(base_mb * MiB, s4, sizeof(s4)));
 }
 
 /* A memif client needs its server's socket; wait for it rather than fail at once. */
@@ -1001,6 +1094,7 @@ main(int argc, char **argv)
 	if (psb_conf_parse_string(psb_exp_table, &app->conf, "{\"name\": \"cli\", \"kind\": "
 			"\"pushpull\"}", "", err, sizeof(err)) != 0)
 		psb_die("internal: %s", err);
+	app->store = app->conf.store;
 	if ((cfg = find_opt(argc, argv, "--config")) != NULL) {
 		if (psb_exp_load_file(&app->conf, cfg, true, err, sizeof(err)) != 0)
 			psb_die("%s%s%s", strncmp(err, cfg, strlen(cfg)) == 0 ? "" : cfg,
@@ -1027,21 +1121,31 @@ main(int argc, char **argv)
 		psb_die("scheduler port %u collides with worker ports %u-%u", app->sched_port,
 			app->worker_port_base, app->worker_port_base + app->nlocal_workers - 1);
 
-	/* Pool: every ring and descriptor full at once, plus per-lcore caches. */
+	/*
+	 * Pool: every ring and descriptor full at once, plus per-lcore caches, plus the
+	 * segments server shards keep until their push is whole.
+	 */
+	psb_mem_probe(&mi);
+	if (app->node_role == PSB_NODE_SERVER)
+		app->budget.hold_max = HOLD_PER_SHARD;
 	nmbufs = ro.mbufs != 0 ? ro.mbufs :
 		(uint64_t)app->nports * 2 * NB_DESC + TX_RING +
-		(uint64_t)(app->nshards + app->nlocal_workers + 2) * ROLE_RING + 4096;
+		(uint64_t)(app->nshards + app->nlocal_workers + 2) * ROLE_RING + 4096 +
+		(uint64_t)app->budget.hold_max * app->nshards;
+	if (ro.mbufs != 0 && app->budget.hold_max * app->nshards > nmbufs / 4)
+		app->budget.hold_max = (uint32_t)(nmbufs / 4 / app->nshards);
 	need_mb = (nmbufs * (MBUF_ROOM + MBUF_PRIV + 256) >> 20) + 16;
-	if (!ro.mem_given)
-		ro.eal.mem_mb = need_mb + 64;
-	else if (ro.eal.mem_mb < need_mb)
+	if (ro.mem_given && ro.eal.mem_mb < need_mb)
 		psb_die("--mem %llu MB cannot hold the packet pool: %llu mbufs of %u bytes need %llu MB "
 			"(give more --mem, or fewer --mbufs)", (unsigned long long)ro.eal.mem_mb,
 			(unsigned long long)nmbufs, (unsigned int)MBUF_ROOM,
 			(unsigned long long)need_mb);
+	if (app->node_role == PSB_NODE_SERVER)
+		derive_budget(app, ro.mem_given ? ro.eal.mem_mb : 0, need_mb + 64, &mi);
+	/* the EAL gets what its pools need; the rest of --mem is the store's */
+	ro.eal.mem_mb = need_mb + 64;
 
 	wait_memif_servers(app, 30);
-	psb_mem_probe(&mi);
 	eal_argc = psb_eal_build_argv(argv[0], &ro.eal, app->specs, app->nports, &mi, &ea, err,
 		sizeof(err));
 	if (eal_argc < 0)

@@ -211,6 +211,16 @@ struct psb_app {
 	uint16_t mtu;
 	uint16_t seg_size;
 	uint32_t max_value;
+	struct psb_exp_store store;	/* the store's budgets as given (0: derive at start) */
+	struct psb_store_budget {	/* ... and as in effect */
+		uint64_t max_bytes;
+		uint32_t max_keys;
+		uint64_t reasm_bytes;
+		uint64_t reasm_sender_bytes;
+		uint64_t reasm_timeout_ns;
+		uint32_t hold_max;	/* segments a shard keeps in packet buffers */
+		uint32_t hold_cost;	/* memory one packet buffer pins */
+	} budget;
 	struct psb_bench_opts bench;
 	int verbose;
 	uint64_t idle_exit_ns;

@@ -73,14 +73,14 @@ load_doc(struct psb_app *app, const json_t *req, struct psb_exp_conf *c)
 				    file != NULL ? ": " : "", err);
 		goto out;
 	}
-	if (json_object_get(doc, "node") == NULL) {
-		c->node = app->conf.node;
-	} else if ((diff = psb_exp_node_diff(&c->node, &app->conf.node, buf, sizeof(buf))) != NULL) {
-		res = psb_cmd_error("invalid", "%s: differs from the running appliance's (node "
-				    "settings apply when psb starts; leave \"node\" out to use the "
-				    "running one)", diff);
+	if ((diff = psb_exp_fixed_diff(c, &app->conf, doc, buf, sizeof(buf))) != NULL) {
+		res = psb_cmd_error("invalid", "%s: differs from the running appliance's (node and "
+				    "store settings apply when psb starts; leave \"node\" and "
+				    "\"store\" out to use the running ones)", diff);
 		goto out;
 	}
+	c->node = app->conf.node;
+	c->store = app->conf.store;
 	if (psb_exp_check(c, true, err, sizeof(err)) != 0)
 		res = psb_cmd_error("invalid", "%s", err);
 out:

@@ -535,6 +535,19 @@ static const struct prom_desc {
 	{ "psb_store_batches", "counter", "BATCH messages served" },
 	{ "psb_store_bad_records", "counter", "Malformed records in BATCH messages" },
 	{ "psb_store_errors", "counter", "Error replies of the store, by status" },
+	{ "psb_store_mem", "gauge", "Memory of the store counted against store.max_bytes, bytes" },
+	{ "psb_store_staged", "gauge", "Pushes being reassembled (nothing of them applied yet)" },
+	{ "psb_store_staged_bytes", "gauge",
+		"Reassembly budget the staged pushes hold (announced bytes and bookkeeping)" },
+	{ "psb_store_held", "gauge", "Packet buffers kept by staged pushes" },
+	{ "psb_store_segs_held", "counter", "Segments kept by reference until their push was whole" },
+	{ "psb_store_segs_copied", "counter", "Segments copied to be kept until their push was whole" },
+	{ "psb_store_discarded", "counter",
+		"Unfinished pushes discarded without applying any of them, by reason" },
+	{ "psb_store_discarded_bytes", "counter", "Value bytes the discarded pushes had delivered" },
+	{ "psb_store_refused", "counter", "Requests refused by a budget of the store, by budget" },
+	{ "psb_store_budget_drops", "counter", "Segments dropped while their push was refused" },
+	{ "psb_store_limits", "gauge", "The store's budgets in effect, by budget" },
 	{ "psb_experiment_info", "gauge", "The running or last experiment (id, state), always 1" },
 	{ "psb_experiment_running", "gauge", "1 while the experiment runs" },
 	{ "psb_experiment_id", "gauge", "Number of the experiment: 1, 2, ... (0: none yet)" },
@@ -799,6 +812,10 @@ prom_sublabel(const char *key)
 		return "status";
 	if (strcmp(key, "xstats") == 0)
 		return "name";
+	if (strcmp(key, "discarded") == 0)
+		return "reason";
+	if (strcmp(key, "refused") == 0 || strcmp(key, "limits") == 0)
+		return "budget";
 	return "key";
 }
 

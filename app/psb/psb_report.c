@@ -1,5 +1,7 @@
 /* End-of-run reports: counters of roles, ports and the store, as a table and as JSON. */
 #include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -23,40 +25,37 @@ value_sum(const struct psb_app *app)
 	return sum;
 }
 
+/* The store figures of every server shard, summed. */
+struct store_sum {
+	struct psb_kv_stats st;
+	uint64_t nkeys, bytes, mem, staged_bytes;
+	uint32_t staged, held;
+};
+
 static void
-sum_kv(const struct psb_app *app, struct psb_kv_stats *st, uint64_t *nkeys, uint64_t *bytes)
+sum_kv(const struct psb_app *app, struct store_sum *t)
 {
 	uint16_t i;
-	unsigned int k;
 
-	memset(st, 0, sizeof(*st));
-	*nkeys = 0;
-	*bytes = 0;
+	memset(t, 0, sizeof(*t));
 	for (i = 0; i < app->nroles; i++) {
 		const struct psb_kv *kv;
-		const struct psb_kv_stats *s;
+		uint32_t n, h;
+		uint64_t b;
 
 		if (app->roles[i].role != &psb_role_server)
 			continue;
 		kv = psb_server_kv(&app->roles[i]);
 		if (kv == NULL)
 			continue;
-		s = psb_kv_stats(kv);
-		for (k = 0; k < 4; k++)
-			st->req[k] += s->req[k];
-		st->segs_in += s->segs_in;
-		st->dup_segs += s->dup_segs;
-		st->retries_answered += s->retries_answered;
-		st->stale += s->stale;
-		st->rounds_closed += s->rounds_closed;
-		st->bytes_summed += s->bytes_summed;
-		st->bytes_sent += s->bytes_sent;
-		st->batches += s->batches;
-		st->bad_records += s->bad_records;
-		for (k = 0; k < PSB_ST_MAX; k++)
-			st->errors[k] += s->errors[k];
-		*nkeys += psb_kv_nkeys(kv);
-		*bytes += psb_kv_bytes(kv);
+		psb_kv_stats_add(&t->st, psb_kv_stats(kv));
+		t->nkeys += psb_kv_nkeys(kv);
+		t->bytes += psb_kv_bytes(kv);
+		t->mem += psb_kv_mem(kv);
+		psb_kv_staged(kv, &n, &b, &h);
+		t->staged += n;
+		t->staged_bytes += b;
+		t->held += h;
 	}
 }
 
@@ -71,11 +70,21 @@ sum_drops(const struct psb_counters *c)
 	return n;
 }
 
+/* A budget as the store's counters name it: "max_keys", ...; "allocation" for none. */
+static const char *
+refused_name(unsigned int budget)
+{
+	const char *n = psb_budget_name(budget);
+
+	return n != NULL ? n + strlen("store.") : "allocation";
+}
+
 void
 psb_report_print(const struct psb_app *app, FILE *out)
 {
-	struct psb_kv_stats st;
-	uint64_t nkeys, bytes, drops[PSB_DROP_MAX] = { 0 };
+	struct store_sum t;
+	const struct psb_kv_stats *st = &t.st;
+	uint64_t drops[PSB_DROP_MAX] = { 0 }, discarded = 0, refused = 0;
 	uint16_t i;
 	unsigned int k;
 
@@ -114,18 +123,39 @@ psb_report_print(const struct psb_app *app, FILE *out)
 	}
 	if (app->node_role != PSB_NODE_SERVER)
 		return;
-	sum_kv(app, &st, &nkeys, &bytes);
+	sum_kv(app, &t);
 	fprintf(out, "store: %llu keys, %llu B; push %llu, pull %llu, pushpull %llu; rounds %llu; "
 		"summed %llu B; duplicates %llu, retries answered %llu, stale %llu\n",
-		(unsigned long long)nkeys, (unsigned long long)bytes,
-		(unsigned long long)st.req[PSB_MSG_PUSH], (unsigned long long)st.req[PSB_MSG_PULL],
-		(unsigned long long)st.req[PSB_MSG_PUSHPULL], (unsigned long long)st.rounds_closed,
-		(unsigned long long)st.bytes_summed, (unsigned long long)st.dup_segs,
-		(unsigned long long)st.retries_answered, (unsigned long long)st.stale);
+		(unsigned long long)t.nkeys, (unsigned long long)t.bytes,
+		(unsigned long long)st->req[PSB_MSG_PUSH], (unsigned long long)st->req[PSB_MSG_PULL],
+		(unsigned long long)st->req[PSB_MSG_PUSHPULL], (unsigned long long)st->rounds_closed,
+		(unsigned long long)st->bytes_summed, (unsigned long long)st->dup_segs,
+		(unsigned long long)st->retries_answered, (unsigned long long)st->stale);
+	for (k = 0; k < PSB_KV_DISCARD_MAX; k++)
+		discarded += st->discarded[k];
+	for (k = 0; k < PSB_BUDGET_MAX; k++)
+		refused += st->refused[k];
+	if (discarded != 0) {
+		fprintf(out, "unfinished pushes discarded unapplied: %llu (%llu B):",
+			(unsigned long long)discarded, (unsigned long long)st->discarded_bytes);
+		for (k = 0; k < PSB_KV_DISCARD_MAX; k++)
+			if (st->discarded[k] != 0)
+				fprintf(out, " %s %llu", psb_kv_discard_names[k],
+					(unsigned long long)st->discarded[k]);
+		fprintf(out, "\n");
+	}
+	if (refused != 0) {
+		fprintf(out, "requests refused by a budget: %llu:", (unsigned long long)refused);
+		for (k = 0; k < PSB_BUDGET_MAX; k++)
+			if (st->refused[k] != 0)
+				fprintf(out, " %s %llu", refused_name(k),
+					(unsigned long long)st->refused[k]);
+		fprintf(out, "\n");
+	}
 	for (k = 1; k < PSB_ST_MAX; k++)
-		if (st.errors[k] != 0)
+		if (st->errors[k] != 0)
 			fprintf(out, "error replies %-16s %llu\n", psb_status_name((uint8_t)k),
-				(unsigned long long)st.errors[k]);
+				(unsigned long long)st->errors[k]);
 }
 
 void
@@ -168,32 +198,112 @@ psb_report_counters_json(const struct psb_counters *c)
 json_t *
 psb_report_store_json(const struct psb_app *app, bool with_value_sum)
 {
-	json_t *s, *e = json_object();
-	struct psb_kv_stats st;
-	uint64_t nkeys, bytes;
+	const struct psb_store_budget *b = &app->budget;
+	json_t *s, *e = json_object(), *d = json_object(), *r = json_object();
+	struct store_sum t;
+	const struct psb_kv_stats *st = &t.st;
 	unsigned int k;
 
-	sum_kv(app, &st, &nkeys, &bytes);
+	sum_kv(app, &t);
 	for (k = 1; k < PSB_ST_MAX; k++)
 		json_object_set_new(e, psb_status_name((uint8_t)k),
-			json_integer((json_int_t)st.errors[k]));
+			json_integer((json_int_t)st->errors[k]));
+	for (k = 0; k < PSB_KV_DISCARD_MAX; k++)
+		json_object_set_new(d, psb_kv_discard_names[k],
+			json_integer((json_int_t)st->discarded[k]));
+	for (k = 0; k < PSB_BUDGET_MAX; k++)
+		json_object_set_new(r, refused_name(k), json_integer((json_int_t)st->refused[k]));
 	s = json_pack("{s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:o}",
-		"keys", (json_int_t)nkeys, "bytes", (json_int_t)bytes,
-		"push", (json_int_t)st.req[PSB_MSG_PUSH], "pull", (json_int_t)st.req[PSB_MSG_PULL],
-		"pushpull", (json_int_t)st.req[PSB_MSG_PUSHPULL],
-		"rounds_closed", (json_int_t)st.rounds_closed,
-		"bytes_summed", (json_int_t)st.bytes_summed,
-		"dup_segs", (json_int_t)st.dup_segs,
-		"retries_answered", (json_int_t)st.retries_answered,
-		"stale", (json_int_t)st.stale, "errors", e);
-	if (s == NULL)
+		"keys", (json_int_t)t.nkeys, "bytes", (json_int_t)t.bytes,
+		"push", (json_int_t)st->req[PSB_MSG_PUSH], "pull", (json_int_t)st->req[PSB_MSG_PULL],
+		"pushpull", (json_int_t)st->req[PSB_MSG_PUSHPULL],
+		"rounds_closed", (json_int_t)st->rounds_closed,
+		"bytes_summed", (json_int_t)st->bytes_summed,
+		"dup_segs", (json_int_t)st->dup_segs,
+		"retries_answered", (json_int_t)st->retries_answered,
+		"stale", (json_int_t)st->stale, "errors", e);
+	if (s == NULL) {
+		json_decref(d);
+		json_decref(r);
 		return NULL;
-	json_object_set_new(s, "bytes_sent", json_integer((json_int_t)st.bytes_sent));
-	json_object_set_new(s, "batches", json_integer((json_int_t)st.batches));
-	json_object_set_new(s, "bad_records", json_integer((json_int_t)st.bad_records));
+	}
+	json_object_set_new(s, "bytes_sent", json_integer((json_int_t)st->bytes_sent));
+	json_object_set_new(s, "batches", json_integer((json_int_t)st->batches));
+	json_object_set_new(s, "bad_records", json_integer((json_int_t)st->bad_records));
+	json_object_set_new(s, "mem", json_integer((json_int_t)t.mem));
+	json_object_set_new(s, "staged", json_integer((json_int_t)t.staged));
+	json_object_set_new(s, "staged_bytes", json_integer((json_int_t)t.staged_bytes));
+	json_object_set_new(s, "held", json_integer((json_int_t)t.held));
+	json_object_set_new(s, "segs_held", json_integer((json_int_t)st->segs_held));
+	json_object_set_new(s, "segs_copied", json_integer((json_int_t)st->segs_copied));
+	json_object_set_new(s, "discarded", d);
+	json_object_set_new(s, "discarded_bytes", json_integer((json_int_t)st->discarded_bytes));
+	json_object_set_new(s, "refused", r);
+	json_object_set_new(s, "budget_drops", json_integer((json_int_t)st->budget_drops));
+	json_object_set_new(s, "limits", json_pack("{s:I,s:I,s:I,s:I,s:f,s:I}",
+		"max_bytes", (json_int_t)b->max_bytes, "max_keys", (json_int_t)b->max_keys,
+		"reasm_bytes", (json_int_t)b->reasm_bytes,
+		"reasm_sender_bytes", (json_int_t)b->reasm_sender_bytes,
+		"reasm_timeout_s", b->reasm_timeout_ns / 1e9, "hold_max", (json_int_t)b->hold_max));
 	if (with_value_sum)
 		json_object_set_new(s, "value_sum", json_real(value_sum(app)));
 	return s;
+}
+
+/*
+ * Every key's digest (length, round, smallest, largest and summed element), for checking
+ * a run element by element after the fact; the first PSB_REPORT_DIGEST_MAX keys.
+ */
+#define PSB_REPORT_DIGEST_MAX	4096
+
+static json_t *
+store_digest_json(const struct psb_app *app)
+{
+	struct psb_kv_digest *dg = calloc(PSB_REPORT_DIGEST_MAX, sizeof(*dg));
+	json_t *a = json_array();
+	uint32_t left = PSB_REPORT_DIGEST_MAX, n, k;
+	uint16_t i;
+
+	if (dg == NULL || a == NULL) {
+		free(dg);
+		json_decref(a);
+		return NULL;
+	}
+	for (i = 0; i < app->nroles && left != 0; i++) {
+		const struct psb_kv *kv;
+
+		if (app->roles[i].role != &psb_role_server ||
+		    (kv = psb_server_kv(&app->roles[i])) == NULL)
+			continue;
+		n = psb_kv_digest(kv, dg, left);
+		if (n > left)
+			n = left;
+		for (k = 0; k < n; k++)
+			json_array_append_new(a, json_pack("{s:I,s:I,s:I,s:f,s:f,s:f}",
+				"key", (json_int_t)dg[k].key, "len", (json_int_t)dg[k].len,
+				"round", (json_int_t)dg[k].round, "min", (double)dg[k].min,
+				"max", (double)dg[k].max, "sum", dg[k].sum));
+		left -= n;
+	}
+	free(dg);
+	return a;
+}
+
+/* Peak resident memory of the process (VmHWM), bytes; 0 if unknown. */
+static uint64_t
+rss_max_bytes(void)
+{
+	char line[256];
+	unsigned long long kb = 0;
+	FILE *f = fopen("/proc/self/status", "r");
+
+	if (f == NULL)
+		return 0;
+	while (fgets(line, sizeof(line), f) != NULL)
+		if (sscanf(line, "VmHWM: %llu kB", &kb) == 1)
+			break;
+	fclose(f);
+	return (uint64_t)kb * 1024;
 }
 
 int
@@ -243,8 +353,15 @@ psb_report_write_json(const struct psb_app *app, const char *path)
 			json_array_append_new(ports, p);
 	}
 	json_object_set_new(root, "ports", ports);
-	if (app->node_role == PSB_NODE_SERVER)
-		json_object_set_new(root, "store", psb_report_store_json(app, true));
+	if (app->node_role == PSB_NODE_SERVER) {
+		json_t *st = psb_report_store_json(app, true);
+
+		if (st != NULL)
+			json_object_set_new(st, "digest", store_digest_json(app));
+		json_object_set_new(root, "store", st);
+	}
+	json_object_set_new(root, "process", json_pack("{s:I}", "rss_max_bytes",
+		(json_int_t)rss_max_bytes()));
 	if ((size_t)snprintf(tmp, sizeof(tmp), "%s.tmp.%d", path, (int)getpid()) >= sizeof(tmp)) {
 		json_decref(root);
 		return -ENAMETOOLONG;

@@ -515,8 +515,9 @@ psb_run_set(struct psb_app *app, const char *param, const char *value, char *err
 	struct psb_exp_conf *tmp;
 	int rc;
 
-	if (strncmp(param, "node.", 5) == 0 || strcmp(param, "node") == 0)
-		return run_fail(err, errlen, "%s: node settings apply when psb starts", param);
+	if (psb_exp_fixed_path(param))
+		return run_fail(err, errlen, "%s: node and store settings apply when psb starts",
+				param);
 	tmp = malloc(sizeof(*tmp));
 	if (tmp == NULL)
 		return -ENOMEM;

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "psb_cli.h"
+#include "psb_conf.h"
 #include "psb_proto.h"
 
 static const char *prog = "psb";
@@ -83,6 +84,34 @@ psb_cli_host_port(const char *opt, const char *v, uint32_t *ip, uint16_t *port)
 	host[colon - v] = '\0';
 	*ip = psb_cli_ip(opt, host);
 	*port = (uint16_t)psb_cli_u64(opt, colon + 1, 1, 65535);
+}
+
+uint64_t
+psb_cli_size(const char *opt, const char *v)
+{
+	uint64_t b;
+
+	if (psb_conf_parse_size(v, &b) != 0)
+		psb_die("%s: expected a size like 64MiB or 1.5GB, got '%s'", opt, v);
+	return b;
+}
+
+const char *
+psb_cli_fmt_size(uint64_t bytes, char *buf, unsigned int len)
+{
+	static const char *const unit[] = { "B", "KiB", "MiB", "GiB", "TiB", "PiB" };
+	double v = (double)bytes;
+	unsigned int u = 0;
+
+	while (v >= 1024 && u + 1 < sizeof(unit) / sizeof(unit[0])) {
+		v /= 1024;
+		u++;
+	}
+	if (u == 0 || v >= 100 || v == (double)(uint64_t)v)
+		snprintf(buf, len, "%.0f %s", v, unit[u]);
+	else
+		snprintf(buf, len, "%.1f %s", v, unit[u]);
+	return buf;
 }
 
 void

@@ -16,6 +16,12 @@ uint64_t psb_cli_u64(const char *opt, const char *v, uint64_t lo, uint64_t hi);
 /* Seconds >= 0 (fractions allowed), as nanoseconds, or die naming opt. */
 uint64_t psb_cli_seconds_ns(const char *opt, const char *v);
 
+/* A size ("64MiB", "1.5GB", 4096), or die naming opt. */
+uint64_t psb_cli_size(const char *opt, const char *v);
+
+/* bytes for people: "512 B", "64 MiB", "2.9 GiB". Returns buf. */
+const char *psb_cli_fmt_size(uint64_t bytes, char *buf, unsigned int len);
+
 /* An IPv4 address in host order, or die naming opt. */
 uint32_t psb_cli_ip(const char *opt, const char *v);
 

@@ -72,6 +72,23 @@ const struct psb_conf_field psb_exp_node_table[] = {
 	{ NULL, 0, 0, 0, 0, NULL, 0, 0, NULL, NULL, NULL },
 };
 
+static const struct psb_conf_field store_table[] = {
+	{ "max_bytes", PSB_CONF_SIZE, OFF(psb_exp_store, max_bytes), 0, 0, "0", 0, 1ull << 50,
+	  NULL, NULL, "server: memory of the store (values, sync sums, request state); a push "
+	  "to a new key beyond it is refused with ERROR no_memory (0: derived at start)" },
+	{ "max_keys", PSB_CONF_UINT, OFF(psb_exp_store, max_keys), 0, 0, "0", 0, 1u << 31, NULL,
+	  NULL, "server: keys in the store at most (0: derived at start)" },
+	{ "reasm_bytes", PSB_CONF_SIZE, OFF(psb_exp_store, reasm_bytes), 0, 0, "0", 0, 1ull << 50,
+	  NULL, NULL, "server: pushes being reassembled, all senders (announced bytes); beyond "
+	  "it a push is refused with ERROR busy (0: derived at start)" },
+	{ "reasm_sender_bytes", PSB_CONF_SIZE, OFF(psb_exp_store, reasm_sender_bytes), 0, 0, "0",
+	  0, 1ull << 50, NULL, NULL, "server: the same, per sender (0: derived at start)" },
+	{ "reasm_timeout", PSB_CONF_DURATION, OFF(psb_exp_store, reasm_timeout), 0, 0, "2s",
+	  1e6, 3600e9, NULL, NULL, "server: a push whose next segment does not come within this "
+	  "is discarded whole" },
+	{ NULL, 0, 0, 0, 0, NULL, 0, 0, NULL, NULL, NULL },
+};
+
 static const struct psb_conf_field pushpull_table[] = {
 	{ "len", PSB_CONF_SIZE, OFF(psb_exp_pushpull, len), 0, 0, "1024000", 4, PSB_MAX_VALUE,
 	  NULL, NULL, "value size per key (a float32 array: multiple of 4)" },
@@ -131,6 +148,8 @@ const struct psb_conf_field psb_exp_table[] = {
 	  "free text kept with the results" },
 	{ "node", PSB_CONF_OBJECT, OFF(psb_exp_conf, node), 0, 0, NULL, 0, 0, NULL,
 	  psb_exp_node_table, "the appliance" },
+	{ "store", PSB_CONF_OBJECT, OFF(psb_exp_conf, store), 0, 0, NULL, 0, 0, NULL,
+	  store_table, "the server's parameter store: memory budgets (fixed at start)" },
 	{ "pushpull", PSB_CONF_OBJECT, OFF(psb_exp_conf, pushpull), 0, 0, NULL, 0, 0, NULL,
 	  pushpull_table, "kind pushpull" },
 	{ "serve", PSB_CONF_OBJECT, OFF(psb_exp_conf, serve), 0, 0, NULL, 0, 0, NULL, serve_table,
@@ -298,24 +317,44 @@ psb_exp_dump(const struct psb_exp_conf *c)
 	return j;
 }
 
-const char *
-psb_exp_node_diff(const struct psb_exp_node *a, const struct psb_exp_node *b, char *buf,
-		size_t len)
+static const char *
+section_diff(const struct psb_conf_field *table, const char *section, const void *a,
+		const void *b, char *buf, size_t len)
 {
-	json_t *ja = psb_conf_dump(psb_exp_node_table, a);
-	json_t *jb = psb_conf_dump(psb_exp_node_table, b);
+	json_t *ja = psb_conf_dump(table, a);
+	json_t *jb = psb_conf_dump(table, b);
 	const struct psb_conf_field *f;
 	const char *res = NULL;
 
-	for (f = psb_exp_node_table; f->key != NULL && ja != NULL && jb != NULL; f++)
+	for (f = table; f->key != NULL && ja != NULL && jb != NULL; f++)
 		if (!json_equal(json_object_get(ja, f->key), json_object_get(jb, f->key))) {
-			snprintf(buf, len, "node.%s", f->key);
+			snprintf(buf, len, "%s.%s", section, f->key);
 			res = buf;
 			break;
 		}
 	json_decref(ja);
 	json_decref(jb);
 	return res;
+}
+
+const char *
+psb_exp_fixed_diff(const struct psb_exp_conf *a, const struct psb_exp_conf *b,
+		const json_t *doc, char *buf, size_t len)
+{
+	const char *d = NULL;
+
+	if (json_object_get(doc, "node") != NULL)
+		d = section_diff(psb_exp_node_table, "node", &a->node, &b->node, buf, len);
+	if (d == NULL && json_object_get(doc, "store") != NULL)
+		d = section_diff(store_table, "store", &a->store, &b->store, buf, len);
+	return d;
+}
+
+bool
+psb_exp_fixed_path(const char *path)
+{
+	return strncmp(path, "node.", 5) == 0 || strcmp(path, "node") == 0 ||
+	       strncmp(path, "store.", 6) == 0 || strcmp(path, "store") == 0;
 }
 
 int

@@ -57,6 +57,18 @@ struct psb_exp_node {
 	char file_prefix[64];
 };
 
+/*
+ * Budgets of a server's parameter store, fixed for the life of the process like the node
+ * settings. 0: derived at start from node.mem_mb (or the machine's memory) and printed.
+ */
+struct psb_exp_store {
+	uint64_t max_bytes;		/* values, sync sums, request state */
+	uint64_t max_keys;
+	uint64_t reasm_bytes;		/* pushes being reassembled, all senders */
+	uint64_t reasm_sender_bytes;	/* the same, per sender */
+	uint64_t reasm_timeout;		/* ns a reassembly may wait for its next segment */
+};
+
 /* Kind "pushpull": the worker benchmark. */
 struct psb_exp_pushpull {
 	uint64_t len;
@@ -91,6 +103,7 @@ struct psb_exp_conf {
 	int kind;			/* enum psb_exp_kind */
 	char description[1024];
 	struct psb_exp_node node;
+	struct psb_exp_store store;
 	struct psb_exp_pushpull pushpull;
 	struct psb_exp_serve serve;
 	struct psb_exp_output output;
@@ -125,11 +138,15 @@ json_t *psb_exp_dump(const struct psb_exp_conf *c);
 int psb_exp_check(const struct psb_exp_conf *c, bool need_node, char *err, size_t errlen);
 
 /*
- * The first node setting in which a and b differ ("node.ports"), for refusing a document
- * that wants another appliance than the running one; NULL when they agree. Uses buf.
+ * The first setting fixed at start (node, store) in which a and b differ ("node.ports"),
+ * for refusing a document that wants another appliance than the running one; NULL when
+ * they agree. Sections doc leaves out are not compared. Uses buf.
  */
-const char *psb_exp_node_diff(const struct psb_exp_node *a, const struct psb_exp_node *b,
-		char *buf, size_t len);
+const char *psb_exp_fixed_diff(const struct psb_exp_conf *a, const struct psb_exp_conf *b,
+		const json_t *doc, char *buf, size_t len);
+
+/* The sections fixed at start, as the JSON paths of "set" start with ("node.", "store."). */
+bool psb_exp_fixed_path(const char *path);
 
 /*
  * Results directories. psb_exp_results_path gives dir/name; psb_exp_results_claim fails

@@ -493,10 +493,28 @@ psb_bench_print(const struct psb_bench_result *r, const char *label, FILE *out)
 	fprintf(out, "%s: retries %llu, failed %llu, verify errors %llu\n", l,
 		(unsigned long long)r->retries, (unsigned long long)r->failed,
 		(unsigned long long)r->verify_errors);
-	if (r->first_error != 0)
-		fprintf(out, "%s: first failure: key %llu: %s (detail %u)\n", l,
-			(unsigned long long)r->first_error_key, psb_bench_error_name(r->first_error),
-			r->first_error_aux);
+	if (r->first_error != 0) {
+		char why[160];
+
+		fprintf(out, "%s: first failure: key %llu: %s\n", l,
+			(unsigned long long)r->first_error_key,
+			psb_bench_error_text(r->first_error, r->first_error_aux, why, sizeof(why)));
+	}
+}
+
+const char *
+psb_bench_error_text(int status, uint32_t aux, char *buf, size_t len)
+{
+	const char *budget = psb_budget_name(aux);
+
+	if ((status == PSB_ST_NO_MEM || status == PSB_ST_BUSY) && budget != NULL)
+		snprintf(buf, len, "%s: the server's %s is reached%s", psb_status_name(status),
+			 budget, status == PSB_ST_BUSY ? " (through every retry)" : "");
+	else if (status > 0 && status < PSB_ST_MAX)
+		snprintf(buf, len, "%s (detail %u)", psb_status_name((uint8_t)status), aux);
+	else
+		snprintf(buf, len, "%s", psb_bench_error_name(status));
+	return buf;
 }
 
 const char *

@@ -108,6 +108,8 @@ void psb_bench_result(const struct psb_bench *b, uint64_t now_ns, struct psb_ben
 const char *psb_bench_mode_name(int mode);
 /* What a failed request's status means ("length_mismatch", "no answer after all retries"). */
 const char *psb_bench_error_name(int status);
+/* The same with the ERROR's detail: "no_memory: the server's store.max_keys is reached". */
+const char *psb_bench_error_text(int status, uint32_t aux, char *buf, size_t len);
 /* "1", "PUSH_PULL" or "push_pull" -> mode; -EINVAL otherwise. */
 int psb_bench_mode_parse(const char *s);
 

@@ -27,6 +27,8 @@
 #define MAX_FRAMES	4096
 
 static const char *psb_bin;
+/* The sender epoch put_request writes into requests (a worker's incarnation). */
+static uint32_t req_epoch;
 /* The scenario in progress, cleaned up by teardown when an assertion ends a test early. */
 static struct scen *cur;
 static const uint8_t psb_mac[6] = { 0x02, 0, 0, 0, 0, 0x01 };
@@ -45,6 +47,7 @@ struct scen {
 	struct frame *outf;
 	unsigned int nout;
 	json_t *st;
+	const char *extra[8];	/* more psb options, NULL-terminated */
 };
 
 static void
@@ -143,6 +146,7 @@ put_request(struct scen *s, int w, uint8_t type, uint64_t key, uint32_t req, uin
 	h.req_id = req;
 	h.round = round;
 	h.key = key;
+	h.aux = req_epoch;
 	if (type == PSB_MSG_PULL || val == NULL) {
 		put_frame(s, buf, psb_frame_build(buf, &src, &dst, &h, NULL, 0));
 		return;
@@ -180,16 +184,22 @@ scen_run(struct scen *s, const char *mode, int nworkers)
 	pid = fork();
 	assert_true(pid >= 0);
 	if (pid == 0) {
-		int devnull = open("/dev/null", O_WRONLY);
+		const char *av[48] = {
+			psb_bin, "--role", "server", "--port", port, "--ip", "198.18.0.1",
+			"--mac", "02:00:00:00:00:01", "--mtu", "1500", mode, "--num-workers", nw,
+			"-l", "0", "--no-huge", "--mbufs", "8192", "--idle-exit", "400",
+			"--file-prefix", prefix, "--stats-file", s->stats, "-q",
+		};
+		int devnull = open("/dev/null", O_WRONLY), n = 26, k;
 
+		for (k = 0; s->extra[k] != NULL; k++)
+			av[n++] = s->extra[k];
+		av[n] = NULL;
 		if (devnull >= 0 && getenv("PSB_TEST_VERBOSE") == NULL) {
 			dup2(devnull, 1);
 			dup2(devnull, 2);
 		}
-		execl(psb_bin, psb_bin, "--role", "server", "--port", port, "--ip", "198.18.0.1",
-			"--mac", "02:00:00:00:00:01", "--mtu", "1500", mode, "--num-workers", nw, "-l", "0",
-			"--no-huge", "--mbufs", "8192", "--idle-exit", "400", "--file-prefix", prefix,
-			"--stats-file", s->stats, "-q", (char *)NULL);
+		execv(psb_bin, (char *const *)av);
 		_exit(127);
 	}
 	/* Bounded: psb exits after 400 ms without input; give it 30 s at most. */
@@ -748,6 +758,152 @@ test_batch(void **state)
 	scen_close(&s);
 }
 
+
+/*
+ * A worker dies in the middle of a push and comes back with a new epoch: the segments of
+ * its unfinished push are never added. Sync: the round closes with exactly one push per
+ * worker. Async: a pull in between sees none of the unfinished push, and the key ends with
+ * exactly the pushes that completed.
+ */
+static void
+test_partial_push_restart(void **state)
+{
+	const uint32_t n = 1000;	/* 4000 B: 3 segments */
+	float *a = fill(n, 1.0f, 0.5f), *b = fill(n, 100.0f, 2.0f), *x = fill(n, 7.0f, 3.0f);
+	float *got = calloc(n, 4);
+	static const int first_two[] = { 0, 1 };
+	struct psb_frame f;
+	struct scen s;
+	unsigned int i, k;
+	int sync;
+
+	(void)state;
+	for (sync = 1; sync >= 0; sync--) {
+		i = 0;
+		scen_open(&s);
+		req_epoch = 0xaaaa;
+		put_request(&s, 0, PSB_MSG_PUSH, 7, 50, 0, x, n, first_two, 2);	/* dies */
+		if (!sync) {
+			/* worker 1 pushes, then pulls: it sees its own push only */
+			req_epoch = 0x1111;
+			put_request(&s, 1, PSB_MSG_PUSH, 7, 20, 0, b, n, NULL, 0);
+			put_request(&s, 1, PSB_MSG_PULL, 7, 21, 0, NULL, 0, NULL, 0);
+		}
+		req_epoch = 0xbbbb;				/* restarted: ids from 1 */
+		put_request(&s, 0, PSB_MSG_PUSH, 7, 1, 0, a, n, NULL, 0);
+		req_epoch = 0x1111;
+		if (sync)
+			put_request(&s, 1, PSB_MSG_PUSH, 7, 20, 0, b, n, NULL, 0);
+		put_request(&s, 1, PSB_MSG_PULL, 7, 22, sync, NULL, 0, NULL, 0);
+		req_epoch = 0;
+		scen_run(&s, sync ? "--sync" : "--async", 2);
+
+		if (sync) {
+			out_psb(&s, i++, 0, &f);
+			assert_int_equal(f.hdr.type, PSB_MSG_PUSH_ACK);
+			assert_int_equal(f.hdr.req_id, 1);
+			assert_int_equal(f.hdr.round, 1);
+			out_psb(&s, i++, 1, &f);
+			assert_int_equal(f.hdr.type, PSB_MSG_PUSH_ACK);
+		} else {
+			out_psb(&s, i++, 1, &f);
+			assert_int_equal(f.hdr.type, PSB_MSG_PUSH_ACK);
+			out_value(&s, &i, 1, PSB_MSG_PULL_RESP, 7, 21, got, n);
+			for (k = 0; k < n; k++)
+				assert_true(got[k] == b[k]);
+			out_psb(&s, i++, 0, &f);
+			assert_int_equal(f.hdr.type, PSB_MSG_PUSH_ACK);
+			assert_int_equal(f.hdr.round, 2);
+		}
+		out_value(&s, &i, 1, PSB_MSG_PULL_RESP, 7, 22, got, n);
+		for (k = 0; k < n; k++)
+			assert_true(got[k] == a[k] + b[k]);
+		assert_int_equal(s.nout, i);
+		assert_int_equal(stat_store(&s, "push"), 2);
+		assert_int_equal(json_integer_value(json_object_get(json_object_get(
+			json_object_get(s.st, "store"), "discarded"), "restart")), 1);
+		assert_int_equal(stat_store(&s, "discarded_bytes"), 2 * SEG);
+		scen_close(&s);
+	}
+	free(a);
+	free(b);
+	free(x);
+	free(got);
+}
+
+/*
+ * Hostile input cannot make the store grow past its budgets: first segments announcing
+ * 64 MiB values from many senders, and a flood of new keys. Memory stays bounded (the
+ * process's peak RSS), refusals are counted by budget, and valid traffic is answered.
+ */
+static void
+test_flood_budgets(void **state)
+{
+	float v[4] = { 1, 2, 3, 4 }, big[SEG / 4], got[4];
+	struct psb_addr src, dst;
+	struct psb_hdr h;
+	uint8_t buf[9100];
+	struct psb_frame f;
+	struct scen s;
+	unsigned int i, k, acks = 0, refused = 0;
+	json_t *st;
+
+	(void)state;
+	memset(big, 0, sizeof(big));
+	scen_open(&s);
+	s.extra[0] = "--store-max-keys";
+	s.extra[1] = "1000";
+	s.extra[2] = "--max-value";
+	s.extra[3] = "64MiB";
+	worker_addr(&src, 0);
+	psb_addr_of(&dst);
+	/* 24 first segments of 64 MiB values, from ranks 1..24 */
+	for (i = 0; i < 24; i++) {
+		psb_hdr_init(&h, PSB_MSG_PUSH);
+		h.sender = (uint16_t)(1 + i);
+		h.req_id = 1;
+		h.key = 1000000 + i;
+		h.total_len = 64u << 20;
+		h.seg_size = SEG;
+		h.seg_len = SEG;
+		put_frame(&s, buf, psb_frame_build(buf, &src, &dst, &h, big, SEG));
+	}
+	/* 2000 new keys from rank 0: the first 1000 fit */
+	for (i = 0; i < 2000; i++)
+		put_request(&s, 0, PSB_MSG_PUSH, 1 + i, 1 + i, 0, v, 4, NULL, 0);
+	/* valid traffic still answered: a push and a pull of a key that made it */
+	put_request(&s, 0, PSB_MSG_PULL, 1, 5000, 0, NULL, 0, NULL, 0);
+	scen_run(&s, "--async", 32);
+
+	for (i = 0; i < s.nout; i++) {
+		assert_int_equal(psb_frame_parse(s.outf[i].data, s.outf[i].len, &any_cfg, &f),
+			PSB_FRAME_PSB);
+		if (f.hdr.type == PSB_MSG_PUSH_ACK) {
+			acks++;
+		} else if (f.hdr.type == PSB_MSG_ERROR) {
+			assert_int_equal(f.hdr.status, PSB_ST_NO_MEM);
+			assert_int_equal(f.hdr.aux, 1);		/* store.max_keys */
+			refused++;
+		}
+	}
+	assert_int_equal(acks, 1000);
+	assert_int_equal(refused, 1000);
+	out_value(&s, &(unsigned int){ s.nout - 1 }, 0, PSB_MSG_PULL_RESP, 1, 5000, got, 4);
+	for (k = 0; k < 4; k++)
+		assert_true(got[k] == v[k]);
+	st = json_object_get(s.st, "store");
+	assert_int_equal(stat_store(&s, "keys"), 1000);
+	assert_int_equal(json_integer_value(json_object_get(json_object_get(st, "refused"),
+		"max_keys")), 1000);
+	assert_int_equal(json_integer_value(json_object_get(json_object_get(st, "limits"),
+		"max_keys")), 1000);
+	/* what the 64 MiB announcements cost: their budget, not their memory */
+	assert_int_equal(stat_store(&s, "staged"), 24);
+	assert_true(json_integer_value(json_object_get(json_object_get(s.st, "process"),
+		"rss_max_bytes")) < (512ll << 20));
+	scen_close(&s);
+}
+
 /* After every test, pass or fail: the scenario's files and psb's runtime directory go. */
 static int
 teardown(void **state)
@@ -772,6 +928,8 @@ main(int argc, char **argv)
 		cmocka_unit_test_teardown(test_arp_icmp, teardown),
 		cmocka_unit_test_teardown(test_malformed_dropped, teardown),
 		cmocka_unit_test_teardown(test_batch, teardown),
+		cmocka_unit_test_teardown(test_partial_push_restart, teardown),
+		cmocka_unit_test_teardown(test_flood_budgets, teardown),
 	};
 
 	if (argc < 2) {

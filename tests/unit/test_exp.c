@@ -191,17 +191,28 @@ test_node_diff_and_settable(void **state)
 {
 	struct psb_exp_conf a, b;
 	char err[512], buf[64];
+	json_t *both = json_pack("{s:{},s:{}}", "node", "store"), *none = json_object();
 
 	(void)state;
 	assert_int_equal(load_text(&a, "{\"name\": \"a\", \"kind\": \"pushpull\", " NODE_W "}", true,
 				   err, sizeof(err)), 0);
 	b = a;
-	assert_null(psb_exp_node_diff(&a.node, &b.node, buf, sizeof(buf)));
+	assert_null(psb_exp_fixed_diff(&a, &b, both, buf, sizeof(buf)));
 	snprintf(b.node.ports.v[0], sizeof(b.node.ports.v[0]), "ring");
-	assert_string_equal(psb_exp_node_diff(&a.node, &b.node, buf, sizeof(buf)), "node.ports");
+	assert_string_equal(psb_exp_fixed_diff(&a, &b, both, buf, sizeof(buf)), "node.ports");
+	/* a section the document leaves out is the running appliance's: not compared */
+	assert_null(psb_exp_fixed_diff(&a, &b, none, buf, sizeof(buf)));
 	b = a;
 	b.node.sync = !a.node.sync;
-	assert_string_equal(psb_exp_node_diff(&a.node, &b.node, buf, sizeof(buf)), "node.sync");
+	assert_string_equal(psb_exp_fixed_diff(&a, &b, both, buf, sizeof(buf)), "node.sync");
+	b = a;
+	b.store.max_keys = 7;
+	assert_string_equal(psb_exp_fixed_diff(&a, &b, both, buf, sizeof(buf)), "store.max_keys");
+	assert_true(psb_exp_fixed_path("store.max_keys"));
+	assert_true(psb_exp_fixed_path("node.ip"));
+	assert_false(psb_exp_fixed_path("pushpull.rate"));
+	json_decref(both);
+	json_decref(none);
 	assert_true(psb_exp_settable("pushpull.rate"));
 	assert_true(psb_exp_settable("output.log_every"));
 	assert_false(psb_exp_settable("pushpull.len"));

@@ -348,7 +348,7 @@ static void
 test_eal_defaults_and_extra(void **state)
 {
 	struct psb_eal_opts o = { .mem_mb = 64, .log_level = 7 };
-	struct psb_mem_info mi = { 0, 0 };
+	struct psb_mem_info mi = { 0, 0, 0 };
 	struct psb_eal_argv *a = calloc(1, sizeof(*a));
 	char *extra[] = { "--iova-mode=va", "--in-memory" };
 	char err[256], prefix[64];
@@ -376,7 +376,7 @@ static void
 test_eal_too_many(void **state)
 {
 	struct psb_eal_opts o = { .mem_mb = 64 };
-	struct psb_mem_info mi = { 0, 0 };
+	struct psb_mem_info mi = { 0, 0, 0 };
 	struct psb_eal_argv *a = calloc(1, sizeof(*a));
 	char *extra[PSB_EAL_MAX_ARGS];
 	char err[256];

@@ -16,7 +16,11 @@ struct server_priv {
 	 */
 	int zero_copy;
 	struct rte_mbuf_ext_shared_info shinfo;
+	uint32_t polls;
 };
+
+/* How often an idle shard reads the clock to expire reassemblies (passes). */
+#define TICK_IDLE_PASSES	1024
 
 #define ZC_MIN_SEG	8192	/* smaller segments are cheaper to copy */
 
@@ -27,16 +31,35 @@ value_free_noop(void *addr, void *opaque)
 	RTE_SET_USED(opaque);
 }
 
+/* A segment the store kept (psb_kv_handle_ref) is done with: its mbuf goes back. */
+static void
+release_mbuf(void *arg, void *ref)
+{
+	RTE_SET_USED(arg);
+	rte_pktmbuf_free(ref);
+}
+
 static int
 server_init(struct psb_role_inst *ri)
 {
 	struct psb_app *app = ri->app;
+	const struct psb_store_budget *b = &app->budget;
+	uint16_t ns = app->nshards;
 	struct psb_kv_cfg kc = {
 		.num_workers = app->num_workers,
 		.sync = app->sync,
 		.max_value = app->max_value,
 		.seg_size = app->seg_size,
 		.capacity = 1024,
+		/* the budgets are the process's: every shard gets its share */
+		.max_bytes = b->max_bytes / ns,
+		.max_keys = b->max_keys / ns != 0 ? b->max_keys / ns : 1,
+		.reasm_bytes = b->reasm_bytes / ns,
+		.reasm_sender_bytes = b->reasm_sender_bytes,
+		.reasm_timeout_ns = b->reasm_timeout_ns,
+		.hold_max = b->hold_max,
+		.hold_cost = rte_pktmbuf_data_room_size(app->pool),
+		.release = release_mbuf,
 	};
 	struct server_priv *sp = rte_zmalloc("psb_server", sizeof(*sp), RTE_CACHE_LINE_SIZE);
 
@@ -148,21 +171,31 @@ server_poll(struct psb_role_inst *ri)
 	unsigned int n, i;
 
 	n = rte_ring_dequeue_burst(ri->app->shard_ring[ri->idx], (void **)pkts, PSB_BURST, NULL);
+	/* the clock of reassembly: with every burst, and now and then when idle */
+	if (n != 0 || ++sp->polls % TICK_IDLE_PASSES == 0)
+		psb_kv_tick(sp->kv, psb_now_ns(ri->app));
 	for (i = 0; i < n; i++) {
-		struct psb_meta *meta = psb_meta(pkts[i]);
+		struct rte_mbuf *m = pkts[i];
+		struct psb_meta *meta = psb_meta(m);
+		uint8_t *payload = rte_pktmbuf_mtod_offset(m, uint8_t *, meta->payload_off);
 
 		if (i + 1 < n)
 			rte_prefetch0(rte_pktmbuf_mtod(pkts[i + 1], void *));
 		ri->cnt.rx_pkts++;
-		ri->cnt.rx_bytes += pkts[i]->pkt_len;
-		if (meta->hdr.type == PSB_MSG_BATCH && meta->hdr.version == PSB_VERSION)
-			server_batch(ri, sp, meta,
-				rte_pktmbuf_mtod_offset(pkts[i], uint8_t *, meta->payload_off));
-		else
-			psb_kv_handle(sp->kv, &meta->hdr,
-				rte_pktmbuf_mtod_offset(pkts[i], uint8_t *, meta->payload_off),
-				&meta->src, server_emit, ri);
-		rte_pktmbuf_free(pkts[i]);
+		ri->cnt.rx_bytes += m->pkt_len;
+		if (meta->hdr.type == PSB_MSG_BATCH && meta->hdr.version == PSB_VERSION) {
+			server_batch(ri, sp, meta, payload);
+		} else if (psb_kv_handle_ref(sp->kv, &meta->hdr, payload,
+				/*
+				 * A segment may be kept until its push is whole, in the mbuf it came
+				 * in; not one attached to a peer's memory (memif zero-copy), which
+				 * the peer needs back to send the rest.
+				 */
+				RTE_MBUF_HAS_EXTBUF(m) ? NULL : m,
+				&meta->src, server_emit, ri) == PSB_KV_HELD) {
+			continue;
+		}
+		rte_pktmbuf_free(m);
 	}
 	psb_out_flush(ri);
 	return (int)n;

@@ -226,10 +226,12 @@ finish_bench(struct psb_role_inst *ri, int rc, uint64_t now)
 	}
 	if (rc < 0 || r.verify_errors != 0) {
 		/* Failures are reported even with -q. */
+		char why[160];
+
 		if (rc < 0)
-			fprintf(stderr, "psb: %s: benchmark FAILED: key %llu: %s (detail %u)\n",
-				wp->label, (unsigned long long)r.first_error_key,
-				psb_bench_error_name(r.first_error), r.first_error_aux);
+			fprintf(stderr, "psb: %s: benchmark FAILED: key %llu: %s\n", wp->label,
+				(unsigned long long)r.first_error_key, psb_bench_error_text(
+				r.first_error, r.first_error_aux, why, sizeof(why)));
 		else
 			fprintf(stderr, "psb: %s: benchmark FAILED: %llu pulled values were wrong\n",
 				wp->label, (unsigned long long)r.verify_errors);
