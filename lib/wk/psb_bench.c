@@ -42,7 +42,17 @@ struct psb_bench {
 	uint64_t tokens_ns;	/* when tokens were last topped up */
 	struct psb_hist rtt;
 	struct psb_hist stale;	/* versions behind, per applied push */
+	uint64_t run_start_ns;	/* the measured run's start: its duration counts from here */
+	uint32_t resets;	/* metrics resets (reset_state) since then */
+	int final;		/* verify: the last pull of every key, after the measured run */
+	/* async verify: worker r pushes 1 into the elements i with i mod N == r */
+	int onehot;
+	uint32_t *own;		/* [nkeys] this worker's pushes applied to the key */
+	int64_t *base;		/* [nkeys] the key's count of it less its own (BASE_UNKNOWN) */
+	int64_t *cnt;		/* [num_workers] scratch of check_async */
 };
+
+#define BASE_UNKNOWN	INT64_MIN
 
 static const char *const mode_names[PSB_BENCH_MODE_MAX] = {
 	"PUSH_THEN_PULL", "PUSH_PULL", "PUSH_ONLY", "PULL_ONLY",
@@ -100,6 +110,64 @@ check_value(struct psb_bench *b, const struct psb_wk_op *op)
 }
 
 /*
+ * Asynchronous mode: every worker of the job pushes 1 into the elements it owns (i mod N =
+ * its rank), so a value read back tells every worker's applied pushes apart. The elements
+ * of one owner must all be equal whole numbers (a push applied in part would leave them
+ * uneven), this worker's own count must be exactly the pushes it had applied (counted
+ * from what the key held when it first saw it: an earlier incarnation's pushes stay),
+ * and, when every rank owns an element, the counts add up to the key's version.
+ */
+static void
+check_async(struct psb_bench *b, const struct psb_wk_op *op, uint32_t k)
+{
+	uint32_t i, n = op->out_len / sizeof(float), nw = b->cfg.num_workers, o;
+	int64_t total = 0, mine;
+
+	if (op->out_len != b->cfg.len) {
+		b->verify_errors++;
+		return;
+	}
+	for (o = 0; o < nw; o++)
+		b->cnt[o] = -1;
+	for (i = 0; i < n; i++) {
+		float v = op->out[i];
+
+		o = i % nw;
+		if (v < 0 || v != (float)(int64_t)v || (b->cnt[o] >= 0 && b->cnt[o] != (int64_t)v)) {
+			b->verify_errors++;
+			return;
+		}
+		b->cnt[o] = (int64_t)v;
+	}
+	if (b->rank < n) {
+		mine = b->cnt[b->rank];
+		if (b->base[k] == BASE_UNKNOWN)
+			b->base[k] = mine - b->own[k];
+		if (mine != b->base[k] + b->own[k]) {
+			b->verify_errors++;
+			return;
+		}
+	}
+	if (n >= nw) {
+		for (o = 0; o < nw; o++)
+			total += b->cnt[o];
+		if (total != (int64_t)op->out_round)
+			b->verify_errors++;
+	}
+}
+
+static void
+verify(struct psb_bench *b, const struct psb_wk_op *op, uint32_t k)
+{
+	if (!b->cfg.verify || op->type == PSB_MSG_PUSH)
+		return;
+	if (b->sync)
+		check_value(b, op);
+	else
+		check_async(b, op, k);
+}
+
+/*
  * A push to key k was applied, and the answer says the key is at version v now. The
  * versions between the one this worker last got for k and its own are other workers'
  * pushes it did not see: its push was that many versions stale. Synchronous rounds are
@@ -124,6 +192,13 @@ on_done(void *arg, struct psb_wk_op *op)
 	struct psb_bench *b = arg;
 	uint32_t k = (uint32_t)(op - b->ops);
 
+	if (b->final && op->status == 0) {
+		/* the check after the run: verified, not measured */
+		b->ndone++;
+		b->inflight_bytes -= op_cost(op);
+		verify(b, op, k);
+		return;
+	}
 	if (op->status == PSB_ST_STALE && b->sync) {
 		/* The server's round moved on (an earlier run): follow it and redo the request. */
 		b->round[k] = op->err_aux;
@@ -148,11 +223,14 @@ on_done(void *arg, struct psb_wk_op *op)
 	psb_hist_add(&b->rtt, op->rtt_ns);
 	if (op->type != PSB_MSG_PULL) {
 		b->round[k]++;
+		b->own[k]++;
 		note_staleness(b, k, op->out_round);
 	}
+	/* a version below the last one seen: the server's store was reset, counts start over */
+	if (b->seen[k] != 0 && (uint64_t)op->out_round + 1 < b->seen[k])
+		b->base[k] = BASE_UNKNOWN;
 	b->seen[k] = (uint64_t)op->out_round + 1;
-	if (b->cfg.verify && b->sync && op->type != PSB_MSG_PUSH)
-		check_value(b, op);
+	verify(b, op, k);
 }
 
 struct psb_bench *
@@ -181,11 +259,19 @@ psb_bench_create(const struct psb_bench_cfg *cfg, const struct psb_wk_cfg *wcfg)
 	b->round = calloc(cfg->nkeys, sizeof(*b->round));
 	b->seen = calloc(cfg->nkeys, sizeof(*b->seen));
 	b->ops = calloc(cfg->nkeys, sizeof(*b->ops));
+	b->own = calloc(cfg->nkeys, sizeof(*b->own));
+	b->base = malloc(cfg->nkeys * sizeof(*b->base));
+	b->cnt = calloc(cfg->num_workers, sizeof(*b->cnt));
 	if (b->in == NULL || b->out == NULL || b->round == NULL || b->seen == NULL ||
-	    b->ops == NULL)
+	    b->ops == NULL || b->own == NULL || b->base == NULL || b->cnt == NULL)
 		goto fail;
+	for (i = 0; i < cfg->nkeys; i++)
+		b->base[i] = BASE_UNKNOWN;
+	/* sync: rank + 1 everywhere; async verify: 1 in the elements this rank owns */
+	b->onehot = cfg->verify && !wcfg->sync;
 	for (i = 0; i < n; i++)
-		b->in[i] = (float)(b->rank + 1);
+		b->in[i] = b->onehot ? (i % cfg->num_workers == b->rank ? 1.0f : 0.0f) :
+			(float)(b->rank + 1);
 	for (i = 0; i < cfg->nkeys; i++) {
 		b->out[i] = aligned_alloc(64, ((size_t)cfg->len + 63) & ~(size_t)63);
 		if (b->out[i] == NULL)
@@ -218,6 +304,9 @@ psb_bench_free(struct psb_bench *b)
 	free(b->round);
 	free(b->seen);
 	free(b->ops);
+	free(b->own);
+	free(b->base);
+	free(b->cnt);
 	free(b->in);
 	free(b);
 }
@@ -320,6 +409,7 @@ psb_bench_step(struct psb_bench *b, uint64_t now_ns)
 		return b->error ? -EIO : 1;
 	if (b->phase_type == 0) {
 		b->start_ns = now_ns;
+		b->run_start_ns = now_ns;
 		b->last_log_ns = now_ns;
 		b->tokens_ns = now_ns;
 		b->tokens = b->cfg.rate_bps != 0 ? token_cap(b) : 0;
@@ -338,24 +428,40 @@ psb_bench_step(struct psb_bench *b, uint64_t now_ns)
 
 		if (b->cfg.mode == PSB_BENCH_PUSH_THEN_PULL && t == PSB_MSG_PUSH) {
 			start_phase(b, PSB_MSG_PULL);
+		} else if (b->final) {
+			/* every key pulled and checked once more: the run is over */
+			b->finished = 1;
+			return 1;
 		} else if (b->cfg.mode == PSB_BENCH_PULL_ONLY && !b->init_done) {
 			/* The initial push is setup, not measurement. */
 			b->init_done = 1;
 			b->ops_done = 0;
 			psb_hist_reset(&b->rtt);
 			b->start_ns = now_ns;
+			b->run_start_ns = now_ns;
 			start_phase(b, PSB_MSG_PULL);
 		} else {
 			b->iter++;
 			if (b->warming && b->iter >= b->cfg.warmup) {
 				/* warm-up over: measure from here, as after a reset_state */
 				psb_bench_reset_metrics(b, now_ns);
+				b->run_start_ns = now_ns;
+				b->resets = 0;
 				b->warming = 0;
 			} else if (!b->warming && (b->iter >= b->cfg.repeat ||
-			    (b->cfg.max_time_ns != 0 && now_ns - b->start_ns >= b->cfg.max_time_ns))) {
-				b->finished = 1;
+			    (b->cfg.max_time_ns != 0 &&
+			     now_ns - b->run_start_ns >= b->cfg.max_time_ns))) {
 				b->end_ns = now_ns;
-				return 1;
+				if (!b->cfg.verify) {
+					b->finished = 1;
+					return 1;
+				}
+				/* the check at the end: every key's value as the run left it */
+				b->final = 1;
+				start_phase(b, PSB_MSG_PULL);
+				submit_more(b, now_ns);
+				psb_wk_flush(b->wk);
+				return 0;
 			}
 			start_phase(b, first_phase(b));
 		}
@@ -395,6 +501,7 @@ psb_bench_reset_metrics(struct psb_bench *b, uint64_t now_ns)
 	b->failed = 0;
 	b->verify_errors = 0;
 	b->retries_base = psb_wk_stats(b->wk)->retries;
+	b->resets++;
 	psb_hist_reset(&b->rtt);
 	psb_hist_reset(&b->stale);
 	/* a reset may have zeroed the servers' versions too: every key starts over */
@@ -430,7 +537,7 @@ void
 psb_bench_result(const struct psb_bench *b, uint64_t now_ns, struct psb_bench_result *r)
 {
 	const struct psb_wk_stats *ws = psb_wk_stats(b->wk);
-	uint64_t end = b->finished ? b->end_ns : now_ns;
+	uint64_t end = b->finished || b->final ? b->end_ns : now_ns;
 
 	memset(r, 0, sizeof(*r));
 	r->mode = b->cfg.mode;
@@ -439,6 +546,8 @@ psb_bench_result(const struct psb_bench *b, uint64_t now_ns, struct psb_bench_re
 	r->iterations = b->iter;
 	r->ops = b->ops_done;
 	r->elapsed_ns = end > b->start_ns ? end - b->start_ns : 0;
+	r->run_ns = end > b->run_start_ns ? end - b->run_start_ns : 0;
+	r->resets = b->resets;
 	if (r->elapsed_ns != 0) {
 		r->goodput_gbps = 8.0 * b->cfg.len * b->cfg.nkeys * (double)b->iter / r->elapsed_ns;
 		r->ops_per_s = (double)b->ops_done * 1e9 / r->elapsed_ns;

@@ -27,7 +27,14 @@ struct psb_bench_cfg {
 	uint32_t nkeys;			/* keys in play (all servers) */
 	const uint64_t *keys;		/* [nkeys] */
 	uint16_t num_workers;		/* for checking sync sums */
-	int verify;			/* check every pulled value (sync: exact sums) */
+	/*
+	 * Check every value read back, and every key once more after the run. Sync: exact
+	 * sums (every worker pushes rank + 1). Async: every worker pushes 1 into the elements
+	 * i with i mod num_workers = its rank, and each checks its own count exactly, every
+	 * other count for whole, even elements, and all of them against the key's version.
+	 * Every worker of the job must verify.
+	 */
+	int verify;
 	uint64_t max_time_ns;		/* stop early after this long (0: no limit) */
 	uint64_t window_bytes;		/* value bytes in flight at most (0: 32 MiB); one
 					 * request always goes, whatever its size */
@@ -44,7 +51,9 @@ struct psb_bench_result {
 	uint32_t nkeys;
 	uint64_t iterations;		/* completed */
 	uint64_t ops;			/* completed requests */
-	uint64_t elapsed_ns;
+	uint64_t elapsed_ns;		/* the metrics' window: since the run or its last reset */
+	uint64_t run_ns;		/* since the measured run started (after a warm-up) */
+	uint32_t resets;		/* reset_state during the run: the window is the last part */
 	double goodput_gbps;		/* ps-lite: 8 * len * keys * iterations / ns */
 	double ops_per_s;
 	uint64_t retries;
@@ -91,8 +100,8 @@ void psb_bench_set_log_every(struct psb_bench *b, uint64_t log_every_ns);
 
 /*
  * Zero the metrics (requests, round trips, retries, failures) and start counting
- * iterations again from now: the measured run after a warm-up. The requests in flight
- * go on and count toward the new run.
+ * iterations again from now (reset_state). The requests in flight go on and count toward
+ * the new window; max_time_ns still counts from the start of the measured run.
  */
 void psb_bench_reset_metrics(struct psb_bench *b, uint64_t now_ns);
 

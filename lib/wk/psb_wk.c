@@ -16,6 +16,7 @@ struct wk_slot {
 	uint64_t first_ns;
 	uint64_t sent_ns;		/* last (re)send started */
 	int resp_started;
+	uint32_t resp_round;		/* the version the segments being assembled carry */
 	struct psb_reasm reasm;
 	struct wk_slot *next_pending;	/* list of slots with something to send */
 	int on_pending;
@@ -397,12 +398,26 @@ psb_wk_input(struct psb_wk *wk, const struct psb_hdr *h, const void *payload, ui
 		finish(wk, s, PSB_ST_LEN_MISMATCH, now_ns);
 		return;
 	}
+	if (s->resp_started && h->round != s->resp_round) {
+		/*
+		 * Segments of another answer: a retry was answered again after the value
+		 * changed (async). Never mix two versions: keep assembling the newer one.
+		 */
+		if ((int32_t)(h->round - s->resp_round) < 0) {
+			wk->st.dup_segs++;
+			return;
+		}
+		psb_reasm_fini(&s->reasm);
+		s->resp_started = 0;
+		wk->st.torn++;
+	}
 	if (!s->resp_started) {
 		if (psb_reasm_init(&s->reasm, h->total_len, h->seg_size) < 0) {
 			wk->st.stray++;
 			return;
 		}
 		s->resp_started = 1;
+		s->resp_round = h->round;
 	}
 	rc = psb_reasm_mark(&s->reasm, h);
 	if (rc < 0) {

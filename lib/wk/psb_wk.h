@@ -70,6 +70,7 @@ struct psb_wk_stats {
 	uint64_t stray;			/* responses matching no request in flight */
 	uint64_t errors;		/* ERROR replies */
 	uint64_t busy;			/* ERROR busy replies: resent after the timeout */
+	uint64_t torn;			/* answers restarted: a newer version's segments came */
 	uint64_t batches_sent;
 	uint64_t bad_batches;		/* BATCH_RESP records cut short */
 };
