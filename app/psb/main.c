@@ -84,11 +84,14 @@ usage(FILE *out)
 "  --duration SECONDS   stop the benchmark after this long; servers: exit after it\n"
 "  --timeout-us N       resend a request unanswered this long (default 20000)\n"
 "  --max-retries N      then fail it (default 50; 0 = forever)\n"
-"  --verify             check every pulled value (sync: exact sums)\n"
+"  --verify             check every value read back, and every key after the run\n"
+"                       (sync: exact sums; async: every worker's pushes counted apart;\n"
+"                       every worker of the job must verify)\n"
 "  --results FILE       write the result as JSON (FILE.<rank> with several workers)\n"
 "  --log-every SECONDS  progress line period (default 1; 0 = none)\n"
 "  --warmup N           iterations before the metrics are reset (default 0)\n"
-"  --rate RATE          value bits/s at most, e.g. 2Gbps (default 0: unlimited)\n"
+"  --rate RATE          value bits/s each worker role sends at most, e.g. 2Gbps\n"
+"                       (with --workers N, up to N times it in all; default 0: unlimited)\n"
 "Experiments and control:\n"
 "  --config FILE        run the experiment document FILE (config/*.json): node settings\n"
 "                       and experiment from it, results into output.dir/<name>/; other\n"
@@ -259,7 +262,7 @@ apply_env(struct psb_app *app)
 static void
 parse_args(struct psb_app *app, struct run_opts *ro, int argc, char **argv)
 {
-	int c, npos = 0, env_port = app->nports, nargs;
+	int c, npos = 0, env_port = app->nports, nargs, duration_given = 0;
 	uint64_t duration_ns = 0;
 
 	/* Everything after the first "--" goes to the EAL untouched. */
@@ -336,6 +339,7 @@ parse_args(struct psb_app *app, struct run_opts *ro, int argc, char **argv)
 			break;
 		case OPT_DURATION:
 			duration_ns = psb_cli_seconds_ns("--duration", optarg);
+			duration_given = 1;
 			break;
 		case OPT_TIMEOUT:
 			app->bench.timeout_ns = psb_cli_u64("--timeout-us", optarg, 10, 60000000) * 1000;
@@ -421,9 +425,10 @@ parse_args(struct psb_app *app, struct run_opts *ro, int argc, char **argv)
 		default: psb_die("unexpected argument '%s' (EAL options go after --)", v);
 		}
 	}
-	if (app->node_role == PSB_NODE_WORKER)
+	/* given, --duration overrides the document's pushpull.duration / serve.duration */
+	if (duration_given && app->node_role == PSB_NODE_WORKER)
 		app->bench.max_time_ns = duration_ns;
-	else
+	else if (duration_given)
 		app->duration_ns = duration_ns;
 	if ((app->bench.len & 3) != 0)
 		psb_die("len: %u is not a multiple of 4 (values are float32 arrays)", app->bench.len);
@@ -547,7 +552,7 @@ app_to_conf(const struct psb_app *app, const struct run_opts *ro, struct psb_exp
 	c->pushpull.verify = app->bench.verify;
 	c->pushpull.rate = app->bench.rate_bps;
 	c->output.log_every = app->bench.log_every_ns;
-	if (c->kind == PSB_EXP_SERVE)
+	if (c->kind == PSB_EXP_SERVE && app->duration_ns != 0)
 		c->serve.duration = app->duration_ns;
 }
 

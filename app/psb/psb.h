@@ -166,14 +166,17 @@ struct psb_run {
 	int from_doc;			/* started from a document: write a results directory */
 	int state;			/* enum psb_run_state */
 	uint32_t id;			/* 1, 2, ... */
-	uint64_t start_ns;
+	uint64_t start_ns;		/* the run's start: its duration counts from here */
 	uint64_t end_ns;
+	uint64_t window_ns;		/* serve: the measured window's start (reset_state) */
+	uint32_t resets;		/* reset_state during the run */
 	char results[PATH_MAX];		/* where the results went */
 	char results_dir[PATH_MAX];	/* where they will go (absolute) */
 	char error[256];
 	FILE *counters_f;
 	uint64_t next_counters_ns;
-	json_t *serve_base;		/* serve: counters at the start */
+	json_t *serve_base;		/* serve: counters at the window's start */
+	json_t *serve_final;		/* serve, once ended: the window's figures */
 	uint32_t nhist;
 	struct psb_run_rec hist[PSB_RUN_HISTORY];
 };

@@ -251,10 +251,14 @@ cmd_list(struct psb_app *app, const json_t *req, int *quit)
 	for (i = r->id > r->nhist ? r->id - r->nhist + 1 : 1; i <= r->id; i++) {
 		const struct psb_run_rec *h = &r->hist[(i - 1) % PSB_RUN_HISTORY];
 
+		/* the running one's time so far, as status gives it */
+		double elapsed = h->state == PSB_RUN_RUNNING && h->id == r->id ?
+			(psb_now_ns(app) - r->start_ns) / 1e9 : h->elapsed_s;
+
 		json_array_append_new(exps, json_pack("{s:i,s:s,s:s,s:s,s:f,s:s}", "id", (int)h->id,
 			"name", h->name, "kind", psb_exp_kind_names[h->kind],
 			"state", psb_run_state_name(h->state),
-			"elapsed_s", h->elapsed_s, "results", h->results));
+			"elapsed_s", elapsed, "results", h->results));
 	}
 	for (i = 0; psb_exp_kind_names[i] != NULL; i++)
 		json_array_append_new(kinds, json_string(psb_exp_kind_names[i]));

@@ -19,15 +19,20 @@ static const char *const state_names[] = {
 	[PSB_RUN_STOPPED] = "stopped", [PSB_RUN_FAILED] = "failed",
 };
 
+/*
+ * elapsed_s is the window the figures cover: the whole run, or what followed its last
+ * reset_state; run_s is the whole run and resets says how many there were.
+ */
 static const char *const pushpull_cols[] = {
 	"worker", "mode", "len", "keys", "iterations", "requests", "elapsed_s", "goodput_gbps",
 	"requests_per_s", "rtt_p50_us", "rtt_p90_us", "rtt_p99_us", "rtt_p999_us", "rtt_max_us",
-	"staleness_mean", "staleness_max", "retries", "failed", "verify_errors", NULL,
+	"staleness_mean", "staleness_max", "retries", "failed", "verify_errors", "run_s", "resets",
+	NULL,
 };
 
 static const char *const serve_cols[] = {
 	"shard", "elapsed_s", "push", "pull", "pushpull", "rounds_closed", "bytes_summed",
-	"bytes_sent", "rx_pkts", "tx_pkts", "stale", NULL,
+	"bytes_sent", "rx_pkts", "tx_pkts", "stale", "run_s", "resets", NULL,
 };
 
 static int __attribute__((format(printf, 3, 4)))
@@ -112,6 +117,10 @@ pp_collect(struct psb_app *app, struct pp_sum *s)
 		s->all.ops += r->ops;
 		if (r->elapsed_ns > s->all.elapsed_ns)
 			s->all.elapsed_ns = r->elapsed_ns;
+		if (r->run_ns > s->all.run_ns)
+			s->all.run_ns = r->run_ns;
+		if (r->resets > s->all.resets)
+			s->all.resets = r->resets;
 		s->all.goodput_gbps += r->goodput_gbps;
 		s->all.ops_per_s += r->ops_per_s;
 		s->all.retries += r->retries;
@@ -127,7 +136,7 @@ static json_t *
 pp_row(const char *who, const struct psb_bench_result *r)
 {
 	return json_pack("{s:s,s:s,s:I,s:I,s:I,s:I,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:I,s:I,"
-		"s:I,s:I}",
+		"s:I,s:I,s:f,s:I}",
 		"worker", who, "mode", psb_bench_mode_name(r->mode), "len", (json_int_t)r->len,
 		"keys", (json_int_t)r->nkeys, "iterations", (json_int_t)r->iterations,
 		"requests", (json_int_t)r->ops, "elapsed_s", r->elapsed_ns / 1e9,
@@ -138,12 +147,13 @@ pp_row(const char *who, const struct psb_bench_result *r)
 		"rtt_p999_us", psb_hist_percentile(&r->rtt, 99.9) / 1e3,
 		"rtt_max_us", r->rtt.max / 1e3, "staleness_mean", psb_hist_mean(&r->stale),
 		"staleness_max", (json_int_t)r->stale.max, "retries", (json_int_t)r->retries,
-		"failed", (json_int_t)r->failed, "verify_errors", (json_int_t)r->verify_errors);
+		"failed", (json_int_t)r->failed, "verify_errors", (json_int_t)r->verify_errors,
+		"run_s", r->run_ns / 1e9, "resets", (json_int_t)r->resets);
 }
 
 /* Per-shard store figures of a server, as rows; minus base when given. */
 static json_t *
-serve_rows(struct psb_app *app, const json_t *base, double elapsed_s)
+serve_rows(struct psb_app *app, const json_t *base, double elapsed_s, double run_s)
 {
 	static const char *const keys[] = {
 		"push", "pull", "pushpull", "rounds_closed", "bytes_summed", "bytes_sent", "stale",
@@ -175,6 +185,8 @@ serve_rows(struct psb_app *app, const json_t *base, double elapsed_s)
 		snprintf(name, sizeof(name), "%d", ri->idx);
 		b = base != NULL ? json_object_get(base, name) : NULL;
 		row = json_pack("{s:s,s:f}", "shard", name, "elapsed_s", elapsed_s);
+		json_object_set_new(row, "run_s", json_real(run_s));
+		json_object_set_new(row, "resets", json_integer(app->run.resets));
 		for (k = 0; keys[k] != NULL; k++) {
 			uint64_t x = v[k] - (uint64_t)json_integer_value(json_object_get(b, keys[k]));
 
@@ -191,6 +203,8 @@ serve_rows(struct psb_app *app, const json_t *base, double elapsed_s)
 	if (json_array_size(rows) > 1) {
 		json_object_set_new(tot, "shard", json_string("all"));
 		json_object_set_new(tot, "elapsed_s", json_real(elapsed_s));
+		json_object_set_new(tot, "run_s", json_real(run_s));
+		json_object_set_new(tot, "resets", json_integer(app->run.resets));
 		json_array_append_new(rows, tot);
 	} else {
 		json_decref(tot);
@@ -202,7 +216,7 @@ serve_rows(struct psb_app *app, const json_t *base, double elapsed_s)
 static json_t *
 serve_base(struct psb_app *app)
 {
-	json_t *rows = serve_rows(app, NULL, 0), *base = json_object(), *row;
+	json_t *rows = serve_rows(app, NULL, 0, 0), *base = json_object(), *row;
 	size_t i;
 
 	json_array_foreach(rows, i, row)
@@ -260,8 +274,13 @@ psb_run_emit(struct psb_emit *e, struct psb_app *app, const char *key, int hists
 			psb_bench_stale_hist_emit(e, "staleness_hist", &s->all.stale);
 		}
 		psb_emit_close(e);
+	} else if (r->conf.kind == PSB_EXP_SERVE && r->state != PSB_RUN_RUNNING) {
+		/* what the run did, as its results say: not what the store did since */
+		if (r->serve_final != NULL)
+			psb_emit_json(e, "serve", json_incref(r->serve_final));
 	} else if (r->conf.kind == PSB_EXP_SERVE) {
-		json_t *rows = serve_rows(app, r->serve_base, 0);
+		json_t *rows = serve_rows(app, r->serve_base, (end - r->window_ns) / 1e9,
+			(end - r->start_ns) / 1e9);
 
 		psb_emit_json(e, "serve", json_incref(json_array_get(rows,
 			json_array_size(rows) - 1)));
@@ -319,7 +338,9 @@ run_finish(struct psb_app *app, int state)
 	} else {
 		cols = serve_cols;
 		json_decref(rows);
-		rows = serve_rows(app, r->serve_base, elapsed);
+		rows = serve_rows(app, r->serve_base, (r->end_ns - r->window_ns) / 1e9, elapsed);
+		json_decref(r->serve_final);
+		r->serve_final = json_incref(json_array_get(rows, json_array_size(rows) - 1));
 	}
 	r->state = state;
 	pthread_mutex_unlock(&app->ctl_lock);
@@ -327,6 +348,9 @@ run_finish(struct psb_app *app, int state)
 	if (!app->quiet || r->from_doc) {
 		printf("\nexperiment %u \"%s\" (%s): %s after %.3f s\n", r->id, r->conf.name,
 		       psb_exp_kind_names[r->conf.kind], state_names[state], elapsed);
+		if (r->resets != 0)
+			printf("figures since the last of %u reset_state: elapsed_s is that window, "
+			       "run_s the whole run\n", r->resets);
 		psb_exp_table_print(stdout, rows, cols);
 		fflush(stdout);
 	}
@@ -440,7 +464,11 @@ psb_run_start(struct psb_app *app, const struct psb_exp_conf *c, int from_doc, c
 	r->state = PSB_RUN_RUNNING;
 	r->from_doc = from_doc;
 	r->start_ns = psb_now_ns(app);
+	r->window_ns = r->start_ns;
+	r->resets = 0;
 	r->end_ns = 0;
+	json_decref(r->serve_final);
+	r->serve_final = NULL;
 	r->results[0] = '\0';
 	r->error[0] = '\0';
 	r->counters_f = cf;
@@ -496,11 +524,15 @@ psb_run_reset(struct psb_app *app, char *err, size_t errlen)
 
 	if (rc != 0)
 		return run_fail(err, errlen, "roles did not reset: %s", strerror(-rc));
-	if (psb_run_active(app) && app->run.conf.kind == PSB_EXP_SERVE) {
+	if (psb_run_active(app)) {
+		/* a new window of figures; the run's duration still counts from its start */
 		pthread_mutex_lock(&app->ctl_lock);
-		json_decref(app->run.serve_base);
-		app->run.serve_base = serve_base(app);
-		app->run.start_ns = psb_now_ns(app);
+		app->run.resets++;
+		if (app->run.conf.kind == PSB_EXP_SERVE) {
+			json_decref(app->run.serve_base);
+			app->run.serve_base = serve_base(app);
+			app->run.window_ns = psb_now_ns(app);
+		}
 		pthread_mutex_unlock(&app->ctl_lock);
 	}
 	PSB_LOG(app, "state reset: counters, metrics%s zeroed",

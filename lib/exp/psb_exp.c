@@ -103,7 +103,8 @@ static const struct psb_conf_field pushpull_table[] = {
 	{ "batch", PSB_CONF_SIZE, OFF(psb_exp_pushpull, batch), 0, 0, "1KiB", 0, 8192, NULL, NULL,
 	  "values up to this size travel as records of BATCH messages (0: never)" },
 	{ "duration", PSB_CONF_DURATION, OFF(psb_exp_pushpull, duration), 0, 0, "0s", 0, 0, NULL,
-	  NULL, "stop after this long (0: after repeat iterations)" },
+	  NULL, "stop after this long, counted from the start of the measured run (after the "
+	  "warm-up; reset_state does not restart it; 0: after repeat iterations)" },
 	{ "warmup", PSB_CONF_UINT, OFF(psb_exp_pushpull, warmup), 0, 0, "0", 0, 1e15, NULL, NULL,
 	  "iterations run before the metrics are reset and the measured run starts" },
 	{ "timeout", PSB_CONF_DURATION, OFF(psb_exp_pushpull, timeout), 0, 0, "20ms", 10e3, 60e9,
@@ -111,9 +112,12 @@ static const struct psb_conf_field pushpull_table[] = {
 	{ "max_retries", PSB_CONF_UINT, OFF(psb_exp_pushpull, max_retries), 0, 0, "50", 0,
 	  1 << 30, NULL, NULL, "then fail it (0: retry forever)" },
 	{ "verify", PSB_CONF_BOOL, OFF(psb_exp_pushpull, verify), 0, 0, "false", 0, 0, NULL, NULL,
-	  "check every pulled value (sync: exact sums)" },
+	  "check every value read back and every key after the run (sync: exact sums; "
+	  "async: every worker's pushes counted apart; every worker of the job must verify)" },
 	{ "rate", PSB_CONF_RATE, OFF(psb_exp_pushpull, rate), 0, 0, "0", 0, 0, NULL, NULL,
-	  "value bits per second at most (0: unlimited); can be set while running" },
+	  "value bits per second each worker role sends at most, not their total (with "
+	  "node.workers N the process sends up to N times it; 0: unlimited); can be set while "
+	  "running" },
 	{ NULL, 0, 0, 0, 0, NULL, 0, 0, NULL, NULL, NULL },
 };
 

@@ -274,6 +274,13 @@ worker_ctl(struct psb_role_inst *ri, int op, const void *arg)
 			fail_start(ri, now);
 			return 0;
 		}
+		/*
+		 * An idle worker does not read the clock: the benchmark starts from this
+		 * reading, not from the one it kept from before it went idle (which would
+		 * count the idle time in, and time its first requests out at once).
+		 */
+		wp->last_now = now;
+		wp->idle_passes = 0;
 		wp->st = W_RUN;
 		publish(ri, now, 1, 0, 0);
 		return 0;

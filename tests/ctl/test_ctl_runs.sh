@@ -1,0 +1,108 @@
+#!/bin/bash
+# Every figure of a run has one source: an experiment started on a worker that sat idle
+# does not count the idle time; reset_state starts a new window of figures, not a new run
+# (the duration still ends it); list, status, stop's reply and the results agree; a
+# document's serve.duration is what the server runs.
+PSB=$1
+PSBCTL=$2
+. "$(dirname "$0")/lib.sh"
+
+start_pair
+
+# --- started after sitting idle: elapsed, goodput and round trips are the run's only
+sleep 3
+write_doc "$DIR/idle.json" idle 300 0 "$DIR/results"
+expect_rc 0 "$O" "$E" ctl "$W" start "$DIR/idle.json" --wait
+python3 - "$DIR/results/idle/result.json" <<'PY' || fail "start after idle: $(head -c 600 "$DIR/results/idle/result.json")"
+import json, sys
+d = json.load(open(sys.argv[1]))
+row = d["rows"][0]
+# the worker's own window may not exceed the run psb timed from start to end (idle: +3 s)
+assert row["elapsed_s"] <= d["elapsed_s"] + 0.05, (row["elapsed_s"], d["elapsed_s"])
+assert row["iterations"] == 300 and row["retries"] == 0, row
+assert row["rtt_max_us"] < 1e6, row
+assert row["resets"] == 0 and abs(row["run_s"] - row["elapsed_s"]) < 1e-9, row
+PY
+
+# --- a duration counts from the run's start; reset_state opens a new window only
+cat >"$DIR/dur.json" <<EOF
+{"name": "dur", "kind": "pushpull",
+ "pushpull": {"len": "4KiB", "repeat": 100000000, "rate": "20Mbps", "duration": "2s"},
+ "output": {"dir": "$DIR/results"}}
+EOF
+expect_rc 0 "$O" "$E" ctl "$W" start "$DIR/dur.json"
+wait_state "$W" running 10
+for _ in 1 2 3 4; do
+	sleep 0.4
+	ctl "$W" reset_state >/dev/null || fail "reset_state"
+done
+wait_state "$W" done 6
+python3 - "$DIR/results/dur/result.json" <<'PY' || fail "duration with resets: $(head -c 800 "$DIR/results/dur/result.json")"
+import json, sys
+d = json.load(open(sys.argv[1]))
+row = d["rows"][0]
+assert row["resets"] == 4, row
+assert 1.9 <= row["run_s"] <= 3.0, row
+assert row["elapsed_s"] < row["run_s"] - 1.0, row
+PY
+grep -q "figures since the last of 4 reset_state" "$DIR/worker.log" ||
+	fail "the table does not say it covers the last window: $(tail -5 "$DIR/worker.log")"
+
+# --- list, status and stop agree on the running experiment
+write_doc "$DIR/long.json" long 100000000 20Mbps "$DIR/results"
+expect_rc 0 "$O" "$E" ctl "$W" start "$DIR/long.json"
+wait_state "$W" running 10
+sleep 1.5
+ctl "$W" --json list >"$DIR/list.json" || fail "list"
+ctl "$W" --json status >"$DIR/status.json" || fail "status"
+python3 - "$DIR/list.json" "$DIR/status.json" <<'PY' || fail "list vs status: $(cat "$DIR/list.json" "$DIR/status.json")"
+import json, sys
+l = json.load(open(sys.argv[1]))["experiments"][-1]
+s = json.load(open(sys.argv[2]))["experiment"]
+assert l["name"] == "long" and l["state"] == "running", l
+assert l["elapsed_s"] >= 1.0 and abs(l["elapsed_s"] - s["elapsed_s"]) < 0.5, (l, s)
+PY
+expect_rc 0 "$O" "$E" ctl "$W" stop
+
+# --- serve: stop's reply, status after it and the results are the window's figures
+cat >"$DIR/serve.json" <<EOF
+{"name": "srv", "kind": "serve", "output": {"dir": "$DIR/results"}}
+EOF
+expect_rc 0 "$O" "$E" ctl "$S" start "$DIR/serve.json"
+wait_state "$S" running 10
+write_doc "$DIR/in-window.json" inwindow 200 0 "$DIR/results"
+expect_rc 0 "$O" "$E" ctl "$W" start "$DIR/in-window.json" --wait
+ctl "$S" --json stop >"$DIR/stop.json" || fail "serve stop"
+write_doc "$DIR/after.json" after 100 0 "$DIR/results"
+expect_rc 0 "$O" "$E" ctl "$W" start "$DIR/after.json" --wait
+ctl "$S" --json status >"$DIR/sstatus.json" || fail "serve status"
+python3 - "$DIR/stop.json" "$DIR/sstatus.json" "$DIR/results/srv/result.json" <<'PY' || fail "serve figures: $(cat "$DIR/stop.json" "$DIR/sstatus.json")"
+import json, sys
+stop = json.load(open(sys.argv[1]))["experiment"]["serve"]
+after = json.load(open(sys.argv[2]))["experiment"]["serve"]
+res = json.load(open(sys.argv[3]))["rows"][-1]
+# 200 PUSH_PULL iterations of 40 keys in the window, none of the 100 after it
+assert stop["pushpull"] == 200 * 40, stop
+assert after == stop, (after, stop)
+assert res["pushpull"] == stop["pushpull"], (res, stop)
+PY
+
+# --- a document's serve.duration is not overwritten by the command line's default
+cat >"$DIR/served.json" <<EOF
+{"name": "served", "kind": "serve",
+ "node": {"role": "server", "ports": ["null"], "ip": "198.18.0.9", "lcores": "0",
+          "file_prefix": "${PFX}d"},
+ "serve": {"duration": "1s"}, "output": {"dir": "$DIR/results"}}
+EOF
+start=$(date +%s.%N)
+timeout -k 2 20 "$PSB" --config "$DIR/served.json" --no-huge >"$DIR/served.log" 2>&1 ||
+	fail "serve with a duration exited with $?"
+python3 - "$start" "$(date +%s.%N)" "$DIR/results/served/result.json" <<'PY' || fail "serve.duration: $(tail -5 "$DIR/served.log")"
+import json, sys
+t0, t1 = float(sys.argv[1]), float(sys.argv[2])
+d = json.load(open(sys.argv[3]))
+assert d["state"] == "done", d["state"]
+assert 0.9 <= d["elapsed_s"] < 3, d["elapsed_s"]
+assert t1 - t0 < 15, t1 - t0
+PY
+echo "ctl_runs: idle start, duration with resets, list/status/stop and serve windows agree"
