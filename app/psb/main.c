@@ -27,7 +27,7 @@
 #include "psb_kv.h"
 #include "psb_report.h"
 
-#define MBUF_ROOM	(9216 + RTE_PKTMBUF_HEADROOM)
+#define MBUF_ROOM	(PSB_MAX_FRAME + RTE_PKTMBUF_HEADROOM)
 #define MBUF_PRIV	RTE_ALIGN(sizeof(struct psb_meta), RTE_MBUF_PRIV_ALIGN)
 #define TX_RING		8192
 #define ROLE_RING	4096

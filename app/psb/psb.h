@@ -50,7 +50,6 @@ struct psb_counters {
 	uint64_t ring_full;	/* handoff to another role failed: ring full */
 	uint64_t no_mbuf;	/* pool empty */
 	uint64_t tx_backlog;	/* packets the port did not take at once */
-	uint64_t linearize_fail;
 	uint64_t paused_drops;	/* packets for a port that was paused */
 	uint64_t byes;		/* BYE messages received */
 	uint64_t arp_replies;

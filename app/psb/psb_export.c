@@ -514,7 +514,6 @@ static const struct prom_desc {
 	{ "psb_role_tx_backlog", "counter", "Packets the port did not take at once" },
 	{ "psb_role_paused_drops", "counter", "Packets dropped for a paused port" },
 	{ "psb_role_byes", "counter", "BYE messages received (peers leaving)" },
-	{ "psb_role_linearize_fail", "counter", "Multi-segment packets not linearized" },
 	{ "psb_role_arp_replies", "counter", "ARP replies sent" },
 	{ "psb_role_icmp_replies", "counter", "ICMP echo replies sent" },
 	{ "psb_role_busy_cycles", "counter", "TSC cycles of polls that found work" },

@@ -281,8 +281,12 @@ psb_dispatch(struct psb_role_inst *ri, struct rte_mbuf *m)
 	uint16_t dport;
 	int rc;
 
-	if (m->nb_segs > 1 && rte_pktmbuf_linearize(m) != 0) {
-		ri->cnt.linearize_fail++;
+	/*
+	 * A frame longer than a receive buffer arrives chained (pcap, memif) and does not
+	 * fit one buffer: linearizing fails exactly then.
+	 */
+	if (m->nb_segs > 1 && (m->pkt_len > PSB_MAX_FRAME || rte_pktmbuf_linearize(m) != 0)) {
+		ri->cnt.drops[PSB_DROP_OVERSIZE]++;
 		rte_pktmbuf_free(m);
 		return;
 	}
