@@ -84,6 +84,8 @@ port_emit(struct psb_emit *e, const struct psb_app *app, unsigned int i)
 	psb_emit_int(e, "ierrors", (json_int_t)ps.ierrors);
 	psb_emit_int(e, "oerrors", (json_int_t)ps.oerrors);
 	psb_emit_int(e, "rx_nombuf", (json_int_t)ps.rx_nombuf);
+	psb_emit_int(e, "bye_pauses", (json_int_t)app->bye[pid].pauses);
+	psb_emit_int(e, "bye_pause_expiries", (json_int_t)app->bye[pid].expiries);
 	psb_emit_open(e, "xstats");
 	n = xstats_read(xc, pid);
 	for (k = 0; k < n; k++)

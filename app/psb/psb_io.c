@@ -158,7 +158,8 @@ psb_send_bye(struct psb_app *app)
 	memset(&dst, 0, sizeof(dst));
 	memcpy(dst.mac, bcast, 6);
 	dst.ip = 0xffffffffu;
-	dst.port = PSB_UDP_PORT;
+	/* the peer's data port: the nodes of one job share it */
+	dst.port = app->me.port;
 	psb_hdr_init(&h, PSB_MSG_BYE);
 	for (i = 0; i < app->nports; i++) {
 		uint16_t pid = app->port_ids[i];
@@ -261,6 +262,72 @@ dispatch_batch(struct psb_role_inst *ri, struct rte_mbuf *m, const struct psb_fr
 	rte_pktmbuf_free(m);
 }
 
+static int
+port_kind(const struct psb_app *app, uint16_t pid)
+{
+	uint16_t i;
+
+	for (i = 0; i < app->nports; i++)
+		if (app->port_ids[i] == pid)
+			return (int)app->specs[i].kind;
+	return -1;
+}
+
+/*
+ * A BYE ends a peer's session only when it comes from a known peer (its address and MAC
+ * learnt on the port it arrived on) to this node's data port: anyone else could silence a
+ * link or discard other workers' requests with one frame. Accepted, it tells every server
+ * shard (the store drops the peer's requests in progress) and pauses a memif port, whose
+ * driver is about to tear the link down; other ports never pause.
+ */
+static void
+bye_input(struct psb_role_inst *ri, struct rte_mbuf *m, const struct psb_frame *f)
+{
+	struct psb_app *app = ri->app;
+	const struct psb_neigh *n = psb_neigh_find(app, f->src.ip);
+	uint16_t pid = m->port, s;
+	char ip[16];
+
+	rte_pktmbuf_free(m);	/* f holds copies of the addresses */
+	if (f->dst.port != app->me.port || (f->dst.ip != app->me.ip && f->dst.ip != 0xffffffffu) ||
+	    f->src.ip == app->me.ip || n == NULL || n->port != pid ||
+	    memcmp(n->mac, f->src.mac, 6) != 0) {
+		ri->cnt.bye_ignored++;
+		PSB_DBG(app, 2, "port %u: BYE from %s:%u to port %u ignored (not a known peer's "
+			"to the data port)", pid, psb_ip_str(f->src.ip, ip), f->src.port, f->dst.port);
+		return;
+	}
+	ri->cnt.byes++;
+	PSB_DBG(app, 1, "port %u: BYE from %s", pid, psb_ip_str(f->src.ip, ip));
+	for (s = 0; s < app->nshards && app->node_role == PSB_NODE_SERVER; s++) {
+		struct rte_mbuf *b = rte_pktmbuf_alloc(app->pool);
+		struct psb_meta *meta;
+
+		if (b == NULL) {
+			ri->cnt.bye_lost++;
+			continue;
+		}
+		/* carries no frame: psb_meta is the whole message */
+		b->port = pid;
+		meta = psb_meta(b);
+		meta->hdr = f->hdr;
+		meta->src = f->src;
+		meta->payload_off = 0;
+		meta->in_port = pid;
+		if (rte_ring_enqueue(app->shard_ring[s], b) != 0) {
+			rte_pktmbuf_free(b);
+			ri->cnt.bye_lost++;
+		}
+	}
+	if (port_kind(app, pid) != PSB_PORT_MEMIF)
+		return;
+	app->bye[pid].until_ns = psb_now_ns(app) + PSB_BYE_PAUSE_NS;
+	app->bye[pid].pauses++;
+	app->port_bye[pid] = 1;
+	rte_smp_wmb();
+	app->port_paused[pid] = 1;
+}
+
 /* Reply in place (ARP, ICMP) on the port the request came from. */
 static void
 reply_in_place(struct psb_role_inst *ri, struct rte_mbuf *m, uint16_t len)
@@ -330,11 +397,7 @@ psb_dispatch(struct psb_role_inst *ri, struct rte_mbuf *m)
 			f.hdr.type == PSB_MSG_ERROR ? psb_status_name(f.hdr.status) : "");
 	}
 	if (f.hdr.type == PSB_MSG_BYE) {
-		/* The peer leaves this link: stop polling it until it reconnects. */
-		app->port_bye[m->port] = 1;
-		app->port_paused[m->port] = 1;
-		ri->cnt.byes++;
-		rte_pktmbuf_free(m);
+		bye_input(ri, m, &f);
 		return;
 	}
 	meta = psb_meta(m);

@@ -147,6 +147,8 @@ psb_report_counters_emit(struct psb_emit *e, const struct psb_counters *c)
 	psb_emit_int(e, "tx_backlog", (json_int_t)c->tx_backlog);
 	psb_emit_int(e, "paused_drops", (json_int_t)c->paused_drops);
 	psb_emit_int(e, "byes", (json_int_t)c->byes);
+	psb_emit_int(e, "bye_ignored", (json_int_t)c->bye_ignored);
+	psb_emit_int(e, "bye_lost", (json_int_t)c->bye_lost);
 	psb_emit_int(e, "arp_replies", (json_int_t)c->arp_replies);
 	psb_emit_int(e, "icmp_replies", (json_int_t)c->icmp_replies);
 	psb_emit_int(e, "busy_cycles", (json_int_t)c->busy_cycles);

@@ -618,3 +618,26 @@ psb_kv_stats(const struct psb_kv *kv)
 {
 	return &kv->st;
 }
+
+int
+psb_kv_peer_left(struct psb_kv *kv, uint32_t ip)
+{
+	uint32_t i;
+	uint16_t s;
+	int n = 0;
+
+	for (i = 0; i <= kv->mask; i++) {
+		struct kv_entry *e = &kv->slots[i];
+
+		for (s = 0; e->len != 0 && s < kv->cfg.num_workers; s++) {
+			struct kv_peer *p = &e->peers[s];
+
+			if (kv->addrs[s].ip != ip || p->state != PEER_ASSEMBLING)
+				continue;
+			psb_reasm_fini(&p->reasm);
+			p->state = PEER_IDLE;
+			n++;
+		}
+	}
+	return n;
+}

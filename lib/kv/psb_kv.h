@@ -66,6 +66,10 @@ int psb_kv_handle_batch(struct psb_kv *kv, const struct psb_hdr *h, const uint8_
 		const struct psb_addr *from, uint8_t *out, size_t cap, size_t *out_len,
 		psb_kv_emit_fn emit, void *arg);
 
+/* A peer at ip left (BYE): discard every request it has in progress, counted. Returns the
+ * number of requests discarded. */
+int psb_kv_peer_left(struct psb_kv *kv, uint32_t ip);
+
 /* The stored value of key (NULL if absent); *len gets its size in bytes. */
 const float *psb_kv_get(const struct psb_kv *kv, uint64_t key, uint32_t *len, uint32_t *round);
 

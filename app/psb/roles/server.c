@@ -155,7 +155,10 @@ server_poll(struct psb_role_inst *ri)
 			rte_prefetch0(rte_pktmbuf_mtod(pkts[i + 1], void *));
 		ri->cnt.rx_pkts++;
 		ri->cnt.rx_bytes += pkts[i]->pkt_len;
-		if (meta->hdr.type == PSB_MSG_BATCH && meta->hdr.version == PSB_VERSION)
+		/* a known peer's BYE (psb_io.c): not a request, nothing to answer */
+		if (meta->hdr.type == PSB_MSG_BYE)
+			psb_kv_peer_left(sp->kv, meta->src.ip);
+		else if (meta->hdr.type == PSB_MSG_BATCH && meta->hdr.version == PSB_VERSION)
 			server_batch(ri, sp, meta,
 				rte_pktmbuf_mtod_offset(pkts[i], uint8_t *, meta->payload_off));
 		else
