@@ -39,22 +39,31 @@ psb_meta(struct rte_mbuf *m)
 	return (struct psb_meta *)rte_mbuf_to_priv(m);
 }
 
-/* Counters of one role instance: written only by the lcore running it, summed by readers. */
+/*
+ * Counters of one role instance: written only by the lcore running it, summed by readers.
+ * One line each in the descriptor table of psb_report.c, which every export walks.
+ *
+ * Every frame the rx role takes from a port ends in exactly one of: a drop reason, handed,
+ * not_served, ring_full, no_mbuf, arp_replies, arp_learned, icmp_replies, byes, bye_ignored.
+ */
 struct psb_counters {
 	uint64_t rx_pkts;
 	uint64_t rx_bytes;
 	uint64_t tx_pkts;
 	uint64_t tx_bytes;
 	uint64_t drops[PSB_DROP_MAX];
+	uint64_t handed;	/* received messages handed to the role serving them */
 	uint64_t not_served;	/* valid psb frame for a role this node does not run */
-	uint64_t ring_full;	/* handoff to another role failed: ring full */
+	uint64_t ring_full;	/* received messages lost: the serving role's ring was full */
 	uint64_t no_mbuf;	/* pool empty */
+	uint64_t tx_ring_full;	/* packets built to send, lost: the transmit ring was full */
 	uint64_t tx_backlog;	/* packets the port did not take at once */
 	uint64_t paused_drops;	/* packets for a port that was paused */
 	uint64_t byes;		/* BYEs accepted: from a known peer to the data port */
 	uint64_t bye_ignored;	/* BYEs from unknown sources or to other ports: not acted upon */
 	uint64_t bye_lost;	/* accepted BYEs a server shard could not be told of */
 	uint64_t arp_replies;
+	uint64_t arp_learned;	/* ARP replies received: their sender learnt, nothing sent */
 	uint64_t icmp_replies;
 	uint64_t busy_cycles;
 	uint64_t idle_cycles;

@@ -876,6 +876,7 @@ test_bye_peer(void **state)
 	assert_int_equal(stat_role(&s, "rx", 0, "bye_ignored"), 0);
 	assert_int_equal(stat_role(&s, "rx", 0, "bye_lost"), 0);
 	/* keys 3 and 5 are shard 0's: shard 1 took the two BYEs only, and answered nothing */
+	assert_int_equal(stat_role(&s, "rx", 0, "handed"), 5);
 	assert_int_equal(stat_role(&s, "server", 0, "rx_pkts"), 5 + 2);
 	assert_int_equal(stat_role(&s, "server", 1, "rx_pkts"), 2);
 	assert_int_equal(stat_role(&s, "server", 1, "tx_pkts"), 0);
