@@ -641,6 +641,20 @@ watch_links(struct psb_app *app)
 	}
 }
 
+/* The kernel's counts of af_packet sockets: read before their 32-bit counters can wrap. */
+static void
+update_afp_stats(struct psb_app *app, uint64_t now)
+{
+	static uint64_t next_ns;
+	uint16_t i;
+
+	if (now < next_ns)
+		return;
+	next_ns = now + 1000000000ull;
+	for (i = 0; i < app->nports; i++)
+		psb_afp_stats_update(&app->afp[i]);
+}
+
 /* Report ports whose link is still down a while after start (e.g. no memif peer). */
 static void
 check_links(struct psb_app *app, uint64_t now)
@@ -1098,6 +1112,11 @@ main(int argc, char **argv)
 				sizeof(err)) != 0)
 			psb_die("port '%s': %s", app->specs[i].spec, err);
 		app->port_ids[i] = pid;
+		if (app->specs[i].kind == PSB_PORT_AF_PACKET &&
+		    psb_afp_stats_open(&app->afp[i], strchr(app->specs[i].spec, ':') + 1, err,
+				sizeof(err)) != 0)
+			PSB_LOG(app, "port '%s': no kernel counts of its socket: %s",
+				app->specs[i].spec, err);
 		if (i == 0 || info.mtu < app->mtu)
 			app->mtu = info.mtu;
 		PSB_DBG(app, 1, "port %u: %s (%s), MTU %u", pid, app->specs[i].spec, info.driver,
@@ -1226,6 +1245,7 @@ main(int argc, char **argv)
 		check_exit(app, console_on, now, &last_rx, &last_rx_ns);
 		watch_links(app);
 		check_links(app, now);
+		update_afp_stats(app, now);
 		app->cp.main_cycles += rte_rdtsc() - cp0;
 	}
 	/* the experiment ends with the process: stopped, its results written */

@@ -13,6 +13,7 @@
 
 #include <pthread.h>
 
+#include "psb_afp.h"
 #include "psb_exp.h"
 #include "psb_port.h"
 #include "psb_proto.h"
@@ -286,6 +287,8 @@ struct psb_app {
 	volatile uint8_t port_bye[RTE_MAX_ETHPORTS];
 	uint8_t port_was_down[RTE_MAX_ETHPORTS];
 	struct psb_port_bye bye[RTE_MAX_ETHPORTS];
+	/* af_packet ports (by port index): the kernel's counts of their sockets */
+	struct psb_afp_stats afp[PSB_MAX_PORTS];
 
 	uint16_t nroles;
 	struct psb_role_inst *roles;	/* [nroles], cache aligned */

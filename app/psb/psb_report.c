@@ -235,6 +235,7 @@ void
 psb_report_port_emit(struct psb_emit *e, struct psb_app *app, unsigned int i)
 {
 	uint16_t pid = app->port_ids[i];
+	struct psb_afp_stats *afp = &app->afp[i];
 	struct rte_eth_stats ps;
 
 	if (rte_eth_stats_get(pid, &ps) != 0)
@@ -251,6 +252,12 @@ psb_report_port_emit(struct psb_emit *e, struct psb_app *app, unsigned int i)
 	psb_emit_int(e, "rx_nombuf", (json_int_t)ps.rx_nombuf);
 	psb_emit_int(e, "bye_pauses", (json_int_t)app->bye[pid].pauses);
 	psb_emit_int(e, "bye_pause_expiries", (json_int_t)app->bye[pid].expiries);
+	if (afp->nfd == 0)
+		return;
+	psb_afp_stats_update(afp);
+	psb_emit_int(e, "kernel_packets",
+		(json_int_t)__atomic_load_n(&afp->packets, __ATOMIC_RELAXED));
+	psb_emit_int(e, "kernel_drops", (json_int_t)__atomic_load_n(&afp->drops, __ATOMIC_RELAXED));
 }
 
 json_t *

@@ -32,7 +32,10 @@ json_t *psb_report_store_json(const struct psb_app *app, bool value_sum);
 void psb_report_totals(const struct psb_app *app, struct psb_counters *tot);
 /* Help text of a role counter named as in psb_report_counters_emit, NULL if none. */
 const char *psb_report_counter_help(const char *name);
-/* Port i (index into app->specs): DPDK statistics and what BYEs did to it, into e. */
+/*
+ * Port i (index into app->specs): DPDK statistics, what BYEs did to it, and on af_packet
+ * ports the kernel's counts of its socket (read now), into the object open in e.
+ */
 void psb_report_port_emit(struct psb_emit *e, struct psb_app *app, unsigned int i);
 
 #endif /* PSB_REPORT_H */
