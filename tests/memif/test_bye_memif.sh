@@ -85,4 +85,17 @@ printf '%s\n' stop 'port stop 0' 'port start 0' start >&3
 wait_for store.retries_answered 1 10 "the push after the pause was not answered"
 wait_for ports.0.bye_pauses 2 10 "the second BYE did not pause the port"
 wait_for ports.0.bye_pause_expiries 2 10 "the second pause did not end"
+# The shard's answers each went out (tx_pkts = the port's opackets) or were dropped for the
+# paused port, once.
+get roles >"$DIR/roles.json"
+get ports.0 >"$DIR/port.json"
+python3 - "$DIR/roles.json" "$DIR/port.json" <<'EOF' || fail "the answers are not accounted once"
+import json, sys
+r, p = (json.load(open(f)) for f in sys.argv[1:3])
+tx, srv = r["tx0"], r["server0"]
+print("server0 queued %d; tx0 sent %d (port: %d), dropped for the paused port %d"
+      % (srv["tx_pkts"], tx["tx_pkts"], p["opackets"], tx["paused_drops"]))
+assert srv["tx_pkts"] == 2 and tx["tx_pkts"] == p["opackets"], (srv, tx, p)
+assert tx["tx_pkts"] + tx["paused_drops"] + srv["tx_ring_full"] == srv["tx_pkts"], (srv, tx)
+EOF
 echo "memif: a BYE without leaving paused the port for a while, never for good"
