@@ -15,6 +15,7 @@ local MAX_VALUE = 1073741824	-- PSB_MAX_VALUE, 1 GiB
 local DEFAULT_PORT = 9430
 local DEFAULT_SCHED_PORT = 9431
 local MAX_FLOAT_ITEMS = 16	-- individual floats shown per segment
+local MAX_FRAME = 9216		-- PSB_MAX_FRAME: psb's receive buffers; longer frames are dropped
 
 -- enum psb_msg_type
 local T_PUSH, T_PULL, T_PUSHPULL, T_BATCH = 0x01, 0x02, 0x03, 0x04
@@ -124,10 +125,13 @@ local ex = {
 		expert.group.RESPONSE_CODE, expert.severity.NOTE),
 	table = ProtoExpert.new("psb.bad_table", "Server table shorter than its count",
 		expert.group.MALFORMED, expert.severity.WARN),
+	oversize = ProtoExpert.new("psb.oversize",
+		"Frame longer than psb's 9216-byte receive buffers (psb drops it: oversize)",
+		expert.group.MALFORMED, expert.severity.ERROR),
 }
 
 psb.experts = {
-	ex.short, ex.bad_magic, ex.seg_len, ex.segment, ex.version, ex.error, ex.table,
+	ex.short, ex.bad_magic, ex.seg_len, ex.segment, ex.version, ex.error, ex.table, ex.oversize,
 }
 
 psb.prefs.port = Pref.uint("Data UDP port", DEFAULT_PORT, "UDP port of psb servers and workers")
@@ -193,6 +197,10 @@ function psb.dissector(tvb, pinfo, tree)
 	local len = tvb:len()
 	pinfo.cols.protocol = "psb"
 	local root = tree:add(psb, tvb())
+	local oversize = pinfo.len > MAX_FRAME
+	if oversize then
+		root:add_proto_expert_info(ex.oversize)
+	end
 	if len < HDR_LEN then
 		root:add_tvb_expert_info(ex.short, tvb())
 		pinfo.cols.info = string.format("psb truncated (%d bytes)", len)
@@ -269,6 +277,9 @@ function psb.dissector(tvb, pinfo, tree)
 	local info = name
 	if magic ~= MAGIC then
 		info = "[bad magic] " .. info
+	end
+	if oversize then
+		info = "[oversize] " .. info
 	end
 	if keyed[mtype] or type_names[mtype] == nil then
 		info = info .. string.format(" key=%s req=%d", tostring(key), req_id)

@@ -27,7 +27,7 @@
 #include "psb_kv.h"
 #include "psb_report.h"
 
-#define MBUF_ROOM	(9216 + RTE_PKTMBUF_HEADROOM)
+#define MBUF_ROOM	(PSB_MAX_FRAME + RTE_PKTMBUF_HEADROOM)
 #define MBUF_PRIV	RTE_ALIGN(sizeof(struct psb_meta), RTE_MBUF_PRIV_ALIGN)
 #define TX_RING		8192
 #define ROLE_RING	4096
@@ -699,14 +699,16 @@ wait_memif_servers(const struct psb_app *app, unsigned int seconds)
 }
 
 /*
- * Pause ports whose link is down, and ports whose peer said BYE until their
- * link went down and came back: the data plane then never polls a port
- * while its driver connects or disconnects it.
+ * Pause ports whose link is down, and keep a memif port paused after its peer's BYE
+ * until the link went down and came back, so that the data plane never polls a port
+ * while its driver connects or disconnects it; but never longer than PSB_BYE_PAUSE_NS
+ * while the link stays up, for then the peer did not leave.
  */
 static void
 watch_links(struct psb_app *app)
 {
 	struct rte_eth_link link;
+	uint64_t now = psb_now_ns(app);
 	uint16_t i;
 
 	for (i = 0; i < app->nports; i++) {
@@ -717,14 +719,38 @@ watch_links(struct psb_app *app)
 		if (link.link_status == RTE_ETH_LINK_DOWN) {
 			app->port_was_down[pid] = 1;
 			app->port_paused[pid] = 1;
-		} else if (app->port_paused[pid] && (!app->port_bye[pid] || app->port_was_down[pid])) {
-			app->port_bye[pid] = 0;
-			app->port_was_down[pid] = 0;
-			rte_smp_wmb();
-			app->port_paused[pid] = 0;
-			PSB_DBG(app, 1, "port %u: link up", pid);
+			continue;
 		}
+		if (!app->port_paused[pid])
+			continue;
+		rte_smp_rmb();
+		if (app->port_bye[pid] && !app->port_was_down[pid]) {
+			if (now < app->bye[pid].until_ns)
+				continue;
+			app->bye[pid].expiries++;
+			PSB_LOG(app, "port %u (%s): its peer said BYE but the link stayed up for %.0f s; "
+				"polling it again", pid, app->specs[i].spec, PSB_BYE_PAUSE_NS / 1e9);
+		}
+		app->port_bye[pid] = 0;
+		app->port_was_down[pid] = 0;
+		rte_smp_wmb();
+		app->port_paused[pid] = 0;
+		PSB_DBG(app, 1, "port %u: link up", pid);
 	}
+}
+
+/* The kernel's counts of af_packet sockets: read before their 32-bit counters can wrap. */
+static void
+update_afp_stats(struct psb_app *app, uint64_t now)
+{
+	static uint64_t next_ns;
+	uint16_t i;
+
+	if (now < next_ns)
+		return;
+	next_ns = now + 1000000000ull;
+	for (i = 0; i < app->nports; i++)
+		psb_afp_stats_update(&app->afp[i]);
 }
 
 /* Report ports whose link is still down a while after start (e.g. no memif peer). */
@@ -750,16 +776,18 @@ check_links(struct psb_app *app, uint64_t now)
 /*
  * Let traffic in flight settle before closing ports: a memif peer that is
  * still copying from shared memory when this side disconnects can fault in
- * the PMD. Discard what arrives until the ports are quiet for 20 ms (1 s at most).
+ * the PMD. Discard what arrives until the ports are quiet for 20 ms (PSB_QUIESCE_NS at
+ * most: the peer's pause after this node's BYE outlasts it).
  */
 static void
 quiesce_ports(const struct psb_app *app)
 {
 	struct rte_mbuf *pkts[PSB_BURST];
 	uint64_t hz = rte_get_tsc_hz(), start = rte_get_tsc_cycles(), last = start;
+	uint64_t most = (uint64_t)((double)PSB_QUIESCE_NS * 1e-9 * (double)hz);
 	uint16_t i, n;
 
-	while (rte_get_tsc_cycles() - last < hz / 50 && rte_get_tsc_cycles() - start < hz) {
+	while (rte_get_tsc_cycles() - last < hz / 50 && rte_get_tsc_cycles() - start < most) {
 		watch_links((struct psb_app *)app);
 		for (i = 0; i < app->nports; i++) {
 			if (app->port_paused[app->port_ids[i]])
@@ -1193,6 +1221,11 @@ main(int argc, char **argv)
 				sizeof(err)) != 0)
 			psb_die("port '%s': %s", app->specs[i].spec, err);
 		app->port_ids[i] = pid;
+		if (app->specs[i].kind == PSB_PORT_AF_PACKET &&
+		    psb_afp_stats_open(&app->afp[i], strchr(app->specs[i].spec, ':') + 1, err,
+				sizeof(err)) != 0)
+			PSB_LOG(app, "port '%s': no kernel counts of its socket: %s",
+				app->specs[i].spec, err);
 		if (i == 0 || info.mtu < app->mtu)
 			app->mtu = info.mtu;
 		PSB_DBG(app, 1, "port %u: %s (%s), MTU %u", pid, app->specs[i].spec, info.driver,
@@ -1321,6 +1354,7 @@ main(int argc, char **argv)
 		check_exit(app, console_on, now, &last_rx, &last_rx_ns);
 		watch_links(app);
 		check_links(app, now);
+		update_afp_stats(app, now);
 		app->cp.main_cycles += rte_rdtsc() - cp0;
 	}
 	/* the experiment ends with the process: stopped, its results written */

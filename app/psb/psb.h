@@ -13,6 +13,7 @@
 
 #include <pthread.h>
 
+#include "psb_afp.h"
 #include "psb_exp.h"
 #include "psb_port.h"
 #include "psb_proto.h"
@@ -39,26 +40,53 @@ psb_meta(struct rte_mbuf *m)
 	return (struct psb_meta *)rte_mbuf_to_priv(m);
 }
 
-/* Counters of one role instance: written only by the lcore running it, summed by readers. */
+/*
+ * Counters of one role instance: written only by the lcore running it, summed by readers.
+ * One line each in the descriptor table of psb_report.c, which every export walks.
+ *
+ * Every frame the rx role takes from a port ends in exactly one of: a drop reason, handed,
+ * not_served, ring_full, no_mbuf, arp_replies, arp_learned, icmp_replies, byes, bye_ignored.
+ */
 struct psb_counters {
 	uint64_t rx_pkts;
 	uint64_t rx_bytes;
 	uint64_t tx_pkts;
 	uint64_t tx_bytes;
 	uint64_t drops[PSB_DROP_MAX];
+	uint64_t handed;	/* received messages handed to the role serving them */
 	uint64_t not_served;	/* valid psb frame for a role this node does not run */
-	uint64_t ring_full;	/* handoff to another role failed: ring full */
+	uint64_t ring_full;	/* received messages lost: the serving role's ring was full */
 	uint64_t no_mbuf;	/* pool empty */
+	uint64_t tx_ring_full;	/* packets built to send, lost: the transmit ring was full */
 	uint64_t tx_backlog;	/* packets the port did not take at once */
-	uint64_t linearize_fail;
 	uint64_t paused_drops;	/* packets for a port that was paused */
-	uint64_t byes;		/* BYE messages received */
+	uint64_t byes;		/* BYEs accepted: from a known peer to the data port */
+	uint64_t bye_ignored;	/* BYEs from unknown sources or to other ports: not acted upon */
+	uint64_t bye_lost;	/* accepted BYEs a server shard could not be told of */
 	uint64_t arp_replies;
+	uint64_t arp_learned;	/* ARP replies received: their sender learnt, nothing sent */
 	uint64_t icmp_replies;
 	uint64_t busy_cycles;
 	uint64_t idle_cycles;
 	uint64_t polls;
 } __rte_cache_aligned;
+
+/*
+ * A peer's BYE pauses a memif port (see psb_app.port_paused) until its link went down and
+ * up again, or for this long at most. The leaving peer drains its ports for up to
+ * PSB_QUIESCE_NS before it closes them, and its closing reaches this side's memif control
+ * thread soon after; a link that stays up longer than that was not left, and its port
+ * must not stay silent.
+ */
+#define PSB_QUIESCE_NS		1000000000ull
+#define PSB_BYE_PAUSE_NS	(PSB_QUIESCE_NS + 2000000000ull)
+
+/* What BYEs did to a port. The rx role writes pauses and until_ns, the main lcore expiries. */
+struct psb_port_bye {
+	uint64_t until_ns;	/* the pause ends by then if the link never goes down */
+	uint64_t pauses;	/* accepted BYEs that paused the port (memif ports only) */
+	uint64_t expiries;	/* pauses ended by time, the link having stayed up */
+};
 
 enum psb_node_role {
 	PSB_NODE_SERVER,
@@ -263,13 +291,17 @@ struct psb_app {
 	volatile int stop_lcores;	/* after quit: the control plane is done with them */
 	volatile int registered;	/* server: scheduler acknowledged us */
 	/*
-	 * Ports are not polled while paused: until their link is up, and from a
-	 * peer's BYE until the link went down and up again. Polling a memif port
-	 * while its control thread tears the connection down can fault in the PMD.
+	 * Ports are not polled while paused: until their link is up, and on a memif port
+	 * from a known peer's BYE until the link went down and up again (or
+	 * PSB_BYE_PAUSE_NS passed). Polling a memif port while its control thread tears
+	 * the connection down can fault in the PMD.
 	 */
 	volatile uint8_t port_paused[RTE_MAX_ETHPORTS];
-	uint8_t port_bye[RTE_MAX_ETHPORTS];
+	volatile uint8_t port_bye[RTE_MAX_ETHPORTS];
 	uint8_t port_was_down[RTE_MAX_ETHPORTS];
+	struct psb_port_bye bye[RTE_MAX_ETHPORTS];
+	/* af_packet ports (by port index): the kernel's counts of their sockets */
+	struct psb_afp_stats afp[PSB_MAX_PORTS];
 
 	uint16_t nroles;
 	struct psb_role_inst *roles;	/* [nroles], cache aligned */

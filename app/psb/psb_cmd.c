@@ -304,6 +304,7 @@ cmd_clear_port_stats(struct psb_app *app, const json_t *req, int *quit)
 			continue;
 		rte_eth_stats_reset(app->port_ids[i]);
 		rte_eth_xstats_reset(app->port_ids[i]);
+		psb_afp_stats_clear(&app->afp[i]);
 		n++;
 	}
 	if (n == 0)

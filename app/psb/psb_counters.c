@@ -61,29 +61,17 @@ xstats_read(struct xstats_cache *xc, uint16_t pid)
 }
 
 static void
-port_emit(struct psb_emit *e, const struct psb_app *app, unsigned int i)
+port_emit(struct psb_emit *e, struct psb_app *app, unsigned int i)
 {
 	struct xstats_cache *xc = &xs_cache[i];
 	uint16_t pid = app->port_ids[i];
-	struct rte_eth_stats ps;
 	char name[16];
 	int n, k;
 
-	if (rte_eth_stats_get(pid, &ps) != 0)
-		memset(&ps, 0, sizeof(ps));
 	snprintf(name, sizeof(name), "%u", pid);
 	psb_emit_open(e, name);
-	psb_emit_int(e, "port", pid);
-	psb_emit_str(e, "spec", app->specs[i].spec);
+	psb_report_port_emit(e, app, i);
 	psb_emit_bool(e, "paused", app->port_paused[pid] != 0);
-	psb_emit_int(e, "ipackets", (json_int_t)ps.ipackets);
-	psb_emit_int(e, "opackets", (json_int_t)ps.opackets);
-	psb_emit_int(e, "ibytes", (json_int_t)ps.ibytes);
-	psb_emit_int(e, "obytes", (json_int_t)ps.obytes);
-	psb_emit_int(e, "imissed", (json_int_t)ps.imissed);
-	psb_emit_int(e, "ierrors", (json_int_t)ps.ierrors);
-	psb_emit_int(e, "oerrors", (json_int_t)ps.oerrors);
-	psb_emit_int(e, "rx_nombuf", (json_int_t)ps.rx_nombuf);
 	psb_emit_open(e, "xstats");
 	n = xstats_read(xc, pid);
 	for (k = 0; k < n; k++)
@@ -164,7 +152,6 @@ counters_emit(struct psb_emit *e, struct psb_app *app)
 		psb_emit_open(e, name);
 		psb_report_counters_emit(e, c);
 		psb_emit_int(e, "lcore", ri->lcore);
-		psb_emit_int(e, "polls", (json_int_t)c->polls);
 		psb_emit_real(e, "busy_pct", cyc != 0 ?
 			100.0 * (double)c->busy_cycles / (double)cyc : 0.0);
 		psb_emit_close(e);

@@ -16,6 +16,7 @@
 
 #include "psb.h"
 #include "psb_ctl.h"
+#include "psb_report.h"
 #include "psb_text.h"
 
 /*
@@ -502,24 +503,14 @@ static const struct prom_desc {
 	{ "psb_port_oerrors", "counter", "Packets the port failed to send" },
 	{ "psb_port_rx_nombuf", "counter", "Receive failures for want of mbufs" },
 	{ "psb_port_paused", "gauge", "1 while psb does not poll the port (link down, peer left)" },
+	{ "psb_port_bye_pauses", "counter", "BYEs of a known peer that paused the port (memif)" },
+	{ "psb_port_bye_pause_expiries", "counter",
+		"BYE pauses ended by time: the link stayed up, the peer did not leave" },
+	{ "psb_port_kernel_packets", "counter",
+		"af_packet: frames the kernel passed to psb's socket, dropped ones included" },
+	{ "psb_port_kernel_drops", "counter",
+		"af_packet: frames the kernel dropped, psb's socket ring being full" },
 	{ "psb_port_xstat", "counter", "Extended statistics of the port (rte_eth_xstats)" },
-	{ "psb_role_rx_pkts", "counter", "Packets the role instance received" },
-	{ "psb_role_rx_bytes", "counter", "Bytes the role instance received" },
-	{ "psb_role_tx_pkts", "counter", "Packets the role instance sent" },
-	{ "psb_role_tx_bytes", "counter", "Bytes the role instance sent" },
-	{ "psb_role_drops", "counter", "Packets the role instance dropped, by reason" },
-	{ "psb_role_not_served", "counter", "Valid psb frames for a role this node does not run" },
-	{ "psb_role_ring_full", "counter", "Handoffs to another role that failed: ring full" },
-	{ "psb_role_no_mbuf", "counter", "Packets not built: mbuf pool empty" },
-	{ "psb_role_tx_backlog", "counter", "Packets the port did not take at once" },
-	{ "psb_role_paused_drops", "counter", "Packets dropped for a paused port" },
-	{ "psb_role_byes", "counter", "BYE messages received (peers leaving)" },
-	{ "psb_role_linearize_fail", "counter", "Multi-segment packets not linearized" },
-	{ "psb_role_arp_replies", "counter", "ARP replies sent" },
-	{ "psb_role_icmp_replies", "counter", "ICMP echo replies sent" },
-	{ "psb_role_busy_cycles", "counter", "TSC cycles of polls that found work" },
-	{ "psb_role_idle_cycles", "counter", "TSC cycles of polls that found nothing" },
-	{ "psb_role_polls", "counter", "Polls of the role instance" },
 	{ "psb_role_busy_pct", "gauge", "Busy share of the role's cycles since start, percent" },
 	{ "psb_store_keys", "gauge", "Keys in the parameter store" },
 	{ "psb_store_bytes", "gauge", "Value bytes in the parameter store" },
@@ -645,6 +636,8 @@ prom_family(struct prom *p, const char *name, const char *type, const char *path
 	f->type = d != NULL ? d->type : type;
 	if (d != NULL)
 		snprintf(f->help, sizeof(f->help), "%s", d->help);
+	else if (strncmp(name, "psb_role_", 9) == 0 && psb_report_counter_help(name + 9) != NULL)
+		snprintf(f->help, sizeof(f->help), "%s", psb_report_counter_help(name + 9));
 	else
 		snprintf(f->help, sizeof(f->help), "psb counter %s (see /psb/counters)", path);
 	return f;

@@ -1,4 +1,5 @@
 /* Packet paths shared by roles: classify and hand off, build, and queue for transmit. */
+#include <errno.h>
 #include <string.h>
 
 #include <rte_ethdev.h>
@@ -59,7 +60,7 @@ psb_out_flush(struct psb_role_inst *ri)
 		return;
 	sent = rte_ring_enqueue_burst(ri->app->tx_ring, (void **)ri->txbuf, ri->ntx, NULL);
 	if (sent < ri->ntx) {
-		ri->cnt.ring_full += ri->ntx - sent;
+		ri->cnt.tx_ring_full += ri->ntx - sent;
 		rte_pktmbuf_free_bulk(&ri->txbuf[sent], ri->ntx - sent);
 	}
 	ri->ntx = 0;
@@ -158,7 +159,8 @@ psb_send_bye(struct psb_app *app)
 	memset(&dst, 0, sizeof(dst));
 	memcpy(dst.mac, bcast, 6);
 	dst.ip = 0xffffffffu;
-	dst.port = PSB_UDP_PORT;
+	/* the peer's data port: the nodes of one job share it */
+	dst.port = app->me.port;
 	psb_hdr_init(&h, PSB_MSG_BYE);
 	for (i = 0; i < app->nports; i++) {
 		uint16_t pid = app->port_ids[i];
@@ -178,32 +180,67 @@ psb_send_bye(struct psb_app *app)
 	}
 }
 
-static void
-handoff(struct psb_role_inst *ri, struct rte_ring *r, struct rte_mbuf *m)
+/* Queue m for the role reading r: 0, or -ENOENT (no such role here), -ENOBUFS (ring full). */
+static int
+handoff(struct rte_ring *r, struct rte_mbuf *m)
 {
 	if (r == NULL) {
-		ri->cnt.not_served++;
 		rte_pktmbuf_free(m);
-		return;
+		return -ENOENT;
 	}
 	if (rte_ring_enqueue(r, m) != 0) {
-		ri->cnt.ring_full++;
 		rte_pktmbuf_free(m);
+		return -ENOBUFS;
 	}
+	return 0;
+}
+
+/* What became of a received message, counted once whatever it was split into. */
+static void
+count_handoff(struct psb_role_inst *ri, int rc)
+{
+	if (rc == 0)
+		ri->cnt.handed++;
+	else if (rc == -ENOENT)
+		ri->cnt.not_served++;
+	else if (rc == -ENOBUFS)
+		ri->cnt.ring_full++;
+	else
+		ri->cnt.no_mbuf++;
+}
+
+/* An empty message from f's sender with header h, its psb_meta filled; the caller adds data. */
+static struct rte_mbuf *
+message_alloc(struct psb_app *app, const struct psb_frame *f, const struct psb_hdr *h,
+		uint16_t port)
+{
+	struct rte_mbuf *n = rte_pktmbuf_alloc(app->pool);
+	struct psb_meta *meta;
+
+	if (n == NULL)
+		return NULL;
+	n->port = port;
+	meta = psb_meta(n);
+	meta->hdr = *h;
+	meta->src = f->src;
+	meta->payload_off = PSB_FRAME_HLEN;
+	meta->in_port = port;
+	return n;
 }
 
 /*
  * A BATCH whose records belong to several shards is split into one BATCH per
- * shard, so that each store only ever sees its own keys.
+ * shard, so that each store only ever sees its own keys. 0 when every part
+ * reached its shard, else why one did not (the parts before it are served).
  */
-static void
+static int
 dispatch_batch(struct psb_role_inst *ri, struct rte_mbuf *m, const struct psb_frame *f)
 {
 	struct psb_app *app = ri->app;
 	unsigned int first = PSB_MAX_SHARDS, s;
 	size_t off;
 	struct psb_rec r;
-	int used = 0;
+	int used = 0, rc = 0, prc;
 
 	for (off = 0; off < f->payload_len; off += (size_t)used) {
 		used = psb_rec_decode(&r, f->payload + off, f->payload_len - off);
@@ -217,18 +254,16 @@ dispatch_batch(struct psb_role_inst *ri, struct rte_mbuf *m, const struct psb_fr
 	}
 	if (off >= f->payload_len || used < 0) {
 		/* One shard (or a broken record the shard will count): no split. */
-		handoff(ri, app->shard_ring[first == PSB_MAX_SHARDS ? 0 : first], m);
-		return;
+		return handoff(app->shard_ring[first == PSB_MAX_SHARDS ? 0 : first], m);
 	}
 	for (s = 0; s < app->nshards; s++) {
-		struct rte_mbuf *n = rte_pktmbuf_alloc(app->pool);
-		struct psb_meta *meta;
 		struct psb_hdr h = f->hdr;
+		struct rte_mbuf *n = message_alloc(app, f, &h, m->port);
 		uint8_t *p;
 		uint16_t len = 0;
 
 		if (n == NULL) {
-			ri->cnt.no_mbuf++;
+			rc = -ENOMEM;
 			break;
 		}
 		p = rte_pktmbuf_mtod(n, uint8_t *);
@@ -250,15 +285,66 @@ dispatch_batch(struct psb_role_inst *ri, struct rte_mbuf *m, const struct psb_fr
 		h.seg_size = len;
 		psb_frame_write_headers(p, &f->src, &f->dst, &h, len);
 		rte_pktmbuf_append(n, (uint16_t)(PSB_FRAME_HLEN + len));
-		n->port = m->port;
-		meta = psb_meta(n);
-		meta->hdr = h;
-		meta->src = f->src;
-		meta->payload_off = PSB_FRAME_HLEN;
-		meta->in_port = m->port;
-		handoff(ri, app->shard_ring[s], n);
+		psb_meta(n)->hdr = h;
+		prc = handoff(app->shard_ring[s], n);
+		if (prc != 0 && rc == 0)
+			rc = prc;
 	}
 	rte_pktmbuf_free(m);
+	return rc;
+}
+
+static int
+port_kind(const struct psb_app *app, uint16_t pid)
+{
+	uint16_t i;
+
+	for (i = 0; i < app->nports; i++)
+		if (app->port_ids[i] == pid)
+			return (int)app->specs[i].kind;
+	return -1;
+}
+
+/*
+ * A BYE ends a peer's session only when it comes from a known peer (its address and MAC
+ * learnt on the port it arrived on) to this node's data port: anyone else could silence a
+ * link or discard other workers' requests with one frame. Accepted, it tells every server
+ * shard (the store drops the peer's requests in progress) and pauses a memif port, whose
+ * driver is about to tear the link down; other ports never pause.
+ */
+static void
+bye_input(struct psb_role_inst *ri, struct rte_mbuf *m, const struct psb_frame *f)
+{
+	struct psb_app *app = ri->app;
+	const struct psb_neigh *n = psb_neigh_find(app, f->src.ip);
+	uint16_t pid = m->port, s;
+	char ip[16];
+
+	rte_pktmbuf_free(m);	/* f holds copies of the addresses */
+	if (f->dst.port != app->me.port || (f->dst.ip != app->me.ip && f->dst.ip != 0xffffffffu) ||
+	    f->src.ip == app->me.ip || n == NULL || n->port != pid ||
+	    memcmp(n->mac, f->src.mac, 6) != 0) {
+		ri->cnt.bye_ignored++;
+		PSB_DBG(app, 2, "port %u: BYE from %s:%u to port %u ignored (not a known peer's "
+			"to the data port)", pid, psb_ip_str(f->src.ip, ip), f->src.port, f->dst.port);
+		return;
+	}
+	ri->cnt.byes++;
+	PSB_DBG(app, 1, "port %u: BYE from %s", pid, psb_ip_str(f->src.ip, ip));
+	for (s = 0; s < app->nshards && app->node_role == PSB_NODE_SERVER; s++) {
+		struct rte_mbuf *b = message_alloc(app, f, &f->hdr, pid);
+
+		/* carries no frame: psb_meta is the whole message */
+		if (b == NULL || handoff(app->shard_ring[s], b) != 0)
+			ri->cnt.bye_lost++;
+	}
+	if (port_kind(app, pid) != PSB_PORT_MEMIF)
+		return;
+	app->bye[pid].until_ns = psb_now_ns(app) + PSB_BYE_PAUSE_NS;
+	app->bye[pid].pauses++;
+	app->port_bye[pid] = 1;
+	rte_smp_wmb();
+	app->port_paused[pid] = 1;
 }
 
 /* Reply in place (ARP, ICMP) on the port the request came from. */
@@ -281,8 +367,12 @@ psb_dispatch(struct psb_role_inst *ri, struct rte_mbuf *m)
 	uint16_t dport;
 	int rc;
 
-	if (m->nb_segs > 1 && rte_pktmbuf_linearize(m) != 0) {
-		ri->cnt.linearize_fail++;
+	/*
+	 * A frame longer than a receive buffer arrives chained (pcap, memif) and does not
+	 * fit one buffer: linearizing fails exactly then.
+	 */
+	if (m->nb_segs > 1 && (m->pkt_len > PSB_MAX_FRAME || rte_pktmbuf_linearize(m) != 0)) {
+		ri->cnt.drops[PSB_DROP_OVERSIZE]++;
 		rte_pktmbuf_free(m);
 		return;
 	}
@@ -302,6 +392,7 @@ psb_dispatch(struct psb_role_inst *ri, struct rte_mbuf *m)
 		return;
 	case PSB_FRAME_ARP_REPLY:
 		psb_neigh_learn(app, f.src.ip, f.src.mac, m->port);
+		ri->cnt.arp_learned++;
 		rte_pktmbuf_free(m);
 		return;
 	case PSB_FRAME_ICMP_ECHO:
@@ -326,11 +417,7 @@ psb_dispatch(struct psb_role_inst *ri, struct rte_mbuf *m)
 			f.hdr.type == PSB_MSG_ERROR ? psb_status_name(f.hdr.status) : "");
 	}
 	if (f.hdr.type == PSB_MSG_BYE) {
-		/* The peer leaves this link: stop polling it until it reconnects. */
-		app->port_bye[m->port] = 1;
-		app->port_paused[m->port] = 1;
-		ri->cnt.byes++;
-		rte_pktmbuf_free(m);
+		bye_input(ri, m, &f);
 		return;
 	}
 	meta = psb_meta(m);
@@ -344,27 +431,25 @@ psb_dispatch(struct psb_role_inst *ri, struct rte_mbuf *m)
 
 	if (dport == app->me.port) {
 		if (f.hdr.type == PSB_MSG_REGISTER_ACK || f.hdr.type == PSB_MSG_BARRIER_ACK)
-			handoff(ri, app->agent_ring, m);
+			rc = handoff(app->agent_ring, m);
 		else if (f.hdr.version == PSB_VERSION && (f.hdr.type & PSB_MSG_RESP))
-			handoff(ri, NULL, m);	/* responses never go to a server port */
+			rc = handoff(NULL, m);	/* responses never go to a server port */
 		else if (app->node_role == PSB_NODE_SERVER && f.hdr.type == PSB_MSG_BATCH &&
 			 f.hdr.version == PSB_VERSION && app->nshards > 1)
-			dispatch_batch(ri, m, &f);
+			rc = dispatch_batch(ri, m, &f);
 		else if (app->node_role == PSB_NODE_SERVER)
-			handoff(ri, app->shard_ring[psb_kv_shard_of(f.hdr.key, app->nshards)], m);
+			rc = handoff(app->shard_ring[psb_kv_shard_of(f.hdr.key, app->nshards)], m);
 		else
-			handoff(ri, NULL, m);
+			rc = handoff(NULL, m);
+	} else if (app->sched_ring != NULL && dport == app->sched_port) {
+		rc = handoff(app->sched_ring, m);
+	} else if (dport >= app->worker_port_base &&
+		   dport < app->worker_port_base + app->nlocal_workers) {
+		rc = handoff(app->wk_ring[dport - app->worker_port_base], m);
+	} else {
+		ri->cnt.drops[PSB_DROP_PORT]++;
+		rte_pktmbuf_free(m);
 		return;
 	}
-	if (app->sched_ring != NULL && dport == app->sched_port) {
-		handoff(ri, app->sched_ring, m);
-		return;
-	}
-	if (dport >= app->worker_port_base &&
-	    dport < app->worker_port_base + app->nlocal_workers) {
-		handoff(ri, app->wk_ring[dport - app->worker_port_base], m);
-		return;
-	}
-	ri->cnt.drops[PSB_DROP_PORT]++;
-	rte_pktmbuf_free(m);
+	count_handoff(ri, rc);
 }

@@ -1,5 +1,6 @@
 /* End-of-run reports: counters of roles, ports and the store, as a table and as JSON. */
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,6 +12,90 @@
 #include "psb.h"
 #include "psb_kv.h"
 #include "psb_report.h"
+
+/* Which role instances the totals add a counter over. */
+enum {
+	TOT_ALL,	/* every one */
+	TOT_RX,		/* the rx role: what came from the ports (shards count it again) */
+	TOT_TX,		/* the tx role: what went out (other roles count what they queued) */
+};
+
+/*
+ * Every counter of struct psb_counters, in the order exports show them: one line each, so
+ * that the exports and the totals cannot leave one out. drops is an array by reason.
+ */
+static const struct psb_counter_desc {
+	const char *name;
+	uint16_t off;
+	uint8_t total;
+	uint8_t per_reason;
+	const char *help;
+} cnt_descs[] = {
+#define CNT(f, t, h) { #f, offsetof(struct psb_counters, f), t, 0, h }
+	CNT(rx_pkts, TOT_RX, "Packets the role instance received"),
+	CNT(rx_bytes, TOT_RX, "Bytes the role instance received"),
+	CNT(tx_pkts, TOT_TX, "Packets the role instance sent"),
+	CNT(tx_bytes, TOT_TX, "Bytes the role instance sent"),
+	{ "drops", offsetof(struct psb_counters, drops), TOT_ALL, 1,
+		"Frames the role instance dropped, by reason" },
+	CNT(handed, TOT_ALL, "Received messages handed to the role serving them"),
+	CNT(not_served, TOT_ALL, "Valid psb frames for a role this node does not run"),
+	CNT(ring_full, TOT_ALL, "Received messages lost: the serving role's ring was full"),
+	CNT(no_mbuf, TOT_ALL, "Packets not built: mbuf pool empty"),
+	CNT(tx_ring_full, TOT_ALL, "Packets built to send, lost: the transmit ring was full"),
+	CNT(tx_backlog, TOT_ALL, "Packets the port did not take at once"),
+	CNT(paused_drops, TOT_ALL, "Packets dropped for a paused port"),
+	CNT(byes, TOT_ALL, "BYEs accepted: from a known peer to the data port"),
+	CNT(bye_ignored, TOT_ALL, "BYEs ignored: unknown source, or not to the data port"),
+	CNT(bye_lost, TOT_ALL, "Accepted BYEs a server shard could not be told of"),
+	CNT(arp_replies, TOT_ALL, "ARP replies sent"),
+	CNT(arp_learned, TOT_ALL, "ARP replies received (sender learnt, nothing sent)"),
+	CNT(icmp_replies, TOT_ALL, "ICMP echo replies sent"),
+	CNT(busy_cycles, TOT_ALL, "TSC cycles of polls that found work"),
+	CNT(idle_cycles, TOT_ALL, "TSC cycles of polls that found nothing"),
+	CNT(polls, TOT_ALL, "Polls of the role instance"),
+#undef CNT
+};
+
+static inline const uint64_t *
+cnt_field(const struct psb_counters *c, const struct psb_counter_desc *d)
+{
+	return (const uint64_t *)(const void *)((const uint8_t *)c + d->off);
+}
+
+const char *
+psb_report_counter_help(const char *name)
+{
+	unsigned int i;
+
+	for (i = 0; i < RTE_DIM(cnt_descs); i++)
+		if (strcmp(cnt_descs[i].name, name) == 0)
+			return cnt_descs[i].help;
+	return NULL;
+}
+
+void
+psb_report_totals(const struct psb_app *app, struct psb_counters *tot)
+{
+	const struct psb_counter_desc *d;
+	unsigned int k, n;
+	uint16_t i;
+
+	memset(tot, 0, sizeof(*tot));
+	for (i = 0; i < app->nroles; i++) {
+		const struct psb_role_inst *ri = &app->roles[i];
+
+		for (d = cnt_descs; d < cnt_descs + RTE_DIM(cnt_descs); d++) {
+			if ((d->total == TOT_RX && ri->role != &psb_role_rx) ||
+			    (d->total == TOT_TX && ri->role != &psb_role_tx))
+				continue;
+			n = d->per_reason ? PSB_DROP_MAX : 1;
+			for (k = 0; k < n; k++)
+				((uint64_t *)(void *)((uint8_t *)tot + d->off))[k] +=
+					cnt_field(&ri->cnt, d)[k];
+		}
+	}
+}
 
 /* Sum of the store counters of every server shard. */
 static double
@@ -161,27 +246,48 @@ psb_report_print(const struct psb_app *app, FILE *out)
 void
 psb_report_counters_emit(struct psb_emit *e, const struct psb_counters *c)
 {
+	const struct psb_counter_desc *d;
 	unsigned int k;
 
-	psb_emit_int(e, "rx_pkts", (json_int_t)c->rx_pkts);
-	psb_emit_int(e, "rx_bytes", (json_int_t)c->rx_bytes);
-	psb_emit_int(e, "tx_pkts", (json_int_t)c->tx_pkts);
-	psb_emit_int(e, "tx_bytes", (json_int_t)c->tx_bytes);
-	psb_emit_open(e, "drops");
-	for (k = 1; k < PSB_DROP_MAX; k++)
-		psb_emit_int(e, psb_drop_names[k], (json_int_t)c->drops[k]);
-	psb_emit_close(e);
-	psb_emit_int(e, "not_served", (json_int_t)c->not_served);
-	psb_emit_int(e, "ring_full", (json_int_t)c->ring_full);
-	psb_emit_int(e, "no_mbuf", (json_int_t)c->no_mbuf);
-	psb_emit_int(e, "tx_backlog", (json_int_t)c->tx_backlog);
-	psb_emit_int(e, "paused_drops", (json_int_t)c->paused_drops);
-	psb_emit_int(e, "byes", (json_int_t)c->byes);
-	psb_emit_int(e, "linearize_fail", (json_int_t)c->linearize_fail);
-	psb_emit_int(e, "arp_replies", (json_int_t)c->arp_replies);
-	psb_emit_int(e, "icmp_replies", (json_int_t)c->icmp_replies);
-	psb_emit_int(e, "busy_cycles", (json_int_t)c->busy_cycles);
-	psb_emit_int(e, "idle_cycles", (json_int_t)c->idle_cycles);
+	for (d = cnt_descs; d < cnt_descs + RTE_DIM(cnt_descs); d++) {
+		if (!d->per_reason) {
+			psb_emit_int(e, d->name, (json_int_t)*cnt_field(c, d));
+			continue;
+		}
+		psb_emit_open(e, d->name);
+		for (k = 1; k < PSB_DROP_MAX; k++)
+			psb_emit_int(e, psb_drop_names[k], (json_int_t)cnt_field(c, d)[k]);
+		psb_emit_close(e);
+	}
+}
+
+void
+psb_report_port_emit(struct psb_emit *e, struct psb_app *app, unsigned int i)
+{
+	uint16_t pid = app->port_ids[i];
+	struct psb_afp_stats *afp = &app->afp[i];
+	struct rte_eth_stats ps;
+
+	if (rte_eth_stats_get(pid, &ps) != 0)
+		memset(&ps, 0, sizeof(ps));
+	psb_emit_int(e, "port", pid);
+	psb_emit_str(e, "spec", app->specs[i].spec);
+	psb_emit_int(e, "ipackets", (json_int_t)ps.ipackets);
+	psb_emit_int(e, "opackets", (json_int_t)ps.opackets);
+	psb_emit_int(e, "ibytes", (json_int_t)ps.ibytes);
+	psb_emit_int(e, "obytes", (json_int_t)ps.obytes);
+	psb_emit_int(e, "imissed", (json_int_t)ps.imissed);
+	psb_emit_int(e, "ierrors", (json_int_t)ps.ierrors);
+	psb_emit_int(e, "oerrors", (json_int_t)ps.oerrors);
+	psb_emit_int(e, "rx_nombuf", (json_int_t)ps.rx_nombuf);
+	psb_emit_int(e, "bye_pauses", (json_int_t)app->bye[pid].pauses);
+	psb_emit_int(e, "bye_pause_expiries", (json_int_t)app->bye[pid].expiries);
+	if (afp->nfd == 0)
+		return;
+	psb_afp_stats_update(afp);
+	psb_emit_int(e, "kernel_packets",
+		(json_int_t)__atomic_load_n(&afp->packets, __ATOMIC_RELAXED));
+	psb_emit_int(e, "kernel_drops", (json_int_t)__atomic_load_n(&afp->drops, __ATOMIC_RELAXED));
 }
 
 json_t *
@@ -307,16 +413,15 @@ rss_max_bytes(void)
 }
 
 int
-psb_report_write_json(const struct psb_app *app, const char *path)
+psb_report_write_json(struct psb_app *app, const char *path)
 {
 	json_t *root = json_object(), *roles = json_array(), *ports = json_array();
 	struct psb_counters tot;
+	struct psb_emit e;
 	char tmp[4096];
 	uint16_t i;
-	unsigned int k;
 	int rc;
 
-	memset(&tot, 0, sizeof(tot));
 	for (i = 0; i < app->nroles; i++) {
 		const struct psb_role_inst *ri = &app->roles[i];
 		json_t *r = psb_report_counters_json(&ri->cnt);
@@ -325,32 +430,15 @@ psb_report_write_json(const struct psb_app *app, const char *path)
 		json_object_set_new(r, "instance", json_integer(ri->idx));
 		json_object_set_new(r, "lcore", json_integer(ri->lcore));
 		json_array_append_new(roles, r);
-		for (k = 1; k < PSB_DROP_MAX; k++)
-			tot.drops[k] += ri->cnt.drops[k];
-		tot.rx_pkts += ri->role == &psb_role_rx ? ri->cnt.rx_pkts : 0;
-		tot.rx_bytes += ri->role == &psb_role_rx ? ri->cnt.rx_bytes : 0;
-		tot.tx_pkts += ri->role == &psb_role_tx ? ri->cnt.tx_pkts : 0;
-		tot.not_served += ri->cnt.not_served;
-		tot.ring_full += ri->cnt.ring_full;
-		tot.no_mbuf += ri->cnt.no_mbuf;
-		tot.arp_replies += ri->cnt.arp_replies;
-		tot.icmp_replies += ri->cnt.icmp_replies;
 	}
 	json_object_set_new(root, "roles", roles);
+	psb_report_totals(app, &tot);
 	json_object_set_new(root, "totals", psb_report_counters_json(&tot));
 	for (i = 0; i < app->nports; i++) {
-		struct rte_eth_stats ps;
-		json_t *p;
-
-		if (rte_eth_stats_get(app->port_ids[i], &ps) != 0)
-			continue;
-		p = json_pack("{s:i,s:s,s:I,s:I,s:I,s:I,s:I,s:I,s:I}", "port", app->port_ids[i],
-			"spec", app->specs[i].spec, "ipackets", (json_int_t)ps.ipackets,
-			"opackets", (json_int_t)ps.opackets, "ibytes", (json_int_t)ps.ibytes,
-			"obytes", (json_int_t)ps.obytes, "imissed", (json_int_t)ps.imissed,
-			"ierrors", (json_int_t)ps.ierrors, "oerrors", (json_int_t)ps.oerrors);
-		if (p != NULL)
-			json_array_append_new(ports, p);
+		psb_emit_tree(&e);
+		psb_emit_open(&e, NULL);
+		psb_report_port_emit(&e, app, i);
+		json_array_append_new(ports, psb_emit_done(&e));
 	}
 	json_object_set_new(root, "ports", ports);
 	if (app->node_role == PSB_NODE_SERVER) {

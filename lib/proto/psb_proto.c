@@ -28,6 +28,7 @@ const char *const psb_drop_names[PSB_DROP_MAX] = {
 	[PSB_DROP_SEGMENT] = "bad_segment",
 	[PSB_DROP_ARP] = "arp",
 	[PSB_DROP_ICMP] = "icmp",
+	[PSB_DROP_OVERSIZE] = "oversize",
 };
 
 uint16_t
@@ -180,6 +181,8 @@ psb_frame_parse(const uint8_t *buf, size_t len, const struct psb_parse_cfg *cfg,
 	int rc, bcast;
 
 	memset(f, 0, sizeof(*f));
+	if (len > PSB_MAX_FRAME)
+		return -PSB_DROP_OVERSIZE;
 	if (len < PSB_ETH_HLEN)
 		return -PSB_DROP_TRUNCATED;
 	memcpy(f->dst.mac, buf, 6);

@@ -24,6 +24,11 @@ extern "C" {
 #define PSB_MAX_VALUE		(1u << 30)
 /* Largest UDP payload psb ever sends or accepts. */
 #define PSB_MAX_UDP_PAYLOAD	(9000 - PSB_IP_HLEN - PSB_UDP_HLEN)
+/*
+ * Largest Ethernet frame psb receives: the room of its receive buffers. A jumbo frame of
+ * MTU 9000 with a VLAN tag fits with room to spare; anything longer is dropped (oversize).
+ */
+#define PSB_MAX_FRAME		9216
 
 enum psb_msg_type {
 	PSB_MSG_PUSH = 0x01,		/* add value into the stored one */
@@ -117,6 +122,7 @@ enum psb_drop {
 	PSB_DROP_SEGMENT,	/* segment fields inconsistent */
 	PSB_DROP_ARP,		/* malformed or foreign ARP */
 	PSB_DROP_ICMP,		/* malformed ICMP or not an echo request */
+	PSB_DROP_OVERSIZE,	/* longer than PSB_MAX_FRAME */
 	PSB_DROP_MAX
 };
 

@@ -26,6 +26,8 @@
  * 12-14 PULL_RESP    srv->w0      2      77          4          555                40 B, 16 B segs
  * 15  PUSH, bad magic             3      4           2          7                  4 B
  * 16  PUSH, seg_len 16, 12 B sent 3      5           2          7                  12 B
+ * 17  PUSH, 9298-byte frame       3      6           2          7                  9216 B:
+ *                                                                                  2304 x 2.0f
  */
 
 static struct psb_addr worker = {
@@ -46,7 +48,7 @@ static struct psb_addr sched = {
 
 static pcap_dumper_t *dumper;
 static unsigned int nframes;
-static uint8_t frame[PSB_FRAME_HLEN + 9000];
+static uint8_t frame[PSB_FRAME_HLEN + 9216];
 
 static void
 put16(uint8_t *p, uint16_t v)
@@ -139,6 +141,8 @@ main(int argc, char **argv)
 	static const float four[] = { 4.0f };
 	static const float three[] = { 1.0f, 2.0f, 3.0f };
 	float ones[358];
+	static uint8_t value[9216];
+	static const float two = 2.0f;
 	uint8_t table[4 + 2 * 24], big[1432];
 	struct psb_hdr h;
 	unsigned int i;
@@ -254,6 +258,15 @@ main(int argc, char **argv)
 	h.seg_size = 1432;
 	put_floats(big, three, 3);
 	emit(psb_frame_build(frame, &worker, &server, &h, big, 12));
+
+	/* 17: one segment of 9216 bytes, a frame longer than psb's receive buffers. */
+	h = hdr(PSB_MSG_PUSH, 0, 3, 6, 2, 7);
+	h.total_len = 9216;
+	h.seg_len = 9216;
+	h.seg_size = 9216;
+	for (i = 0; i < 9216 / 4; i++)
+		put_floats(value + 4 * i, &two, 1);
+	emit(psb_frame_build(frame, &worker, &server, &h, value, 9216));
 
 	pcap_dump_close(dumper);
 	pcap_close(p);

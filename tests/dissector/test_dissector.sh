@@ -66,9 +66,10 @@ cat >"$tmp/want.csv" <<'EOF'
 14,0x5053,1,0x82,0x00,0,0,0,0,2,77,4,555,40,32,8,16,0,2,9;10,,,,,,,,PULL_RESP key=555 req=77 seg 32-40/40
 15,0x1234,1,0x01,0x00,0,0,0,0,3,4,2,7,4,0,4,1432,0,1,4,,,,,,,Bad psb magic (psb drops the frame),[bad magic] PUSH key=7 req=4 seg 0-4/4
 16,0x5053,1,0x01,0x00,0,0,0,0,3,5,2,7,16,0,16,1432,0,3,1;2;3,,,,,,,seg_len does not match the payload length (psb drops the frame),PUSH key=7 req=5 seg 0-16/16
+17,0x5053,1,0x01,0x00,0,0,0,0,3,6,2,7,9216,0,9216,9216,0,2304,2;2;2;2;2;2;2;2;2;2;2;2;2;2;2;2,,,,,,,Frame longer than psb's 9216-byte receive buffers (psb drops it: oversize),[oversize] PUSH key=7 req=6 seg 0-9216/9216
 EOF
 
-# The value bytes, in a pass of their own: frame 1 alone carries 1432 of them.
+# The value bytes, in a pass of their own: frames 1 and 17 alone carry 1432 and 9216.
 {
 	printf '1,'
 	for ((i = 0; i < 358; i++)); do
@@ -92,6 +93,11 @@ EOF
 15,00008040
 16,0000803f0000004000004040
 EOF
+	printf '17,'
+	for ((i = 0; i < 2304; i++)); do
+		printf '00000040'	# 2.0f
+	done
+	printf '\n'
 } >"$tmp/want_value.csv"
 
 run_tshark "${args[@]}" >"$tmp/got.csv"

@@ -29,7 +29,10 @@
 static const char *psb_bin;
 /* The sender epoch put_request writes into requests (a worker's incarnation). */
 static uint32_t req_epoch;
-/* The scenario in progress, cleaned up by teardown when an assertion ends a test early. */
+/*
+ * The scenario in progress, cleaned up by teardown when an assertion ends a test early
+ * (tests keep theirs static: a failed assertion leaves the test's stack frame for good).
+ */
 static struct scen *cur;
 static const uint8_t psb_mac[6] = { 0x02, 0, 0, 0, 0, 0x01 };
 
@@ -163,11 +166,11 @@ put_request(struct scen *s, int w, uint8_t type, uint64_t key, uint32_t req, uin
 	}
 }
 
-/* Run psb over the input pcap; read back the output frames and the counters. */
+/* Run psb (shards server shards) over the input pcap; read back the output and counters. */
 static void
-scen_run(struct scen *s, const char *mode, int nworkers)
+scen_run_shards(struct scen *s, const char *mode, int nworkers, int shards)
 {
-	char port[300], nw[16], prefix[64];
+	char port[300], nw[16], ns[16], prefix[64];
 	char errbuf[PCAP_ERRBUF_SIZE];
 	struct pcap_pkthdr *ph;
 	const u_char *data;
@@ -180,6 +183,7 @@ scen_run(struct scen *s, const char *mode, int nworkers)
 	s->dump = NULL;
 	snprintf(port, sizeof(port), "pcap:%s:%s", s->in, s->out);
 	snprintf(nw, sizeof(nw), "%d", nworkers);
+	snprintf(ns, sizeof(ns), "%d", shards);
 	snprintf(prefix, sizeof(prefix), "psbt-%d", (int)getpid());
 	pid = fork();
 	assert_true(pid >= 0);
@@ -187,10 +191,10 @@ scen_run(struct scen *s, const char *mode, int nworkers)
 		const char *av[48] = {
 			psb_bin, "--role", "server", "--port", port, "--ip", "198.18.0.1",
 			"--mac", "02:00:00:00:00:01", "--mtu", "1500", mode, "--num-workers", nw,
-			"-l", "0", "--no-huge", "--mbufs", "8192", "--idle-exit", "400",
+			"--shards", ns, "-l", "0", "--no-huge", "--mbufs", "8192", "--idle-exit", "400",
 			"--file-prefix", prefix, "--stats-file", s->stats, "-q",
 		};
-		int devnull = open("/dev/null", O_WRONLY), n = 26, k;
+		int devnull = open("/dev/null", O_WRONLY), n = 28, k;
 
 		for (k = 0; s->extra[k] != NULL; k++)
 			av[n++] = s->extra[k];
@@ -230,6 +234,12 @@ scen_run(struct scen *s, const char *mode, int nworkers)
 	s->st = json_load_file(s->stats, 0, &jerr);
 	if (s->st == NULL)
 		fail_msg("stats file: %s", jerr.text);
+}
+
+static void
+scen_run(struct scen *s, const char *mode, int nworkers)
+{
+	scen_run_shards(s, mode, nworkers, 1);
 }
 
 static json_int_t
@@ -278,6 +288,17 @@ out_psb(struct scen *s, unsigned int i, int w, struct psb_frame *f)
 	return f;
 }
 
+/* Frame *i is worker w's PUSH_ACK of request req; *i moves past it. */
+static void
+out_ack(struct scen *s, unsigned int *i, int w, uint32_t req)
+{
+	struct psb_frame f;
+
+	out_psb(s, (*i)++, w, &f);
+	assert_int_equal(f.hdr.type, PSB_MSG_PUSH_ACK);
+	assert_int_equal(f.hdr.req_id, req);
+}
+
 /* Collect a segmented value response starting at frame *i into out; checks segmentation. */
 static void
 out_value(struct scen *s, unsigned int *i, int w, uint8_t type, uint64_t key, uint32_t req,
@@ -321,7 +342,7 @@ test_sync_sum(void **state)
 	const uint32_t n = 1000;	/* 4000 B: 3 segments */
 	float *a = fill(n, 1.0f, 0.5f), *b = fill(n, 100.0f, 2.0f), *got = calloc(n, 4);
 	struct psb_frame f;
-	struct scen s;
+	static struct scen s;
 	unsigned int i = 0, k;
 
 	(void)state;
@@ -361,7 +382,7 @@ test_async_pushpull(void **state)
 	const uint32_t n = 800;
 	float *a = fill(n, 3.0f, 1.0f), *got = calloc(n, 4);
 	struct psb_frame f;
-	struct scen s;
+	static struct scen s;
 	unsigned int i = 0, k;
 
 	(void)state;
@@ -397,7 +418,7 @@ test_reorder_dup_retry(void **state)
 	static const int lossy[] = { 0, 1, 3, 4 };
 	static const int dups[] = { 0, 0, 1, 2, 2, 3, 4, 4 };
 	struct psb_frame f;
-	struct scen s;
+	static struct scen s;
 	unsigned int i = 0, k;
 
 	(void)state;
@@ -476,7 +497,7 @@ test_error_replies(void **state)
 	};
 	float v[8] = { 1, 2, 3, 4, 5, 6, 7, 8 };
 	struct psb_frame f;
-	struct scen s;
+	static struct scen s;
 	unsigned int i;
 
 	(void)state;
@@ -533,7 +554,7 @@ test_arp_icmp(void **state)
 	uint8_t mac0[6] = { 0x02, 0, 0, 0, 0, 0x10 };
 	struct psb_frame f;
 	struct psb_parse_cfg cfg = { .my_ip = W0_IP };
-	struct scen s;
+	static struct scen s;
 	size_t len;
 	uint16_t i;
 
@@ -615,7 +636,7 @@ test_malformed_dropped(void **state)
 	struct psb_addr src, dst;
 	struct psb_hdr h;
 	uint8_t good[200], bad[200];
-	struct scen s;
+	static struct scen s;
 	struct psb_frame f;
 	unsigned int i = 0, k;
 	size_t len;
@@ -700,7 +721,7 @@ test_batch(void **state)
 	struct psb_frame f;
 	struct psb_hdr h;
 	struct psb_rec r;
-	struct scen s;
+	static struct scen s;
 	uint8_t buf[2048], payload[1024];
 	size_t len = 0, off;
 	unsigned int i, k;
@@ -758,6 +779,123 @@ test_batch(void **state)
 	scen_close(&s);
 }
 
+/* A BYE from src to dst_ip (255.255.255.255: broadcast, to every MAC) and dst_port. */
+static void
+put_bye(struct scen *s, const struct psb_addr *src, uint32_t dst_ip, uint16_t dst_port)
+{
+	struct psb_addr dst;
+	struct psb_hdr h;
+	uint8_t buf[128];
+
+	psb_addr_of(&dst);
+	dst.ip = dst_ip;
+	dst.port = dst_port;
+	if (dst_ip == 0xffffffffu)
+		memset(dst.mac, 0xff, 6);
+	psb_hdr_init(&h, PSB_MSG_BYE);
+	put_frame(s, buf, psb_frame_build(buf, src, &dst, &h, NULL, 0));
+}
+
+/* Counter `what` of the first role instance named role in the stats file. */
+static json_int_t
+stat_role(struct scen *s, const char *role, int instance, const char *what)
+{
+	json_t *r;
+	size_t i;
+
+	json_array_foreach(json_object_get(s->st, "roles"), i, r)
+		if (strcmp(json_string_value(json_object_get(r, "role")), role) == 0 &&
+		    json_integer_value(json_object_get(r, "instance")) == instance)
+			return json_integer_value(json_object_get(r, what));
+	fail_msg("no role %s%d in the stats file", role, instance);
+	return -1;
+}
+
+/*
+ * BYEs that are not a known peer's to the data port change nothing: from an unknown
+ * address, from the worker's address to another port, from the worker's address with
+ * another MAC (broadcast). Every request around them is answered.
+ */
+static void
+test_bye_spoofed(void **state)
+{
+	float v[4] = { 1, 2, 3, 4 }, got[4];
+	struct psb_addr w0, stranger, forged;
+	static struct scen s;
+	unsigned int i = 0, k;
+
+	(void)state;
+	scen_open(&s);
+	worker_addr(&w0, 0);
+	worker_addr(&stranger, 0);
+	stranger.ip = 0xc6120063u;	/* 198.18.0.99, never seen */
+	stranger.mac[5] = 0x63;
+	forged = w0;
+	forged.mac[5] = 0x66;		/* the worker's address, another MAC */
+	put_request(&s, 0, PSB_MSG_PUSH, 1, 1, 0, v, 4, NULL, 0);
+	put_bye(&s, &stranger, PSB_IP, PSB_UDP_PORT);
+	put_bye(&s, &w0, PSB_IP, PSB_SCHED_PORT);
+	put_bye(&s, &forged, 0xffffffffu, PSB_UDP_PORT);
+	put_request(&s, 0, PSB_MSG_PUSH, 2, 2, 0, v, 4, NULL, 0);
+	put_request(&s, 0, PSB_MSG_PULL, 1, 3, 0, NULL, 0, NULL, 0);
+	scen_run(&s, "--async", 1);
+
+	out_ack(&s, &i, 0, 1);
+	out_ack(&s, &i, 0, 2);
+	out_value(&s, &i, 0, PSB_MSG_PULL_RESP, 1, 3, got, 4);
+	for (k = 0; k < 4; k++)
+		assert_true(got[k] == v[k]);
+	assert_int_equal(s.nout, i);
+	assert_int_equal(stat_role(&s, "rx", 0, "bye_ignored"), 3);
+	assert_int_equal(stat_role(&s, "rx", 0, "byes"), 0);
+	assert_int_equal(stat_role(&s, "tx", 0, "paused_drops"), 0);
+	scen_close(&s);
+}
+
+/*
+ * The worker's own BYE (broadcast, then to psb's address) is accepted, reaches every
+ * shard of the store without an answer, and pauses nothing: a pcap port keeps reading.
+ * Keys 3 and 5 both belong to shard 0 of 2, so the answers come in request order.
+ */
+static void
+test_bye_peer(void **state)
+{
+	const uint32_t n = 1000;	/* 3 segments */
+	float *a = fill(n, 2.0f, 0.25f), *got = calloc(n, 4), v[4] = { 5, 6, 7, 8 };
+	struct psb_addr w0;
+	static struct scen s;
+	unsigned int i = 0, k;
+
+	(void)state;
+	scen_open(&s);
+	worker_addr(&w0, 0);
+	put_request(&s, 0, PSB_MSG_PUSH, 3, 1, 0, a, n, NULL, 0);
+	put_bye(&s, &w0, 0xffffffffu, PSB_UDP_PORT);
+	put_request(&s, 0, PSB_MSG_PUSH, 5, 2, 0, v, 4, NULL, 0);
+	put_bye(&s, &w0, PSB_IP, PSB_UDP_PORT);
+	put_request(&s, 0, PSB_MSG_PULL, 3, 3, 0, NULL, 0, NULL, 0);
+	scen_run_shards(&s, "--async", 1, 2);
+
+	out_ack(&s, &i, 0, 1);
+	out_ack(&s, &i, 0, 2);
+	out_value(&s, &i, 0, PSB_MSG_PULL_RESP, 3, 3, got, n);
+	for (k = 0; k < n; k++)
+		assert_true(got[k] == a[k]);
+	assert_int_equal(s.nout, i);
+	assert_int_equal(stat_role(&s, "rx", 0, "byes"), 2);
+	assert_int_equal(stat_role(&s, "rx", 0, "bye_ignored"), 0);
+	assert_int_equal(stat_role(&s, "rx", 0, "bye_lost"), 0);
+	/* keys 3 and 5 are shard 0's: shard 1 took the two BYEs only, and answered nothing */
+	assert_int_equal(stat_role(&s, "rx", 0, "handed"), 5);
+	assert_int_equal(stat_role(&s, "server", 0, "rx_pkts"), 5 + 2);
+	assert_int_equal(stat_role(&s, "server", 1, "rx_pkts"), 2);
+	assert_int_equal(stat_role(&s, "server", 1, "tx_pkts"), 0);
+	assert_int_equal(json_integer_value(json_object_get(json_array_get(json_object_get(s.st,
+		"ports"), 0), "bye_pauses")), 0);
+	free(a);
+	free(got);
+	scen_close(&s);
+}
 
 /*
  * A worker dies in the middle of a push and comes back with a new epoch: the segments of
@@ -773,7 +911,7 @@ test_partial_push_restart(void **state)
 	float *got = calloc(n, 4);
 	static const int first_two[] = { 0, 1 };
 	struct psb_frame f;
-	struct scen s;
+	static struct scen s;
 	unsigned int i, k;
 	int sync;
 
@@ -844,7 +982,7 @@ test_flood_budgets(void **state)
 	struct psb_hdr h;
 	uint8_t buf[9100];
 	struct psb_frame f;
-	struct scen s;
+	static struct scen s;
 	unsigned int i, k, acks = 0, refused = 0;
 	json_t *st;
 
@@ -904,6 +1042,7 @@ test_flood_budgets(void **state)
 	scen_close(&s);
 }
 
+
 /* After every test, pass or fail: the scenario's files and psb's runtime directory go. */
 static int
 teardown(void **state)
@@ -930,6 +1069,8 @@ main(int argc, char **argv)
 		cmocka_unit_test_teardown(test_batch, teardown),
 		cmocka_unit_test_teardown(test_partial_push_restart, teardown),
 		cmocka_unit_test_teardown(test_flood_budgets, teardown),
+		cmocka_unit_test_teardown(test_bye_spoofed, teardown),
+		cmocka_unit_test_teardown(test_bye_peer, teardown),
 	};
 
 	if (argc < 2) {

@@ -7,6 +7,8 @@
 # its PID and removed on exit, whatever the outcome.
 set -u
 
+source "$(dirname "$0")/netns.sh"
+
 psb=${1:?usage: test_interop.sh PATH/psb PATH/psb-kbench}
 kbench=${2:?usage: test_interop.sh PATH/psb PATH/psb-kbench}
 
@@ -97,43 +99,15 @@ wait_exit() {
 	return 1
 }
 
-cleanup() {
-	local rc=$?
-	trap - EXIT INT TERM
-	if [ -n "$psb_pid" ] && kill -0 "$psb_pid" 2>/dev/null; then
-		kill -TERM "$psb_pid" 2>/dev/null
-		wait_exit 5 "$psb_pid" || kill -KILL "$psb_pid" 2>/dev/null
-		wait "$psb_pid" 2>/dev/null
-	fi
-	# Whatever still runs inside the namespace (a hung client) goes with it.
-	if ip netns list 2>/dev/null | grep -qw "$ns"; then
-		ip netns pids "$ns" 2>/dev/null | xargs -r kill -KILL 2>/dev/null
-		ip netns del "$ns" 2>/dev/null
-	fi
-	ip link del "$vr" 2>/dev/null
-	rm -rf "/var/run/dpdk/$prefix"
-	[ -n "$tmp" ] && rm -rf "$tmp"
-	exit $rc
-}
-trap cleanup EXIT
+trap netns_cleanup EXIT
 trap 'exit 1' INT TERM
 
-[ "$(id -u)" -eq 0 ] || skip "needs root (creates a network namespace and a veth pair)"
-command -v ip >/dev/null 2>&1 || skip "iproute2 'ip' not found"
-command -v python3 >/dev/null 2>&1 || skip "python3 not found (reads psb's stats JSON)"
 [ -x "$psb" ] || fail "psb not found at '$psb'"
 [ -x "$kbench" ] || fail "psb-kbench not found at '$kbench'"
-ip netns add "$ns" 2>/dev/null || skip "cannot create a network namespace ('ip netns add' failed)"
+netns_add "$ns"
 
 tmp=$(mktemp -d /tmp/psb-interop.XXXXXX) || fail "mktemp failed"
-ip link add "$vr" type veth peer name "$vn" || fail "cannot create veth pair $vr/$vn"
-ip link set "$vn" netns "$ns" || fail "cannot move $vn into $ns"
-# The root side belongs to psb alone: no address, no IPv6 chatter.
-sysctl -qw "net.ipv6.conf.$vr.disable_ipv6=1" || fail "cannot disable IPv6 on $vr"
-ip link set "$vr" up || fail "cannot bring $vr up"
-ip -n "$ns" link set lo up
-ip -n "$ns" addr add "$client_ip/24" dev "$vn" || fail "cannot address $vn"
-ip -n "$ns" link set "$vn" up || fail "cannot bring $vn up"
+netns_up "$ns" "$vr" "$vn" "$client_ip/24" || fail "cannot set up the namespace"
 
 log "starting psb on af_packet:$vr ($server_ip)"
 "$psb" --role server --port "af_packet:$vr" --ip "$server_ip" --num-workers "$workers" --async \

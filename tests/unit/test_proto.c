@@ -894,6 +894,30 @@ test_ethernet_padding(void **state)
 	assert_int_equal(frame[42], 0xc3);
 }
 
+/* Frames up to PSB_MAX_FRAME are read (a tagged jumbo fits); one byte more is oversize. */
+static void
+test_oversize(void **state)
+{
+	static uint8_t big[PSB_MAX_FRAME + 64];
+	struct psb_frame f;
+	size_t len;
+
+	len = build_seg(frame, PSB_MSG_PUSH, 8932, 0, 8932);
+	assert_int_equal(len, PSB_ETH_HLEN + 9000);
+	len = add_vlan(big, frame, len, 7);
+	assert_int_equal(parse_as(big, len, &server, &f), PSB_FRAME_PSB);
+	assert_int_equal(f.payload_len, 8932);
+	/* Padded to the buffer's size it is still the same frame. */
+	memset(big + len, 0xa5, PSB_MAX_FRAME + 1 - len);
+	assert_int_equal(parse_as(big, PSB_MAX_FRAME, &server, &f), PSB_FRAME_PSB);
+	assert_int_equal(parse_as(big, PSB_MAX_FRAME + 1, &server, &f), -PSB_DROP_OVERSIZE);
+	/* Whatever it holds: an ARP request that long is not answered either. */
+	len = psb_arp_request(big, worker.mac, worker.ip, server.ip);
+	assert_int_equal(parse_as(big, len, &server, &f), PSB_FRAME_ARP_REQUEST);
+	assert_int_equal(parse_as(big, PSB_MAX_FRAME + 1, &server, &f), -PSB_DROP_OVERSIZE);
+	assert_string_equal(psb_drop_names[PSB_DROP_OVERSIZE], "oversize");
+}
+
 static void
 test_arp(void **state)
 {
@@ -1483,6 +1507,7 @@ main(void)
 		cmocka_unit_test(test_segment_frames),
 		cmocka_unit_test(test_foreign_version),
 		cmocka_unit_test(test_ethernet_padding),
+		cmocka_unit_test(test_oversize),
 		cmocka_unit_test(test_arp),
 		cmocka_unit_test(test_icmp_echo),
 		cmocka_unit_test(test_icmp_drops),

@@ -183,7 +183,10 @@ server_poll(struct psb_role_inst *ri)
 			rte_prefetch0(rte_pktmbuf_mtod(pkts[i + 1], void *));
 		ri->cnt.rx_pkts++;
 		ri->cnt.rx_bytes += m->pkt_len;
-		if (meta->hdr.type == PSB_MSG_BATCH && meta->hdr.version == PSB_VERSION) {
+		if (meta->hdr.type == PSB_MSG_BYE) {
+			/* a known peer's BYE (psb_io.c): what it staged goes; nothing to answer */
+			psb_kv_peer_left(sp->kv, meta->src.ip);
+		} else if (meta->hdr.type == PSB_MSG_BATCH && meta->hdr.version == PSB_VERSION) {
 			server_batch(ri, sp, meta, payload);
 		} else if (psb_kv_handle_ref(sp->kv, &meta->hdr, payload,
 				/*

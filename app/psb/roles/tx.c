@@ -20,7 +20,10 @@ tx_init(struct psb_role_inst *ri)
 	return ri->priv != NULL ? 0 : -ENOMEM;
 }
 
-/* Send pkts[0..n) in order, port by port; returns how many went out. */
+/*
+ * Send pkts[0..n) in order, port by port; returns how many are done with: taken by their
+ * port (counted as sent) or dropped for a paused one (counted as paused_drops).
+ */
 static uint16_t
 send_run(struct psb_role_inst *ri, struct rte_mbuf **pkts, uint16_t n)
 {
@@ -39,6 +42,7 @@ send_run(struct psb_role_inst *ri, struct rte_mbuf **pkts, uint16_t n)
 			continue;
 		}
 		sent = rte_eth_tx_burst(port, 0, &pkts[done], run);
+		ri->cnt.tx_pkts += sent;
 		for (uint16_t k = 0; k < sent; k++)
 			ri->cnt.tx_bytes += pkts[done + k]->pkt_len;
 		done += sent;
@@ -58,7 +62,6 @@ tx_poll(struct psb_role_inst *ri)
 
 	if (t->n != 0) {
 		sent = send_run(ri, t->pkts, t->n);
-		ri->cnt.tx_pkts += sent;
 		memmove(t->pkts, t->pkts + sent, (t->n - sent) * sizeof(t->pkts[0]));
 		t->n -= sent;
 		if (t->n != 0)
@@ -68,7 +71,6 @@ tx_poll(struct psb_role_inst *ri)
 	if (n == 0)
 		return 0;
 	sent = send_run(ri, t->pkts, n);
-	ri->cnt.tx_pkts += sent;
 	if (sent < n)
 		memmove(t->pkts, t->pkts + sent, (n - sent) * sizeof(t->pkts[0]));
 	t->n = n - sent;

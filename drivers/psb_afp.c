@@ -1,0 +1,116 @@
+/* af_packet ports: the kernel's counts of the PMD's packet sockets (PACKET_STATISTICS). */
+#include <dirent.h>
+#include <errno.h>
+#include <limits.h>
+#include <net/if.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <linux/if_packet.h>
+
+#include "psb_afp.h"
+
+#define MAX_INODES	64
+
+/* Inodes of the packet sockets bound to ifindex, from /proc/net/packet (this namespace). */
+static int
+bound_inodes(int ifindex, unsigned long *ino, int max, char *err, size_t errlen)
+{
+	char line[256];
+	unsigned long inode;
+	int iface, n = 0;
+	FILE *f = fopen("/proc/net/packet", "r");
+
+	if (f == NULL) {
+		n = -errno;
+		snprintf(err, errlen, "/proc/net/packet: %s", strerror(-n));
+		return n;
+	}
+	/* sk RefCnt Type Proto Iface R Rmem User Inode; the first line names them */
+	while (fgets(line, sizeof(line), f) != NULL)
+		if (sscanf(line, "%*x %*d %*d %*x %d %*d %*u %*u %lu", &iface, &inode) == 2 &&
+		    iface == ifindex && n < max)
+			ino[n++] = inode;
+	fclose(f);
+	return n;
+}
+
+int
+psb_afp_stats_open(struct psb_afp_stats *s, const char *ifname, char *err, size_t errlen)
+{
+	unsigned long ino[MAX_INODES], fd_ino;
+	char link[64], path[PATH_MAX];
+	struct dirent *d;
+	int ifindex, n, i, fd;
+	ssize_t len;
+	DIR *dir;
+
+	memset(s, 0, sizeof(*s));
+	ifindex = (int)if_nametoindex(ifname);
+	if (ifindex == 0) {
+		snprintf(err, errlen, "interface %s: %s", ifname, strerror(errno));
+		return -ENODEV;
+	}
+	n = bound_inodes(ifindex, ino, MAX_INODES, err, errlen);
+	if (n < 0)
+		return n;
+	dir = opendir("/proc/self/fd");
+	if (dir == NULL) {
+		n = -errno;
+		snprintf(err, errlen, "/proc/self/fd: %s", strerror(-n));
+		return n;
+	}
+	while ((d = readdir(dir)) != NULL && s->nfd < PSB_AFP_MAX_SOCKS) {
+		fd = atoi(d->d_name);
+		if (d->d_name[0] < '0' || d->d_name[0] > '9' || fd == dirfd(dir))
+			continue;
+		snprintf(path, sizeof(path), "/proc/self/fd/%s", d->d_name);
+		len = readlink(path, link, sizeof(link) - 1);
+		if (len <= 0)
+			continue;
+		link[len] = '\0';
+		if (sscanf(link, "socket:[%lu]", &fd_ino) != 1)
+			continue;
+		for (i = 0; i < n; i++)
+			if (ino[i] == fd_ino)
+				s->fd[s->nfd++] = fd;
+	}
+	closedir(dir);
+	if (s->nfd == 0) {
+		snprintf(err, errlen, "interface %s: this process has no packet socket bound to it",
+			ifname);
+		return -ENOENT;
+	}
+	return 0;
+}
+
+int
+psb_afp_stats_update(struct psb_afp_stats *s)
+{
+	struct tpacket_stats st;
+	socklen_t len;
+	int i, rc = 0;
+
+	for (i = 0; i < s->nfd; i++) {
+		len = sizeof(st);
+		if (getsockopt(s->fd[i], SOL_PACKET, PACKET_STATISTICS, &st, &len) != 0) {
+			rc = -errno;
+			continue;
+		}
+		/* the kernel's tp_packets already includes the frames it dropped */
+		__atomic_fetch_add(&s->packets, st.tp_packets, __ATOMIC_RELAXED);
+		__atomic_fetch_add(&s->drops, st.tp_drops, __ATOMIC_RELAXED);
+	}
+	return rc;
+}
+
+void
+psb_afp_stats_clear(struct psb_afp_stats *s)
+{
+	psb_afp_stats_update(s);
+	__atomic_store_n(&s->packets, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&s->drops, 0, __ATOMIC_RELAXED);
+}
