@@ -7,6 +7,7 @@
 #include <rte_ethdev.h>
 
 #include "psb.h"
+#include "psb_ctl.h"
 #include "psb_kv.h"
 #include "psb_report.h"
 
@@ -245,6 +246,7 @@ psb_report_write_json(const struct psb_app *app, const char *path)
 	json_object_set_new(root, "ports", ports);
 	if (app->node_role == PSB_NODE_SERVER)
 		json_object_set_new(root, "store", psb_report_store_json(app, true));
+	json_object_set_new(root, "control", psb_counters_control_json(app));
 	if ((size_t)snprintf(tmp, sizeof(tmp), "%s.tmp.%d", path, (int)getpid()) >= sizeof(tmp)) {
 		json_decref(root);
 		return -ENAMETOOLONG;

@@ -315,6 +315,27 @@ conn_read_line(struct conn *c)
 	}
 }
 
+/* psb's word that it closed this connection for asking nothing (node.ctl_idle_timeout). */
+static int
+idle_closed(const json_t *reply)
+{
+	const char *code = json_string_value(json_object_get(json_object_get(reply, "error"),
+							     "code"));
+
+	return json_object_get(reply, "id") == NULL && code != NULL &&
+		strcmp(code, "idle_timeout") == 0;
+}
+
+static void
+conn_reopen(struct conn *c)
+{
+	json_int_t next = c->next_id;
+
+	conn_close(c);
+	conn_open(c, c->path);
+	c->next_id = next;
+}
+
 /*
  * One request and its reply: psb answers every line in order and echoes "id"; a reply
  * without one is psb refusing the connection itself (denied, too_large, busy, bad_json).
@@ -337,24 +358,34 @@ request_id(struct conn *c, json_t *req, int with_id)
 	if (text == NULL)
 		psb_die("out of memory");
 	conn_send(c, text);
-	free(text);
 	for (;;) {
 		line = conn_read_line(c);
-		if (line == NULL)
+		if (line == NULL) {
+			free(text);
 			return NULL;
+		}
 		reply = json_loads(line, 0, &je);
 		if (reply == NULL || !json_is_object(reply))
 			psb_die("%s: not a JSON reply (%s): %.200s", c->path,
 				reply == NULL ? je.text : "not an object", line);
 		free(line);
+		if (idle_closed(reply)) {
+			/* psb let go of the connection while --watch slept: again, anew */
+			json_decref(reply);
+			conn_reopen(c);
+			conn_send(c, text);
+			continue;
+		}
 		if (!with_id)
-			return reply;
+			break;
 		if (json_integer_value(json_object_get(reply, "id")) == id ||
 		    (json_object_get(reply, "id") == NULL && json_object_get(reply, "error") != NULL))
 			break;
 		json_decref(reply);	/* an answer to someone else's id: not ours */
 	}
-	json_object_del(reply, "id");
+	free(text);
+	if (with_id)
+		json_object_del(reply, "id");
 	return reply;
 }
 
