@@ -75,7 +75,7 @@ const struct psb_conf_field psb_exp_node_table[] = {
 	{ "ctl_bytes_per_pass", PSB_CONF_SIZE, OFF(psb_exp_node, ctl_bytes_per_pass), 0, 0,
 	  "64KiB", 512, 64 << 20, NULL, NULL, "control-socket input read per pass of the main "
 	  "loop, over all clients" },
-	{ "ctl_share_pct", PSB_CONF_UINT, OFF(psb_exp_node, ctl_share_pct), 0, 0, "5", 1, 100,
+	{ "ctl_share_pct", PSB_CONF_UINT, OFF(psb_exp_node, ctl_share_pct), 0, 0, "3", 1, 100,
 	  NULL, NULL, "percent of the main lcore's time control clients (socket, Prometheus) may "
 	  "take when it also runs the data plane (100: no limit)" },
 	{ "ctl_clients", PSB_CONF_UINT, OFF(psb_exp_node, ctl_clients), 0, 0, "32", 1, 1024, NULL,

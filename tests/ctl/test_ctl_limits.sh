@@ -13,7 +13,7 @@ counter() {	# SOCK NAME: a control.NAME counter
 }
 
 start_pair
-grep -q "^psb: control limits: socket 32 clients, 4 requests and 64KiB of input per pass, 1MiB of unread replies, idle 1m; clients' share 5 % of the lcore; files 1MiB; Prometheus 16 connections, 5s per request, 16384 B per request$" \
+grep -q "^psb: control limits: socket 32 clients, 4 requests and 64KiB of input per pass, 1MiB of unread replies, idle 1m; clients' share 3 % of the lcore; files 1MiB; Prometheus 16 connections, 5s per request, 16384 B per request$" \
 	"$DIR/worker.log" || fail "no line with the control limits at start"
 write_doc "$DIR/long.json" long 100000000 20Mbps "$DIR/results"
 expect_rc 0 "$O" "$E" ctl "$W" start "$DIR/long.json"
