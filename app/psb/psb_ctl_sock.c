@@ -474,8 +474,8 @@ drop_idle(struct psb_app *app, uint64_t now)
 			client_close(c);
 			continue;
 		}
-		if (client_line_end(c) != NULL)
-			continue;	/* a request waits for its turn: not idle */
+		if (c->readable || client_line_end(c) != NULL)
+			continue;	/* what it sent waits for its turn: not idle */
 		app->cp.socket_idle_closed++;
 		psb_conf_format_duration(text, sizeof(text), idle);
 		client_drop(c, psb_cmd_error("idle_timeout", "no request for %s "
