@@ -17,6 +17,7 @@
 #include <jansson.h>
 
 #include "psb_cli.h"
+#include "psb_exp.h"
 
 #define MAX_REPLY	(256u << 20)	/* a reply longer than this is not psb talking */
 
@@ -590,13 +591,14 @@ cmd(const char *name)
 static json_t *
 read_doc(const char *file, char *dir, size_t dirlen)
 {
-	json_error_t je;
 	json_t *doc, *out, *d;
-	char cwd[PATH_MAX];
+	char cwd[PATH_MAX], err[1024];
+	int rc;
 
-	doc = json_load_file(file, JSON_REJECT_DUPLICATES, &je);
+	/* as psb reads them: a regular file, of bounded size (a FIFO would hang psbctl) */
+	doc = psb_exp_read_json(file, PSB_EXP_FILE_MAX, &rc, err, sizeof(err));
 	if (doc == NULL)
-		psb_die("%s:%d:%d: %s", file, je.line, je.column, je.text);
+		psb_die("%s", err);
 	if (!json_is_object(doc))
 		psb_die("%s: expected an experiment document (a JSON object)", file);
 	dir[0] = '\0';

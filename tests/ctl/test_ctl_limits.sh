@@ -114,6 +114,9 @@ refused load "$DIR/adir" "invalid: $DIR/adir: is a directory, $WHY"
 refused load "$DIR/big.json" "too_large: $DIR/big.json: $BIG bytes, over the limit of 4KiB for \
 files psb reads (node.file_max, --file-max)"
 [ "$(counter "$L" file_refused)" -eq 5 ] || fail "files refused: $(counter "$L" file_refused)"
+# psbctl reads a document itself before sending it: the same rule
+expect_rc 2 "$O" "$E" timeout 10 "$PSBCTL" --ctl "$L" start "$DIR/fifo"
+grep -qx "psbctl: $DIR/fifo: is a FIFO, $WHY" "$E" || fail "psbctl start FIFO: $(cat "$E")"
 expect_rc 0 "$O" "$E" ctl "$L" status
 grep -q '^role: server' "$O" || fail "status after refused files: $(cat "$O")"
 expect_rc 0 "$O" "$E" ctl "$L" quit
