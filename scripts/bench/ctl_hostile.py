@@ -8,8 +8,9 @@
 One experiment runs on the worker for the whole measurement. For every target process and
 every behaviour, windows of S seconds alternate without and with the hostile client (order
 ABBA..., so a slow drift of the machine cancels out). A window records the worker's
-requests/s (psb's own request count and elapsed time, read on a kept connection), the
-target's control-plane counters, and the hostile client's CPU time. Behaviours:
+requests/s (the replies its worker roles received, over psb's own clock, read on a kept
+connection), the target's control-plane counters, and the hostile client's CPU time.
+Behaviours:
 
   pipeline  status requests written back to back, replies read as they come
   noread    counters requests, replies never read; again after each disconnect
@@ -204,9 +205,12 @@ def windows(args):
                              (b, ", ".join(BEHAVIOURS)))
 
     def snapshot(t):
-        st = worker.call({"cmd": "status"})["experiment"]
+        # the worker roles' replies received and psb's clock, read in one go: the experiment's
+        # own request count is published only every 50 ms, too coarse for 1 s windows
+        c = worker.call({"cmd": "counters"})["counters"]
+        replies = sum(r["rx_pkts"] for n, r in c["roles"].items() if n.startswith("worker"))
         ctl = t["conn"].call({"cmd": "counters", "filter": "control"})["counters"]
-        return st["pushpull"]["requests"], st["elapsed_s"], ctl
+        return replies, c["node"]["uptime_s"], ctl
 
     out = []
     for t in targets:
