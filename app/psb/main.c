@@ -97,6 +97,8 @@ usage(FILE *out)
 "                       and experiment from it, results into output.dir/<name>/; other\n"
 "                       options override the document\n"
 "  --check-config FILE  check an experiment document and print it with its defaults\n"
+"  --file-max BYTES     largest document or command file psb reads (default 1MiB;\n"
+"                       node.file_max); other files are refused unless regular\n"
 "  -i, --interactive    console on stdin (prompt psb> ); experiments start from it\n"
 "  --cmdline-file FILE  run the console commands of FILE first\n"
 "  --wait               start nothing; wait for commands (control socket) until quit\n"
@@ -158,7 +160,7 @@ enum {
 	OPT_HUGE, OPT_NO_HUGE, OPT_PREFIX, OPT_IDLE_EXIT, OPT_STATS_FILE, OPT_BATCH,
 	OPT_CONFIG, OPT_CHECK_CONFIG, OPT_CMDLINE_FILE, OPT_WAIT, OPT_CTL, OPT_COUNTERS_FILE,
 	OPT_COUNTERS_EVERY, OPT_PROMETHEUS, OPT_WARMUP, OPT_RATE, OPT_YIELD, OPT_STORE_BYTES,
-	OPT_STORE_KEYS, OPT_REASM_BYTES, OPT_REASM_SENDER, OPT_REASM_TIMEOUT,
+	OPT_STORE_KEYS, OPT_REASM_BYTES, OPT_REASM_SENDER, OPT_REASM_TIMEOUT, OPT_FILE_MAX,
 };
 
 static const struct option long_opts[] = {
@@ -200,6 +202,7 @@ static const struct option long_opts[] = {
 	{ "stats-file", required_argument, NULL, OPT_STATS_FILE },
 	{ "config", required_argument, NULL, OPT_CONFIG },
 	{ "check-config", required_argument, NULL, OPT_CHECK_CONFIG },
+	{ "file-max", required_argument, NULL, OPT_FILE_MAX },
 	{ "interactive", no_argument, NULL, 'i' },
 	{ "cmdline-file", required_argument, NULL, OPT_CMDLINE_FILE },
 	{ "wait", no_argument, NULL, OPT_WAIT },
@@ -367,6 +370,7 @@ parse_args(struct psb_app *app, struct run_opts *ro, int argc, char **argv)
 		case OPT_STATS_FILE: app->stats_file = optarg; break;
 		case OPT_CONFIG: break;		/* read before the other options */
 		case OPT_CHECK_CONFIG: break;
+		case OPT_FILE_MAX: break;	/* read before --config (file_max_opt) */
 		case 'i': app->interactive = 1; break;
 		case OPT_CMDLINE_FILE: app->cmdline_file = optarg; break;
 		case OPT_WAIT: app->stay = 1; break;
@@ -572,9 +576,23 @@ find_opt(int argc, char **argv, const char *name)
 	return NULL;
 }
 
+/* --file-max, read before the document it bounds: what node.file_max is until then. */
+static uint64_t
+file_max_opt(int argc, char **argv)
+{
+	const char *v = find_opt(argc, argv, "--file-max");
+	uint64_t b;
+
+	if (v == NULL)
+		return PSB_EXP_FILE_MAX;
+	if (psb_conf_parse_size(v, &b) != 0 || b < 1024 || b > (1ull << 30))
+		psb_die("--file-max: expected a size like 1MiB in [1KiB, 1GiB], got '%s'", v);
+	return b;
+}
+
 /* --check-config FILE: the document with its defaults, or what is wrong with it. */
 static int
-check_config_file(const char *path)
+check_config_file(const char *path, uint64_t file_max)
 {
 	struct psb_exp_conf *c = calloc(1, sizeof(*c));
 	struct psb_port_spec spec;
@@ -584,7 +602,7 @@ check_config_file(const char *path)
 
 	if (c == NULL)
 		psb_die("out of memory");
-	if (psb_exp_load_file(c, path, true, err, sizeof(err)) != 0)
+	if (psb_exp_load_file(c, path, file_max, true, err, sizeof(err)) != 0)
 		psb_die("%s%s%s", strncmp(err, path, strlen(path)) == 0 ? "" : path,
 			strncmp(err, path, strlen(path)) == 0 ? "" : ": ", err);
 	for (i = 0; i < c->node.ports.n; i++)
@@ -1092,7 +1110,7 @@ main(int argc, char **argv)
 	struct psb_mem_info mi;
 	struct psb_eal_argv ea;
 	char err[512];
-	uint64_t need_mb, nmbufs, last_rx = 0, last_rx_ns = 0;
+	uint64_t need_mb, nmbufs, last_rx = 0, last_rx_ns = 0, file_max;
 	int console_on = 0;
 	unsigned int lcore, nworker_lcores = 0, i, k;
 	unsigned int worker_lcores[RTE_MAX_LCORE];
@@ -1121,15 +1139,16 @@ main(int argc, char **argv)
 	app->bench.log_every_ns = 1000000000ull;
 	app->counters_every_ns = 1000000000ull;
 	pthread_mutex_init(&app->ctl_lock, NULL);
+	file_max = file_max_opt(argc, argv);
 	if ((cfg = find_opt(argc, argv, "--check-config")) != NULL)
-		return check_config_file(cfg);
+		return check_config_file(cfg, file_max);
 	/* defaults of a document, then the document, then the command line */
 	if (psb_conf_parse_string(psb_exp_table, &app->conf, "{\"name\": \"cli\", \"kind\": "
 			"\"pushpull\"}", "", err, sizeof(err)) != 0)
 		psb_die("internal: %s", err);
 	app->store = app->conf.store;
 	if ((cfg = find_opt(argc, argv, "--config")) != NULL) {
-		if (psb_exp_load_file(&app->conf, cfg, true, err, sizeof(err)) != 0)
+		if (psb_exp_load_file(&app->conf, cfg, file_max, true, err, sizeof(err)) != 0)
 			psb_die("%s%s%s", strncmp(err, cfg, strlen(cfg)) == 0 ? "" : cfg,
 				strncmp(err, cfg, strlen(cfg)) == 0 ? "" : ": ", err);
 		conf_to_app(app, &ro, &app->conf);
@@ -1138,6 +1157,8 @@ main(int argc, char **argv)
 		apply_env(app);
 	}
 	parse_args(app, &ro, argc, argv);
+	if (find_opt(argc, argv, "--file-max") != NULL)
+		app->conf.node.file_max = file_max;
 	check_config(app);
 	app_to_conf(app, &ro, &app->conf);
 	if (psb_exp_check(&app->conf, true, err, sizeof(err)) != 0)
@@ -1309,6 +1330,8 @@ main(int argc, char **argv)
 		app->quit = 1;
 		exit_code = 2;
 	}
+	if (!app->quit)
+		psb_ctl_limits_log(app);
 	if (!app->quit && app->autostart &&
 	    psb_run_start(app, &app->conf, ro.config != NULL, err, sizeof(err)) != 0) {
 		fprintf(stderr, "psb: %s\n", err);

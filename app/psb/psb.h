@@ -220,6 +220,18 @@ struct psb_cp_stats {
 	uint64_t telemetry_requests;
 	uint64_t prometheus_requests;
 	uint64_t file_lines;		/* counters lines written (both kinds of file) */
+	/* Limits hit (CONTROL.md, Limits): what clients were refused or had to wait for. */
+	uint64_t throttled_passes;	/* passes without serving clients: their share was used */
+	uint64_t socket_deferred;	/* passes that left requests to the next: pass budget */
+	uint64_t socket_busy;		/* connections refused: ctl_clients reached */
+	uint64_t socket_too_large;	/* clients dropped: a request over 64 KiB */
+	uint64_t socket_overflows;	/* clients dropped: ctl_reply_max of replies unread */
+	uint64_t socket_idle_closed;	/* clients dropped: no request for ctl_idle_timeout */
+	uint64_t file_refused;		/* files not read: not regular, or over file_max */
+	uint64_t prometheus_timeouts;	/* connections closed: no whole request in time */
+	uint64_t prometheus_evicted;	/* connections closed to make room for a new one */
+	uint64_t prometheus_refused;	/* connections refused: all others busy with requests */
+	uint64_t prometheus_incomplete;	/* connections ended without a whole request */
 };
 
 struct psb_app {

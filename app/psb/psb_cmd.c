@@ -55,16 +55,20 @@ load_doc(struct psb_app *app, const json_t *req, struct psb_exp_conf *c)
 	char err[1024], buf[64];
 	const char *diff;
 	json_t *loaded = NULL, *res = NULL;
-	json_error_t je;
+	int rc;
 
 	if (doc == NULL && file == NULL)
 		return psb_cmd_error("bad_request", "give \"experiment\": {document} or \"file\": "
 				     "\"path\"");
 	if (doc == NULL) {
-		loaded = json_load_file(file, JSON_REJECT_DUPLICATES, &je);
-		if (loaded == NULL)
-			return psb_cmd_error("invalid", "%s:%d:%d: %s", file, je.line, je.column,
-					     je.text);
+		/* the main lcore reads it: never a FIFO or a device, never more than file_max */
+		loaded = psb_exp_read_json(file, app->conf.node.file_max, &rc, err, sizeof(err));
+		if (loaded == NULL) {
+			if (rc == -EPERM || rc == -EFBIG)
+				app->cp.file_refused++;
+			return psb_cmd_error(rc == -EFBIG ? "too_large" : errno_code(rc), "%s",
+					     err);
+		}
 		doc = loaded;
 	}
 	*c = app->conf;

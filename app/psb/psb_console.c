@@ -1,7 +1,6 @@
 /* Console: testpmd-style rte_cmdline commands on stdin (-i) or a file, over psb_cmd_exec. */
 #include <ctype.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,6 +31,7 @@ static struct {
 	int quit;		/* "quit" was given */
 	int eof;		/* the input ended; what is buffered still runs */
 	int line_open;		/* input since the last end of line */
+	uint64_t file_read;	/* bytes of the command file read so far */
 	int tty_saved;
 	struct termios tty;
 	size_t off, len;
@@ -994,12 +994,16 @@ open_stdin(void)
 static int
 open_file(const char *file)
 {
-	int fd = open(file, O_RDONLY | O_CLOEXEC), rc;
+	char err[512];
+	int fd;
 
+	/* the main lcore reads it between passes: a regular file only, of bounded size */
+	fd = psb_exp_open_file(file, con.app->conf.node.file_max, err, sizeof(err));
 	if (fd < 0) {
-		rc = -errno;
-		fprintf(stderr, "psb: --cmdline-file %s: %s\n", file, strerror(errno));
-		return rc;
+		if (fd == -EPERM || fd == -EFBIG)
+			con.app->cp.file_refused++;
+		fprintf(stderr, "psb: --cmdline-file %s\n", err);
+		return fd;
 	}
 	/*
 	 * Not cmdline_file_new: it gives the command line no output, so neither the echo of
@@ -1061,6 +1065,15 @@ fill(void)
 	if (poll(&p, 1, 0) <= 0)
 		return 0;
 	n = read(con.fd, con.in + con.len, sizeof(con.in) - con.len);
+	if (n > 0 && con.from_file)
+		con.file_read += (uint64_t)n;
+	if (n > 0 && con.from_file && con.file_read > con.app->conf.node.file_max) {
+		/* it grew past the limit it was opened within: what is past it does not run */
+		fprintf(stderr, "psb: --cmdline-file: more than %llu bytes (node.file_max): the "
+			"rest is not read\n", (unsigned long long)con.app->conf.node.file_max);
+		con.app->cp.file_refused++;
+		n = 0;
+	}
 	if (n > 0) {
 		con.len += (size_t)n;
 		return 1;

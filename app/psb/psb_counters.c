@@ -99,11 +99,36 @@ psb_counters_fini(void)
 /*
  * What the control plane cost: the main lcore's share is main_cycles / tsc_hz per second of
  * uptime, the telemetry threads' telemetry_cpu_ns / 1e9; yield_cycles is the time lcores
- * left their CPU to other threads.
+ * left their CPU to other threads. Then the limits clients hit (struct psb_cp_stats).
  */
+#define CP_LIMIT(name, help) { #name, offsetof(struct psb_cp_stats, name), help }
+
+const struct psb_cp_limit_desc psb_cp_limit_descs[] = {
+	CP_LIMIT(throttled_passes,
+		"Passes that served no client: their share of the main lcore was used"),
+	CP_LIMIT(socket_deferred,
+		"Passes that left control requests to the next: per-pass budget spent"),
+	CP_LIMIT(socket_busy, "Control connections refused: node.ctl_clients reached"),
+	CP_LIMIT(socket_too_large, "Control clients dropped: a request line over 64 KiB"),
+	CP_LIMIT(socket_overflows,
+		"Control clients dropped: replies not read over node.ctl_reply_max"),
+	CP_LIMIT(socket_idle_closed,
+		"Control clients dropped: no request for node.ctl_idle_timeout"),
+	CP_LIMIT(file_refused, "Files not read: not a regular file, or over node.file_max"),
+	CP_LIMIT(prometheus_timeouts,
+		"HTTP connections closed: no whole request and reply in node.prometheus_timeout"),
+	CP_LIMIT(prometheus_evicted, "HTTP connections closed to make room for a new one"),
+	CP_LIMIT(prometheus_refused, "HTTP connections refused: all others were answering "
+		"requests"),
+	CP_LIMIT(prometheus_incomplete, "HTTP connections ended without a whole request: "
+		"dropped, or refused as too long (node.prometheus_request_max) or malformed"),
+	{ NULL, 0, NULL },
+};
+
 static void
 control_emit(struct psb_emit *e, const struct psb_app *app)
 {
+	const struct psb_cp_limit_desc *d;
 	uint64_t yields, ycyc;
 
 	psb_lcores_yielded(&yields, &ycyc);
@@ -119,7 +144,25 @@ control_emit(struct psb_emit *e, const struct psb_app *app)
 	psb_emit_int(e, "file_lines", (json_int_t)app->cp.file_lines);
 	psb_emit_int(e, "yields", (json_int_t)yields);
 	psb_emit_int(e, "yield_cycles", (json_int_t)ycyc);
+	for (d = psb_cp_limit_descs; d->name != NULL; d++)
+		psb_emit_int(e, d->name, (json_int_t)*(const uint64_t *)((const char *)&app->cp +
+									d->offset));
 	psb_emit_close(e);
+}
+
+json_t *
+psb_counters_control_json(const struct psb_app *app)
+{
+	struct psb_emit e;
+	json_t *root, *c;
+
+	psb_emit_tree(&e);
+	psb_emit_open(&e, NULL);
+	control_emit(&e, app);
+	root = psb_emit_done(&e);
+	c = json_incref(json_object_get(root, "control"));
+	json_decref(root);
+	return c;
 }
 
 static void

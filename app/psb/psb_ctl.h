@@ -25,6 +25,20 @@ json_t *psb_counters_json(struct psb_app *app);
 int psb_counters_text(struct psb_app *app, struct psb_text *t);
 /* The part of all at dotted path ("roles.worker0", "ports"); NULL with a message if absent. */
 json_t *psb_counters_get(json_t *all, const char *path, char *err, size_t errlen);
+/*
+ * The limits of the control plane that clients hit (struct psb_cp_stats), one line each:
+ * the counters JSON, Prometheus (psb_control_NAME) and the documents' help walk it.
+ * NULL-terminated.
+ */
+struct psb_cp_limit_desc {
+	const char *name;
+	size_t offset;		/* of a uint64_t in struct psb_cp_stats */
+	const char *help;
+};
+extern const struct psb_cp_limit_desc psb_cp_limit_descs[];
+
+/* The "control" part alone: what the control plane cost and the limits it hit. */
+json_t *psb_counters_control_json(const struct psb_app *app);
 /* Free what psb_counters_json keeps between calls (port xstats names), once no export runs. */
 void psb_counters_fini(void);
 /* Append one JSON line {"time": unix seconds, "counters": {...}} to f. */
@@ -67,11 +81,28 @@ json_t *psb_cmd_exec(struct psb_app *app, const json_t *req, int *quit);
 int psb_cmd_exec_text(struct psb_app *app, const json_t *req, struct psb_text *t);
 json_t *psb_cmd_error(const char *code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
-/* Control socket (psb_ctl_sock.c): newline-delimited JSON on a unix socket. */
+/*
+ * Control socket (psb_ctl_sock.c): newline-delimited JSON on a unix socket, within the
+ * limits of app->conf.node (ctl_*): requests and input per pass, clients, unread replies,
+ * idle time.
+ */
 int psb_ctl_sock_init(struct psb_app *app, const char *path, char *err, size_t errlen);
-/* Serve what is pending, waiting at most timeout_ms for something to arrive. */
+/*
+ * One pass of the control plane: serve what is pending within the pass's budget, waiting
+ * at most timeout_ms for something to arrive. Called first in every pass of the main loop:
+ * it also decides whether clients may be served in this pass (psb_cp_open).
+ */
 void psb_ctl_sock_poll(struct psb_app *app, int timeout_ms);
 void psb_ctl_sock_fini(struct psb_app *app);
+/* The control-plane limits in one log line, once at start. */
+void psb_ctl_limits_log(struct psb_app *app);
+/*
+ * Clients' share of the main lcore when it also runs the data plane (node.ctl_share_pct):
+ * psb_cp_open says whether clients (socket, Prometheus) may be served in this pass, and
+ * what serving them took is charged with psb_cp_charge.
+ */
+int psb_cp_open(void);
+void psb_cp_charge(uint64_t cycles);
 
 /* Console (psb_console.c): rte_cmdline on stdin (-i) or a file of commands. */
 int psb_console_init(struct psb_app *app, const char *file, int interactive);

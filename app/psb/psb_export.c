@@ -5,6 +5,7 @@
 #include <limits.h>
 #include <math.h>
 #include <netinet/in.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -29,8 +30,7 @@
 
 /* Scrapes come every few seconds: looking for them every ms costs nothing and is soon enough. */
 #define PROM_POLL_NS		1000000ull
-#define PROM_MAX_CONNS		16
-#define PROM_CONN_TIMEOUT_S	10
+#define PROM_BACKLOG		64
 #define PROM_CONTENT_TYPE	"text/plain; version=0.0.4; charset=utf-8"
 
 #if MHD_VERSION >= 0x00097002
@@ -46,6 +46,34 @@ static struct {
 	struct MHD_Daemon *mhd;		/* --prometheus */
 	uint64_t next_http_ns;
 } g_exp;
+
+/*
+ * Connections of the Prometheus endpoint. psb accepts them itself and hands them to MHD, so
+ * that it decides who gets a slot: each connection has node.prometheus_timeout per request
+ * (from its start, or its previous request's end, to the end of the reply), and at
+ * node.prometheus_connections a new one takes the slot of the one waiting longest for its
+ * request. A client that trickles its request or never sends one costs its own slot for a
+ * while, never an honest scrape's. psb closes a connection by shutting its socket down;
+ * MHD sees the end on its next run and closes it.
+ */
+struct prom_conn {
+	struct MHD_Connection *con;	/* NULL: a free slot */
+	int fd;
+	int busy;			/* a request is being answered */
+	int closing;			/* shut down by psb, not closed by MHD yet */
+	unsigned int served;		/* requests answered */
+	uint64_t since;			/* ns: start, or end of the previous request */
+};
+
+static struct {
+	int lfd;
+	struct prom_conn *c;		/* [nslots]: live and closing ones */
+	unsigned int nslots;
+	unsigned int live;		/* not closing */
+	unsigned int max;		/* node.prometheus_connections */
+	uint64_t timeout_ns;
+	char lim[64];			/* the limits in an error reply */
+} g_prom = { .lfd = -1 };
 
 /*
  * Telemetry callbacks cannot be unregistered and run on DPDK's threads: they reach the app
@@ -562,6 +590,15 @@ static const struct prom_desc {
 	{ "psb_experiment_staleness_max", "gauge", "Largest staleness of a push, versions" },
 	{ "psb_experiment_retries", "counter", "Requests resent" },
 	{ "psb_experiment_failed", "counter", "Requests given up" },
+	{ "psb_control_main_cycles", "counter", "TSC cycles the main lcore spent on control work" },
+	{ "psb_control_telemetry_cpu_ns", "counter", "CPU time of psb's telemetry callbacks, ns" },
+	{ "psb_control_tsc_hz", "gauge", "TSC cycles per second" },
+	{ "psb_control_socket_requests", "counter", "Control-socket requests served" },
+	{ "psb_control_telemetry_requests", "counter", "Telemetry requests served" },
+	{ "psb_control_prometheus_requests", "counter", "Prometheus pages served" },
+	{ "psb_control_file_lines", "counter", "Counters-file lines written" },
+	{ "psb_control_yields", "counter", "Times polling lcores gave their CPU away (--yield)" },
+	{ "psb_control_yield_cycles", "counter", "TSC cycles the yields took" },
 };
 
 static uint32_t
@@ -601,10 +638,26 @@ prom_desc_find(const char *name)
 		prom_desc_cmp);
 }
 
+/* Help of psb_control_NAME when NAME is a limit of psb_cp_limit_descs (a counter). */
+static const char *
+prom_cp_limit_help(const char *name)
+{
+	static const char prefix[] = "psb_control_";
+	const struct psb_cp_limit_desc *d;
+
+	if (strncmp(name, prefix, sizeof(prefix) - 1) != 0)
+		return NULL;
+	for (d = psb_cp_limit_descs; d->name != NULL; d++)
+		if (strcmp(d->name, name + sizeof(prefix) - 1) == 0)
+			return d->help;
+	return NULL;
+}
+
 static struct prom_family *
 prom_family(struct prom *p, const char *name, const char *type, const char *path)
 {
 	const struct prom_desc *d;
+	const char *help;
 	struct prom_family *f;
 	unsigned int h;
 
@@ -638,6 +691,8 @@ prom_family(struct prom *p, const char *name, const char *type, const char *path
 		snprintf(f->help, sizeof(f->help), "%s", d->help);
 	else if (strncmp(name, "psb_role_", 9) == 0 && psb_report_counter_help(name + 9) != NULL)
 		snprintf(f->help, sizeof(f->help), "%s", psb_report_counter_help(name + 9));
+	else if ((help = prom_cp_limit_help(name)) != NULL)
+		snprintf(f->help, sizeof(f->help), "%s", help);
 	else
 		snprintf(f->help, sizeof(f->help), "psb counter %s (see /psb/counters)", path);
 	return f;
@@ -1021,6 +1076,12 @@ psb_export_prometheus(struct psb_app *app)
 
 		prom_object(&p, "psb_store", store, &l, "counter", "store", NULL);
 	}
+	if (json_is_object(json_object_get(all, "control"))) {
+		struct prom_labels l = { "" };
+
+		prom_object(&p, "psb_control", json_object_get(all, "control"), &l, "counter",
+			"control", NULL);
+	}
 	if (json_is_object(json_object_get(all, "experiment")))
 		prom_experiment(&p, json_object_get(all, "experiment"));
 	json_decref(all);
@@ -1065,6 +1126,15 @@ prom_reply(struct MHD_Connection *con, unsigned int status, const char *type, ch
 	return ret;
 }
 
+static struct prom_conn *
+prom_conn_of(struct MHD_Connection *con)
+{
+	const union MHD_ConnectionInfo *ci =
+		MHD_get_connection_info(con, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+
+	return ci != NULL ? ci->socket_context : NULL;
+}
+
 static psb_mhd_result
 prom_handler(void *cls, struct MHD_Connection *con, const char *url, const char *method,
 		const char *version, const char *upload_data, size_t *upload_data_size,
@@ -1083,6 +1153,10 @@ prom_handler(void *cls, struct MHD_Connection *con, const char *url, const char 
 	 * for a scraper's next request.
 	 */
 	if (*req_cls == NULL) {
+		struct prom_conn *pc = prom_conn_of(con);
+
+		if (pc != NULL)
+			pc->busy = 1;	/* the request is whole: its reply is under way */
 		*req_cls = &first_call_seen;
 		return MHD_YES;
 	}
@@ -1162,9 +1236,171 @@ bad:
 	return -EINVAL;
 }
 
+static void
+prom_notify(void *cls, struct MHD_Connection *con, void **socket_context,
+		enum MHD_ConnectionNotificationCode toe)
+{
+	struct psb_app *app = cls;
+	const union MHD_ConnectionInfo *ci;
+	struct prom_conn *pc = *socket_context;
+	unsigned int i;
+
+	if (toe == MHD_CONNECTION_NOTIFY_CLOSED) {
+		if (pc != NULL) {
+			/* MHD refuses oversized and malformed requests without a word to psb */
+			if (!pc->closing && !pc->busy && pc->served == 0)
+				app->cp.prometheus_incomplete++;
+			if (!pc->closing)
+				g_prom.live--;
+			memset(pc, 0, sizeof(*pc));
+		}
+		*socket_context = NULL;
+		return;
+	}
+	ci = MHD_get_connection_info(con, MHD_CONNECTION_INFO_CONNECTION_FD);
+	for (i = 0; i < g_prom.nslots && g_prom.c[i].con != NULL; i++)
+		;
+	if (i == g_prom.nslots || ci == NULL)
+		return;		/* MHD's limit is above the slots: not reached */
+	pc = &g_prom.c[i];
+	pc->con = con;
+	pc->fd = ci->connect_fd;
+	pc->since = psb_now_ns(app);
+	g_prom.live++;
+	*socket_context = pc;
+}
+
+static void
+prom_completed(void *cls, struct MHD_Connection *con, void **req_cls,
+		enum MHD_RequestTerminationCode toe)
+{
+	struct psb_app *app = cls;
+	struct prom_conn *pc = prom_conn_of(con);
+
+	RTE_SET_USED(req_cls);
+	RTE_SET_USED(toe);
+	if (pc != NULL) {
+		pc->busy = 0;
+		pc->served++;
+		pc->since = psb_now_ns(app);	/* the next request's time starts */
+	}
+}
+
+/*
+ * Close pc: a client that MHD has not answered anything yet is told why first, then the
+ * socket is shut down for MHD to find closed. An idle kept-alive connection is closed
+ * without a word, as HTTP servers do: a reply it did not ask for would confuse its client.
+ */
+static void
+prom_close(struct prom_conn *pc, const char *status, const char *why)
+{
+	char text[320];
+	int n;
+
+	if (!pc->busy && pc->served == 0) {
+		n = snprintf(text, sizeof(text), "HTTP/1.1 %s\r\nContent-Type: text/plain\r\n"
+			     "Content-Length: %zu\r\nConnection: close\r\n\r\n%s\n", status,
+			     strlen(why) + 1, why);
+		(void)!send(pc->fd, text, (size_t)n, MSG_NOSIGNAL | MSG_DONTWAIT);
+	}
+	shutdown(pc->fd, SHUT_RDWR);
+	pc->closing = 1;
+	g_prom.live--;
+}
+
+/* Connections past their time per request go. */
+static void
+prom_expire(struct psb_app *app, uint64_t now_ns)
+{
+	char why[160];
+	unsigned int i;
+
+	for (i = 0; i < g_prom.nslots; i++) {
+		struct prom_conn *pc = &g_prom.c[i];
+
+		if (pc->con == NULL || pc->closing || now_ns - pc->since < g_prom.timeout_ns)
+			continue;
+		app->cp.prometheus_timeouts++;
+		snprintf(why, sizeof(why), "psb: no whole request and reply within %s "
+			 "(node.prometheus_timeout)", g_prom.lim);
+		prom_close(pc, "408 Request Timeout", why);
+	}
+}
+
+/* Room for one more connection: the one waiting longest for its request goes. 0: none. */
+static int
+prom_evict(struct psb_app *app)
+{
+	struct prom_conn *old = NULL;
+	char why[160];
+	unsigned int i;
+
+	for (i = 0; i < g_prom.nslots; i++) {
+		struct prom_conn *pc = &g_prom.c[i];
+
+		if (pc->con != NULL && !pc->closing && !pc->busy &&
+		    (old == NULL || pc->since < old->since))
+			old = pc;
+	}
+	if (old == NULL)
+		return 0;
+	app->cp.prometheus_evicted++;
+	snprintf(why, sizeof(why), "psb: connection closed for a new one: %u at most "
+		 "(node.prometheus_connections)", g_prom.max);
+	prom_close(old, "503 Service Unavailable", why);
+	return 1;
+}
+
+/* New connections, as many as a pass takes requests: a slot each, or refused. */
+static void
+prom_accept(struct psb_app *app)
+{
+	uint64_t budget = app->conf.node.ctl_requests_per_pass;
+	struct sockaddr_storage ss;
+	socklen_t sl;
+	char text[256];
+	int fd, n;
+
+	while (budget-- > 0) {
+		sl = sizeof(ss);
+		fd = accept4(g_prom.lfd, (struct sockaddr *)&ss, &sl, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		if (fd < 0)
+			return;
+		if (g_prom.live >= g_prom.max && !prom_evict(app)) {
+			app->cp.prometheus_refused++;
+			n = snprintf(text, sizeof(text), "HTTP/1.1 503 Service Unavailable\r\n"
+				     "Content-Type: text/plain\r\nConnection: close\r\n\r\n"
+				     "psb: all %u connections are answering requests "
+				     "(node.prometheus_connections)\n", g_prom.max);
+			(void)!send(fd, text, (size_t)n, MSG_NOSIGNAL | MSG_DONTWAIT);
+			close(fd);
+			continue;
+		}
+		/* MHD closes fd when it cannot take it, and notify gives it a slot when it can */
+		if (MHD_add_connection(g_exp.mhd, fd, (struct sockaddr *)&ss, sl) != MHD_YES)
+			app->cp.prometheus_refused++;
+	}
+}
+
+/*
+ * MHD speaks of every connection a client drops, which a hostile client would turn into a
+ * log as long as it likes: those lines are for -v only.
+ */
+static void
+prom_log(void *cls, const char *fmt, va_list ap)
+{
+	struct psb_app *app = cls;
+
+	if (app->verbose < 1)
+		return;
+	fprintf(stderr, "psb: prometheus: ");
+	vfprintf(stderr, fmt, ap);
+}
+
 static int
 prom_init(struct psb_app *app, char *err, size_t errlen)
 {
+	const struct psb_exp_node *node = &app->conf.node;
 	struct sockaddr_storage ss;
 	socklen_t sslen = 0;
 	int fd, on = 1, rc;
@@ -1175,7 +1411,7 @@ prom_init(struct psb_app *app, char *err, size_t errlen)
 	/* psb binds itself: MHD would not say why it could not */
 	fd = socket(ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof(on)) != 0 ||
-	    bind(fd, (struct sockaddr *)&ss, sslen) != 0 || listen(fd, 16) != 0) {
+	    bind(fd, (struct sockaddr *)&ss, sslen) != 0 || listen(fd, PROM_BACKLOG) != 0) {
 		rc = -errno;
 		snprintf(err, errlen, "--prometheus %s: cannot listen: %s", app->prometheus,
 			strerror(errno));
@@ -1183,20 +1419,36 @@ prom_init(struct psb_app *app, char *err, size_t errlen)
 			close(fd);
 		return rc;
 	}
+	g_prom.lfd = fd;
+	g_prom.max = (unsigned int)node->prometheus_connections;
+	g_prom.timeout_ns = node->prometheus_timeout;
+	psb_conf_format_duration(g_prom.lim, sizeof(g_prom.lim), g_prom.timeout_ns);
+	/* closed ones linger until MHD's next run: room for a pass's worth of them */
+	g_prom.nslots = g_prom.max * 2 + (unsigned int)node->ctl_requests_per_pass;
+	g_prom.c = calloc(g_prom.nslots, sizeof(*g_prom.c));
+	if (g_prom.c == NULL) {
+		snprintf(err, errlen, "--prometheus: out of memory");
+		return -ENOMEM;
+	}
 	/*
 	 * No thread of MHD's own: psb_export_poll drives it without blocking (MHD_run), on the
 	 * main lcore. A thread would run on the main lcore's CPU anyway (threads inherit its
 	 * affinity), preempting the data plane there in run-to-completion mode at the
 	 * scheduler's whim, and would contend for ctl_lock. Driven from the main loop, a
 	 * scrape costs it what a counters line costs, once per scrape, at a known point.
+	 * MHD's own idle timeout stays as a backstop behind psb's.
 	 */
-	g_exp.mhd = MHD_start_daemon(MHD_USE_AUTO | MHD_USE_ERROR_LOG, 0, NULL, NULL,
-		prom_handler, app, MHD_OPTION_LISTEN_SOCKET, fd,
-		MHD_OPTION_CONNECTION_LIMIT, (unsigned int)PROM_MAX_CONNS,
-		MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)PROM_CONN_TIMEOUT_S, MHD_OPTION_END);
+	g_exp.mhd = MHD_start_daemon(MHD_USE_AUTO | MHD_USE_ERROR_LOG | MHD_USE_NO_LISTEN_SOCKET,
+		0, NULL, NULL, prom_handler, app,
+		MHD_OPTION_EXTERNAL_LOGGER, prom_log, app,
+		MHD_OPTION_CONNECTION_LIMIT, g_prom.nslots,
+		MHD_OPTION_CONNECTION_TIMEOUT,
+		(unsigned int)(node->prometheus_timeout / 1000000000ull + 2),
+		MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)node->prometheus_request_max,
+		MHD_OPTION_NOTIFY_CONNECTION, prom_notify, app,
+		MHD_OPTION_NOTIFY_COMPLETED, prom_completed, app, MHD_OPTION_END);
 	if (g_exp.mhd == NULL) {
-		/* fd not closed: MHD may have done so already, and psb is about to exit */
-		snprintf(err, errlen, "--prometheus %s: cannot start the HTTP server",
+		snprintf(err, errlen, "--prometheus %s: cannot start the HTTP server (-v says why)",
 			app->prometheus);
 		return -EIO;
 	}
@@ -1230,6 +1482,13 @@ export_close(void)
 		MHD_stop_daemon(g_exp.mhd);
 		g_exp.mhd = NULL;
 	}
+	if (g_prom.lfd >= 0) {
+		close(g_prom.lfd);
+		g_prom.lfd = -1;
+	}
+	free(g_prom.c);
+	g_prom.c = NULL;
+	g_prom.nslots = g_prom.live = 0;
 	if (g_exp.f != NULL) {
 		fclose(g_exp.f);
 		g_exp.f = NULL;
@@ -1271,9 +1530,17 @@ psb_export_poll(struct psb_app *app, uint64_t now_ns)
 		if (g_exp.next_ns <= now_ns)
 			g_exp.next_ns = now_ns + app->counters_every_ns;
 	}
-	if (g_exp.mhd != NULL && now_ns >= g_exp.next_http_ns) {
+	if (g_exp.mhd == NULL)
+		return;
+	prom_expire(app, now_ns);
+	/* new connections and requests only while clients have time left (psb_cp_open) */
+	if (now_ns >= g_exp.next_http_ns && psb_cp_open()) {
+		uint64_t t0 = rte_rdtsc();
+
+		prom_accept(app);
 		MHD_run(g_exp.mhd);
 		g_exp.next_http_ns = now_ns + PROM_POLL_NS;
+		psb_cp_charge(rte_rdtsc() - t0);
 	}
 }
 

@@ -10,6 +10,7 @@
 #include <rte_ethdev.h>
 
 #include "psb.h"
+#include "psb_ctl.h"
 #include "psb_kv.h"
 #include "psb_report.h"
 
@@ -450,6 +451,7 @@ psb_report_write_json(struct psb_app *app, const char *path)
 	}
 	json_object_set_new(root, "process", json_pack("{s:I}", "rss_max_bytes",
 		(json_int_t)rss_max_bytes()));
+	json_object_set_new(root, "control", psb_counters_control_json(app));
 	if ((size_t)snprintf(tmp, sizeof(tmp), "%s.tmp.%d", path, (int)getpid()) >= sizeof(tmp)) {
 		json_decref(root);
 		return -ENAMETOOLONG;

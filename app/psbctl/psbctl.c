@@ -17,6 +17,7 @@
 #include <jansson.h>
 
 #include "psb_cli.h"
+#include "psb_exp.h"
 
 #define MAX_REPLY	(256u << 20)	/* a reply longer than this is not psb talking */
 
@@ -315,6 +316,27 @@ conn_read_line(struct conn *c)
 	}
 }
 
+/* psb's word that it closed this connection for asking nothing (node.ctl_idle_timeout). */
+static int
+idle_closed(const json_t *reply)
+{
+	const char *code = json_string_value(json_object_get(json_object_get(reply, "error"),
+							     "code"));
+
+	return json_object_get(reply, "id") == NULL && code != NULL &&
+		strcmp(code, "idle_timeout") == 0;
+}
+
+static void
+conn_reopen(struct conn *c)
+{
+	json_int_t next = c->next_id;
+
+	conn_close(c);
+	conn_open(c, c->path);
+	c->next_id = next;
+}
+
 /*
  * One request and its reply: psb answers every line in order and echoes "id"; a reply
  * without one is psb refusing the connection itself (denied, too_large, busy, bad_json).
@@ -337,24 +359,34 @@ request_id(struct conn *c, json_t *req, int with_id)
 	if (text == NULL)
 		psb_die("out of memory");
 	conn_send(c, text);
-	free(text);
 	for (;;) {
 		line = conn_read_line(c);
-		if (line == NULL)
+		if (line == NULL) {
+			free(text);
 			return NULL;
+		}
 		reply = json_loads(line, 0, &je);
 		if (reply == NULL || !json_is_object(reply))
 			psb_die("%s: not a JSON reply (%s): %.200s", c->path,
 				reply == NULL ? je.text : "not an object", line);
 		free(line);
+		if (idle_closed(reply)) {
+			/* psb let go of the connection while --watch slept: again, anew */
+			json_decref(reply);
+			conn_reopen(c);
+			conn_send(c, text);
+			continue;
+		}
 		if (!with_id)
-			return reply;
+			break;
 		if (json_integer_value(json_object_get(reply, "id")) == id ||
 		    (json_object_get(reply, "id") == NULL && json_object_get(reply, "error") != NULL))
 			break;
 		json_decref(reply);	/* an answer to someone else's id: not ours */
 	}
-	json_object_del(reply, "id");
+	free(text);
+	if (with_id)
+		json_object_del(reply, "id");
 	return reply;
 }
 
@@ -559,13 +591,14 @@ cmd(const char *name)
 static json_t *
 read_doc(const char *file, char *dir, size_t dirlen)
 {
-	json_error_t je;
 	json_t *doc, *out, *d;
-	char cwd[PATH_MAX];
+	char cwd[PATH_MAX], err[1024];
+	int rc;
 
-	doc = json_load_file(file, JSON_REJECT_DUPLICATES, &je);
+	/* as psb reads them: a regular file, of bounded size (a FIFO would hang psbctl) */
+	doc = psb_exp_read_json(file, PSB_EXP_FILE_MAX, &rc, err, sizeof(err));
 	if (doc == NULL)
-		psb_die("%s:%d:%d: %s", file, je.line, je.column, je.text);
+		psb_die("%s", err);
 	if (!json_is_object(doc))
 		psb_die("%s: expected an experiment document (a JSON object)", file);
 	dir[0] = '\0';

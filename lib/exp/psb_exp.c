@@ -69,6 +69,34 @@ const struct psb_conf_field psb_exp_node_table[] = {
 	{ "file_prefix", PSB_CONF_STRING, OFF(psb_exp_node, file_prefix),
 	  sizeof(((struct psb_exp_node *)0)->file_prefix), 0, "", 0, 0, NULL, NULL,
 	  "DPDK runtime prefix (\"\": psb-PID)" },
+	{ "ctl_requests_per_pass", PSB_CONF_UINT, OFF(psb_exp_node, ctl_requests_per_pass), 0, 0,
+	  "4", 1, 4096, NULL, NULL, "control requests (and new connections) served per pass of the "
+	  "main loop, over all clients in turn; the rest waits for the next pass" },
+	{ "ctl_bytes_per_pass", PSB_CONF_SIZE, OFF(psb_exp_node, ctl_bytes_per_pass), 0, 0,
+	  "64KiB", 512, 64 << 20, NULL, NULL, "control-socket input read per pass of the main "
+	  "loop, over all clients" },
+	{ "ctl_share_pct", PSB_CONF_UINT, OFF(psb_exp_node, ctl_share_pct), 0, 0, "3", 1, 100,
+	  NULL, NULL, "percent of the main lcore's time control clients (socket, Prometheus) may "
+	  "take when it also runs the data plane (100: no limit)" },
+	{ "ctl_clients", PSB_CONF_UINT, OFF(psb_exp_node, ctl_clients), 0, 0, "32", 1, 1024, NULL,
+	  NULL, "control-socket clients at once; one more is told busy" },
+	{ "ctl_reply_max", PSB_CONF_SIZE, OFF(psb_exp_node, ctl_reply_max), 0, 0, "1MiB", 64 << 10,
+	  1ull << 30, NULL, NULL, "replies a control client has not read; beyond, it is "
+	  "disconnected" },
+	{ "ctl_idle_timeout", PSB_CONF_DURATION, OFF(psb_exp_node, ctl_idle_timeout), 0, 0, "60s",
+	  0, 86400e9, NULL, NULL, "a control client without a request this long is disconnected "
+	  "(0: never)" },
+	{ "file_max", PSB_CONF_SIZE, OFF(psb_exp_node, file_max), 0, 0, "1MiB", 1024, 1ull << 30,
+	  NULL, NULL, "largest document or command file psb reads (load, start, --cmdline-file)" },
+	{ "prometheus_connections", PSB_CONF_UINT, OFF(psb_exp_node, prometheus_connections), 0,
+	  0, "16", 1, 1024, NULL, NULL, "HTTP connections at once; a new one replaces the one "
+	  "waiting longest for its request" },
+	{ "prometheus_timeout", PSB_CONF_DURATION, OFF(psb_exp_node, prometheus_timeout), 0, 0,
+	  "5s", 100e6, 600e9, NULL, NULL, "an HTTP connection has this long for each request, "
+	  "from its start or its previous request's end to the end of the reply" },
+	{ "prometheus_request_max", PSB_CONF_SIZE, OFF(psb_exp_node, prometheus_request_max), 0,
+	  0, "16KiB", 4096, 1 << 20, NULL, NULL, "memory of an HTTP connection for its request "
+	  "(line and headers); a longer request is refused" },
 	{ NULL, 0, 0, 0, 0, NULL, 0, 0, NULL, NULL, NULL },
 };
 
@@ -288,22 +316,15 @@ out:
 }
 
 int
-psb_exp_load_file(struct psb_exp_conf *c, const char *path, bool need_node, char *err,
-		size_t errlen)
+psb_exp_load_file(struct psb_exp_conf *c, const char *path, uint64_t max, bool need_node,
+		char *err, size_t errlen)
 {
-	json_error_t je;
 	json_t *doc;
 	int rc;
 
-	doc = json_load_file(path, JSON_REJECT_DUPLICATES, &je);
-	if (doc == NULL) {
-		if (je.line < 0) {
-			snprintf(err, errlen, "%s: %s", path, je.text);
-			return access(path, R_OK) != 0 ? -errno : -EINVAL;
-		}
-		snprintf(err, errlen, "%s:%d:%d: %s", path, je.line, je.column, je.text);
-		return -EINVAL;
-	}
+	doc = psb_exp_read_json(path, max, &rc, err, errlen);
+	if (doc == NULL)
+		return rc;
 	rc = psb_exp_load(c, doc, need_node, err, errlen);
 	json_decref(doc);
 	return rc;

@@ -55,6 +55,17 @@ struct psb_exp_node {
 	int huge;			/* enum psb_exp_huge */
 	uint64_t yield;			/* ns between sched_yield() of a polling lcore, 0 never */
 	char file_prefix[64];
+	/* Control-plane limits: what clients and files may cost the process (CONTROL.md). */
+	uint64_t ctl_requests_per_pass;	/* control requests (and new connections) per pass */
+	uint64_t ctl_bytes_per_pass;	/* control input bytes read per pass */
+	uint64_t ctl_share_pct;		/* share of a data-plane main lcore clients may take */
+	uint64_t ctl_clients;		/* control clients at once */
+	uint64_t ctl_reply_max;		/* unread reply bytes of a client before it is dropped */
+	uint64_t ctl_idle_timeout;	/* ns without a request before a client goes, 0 never */
+	uint64_t file_max;		/* bytes of a document or command file */
+	uint64_t prometheus_connections;	/* HTTP connections at once */
+	uint64_t prometheus_timeout;	/* ns an HTTP connection has per request */
+	uint64_t prometheus_request_max;	/* bytes of an HTTP request (line and headers) */
 };
 
 /*
@@ -127,8 +138,30 @@ bool psb_exp_settable(const char *path);
  */
 int psb_exp_load(struct psb_exp_conf *c, const json_t *doc, bool need_node, char *err,
 		size_t errlen);
-int psb_exp_load_file(struct psb_exp_conf *c, const char *path, bool need_node, char *err,
+/* The same from a file, read as psb_exp_read_json does. */
+int psb_exp_load_file(struct psb_exp_conf *c, const char *path, uint64_t max, bool need_node,
+		char *err, size_t errlen);
+
+/* Default of node.file_max and --file-max: the largest file psb reads. */
+#define PSB_EXP_FILE_MAX	(1024 * 1024)
+
+/*
+ * Files users name (documents, command files) are read only when they are regular files of
+ * at most max bytes: a FIFO or a device would block the reader or never end, a directory is
+ * a mistake. The path is checked before it is opened (opening some devices does something)
+ * and again on the open descriptor, which is O_NONBLOCK | O_CLOEXEC. Symbolic links are
+ * followed: what they lead to is what must be a regular file.
+ * psb_exp_open_file returns the descriptor; psb_exp_read_file the whole file, NUL-terminated,
+ * in *buf (malloc'd), never more than max bytes even if it grows meanwhile; psb_exp_read_json
+ * the JSON document in it (duplicate keys rejected). On failure: -errno (or NULL and *rc)
+ * with "PATH: what is wrong" in err: -EPERM not a regular file ("is a FIFO, not a regular
+ * file"), -EFBIG over max, -EINVAL not JSON ("PATH:LINE:COLUMN: ..."), or the error of
+ * opening it.
+ */
+int psb_exp_open_file(const char *path, uint64_t max, char *err, size_t errlen);
+int psb_exp_read_file(const char *path, uint64_t max, char **buf, size_t *len, char *err,
 		size_t errlen);
+json_t *psb_exp_read_json(const char *path, uint64_t max, int *rc, char *err, size_t errlen);
 
 /* The document with every default filled in, without the sections of other kinds: what
  * psb_exp_load reads back to the same struct. NULL on no memory. */

@@ -41,50 +41,9 @@ done
 [ -n "$OUT" ] || OUT=results/ctl-$(date +%Y%m%d-%H%M%S)
 [ -e "$OUT/summary.json" ] && { echo "ctl.sh: $OUT already holds results" >&2; exit 2; }
 mkdir -p "$OUT/raw"
-TMP=$(mktemp -d /tmp/psb-ctlbench-XXXXXX)
-PIDS=()
-cleanup() {
-	for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null || true; done
-	wait 2>/dev/null || true
-	rm -rf "$TMP" /var/run/dpdk/psbc-$$-*
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-wait_sock() { for _ in $(seq 100); do [ -S "$1" ] && return 0; sleep 0.1; done; echo "ctl.sh: no $1" >&2; exit 1; }
-n=0
-
-# start_pair EXTRA...: server on cpu 0, worker on cpu 1, both waiting for experiments.
-start_pair() {
-	n=$((n + 1))
-	SP=psbc-$$-s$n
-	WP=psbc-$$-w$n
-	SCTL=$TMP/s$n.ctl
-	WCTL=$TMP/w$n.ctl
-	SPROM=$(free_port)
-	WPROM=$(free_port)
-	"$PSB" --port "memif:server:$TMP/m$n.sock" --ip 198.18.0.1 --async -l 0 --file-prefix "$SP" \
-		--ctl "$SCTL" --wait -q --prometheus "127.0.0.1:$SPROM" "$@" > "$TMP/srv$n.log" 2>&1 &
-	PIDS+=($!)
-	SPID=$!
-	wait_sock "$SCTL"	# the control socket appears once the port runs
-	"$PSB" --role worker --port "memif:client:$TMP/m$n.sock" --ip 198.18.0.2 \
-		--server 198.18.0.1 --async -l 1 --file-prefix "$WP" --ctl "$WCTL" --wait -q \
-		--prometheus "127.0.0.1:$WPROM" "$@" > "$TMP/wk$n.log" 2>&1 &
-	PIDS+=($!)
-	WPID=$!
-	wait_sock "$WCTL"
-	# both keep a counters file, written only while monitored (ctl_paired.py sets the period)
-	"$PSBCTL" --ctl "$SCTL" start "$TMP/serve.json" > /dev/null
-}
-
-stop_pair() {
-	"$PSBCTL" --ctl "$WCTL" quit > /dev/null 2>&1 || kill -TERM $WPID 2>/dev/null || true
-	wait $WPID 2>/dev/null || true
-	"$PSBCTL" --ctl "$SCTL" quit > /dev/null 2>&1 || kill -TERM $SPID 2>/dev/null || true
-	wait $SPID 2>/dev/null || true
-}
+NAME=ctl.sh
+TAG=psbc
+. scripts/bench/pair.sh
 
 # pushpull_doc SECONDS: the worker's experiment.
 pushpull_doc() {
@@ -94,6 +53,7 @@ pushpull_doc() {
  "log_every": "0s", "counters_file": "counters.jsonl", "counters_every": "3600s"}}
 EOF
 }
+# both keep a counters file, written only while monitored (ctl_paired.py sets the period)
 cat > "$TMP/serve.json" <<EOF
 {"name": "ctlbench-serve", "kind": "serve", "output": {"dir": "$TMP/results",
  "overwrite": true, "counters_file": "serve-counters.jsonl", "counters_every": "3600s"}}

@@ -97,6 +97,32 @@ timeout -k 5 30 "$PSB" "${NULLSRV[@]}" --file-prefix "$PFX-e" --cmdline-file "$D
 	</dev/null >"$DIR/e.out" 2>"$DIR/e.err" || rc=$?
 [ "$rc" = 2 ] || fail "a missing --cmdline-file: exit $rc, want 2"
 expect "$DIR/e.err" "cmdline-file $DIR/nonexistent: No such file" "a missing --cmdline-file: reason"
+# Files are read from regular files of at most node.file_max only, by the main lcore between
+# passes: a FIFO (whose open would wait for a writer), a device, a directory, a script over
+# --file-max are refused at once with what they are.
+mkfifo "$DIR/fifo"
+for f in "$DIR/fifo" /dev/zero "$DIR"; do
+	rc=0
+	timeout -k 5 30 "$PSB" "${NULLSRV[@]}" --file-prefix "$PFX-f" --cmdline-file "$f" \
+		</dev/null >"$DIR/f.out" 2>"$DIR/f.err" || rc=$?
+	[ "$rc" = 2 ] || fail "--cmdline-file $f: exit $rc, want 2"
+	expect "$DIR/f.err" "^psb: --cmdline-file $f: is a (FIFO|character device|directory), not a \
+regular file" "--cmdline-file $f: reason"
+done
+python3 -c 'print("show lcores\n" * 300, end="")' >"$DIR/long-script"
+rc=0
+timeout -k 5 30 "$PSB" "${NULLSRV[@]}" --file-prefix "$PFX-f" --cmdline-file "$DIR/long-script" \
+	--file-max 2KiB </dev/null >"$DIR/f.out" 2>"$DIR/f.err" || rc=$?
+[ "$rc" = 2 ] || fail "--cmdline-file over --file-max: exit $rc, want 2"
+expect "$DIR/f.err" "^psb: --cmdline-file $DIR/long-script: 3600 bytes, over the limit of 2KiB" \
+	"--cmdline-file over --file-max: reason"
+printf '%s\n' "load $DIR/fifo" "load /dev/zero" "start $DIR" 'show experiment' quit |
+	timeout -k 5 30 "$PSB" "${NULLSRV[@]}" --file-prefix "$PFX-g" -i 2>"$DIR/g.err" |
+	tr -d '\r' >"$DIR/g.out" || fail "psb -i with load FIFO exited with $?: $(cat "$DIR/g.err")"
+expect "$DIR/g.out" "^error: $DIR/fifo: is a FIFO, not a regular file" "load FIFO at the prompt"
+expect "$DIR/g.out" "^error: /dev/zero: is a character device, not a regular file" "load /dev/zero"
+expect "$DIR/g.out" "^error: $DIR: is a directory, not a regular file" "start DIRECTORY"
+expect "$DIR/g.out" 'nothing loaded' "the console goes on after refused files"
 echo "console: --cmdline-file ok"
 
 # 4. A terminal: tmux runs psb -i; Tab completes words; the control socket answers meanwhile.

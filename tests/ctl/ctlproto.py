@@ -3,16 +3,29 @@
 
   too_large SOCK      a request over 64 KiB without a newline: too_large, closed; others served
   half SOCK           clients leaving mid-line harm nothing; a partial line waits for its end
-  busy SOCK           the 33rd simultaneous client is told busy; the 32 are still served
+  busy SOCK [N]       the 33rd (N+1st) simultaneous client is told busy; the others are
+                      still served
   silent SOCK         listen and accept, never answer (for psbctl's timeouts)
   counting SOCK LOG   answer status like psb, logging each connection and request to LOG
   stale SOCK          leave a socket file nobody listens on
+  pipeline SOCK N SECONDS OUT PEER
+                      write N status requests without waiting for replies, reading them
+                      meanwhile, for SECONDS; OUT gets {"sent", "replies", "in_order",
+                      "stall_s"}: the longest time the peer psb (its control socket PEER)
+                      received no packet, sampled every 20 ms
+  noread SOCK PID SECONDS OUT
+                      send counters requests, never read: psb must disconnect this client
+                      within SECONDS; OUT gets {"requests", "closed_after_s", "rss_kib"}
+                      (psb's VmRSS at the start and at its largest)
+  idle SOCK SECONDS   say nothing: psb must close the connection with idle_timeout after
+                      about SECONDS (and not much before)
 Exit status 0 when the check holds; AssertionError otherwise.
 """
 import json
 import os
 import socket
 import sys
+import threading
 import time
 
 TIMEOUT = 5.0
@@ -95,9 +108,9 @@ def half(path):
     slow.close()
 
 
-def busy(path):
+def busy(path, n=32):
     held = []
-    for i in range(32):
+    for i in range(int(n)):
         s = connect(path)
         r = ask(s, {"cmd": "status", "id": i})
         assert r.get("id") == i, r
@@ -105,6 +118,7 @@ def busy(path):
     extra = connect(path)
     r = read_line(extra)
     assert r.get("error", {}).get("code") == "busy", r
+    assert "(node.ctl_clients %s)" % n in r["error"]["message"], r
     expect_eof(extra)
     r = ask(held[0], {"cmd": "status", "id": 99})
     assert r.get("ok") is True and r.get("id") == 99, r
@@ -166,10 +180,122 @@ def stale(path):
     s.close()
 
 
+def peer_rx(s):
+    r = ask(s, {"cmd": "counters", "filter": "roles"})
+    return sum(v["rx_pkts"] for v in r["counters"].values())
+
+
+def pipeline(path, n, seconds, out, peer):
+    """All requests written back to back by one thread, replies read by another."""
+    n, seconds = int(n), float(seconds)
+    s = connect(path)
+    s.settimeout(None)
+    payload = b"".join(b'{"cmd":"status","id":%d}\n' % i for i in range(n))
+    state = {"sent": 0, "replies": 0, "in_order": True}
+    done = threading.Event()
+
+    def writer():
+        # big writes: the socket stays full however fast psb reads it
+        off = 0
+        try:
+            while off < len(payload) and not done.is_set():
+                s.sendall(payload[off:off + (1 << 16)])
+                off = min(len(payload), off + (1 << 16))
+                state["sent"] = payload.count(b"\n", 0, off)
+        except OSError:
+            pass
+
+    def reader():
+        buf = b""
+        try:
+            while not done.is_set():
+                chunk = s.recv(1 << 20)
+                if not chunk:
+                    return
+                buf += chunk
+                *lines, buf = buf.split(b"\n")
+                for line in lines:
+                    # the id alone, cheaply: the reader must keep up with psb
+                    i = line.rfind(b'"id":')
+                    j = i + 5
+                    while j < len(line) and line[j:j + 1].isdigit():
+                        j += 1
+                    if i < 0 or int(line[i + 5:j]) != state["replies"]:
+                        state["in_order"] = False
+                    state["replies"] += 1
+        except OSError:
+            pass
+
+    threads = [threading.Thread(target=writer, daemon=True),
+               threading.Thread(target=reader, daemon=True)]
+    for t in threads:
+        t.start()
+    # the peer psb sees the data plane of this one from outside: packets keep arriving
+    p = connect(peer)
+    t0 = last = time.monotonic()
+    rx = peer_rx(p)
+    stall = 0.0
+    while time.monotonic() - t0 < seconds:
+        time.sleep(0.02)
+        now, r = time.monotonic(), peer_rx(p)
+        if r != rx:
+            rx, last = r, now
+        stall = max(stall, now - last)
+    state["stall_s"] = round(stall, 3)
+    done.set()
+    with open(out, "w") as f:
+        json.dump(state, f)
+    s.shutdown(socket.SHUT_RDWR)
+    s.close()
+
+
+def rss_kib(pid):
+    for line in open("/proc/%s/status" % pid):
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+    raise AssertionError("no VmRSS for pid %s" % pid)
+
+
+def noread(path, pid, seconds, out):
+    s = connect(path)
+    s.setblocking(False)
+    req = b'{"cmd":"counters"}\n' * 64
+    t0 = time.time()
+    rss = [rss_kib(pid)] * 2
+    sent = 0
+    closed = None
+    while time.time() - t0 < float(seconds):
+        rss[1] = max(rss[1], rss_kib(pid))
+        try:
+            sent += s.send(req)
+        except BlockingIOError:
+            time.sleep(0.01)
+        except (BrokenPipeError, ConnectionResetError):
+            closed = time.time() - t0
+            break
+    with open(out, "w") as f:
+        json.dump({"requests": sent // len(b'{"cmd":"counters"}\n'), "closed_after_s": closed,
+                   "rss_kib": rss}, f)
+    assert closed is not None, "not disconnected within %s s" % seconds
+
+
+def idle(path, seconds):
+    s = connect(path)
+    s.settimeout(30)  # a loaded machine may be slow; psb that never lets go fails here
+    t0 = time.time()
+    r = read_line(s)
+    took = time.time() - t0
+    assert r.get("error", {}).get("code") == "idle_timeout", r
+    assert "node.ctl_idle_timeout" in r["error"]["message"], r
+    expect_eof(s)
+    assert took >= float(seconds) * 0.9, "closed after %.2f s" % took
+
+
 def main():
     mode, args = sys.argv[1], sys.argv[2:]
     {"too_large": too_large, "half": half, "busy": busy, "silent": silent,
-     "counting": counting, "stale": stale}[mode](*args)
+     "counting": counting, "stale": stale, "pipeline": pipeline, "noread": noread,
+     "idle": idle}[mode](*args)
 
 
 if __name__ == "__main__":

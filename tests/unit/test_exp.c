@@ -1,6 +1,7 @@
 /* Unit tests of lib/exp: every shipped document, broken documents, results directories. */
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -53,7 +54,7 @@ test_shipped_configs(void **state)
 		if (len < 6 || strcmp(de->d_name + len - 5, ".json") != 0)
 			continue;
 		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
-		if (psb_exp_load_file(c, path, true, err, sizeof(err)) != 0)
+		if (psb_exp_load_file(c, path, PSB_EXP_FILE_MAX, true, err, sizeof(err)) != 0)
 			fail_msg("%s: %s", path, err);
 		assert_true(c->node.ports.n >= 1);
 		kinds |= 1u << c->kind;
@@ -137,6 +138,14 @@ static const struct {
 	  "node.num_workers:", "in [" },
 	{ "{\"name\": \"a\", \"kind\": \"pushpull\", \"node\": {\"yield\": \"2s\"}}", false,
 	  "node.yield:", "in [" },
+	{ "{\"name\": \"a\", \"kind\": \"pushpull\", \"node\": {\"ctl_share_pct\": 0}}", false,
+	  "node.ctl_share_pct:", "in [" },
+	{ "{\"name\": \"a\", \"kind\": \"pushpull\", \"node\": {\"ctl_reply_max\": \"1KiB\"}}",
+	  false, "node.ctl_reply_max:", "in [" },
+	{ "{\"name\": \"a\", \"kind\": \"pushpull\", \"node\": {\"file_max\": -1}}", false,
+	  "node.file_max:", "size" },
+	{ "{\"name\": \"a\", \"kind\": \"pushpull\", \"node\": {\"prometheus_timeout\": "
+	  "\"1ms\"}}", false, "node.prometheus_timeout:", "in [" },
 	{ "[1, 2]", false, "expected a JSON object", NULL },
 };
 
@@ -178,11 +187,13 @@ test_syntax_error_names_line(void **state)
 	assert_true(fd >= 0);
 	assert_int_equal(write(fd, "{\n  \"name\": \"a\",\n  \"kind\" \"serve\"\n}\n", 36), 36);
 	close(fd);
-	assert_int_equal(psb_exp_load_file(&c, path, false, err, sizeof(err)), -EINVAL);
+	assert_int_equal(psb_exp_load_file(&c, path, PSB_EXP_FILE_MAX, false, err, sizeof(err)),
+			 -EINVAL);
 	assert_non_null(strstr(err, path));
 	assert_non_null(strstr(err, ":3:"));
 	unlink(path);
-	assert_int_equal(psb_exp_load_file(&c, "/nonexistent/x.json", false, err, sizeof(err)),
+	assert_int_equal(psb_exp_load_file(&c, "/nonexistent/x.json", PSB_EXP_FILE_MAX, false, err,
+					   sizeof(err)),
 			 -ENOENT);
 }
 
@@ -316,6 +327,71 @@ test_results_directory(void **state)
 	assert_int_equal(system(p), 0);
 }
 
+/*
+ * Only regular files of at most max bytes are read, and never by waiting: a FIFO with no
+ * writer, /dev/zero, a directory, a file over the limit are refused at once, by name.
+ */
+static void
+test_read_file_limits(void **state)
+{
+	char dir[] = "/tmp/psb-test-file-XXXXXX", p[256], link[256], err[512], *buf;
+	struct psb_exp_conf c;
+	size_t len;
+	int rc, fd;
+	json_t *j;
+
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	/* a FIFO nobody writes: open(2) without O_NONBLOCK would wait forever */
+	snprintf(p, sizeof(p), "%s/fifo", dir);
+	assert_int_equal(mkfifo(p, 0600), 0);
+	assert_int_equal(psb_exp_read_file(p, 1024, &buf, &len, err, sizeof(err)), -EPERM);
+	assert_int_equal(strncmp(err, p, strlen(p)), 0);
+	assert_non_null(strstr(err, "is a FIFO, not a regular file"));
+	assert_int_equal(psb_exp_load_file(&c, p, PSB_EXP_FILE_MAX, false, err, sizeof(err)),
+			 -EPERM);
+	assert_non_null(strstr(err, "is a FIFO"));
+	/* a character device that never ends */
+	assert_int_equal(psb_exp_read_file("/dev/zero", 1024, &buf, &len, err, sizeof(err)),
+			 -EPERM);
+	assert_string_equal(err, "/dev/zero: is a character device, not a regular file (psb reads "
+			    "documents and command files from regular files only)");
+	assert_int_equal(psb_exp_open_file(dir, 1024, err, sizeof(err)), -EPERM);
+	assert_non_null(strstr(err, "is a directory"));
+	assert_int_equal(psb_exp_open_file("/nonexistent/x", 1024, err, sizeof(err)), -ENOENT);
+	assert_string_equal(err, "/nonexistent/x: No such file or directory");
+	/* exactly max bytes is fine, one more is not */
+	snprintf(p, sizeof(p), "%s/doc.json", dir);
+	fd = open(p, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, "{\"name\": \"a\", \"kind\": \"serve\"}\n", 31), 31);
+	close(fd);
+	assert_int_equal(psb_exp_read_file(p, 31, &buf, &len, err, sizeof(err)), 0);
+	assert_int_equal(len, 31);
+	assert_int_equal(buf[31], '\0');
+	free(buf);
+	assert_int_equal(psb_exp_read_file(p, 30, &buf, &len, err, sizeof(err)), -EFBIG);
+	assert_non_null(strstr(err, ": 31 bytes, over the limit of 30B for files psb reads "
+				"(node.file_max, --file-max)"));
+	j = psb_exp_read_json(p, 30, &rc, err, sizeof(err));
+	assert_null(j);
+	assert_int_equal(rc, -EFBIG);
+	j = psb_exp_read_json(p, 1024, &rc, err, sizeof(err));
+	assert_non_null(j);
+	json_decref(j);
+	/* a link to a regular file is that file */
+	snprintf(link, sizeof(link), "%s/link.json", dir);
+	assert_int_equal(symlink(p, link), 0);
+	assert_int_equal(psb_exp_load_file(&c, link, 1024, false, err, sizeof(err)), 0);
+	assert_string_equal(c.name, "a");
+	/* a regular file whose size stat does not tell: read up to the limit, then refused */
+	assert_int_equal(psb_exp_read_file("/proc/self/maps", 64, &buf, &len, err, sizeof(err)),
+			 -EFBIG);
+	assert_non_null(strstr(err, "/proc/self/maps: more than 64 bytes, over the limit of 64B"));
+	snprintf(p, sizeof(p), "rm -rf '%s'", dir);
+	assert_int_equal(system(p), 0);
+}
+
 int
 main(void)
 {
@@ -325,6 +401,7 @@ main(void)
 		cmocka_unit_test(test_syntax_error_names_line),
 		cmocka_unit_test(test_node_diff_and_settable),
 		cmocka_unit_test(test_results_directory),
+		cmocka_unit_test(test_read_file_limits),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

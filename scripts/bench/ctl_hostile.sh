@@ -1,0 +1,118 @@
+#!/bin/bash
+# Can a hostile control-plane client slow the data plane? psb's answer is its limits
+# (docs/CONTROL.md, Limits); this measures what they leave of the worker's goodput.
+#
+# A psb server and a psb worker over memif (one core each, run to completion: the main
+# lcore is the data plane's) run ps-lite's PUSH_PULL flat out. For each process (the worker,
+# then the server: the worker's goodput depends on both) and each hostile behaviour, paired
+# windows without and with the hostile client alternate (ABBA):
+#   pipeline  a client writing status requests back to back on the control socket
+#   noread    a client asking for counters and never reading the replies
+#   files     a client loading a FIFO, /dev/zero, a directory and an oversized file
+#   trickle   48 HTTP connections trickling or withholding their request, and an honest
+#             scrape with a 2 s timeout every 0.5 s
+# Prints per process and behaviour the median ratio of the worker's goodput with / without
+# (bootstrap 95 % interval, range), the control plane's share of the lcore, the hostile
+# client's own CPU, what psb counted, and the honest scrapes. Goal: >= 0.90 everywhere.
+#
+#   scripts/bench/ctl_hostile.sh [--pairs N] [--window S] [--len BYTES]
+#                                [--behaviours pipeline,noread,files,trickle]
+#                                [--targets worker,server] [--out DIR]
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+
+PAIRS=10
+WINDOW=1
+LEN=4096
+BEHAVIOURS=pipeline,noread,files,trickle
+TARGETS=worker,server
+OUT=""
+BUILD=${PSB_BUILD:-build}
+while [ $# -gt 0 ]; do
+	case "$1" in
+	--pairs) PAIRS=$2; shift ;;
+	--window) WINDOW=$2; shift ;;
+	--len) LEN=$2; shift ;;
+	--behaviours) BEHAVIOURS=$2; shift ;;
+	--targets) TARGETS=$2; shift ;;
+	--out) OUT=$2; shift ;;
+	-h|--help) sed -n '2,21p' "$0"; exit 0 ;;
+	*) echo "ctl_hostile.sh: unknown option $1" >&2; exit 2 ;;
+	esac
+	shift
+done
+PSB=$BUILD/app/psb/psb
+PSBCTL=$BUILD/app/psbctl/psbctl
+for b in "$PSB" "$PSBCTL"; do
+	[ -x "$b" ] || { echo "ctl_hostile.sh: $b not built (meson setup $BUILD && ninja -C $BUILD)" >&2; exit 1; }
+done
+[ -n "$OUT" ] || OUT=results/ctl-hostile-$(date +%Y%m%d-%H%M%S)
+[ -e "$OUT/summary.json" ] && { echo "ctl_hostile.sh: $OUT already holds results" >&2; exit 2; }
+mkdir -p "$OUT/raw"
+NAME=ctl_hostile.sh
+TAG=psbh
+. scripts/bench/pair.sh
+
+# What the hostile files client loads; big.json is over the default node.file_max (1 MiB).
+mkfifo "$TMP/fifo"
+mkdir "$TMP/dir"
+python3 -c 'import sys; open(sys.argv[1], "w").write("{}" + " " * (2 << 20))' "$TMP/big.json"
+cat > "$TMP/serve.json" <<EOF
+{"name": "hostile-serve", "kind": "serve", "output": {"dir": "$TMP/results", "overwrite": true}}
+EOF
+start_pair
+NT=$(tr ',' '\n' <<<"$TARGETS" | grep -c .)
+NB=$(tr ',' '\n' <<<"$BEHAVIOURS" | grep -c .)
+DURATION=$(python3 -c "print(int($NT * $NB * $PAIRS * 2 * ($WINDOW + 0.6) + 60))")
+cat > "$TMP/exp.json" <<EOF
+{"name": "hostile", "kind": "pushpull", "pushpull": {"len": $LEN, "repeat": 1000000000000,
+ "duration": "${DURATION}s", "keys": 40}, "output": {"dir": "$TMP/results", "overwrite": true,
+ "log_every": "0s"}}
+EOF
+"$PSBCTL" --ctl "$WCTL" start "$TMP/exp.json" > /dev/null
+sleep 2
+
+ARGS=()
+for t in $(tr ',' ' ' <<<"$TARGETS"); do
+	case "$t" in
+	worker) ARGS+=(--target "worker:$WCTL:$WPROM") ;;
+	server) ARGS+=(--target "server:$SCTL:$SPROM") ;;
+	*) echo "ctl_hostile.sh: unknown target $t (worker, server)" >&2; exit 2 ;;
+	esac
+done
+echo "hostile clients vs goodput: $PAIRS pairs of ${WINDOW}s windows per process and" \
+	"behaviour, $LEN B PUSH_PULL flat out, async" >&2
+scripts/bench/ctl_hostile.py windows --pairs "$PAIRS" --window "$WINDOW" --worker "$WCTL" \
+	--behaviours "$BEHAVIOURS" --files "$TMP" "${ARGS[@]}" > "$OUT/raw/windows.json"
+"$PSBCTL" --ctl "$WCTL" --json counters control > "$OUT/raw/worker-control.json"
+"$PSBCTL" --ctl "$SCTL" --json counters control > "$OUT/raw/server-control.json"
+stop_pair
+
+REV=$(git rev-parse HEAD 2>/dev/null || echo unknown)
+[ -n "$(git status --porcelain --untracked-files=no 2>/dev/null)" ] && REV="$REV (uncommitted changes)"
+python3 - "$OUT" "$LEN" "$REV" <<'PY'
+import json, os, sys
+out, length, rev = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+raw = json.load(open(os.path.join(out, "raw", "windows.json")))
+summary = {"git_revision": rev, "len": length, "window_s": raw["window_s"],
+           "pairs": raw["pairs"], "goal": 0.90, "results": raw["summary"]}
+json.dump(summary, open(os.path.join(out, "summary.json"), "w"), indent=2)
+L = ["psb %s, %d B PUSH_PULL flat out, %d pairs of %g s windows" %
+     (rev, length, raw["pairs"], raw["window_s"]), "",
+     "| hostile client of | behaviour | goodput with / without, median [95 % CI] | range | "
+     "lcore on control, without → with | hostile client's CPU | counted by psb, per s | "
+     "honest scrapes ok (slowest) |",
+     "|---|---|---|---|---|---|---|---|"]
+for r in raw["summary"]:
+    lim = ", ".join("%s %.0f" % (k, v) for k, v in r["limits_per_s"].items() if v >= 0.5)
+    sc = r["scrapes"]
+    L.append("| %s | %s | **%.3f** [%.3f, %.3f]%s | %.2f–%.2f | %.2f %% → %.2f %% | %.1f %% | %s | %s |"
+             % (r["target"], r["behaviour"], r["median_ratio"], r["ci95"][0], r["ci95"][1],
+                "" if r["median_ratio"] >= 0.90 else " (below 0.90)", r["min_ratio"],
+                r["max_ratio"], r["control_pct"]["off"], r["control_pct"]["on"],
+                r["hostile_cpu_pct"], lim or "-",
+                "%d / %d (%.3f s)" % (sc["ok"], sc["n"], sc["max_s"]) if sc["n"] else "-"))
+open(os.path.join(out, "summary.md"), "w").write("\n".join(L) + "\n")
+print("\n".join(L))
+PY
+echo "results in $OUT"
