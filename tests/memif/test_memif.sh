@@ -68,7 +68,8 @@ s = json.load(open(sys.argv[1]))["store"]
 nw, keys, length, repeat = map(int, sys.argv[2:])
 assert s["keys"] == keys, s
 assert s["rounds_closed"] == keys * repeat, s
-assert s["push"] == nw * keys * repeat and s["pull"] == nw * keys * repeat, s
+# --verify: every worker pulls every key once more after its run, to check it
+assert s["push"] == nw * keys * repeat and s["pull"] == nw * keys * (repeat + 1), s
 want = keys * (length // 4) * (nw * (nw + 1) // 2) * repeat
 assert s["value_sum"] == want, (s["value_sum"], want)
 PY
