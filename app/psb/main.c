@@ -24,6 +24,7 @@
 #include "psb_cli.h"
 #include "psb_ctl.h"
 #include "psb_ethdev.h"
+#include "psb_guard.h"
 #include "psb_kv.h"
 #include "psb_report.h"
 
@@ -742,6 +743,9 @@ watch_links(struct psb_app *app)
 		if (!app->port_paused[pid])
 			continue;
 		rte_smp_rmb();
+		/* a fault under a leaving peer: until the link went down and came back */
+		if (app->port_fault[pid] && !app->port_was_down[pid])
+			continue;
 		if (app->port_bye[pid] && !app->port_was_down[pid]) {
 			if (now < app->bye[pid].until_ns)
 				continue;
@@ -750,6 +754,7 @@ watch_links(struct psb_app *app)
 				"polling it again", pid, app->specs[i].spec, PSB_BYE_PAUSE_NS / 1e9);
 		}
 		app->port_bye[pid] = 0;
+		app->port_fault[pid] = 0;
 		app->port_was_down[pid] = 0;
 		rte_smp_wmb();
 		app->port_paused[pid] = 0;
@@ -810,7 +815,13 @@ quiesce_ports(const struct psb_app *app)
 		for (i = 0; i < app->nports; i++) {
 			if (app->port_paused[app->port_ids[i]])
 				continue;
-			n = rte_eth_rx_burst(app->port_ids[i], 0, pkts, PSB_BURST);
+			n = app->port_shared[app->port_ids[i]] ?
+				psb_guard_rx(app->port_ids[i], pkts, PSB_BURST) :
+				rte_eth_rx_burst(app->port_ids[i], 0, pkts, PSB_BURST);
+			if (n == PSB_GUARD_FAULT) {
+				psb_port_faulted((struct psb_app *)app, app->port_ids[i]);
+				continue;
+			}
 			if (n != 0) {
 				rte_pktmbuf_free_bulk(pkts, n);
 				last = rte_get_tsc_cycles();
@@ -1222,6 +1233,8 @@ main(int argc, char **argv)
 	app->yield_tsc = (uint64_t)((double)app->yield_ns / app->ns_per_tsc);
 	app->start_tsc = rte_get_tsc_cycles();
 	psb_agg_add(NULL, NULL, 0);	/* pick the aggregation kernel now, not on the fast path */
+	if ((rc = psb_guard_init()) != 0)
+		psb_die("cannot install the fault handler of memif bursts: %s", strerror(-rc));
 
 	app->pool = rte_pktmbuf_pool_create("psb_pool", (unsigned int)nmbufs, 256, MBUF_PRIV,
 		MBUF_ROOM, (int)rte_socket_id());
@@ -1242,6 +1255,7 @@ main(int argc, char **argv)
 				sizeof(err)) != 0)
 			psb_die("port '%s': %s", app->specs[i].spec, err);
 		app->port_ids[i] = pid;
+		app->port_shared[pid] = app->specs[i].kind == PSB_PORT_MEMIF;
 		if (app->specs[i].kind == PSB_PORT_AF_PACKET &&
 		    psb_afp_stats_open(&app->afp[i], strchr(app->specs[i].spec, ':') + 1, err,
 				sizeof(err)) != 0)

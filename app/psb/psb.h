@@ -311,6 +311,13 @@ struct psb_app {
 	volatile uint8_t port_paused[RTE_MAX_ETHPORTS];
 	volatile uint8_t port_bye[RTE_MAX_ETHPORTS];
 	uint8_t port_was_down[RTE_MAX_ETHPORTS];
+	/*
+	 * Ports whose memory a peer shares (memif) are polled in guarded bursts
+	 * (psb_guard.h); one that faulted stays paused until its link went down and up.
+	 */
+	uint8_t port_shared[RTE_MAX_ETHPORTS];
+	volatile uint8_t port_fault[RTE_MAX_ETHPORTS];
+	uint64_t port_faults[RTE_MAX_ETHPORTS];
 	struct psb_port_bye bye[RTE_MAX_ETHPORTS];
 	/* af_packet ports (by port index): the kernel's counts of their sockets */
 	struct psb_afp_stats afp[PSB_MAX_PORTS];
@@ -354,6 +361,8 @@ void psb_neigh_learn(struct psb_app *app, uint32_t ip, const uint8_t *mac, uint1
 const struct psb_neigh *psb_neigh_find(const struct psb_app *app, uint32_t ip);
 /* Send an ARP request for ip out of every port. */
 void psb_arp_resolve(struct psb_role_inst *ri, uint32_t ip);
+/* A guarded burst on port pid faulted (its peer left under it): pause it, count it. */
+void psb_port_faulted(struct psb_app *app, uint16_t pid);
 /* Tell the peer of every port that this node leaves (sent from the main lcore at exit). */
 void psb_send_bye(struct psb_app *app);
 

@@ -534,6 +534,8 @@ static const struct prom_desc {
 	{ "psb_port_bye_pauses", "counter", "BYEs of a known peer that paused the port (memif)" },
 	{ "psb_port_bye_pause_expiries", "counter",
 		"BYE pauses ended by time: the link stayed up, the peer did not leave" },
+	{ "psb_port_faults", "counter",
+		"Bursts that faulted on memory a leaving memif peer shared: port paused, not psb" },
 	{ "psb_port_kernel_packets", "counter",
 		"af_packet: frames the kernel passed to psb's socket, dropped ones included" },
 	{ "psb_port_kernel_drops", "counter",

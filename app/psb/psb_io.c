@@ -6,6 +6,7 @@
 #include <rte_memcpy.h>
 
 #include "psb.h"
+#include "psb_guard.h"
 #include "psb_kv.h"
 
 void
@@ -149,12 +150,22 @@ psb_arp_resolve(struct psb_role_inst *ri, uint32_t ip)
 }
 
 void
+psb_port_faulted(struct psb_app *app, uint16_t pid)
+{
+	app->port_fault[pid] = 1;
+	app->port_paused[pid] = 1;
+	app->port_faults[pid]++;
+	PSB_LOG(app, "port %u: the driver faulted on memory its peer shared (the peer left); "
+		"port paused until its link comes back", pid);
+}
+
+void
 psb_send_bye(struct psb_app *app)
 {
 	static const uint8_t bcast[6] = { 0xff, 0xff, 0xff, 0xff, 0xff, 0xff };
 	struct psb_addr dst;
 	struct psb_hdr h;
-	uint16_t i;
+	uint16_t i, n;
 
 	memset(&dst, 0, sizeof(dst));
 	memcpy(dst.mac, bcast, 6);
@@ -175,7 +186,10 @@ psb_send_bye(struct psb_app *app)
 			return;
 		p = (uint8_t *)rte_pktmbuf_append(m, PSB_FRAME_HLEN);
 		psb_frame_write_headers(p, &app->me, &dst, &h, 0);
-		if (rte_eth_tx_burst(pid, 0, &m, 1) != 1)
+		n = app->port_shared[pid] ? psb_guard_tx(pid, &m, 1) : rte_eth_tx_burst(pid, 0, &m, 1);
+		if (n == PSB_GUARD_FAULT)
+			psb_port_faulted(app, pid);
+		else if (n != 1)
 			rte_pktmbuf_free(m);
 	}
 }

@@ -283,6 +283,7 @@ psb_report_port_emit(struct psb_emit *e, struct psb_app *app, unsigned int i)
 	psb_emit_int(e, "rx_nombuf", (json_int_t)ps.rx_nombuf);
 	psb_emit_int(e, "bye_pauses", (json_int_t)app->bye[pid].pauses);
 	psb_emit_int(e, "bye_pause_expiries", (json_int_t)app->bye[pid].expiries);
+	psb_emit_int(e, "faults", (json_int_t)app->port_faults[pid]);
 	if (afp->nfd == 0)
 		return;
 	psb_afp_stats_update(afp);

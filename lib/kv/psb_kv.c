@@ -439,7 +439,10 @@ static void
 entry_free(struct psb_kv *kv, struct kv_entry *e)
 {
 	free(e->peers);
-	free(e->val);
+	if (kv->cfg.value_free != NULL && e->val != NULL)
+		kv->cfg.value_free(kv->cfg.release_arg, e->val);
+	else
+		free(e->val);
 	free(e->acc);
 	memset(e, 0, sizeof(*e));
 }

@@ -46,6 +46,11 @@ struct psb_kv_cfg {
 	uint32_t hold_cost;
 	void (*release)(void *arg, void *ref);
 	void *release_arg;
+	/*
+	 * A dropped key's value memory goes here (arg: release_arg) rather than to free(),
+	 * for a caller whose responses may still point into it (NULL: free()).
+	 */
+	void (*value_free)(void *arg, void *val);
 };
 
 /* Budget of reassembly one push of len bytes cut at seg_size takes. */
@@ -112,7 +117,8 @@ struct psb_kv;
  * Called for every response. h is complete except segmentation: the callee
  * sends value (h->total_len bytes, NULL when 0) as segments of h->seg_size.
  * value is the stored value itself: it stays at that address until the key is
- * dropped (psb_kv_reset, psb_kv_free), and its contents change only with later requests.
+ * dropped (psb_kv_reset, psb_kv_free: then handed to cfg.value_free when set), and its
+ * contents change only with later requests.
  */
 typedef void (*psb_kv_emit_fn)(void *arg, const struct psb_addr *to, struct psb_hdr *h,
 		const void *value);

@@ -22,6 +22,7 @@ if [ "$(id -u)" != 0 ] || ! command -v ip >/dev/null; then
 	echo "SKIP: needs root and iproute2"
 	exit 77
 fi
+. "$(dirname "$0")/bridge.sh"
 DIR=$(mktemp -d /tmp/psb-kill-XXXXXX)
 BR=psbk$$
 PIDS=()
@@ -29,11 +30,7 @@ cleanup() {
 	for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null || true; done
 	pkill -9 -f -- "--file-prefix psbt-k$$-" 2>/dev/null || true
 	wait 2>/dev/null || true
-	for i in s a b; do
-		ip netns del "pk$$-$i" 2>/dev/null || true
-		ip link del "pk$$b$i" 2>/dev/null || true
-	done
-	ip link del "$BR" 2>/dev/null || true
+	bridge_down "$BR" "pk$$" "pk$$" s a b
 	rm -rf "$DIR" /var/run/dpdk/psbt-k$$-*
 }
 trap cleanup EXIT
@@ -41,24 +38,6 @@ fail() {
 	echo "FAIL: $*" >&2
 	for f in "$DIR"/*.log; do [ -f "$f" ] && { echo "== $f"; tail -8 "$f"; }; done >&2
 	exit 1
-}
-
-# af_packet: every process in its own namespace, the three joined by a bridge.
-netns_up() {
-	ip link add "$BR" type bridge || fail "cannot create a bridge"
-	sysctl -qw "net.ipv6.conf.$BR.disable_ipv6=1" 2>/dev/null || true
-	ip link set "$BR" up
-	for i in s a b; do
-		ns="pk$$-$i"
-		ip netns add "$ns" || fail "cannot create namespace $ns"
-		ip link add "pk$$a$i" type veth peer name "pk$$b$i" || fail "cannot create veths"
-		ip link set "pk$$a$i" netns "$ns"
-		ip netns exec "$ns" sysctl -qw net.ipv6.conf.all.disable_ipv6=1 2>/dev/null || true
-		ip netns exec "$ns" ip link set "pk$$a$i" up
-		sysctl -qw "net.ipv6.conf.pk$$b$i.disable_ipv6=1" 2>/dev/null || true
-		ip link set "pk$$b$i" master "$BR"
-		ip link set "pk$$b$i" up
-	done
 }
 
 # node KIND WHO: the command prefix and port options of node WHO (s, a, b).
@@ -81,9 +60,9 @@ port() {
 	fi
 }
 
-wait_ctl() {
-	for _ in $(seq 100); do [ -S "/var/run/dpdk/$1/psb.ctl" ] && return 0; sleep 0.1; done
-	fail "$1 did not come up"
+wait_ctl() {	# a loaded machine can take long to fault in a psb's pool
+	for _ in $(seq 600); do [ -S "/var/run/dpdk/$1/psb.ctl" ] && return 0; sleep 0.1; done
+	fail "$1 did not come up within 60 s"
 }
 
 # worker KIND WHO RANK TAG SYNC REPEAT: start a worker in the background (its pid in WPID).
@@ -208,7 +187,8 @@ PY
 for kind in "${KINDS[@]}"; do
 	case "$kind" in
 	memif) LEN=4194304 KEYS=4 ;;	# 470 jumbo segments
-	af_packet) LEN=65536 KEYS=8; netns_up ;;	# 46 segments of 1432 B
+	af_packet) LEN=65536 KEYS=8	# 46 segments of 1432 B, every node on a bridge
+		bridge_up "$BR" "pk$$" "pk$$" s a b || fail "cannot build the bridge and namespaces" ;;
 	*) fail "unknown port kind $kind" ;;
 	esac
 	run "$kind" --sync

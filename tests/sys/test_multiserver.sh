@@ -11,6 +11,7 @@ if [ "$(id -u)" != 0 ] || ! command -v ip >/dev/null; then
 	echo "SKIP: needs root and iproute2"
 	exit 77
 fi
+. "$(dirname "$0")/bridge.sh"
 DIR=$(mktemp -d /tmp/psb-ms-XXXXXX)
 BR=psbbr$$
 PIDS=()
@@ -18,32 +19,13 @@ cleanup() {
 	for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null || true; done
 	pkill -9 -f -- "--file-prefix psbt-ms$$-" 2>/dev/null || true
 	wait 2>/dev/null || true
-	for i in 0 1 2; do
-		ip netns del "pms$$-$i" 2>/dev/null || true
-		ip link del "pm$$b$i" 2>/dev/null || true
-	done
-	ip link del "$BR" 2>/dev/null || true
+	bridge_down "$BR" "pms$$" "pm$$" 0 1 2
 	rm -rf "$DIR" /var/run/dpdk/psbt-ms$$-*
 }
 trap cleanup EXIT
 fail() { echo "FAIL: $*" >&2; for f in "$DIR"/*.log; do echo "== $f"; tail -5 "$f"; done >&2; exit 1; }
 
-# Each psb process gets its own namespace: af_packet fanout groups are per
-# namespace, and DPDK derives their ids from pid and ifindex, which can clash.
-ip link add "$BR" type bridge || fail "cannot create a bridge"
-sysctl -qw "net.ipv6.conf.$BR.disable_ipv6=1" 2>/dev/null || true
-ip link set "$BR" up
-for i in 0 1 2; do
-	ns="pms$$-$i"
-	ip netns add "$ns" || fail "cannot create namespace $ns"
-	ip link add "pm$$a$i" type veth peer name "pm$$b$i" || fail "cannot create veths"
-	ip link set "pm$$a$i" netns "$ns"
-	ip netns exec "$ns" sysctl -qw net.ipv6.conf.all.disable_ipv6=1 2>/dev/null || true
-	ip netns exec "$ns" ip link set "pm$$a$i" up
-	sysctl -qw "net.ipv6.conf.pm$$b$i.disable_ipv6=1" 2>/dev/null || true
-	ip link set "pm$$b$i" master "$BR"
-	ip link set "pm$$b$i" up
-done
+bridge_up "$BR" "pms$$" "pm$$" 0 1 2 || fail "cannot build the bridge and namespaces"
 
 common=(--no-huge --mbufs 8192 --sync --num-servers 2 --num-workers 1 --scheduler 198.18.9.1 -q)
 ip netns exec "pms$$-0" timeout -k 5 120 "$PSB" --role server --port "af_packet:pm$$a0" --ip 198.18.9.1 -l 0 \

@@ -2,6 +2,7 @@
 #include <rte_ethdev.h>
 
 #include "psb.h"
+#include "psb_guard.h"
 
 static int
 rx_poll(struct psb_role_inst *ri)
@@ -14,7 +15,15 @@ rx_poll(struct psb_role_inst *ri)
 	for (p = 0; p < app->nports; p++) {
 		if (app->port_paused[app->port_ids[p]])
 			continue;
-		n = rte_eth_rx_burst(app->port_ids[p], 0, pkts, PSB_BURST);
+		if (!app->port_shared[app->port_ids[p]]) {
+			n = rte_eth_rx_burst(app->port_ids[p], 0, pkts, PSB_BURST);
+		} else {
+			n = psb_guard_rx(app->port_ids[p], pkts, PSB_BURST);
+			if (unlikely(n == PSB_GUARD_FAULT)) {
+				psb_port_faulted(app, app->port_ids[p]);
+				continue;
+			}
+		}
 		for (i = 0; i < n; i++) {
 			ri->cnt.rx_pkts++;
 			ri->cnt.rx_bytes += pkts[i]->pkt_len;

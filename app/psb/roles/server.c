@@ -10,12 +10,15 @@ struct server_priv {
 	 * Large values go out without a copy into mbufs: a data mbuf attached to
 	 * the stored value follows the header mbuf. Only on software ports
 	 * (their drivers copy or write out; no device DMAs from this memory).
-	 * Stored values never move or get freed while the server runs, so the
-	 * buffers need no reference counting of their own: the count starts
-	 * high and the free callback does nothing.
+	 * Stored values never move while their key exists; one shared count (1
+	 * for the server, 1 for every attached mbuf not yet freed) tells when
+	 * nothing points into them any more. Values of keys a reset dropped wait
+	 * in the graveyard until then; the free callback never runs.
 	 */
 	int zero_copy;
 	struct rte_mbuf_ext_shared_info shinfo;
+	void **graveyard;
+	uint32_t ngrave, grave_cap;
 	uint32_t polls;
 };
 
@@ -29,6 +32,44 @@ value_free_noop(void *addr, void *opaque)
 {
 	RTE_SET_USED(addr);
 	RTE_SET_USED(opaque);
+}
+
+/* Attached mbufs not yet freed: they may point into any stored value. */
+static inline uint16_t
+attached(struct server_priv *sp)
+{
+	return (uint16_t)(rte_mbuf_ext_refcnt_read(&sp->shinfo) - 1);
+}
+
+static void
+graveyard_empty(struct server_priv *sp)
+{
+	while (sp->ngrave != 0)
+		free(sp->graveyard[--sp->ngrave]);
+}
+
+/* A dropped key's value: freed now, or once no attached mbuf can point into it. */
+static void
+value_free(void *arg, void *val)
+{
+	struct server_priv *sp = arg;
+
+	if (attached(sp) == 0 && sp->ngrave == 0) {
+		free(val);
+		return;
+	}
+	if (sp->ngrave == sp->grave_cap) {
+		uint32_t n = sp->grave_cap == 0 ? 64 : sp->grave_cap * 2;
+		void **g = realloc(sp->graveyard, n * sizeof(*g));
+
+		if (g == NULL) {
+			/* no room to wait: leaking it beats a driver reading freed memory */
+			return;
+		}
+		sp->graveyard = g;
+		sp->grave_cap = n;
+	}
+	sp->graveyard[sp->ngrave++] = val;
 }
 
 /* A segment the store kept (psb_kv_handle_ref) is done with: its mbuf goes back. */
@@ -60,19 +101,21 @@ server_init(struct psb_role_inst *ri)
 		.hold_max = b->hold_max,
 		.hold_cost = rte_pktmbuf_data_room_size(app->pool),
 		.release = release_mbuf,
+		.value_free = value_free,
 	};
 	struct server_priv *sp = rte_zmalloc("psb_server", sizeof(*sp), RTE_CACHE_LINE_SIZE);
 
 	if (sp == NULL)
 		return -ENOMEM;
+	kc.release_arg = sp;
+	sp->shinfo.free_cb = value_free_noop;
+	rte_mbuf_ext_refcnt_set(&sp->shinfo, 1);
 	sp->kv = psb_kv_create(&kc);
 	if (sp->kv == NULL) {
 		rte_free(sp);
 		return -ENOMEM;
 	}
 	sp->zero_copy = app->soft_ports;
-	sp->shinfo.free_cb = value_free_noop;
-	rte_mbuf_ext_refcnt_set(&sp->shinfo, 32768);
 	ri->priv = sp;
 	return 0;
 }
@@ -172,8 +215,11 @@ server_poll(struct psb_role_inst *ri)
 
 	n = rte_ring_dequeue_burst(ri->app->shard_ring[ri->idx], (void **)pkts, PSB_BURST, NULL);
 	/* the clock of reassembly: with every burst, and now and then when idle */
-	if (n != 0 || ++sp->polls % TICK_IDLE_PASSES == 0)
+	if (n != 0 || ++sp->polls % TICK_IDLE_PASSES == 0) {
 		psb_kv_tick(sp->kv, psb_now_ns(ri->app));
+		if (unlikely(sp->ngrave != 0) && attached(sp) == 0)
+			graveyard_empty(sp);
+	}
 	for (i = 0; i < n; i++) {
 		struct rte_mbuf *m = pkts[i];
 		struct psb_meta *meta = psb_meta(m);
@@ -211,7 +257,10 @@ server_fini(struct psb_role_inst *ri)
 
 	if (sp == NULL)
 		return;
+	/* the tx role went first: no attached mbuf is left */
 	psb_kv_free(sp->kv);
+	graveyard_empty(sp);
+	free(sp->graveyard);
 	rte_free(sp);
 	ri->priv = NULL;
 }

@@ -5,6 +5,7 @@
 #include <rte_malloc.h>
 
 #include "psb.h"
+#include "psb_guard.h"
 
 #define TX_BACKLOG	256
 
@@ -41,7 +42,18 @@ send_run(struct psb_role_inst *ri, struct rte_mbuf **pkts, uint16_t n)
 			done += run;
 			continue;
 		}
-		sent = rte_eth_tx_burst(port, 0, &pkts[done], run);
+		if (!ri->app->port_shared[port]) {
+			sent = rte_eth_tx_burst(port, 0, &pkts[done], run);
+		} else {
+			sent = psb_guard_tx(port, &pkts[done], run);
+			if (unlikely(sent == PSB_GUARD_FAULT)) {
+				/* the driver may have freed some of them: forget them all */
+				psb_port_faulted(ri->app, port);
+				ri->cnt.paused_drops += run;
+				done += run;
+				continue;
+			}
+		}
 		ri->cnt.tx_pkts += sent;
 		for (uint16_t k = 0; k < sent; k++)
 			ri->cnt.tx_bytes += pkts[done + k]->pkt_len;
