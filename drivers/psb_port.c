@@ -7,8 +7,11 @@
 #include <sys/un.h>
 #include <unistd.h>
 #include <dirent.h>
+#include <fcntl.h>
 #include <limits.h>
+#include <sys/stat.h>
 
+#include "psb_cli.h"
 #include "psb_port.h"
 
 static int
@@ -176,15 +179,31 @@ psb_port_parse(const char *spec, int index, struct psb_port_spec *p, char *err, 
 		"pcap, ring or null)", spec, f[0]);
 }
 
+/* <prefix>map_<n>: a hugepage file the EAL made for prefix, and nothing else. */
+static int
+huge_file_of(int dfd, const char *name, const char *prefix)
+{
+	size_t plen = strlen(prefix);
+	const char *p = name + plen + 4;
+	struct stat st;
+
+	if (strncmp(name, prefix, plen) != 0 || strncmp(name + plen, "map_", 4) != 0 ||
+	    *p == '\0' || p[strspn(p, "0123456789")] != '\0')
+		return 0;
+	return fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode);
+}
+
 void
 psb_huge_cleanup(const char *prefix)
 {
-	char line[512], mnt[256], path[PATH_MAX];
-	size_t plen = strlen(prefix);
+	char line[512], mnt[256], why[256];
 	struct dirent *de;
 	FILE *f;
 	DIR *d;
 
+	/* a prefix that is not a plain name could match another program's files */
+	if (psb_cli_name_check(prefix, PSB_PREFIX_MAX, why, sizeof(why)) != 0)
+		return;
 	f = fopen("/proc/mounts", "r");
 	if (f == NULL)
 		return;
@@ -194,12 +213,9 @@ psb_huge_cleanup(const char *prefix)
 		d = opendir(mnt);
 		if (d == NULL)
 			continue;
-		/* The EAL names them <prefix>map_<n>. */
 		while ((de = readdir(d)) != NULL)
-			if (strncmp(de->d_name, prefix, plen) == 0 &&
-			    strncmp(de->d_name + plen, "map_", 4) == 0 &&
-			    (size_t)snprintf(path, sizeof(path), "%s/%s", mnt, de->d_name) < sizeof(path))
-				unlink(path);
+			if (huge_file_of(dirfd(d), de->d_name, prefix))
+				unlinkat(dirfd(d), de->d_name, 0);
 		closedir(d);
 	}
 	fclose(f);
@@ -271,6 +287,22 @@ psb_eal_build_argv(const char *prog, const struct psb_eal_opts *o,
 		return -ENOMEM;
 	}
 	out->use_huge = huge_ok && !o->force_no_huge;
+	/* the prefix names a directory psb cleans up at exit: a name, never a path */
+	if (o->file_prefix != NULL &&
+	    psb_cli_name_check(o->file_prefix, PSB_PREFIX_MAX, err, errlen) != 0)
+		return -EINVAL;
+	for (i = 0; i < o->n_extra; i++) {
+		const char *a = o->extra[i];
+		size_t n = strcspn(a, "=");
+
+		/* getopt takes any unambiguous start of a long option: "--fi" is --file-prefix */
+		if (n >= 4 && strncmp(a, "--file-prefix", n) == 0) {
+			snprintf(err, errlen, "EAL option %.*s after --: give psb's --file-prefix "
+				 "NAME instead (psb checks it and cleans that runtime directory up)",
+				 (int)n, a);
+			return -EINVAL;
+		}
+	}
 	rc |= add_arg(out, &argc, "%s", prog);
 	rc |= add_arg(out, &argc, "--lcores=%s", o->lcores != NULL ? o->lcores : "0");
 	if (o->file_prefix != NULL)

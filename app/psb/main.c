@@ -82,6 +82,8 @@ usage(FILE *out)
 "  --config FILE        run the experiment document FILE (config/*.json): node settings\n"
 "                       and experiment from it, results into output.dir/<name>/; other\n"
 "                       options override the document\n"
+"  --output-dir DIR     results directory: documents' output paths are relative to it\n"
+"                       and stay inside it (default: the working directory)\n"
 "  --check-config FILE  check an experiment document and print it with its defaults\n"
 "  -i, --interactive    console on stdin (prompt psb> ); experiments start from it\n"
 "  --cmdline-file FILE  run the console commands of FILE first\n"
@@ -98,7 +100,9 @@ usage(FILE *out)
 "  --huge | --no-huge   require hugepages / never use them (default: use if free)\n"
 "  --yield US           a polling lcore lets waiting threads of its CPU run every US\n"
 "                       microseconds (default 200; 0: never, for isolated cores)\n"
-"  --file-prefix NAME   DPDK runtime prefix (default psb-PID)\n"
+"  --file-prefix NAME   DPDK runtime prefix (default psb-PID): a name of letters, digits,\n"
+"                       '_', '-', '.'; at exit psb removes from /var/run/dpdk/NAME the files\n"
+"                       the EAL and psb made there, and the directory if psb made it\n"
 "  --idle-exit MS       exit once no packet arrived for MS ms (pcap replay)\n"
 "  --stats-file FILE    write counters as JSON at exit\n"
 "  -v, --verbose        more output (env PS_VERBOSE=1/2)\n"
@@ -142,7 +146,7 @@ enum {
 	OPT_TIMEOUT, OPT_RETRIES, OPT_VERIFY, OPT_RESULTS, OPT_LOG_EVERY, OPT_MEM, OPT_MBUFS,
 	OPT_HUGE, OPT_NO_HUGE, OPT_PREFIX, OPT_IDLE_EXIT, OPT_STATS_FILE, OPT_BATCH,
 	OPT_CONFIG, OPT_CHECK_CONFIG, OPT_CMDLINE_FILE, OPT_WAIT, OPT_CTL, OPT_COUNTERS_FILE,
-	OPT_COUNTERS_EVERY, OPT_PROMETHEUS, OPT_WARMUP, OPT_RATE, OPT_YIELD,
+	OPT_COUNTERS_EVERY, OPT_PROMETHEUS, OPT_WARMUP, OPT_RATE, OPT_YIELD, OPT_OUTPUT_DIR,
 };
 
 static const struct option long_opts[] = {
@@ -194,6 +198,7 @@ static const struct option long_opts[] = {
 	{ "warmup", required_argument, NULL, OPT_WARMUP },
 	{ "rate", required_argument, NULL, OPT_RATE },
 	{ "yield", required_argument, NULL, OPT_YIELD },
+	{ "output-dir", required_argument, NULL, OPT_OUTPUT_DIR },
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "quiet", no_argument, NULL, 'q' },
 	{ "help", no_argument, NULL, 'h' },
@@ -208,6 +213,23 @@ struct run_opts {
 	char lcores[64];
 	char prefix[64];
 };
+
+/* --output-dir: where documents' results go, from the root so that it never moves. */
+static void
+set_results_root(struct psb_app *app, const char *dir)
+{
+	char cwd[PATH_MAX];
+
+	if (dir[0] == '\0')
+		psb_die("--output-dir: expected a directory, got ''");
+	if (dir[0] == '/')
+		snprintf(cwd, sizeof(cwd), "%s", "");
+	else if (getcwd(cwd, sizeof(cwd)) == NULL)
+		psb_die("--output-dir: cannot read the working directory: %s", strerror(errno));
+	if ((size_t)snprintf(app->results_root, sizeof(app->results_root), "%s%s%s", cwd,
+			cwd[0] != '\0' ? "/" : "", dir) >= sizeof(app->results_root))
+		psb_die("--output-dir: path too long");
+}
 
 /* ps-lite's environment first; command-line flags override it. */
 static void
@@ -243,6 +265,7 @@ parse_args(struct psb_app *app, struct run_opts *ro, int argc, char **argv)
 {
 	int c, npos = 0, env_port = app->nports, nargs;
 	uint64_t duration_ns = 0;
+	char err[256];
 
 	/* Everything after the first "--" goes to the EAL untouched. */
 	for (nargs = 1; nargs < argc && strcmp(argv[nargs], "--") != 0; nargs++)
@@ -333,7 +356,13 @@ parse_args(struct psb_app *app, struct run_opts *ro, int argc, char **argv)
 		case OPT_MBUFS: ro->mbufs = psb_cli_u64("--mbufs", optarg, 512, 1u << 24); break;
 		case OPT_HUGE: ro->eal.force_huge = 1; break;
 		case OPT_NO_HUGE: ro->eal.force_no_huge = 1; break;
-		case OPT_PREFIX: ro->eal.file_prefix = optarg; break;
+		case OPT_PREFIX:
+			/* psb removes its files from /var/run/dpdk/<prefix> at exit: a name, no path */
+			if (psb_cli_name_check(optarg, PSB_PREFIX_MAX, err, sizeof(err)) != 0)
+				psb_die("--file-prefix: %s", err);
+			ro->eal.file_prefix = optarg;
+			break;
+		case OPT_OUTPUT_DIR: set_results_root(app, optarg); break;
 		case OPT_IDLE_EXIT:
 			app->idle_exit_ns = psb_cli_u64("--idle-exit", optarg, 1, 3600000) * 1000000;
 			break;
@@ -504,7 +533,8 @@ app_to_conf(const struct psb_app *app, const struct run_opts *ro, struct psb_exp
 	c->pushpull.verify = app->bench.verify;
 	c->pushpull.rate = app->bench.rate_bps;
 	c->output.log_every = app->bench.log_every_ns;
-	if (c->kind == PSB_EXP_SERVE)
+	/* --duration overrides the document's window; without it the document's stands */
+	if (c->kind == PSB_EXP_SERVE && app->duration_ns != 0)
 		c->serve.duration = app->duration_ns;
 }
 
@@ -673,6 +703,46 @@ quiesce_ports(const struct psb_app *app)
 			}
 		}
 	}
+}
+
+/*
+ * What the EAL (DPDK 22.11) and psb create in a runtime directory. At exit psb removes
+ * these and nothing else, and the directory only when psb made it.
+ */
+static const char *const runtime_files[] = {
+	"config", "fbarray_*", "hugepage_info", "hugepage_data", "mp_socket", "mp_socket_*",
+	"dpdk_telemetry*", "psb.ctl", NULL,
+};
+
+/* <runtime base>/<prefix>: whether it exists before the EAL makes it, and not as a link. */
+static void
+runtime_dir_check(const char *prefix, char *dir, size_t len, int *existed)
+{
+	char base[PATH_MAX];
+	struct stat st;
+
+	psb_cli_runtime_base(base, sizeof(base));
+	if ((size_t)snprintf(dir, len, "%s/%s", base, prefix) >= len)
+		psb_die("--file-prefix: runtime directory path too long");
+	*existed = lstat(dir, &st) == 0;
+	if (*existed && !S_ISDIR(st.st_mode))
+		psb_die("--file-prefix %s: %s is not a directory (a symbolic link?); psb will not "
+			"use it", prefix, dir);
+}
+
+static void
+runtime_dir_clean(const struct psb_app *app, const char *dir, int existed)
+{
+	char other[256];
+	int rc = psb_rmdir_flat(dir, runtime_files, !existed, other, sizeof(other));
+
+	if (rc == -ENOTEMPTY)
+		PSB_LOG(app, "left %s in place: it holds \"%s\", which psb did not create", dir,
+			other);
+	else if (rc != 0)
+		PSB_LOG(app, "cannot clean up %s: %s", dir, strerror(-rc));
+	else if (existed)
+		PSB_DBG(app, 1, "left %s in place: it was there before psb started", dir);
 }
 
 /* Fault the pool's pages in now (without hugepages they are mapped lazily), not mid-run. */
@@ -965,9 +1035,9 @@ main(int argc, char **argv)
 	struct run_opts ro;
 	struct psb_mem_info mi;
 	struct psb_eal_argv ea;
-	char err[512];
+	char err[512], rt_dir[PATH_MAX];
 	uint64_t need_mb, nmbufs, last_rx = 0, last_rx_ns = 0;
-	int console_on = 0;
+	int console_on = 0, rt_existed = 0;
 	unsigned int lcore, nworker_lcores = 0, i, k;
 	unsigned int worker_lcores[RTE_MAX_LCORE];
 	int rc, eal_argc, exit_code = 0;
@@ -994,6 +1064,8 @@ main(int argc, char **argv)
 	app->bench.max_retries = 50;
 	app->bench.log_every_ns = 1000000000ull;
 	app->counters_every_ns = 1000000000ull;
+	if (getcwd(app->results_root, sizeof(app->results_root)) == NULL)
+		app->results_root[0] = '\0';	/* then relative to wherever psb runs */
 	pthread_mutex_init(&app->ctl_lock, NULL);
 	if ((cfg = find_opt(argc, argv, "--check-config")) != NULL)
 		return check_config_file(cfg);
@@ -1019,7 +1091,7 @@ main(int argc, char **argv)
 	app->autostart = !app->interactive && app->cmdline_file == NULL && !app->stay &&
 		(ro.config != NULL || app->node_role == PSB_NODE_WORKER);
 	if (ro.config != NULL && app->autostart &&
-	    psb_exp_results_claim(&app->conf, err, sizeof(err)) != 0)
+	    psb_exp_results_claim(app->results_root, &app->conf, err, sizeof(err)) != 0)
 		psb_die("%s: %s", cfg, err);
 	app->worker_port_base = (uint16_t)(app->me.port + 2);
 	if (app->sched_port >= app->worker_port_base &&
@@ -1054,6 +1126,7 @@ main(int argc, char **argv)
 	}
 	PSB_DBG(app, 1, "%s, %llu MB for %llu mbufs", ea.use_huge ? "hugepages" : "no hugepages",
 		(unsigned long long)ro.eal.mem_mb, (unsigned long long)nmbufs);
+	runtime_dir_check(ea.prefix, rt_dir, sizeof(rt_dir), &rt_existed);
 	if (rte_eal_init(eal_argc, ea.argv) < 0)
 		psb_die("EAL initialisation failed: %s (args above with -v)", rte_strerror(rte_errno));
 
@@ -1244,10 +1317,9 @@ main(int argc, char **argv)
 	for (i = 0; i < app->nports; i++)
 		if (app->specs[i].kind == PSB_PORT_MEMIF && app->specs[i].memif_server)
 			unlink(app->specs[i].sock_path);
-	snprintf(err, sizeof(err), "%s", rte_eal_get_runtime_dir());
+	snprintf(rt_dir, sizeof(rt_dir), "%s", rte_eal_get_runtime_dir());
 	rte_eal_cleanup();
-	/* the EAL leaves its runtime directory behind; psb's prefixes are its own */
-	psb_rmdir_flat(err);
+	runtime_dir_clean(app, rt_dir, rt_existed);
 	if (ea.use_huge && ea.single_file)
 		psb_huge_cleanup(ea.prefix);
 	return exit_code;

@@ -217,6 +217,7 @@ struct psb_app {
 	uint64_t duration_ns;
 	const char *stats_file;
 	int quiet;
+	char results_root[PATH_MAX];	/* --output-dir: documents' output paths are inside it */
 	struct psb_exp_conf conf;	/* node and experiment as the process started */
 	int autostart;			/* start conf's experiment once the roles are ready */
 	int stay;			/* keep running after experiments end (until quit) */

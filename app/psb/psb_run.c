@@ -340,8 +340,8 @@ run_finish(struct psb_app *app, int state)
 		pthread_mutex_unlock(&app->ctl_lock);
 		if (r->error[0] != '\0')
 			json_object_set_new(doc, "error", json_string(r->error));
-		if (psb_exp_results_write(&r->conf, doc, rows, cols, r->results, sizeof(r->results),
-				err, sizeof(err)) != 0) {
+		if (psb_exp_results_write(app->results_root, &r->conf, doc, rows, cols, r->results,
+				sizeof(r->results), err, sizeof(err)) != 0) {
 			fprintf(stderr, "psb: experiment %u: results NOT written: %s\n", r->id, err);
 			snprintf(r->error, sizeof(r->error), "results not written: %.200s", err);
 			r->results[0] = '\0';
@@ -372,33 +372,35 @@ run_finish(struct psb_app *app, int state)
 	snprintf(run_rec(app)->results, sizeof(run_rec(app)->results), "%s", r->results);
 }
 
-/* dir/name from the root: status readers need not know psb's working directory. */
+/* root/dir/name from /: status readers need not know psb's working directory. */
 static void
-absolute_results(const struct psb_exp_conf *c, char *out, size_t len)
+absolute_results(const struct psb_app *app, const struct psb_exp_conf *c, char *out,
+		size_t len)
 {
 	char rel[PATH_MAX], cwd[PATH_MAX];
 
-	psb_exp_results_path(c, rel, sizeof(rel));
+	psb_exp_results_path(app->results_root, c, rel, sizeof(rel));
 	if (rel[0] == '/' || getcwd(cwd, sizeof(cwd)) == NULL)
 		snprintf(out, len, "%s", rel);
 	else
 		snprintf(out, len, "%.2047s/%.2047s", cwd, rel);
 }
 
+/* The document's counters file, inside its output directory (psb_exp_check keeps it there). */
 static FILE *
-open_counters(const struct psb_exp_conf *c, char *err, size_t errlen)
+open_counters(const struct psb_app *app, const struct psb_exp_conf *c, char *err, size_t errlen)
 {
 	char path[PATH_MAX];
 	FILE *f;
 
-	if (c->output.counters_file[0] == '/')
-		snprintf(path, sizeof(path), "%s", c->output.counters_file);
-	else if ((size_t)snprintf(path, sizeof(path), "%s/%s", c->output.dir,
-			c->output.counters_file) >= sizeof(path))
+	if (psb_exp_output_path(app->results_root, c, c->output.counters_file, path,
+			sizeof(path)) != 0) {
+		snprintf(err, errlen, "output.counters_file: path too long");
 		return NULL;
-	if (c->output.counters_file[0] != '/')
-		mkdir(c->output.dir, 0755);
-	f = fopen(path, "a");
+	}
+	if (psb_exp_output_dir(app->results_root, c, err, errlen) != 0)
+		return NULL;
+	f = fopen(path, "ae");
 	if (f == NULL)
 		snprintf(err, errlen, "output.counters_file: cannot open %s: %s", path,
 			 strerror(errno));
@@ -426,16 +428,17 @@ psb_run_start(struct psb_app *app, const struct psb_exp_conf *c, int from_doc, c
 		return run_fail(err, errlen, "kind: serve runs on a server; this appliance is a "
 				"worker");
 	if (from_doc) {
-		rc = psb_exp_results_claim(c, err, errlen);
+		rc = psb_exp_results_claim(app->results_root, c, err, errlen);
 		if (rc != 0)
 			return rc;
 	}
-	if (c->output.counters_file[0] != '\0' && (cf = open_counters(c, err, errlen)) == NULL)
+	if (c->output.counters_file[0] != '\0' &&
+	    (cf = open_counters(app, c, err, errlen)) == NULL)
 		return -EINVAL;
 
 	pthread_mutex_lock(&app->ctl_lock);
 	r->conf = *c;
-	absolute_results(c, r->results_dir, sizeof(r->results_dir));
+	absolute_results(app, c, r->results_dir, sizeof(r->results_dir));
 	r->id++;
 	r->state = PSB_RUN_RUNNING;
 	r->from_doc = from_doc;

@@ -65,13 +65,14 @@ start_pair() {
 	SPROM=$(free_port)
 	WPROM=$(free_port)
 	"$PSB" --port "memif:server:$TMP/m$n.sock" --ip 198.18.0.1 --async -l 0 --file-prefix "$SP" \
-		--ctl "$SCTL" --wait -q --prometheus "127.0.0.1:$SPROM" "$@" > "$TMP/srv$n.log" 2>&1 &
+		--ctl "$SCTL" --wait -q --prometheus "127.0.0.1:$SPROM" --output-dir "$TMP" "$@" \
+		> "$TMP/srv$n.log" 2>&1 &
 	PIDS+=($!)
 	SPID=$!
 	wait_sock "$SCTL"	# the control socket appears once the port runs
 	"$PSB" --role worker --port "memif:client:$TMP/m$n.sock" --ip 198.18.0.2 \
 		--server 198.18.0.1 --async -l 1 --file-prefix "$WP" --ctl "$WCTL" --wait -q \
-		--prometheus "127.0.0.1:$WPROM" "$@" > "$TMP/wk$n.log" 2>&1 &
+		--prometheus "127.0.0.1:$WPROM" --output-dir "$TMP" "$@" > "$TMP/wk$n.log" 2>&1 &
 	PIDS+=($!)
 	WPID=$!
 	wait_sock "$WCTL"
@@ -90,12 +91,12 @@ stop_pair() {
 pushpull_doc() {
 	cat > "$TMP/exp.json" <<EOF
 {"name": "ctlbench", "kind": "pushpull", "pushpull": {"len": $LEN, "repeat": 1000000000000,
- "duration": "${1}s", "keys": 40}, "output": {"dir": "$TMP/results", "overwrite": true,
+ "duration": "${1}s", "keys": 40}, "output": {"dir": "results", "overwrite": true,
  "log_every": "0s", "counters_file": "counters.jsonl", "counters_every": "3600s"}}
 EOF
 }
 cat > "$TMP/serve.json" <<EOF
-{"name": "ctlbench-serve", "kind": "serve", "output": {"dir": "$TMP/results",
+{"name": "ctlbench-serve", "kind": "serve", "output": {"dir": "results",
  "overwrite": true, "counters_file": "serve-counters.jsonl", "counters_every": "3600s"}}
 EOF
 
