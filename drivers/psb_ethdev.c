@@ -11,7 +11,7 @@
 #define ETH_OVERHEAD	(RTE_ETHER_HDR_LEN + RTE_ETHER_CRC_LEN + 4)
 
 int
-psb_ethdev_setup(uint16_t port_id, uint16_t mtu_want, uint16_t nb_desc,
+psb_ethdev_setup(uint16_t port_id, uint16_t mtu_want, unsigned int flags, uint16_t nb_desc,
 		struct rte_mempool *pool, struct psb_ethdev_info *info, char *err, size_t errlen)
 {
 	struct rte_eth_conf conf;
@@ -89,8 +89,12 @@ psb_ethdev_setup(uint16_t port_id, uint16_t mtu_want, uint16_t nb_desc,
 			rte_strerror(-rc));
 		return rc;
 	}
-	/* Not every virtual port implements set_mtu; the configured value then stands. */
-	rc = memif ? 0 : rte_eth_dev_set_mtu(port_id, (uint16_t)mtu);
+	/*
+	 * Not every virtual port implements set_mtu; the configured value then stands. On
+	 * af_packet and tap it is the kernel interface's MTU: changed only when asked.
+	 */
+	rc = memif || (flags & PSB_ETHDEV_KEEP_MTU) ? 0 : rte_eth_dev_set_mtu(port_id,
+		(uint16_t)mtu);
 	if (rc != 0 && rc != -ENOTSUP)
 		mtu = conf.rxmode.mtu != 0 ? conf.rxmode.mtu : RTE_ETHER_MTU;
 	rc = rte_eth_dev_start(port_id);

@@ -56,6 +56,19 @@ safe_name(const char *s)
 	return *s != '\0' && strpbrk(s, ",= \t\n") == NULL;
 }
 
+/* A kernel interface name: what the kernel takes, and a file name of psb's records. */
+static int
+ifname_check(const char *spec, const char *name, struct psb_port_spec *p, char *err,
+		size_t errlen)
+{
+	if (strlen(name) >= sizeof(p->ifname) || strchr(name, '/') != NULL ||
+	    strcmp(name, ".") == 0 || strcmp(name, "..") == 0)
+		return fail(err, errlen, "port '%.40s': interface name must be 1 to %zu characters, "
+			"without '/'", spec, sizeof(p->ifname) - 1);
+	snprintf(p->ifname, sizeof(p->ifname), "%s", name);
+	return 0;
+}
+
 /* Device arguments must fit whole: a cut one would name another file or drop options. */
 static int
 devargs_fit(int n, const struct psb_port_spec *p, char *err, size_t errlen)
@@ -137,6 +150,8 @@ psb_port_parse(const char *spec, int index, struct psb_port_spec *p, char *err, 
 		if (!safe_name(f[1]))
 			return fail(err, errlen, "port '%s': interface name may not contain ',' '=' "
 				"or spaces", spec);
+		if (ifname_check(spec, f[1], p, err, errlen) != 0)
+			return -EINVAL;
 		p->kind = PSB_PORT_AF_PACKET;
 		snprintf(p->name, sizeof(p->name), "net_af_packet%d", index);
 		n = snprintf(p->devargs, sizeof(p->devargs), "%s,iface=%s,qpairs=1", p->name, f[1]);
@@ -148,6 +163,8 @@ psb_port_parse(const char *spec, int index, struct psb_port_spec *p, char *err, 
 		if (!safe_name(f[1]))
 			return fail(err, errlen, "port '%s': interface name may not contain ',' '=' "
 				"or spaces", spec);
+		if (ifname_check(spec, f[1], p, err, errlen) != 0)
+			return -EINVAL;
 		p->kind = PSB_PORT_TAP;
 		snprintf(p->name, sizeof(p->name), "net_tap%d", index);
 		n = snprintf(p->devargs, sizeof(p->devargs), "%s,iface=%s", p->name, f[1]);

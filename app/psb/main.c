@@ -60,7 +60,8 @@ usage(FILE *out)
 "  --sync | --async     synchronous rounds (default) or asynchronous updates\n"
 "  --shards N           server shards, one role each (default 1)\n"
 "  --workers N          worker roles in this process (default 1)\n"
-"  --mtu N              wanted MTU (default 9000; lowered to what the port allows)\n"
+"  --mtu N              wanted MTU, lowered to what the port allows (default: an af_packet\n"
+"                       or tap interface's own, left unchanged; 9000 on other ports)\n"
 "  --max-value BYTES    largest value a server accepts (default 64 MiB)\n"
 "Benchmark (worker; ps-lite's test_benchmark):\n"
 "  --len BYTES          value size per key (default 1024000)\n"
@@ -1053,7 +1054,7 @@ main(int argc, char **argv)
 	app->nlocal_workers = 1;
 	app->yield_ns = 200000;
 	app->sync = 1;
-	app->mtu_want = 9000;
+	app->mtu_want = 0;	/* the port's own: see psb_host_port_mtu */
 	app->max_value = 64u << 20;
 	app->bench.len = 1024000;
 	app->bench.repeat = 10;
@@ -1112,6 +1113,8 @@ main(int argc, char **argv)
 			(unsigned long long)nmbufs, (unsigned int)MBUF_ROOM,
 			(unsigned long long)need_mb);
 
+	/* before the EAL: what a killed psb left on interfaces is undone */
+	psb_host_prepare(app);
 	wait_memif_servers(app, 30);
 	psb_mem_probe(&mi);
 	eal_argc = psb_eal_build_argv(argv[0], &ro.eal, app->specs, app->nports, &mi, &ea, err,
@@ -1132,6 +1135,7 @@ main(int argc, char **argv)
 
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
+	signal(SIGHUP, on_signal);	/* its terminal went away: end as for Ctrl-C */
 	signal(SIGPIPE, SIG_IGN);
 	app->ns_per_tsc = 1e9 / (double)rte_get_tsc_hz();
 	app->yield_tsc = (uint64_t)((double)app->yield_ns / app->ns_per_tsc);
@@ -1148,12 +1152,14 @@ main(int argc, char **argv)
 
 	for (i = 0; i < app->nports; i++) {
 		struct psb_ethdev_info info;
-		uint16_t pid;
+		unsigned int flags;
+		uint16_t pid, mtu;
 
 		if (rte_eth_dev_get_port_by_name(app->specs[i].name, &pid) != 0)
 			psb_die("port '%s': device %s did not come up (is its driver installed? "
 				"see scripts/setup.sh)", app->specs[i].spec, app->specs[i].name);
-		if (psb_ethdev_setup(pid, app->mtu_want, NB_DESC, app->pool, &info, err,
+		mtu = psb_host_port_mtu(app, i, &flags);
+		if (psb_ethdev_setup(pid, mtu, flags, NB_DESC, app->pool, &info, err,
 				sizeof(err)) != 0)
 			psb_die("port '%s': %s", app->specs[i].spec, err);
 		app->port_ids[i] = pid;
@@ -1314,6 +1320,7 @@ main(int argc, char **argv)
 	quiesce_ports(app);
 	for (i = 0; i < app->nports; i++)
 		psb_ethdev_close(app->port_ids[i]);
+	psb_host_restore(app);
 	for (i = 0; i < app->nports; i++)
 		if (app->specs[i].kind == PSB_PORT_MEMIF && app->specs[i].memif_server)
 			unlink(app->specs[i].sock_path);

@@ -354,6 +354,17 @@ struct psb_worker_pub {
 int psb_worker_read(const struct psb_role_inst *ri, struct psb_worker_pub *pub,
 		struct psb_bench_result *r);
 
+/*
+ * Bring-up that touches the host (psb_bringup.c). psb_host_prepare, before the EAL: undoes
+ * what killed psbs left on interfaces, and puts interfaces back at exit and on a crash.
+ * psb_host_port_mtu, before port i is set up: the MTU to ask for and ethdev flags (a kernel
+ * interface keeps its MTU unless one was asked for), its state recorded first.
+ * psb_host_restore, at exit, puts interfaces back.
+ */
+void psb_host_prepare(struct psb_app *app);
+uint16_t psb_host_port_mtu(struct psb_app *app, unsigned int i, unsigned int *flags);
+void psb_host_restore(struct psb_app *app);
+
 #define PSB_LOG(app, fmt, ...) \
 	do { if (!(app)->quiet) fprintf(stderr, "psb: " fmt "\n", ##__VA_ARGS__); } while (0)
 #define PSB_DBG(app, lvl, fmt, ...) \

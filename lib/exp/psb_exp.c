@@ -52,8 +52,9 @@ const struct psb_conf_field psb_exp_node_table[] = {
 	  "server shards, one role each" },
 	{ "sync", PSB_CONF_BOOL, OFF(psb_exp_node, sync), 0, 0, "true", 0, 0, NULL, NULL,
 	  "synchronous rounds (false: asynchronous updates)" },
-	{ "mtu", PSB_CONF_UINT, OFF(psb_exp_node, mtu), 0, 0, "9000", 576, 9000, NULL, NULL,
-	  "wanted MTU, lowered to what the port allows" },
+	{ "mtu", PSB_CONF_UINT, OFF(psb_exp_node, mtu), 0, 0, "0", 0, 9000, NULL, NULL,
+	  "wanted MTU, lowered to what the port allows (0: an af_packet or tap interface's "
+	  "own, left unchanged; 9000 on other ports)" },
 	{ "max_value", PSB_CONF_SIZE, OFF(psb_exp_node, max_value), 0, 0, "64MiB", 4,
 	  PSB_MAX_VALUE, NULL, NULL, "largest value a server accepts" },
 	{ "lcores", PSB_CONF_STRING, OFF(psb_exp_node, lcores),
@@ -222,6 +223,9 @@ psb_exp_check(const struct psb_exp_conf *c, bool need_node, char *err, size_t er
 	if (c->kind == PSB_EXP_SERVE && n->role == PSB_EXP_ROLE_WORKER && need_node)
 		return exp_fail(err, errlen, "node.role: kind serve runs on a server or scheduler, "
 				"got \"worker\"");
+	if (n->mtu != 0 && n->mtu < 576)
+		return exp_fail(err, errlen, "node.mtu: expected 0 (the port's own) or 576 to 9000, "
+				"got %llu", (unsigned long long)n->mtu);
 	if (c->output.dir[0] == '\0')
 		return exp_fail(err, errlen, "output.dir: expected a directory, got \"\"");
 	if (inside_check("output.dir", c->output.dir, err, errlen) != 0 ||

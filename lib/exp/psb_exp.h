@@ -47,7 +47,7 @@ struct psb_exp_node {
 	uint64_t workers;		/* worker roles in this process */
 	uint64_t shards;
 	bool sync;
-	uint64_t mtu;
+	uint64_t mtu;			/* 0: the port's own (af_packet, tap), else 9000 */
 	uint64_t max_value;
 	char lcores[64];
 	uint64_t mem_mb;		/* 0: what the pools need */
