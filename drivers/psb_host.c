@@ -399,3 +399,187 @@ psb_ifstate_recover(const char *dir, void (*note)(void *arg, const char *line), 
 	closedir(d);
 	return n;
 }
+
+/* Records of socket files are named by a hash of the path: paths hold '/'. */
+static int
+sockrec_path(const char *dir, const char *sock, char *out, size_t len)
+{
+	uint64_t h = 14695981039346656037ull;
+	const char *p;
+	int n;
+
+	if (dir[0] == '\0')
+		return -ENOENT;		/* no directory for records: none is kept */
+	for (p = sock; *p != '\0'; p++)
+		h = (h ^ (uint8_t)*p) * 1099511628211ull;
+	n = snprintf(out, len, "%s/%016llx", dir, (unsigned long long)h);
+	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
+}
+
+int
+psb_sock_record(const char *dir, const char *sock, struct psb_sockrec *rec)
+{
+	char text[REC_MAX];
+	struct stat st;
+	int rc;
+
+	memset(rec, 0, sizeof(*rec));
+	if (strlen(sock) >= sizeof(rec->sock))
+		return -ENAMETOOLONG;
+	if (lstat(sock, &st) != 0)
+		return -errno;
+	if (!S_ISSOCK(st.st_mode))
+		return -ENOTSOCK;
+	snprintf(rec->sock, sizeof(rec->sock), "%s", sock);
+	rec->dev = (unsigned long long)st.st_dev;
+	rec->ino = (unsigned long long)st.st_ino;
+	psb_proc_self(&rec->owner);
+	rc = sockrec_path(dir, sock, rec->path, sizeof(rec->path));
+	if (rc != 0)
+		return rc;
+	snprintf(text, sizeof(text), "pid %ld\nstart %llu\ndev %llu\nino %llu\nsock %s\n",
+		 rec->owner.pid, rec->owner.start, rec->dev, rec->ino, sock);
+	rc = rec_write(rec->path, text);
+	if (rc != 0)
+		rec->path[0] = '\0';
+	return rc;
+}
+
+void
+psb_sock_forget(struct psb_sockrec *rec)
+{
+	if (rec->path[0] != '\0')
+		unlink(rec->path);
+	rec->path[0] = '\0';
+}
+
+int
+psb_unix_listening(const char *path)
+{
+	char line[512], p[256];
+	unsigned int flags;
+	int found = 0;
+	FILE *f = fopen("/proc/net/unix", "re");
+
+	if (f == NULL)
+		return 0;
+	/* Num RefCount Protocol Flags Type St Inode Path; flag 0x10000: accepting */
+	while (!found && fgets(line, sizeof(line), f) != NULL)
+		if (sscanf(line, "%*s %*s %*s %x %*s %*s %*s %255s", &flags, p) == 2 &&
+		    (flags & 0x10000) != 0 && strcmp(p, path) == 0)
+			found = 1;
+	fclose(f);
+	return found;
+}
+
+/* The record of sock when it still describes the file there (st); 0 or -ENOENT. */
+static int
+sock_recorded(const char *dir, const char *sock, const struct stat *st, struct psb_proc *owner,
+		char *path, size_t pathlen)
+{
+	char text[REC_MAX], name[sizeof(((struct psb_sockrec *)0)->sock)];
+	unsigned long long dev, ino;
+
+	if (sockrec_path(dir, sock, path, pathlen) != 0 ||
+	    rec_read(path, text, sizeof(text)) != 0 || rec_owner(text, owner) != 0 ||
+	    rec_get(text, "sock", name, sizeof(name)) == NULL || strcmp(name, sock) != 0 ||
+	    rec_num(text, "dev", &dev) != 0 || rec_num(text, "ino", &ino) != 0 ||
+	    dev != (unsigned long long)st->st_dev || ino != (unsigned long long)st->st_ino)
+		return -ENOENT;
+	return 0;
+}
+
+/*
+ * Never by connecting: a memif server takes a connection that closes without a word
+ * badly (it may even abort), and a live one is someone's.
+ */
+int
+psb_sock_claim(const char *dir, const char *sock, char *msg, size_t msglen)
+{
+	char path[PATH_MAX];
+	struct psb_proc owner;
+	struct stat st;
+	int rc;
+
+	msg[0] = '\0';
+	if (lstat(sock, &st) != 0)
+		return errno == ENOENT ? 0 : -errno;
+	if (!S_ISSOCK(st.st_mode)) {
+		snprintf(msg, msglen, "%s exists and is not a socket", sock);
+		return -EEXIST;
+	}
+	if (psb_unix_listening(sock)) {
+		snprintf(msg, msglen, "%s is in use: a memif server listens on it", sock);
+		return -EADDRINUSE;
+	}
+	if (sock_recorded(dir, sock, &st, &owner, path, sizeof(path)) != 0) {
+		snprintf(msg, msglen, "%s is a socket file psb did not leave behind, and nothing in "
+			 "this network namespace listens on it: remove it if no program uses it",
+			 sock);
+		return -EEXIST;
+	}
+	if (psb_proc_alive(&owner)) {
+		snprintf(msg, msglen, "%s belongs to psb pid %ld, which still runs", sock, owner.pid);
+		return -EEXIST;
+	}
+	if (unlink(sock) != 0 && errno != ENOENT) {
+		rc = -errno;
+		snprintf(msg, msglen, "%s: stale, left by psb pid %ld, but cannot be removed: %s",
+			 sock, owner.pid, strerror(errno));
+		return rc;
+	}
+	unlink(path);
+	snprintf(msg, msglen, "removed the stale memif socket %s, left by psb pid %ld (gone)",
+		 sock, owner.pid);
+	return 0;
+}
+
+void
+psb_sock_sweep(const char *dir)
+{
+	char path[PATH_MAX], text[REC_MAX], sock[sizeof(((struct psb_sockrec *)0)->sock)];
+	char again[PATH_MAX];
+	struct psb_proc owner;
+	struct dirent *de;
+	struct stat st;
+	DIR *d = opendir(dir);
+
+	if (d == NULL)
+		return;
+	while ((de = readdir(d)) != NULL) {
+		if (de->d_name[0] == '.' || strstr(de->d_name, ".tmp.") != NULL ||
+		    (size_t)snprintf(path, sizeof(path), "%s/%s", dir, de->d_name) >= sizeof(path))
+			continue;
+		if (rec_read(path, text, sizeof(text)) != 0 || rec_owner(text, &owner) != 0 ||
+		    rec_get(text, "sock", sock, sizeof(sock)) == NULL) {
+			unlink(path);
+			continue;
+		}
+		/* a dead psb's record of a file that is gone (or is another file now) is moot */
+		if (!psb_proc_alive(&owner) && (lstat(sock, &st) != 0 ||
+		    sock_recorded(dir, sock, &st, &owner, again, sizeof(again)) != 0))
+			unlink(path);
+	}
+	closedir(d);
+}
+
+int
+psb_sock_server(const char *dir, const char *sock, long *pid)
+{
+	char path[PATH_MAX];
+	struct psb_proc owner;
+	struct stat st;
+
+	*pid = 0;
+	if (lstat(sock, &st) != 0)
+		return -errno;
+	if (!S_ISSOCK(st.st_mode))
+		return -ENOTSOCK;
+	if (psb_unix_listening(sock))
+		return 1;
+	if (sock_recorded(dir, sock, &st, &owner, path, sizeof(path)) != 0)
+		return 0;
+	*pid = owner.pid;
+	/* a psb server in another network namespace does not show here, but runs */
+	return psb_proc_alive(&owner) ? 1 : -ESTALE;
+}

@@ -1,6 +1,6 @@
 /*
  * What psb changes on its host and must give back: a kernel interface's MTU and
- * promiscuity. Each change is recorded in a file
+ * promiscuity, and the memif socket files it binds. Each change is recorded in a file
  * under <run>/psb/ (with the owner's pid and start time) before it is made, so that a psb
  * that was killed is undone by the next psb to start. EAL-free.
  */
@@ -64,5 +64,45 @@ int psb_ifstate_restore(struct psb_ifstate *st);
  * namespace; note() gets one line per record it handled. Returns how many it restored.
  */
 int psb_ifstate_recover(const char *dir, void (*note)(void *arg, const char *line), void *arg);
+
+/*
+ * memif socket files. A memif server binds a socket file and a killed one leaves it
+ * behind, after which no server can bind it. psb records each socket it created (path,
+ * device and inode, owner); before binding one, a file nobody listens on whose recorder is
+ * dead is removed. Anyone else's file is never removed. dir "" (no place for records): no
+ * file counts as psb's.
+ */
+struct psb_sockrec {
+	char sock[108];
+	unsigned long long dev, ino;
+	struct psb_proc owner;
+	char path[PATH_MAX];		/* the record */
+};
+
+/* After the socket file sock exists: record it as this process's. 0 or -errno. */
+int psb_sock_record(const char *dir, const char *sock, struct psb_sockrec *rec);
+/* Remove the record (the socket file is its owner's to unlink). */
+void psb_sock_forget(struct psb_sockrec *rec);
+
+/* Drop records of dead psbs whose socket file is gone: nothing is left to clean up. */
+void psb_sock_sweep(const char *dir);
+
+/* 1 when a socket of this network namespace listens on path (/proc/net/unix). */
+int psb_unix_listening(const char *path);
+
+/*
+ * Before binding sock, without connecting to it. 0: free (nothing there, or a stale file
+ * psb recorded, now removed: msg says so, else msg is ""); -EADDRINUSE: something listens
+ * on it; -EEXIST: a file that is not psb's stale socket (not a socket, or not recorded by a
+ * dead psb); msg says which.
+ */
+int psb_sock_claim(const char *dir, const char *sock, char *msg, size_t msglen);
+
+/*
+ * A memif client's view of its server's socket: 1 a server is there (it listens in this
+ * network namespace, or the psb that made it runs); 0 cannot tell (a socket file psb did
+ * not record); -ESTALE the psb that made it is gone (*pid); -ENOENT, -ENOTSOCK.
+ */
+int psb_sock_server(const char *dir, const char *sock, long *pid);
 
 #endif /* PSB_HOST_H */

@@ -606,31 +606,6 @@ check_config(struct psb_app *app)
 		psb_die("--len %u exceeds --max-value %u", app->bench.len, app->max_value);
 }
 
-/* A memif client needs its server's socket; wait for it rather than fail at once. */
-static void
-wait_memif_servers(const struct psb_app *app, unsigned int seconds)
-{
-	unsigned int i, t;
-	struct stat st;
-
-	for (i = 0; i < app->nports; i++) {
-		const struct psb_port_spec *p = &app->specs[i];
-
-		if (p->kind != PSB_PORT_MEMIF || p->memif_server)
-			continue;
-		for (t = 0; t < seconds * 10; t++) {
-			if (stat(p->sock_path, &st) == 0 && S_ISSOCK(st.st_mode))
-				break;
-			if (t == 10)
-				PSB_LOG(app, "waiting for the memif server socket %s", p->sock_path);
-			usleep(100000);
-		}
-		if (t == seconds * 10)
-			psb_die("port '%s': no memif server at %s after %u s (start the server side first)",
-				p->spec, p->sock_path, seconds);
-	}
-}
-
 /*
  * Pause ports whose link is down, and ports whose peer said BYE until their
  * link went down and came back: the data plane then never polls a port
@@ -1039,6 +1014,7 @@ main(int argc, char **argv)
 	char err[512], rt_dir[PATH_MAX];
 	uint64_t need_mb, nmbufs, last_rx = 0, last_rx_ns = 0;
 	int console_on = 0, rt_existed = 0;
+	uint64_t log_mark;
 	unsigned int lcore, nworker_lcores = 0, i, k;
 	unsigned int worker_lcores[RTE_MAX_LCORE];
 	int rc, eal_argc, exit_code = 0;
@@ -1113,9 +1089,8 @@ main(int argc, char **argv)
 			(unsigned long long)nmbufs, (unsigned int)MBUF_ROOM,
 			(unsigned long long)need_mb);
 
-	/* before the EAL: what a killed psb left on interfaces is undone */
+	/* before the EAL: what can be checked is, and what a killed psb left is undone */
 	psb_host_prepare(app);
-	wait_memif_servers(app, 30);
 	psb_mem_probe(&mi);
 	eal_argc = psb_eal_build_argv(argv[0], &ro.eal, app->specs, app->nports, &mi, &ea, err,
 		sizeof(err));
@@ -1130,8 +1105,10 @@ main(int argc, char **argv)
 	PSB_DBG(app, 1, "%s, %llu MB for %llu mbufs", ea.use_huge ? "hugepages" : "no hugepages",
 		(unsigned long long)ro.eal.mem_mb, (unsigned long long)nmbufs);
 	runtime_dir_check(ea.prefix, rt_dir, sizeof(rt_dir), &rt_existed);
-	if (rte_eal_init(eal_argc, ea.argv) < 0)
-		psb_die("EAL initialisation failed: %s (args above with -v)", rte_strerror(rte_errno));
+	log_mark = psb_log_mark();
+	if (psb_eal_init(eal_argc, ea.argv, err, sizeof(err)) != 0)
+		psb_die("EAL initialisation failed: %s (EAL arguments: psb -v shows them)", err);
+	psb_host_ports_up(app);
 
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
@@ -1154,14 +1131,25 @@ main(int argc, char **argv)
 		struct psb_ethdev_info info;
 		unsigned int flags;
 		uint16_t pid, mtu;
+		uint64_t mark;
+		char why[320];
 
-		if (rte_eth_dev_get_port_by_name(app->specs[i].name, &pid) != 0)
+		if (rte_eth_dev_get_port_by_name(app->specs[i].name, &pid) != 0) {
+			if (psb_log_quote(log_mark, app->specs[i].name, err, sizeof(err)) == 0)
+				psb_die("port '%s': device %s did not come up: %s", app->specs[i].spec,
+					app->specs[i].name, err);
 			psb_die("port '%s': device %s did not come up (is its driver installed? "
 				"see scripts/setup.sh)", app->specs[i].spec, app->specs[i].name);
+		}
 		mtu = psb_host_port_mtu(app, i, &flags);
+		mark = psb_log_mark();
 		if (psb_ethdev_setup(pid, mtu, flags, NB_DESC, app->pool, &info, err,
-				sizeof(err)) != 0)
+				sizeof(err)) != 0) {
+			/* the driver's own line says why (e.g. no memif server on the socket) */
+			if (psb_log_quote(mark, NULL, why, sizeof(why)) == 0)
+				psb_die("port '%s': %s: %s", app->specs[i].spec, err, why);
 			psb_die("port '%s': %s", app->specs[i].spec, err);
+		}
 		app->port_ids[i] = pid;
 		if (i == 0 || info.mtu < app->mtu)
 			app->mtu = info.mtu;
@@ -1199,7 +1187,8 @@ main(int argc, char **argv)
 		struct psb_role_inst *ri = &app->roles[i];
 
 		if (ri->role->init != NULL && (rc = ri->role->init(ri)) != 0)
-			psb_die("role %s: init failed: %s", ri->role->name, strerror(-rc));
+			psb_die("role %s: init failed: %s%s", ri->role->name, strerror(-rc),
+				rc == -ENOMEM ? " (DPDK's memory is short: give more --mem)" : "");
 	}
 
 	/* Placement: one role per worker lcore when there are enough, else share. */

@@ -355,14 +355,25 @@ int psb_worker_read(const struct psb_role_inst *ri, struct psb_worker_pub *pub,
 		struct psb_bench_result *r);
 
 /*
- * Bring-up that touches the host (psb_bringup.c). psb_host_prepare, before the EAL: undoes
- * what killed psbs left on interfaces, and puts interfaces back at exit and on a crash.
- * psb_host_port_mtu, before port i is set up: the MTU to ask for and ethdev flags (a kernel
- * interface keeps its MTU unless one was asked for), its state recorded first.
- * psb_host_restore, at exit, puts interfaces back.
+ * Bring-up that touches the host (psb_bringup.c). psb_log_capture keeps the EAL's and the
+ * drivers' error lines (still written to stderr); psb_log_quote gives the first specific
+ * one since psb_log_mark, preferring one that holds about. psb_eal_init: rte_eal_init, and
+ * on failure the EAL's own reason in err.
+ * psb_host_prepare, before the EAL: undoes what killed psbs left on interfaces (and puts
+ * interfaces back at exit and on a crash), checks that af_packet interfaces exist and that
+ * memif servers' sockets are free (a stale one psb left is removed), waits for memif
+ * clients' servers; dies with the reason. psb_host_port_mtu, before port i is set up: the
+ * MTU to ask for and ethdev flags (a kernel interface keeps its MTU unless one was asked
+ * for), its state recorded first. psb_host_ports_up, after the EAL, records the memif
+ * sockets psb bound. psb_host_restore, at exit, puts interfaces back.
  */
+void psb_log_capture(void);
+uint64_t psb_log_mark(void);
+int psb_log_quote(uint64_t mark, const char *about, char *out, size_t len);
+int psb_eal_init(int argc, char **argv, char *err, size_t len);
 void psb_host_prepare(struct psb_app *app);
 uint16_t psb_host_port_mtu(struct psb_app *app, unsigned int i, unsigned int *flags);
+void psb_host_ports_up(struct psb_app *app);
 void psb_host_restore(struct psb_app *app);
 
 #define PSB_LOG(app, fmt, ...) \

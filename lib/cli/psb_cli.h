@@ -40,7 +40,10 @@ int psb_cli_name_check(const char *v, size_t max, char *err, size_t errlen);
 /* Where DPDK keeps its runtime directories for this user (the EAL's rule). */
 void psb_cli_runtime_base(char *out, size_t len);
 
-/* 0 when something listens on the Unix socket path, else -errno of connect (never blocks). */
+/*
+ * 0 when something listens on the stream socket path, else -errno of connect (never
+ * blocks). It connects: not for sockets whose servers mind a client that says nothing.
+ */
 int psb_cli_sock_probe(const char *path);
 
 /*

@@ -7,7 +7,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -33,6 +35,24 @@ teardown(void **state)
 	(void)state;
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", g_dir);
 	return system(cmd);
+}
+
+/* A unix socket bound at path; listening or not. Returns the fd (close it to stop). */
+static int
+bind_sock(const char *path, int listening)
+{
+	struct sockaddr_un sa;
+	int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+
+	assert_true(fd >= 0);
+	memset(&sa, 0, sizeof(sa));
+	sa.sun_family = AF_UNIX;
+	assert_true(strlen(path) < sizeof(sa.sun_path));
+	memcpy(sa.sun_path, path, strlen(path) + 1);
+	assert_int_equal(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	if (listening)
+		assert_int_equal(listen(fd, 1), 0);
+	return fd;
 }
 
 /* A child that runs fn and exits; reaped (dead) or left a zombie (reap = 0). */
@@ -78,6 +98,102 @@ test_proc_alive(void **state)
 	assert_false(psb_proc_alive(&other));
 	assert_int_equal(waitpid(pid, &st, 0), pid);
 	assert_false(psb_proc_alive(&other));
+}
+
+static char g_sock[128];
+
+static void
+record_and_die(void)
+{
+	struct psb_sockrec rec;
+
+	if (psb_sock_record(g_dir, g_sock, &rec) != 0)
+		_exit(1);
+}
+
+/* Records in g_dir: files named by 16 hex digits. */
+static int
+count_records(void)
+{
+	char cmd[160];
+	FILE *f;
+	int n = -1;
+
+	snprintf(cmd, sizeof(cmd), "ls '%s' | grep -c '^[0-9a-f]\\{16\\}$'", g_dir);
+	f = popen(cmd, "r");
+	assert_non_null(f);
+	assert_int_equal(fscanf(f, "%d", &n), 1);
+	pclose(f);
+	return n;
+}
+
+/* Only a socket psb recorded, whose recorder is dead and which nobody listens on, goes. */
+static void
+test_sock_claim(void **state)
+{
+	struct psb_sockrec rec;
+	char msg[512];
+	FILE *f;
+	int fd;
+
+	(void)state;
+	snprintf(g_sock, sizeof(g_sock), "%s/m.sock", g_dir);
+	assert_int_equal(psb_sock_claim(g_dir, g_sock, msg, sizeof(msg)), 0);
+	assert_string_equal(msg, "");
+
+	/* not a socket */
+	f = fopen(g_sock, "w");
+	assert_non_null(f);
+	fclose(f);
+	assert_int_equal(psb_sock_claim(g_dir, g_sock, msg, sizeof(msg)), -EEXIST);
+	assert_non_null(strstr(msg, "not a socket"));
+	unlink(g_sock);
+
+	/* someone listens */
+	fd = bind_sock(g_sock, 1);
+	assert_int_equal(psb_sock_claim(g_dir, g_sock, msg, sizeof(msg)), -EADDRINUSE);
+	assert_non_null(strstr(msg, "listens"));
+	close(fd);
+
+	/* stale, but nobody recorded it: another program's, left alone */
+	assert_int_equal(psb_sock_claim(g_dir, g_sock, msg, sizeof(msg)), -EEXIST);
+	assert_non_null(strstr(msg, "psb did not leave behind"));
+	assert_int_equal(access(g_sock, F_OK), 0);
+
+	/* recorded by this (live) process */
+	assert_int_equal(psb_sock_record(g_dir, g_sock, &rec), 0);
+	assert_int_equal(psb_sock_claim(g_dir, g_sock, msg, sizeof(msg)), -EEXIST);
+	assert_non_null(strstr(msg, "still runs"));
+	psb_sock_forget(&rec);
+
+	/* recorded by a psb that died: removed, and said so */
+	child(record_and_die, 1);
+	assert_int_equal(psb_sock_claim(g_dir, g_sock, msg, sizeof(msg)), 0);
+	assert_non_null(strstr(msg, "removed the stale memif socket"));
+	assert_int_not_equal(access(g_sock, F_OK), 0);
+
+	/* recorded by a dead psb, but the file was replaced since: not psb's any more */
+	fd = bind_sock(g_sock, 0);
+	close(fd);
+	child(record_and_die, 1);
+	snprintf(msg, sizeof(msg), "%s/other.sock", g_dir);
+	fd = bind_sock(msg, 0);		/* both exist at once: another inode for sure */
+	close(fd);
+	assert_int_equal(rename(msg, g_sock), 0);
+	assert_int_equal(psb_sock_claim(g_dir, g_sock, msg, sizeof(msg)), -EEXIST);
+	assert_int_equal(access(g_sock, F_OK), 0);
+	unlink(g_sock);
+
+	/* a dead psb's record: kept while its file is there, swept once the file is gone */
+	fd = bind_sock(g_sock, 0);
+	close(fd);
+	child(record_and_die, 1);
+	assert_int_equal(count_records(), 1);	/* one per path: this one */
+	psb_sock_sweep(g_dir);
+	assert_int_equal(count_records(), 1);
+	unlink(g_sock);
+	psb_sock_sweep(g_dir);
+	assert_int_equal(count_records(), 0);
 }
 
 static int g_notes;
@@ -161,6 +277,7 @@ main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_proc_alive),
+		cmocka_unit_test_setup_teardown(test_sock_claim, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_ifstate_records, setup, teardown),
 	};
 
