@@ -62,6 +62,8 @@ usage(FILE *out)
 "  --workers N          worker roles in this process (default 1)\n"
 "  --mtu N              wanted MTU, lowered to what the port allows (default: an af_packet\n"
 "                       or tap interface's own, left unchanged; 9000 on other ports)\n"
+"  --connect-timeout S  each wait of the setup at most: a memif server, ARP of the\n"
+"                       scheduler and servers, REGISTER, BARRIER (default 60; 0: forever)\n"
 "  --max-value BYTES    largest value a server accepts (default 64 MiB)\n"
 "Benchmark (worker; ps-lite's test_benchmark):\n"
 "  --len BYTES          value size per key (default 1024000)\n"
@@ -73,7 +75,8 @@ usage(FILE *out)
 "                       (default 1024; 0: one message per request)\n"
 "  --duration SECONDS   stop the benchmark after this long; servers: exit after it\n"
 "  --timeout-us N       resend a request unanswered this long (default 20000)\n"
-"  --max-retries N      then fail it (default 50; 0 = forever)\n"
+"  --max-retries N      then fail it (default 50; 0 = forever); a timeout while the\n"
+"                       port takes nothing counts as a try\n"
 "  --verify             check every pulled value (sync: exact sums)\n"
 "  --results FILE       write the result as JSON (FILE.<rank> with several workers)\n"
 "  --log-every SECONDS  progress line period (default 1; 0 = none)\n"
@@ -148,6 +151,7 @@ enum {
 	OPT_HUGE, OPT_NO_HUGE, OPT_PREFIX, OPT_IDLE_EXIT, OPT_STATS_FILE, OPT_BATCH,
 	OPT_CONFIG, OPT_CHECK_CONFIG, OPT_CMDLINE_FILE, OPT_WAIT, OPT_CTL, OPT_COUNTERS_FILE,
 	OPT_COUNTERS_EVERY, OPT_PROMETHEUS, OPT_WARMUP, OPT_RATE, OPT_YIELD, OPT_OUTPUT_DIR,
+	OPT_CONNECT_TIMEOUT,
 };
 
 static const struct option long_opts[] = {
@@ -200,6 +204,7 @@ static const struct option long_opts[] = {
 	{ "rate", required_argument, NULL, OPT_RATE },
 	{ "yield", required_argument, NULL, OPT_YIELD },
 	{ "output-dir", required_argument, NULL, OPT_OUTPUT_DIR },
+	{ "connect-timeout", required_argument, NULL, OPT_CONNECT_TIMEOUT },
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "quiet", no_argument, NULL, 'q' },
 	{ "help", no_argument, NULL, 'h' },
@@ -364,6 +369,12 @@ parse_args(struct psb_app *app, struct run_opts *ro, int argc, char **argv)
 			ro->eal.file_prefix = optarg;
 			break;
 		case OPT_OUTPUT_DIR: set_results_root(app, optarg); break;
+		case OPT_CONNECT_TIMEOUT:
+			app->connect_timeout_ns = psb_cli_seconds_ns("--connect-timeout", optarg);
+			if (app->connect_timeout_ns > 3600ull * 1000000000)
+				psb_die("--connect-timeout: expected seconds in [0, 3600], got '%s'",
+					optarg);
+			break;
 		case OPT_IDLE_EXIT:
 			app->idle_exit_ns = psb_cli_u64("--idle-exit", optarg, 1, 3600000) * 1000000;
 			break;
@@ -464,6 +475,7 @@ conf_to_app(struct psb_app *app, struct run_opts *ro, const struct psb_exp_conf 
 	ro->eal.force_huge = n->huge == PSB_EXP_HUGE_YES;
 	ro->eal.force_no_huge = n->huge == PSB_EXP_HUGE_NO;
 	app->yield_ns = n->yield;
+	app->connect_timeout_ns = n->connect_timeout;
 	if (n->file_prefix[0] != '\0') {
 		snprintf(ro->prefix, sizeof(ro->prefix), "%s", n->file_prefix);
 		ro->eal.file_prefix = ro->prefix;
@@ -516,6 +528,7 @@ app_to_conf(const struct psb_app *app, const struct run_opts *ro, struct psb_exp
 	n->mem_mb = ro->mem_given ? ro->eal.mem_mb : 0;
 	n->mbufs = ro->mbufs;
 	n->yield = app->yield_ns;
+	n->connect_timeout = app->connect_timeout_ns;
 	n->huge = ro->eal.force_huge ? PSB_EXP_HUGE_YES :
 		ro->eal.force_no_huge ? PSB_EXP_HUGE_NO : PSB_EXP_HUGE_AUTO;
 	snprintf(n->file_prefix, sizeof(n->file_prefix), "%s",
@@ -741,6 +754,46 @@ on_signal(int sig)
 {
 	(void)sig;
 	g_app.quit = 1;
+}
+
+void
+psb_app_fail(struct psb_app *app, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (__atomic_exchange_n(&app->failing, 1, __ATOMIC_ACQ_REL) != 0)
+		return;		/* the first reason is the one that counts */
+	va_start(ap, fmt);
+	vsnprintf(app->fail_reason, sizeof(app->fail_reason), fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "psb: %s\n", app->fail_reason);
+	__atomic_store_n(&app->quit, 1, __ATOMIC_RELEASE);
+}
+
+/* The waits psb gives up on, and when: said at start so that a run that fails is no surprise. */
+static void
+log_bounds(const struct psb_app *app)
+{
+	uint64_t t = app->bench.timeout_ns, total = 0;
+	char conn[32], req[160] = "";
+	uint32_t i;
+
+	if (app->connect_timeout_ns != 0)
+		snprintf(conn, sizeof(conn), "%.1f s", app->connect_timeout_ns / 1e9);
+	else
+		snprintf(conn, sizeof(conn), "no limit");
+	if (app->node_role == PSB_NODE_WORKER) {
+		/* psb_wk: a try waits timeout << min(tries so far, 6) */
+		for (i = 0; i <= app->bench.max_retries; i++)
+			total += t << (i < 6 ? i : 6);
+		if (app->bench.max_retries != 0)
+			snprintf(req, sizeof(req), "; a request %.0f ms doubling, %u retries: %.1f s "
+				 "at most (--timeout-us, --max-retries)", t / 1e6,
+				 app->bench.max_retries, total / 1e9);
+		else
+			snprintf(req, sizeof(req), "; a request is retried forever (--max-retries 0)");
+	}
+	PSB_LOG(app, "waits: %s for each setup step (--connect-timeout)%s", conn, req);
 }
 
 /* Roles this process runs, in table order. */
@@ -1031,6 +1084,7 @@ main(int argc, char **argv)
 	app->yield_ns = 200000;
 	app->sync = 1;
 	app->mtu_want = 0;	/* the port's own: see psb_host_port_mtu */
+	app->connect_timeout_ns = 60ull * 1000000000;
 	app->max_value = 64u << 20;
 	app->bench.len = 1024000;
 	app->bench.repeat = 10;
@@ -1090,7 +1144,7 @@ main(int argc, char **argv)
 			(unsigned long long)need_mb);
 
 	/* before the EAL: what can be checked is, and what a killed psb left is undone */
-	psb_host_prepare(app);
+	psb_host_prepare(app, ro.config != NULL);
 	psb_mem_probe(&mi);
 	eal_argc = psb_eal_build_argv(argv[0], &ro.eal, app->specs, app->nports, &mi, &ea, err,
 		sizeof(err));
@@ -1208,6 +1262,7 @@ main(int argc, char **argv)
 		psb_ip_str(app->me.ip, err), app->nroles,
 		nworker_lcores == 0 ? 1 : nworker_lcores,
 		nworker_lcores == 0 ? " (run to completion)" : "", app->mtu, app->seg_size);
+	log_bounds(app);
 	/*
 	 * The control socket appears once the ports run: scripts may take it as the sign that
 	 * this node is ready (a memif client that connects to a server whose port has not
@@ -1292,7 +1347,7 @@ main(int argc, char **argv)
 	app->stop_lcores = 1;
 	rte_eal_mp_wait_lcore();
 
-	if (app->run.state == PSB_RUN_FAILED && exit_code == 0)
+	if ((app->run.state == PSB_RUN_FAILED || app->fail_reason[0] != '\0') && exit_code == 0)
 		exit_code = 1;
 	psb_report_print(app, stdout);
 	if (app->stats_file != NULL && psb_report_write_json(app, app->stats_file) != 0) {

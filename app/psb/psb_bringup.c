@@ -21,6 +21,7 @@
 
 #include "psb.h"
 #include "psb_cli.h"
+#include "psb_ctl.h"
 #include "psb_ethdev.h"
 #include "psb_host.h"
 
@@ -223,16 +224,15 @@ mono_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-#define MEMIF_WAIT_NS	(30ull * 1000000000)
-
 /*
  * A memif client's server: wait until its socket is there and not one a dead psb left.
  * Never by connecting to it: a memif server takes a connection that says nothing badly.
  */
 static void
-wait_memif_server(const struct psb_app *app, const struct psb_port_spec *p, const char *dir)
+wait_memif_server(struct psb_app *app, const struct psb_port_spec *p, const char *dir,
+		int from_doc)
 {
-	uint64_t t0 = mono_ns(), waited = 0;
+	uint64_t limit = app->connect_timeout_ns, t0 = mono_ns(), waited = 0;
 	int rc, said = 0;
 	long pid = 0;
 
@@ -242,25 +242,31 @@ wait_memif_server(const struct psb_app *app, const struct psb_port_spec *p, cons
 			return;		/* 0: a socket psb cannot judge; try it, as ever */
 		if (rc == -ENOTSOCK)
 			psb_die("port '%s': %s is not a socket", p->spec, p->sock_path);
-		if (waited >= MEMIF_WAIT_NS)
+		if (limit != 0 && waited >= limit)
 			break;
 		if (!said && waited >= 1000000000ull) {
 			said = 1;
-			PSB_LOG(app, "waiting for a memif server at %s", p->sock_path);
+			if (limit != 0)
+				PSB_LOG(app, "waiting for a memif server at %s (at most %.1f s, "
+					"--connect-timeout)", p->sock_path, limit / 1e9);
+			else
+				PSB_LOG(app, "waiting for a memif server at %s", p->sock_path);
 		}
 		usleep(100000);
 		waited = mono_ns() - t0;
 	}
 	if (rc == -ESTALE)
-		psb_die("port '%s': no memif server at %s after %.1f s: the socket file is left "
-			"from psb pid %ld, which is gone; start the server side again", p->spec,
-			p->sock_path, waited / 1e9, pid);
-	psb_die("port '%s': no memif server at %s after %.1f s (%s): start the server side "
-		"first", p->spec, p->sock_path, waited / 1e9, strerror(-rc));
+		psb_run_fail_early(app, from_doc, "port '%s': no memif server at %s after %.1f s "
+			"(--connect-timeout): the socket file is left from psb pid %ld, which is "
+			"gone; start the server side again", p->spec, p->sock_path, waited / 1e9,
+			pid);
+	psb_run_fail_early(app, from_doc, "port '%s': no memif server at %s after %.1f s "
+		"(--connect-timeout; %s): start the server side first", p->spec, p->sock_path,
+		waited / 1e9, strerror(-rc));
 }
 
 void
-psb_host_prepare(struct psb_app *app)
+psb_host_prepare(struct psb_app *app, int from_doc)
 {
 	static const int crash_sigs[] = { SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT };
 	char dir[PATH_MAX], mdir[PATH_MAX], msg[512];
@@ -288,7 +294,7 @@ psb_host_prepare(struct psb_app *app)
 			psb_die("port '%s': no such device: there is no network interface %s here "
 				"(ip link lists them)", p->spec, p->ifname);
 		if (p->kind == PSB_PORT_MEMIF && !p->memif_server)
-			wait_memif_server(app, p, mdir);
+			wait_memif_server(app, p, mdir, from_doc);
 		if (p->kind != PSB_PORT_MEMIF || !p->memif_server)
 			continue;
 		rc = psb_sock_claim(mdir, p->sock_path, msg, sizeof(msg));

@@ -69,6 +69,7 @@ run_rec(struct psb_app *app)
  */
 struct pp_sum {
 	uint32_t nworkers, ndone, nfailed, warming;
+	char reason[256];		/* the first failed worker's */
 	uint64_t repeat;
 	struct psb_bench_result all;
 	struct psb_bench_result *each;	/* [PSB_MAX_LOCAL_WORKERS], or NULL: use one */
@@ -83,6 +84,7 @@ pp_collect(struct psb_app *app, struct pp_sum *s)
 
 	memset(&s->all, 0, sizeof(s->all));
 	s->nworkers = s->ndone = s->nfailed = s->warming = 0;
+	s->reason[0] = '\0';
 	s->repeat = 0;
 	psb_hist_init(&s->all.rtt);
 	psb_hist_init(&s->all.stale);
@@ -102,6 +104,8 @@ pp_collect(struct psb_app *app, struct pp_sum *s)
 		}
 		s->ndone += pub.done;
 		s->nfailed += pub.done && pub.rc < 0;
+		if (pub.done && pub.rc < 0 && s->reason[0] == '\0')
+			snprintf(s->reason, sizeof(s->reason), "%s", pub.reason);
 		s->warming += pub.warming;
 		s->repeat = pub.repeat;
 		s->all.mode = r->mode;
@@ -313,7 +317,8 @@ run_finish(struct psb_app *app, int state)
 				json_array_append_new(rows, pp_row("all", &s->all));
 			if (s->nfailed != 0 && state == PSB_RUN_DONE) {
 				state = PSB_RUN_FAILED;
-				snprintf(r->error, sizeof(r->error), "%u worker(s) failed", s->nfailed);
+				snprintf(r->error, sizeof(r->error), "%u worker(s) failed%s%s",
+					 s->nfailed, s->reason[0] != '\0' ? ": " : "", s->reason);
 			}
 		}
 	} else {
@@ -592,10 +597,87 @@ psb_run_poll(struct psb_app *app, uint64_t now_ns)
 }
 
 void
+psb_run_results_file(const struct psb_app *app, unsigned int rank, char *out, size_t len)
+{
+	const char *f = app->bench.results, *dot;
+
+	if (app->nlocal_workers <= 1) {
+		snprintf(out, len, "%s", f);
+		return;
+	}
+	dot = strrchr(f, '.');
+	if (dot == NULL || strchr(dot, '/') != NULL)
+		dot = f + strlen(f);
+	snprintf(out, len, "%.*s.%u%s", (int)(dot - f), f, rank, dot);
+}
+
+void
+psb_run_fail_early(struct psb_app *app, int from_doc, const char *fmt, ...)
+{
+	const struct psb_exp_conf *c = &app->conf;
+	const char *const *cols = c->kind == PSB_EXP_PUSHPULL ? pushpull_cols : serve_cols;
+	struct psb_bench_result r;
+	char reason[320], label[32], path[PATH_MAX], err[512];
+	json_t *rows, *workers, *doc;
+	va_list ap;
+	uint32_t i;
+
+	va_start(ap, fmt);
+	vsnprintf(reason, sizeof(reason), fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "psb: %s\n", reason);
+	if (!app->autostart)
+		exit(1);
+	psb_bench_result_empty(&r, c->pushpull.mode, (uint32_t)c->pushpull.len);
+	rows = json_array();
+	workers = json_array();
+	for (i = 0; c->kind == PSB_EXP_PUSHPULL && i < app->nlocal_workers; i++) {
+		snprintf(label, sizeof(label), "%u", (unsigned int)(app->rank_base + i));
+		json_array_append_new(rows, pp_row(label, &r));
+		json_array_append_new(workers, psb_bench_result_json(&r, label));
+		snprintf(label, sizeof(label), "worker %u", (unsigned int)(app->rank_base + i));
+		psb_run_results_file(app, app->rank_base + i, path, sizeof(path));
+		if (!from_doc && app->bench.results != NULL &&
+		    psb_bench_write_json(&r, label, "failed", reason, path) != 0)
+			fprintf(stderr, "psb: %s: cannot write results to %s\n", label, path);
+	}
+	printf("\nexperiment 1 \"%s\" (%s): failed before it started\n", c->name,
+	       psb_exp_kind_names[c->kind]);
+	psb_exp_table_print(stdout, rows, cols);
+	if (from_doc) {
+		/* as a run that ended: the experiment, its state and why, no counters (none ran) */
+		doc = json_pack("{s:o,s:s,s:i,s:f,s:o,s:o,s:{},s:s}", "experiment", psb_exp_dump(c),
+			"state", state_names[PSB_RUN_FAILED], "id", 1, "elapsed_s", 0.0,
+			"rows", json_incref(rows), "workers", json_incref(workers), "counters",
+			"error", reason);
+		if (psb_exp_results_write(app->results_root, c, doc, rows, cols, path, sizeof(path),
+				err, sizeof(err)) != 0)
+			fprintf(stderr, "psb: results NOT written: %s\n", err);
+		else
+			printf("results: %s/{result.json,result.csv,result.txt}\n", path);
+		json_decref(doc);
+	}
+	fflush(stdout);
+	json_decref(rows);
+	json_decref(workers);
+	exit(1);
+}
+
+void
 psb_run_fini(struct psb_app *app)
 {
+	struct psb_run *r = &app->run;
 	char err[256];
 
-	if (psb_run_active(app))
+	if (!psb_run_active(app))
+		return;
+	if (app->fail_reason[0] == '\0') {
 		psb_run_stop(app, err, sizeof(err));
+		return;
+	}
+	/* the process ends because something did not answer: the experiment failed, for that */
+	if (r->conf.kind == PSB_EXP_PUSHPULL)
+		psb_roles_call(app, &psb_role_worker, PSB_OP_STOP, NULL);
+	snprintf(r->error, sizeof(r->error), "%s", app->fail_reason);
+	run_finish(app, PSB_RUN_FAILED);
 }

@@ -68,6 +68,10 @@ const struct psb_conf_field psb_exp_node_table[] = {
 	  "hugepages: use if free, require, never" },
 	{ "yield", PSB_CONF_DURATION, OFF(psb_exp_node, yield), 0, 0, "200us", 0, 1e9, NULL, NULL,
 	  "lcores let waiting threads (psbctl, scrapers) run this often (0: never)" },
+	{ "connect_timeout", PSB_CONF_DURATION, OFF(psb_exp_node, connect_timeout), 0, 0, "60s",
+	  0, 3600e9, NULL, NULL, "each wait of the setup at most: a memif server, ARP of the "
+	  "scheduler and servers, REGISTER, BARRIER (0: forever); then psb says what did not "
+	  "answer and fails" },
 	{ "file_prefix", PSB_CONF_STRING, OFF(psb_exp_node, file_prefix),
 	  sizeof(((struct psb_exp_node *)0)->file_prefix), 0, "", 0, 0, NULL, NULL,
 	  "DPDK runtime prefix (\"\": psb-PID)" },

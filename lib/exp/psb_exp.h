@@ -54,6 +54,7 @@ struct psb_exp_node {
 	uint64_t mbufs;			/* 0: from rings and ports */
 	int huge;			/* enum psb_exp_huge */
 	uint64_t yield;			/* ns between sched_yield() of a polling lcore, 0 never */
+	uint64_t connect_timeout;	/* ns each setup wait may take (ARP, REGISTER...), 0: forever */
 	char file_prefix[64];
 };
 
