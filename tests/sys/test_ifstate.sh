@@ -1,7 +1,8 @@
 #!/bin/bash
 # psb gives a kernel interface back as it found it: without --mtu it never changes the MTU;
 # with --mtu, and for promiscuity, it puts back what it changed at a normal exit, on
-# SIGTERM, on a crash (SIGSEGV), and after SIGKILL the next psb to start does it, saying so.
+# SIGTERM, at an error exit, on a crash (SIGSEGV), and after SIGKILL the next psb to start
+# does it, saying so.
 # What a user set (promiscuity on) stays.
 #
 # usage: test_ifstate.sh PATH/psb. Needs root (a veth pair named after the PID); 77 without.
@@ -81,6 +82,14 @@ for _ in $(seq 300); do kill -0 "$PID" 2>/dev/null || break; sleep 0.1; done
 wait "$PID" || fail "psb --duration exited with $?"
 PID=
 expect_state "1500 -" "after a normal exit"
+
+# --- an error exit after the port started (no control socket can be made there): put back too
+"$PSB" --port "af_packet:$IF" --ip 198.18.0.1 --no-huge -l 0 --file-prefix "$PFX-die" \
+	--mtu 1400 --ctl "$DIR/no-such-dir/psb.ctl" >"$DIR/die.log" 2>&1
+rc=$?
+[ $rc -eq 2 ] || fail "psb with an unusable --ctl exited $rc, expected 2"
+grep -q "no-such-dir" "$DIR/die.log" || fail "psb did not say why it stopped: $(tail -2 "$DIR/die.log")"
+expect_state "1500 -" "after an error exit once the port ran"
 
 # --- what the user set stays: promiscuity on, MTU 1450
 ip link set "$IF" mtu 1450 promisc on
