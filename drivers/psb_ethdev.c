@@ -10,8 +10,22 @@
 
 #define ETH_OVERHEAD	(RTE_ETHER_HDR_LEN + RTE_ETHER_CRC_LEN + 4)
 
+/*
+ * "port P (driver): STEP failed: reason". Many drivers fail with a bare -1, which
+ * rte_strerror calls "Operation not permitted": no reason then; the caller quotes the
+ * driver's log.
+ */
+static int
+step_failed(char *err, size_t errlen, uint16_t port_id, const char *driver, const char *step,
+		int rc)
+{
+	snprintf(err, errlen, "port %u (%s): %s failed%s%s", port_id, driver, step,
+		 rc == -1 ? "" : ": ", rc == -1 ? "" : rte_strerror(-rc));
+	return rc;
+}
+
 int
-psb_ethdev_setup(uint16_t port_id, uint16_t mtu_want, uint16_t nb_desc,
+psb_ethdev_setup(uint16_t port_id, uint16_t mtu_want, unsigned int flags, uint16_t nb_desc,
 		struct rte_mempool *pool, struct psb_ethdev_info *info, char *err, size_t errlen)
 {
 	struct rte_eth_conf conf;
@@ -70,11 +84,8 @@ psb_ethdev_setup(uint16_t port_id, uint16_t mtu_want, uint16_t nb_desc,
 		conf.rxmode.mtu = 0;
 		rc = rte_eth_dev_configure(port_id, 1, 1, &conf);
 	}
-	if (rc != 0) {
-		snprintf(err, errlen, "port %u (%s): configure failed: %s", port_id, di.driver_name,
-			rte_strerror(-rc));
-		return rc;
-	}
+	if (rc != 0)
+		return step_failed(err, errlen, port_id, di.driver_name, "configure", rc);
 	rte_eth_dev_adjust_nb_rx_tx_desc(port_id, &nb_rxd, &nb_txd);
 	rxq = di.default_rxconf;
 	rxq.offloads = conf.rxmode.offloads;
@@ -84,21 +95,19 @@ psb_ethdev_setup(uint16_t port_id, uint16_t mtu_want, uint16_t nb_desc,
 		txq.offloads = conf.txmode.offloads;
 		rc = rte_eth_tx_queue_setup(port_id, 0, nb_txd, rte_eth_dev_socket_id(port_id), &txq);
 	}
-	if (rc != 0) {
-		snprintf(err, errlen, "port %u (%s): queue setup failed: %s", port_id, di.driver_name,
-			rte_strerror(-rc));
-		return rc;
-	}
-	/* Not every virtual port implements set_mtu; the configured value then stands. */
-	rc = memif ? 0 : rte_eth_dev_set_mtu(port_id, (uint16_t)mtu);
+	if (rc != 0)
+		return step_failed(err, errlen, port_id, di.driver_name, "queue setup", rc);
+	/*
+	 * Not every virtual port implements set_mtu; the configured value then stands. On
+	 * af_packet and tap it is the kernel interface's MTU: changed only when asked.
+	 */
+	rc = memif || (flags & PSB_ETHDEV_KEEP_MTU) ? 0 : rte_eth_dev_set_mtu(port_id,
+		(uint16_t)mtu);
 	if (rc != 0 && rc != -ENOTSUP)
 		mtu = conf.rxmode.mtu != 0 ? conf.rxmode.mtu : RTE_ETHER_MTU;
 	rc = rte_eth_dev_start(port_id);
-	if (rc != 0) {
-		snprintf(err, errlen, "port %u (%s): start failed: %s", port_id, di.driver_name,
-			rte_strerror(-rc));
-		return rc;
-	}
+	if (rc != 0)
+		return step_failed(err, errlen, port_id, di.driver_name, "start", rc);
 	rte_eth_promiscuous_enable(port_id);
 	info->mtu = (uint16_t)mtu;
 	return 0;

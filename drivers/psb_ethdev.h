@@ -15,11 +15,17 @@ struct psb_ethdev_info {
 };
 
 /*
+ * Leave the device's MTU as it is: a kernel interface psb was not asked to change.
+ * mtu_want is then the interface's own MTU, and psb sends frames of at most that.
+ */
+#define PSB_ETHDEV_KEEP_MTU	1
+
+/*
  * Configure and start port_id with one rx and one tx queue. mtu_want is
  * lowered to what the port and the pool's buffers allow (scatter when the
- * port supports it). Returns 0 or -errno with a message in err.
+ * port supports it). flags: PSB_ETHDEV_*. Returns 0 or -errno with a message in err.
  */
-int psb_ethdev_setup(uint16_t port_id, uint16_t mtu_want, uint16_t nb_desc,
+int psb_ethdev_setup(uint16_t port_id, uint16_t mtu_want, unsigned int flags, uint16_t nb_desc,
 		struct rte_mempool *pool, struct psb_ethdev_info *info, char *err, size_t errlen);
 
 void psb_ethdev_close(uint16_t port_id);

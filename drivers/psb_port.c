@@ -7,8 +7,11 @@
 #include <sys/un.h>
 #include <unistd.h>
 #include <dirent.h>
+#include <fcntl.h>
 #include <limits.h>
+#include <sys/stat.h>
 
+#include "psb_cli.h"
 #include "psb_port.h"
 
 static int
@@ -51,6 +54,19 @@ safe_name(const char *s)
 {
 	/* Device arguments are comma-separated: a comma or '=' would inject options. */
 	return *s != '\0' && strpbrk(s, ",= \t\n") == NULL;
+}
+
+/* A kernel interface name: what the kernel takes, and a file name of psb's records. */
+static int
+ifname_check(const char *spec, const char *name, struct psb_port_spec *p, char *err,
+		size_t errlen)
+{
+	if (strlen(name) >= sizeof(p->ifname) || strchr(name, '/') != NULL ||
+	    strcmp(name, ".") == 0 || strcmp(name, "..") == 0)
+		return fail(err, errlen, "port '%.40s': interface name must be 1 to %zu characters, "
+			"without '/'", spec, sizeof(p->ifname) - 1);
+	snprintf(p->ifname, sizeof(p->ifname), "%s", name);
+	return 0;
 }
 
 /* Device arguments must fit whole: a cut one would name another file or drop options. */
@@ -134,6 +150,8 @@ psb_port_parse(const char *spec, int index, struct psb_port_spec *p, char *err, 
 		if (!safe_name(f[1]))
 			return fail(err, errlen, "port '%s': interface name may not contain ',' '=' "
 				"or spaces", spec);
+		if (ifname_check(spec, f[1], p, err, errlen) != 0)
+			return -EINVAL;
 		p->kind = PSB_PORT_AF_PACKET;
 		snprintf(p->name, sizeof(p->name), "net_af_packet%d", index);
 		n = snprintf(p->devargs, sizeof(p->devargs), "%s,iface=%s,qpairs=1", p->name, f[1]);
@@ -145,6 +163,8 @@ psb_port_parse(const char *spec, int index, struct psb_port_spec *p, char *err, 
 		if (!safe_name(f[1]))
 			return fail(err, errlen, "port '%s': interface name may not contain ',' '=' "
 				"or spaces", spec);
+		if (ifname_check(spec, f[1], p, err, errlen) != 0)
+			return -EINVAL;
 		p->kind = PSB_PORT_TAP;
 		snprintf(p->name, sizeof(p->name), "net_tap%d", index);
 		n = snprintf(p->devargs, sizeof(p->devargs), "%s,iface=%s", p->name, f[1]);
@@ -176,15 +196,31 @@ psb_port_parse(const char *spec, int index, struct psb_port_spec *p, char *err, 
 		"pcap, ring or null)", spec, f[0]);
 }
 
+/* <prefix>map_<n>: a hugepage file the EAL made for prefix, and nothing else. */
+static int
+huge_file_of(int dfd, const char *name, const char *prefix)
+{
+	size_t plen = strlen(prefix);
+	const char *p = name + plen + 4;
+	struct stat st;
+
+	if (strncmp(name, prefix, plen) != 0 || strncmp(name + plen, "map_", 4) != 0 ||
+	    *p == '\0' || p[strspn(p, "0123456789")] != '\0')
+		return 0;
+	return fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode);
+}
+
 void
 psb_huge_cleanup(const char *prefix)
 {
-	char line[512], mnt[256], path[PATH_MAX];
-	size_t plen = strlen(prefix);
+	char line[512], mnt[256], why[256];
 	struct dirent *de;
 	FILE *f;
 	DIR *d;
 
+	/* a prefix that is not a plain name could match another program's files */
+	if (psb_cli_name_check(prefix, PSB_PREFIX_MAX, why, sizeof(why)) != 0)
+		return;
 	f = fopen("/proc/mounts", "r");
 	if (f == NULL)
 		return;
@@ -194,12 +230,9 @@ psb_huge_cleanup(const char *prefix)
 		d = opendir(mnt);
 		if (d == NULL)
 			continue;
-		/* The EAL names them <prefix>map_<n>. */
 		while ((de = readdir(d)) != NULL)
-			if (strncmp(de->d_name, prefix, plen) == 0 &&
-			    strncmp(de->d_name + plen, "map_", 4) == 0 &&
-			    (size_t)snprintf(path, sizeof(path), "%s/%s", mnt, de->d_name) < sizeof(path))
-				unlink(path);
+			if (huge_file_of(dirfd(d), de->d_name, prefix))
+				unlinkat(dirfd(d), de->d_name, 0);
 		closedir(d);
 	}
 	fclose(f);
@@ -273,6 +306,22 @@ psb_eal_build_argv(const char *prog, const struct psb_eal_opts *o,
 		return -ENOMEM;
 	}
 	out->use_huge = huge_ok && !o->force_no_huge;
+	/* the prefix names a directory psb cleans up at exit: a name, never a path */
+	if (o->file_prefix != NULL &&
+	    psb_cli_name_check(o->file_prefix, PSB_PREFIX_MAX, err, errlen) != 0)
+		return -EINVAL;
+	for (i = 0; i < o->n_extra; i++) {
+		const char *a = o->extra[i];
+		size_t n = strcspn(a, "=");
+
+		/* getopt takes any unambiguous start of a long option: "--fi" is --file-prefix */
+		if (n >= 4 && strncmp(a, "--file-prefix", n) == 0) {
+			snprintf(err, errlen, "EAL option %.*s after --: give psb's --file-prefix "
+				 "NAME instead (psb checks it and cleans that runtime directory up)",
+				 (int)n, a);
+			return -EINVAL;
+		}
+	}
 	rc |= add_arg(out, &argc, "%s", prog);
 	rc |= add_arg(out, &argc, "--lcores=%s", o->lcores != NULL ? o->lcores : "0");
 	if (o->file_prefix != NULL)

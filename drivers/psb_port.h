@@ -2,6 +2,7 @@
 #ifndef PSB_PORT_H
 #define PSB_PORT_H
 
+#include <net/if.h>
 #include <stdint.h>
 
 #define PSB_MAX_PORTS		8
@@ -26,7 +27,15 @@ struct psb_port_spec {
 	char devargs[PSB_DEVARGS_LEN];	/* --vdev / -a argument */
 	char sock_path[256];		/* memif: socket file to clean up */
 	int memif_server;
+	char ifname[IF_NAMESIZE];	/* af_packet, tap: the kernel interface */
 };
+
+/* af_packet and tap ports are kernel interfaces: psb leaves them as it found them. */
+static inline int
+psb_port_is_kernel(const struct psb_port_spec *p)
+{
+	return p->kind == PSB_PORT_AF_PACKET || p->kind == PSB_PORT_TAP;
+}
 
 /*
  * Parse one port spec (index = n-th port of this process, for unique device

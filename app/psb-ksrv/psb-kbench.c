@@ -410,7 +410,10 @@ main(int argc, char **argv)
 		psb_die("%s: cannot start the benchmark (bad parameters or out of memory)", label);
 	psb_bench_print(&res, label, stdout);
 	fflush(stdout);
-	if (o.results != NULL && (wrc = psb_bench_write_json(&res, label, o.results)) != 0) {
+	if (o.results != NULL && (wrc = psb_bench_write_json(&res, label,
+			rc < 0 || res.verify_errors != 0 ? "failed" : "done",
+			res.first_error != 0 ? psb_bench_error_name(res.first_error) : NULL,
+			o.results)) != 0) {
 		fprintf(stderr, "psb-kbench: %s: cannot write results to %s: %s\n", label, o.results,
 			strerror(-wrc));
 		exit_code = 1;

@@ -63,7 +63,10 @@ usage(FILE *out)
 "  --sync | --async     synchronous rounds (default) or asynchronous updates\n"
 "  --shards N           server shards, one role each (default 1)\n"
 "  --workers N          worker roles in this process (default 1)\n"
-"  --mtu N              wanted MTU (default 9000; lowered to what the port allows)\n"
+"  --mtu N              wanted MTU, lowered to what the port allows (default: an af_packet\n"
+"                       or tap interface's own, left unchanged; 9000 on other ports)\n"
+"  --connect-timeout S  each wait of the setup at most: a memif server, ARP of the\n"
+"                       scheduler and servers, REGISTER, BARRIER (default 60; 0: forever)\n"
 "  --max-value BYTES    largest value a server accepts (default 64 MiB)\n"
 "Store budgets (server; 0 or absent: derived from --mem or half the machine's memory):\n"
 "  --store-max-bytes SIZE   memory of the store; pushes to new keys beyond it get\n"
@@ -84,7 +87,8 @@ usage(FILE *out)
 "                       (default 1024; 0: one message per request)\n"
 "  --duration SECONDS   stop the benchmark after this long; servers: exit after it\n"
 "  --timeout-us N       resend a request unanswered this long (default 20000)\n"
-"  --max-retries N      then fail it (default 50; 0 = forever)\n"
+"  --max-retries N      then fail it (default 50; 0 = forever); a timeout while the\n"
+"                       port takes nothing counts as a try\n"
 "  --verify             check every value read back, and every key after the run\n"
 "                       (sync: exact sums; async: every worker's pushes counted apart;\n"
 "                       every worker of the job must verify)\n"
@@ -97,6 +101,8 @@ usage(FILE *out)
 "  --config FILE        run the experiment document FILE (config/*.json): node settings\n"
 "                       and experiment from it, results into output.dir/<name>/; other\n"
 "                       options override the document\n"
+"  --output-dir DIR     results directory: documents' output paths are relative to it\n"
+"                       and stay inside it (default: the working directory)\n"
 "  --check-config FILE  check an experiment document and print it with its defaults\n"
 "  --file-max BYTES     largest document or command file psb reads (default 1MiB;\n"
 "                       node.file_max); other files are refused unless regular\n"
@@ -116,7 +122,9 @@ usage(FILE *out)
 "  --huge | --no-huge   require hugepages / never use them (default: use if free)\n"
 "  --yield US           a polling lcore lets waiting threads of its CPU run every US\n"
 "                       microseconds (default 200; 0: never, for isolated cores)\n"
-"  --file-prefix NAME   DPDK runtime prefix (default psb-PID)\n"
+"  --file-prefix NAME   DPDK runtime prefix (default psb-PID): a name of letters, digits,\n"
+"                       '_', '-', '.'; at exit psb removes from /var/run/dpdk/NAME the files\n"
+"                       the EAL and psb made there, and the directory if psb made it\n"
 "  --idle-exit MS       exit once no packet arrived for MS ms (pcap replay)\n"
 "  --stats-file FILE    write counters as JSON at exit\n"
 "  -v, --verbose        more output (env PS_VERBOSE=1/2)\n"
@@ -162,6 +170,7 @@ enum {
 	OPT_CONFIG, OPT_CHECK_CONFIG, OPT_CMDLINE_FILE, OPT_WAIT, OPT_CTL, OPT_COUNTERS_FILE,
 	OPT_COUNTERS_EVERY, OPT_PROMETHEUS, OPT_WARMUP, OPT_RATE, OPT_YIELD, OPT_STORE_BYTES,
 	OPT_STORE_KEYS, OPT_REASM_BYTES, OPT_REASM_SENDER, OPT_REASM_TIMEOUT, OPT_FILE_MAX,
+	OPT_OUTPUT_DIR, OPT_CONNECT_TIMEOUT,
 };
 
 static const struct option long_opts[] = {
@@ -219,6 +228,8 @@ static const struct option long_opts[] = {
 	{ "reasm-bytes", required_argument, NULL, OPT_REASM_BYTES },
 	{ "reasm-sender-bytes", required_argument, NULL, OPT_REASM_SENDER },
 	{ "reasm-timeout", required_argument, NULL, OPT_REASM_TIMEOUT },
+	{ "output-dir", required_argument, NULL, OPT_OUTPUT_DIR },
+	{ "connect-timeout", required_argument, NULL, OPT_CONNECT_TIMEOUT },
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "quiet", no_argument, NULL, 'q' },
 	{ "help", no_argument, NULL, 'h' },
@@ -233,6 +244,23 @@ struct run_opts {
 	char lcores[64];
 	char prefix[64];
 };
+
+/* --output-dir: where documents' results go, from the root so that it never moves. */
+static void
+set_results_root(struct psb_app *app, const char *dir)
+{
+	char cwd[PATH_MAX];
+
+	if (dir[0] == '\0')
+		psb_die("--output-dir: expected a directory, got ''");
+	if (dir[0] == '/')
+		snprintf(cwd, sizeof(cwd), "%s", "");
+	else if (getcwd(cwd, sizeof(cwd)) == NULL)
+		psb_die("--output-dir: cannot read the working directory: %s", strerror(errno));
+	if ((size_t)snprintf(app->results_root, sizeof(app->results_root), "%s%s%s", cwd,
+			cwd[0] != '\0' ? "/" : "", dir) >= sizeof(app->results_root))
+		psb_die("--output-dir: path too long");
+}
 
 /* ps-lite's environment first; command-line flags override it. */
 static void
@@ -268,6 +296,7 @@ parse_args(struct psb_app *app, struct run_opts *ro, int argc, char **argv)
 {
 	int c, npos = 0, env_port = app->nports, nargs, duration_given = 0;
 	uint64_t duration_ns = 0;
+	char err[256];
 
 	/* Everything after the first "--" goes to the EAL untouched. */
 	for (nargs = 1; nargs < argc && strcmp(argv[nargs], "--") != 0; nargs++)
@@ -364,7 +393,19 @@ parse_args(struct psb_app *app, struct run_opts *ro, int argc, char **argv)
 		case OPT_MBUFS: ro->mbufs = psb_cli_u64("--mbufs", optarg, 512, 1u << 24); break;
 		case OPT_HUGE: ro->eal.force_huge = 1; break;
 		case OPT_NO_HUGE: ro->eal.force_no_huge = 1; break;
-		case OPT_PREFIX: ro->eal.file_prefix = optarg; break;
+		case OPT_PREFIX:
+			/* psb removes its files from /var/run/dpdk/<prefix> at exit: a name, no path */
+			if (psb_cli_name_check(optarg, PSB_PREFIX_MAX, err, sizeof(err)) != 0)
+				psb_die("--file-prefix: %s", err);
+			ro->eal.file_prefix = optarg;
+			break;
+		case OPT_OUTPUT_DIR: set_results_root(app, optarg); break;
+		case OPT_CONNECT_TIMEOUT:
+			app->connect_timeout_ns = psb_cli_seconds_ns("--connect-timeout", optarg);
+			if (app->connect_timeout_ns > 3600ull * 1000000000)
+				psb_die("--connect-timeout: expected seconds in [0, 3600], got '%s'",
+					optarg);
+			break;
 		case OPT_IDLE_EXIT:
 			app->idle_exit_ns = psb_cli_u64("--idle-exit", optarg, 1, 3600000) * 1000000;
 			break;
@@ -486,6 +527,7 @@ conf_to_app(struct psb_app *app, struct run_opts *ro, const struct psb_exp_conf 
 	ro->eal.force_huge = n->huge == PSB_EXP_HUGE_YES;
 	ro->eal.force_no_huge = n->huge == PSB_EXP_HUGE_NO;
 	app->yield_ns = n->yield;
+	app->connect_timeout_ns = n->connect_timeout;
 	if (n->file_prefix[0] != '\0') {
 		snprintf(ro->prefix, sizeof(ro->prefix), "%s", n->file_prefix);
 		ro->eal.file_prefix = ro->prefix;
@@ -539,6 +581,7 @@ app_to_conf(const struct psb_app *app, const struct run_opts *ro, struct psb_exp
 	n->mem_mb = ro->mem_given ? ro->eal.mem_mb : 0;
 	n->mbufs = ro->mbufs;
 	n->yield = app->yield_ns;
+	n->connect_timeout = app->connect_timeout_ns;
 	n->huge = ro->eal.force_huge ? PSB_EXP_HUGE_YES :
 		ro->eal.force_no_huge ? PSB_EXP_HUGE_NO : PSB_EXP_HUGE_AUTO;
 	snprintf(n->file_prefix, sizeof(n->file_prefix), "%s",
@@ -557,6 +600,7 @@ app_to_conf(const struct psb_app *app, const struct run_opts *ro, struct psb_exp
 	c->pushpull.verify = app->bench.verify;
 	c->pushpull.rate = app->bench.rate_bps;
 	c->output.log_every = app->bench.log_every_ns;
+	/* --duration overrides the document's window; without it the document's stands */
 	if (c->kind == PSB_EXP_SERVE && app->duration_ns != 0)
 		c->serve.duration = app->duration_ns;
 }
@@ -692,31 +736,6 @@ derive_budget(struct psb_app *app, uint64_t mem_mb, uint64_t pools_mb,
 		psb_cli_fmt_size(base_mb * MiB, s4, sizeof(s4)));
 }
 
-/* A memif client needs its server's socket; wait for it rather than fail at once. */
-static void
-wait_memif_servers(const struct psb_app *app, unsigned int seconds)
-{
-	unsigned int i, t;
-	struct stat st;
-
-	for (i = 0; i < app->nports; i++) {
-		const struct psb_port_spec *p = &app->specs[i];
-
-		if (p->kind != PSB_PORT_MEMIF || p->memif_server)
-			continue;
-		for (t = 0; t < seconds * 10; t++) {
-			if (stat(p->sock_path, &st) == 0 && S_ISSOCK(st.st_mode))
-				break;
-			if (t == 10)
-				PSB_LOG(app, "waiting for the memif server socket %s", p->sock_path);
-			usleep(100000);
-		}
-		if (t == seconds * 10)
-			psb_die("port '%s': no memif server at %s after %u s (start the server side first)",
-				p->spec, p->sock_path, seconds);
-	}
-}
-
 /*
  * Pause ports whose link is down, and keep a memif port paused after its peer's BYE
  * until the link went down and came back, so that the data plane never polls a port
@@ -830,6 +849,46 @@ quiesce_ports(const struct psb_app *app)
 	}
 }
 
+/*
+ * What the EAL (DPDK 22.11) and psb create in a runtime directory. At exit psb removes
+ * these and nothing else, and the directory only when psb made it.
+ */
+static const char *const runtime_files[] = {
+	"config", "fbarray_*", "hugepage_info", "hugepage_data", "mp_socket", "mp_socket_*",
+	"dpdk_telemetry*", "psb.ctl", NULL,
+};
+
+/* <runtime base>/<prefix>: whether it exists before the EAL makes it, and not as a link. */
+static void
+runtime_dir_check(const char *prefix, char *dir, size_t len, int *existed)
+{
+	char base[PATH_MAX];
+	struct stat st;
+
+	psb_cli_runtime_base(base, sizeof(base));
+	if ((size_t)snprintf(dir, len, "%s/%s", base, prefix) >= len)
+		psb_die("--file-prefix: runtime directory path too long");
+	*existed = lstat(dir, &st) == 0;
+	if (*existed && !S_ISDIR(st.st_mode))
+		psb_die("--file-prefix %s: %s is not a directory (a symbolic link?); psb will not "
+			"use it", prefix, dir);
+}
+
+static void
+runtime_dir_clean(const struct psb_app *app, const char *dir, int existed)
+{
+	char other[256];
+	int rc = psb_rmdir_flat(dir, runtime_files, !existed, other, sizeof(other));
+
+	if (rc == -ENOTEMPTY)
+		PSB_LOG(app, "left %s in place: it holds \"%s\", which psb did not create", dir,
+			other);
+	else if (rc != 0)
+		PSB_LOG(app, "cannot clean up %s: %s", dir, strerror(-rc));
+	else if (existed)
+		PSB_DBG(app, 1, "left %s in place: it was there before psb started", dir);
+}
+
 /* Fault the pool's pages in now (without hugepages they are mapped lazily), not mid-run. */
 static void
 touch_mbuf(struct rte_mempool *mp, void *opaque, void *obj, unsigned int idx)
@@ -850,6 +909,46 @@ on_signal(int sig)
 {
 	(void)sig;
 	g_app.quit = 1;
+}
+
+void
+psb_app_fail(struct psb_app *app, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (__atomic_exchange_n(&app->failing, 1, __ATOMIC_ACQ_REL) != 0)
+		return;		/* the first reason is the one that counts */
+	va_start(ap, fmt);
+	vsnprintf(app->fail_reason, sizeof(app->fail_reason), fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "psb: %s\n", app->fail_reason);
+	__atomic_store_n(&app->quit, 1, __ATOMIC_RELEASE);
+}
+
+/* The waits psb gives up on, and when: said at start so that a run that fails is no surprise. */
+static void
+log_bounds(const struct psb_app *app)
+{
+	uint64_t t = app->bench.timeout_ns, total = 0;
+	char conn[32], req[160] = "";
+	uint32_t i;
+
+	if (app->connect_timeout_ns != 0)
+		snprintf(conn, sizeof(conn), "%.1f s", app->connect_timeout_ns / 1e9);
+	else
+		snprintf(conn, sizeof(conn), "no limit");
+	if (app->node_role == PSB_NODE_WORKER) {
+		/* psb_wk: a try waits timeout << min(tries so far, 6) */
+		for (i = 0; i <= app->bench.max_retries; i++)
+			total += t << (i < 6 ? i : 6);
+		if (app->bench.max_retries != 0)
+			snprintf(req, sizeof(req), "; a request %.0f ms doubling, %u retries: %.1f s "
+				 "at most (--timeout-us, --max-retries)", t / 1e6,
+				 app->bench.max_retries, total / 1e9);
+		else
+			snprintf(req, sizeof(req), "; a request is retried forever (--max-retries 0)");
+	}
+	PSB_LOG(app, "waits: %s for each setup step (--connect-timeout)%s", conn, req);
 }
 
 /* Roles this process runs, in table order. */
@@ -1120,9 +1219,10 @@ main(int argc, char **argv)
 	struct run_opts ro;
 	struct psb_mem_info mi;
 	struct psb_eal_argv ea;
-	char err[512];
+	char err[512], rt_dir[PATH_MAX];
 	uint64_t need_mb, nmbufs, last_rx = 0, last_rx_ns = 0, file_max;
-	int console_on = 0;
+	int console_on = 0, rt_existed = 0;
+	uint64_t log_mark;
 	unsigned int lcore, nworker_lcores = 0, i, k;
 	unsigned int worker_lcores[RTE_MAX_LCORE];
 	int rc, eal_argc, exit_code = 0;
@@ -1138,7 +1238,8 @@ main(int argc, char **argv)
 	app->nlocal_workers = 1;
 	app->yield_ns = 200000;
 	app->sync = 1;
-	app->mtu_want = 9000;
+	app->mtu_want = 0;	/* the port's own: see psb_host_port_mtu */
+	app->connect_timeout_ns = 60ull * 1000000000;
 	app->max_value = 64u << 20;
 	app->bench.len = 1024000;
 	app->bench.repeat = 10;
@@ -1149,6 +1250,8 @@ main(int argc, char **argv)
 	app->bench.max_retries = 50;
 	app->bench.log_every_ns = 1000000000ull;
 	app->counters_every_ns = 1000000000ull;
+	if (getcwd(app->results_root, sizeof(app->results_root)) == NULL)
+		app->results_root[0] = '\0';	/* then relative to wherever psb runs */
 	pthread_mutex_init(&app->ctl_lock, NULL);
 	file_max = file_max_opt(argc, argv);
 	if ((cfg = find_opt(argc, argv, "--check-config")) != NULL)
@@ -1178,7 +1281,7 @@ main(int argc, char **argv)
 	app->autostart = !app->interactive && app->cmdline_file == NULL && !app->stay &&
 		(ro.config != NULL || app->node_role == PSB_NODE_WORKER);
 	if (ro.config != NULL && app->autostart &&
-	    psb_exp_results_claim(&app->conf, err, sizeof(err)) != 0)
+	    psb_exp_results_claim(app->results_root, &app->conf, err, sizeof(err)) != 0)
 		psb_die("%s: %s", cfg, err);
 	app->worker_port_base = (uint16_t)(app->me.port + 2);
 	if (app->sched_port >= app->worker_port_base &&
@@ -1210,7 +1313,8 @@ main(int argc, char **argv)
 	/* the EAL gets what its pools need; the rest of --mem is the store's */
 	ro.eal.mem_mb = need_mb + 64;
 
-	wait_memif_servers(app, 30);
+	/* before the EAL: what can be checked is, and what a killed psb left is undone */
+	psb_host_prepare(app, ro.config != NULL);
 	eal_argc = psb_eal_build_argv(argv[0], &ro.eal, app->specs, app->nports, &mi, &ea, err,
 		sizeof(err));
 	if (eal_argc < 0)
@@ -1223,11 +1327,15 @@ main(int argc, char **argv)
 	}
 	PSB_DBG(app, 1, "%s, %llu MB for %llu mbufs", ea.use_huge ? "hugepages" : "no hugepages",
 		(unsigned long long)ro.eal.mem_mb, (unsigned long long)nmbufs);
-	if (rte_eal_init(eal_argc, ea.argv) < 0)
-		psb_die("EAL initialisation failed: %s (args above with -v)", rte_strerror(rte_errno));
+	runtime_dir_check(ea.prefix, rt_dir, sizeof(rt_dir), &rt_existed);
+	log_mark = psb_log_mark();
+	if (psb_eal_init(eal_argc, ea.argv, err, sizeof(err)) != 0)
+		psb_die("EAL initialisation failed: %s (EAL arguments: psb -v shows them)", err);
+	psb_host_ports_up(app);
 
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
+	signal(SIGHUP, on_signal);	/* its terminal went away: end as for Ctrl-C */
 	signal(SIGPIPE, SIG_IGN);
 	app->ns_per_tsc = 1e9 / (double)rte_get_tsc_hz();
 	app->yield_tsc = (uint64_t)((double)app->yield_ns / app->ns_per_tsc);
@@ -1246,14 +1354,27 @@ main(int argc, char **argv)
 
 	for (i = 0; i < app->nports; i++) {
 		struct psb_ethdev_info info;
-		uint16_t pid;
+		unsigned int flags;
+		uint16_t pid, mtu;
+		uint64_t mark;
+		char why[320];
 
-		if (rte_eth_dev_get_port_by_name(app->specs[i].name, &pid) != 0)
+		if (rte_eth_dev_get_port_by_name(app->specs[i].name, &pid) != 0) {
+			if (psb_log_quote(log_mark, app->specs[i].name, err, sizeof(err)) == 0)
+				psb_die("port '%s': device %s did not come up: %s", app->specs[i].spec,
+					app->specs[i].name, err);
 			psb_die("port '%s': device %s did not come up (is its driver installed? "
 				"see scripts/setup.sh)", app->specs[i].spec, app->specs[i].name);
-		if (psb_ethdev_setup(pid, app->mtu_want, NB_DESC, app->pool, &info, err,
-				sizeof(err)) != 0)
+		}
+		mtu = psb_host_port_mtu(app, i, &flags);
+		mark = psb_log_mark();
+		if (psb_ethdev_setup(pid, mtu, flags, NB_DESC, app->pool, &info, err,
+				sizeof(err)) != 0) {
+			/* the driver's own line says why (e.g. no memif server on the socket) */
+			if (psb_log_quote(mark, NULL, why, sizeof(why)) == 0)
+				psb_die("port '%s': %s: %s", app->specs[i].spec, err, why);
 			psb_die("port '%s': %s", app->specs[i].spec, err);
+		}
 		app->port_ids[i] = pid;
 		app->port_shared[pid] = app->specs[i].kind == PSB_PORT_MEMIF;
 		if (app->specs[i].kind == PSB_PORT_AF_PACKET &&
@@ -1297,7 +1418,8 @@ main(int argc, char **argv)
 		struct psb_role_inst *ri = &app->roles[i];
 
 		if (ri->role->init != NULL && (rc = ri->role->init(ri)) != 0)
-			psb_die("role %s: init failed: %s", ri->role->name, strerror(-rc));
+			psb_die("role %s: init failed: %s%s", ri->role->name, strerror(-rc),
+				rc == -ENOMEM ? " (DPDK's memory is short: give more --mem)" : "");
 	}
 
 	/* Placement: one role per worker lcore when there are enough, else share. */
@@ -1317,6 +1439,7 @@ main(int argc, char **argv)
 		psb_ip_str(app->me.ip, err), app->nroles,
 		nworker_lcores == 0 ? 1 : nworker_lcores,
 		nworker_lcores == 0 ? " (run to completion)" : "", app->mtu, app->seg_size);
+	log_bounds(app);
 	/*
 	 * The control socket appears once the ports run: scripts may take it as the sign that
 	 * this node is ready (a memif client that connects to a server whose port has not
@@ -1404,7 +1527,7 @@ main(int argc, char **argv)
 	app->stop_lcores = 1;
 	rte_eal_mp_wait_lcore();
 
-	if (app->run.state == PSB_RUN_FAILED && exit_code == 0)
+	if ((app->run.state == PSB_RUN_FAILED || app->fail_reason[0] != '\0') && exit_code == 0)
 		exit_code = 1;
 	psb_report_print(app, stdout);
 	if (app->stats_file != NULL && psb_report_write_json(app, app->stats_file) != 0) {
@@ -1421,13 +1544,13 @@ main(int argc, char **argv)
 	quiesce_ports(app);
 	for (i = 0; i < app->nports; i++)
 		psb_ethdev_close(app->port_ids[i]);
+	psb_host_restore(app);
 	for (i = 0; i < app->nports; i++)
 		if (app->specs[i].kind == PSB_PORT_MEMIF && app->specs[i].memif_server)
 			unlink(app->specs[i].sock_path);
-	snprintf(err, sizeof(err), "%s", rte_eal_get_runtime_dir());
+	snprintf(rt_dir, sizeof(rt_dir), "%s", rte_eal_get_runtime_dir());
 	rte_eal_cleanup();
-	/* the EAL leaves its runtime directory behind; psb's prefixes are its own */
-	psb_rmdir_flat(err);
+	runtime_dir_clean(app, rt_dir, rt_existed);
 	if (ea.use_huge && ea.single_file)
 		psb_huge_cleanup(ea.prefix);
 	return exit_code;

@@ -200,7 +200,7 @@ struct psb_run {
 	uint32_t resets;		/* reset_state during the run */
 	char results[PATH_MAX];		/* where the results went */
 	char results_dir[PATH_MAX];	/* where they will go (absolute) */
-	char error[256];
+	char error[320];
 	FILE *counters_f;
 	uint64_t next_counters_ns;
 	json_t *serve_base;		/* serve: counters at the window's start */
@@ -270,6 +270,7 @@ struct psb_app {
 	uint64_t duration_ns;
 	const char *stats_file;
 	int quiet;
+	char results_root[PATH_MAX];	/* --output-dir: documents' output paths are inside it */
 	struct psb_exp_conf conf;	/* node and experiment as the process started */
 	int autostart;			/* start conf's experiment once the roles are ready */
 	int stay;			/* keep running after experiments end (until quit) */
@@ -280,6 +281,7 @@ struct psb_app {
 	uint64_t counters_every_ns;
 	const char *prometheus;		/* [ADDR:]PORT of the Prometheus endpoint, NULL none */
 	uint64_t yield_ns;		/* lcores give waiting threads the CPU this often (0: never) */
+	uint64_t connect_timeout_ns;	/* each wait for a peer while setting up (0: forever) */
 	uint64_t yield_tsc;
 
 	/* Ports. */
@@ -331,6 +333,8 @@ struct psb_app {
 	struct psb_cp_stats cp;
 	struct psb_run run;
 	char ctl_sock[256];
+	int failing;			/* psb_app_fail: taken by the first caller */
+	char fail_reason[256];
 };
 
 static inline uint64_t
@@ -381,6 +385,7 @@ struct psb_agent {
 	uint16_t rank;
 	uint32_t barrier_group;
 	uint64_t next_try_ns;
+	uint64_t phase_ns;		/* the current wait began (0: at the next step) */
 	uint32_t tries;
 	uint32_t idle_passes;
 	struct psb_sched_view view;
@@ -392,6 +397,20 @@ int psb_agent_step(struct psb_agent *ag, struct psb_role_inst *ri, uint64_t now_
 /* Feed a REGISTER_ACK / BARRIER_ACK. */
 void psb_agent_input(struct psb_agent *ag, struct psb_app *app, const struct psb_meta *meta,
 		const uint8_t *payload);
+/*
+ * 1 when the current wait (ARP, REGISTER or BARRIER) has lasted --connect-timeout; what
+ * then says who did not answer what, for how long. psb_agent_restart starts a new wait.
+ */
+int psb_agent_expired(const struct psb_agent *ag, const struct psb_app *app, uint64_t now_ns,
+		char *what, size_t len);
+void psb_agent_restart(struct psb_agent *ag);
+
+/*
+ * A wait psb cannot finish: print why (even with -q), and end the process with status 1
+ * once the main lcore sees it, the running experiment failed with that reason. Any lcore.
+ */
+void psb_app_fail(struct psb_app *app, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
 
 struct psb_kv;
 /* Store of a server shard role (roles/server.c). */
@@ -414,10 +433,34 @@ struct psb_worker_pub {
 	int rc;				/* 0, or <0 when it failed */
 	uint64_t repeat;
 	int warming;			/* still in the warm-up iterations */
+	char reason[256];		/* rc < 0: what failed, naming who did not answer */
 };
 /* Consistent copy of worker ri's figures; 0, or -EAGAIN if it kept changing. */
 int psb_worker_read(const struct psb_role_inst *ri, struct psb_worker_pub *pub,
 		struct psb_bench_result *r);
+
+/*
+ * Bring-up that touches the host (psb_bringup.c). psb_log_capture keeps the EAL's and the
+ * drivers' error lines (still written to stderr); psb_log_quote gives the first specific
+ * one since psb_log_mark, preferring one that holds about. psb_eal_init: rte_eal_init, and
+ * on failure the EAL's own reason in err.
+ * psb_host_prepare, before the EAL: undoes what killed psbs left on interfaces (and puts
+ * interfaces back at exit and on a crash), checks that af_packet interfaces exist and that
+ * memif servers' sockets are free (a stale one psb left is removed), waits for memif
+ * clients' servers (--connect-timeout at most, then psb_run_fail_early: from_doc says where
+ * the results go); dies with the reason. psb_host_port_mtu, before port i is set up: the
+ * MTU to ask for and ethdev flags (a kernel interface keeps its MTU unless one was asked
+ * for), its state recorded first. psb_host_ports_up, after the EAL, records the memif
+ * sockets psb bound. psb_host_restore, at exit, puts interfaces back.
+ */
+void psb_log_capture(void);
+uint64_t psb_log_mark(void);
+int psb_log_quote(uint64_t mark, const char *about, char *out, size_t len);
+int psb_eal_init(int argc, char **argv, char *err, size_t len);
+void psb_host_prepare(struct psb_app *app, int from_doc);
+uint16_t psb_host_port_mtu(struct psb_app *app, unsigned int i, unsigned int *flags);
+void psb_host_ports_up(struct psb_app *app);
+void psb_host_restore(struct psb_app *app);
 
 #define PSB_LOG(app, fmt, ...) \
 	do { if (!(app)->quiet) fprintf(stderr, "psb: " fmt "\n", ##__VA_ARGS__); } while (0)

@@ -67,6 +67,15 @@ int psb_run_active(const struct psb_app *app);
 void psb_run_poll(struct psb_app *app, uint64_t now_ns);
 /* At exit: stop what runs and write its results. */
 void psb_run_fini(struct psb_app *app);
+/* Where worker rank's --results go: FILE, or FILE.<rank> with several local workers. */
+void psb_run_results_file(const struct psb_app *app, unsigned int rank, char *out, size_t len);
+/*
+ * Before the roles run, a wait psb bounds expired: say why, write the results of the
+ * experiment psb was to start at once (failed, nothing measured; from_doc: its results
+ * directory, else --results) and exit with status 1. Any time after the options are read.
+ */
+void psb_run_fail_early(struct psb_app *app, int from_doc, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4), noreturn));
 
 /*
  * Commands (psb_cmd.c), shared by the control socket and the console. req is

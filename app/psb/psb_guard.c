@@ -6,16 +6,23 @@
 
 __thread struct psb_guard psb_guard;
 
+/* What handled the signals before: a fault outside a guarded burst goes on to it. */
+static struct sigaction prev_segv, prev_bus;
+
 static void
 on_fault(int sig, siginfo_t *si, void *uc)
 {
-	(void)si;
-	(void)uc;
+	const struct sigaction *prev = sig == SIGSEGV ? &prev_segv : &prev_bus;
+
 	if (psb_guard.armed) {
 		psb_guard.armed = 0;
 		siglongjmp(psb_guard.env, 1);
 	}
-	/* not inside a guarded burst: the default action, as if there were no handler */
+	/* not inside a guarded burst: a crash (what was installed before, then the default) */
+	if ((prev->sa_flags & SA_SIGINFO) && prev->sa_sigaction != NULL)
+		prev->sa_sigaction(sig, si, uc);
+	else if (prev->sa_handler != SIG_DFL && prev->sa_handler != SIG_IGN)
+		prev->sa_handler(sig);
 	signal(sig, SIG_DFL);
 	raise(sig);
 }
@@ -30,7 +37,7 @@ psb_guard_init(void)
 	/* NODEFER: the handler leaves by siglongjmp without restoring the mask */
 	sa.sa_flags = SA_SIGINFO | SA_NODEFER;
 	sigemptyset(&sa.sa_mask);
-	if (sigaction(SIGSEGV, &sa, NULL) != 0 || sigaction(SIGBUS, &sa, NULL) != 0)
+	if (sigaction(SIGSEGV, &sa, &prev_segv) != 0 || sigaction(SIGBUS, &sa, &prev_bus) != 0)
 		return -errno;
 	return 0;
 }

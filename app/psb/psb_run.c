@@ -74,6 +74,7 @@ run_rec(struct psb_app *app)
  */
 struct pp_sum {
 	uint32_t nworkers, ndone, nfailed, warming;
+	char reason[256];		/* the first failed worker's */
 	uint64_t repeat;
 	struct psb_bench_result all;
 	struct psb_bench_result *each;	/* [PSB_MAX_LOCAL_WORKERS], or NULL: use one */
@@ -88,6 +89,7 @@ pp_collect(struct psb_app *app, struct pp_sum *s)
 
 	memset(&s->all, 0, sizeof(s->all));
 	s->nworkers = s->ndone = s->nfailed = s->warming = 0;
+	s->reason[0] = '\0';
 	s->repeat = 0;
 	psb_hist_init(&s->all.rtt);
 	psb_hist_init(&s->all.stale);
@@ -107,6 +109,8 @@ pp_collect(struct psb_app *app, struct pp_sum *s)
 		}
 		s->ndone += pub.done;
 		s->nfailed += pub.done && pub.rc < 0;
+		if (pub.done && pub.rc < 0 && s->reason[0] == '\0')
+			snprintf(s->reason, sizeof(s->reason), "%s", pub.reason);
 		s->warming += pub.warming;
 		s->repeat = pub.repeat;
 		s->all.mode = r->mode;
@@ -332,7 +336,8 @@ run_finish(struct psb_app *app, int state)
 				json_array_append_new(rows, pp_row("all", &s->all));
 			if (s->nfailed != 0 && state == PSB_RUN_DONE) {
 				state = PSB_RUN_FAILED;
-				snprintf(r->error, sizeof(r->error), "%u worker(s) failed", s->nfailed);
+				snprintf(r->error, sizeof(r->error), "%u worker(s) failed%s%s",
+					 s->nfailed, s->reason[0] != '\0' ? ": " : "", s->reason);
 			}
 		}
 	} else {
@@ -364,8 +369,8 @@ run_finish(struct psb_app *app, int state)
 		pthread_mutex_unlock(&app->ctl_lock);
 		if (r->error[0] != '\0')
 			json_object_set_new(doc, "error", json_string(r->error));
-		if (psb_exp_results_write(&r->conf, doc, rows, cols, r->results, sizeof(r->results),
-				err, sizeof(err)) != 0) {
+		if (psb_exp_results_write(app->results_root, &r->conf, doc, rows, cols, r->results,
+				sizeof(r->results), err, sizeof(err)) != 0) {
 			fprintf(stderr, "psb: experiment %u: results NOT written: %s\n", r->id, err);
 			snprintf(r->error, sizeof(r->error), "results not written: %.200s", err);
 			r->results[0] = '\0';
@@ -396,33 +401,35 @@ run_finish(struct psb_app *app, int state)
 	snprintf(run_rec(app)->results, sizeof(run_rec(app)->results), "%s", r->results);
 }
 
-/* dir/name from the root: status readers need not know psb's working directory. */
+/* root/dir/name from /: status readers need not know psb's working directory. */
 static void
-absolute_results(const struct psb_exp_conf *c, char *out, size_t len)
+absolute_results(const struct psb_app *app, const struct psb_exp_conf *c, char *out,
+		size_t len)
 {
 	char rel[PATH_MAX], cwd[PATH_MAX];
 
-	psb_exp_results_path(c, rel, sizeof(rel));
+	psb_exp_results_path(app->results_root, c, rel, sizeof(rel));
 	if (rel[0] == '/' || getcwd(cwd, sizeof(cwd)) == NULL)
 		snprintf(out, len, "%s", rel);
 	else
 		snprintf(out, len, "%.2047s/%.2047s", cwd, rel);
 }
 
+/* The document's counters file, inside its output directory (psb_exp_check keeps it there). */
 static FILE *
-open_counters(const struct psb_exp_conf *c, char *err, size_t errlen)
+open_counters(const struct psb_app *app, const struct psb_exp_conf *c, char *err, size_t errlen)
 {
 	char path[PATH_MAX];
 	FILE *f;
 
-	if (c->output.counters_file[0] == '/')
-		snprintf(path, sizeof(path), "%s", c->output.counters_file);
-	else if ((size_t)snprintf(path, sizeof(path), "%s/%s", c->output.dir,
-			c->output.counters_file) >= sizeof(path))
+	if (psb_exp_output_path(app->results_root, c, c->output.counters_file, path,
+			sizeof(path)) != 0) {
+		snprintf(err, errlen, "output.counters_file: path too long");
 		return NULL;
-	if (c->output.counters_file[0] != '/')
-		mkdir(c->output.dir, 0755);
-	f = fopen(path, "a");
+	}
+	if (psb_exp_output_dir(app->results_root, c, err, errlen) != 0)
+		return NULL;
+	f = fopen(path, "ae");
 	if (f == NULL)
 		snprintf(err, errlen, "output.counters_file: cannot open %s: %s", path,
 			 strerror(errno));
@@ -450,16 +457,17 @@ psb_run_start(struct psb_app *app, const struct psb_exp_conf *c, int from_doc, c
 		return run_fail(err, errlen, "kind: serve runs on a server; this appliance is a "
 				"worker");
 	if (from_doc) {
-		rc = psb_exp_results_claim(c, err, errlen);
+		rc = psb_exp_results_claim(app->results_root, c, err, errlen);
 		if (rc != 0)
 			return rc;
 	}
-	if (c->output.counters_file[0] != '\0' && (cf = open_counters(c, err, errlen)) == NULL)
+	if (c->output.counters_file[0] != '\0' &&
+	    (cf = open_counters(app, c, err, errlen)) == NULL)
 		return -EINVAL;
 
 	pthread_mutex_lock(&app->ctl_lock);
 	r->conf = *c;
-	absolute_results(c, r->results_dir, sizeof(r->results_dir));
+	absolute_results(app, c, r->results_dir, sizeof(r->results_dir));
 	r->id++;
 	r->state = PSB_RUN_RUNNING;
 	r->from_doc = from_doc;
@@ -622,10 +630,87 @@ psb_run_poll(struct psb_app *app, uint64_t now_ns)
 }
 
 void
+psb_run_results_file(const struct psb_app *app, unsigned int rank, char *out, size_t len)
+{
+	const char *f = app->bench.results, *dot;
+
+	if (app->nlocal_workers <= 1) {
+		snprintf(out, len, "%s", f);
+		return;
+	}
+	dot = strrchr(f, '.');
+	if (dot == NULL || strchr(dot, '/') != NULL)
+		dot = f + strlen(f);
+	snprintf(out, len, "%.*s.%u%s", (int)(dot - f), f, rank, dot);
+}
+
+void
+psb_run_fail_early(struct psb_app *app, int from_doc, const char *fmt, ...)
+{
+	const struct psb_exp_conf *c = &app->conf;
+	const char *const *cols = c->kind == PSB_EXP_PUSHPULL ? pushpull_cols : serve_cols;
+	struct psb_bench_result r;
+	char reason[320], label[32], path[PATH_MAX], err[512];
+	json_t *rows, *workers, *doc;
+	va_list ap;
+	uint32_t i;
+
+	va_start(ap, fmt);
+	vsnprintf(reason, sizeof(reason), fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "psb: %s\n", reason);
+	if (!app->autostart)
+		exit(1);
+	psb_bench_result_empty(&r, c->pushpull.mode, (uint32_t)c->pushpull.len);
+	rows = json_array();
+	workers = json_array();
+	for (i = 0; c->kind == PSB_EXP_PUSHPULL && i < app->nlocal_workers; i++) {
+		snprintf(label, sizeof(label), "%u", (unsigned int)(app->rank_base + i));
+		json_array_append_new(rows, pp_row(label, &r));
+		json_array_append_new(workers, psb_bench_result_json(&r, label));
+		snprintf(label, sizeof(label), "worker %u", (unsigned int)(app->rank_base + i));
+		psb_run_results_file(app, app->rank_base + i, path, sizeof(path));
+		if (!from_doc && app->bench.results != NULL &&
+		    psb_bench_write_json(&r, label, "failed", reason, path) != 0)
+			fprintf(stderr, "psb: %s: cannot write results to %s\n", label, path);
+	}
+	printf("\nexperiment 1 \"%s\" (%s): failed before it started\n", c->name,
+	       psb_exp_kind_names[c->kind]);
+	psb_exp_table_print(stdout, rows, cols);
+	if (from_doc) {
+		/* as a run that ended: the experiment, its state and why, no counters (none ran) */
+		doc = json_pack("{s:o,s:s,s:i,s:f,s:o,s:o,s:{},s:s}", "experiment", psb_exp_dump(c),
+			"state", state_names[PSB_RUN_FAILED], "id", 1, "elapsed_s", 0.0,
+			"rows", json_incref(rows), "workers", json_incref(workers), "counters",
+			"error", reason);
+		if (psb_exp_results_write(app->results_root, c, doc, rows, cols, path, sizeof(path),
+				err, sizeof(err)) != 0)
+			fprintf(stderr, "psb: results NOT written: %s\n", err);
+		else
+			printf("results: %s/{result.json,result.csv,result.txt}\n", path);
+		json_decref(doc);
+	}
+	fflush(stdout);
+	json_decref(rows);
+	json_decref(workers);
+	exit(1);
+}
+
+void
 psb_run_fini(struct psb_app *app)
 {
+	struct psb_run *r = &app->run;
 	char err[256];
 
-	if (psb_run_active(app))
+	if (!psb_run_active(app))
+		return;
+	if (app->fail_reason[0] == '\0') {
 		psb_run_stop(app, err, sizeof(err));
+		return;
+	}
+	/* the process ends because something did not answer: the experiment failed, for that */
+	if (r->conf.kind == PSB_EXP_PUSHPULL)
+		psb_roles_call(app, &psb_role_worker, PSB_OP_STOP, NULL);
+	snprintf(r->error, sizeof(r->error), "%s", app->fail_reason);
+	run_finish(app, PSB_RUN_FAILED);
 }

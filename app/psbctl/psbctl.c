@@ -43,9 +43,9 @@ usage(FILE *out)
 	fprintf(out,
 "Usage: psbctl [--ctl PATH | -p|--file-prefix NAME] [--json] [--timeout S] COMMAND [ARGS]\n"
 "Commands:\n"
-"  start [FILE] [--wait]  start the experiment document FILE (read here; a relative\n"
-"                         output.dir is made absolute from this directory), or the\n"
-"                         loaded one; --wait shows progress until it ends\n"
+"  start [FILE] [--wait]  start the experiment document FILE (read here; its results go\n"
+"                         under psb's results directory, --output-dir), or the loaded\n"
+"                         one; --wait shows progress until it ends\n"
 "  stop                   stop the running experiment (its results are written)\n"
 "  status [--watch S]     the running or last experiment (every S seconds with --watch)\n"
 "  counters [FILTER] [--watch S]  every counter as 'path value' lines, or those under\n"
@@ -86,41 +86,6 @@ now_ms(void)
 	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
-/* Where DPDK puts its runtime directories for this user (eal_create_runtime_dir's rule). */
-static void
-runtime_base(char *out, size_t len)
-{
-	const char *xdg = getenv("XDG_RUNTIME_DIR");
-
-	if (getuid() == 0)
-		snprintf(out, len, "/var/run/dpdk");
-	else if (xdg != NULL && xdg[0] != '\0')
-		snprintf(out, len, "%s/dpdk", xdg);
-	else
-		snprintf(out, len, "/tmp/dpdk");
-}
-
-/* 0 when something listens on path, else -errno of connect. Non-blocking: never hangs. */
-static int
-probe(const char *path)
-{
-	struct sockaddr_un sa;
-	int fd, rc = 0;
-
-	memset(&sa, 0, sizeof(sa));
-	sa.sun_family = AF_UNIX;
-	if (strlen(path) >= sizeof(sa.sun_path))
-		return -ENAMETOOLONG;
-	strcpy(sa.sun_path, path);
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-	if (fd < 0)
-		return -errno;
-	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0 && errno != EAGAIN)
-		rc = -errno;
-	close(fd);
-	return rc;
-}
-
 /*
  * The socket of the one psb running here. Sockets nobody listens on are left over from a
  * psb that crashed: they do not count, so that one crash does not make psbctl ask for --ctl.
@@ -134,13 +99,13 @@ find_socket(void)
 	int nlive = 0, nstale = 0;
 	glob_t g;
 
-	runtime_base(base, sizeof(base));
+	psb_cli_runtime_base(base, sizeof(base));
 	snprintf(pattern, sizeof(pattern), "%s/*/psb.ctl", base);
 	if (glob(pattern, 0, NULL, &g) != 0)
 		psb_die("no running psb found (looked for %s); give --ctl PATH", pattern);
 	list[0] = '\0';
 	for (i = 0; i < g.gl_pathc; i++) {
-		if (probe(g.gl_pathv[i]) == -ECONNREFUSED) {
+		if (psb_cli_sock_probe(g.gl_pathv[i]) == -ECONNREFUSED) {
 			nstale++;
 			continue;
 		}
@@ -584,15 +549,15 @@ cmd(const char *name)
 }
 
 /*
- * FILE, read here so that it is found from this directory, not psb's. Likewise a relative
- * output.dir becomes absolute from this directory. *dir: where results go, or NULL when
- * the document leaves that to the appliance.
+ * FILE, read here so that it is found from this directory, not psb's. Its output paths are
+ * psb's to resolve: relative to the results directory psb was started with (--output-dir),
+ * where psb keeps them.
  */
 static json_t *
-read_doc(const char *file, char *dir, size_t dirlen)
+read_doc(const char *file)
 {
-	json_t *doc, *out, *d;
-	char cwd[PATH_MAX], err[1024];
+	char err[1024];
+	json_t *doc;
 	int rc;
 
 	/* as psb reads them: a regular file, of bounded size (a FIFO would hang psbctl) */
@@ -601,27 +566,13 @@ read_doc(const char *file, char *dir, size_t dirlen)
 		psb_die("%s", err);
 	if (!json_is_object(doc))
 		psb_die("%s: expected an experiment document (a JSON object)", file);
-	dir[0] = '\0';
-	out = json_object_get(doc, "output");
-	d = json_is_object(out) ? json_object_get(out, "dir") : NULL;
-	if (!json_is_string(d))
-		return doc;	/* absent or wrong: psb's default, or psb says what is wrong */
-	if (json_string_value(d)[0] == '/' || json_string_value(d)[0] == '\0') {
-		snprintf(dir, dirlen, "%s", json_string_value(d));
-		return doc;
-	}
-	if (getcwd(cwd, sizeof(cwd)) == NULL)
-		psb_die("getcwd: %s", strerror(errno));
-	if ((size_t)snprintf(dir, dirlen, "%s/%s", cwd, json_string_value(d)) >= dirlen)
-		psb_die("%s: output.dir: path too long from %s", file, cwd);
-	json_object_set_new(out, "dir", json_string(dir));
 	return doc;
 }
 
 static int
 do_start(struct conn *c, const char *file, int wait)
 {
-	char dir[PATH_MAX] = "", line[512];
+	char line[512];
 	const char *name;
 	json_t *req = cmd("start"), *reply, *exp = NULL;
 	json_int_t id;
@@ -629,7 +580,7 @@ do_start(struct conn *c, const char *file, int wait)
 	uint64_t next;
 
 	if (file != NULL)
-		json_object_set_new(req, "experiment", read_doc(file, dir, sizeof(dir)));
+		json_object_set_new(req, "experiment", read_doc(file));
 	reply = request_id(c, req, 1);
 	if (reply == NULL)
 		return 130;
@@ -925,7 +876,7 @@ main(int argc, char **argv)
 	if (prefix != NULL) {
 		if (prefix[0] == '\0' || strchr(prefix, '/') != NULL)
 			psb_die("--file-prefix: expected a DPDK file prefix, got '%s'", prefix);
-		runtime_base(base, sizeof(base));
+		psb_cli_runtime_base(base, sizeof(base));
 		snprintf(path, sizeof(path), "%s/%s/psb.ctl", base, prefix);
 		ctl = path;
 	} else if (ctl == NULL) {
@@ -946,14 +897,12 @@ main(int argc, char **argv)
 	} else if (strcmp(name, "status") == 0 || strcmp(name, "counters") == 0) {
 		rc = do_show(&c, name, nargs > 0 ? args[0] : NULL, watch_ms);
 	} else {
-		char dir[PATH_MAX];
-
 		req = cmd(name);
 		if (strcmp(name, "set") == 0) {
 			json_object_set_new(req, "param", json_string(args[0]));
 			json_object_set_new(req, "value", json_string(args[1]));
 		} else if (strcmp(name, "load") == 0) {
-			json_object_set_new(req, "experiment", read_doc(args[0], dir, sizeof(dir)));
+			json_object_set_new(req, "experiment", read_doc(args[0]));
 		} else if (strcmp(name, "clear_port_stats") == 0 && nargs > 0) {
 			json_object_set_new(req, "port", strcmp(args[0], "all") == 0 ?
 				json_string("all") : json_integer((json_int_t)psb_cli_u64("PORT",

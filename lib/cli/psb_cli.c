@@ -1,12 +1,15 @@
 /* Command-line helpers shared by psb's programs: errors that name the option, strict numbers. */
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 
 #include "psb_cli.h"
 #include "psb_conf.h"
@@ -114,21 +117,105 @@ psb_cli_fmt_size(uint64_t bytes, char *buf, unsigned int len)
 	return buf;
 }
 
-void
-psb_rmdir_flat(const char *dir)
+int
+psb_cli_name_check(const char *v, size_t max, char *err, size_t errlen)
 {
-	char path[PATH_MAX];
+	const char *p;
+	size_t n = strlen(v);
+
+	for (p = v; *p != '\0'; p++)
+		if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
+		      (*p >= '0' && *p <= '9') || *p == '.' || *p == '_' || *p == '-'))
+			break;
+	if (n == 0 || n > max || *p != '\0' || v[0] == '.' || v[0] == '-') {
+		snprintf(err, errlen, "expected a name of letters, digits, '_', '-' or '.' (not "
+			 "first: '.' or '-'), at most %zu characters, got \"%.*s\"", max, 80, v);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+void
+psb_cli_runtime_base(char *out, size_t len)
+{
+	const char *xdg = getenv("XDG_RUNTIME_DIR");
+
+	if (getuid() == 0)
+		snprintf(out, len, "/var/run/dpdk");
+	else if (xdg != NULL && xdg[0] != '\0')
+		snprintf(out, len, "%s/dpdk", xdg);
+	else
+		snprintf(out, len, "/tmp/dpdk");
+}
+
+int
+psb_cli_sock_probe(const char *path)
+{
+	struct sockaddr_un sa;
+	int fd, rc = 0;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sun_family = AF_UNIX;
+	if (strlen(path) >= sizeof(sa.sun_path))
+		return -ENAMETOOLONG;
+	strcpy(sa.sun_path, path);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0 && errno != EAGAIN)
+		rc = -errno;
+	close(fd);
+	return rc;
+}
+
+static bool
+name_listed(const char *name, const char *const *names)
+{
+	size_t n;
+
+	for (; names != NULL && *names != NULL; names++) {
+		n = strlen(*names);
+		if (n != 0 && (*names)[n - 1] == '*' ? strncmp(name, *names, n - 1) == 0 :
+		    strcmp(name, *names) == 0)
+			return true;
+	}
+	return false;
+}
+
+int
+psb_rmdir_flat(const char *dir, const char *const *names, bool rmdir_too, char *left,
+		size_t leftlen)
+{
 	struct dirent *de;
+	int fd, rc = 0;
 	DIR *d;
 
-	if (dir == NULL || *dir == '\0' || (d = opendir(dir)) == NULL)
-		return;
+	if (left != NULL && leftlen != 0)
+		left[0] = '\0';
+	if (dir == NULL || *dir == '\0')
+		return 0;
+	/* O_NOFOLLOW: a link put where the directory was must not lead psb elsewhere */
+	fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return errno == ENOENT ? 0 : errno == ENOTDIR ? -ELOOP : -errno;
+	d = fdopendir(fd);
+	if (d == NULL) {
+		rc = -errno;
+		close(fd);
+		return rc;
+	}
 	while ((de = readdir(d)) != NULL) {
 		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
 			continue;
-		if ((size_t)snprintf(path, sizeof(path), "%s/%s", dir, de->d_name) < sizeof(path))
-			unlink(path);
+		/* unlinkat removes a link itself, never what it points to; it refuses directories */
+		if (name_listed(de->d_name, names) && unlinkat(fd, de->d_name, 0) == 0)
+			continue;
+		if (rc == 0 && left != NULL && leftlen != 0)
+			snprintf(left, leftlen, "%s", de->d_name);
+		rc = -ENOTEMPTY;
 	}
 	closedir(d);
-	rmdir(dir);
+	if (rc == 0 && rmdir_too && rmdir(dir) != 0 && errno != ENOENT)
+		rc = -errno;
+	return rc;
 }

@@ -2,6 +2,8 @@
 #ifndef PSB_CLI_H
 #define PSB_CLI_H
 
+#include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 /* Name printed in front of every error (default "psb"). */
@@ -28,7 +30,37 @@ uint32_t psb_cli_ip(const char *opt, const char *v);
 /* "IP[:PORT]": the port is left alone when absent. Dies naming opt. */
 void psb_cli_host_port(const char *opt, const char *v, uint32_t *ip, uint16_t *port);
 
-/* Remove a directory and the files directly in it (no subdirectories). */
-void psb_rmdir_flat(const char *dir);
+/*
+ * Longest DPDK file prefix psb accepts: the EAL binds sockets below
+ * <runtime dir>/<prefix>/ (mp_socket_<pid>_<n>), and a socket path holds 107 bytes.
+ */
+#define PSB_PREFIX_MAX	40
+
+/*
+ * A name that becomes one path component (a DPDK file prefix, a results directory):
+ * letters, digits, '_', '-' and '.', not starting with '.' or '-', 1 to max bytes. 0, or
+ * -EINVAL with what is wrong in err (the caller puts the option or key in front).
+ */
+int psb_cli_name_check(const char *v, size_t max, char *err, size_t errlen);
+
+/* Where DPDK keeps its runtime directories for this user (the EAL's rule). */
+void psb_cli_runtime_base(char *out, size_t len);
+
+/*
+ * 0 when something listens on the stream socket path, else -errno of connect (never
+ * blocks). It connects: not for sockets whose servers mind a client that says nothing.
+ */
+int psb_cli_sock_probe(const char *path);
+
+/*
+ * Remove from dir the entries matching names -- "config" exactly, "fbarray_*" by prefix --
+ * and nothing else, never following a symbolic link (dir itself included), then dir itself
+ * when rmdir_too and it is left empty. psb removes only files it knows it made: a runtime
+ * directory's EAL files, its own temporary results. 0 when nothing else was there (or dir
+ * did not exist); -ENOTEMPTY with the first other entry's name in left (may be NULL); other
+ * -errno when dir cannot be read (-ELOOP: it is a symbolic link).
+ */
+int psb_rmdir_flat(const char *dir, const char *const *names, bool rmdir_too, char *left,
+		size_t leftlen);
 
 #endif /* PSB_CLI_H */

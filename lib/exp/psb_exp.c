@@ -1,4 +1,5 @@
 /* Experiment documents: schema tables, whole-document checks, results directories. */
+#include <dirent.h>
 #include <errno.h>
 #include <limits.h>
 #include <stdarg.h>
@@ -51,8 +52,9 @@ const struct psb_conf_field psb_exp_node_table[] = {
 	  "server shards, one role each" },
 	{ "sync", PSB_CONF_BOOL, OFF(psb_exp_node, sync), 0, 0, "true", 0, 0, NULL, NULL,
 	  "synchronous rounds (false: asynchronous updates)" },
-	{ "mtu", PSB_CONF_UINT, OFF(psb_exp_node, mtu), 0, 0, "9000", 576, 9000, NULL, NULL,
-	  "wanted MTU, lowered to what the port allows" },
+	{ "mtu", PSB_CONF_UINT, OFF(psb_exp_node, mtu), 0, 0, "0", 0, 9000, NULL, NULL,
+	  "wanted MTU, lowered to what the port allows (0: an af_packet or tap interface's "
+	  "own, left unchanged; 9000 on other ports)" },
 	{ "max_value", PSB_CONF_SIZE, OFF(psb_exp_node, max_value), 0, 0, "64MiB", 4,
 	  PSB_MAX_VALUE, NULL, NULL, "largest value a server accepts" },
 	{ "lcores", PSB_CONF_STRING, OFF(psb_exp_node, lcores),
@@ -66,6 +68,10 @@ const struct psb_conf_field psb_exp_node_table[] = {
 	  "hugepages: use if free, require, never" },
 	{ "yield", PSB_CONF_DURATION, OFF(psb_exp_node, yield), 0, 0, "200us", 0, 1e9, NULL, NULL,
 	  "lcores let waiting threads (psbctl, scrapers) run this often (0: never)" },
+	{ "connect_timeout", PSB_CONF_DURATION, OFF(psb_exp_node, connect_timeout), 0, 0, "60s",
+	  0, 3600e9, NULL, NULL, "each wait of the setup at most: a memif server, ARP of the "
+	  "scheduler and servers, REGISTER, BARRIER (0: forever); then psb says what did not "
+	  "answer and fails" },
 	{ "file_prefix", PSB_CONF_STRING, OFF(psb_exp_node, file_prefix),
 	  sizeof(((struct psb_exp_node *)0)->file_prefix), 0, "", 0, 0, NULL, NULL,
 	  "DPDK runtime prefix (\"\": psb-PID)" },
@@ -157,14 +163,16 @@ static const struct psb_conf_field serve_table[] = {
 
 static const struct psb_conf_field output_table[] = {
 	{ "dir", PSB_CONF_STRING, OFF(psb_exp_output, dir), sizeof(((struct psb_exp_output *)0)->dir),
-	  0, "results", 0, 0, NULL, NULL, "results go to DIR/<name>/" },
+	  0, "results", 0, 0, NULL, NULL, "results go to DIR/<name>/, DIR relative to psb's results directory "
+	  "(--output-dir) and inside it" },
 	{ "overwrite", PSB_CONF_BOOL, OFF(psb_exp_output, overwrite), 0, 0, "false", 0, 0, NULL,
 	  NULL, "replace earlier results of the same name (else the run is refused)" },
 	{ "log_every", PSB_CONF_DURATION, OFF(psb_exp_output, log_every), 0, 0, "1s", 0, 0, NULL,
 	  NULL, "progress line period (0: none); can be set while running" },
 	{ "counters_file", PSB_CONF_STRING, OFF(psb_exp_output, counters_file),
 	  sizeof(((struct psb_exp_output *)0)->counters_file), 0, "", 0, 0, NULL, NULL,
-	  "append every counter as a JSON line to this file (relative: in output.dir)" },
+	  "append every counter as a JSON line to this file in output.dir (relative, "
+	  "inside it)" },
 	{ "counters_every", PSB_CONF_DURATION, OFF(psb_exp_output, counters_every), 0, 0, "1s",
 	  10e6, 3600e9, NULL, NULL, "period of the counters file" },
 	{ NULL, 0, 0, 0, 0, NULL, 0, 0, NULL, NULL, NULL },
@@ -219,28 +227,44 @@ exp_fail(char *err, size_t errlen, const char *fmt, ...)
 	return -EINVAL;
 }
 
-static bool
-name_ok(const char *s)
+/*
+ * Paths of a document are relative to psb's results directory and stay inside it: a
+ * document may come over the control socket, and must not make psb write (or delete,
+ * with output.overwrite) anywhere else. An absolute place is the operator's to give on
+ * the command line (--output-dir, --results, --stats-file, --counters-file).
+ */
+static int
+inside_check(const char *key, const char *v, char *err, size_t errlen)
 {
-	const char *p;
+	const char *p = v;
+	size_t n;
 
-	if (*s == '\0' || *s == '.' || *s == '-')
-		return false;
-	for (p = s; *p != '\0'; p++)
-		if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
-		      (*p >= '0' && *p <= '9') || *p == '.' || *p == '_' || *p == '-'))
-			return false;
-	return true;
+	if (v[0] == '/')
+		return exp_fail(err, errlen, "%s: must be relative and inside the results directory, "
+				"got \"%s\"", key, v);
+	while (*p != '\0') {
+		n = strcspn(p, "/");
+		if (n == 2 && p[0] == '.' && p[1] == '.')
+			return exp_fail(err, errlen, "%s: must be relative and inside the results "
+					"directory (no \"..\"), got \"%s\"", key, v);
+		p += n;
+		p += *p == '/';
+	}
+	return 0;
 }
 
 int
 psb_exp_check(const struct psb_exp_conf *c, bool need_node, char *err, size_t errlen)
 {
 	const struct psb_exp_node *n = &c->node;
+	char why[256];
 
-	if (!name_ok(c->name))
-		return exp_fail(err, errlen, "name: expected letters, digits, '.', '_' or '-' "
-				"(it names the results directory), got \"%s\"", c->name);
+	if (psb_cli_name_check(c->name, sizeof(c->name) - 1, why, sizeof(why)) != 0)
+		return exp_fail(err, errlen, "name: %s (it names the results directory)", why);
+	if (n->file_prefix[0] != '\0' &&
+	    psb_cli_name_check(n->file_prefix, PSB_PREFIX_MAX, why, sizeof(why)) != 0)
+		return exp_fail(err, errlen, "node.file_prefix: %s (it names the DPDK runtime "
+				"directory)", why);
 	if ((c->pushpull.len & 3) != 0)
 		return exp_fail(err, errlen, "pushpull.len: %llu is not a multiple of 4 (values are "
 				"float32 arrays)", (unsigned long long)c->pushpull.len);
@@ -254,8 +278,14 @@ psb_exp_check(const struct psb_exp_conf *c, bool need_node, char *err, size_t er
 	if (c->kind == PSB_EXP_SERVE && n->role == PSB_EXP_ROLE_WORKER && need_node)
 		return exp_fail(err, errlen, "node.role: kind serve runs on a server or scheduler, "
 				"got \"worker\"");
+	if (n->mtu != 0 && n->mtu < 576)
+		return exp_fail(err, errlen, "node.mtu: expected 0 (the port's own) or 576 to 9000, "
+				"got %llu", (unsigned long long)n->mtu);
 	if (c->output.dir[0] == '\0')
 		return exp_fail(err, errlen, "output.dir: expected a directory, got \"\"");
+	if (inside_check("output.dir", c->output.dir, err, errlen) != 0 ||
+	    inside_check("output.counters_file", c->output.counters_file, err, errlen) != 0)
+		return -EINVAL;
 	if (!need_node)
 		return 0;
 	if (n->ports.n == 0)
@@ -383,26 +413,76 @@ psb_exp_fixed_path(const char *path)
 }
 
 int
-psb_exp_results_path(const struct psb_exp_conf *c, char *out, size_t len)
+psb_exp_output_path(const char *root, const struct psb_exp_conf *c, const char *leaf, char *out,
+		size_t len)
 {
-	if ((size_t)snprintf(out, len, "%s/%s", c->output.dir, c->name) >= len)
-		return -ENAMETOOLONG;
-	return 0;
+	const char *sep = "/";
+	int n;
+
+	if (root == NULL || root[0] == '\0')
+		root = sep = "";
+	n = leaf != NULL ? snprintf(out, len, "%s%s%s/%s", root, sep, c->output.dir, leaf) :
+		snprintf(out, len, "%s%s%s", root, sep, c->output.dir);
+	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
 }
 
 int
-psb_exp_results_claim(const struct psb_exp_conf *c, char *err, size_t errlen)
+psb_exp_results_path(const char *root, const struct psb_exp_conf *c, char *out, size_t len)
 {
-	char path[PATH_MAX];
+	return psb_exp_output_path(root, c, c->name, out, len);
+}
+
+/* What psb writes into a results directory: the only files it ever removes from one. */
+static const char *const result_files[] = { "result.json", "result.csv", "result.txt", NULL };
+
+/* -ENOTEMPTY (the first other entry in left) when dir holds more than psb's result files. */
+static int
+only_results(const char *dir, char *left, size_t leftlen)
+{
+	struct dirent *de;
+	DIR *d = opendir(dir);
+	int rc = 0;
+
+	if (d == NULL)
+		return 0;
+	while (rc == 0 && (de = readdir(d)) != NULL) {
+		unsigned int i;
+
+		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+			continue;
+		for (i = 0; result_files[i] != NULL; i++)
+			if (strcmp(de->d_name, result_files[i]) == 0)
+				break;
+		if (result_files[i] == NULL) {
+			snprintf(left, leftlen, "%s", de->d_name);
+			rc = -ENOTEMPTY;
+		}
+	}
+	closedir(d);
+	return rc;
+}
+
+int
+psb_exp_results_claim(const char *root, const struct psb_exp_conf *c, char *err, size_t errlen)
+{
+	char path[PATH_MAX], other[256];
 	struct stat st;
 
-	if (psb_exp_results_path(c, path, sizeof(path)) != 0)
+	if (psb_exp_results_path(root, c, path, sizeof(path)) != 0)
 		return exp_fail(err, errlen, "output.dir: path too long");
-	if (c->output.overwrite || stat(path, &st) != 0)
+	if (stat(path, &st) != 0)
 		return 0;
-	snprintf(err, errlen, "name: results of \"%s\" already exist in %s (choose another name, "
-		 "move them away, or set output.overwrite)", c->name, path);
-	return -EEXIST;
+	if (!c->output.overwrite) {
+		snprintf(err, errlen, "name: results of \"%s\" already exist in %s (choose another "
+			 "name, move them away, or set output.overwrite)", c->name, path);
+		return -EEXIST;
+	}
+	if (only_results(path, other, sizeof(other)) != 0) {
+		snprintf(err, errlen, "output.overwrite: %s holds \"%s\", which psb did not write "
+			 "(move it away; psb replaces only its own results)", path, other);
+		return -EEXIST;
+	}
+	return 0;
 }
 
 /* mkdir -p */
@@ -423,6 +503,34 @@ mkdirs(const char *path)
 	}
 	if (mkdir(buf, 0755) != 0 && errno != EEXIST)
 		return -errno;
+	return 0;
+}
+
+int
+psb_exp_output_dir(const char *root, const struct psb_exp_conf *c, char *err, size_t errlen)
+{
+	char base[PATH_MAX], rroot[PATH_MAX], rbase[PATH_MAX];
+	size_t n;
+	int rc;
+
+	if (psb_exp_output_path(root, c, NULL, base, sizeof(base)) != 0)
+		return exp_fail(err, errlen, "output.dir: path too long");
+	rc = mkdirs(base);
+	if (rc != 0) {
+		snprintf(err, errlen, "output.dir: cannot create %s: %s", base, strerror(-rc));
+		return rc;
+	}
+	/* a symbolic link on the way may lead elsewhere: where it really is must be inside */
+	if (realpath(root != NULL && root[0] != '\0' ? root : ".", rroot) == NULL ||
+	    realpath(base, rbase) == NULL) {
+		rc = -errno;
+		snprintf(err, errlen, "output.dir: cannot resolve %s: %s", base, strerror(errno));
+		return rc;
+	}
+	n = strlen(rroot);
+	if (n > 1 && (strncmp(rbase, rroot, n) != 0 || (rbase[n] != '\0' && rbase[n] != '/')))
+		return exp_fail(err, errlen, "output.dir: %s leads to %s, outside the results "
+				"directory %s (a symbolic link?)", base, rbase, rroot);
 	return 0;
 }
 
@@ -465,24 +573,25 @@ render(void (*fn)(FILE *, const json_t *, const char *const *), const json_t *ro
 }
 
 int
-psb_exp_results_write(const struct psb_exp_conf *c, const json_t *doc, const json_t *rows,
-		const char *const *cols, char *where, size_t wherelen, char *err, size_t errlen)
+psb_exp_results_write(const char *root, const struct psb_exp_conf *c, const json_t *doc,
+		const json_t *rows, const char *const *cols, char *where, size_t wherelen, char *err,
+		size_t errlen)
 {
-	char final[PATH_MAX + 64], tmp[PATH_MAX + 64], old[PATH_MAX + 64], *text;
+	char base[PATH_MAX], final[PATH_MAX + 128], tmp[PATH_MAX + 128], old[PATH_MAX + 128];
+	char *text;
 	struct stat st;
 	unsigned int n;
 	int rc;
 
-	if (psb_exp_results_path(c, final, PATH_MAX) != 0)
+	if (psb_exp_output_path(root, c, NULL, base, sizeof(base)) != 0 ||
+	    psb_exp_results_path(root, c, final, PATH_MAX) != 0)
 		return exp_fail(err, errlen, "output.dir: path too long");
-	rc = mkdirs(c->output.dir);
-	if (rc != 0) {
-		snprintf(err, errlen, "output.dir: cannot create %s: %s", c->output.dir,
-			 strerror(-rc));
+	rc = psb_exp_output_dir(root, c, err, errlen);
+	if (rc != 0)
 		return rc;
-	}
-	snprintf(tmp, sizeof(tmp), "%s/.%s.tmp.%d", c->output.dir, c->name, (int)getpid());
-	psb_rmdir_flat(tmp);
+	/* psb's own directories: only its result files are ever removed from them */
+	snprintf(tmp, sizeof(tmp), "%s/.%s.tmp.%d", base, c->name, (int)getpid());
+	psb_rmdir_flat(tmp, result_files, true, NULL, 0);
 	if (mkdir(tmp, 0755) != 0) {
 		rc = -errno;
 		snprintf(err, errlen, "cannot create %s: %s", tmp, strerror(errno));
@@ -503,22 +612,27 @@ psb_exp_results_write(const struct psb_exp_conf *c, const json_t *doc, const jso
 	}
 	if (rc != 0) {
 		snprintf(err, errlen, "cannot write results into %s: %s", tmp, strerror(-rc));
-		psb_rmdir_flat(tmp);
+		psb_rmdir_flat(tmp, result_files, true, NULL, 0);
 		return rc;
 	}
 	if (stat(final, &st) == 0) {
 		if (c->output.overwrite) {
+			rc = psb_exp_results_claim(root, c, err, errlen);
+			if (rc != 0) {
+				n = (unsigned int)strnlen(err, errlen);
+				snprintf(err + n, errlen - n, "; this run's results are in %s", tmp);
+				return rc;
+			}
 			/* move the old results aside first: a directory rename cannot replace one */
-			snprintf(old, sizeof(old), "%s/.%s.old.%d", c->output.dir, c->name,
-				 (int)getpid());
-			psb_rmdir_flat(old);
+			snprintf(old, sizeof(old), "%s/.%s.old.%d", base, c->name, (int)getpid());
+			psb_rmdir_flat(old, result_files, true, NULL, 0);
 			if (rename(final, old) != 0) {
 				rc = -errno;
 				snprintf(err, errlen, "cannot move the old %s aside: %s", final,
 					 strerror(errno));
 				return rc;
 			}
-			psb_rmdir_flat(old);
+			psb_rmdir_flat(old, result_files, true, NULL, 0);
 		} else {
 			/* appeared while the experiment ran: keep both, never replace */
 			for (n = 2; n < 10000; n++) {

@@ -47,13 +47,14 @@ struct psb_exp_node {
 	uint64_t workers;		/* worker roles in this process */
 	uint64_t shards;
 	bool sync;
-	uint64_t mtu;
+	uint64_t mtu;			/* 0: the port's own (af_packet, tap), else 9000 */
 	uint64_t max_value;
 	char lcores[64];
 	uint64_t mem_mb;		/* 0: what the pools need */
 	uint64_t mbufs;			/* 0: from rings and ports */
 	int huge;			/* enum psb_exp_huge */
 	uint64_t yield;			/* ns between sched_yield() of a polling lcore, 0 never */
+	uint64_t connect_timeout;	/* ns each setup wait may take (ARP, REGISTER...), 0: forever */
 	char file_prefix[64];
 	/* Control-plane limits: what clients and files may cost the process (CONTROL.md). */
 	uint64_t ctl_requests_per_pass;	/* control requests (and new connections) per pass */
@@ -105,7 +106,7 @@ struct psb_exp_output {
 	char dir[256];			/* results go to dir/<name>/ */
 	bool overwrite;			/* replace an existing dir/<name> */
 	uint64_t log_every;		/* progress line period, ns; live */
-	char counters_file[256];	/* JSON lines of every counter, "" none; relative: in dir */
+	char counters_file[256];	/* JSON lines of every counter, "" none; in dir */
 	uint64_t counters_every;	/* its period, ns */
 };
 
@@ -182,22 +183,35 @@ const char *psb_exp_fixed_diff(const struct psb_exp_conf *a, const struct psb_ex
 bool psb_exp_fixed_path(const char *path);
 
 /*
- * Results directories. psb_exp_results_path gives dir/name; psb_exp_results_claim fails
- * with -EEXIST (and a message) when it already holds results and overwrite is off, so an
- * experiment is refused before it runs rather than after.
+ * Results directories. Every path of a document is relative to root, the results
+ * directory the operator gave psb (--output-dir; NULL or "": the working directory), and
+ * psb_exp_check keeps it inside: no absolute paths, no "..".
+ *
+ * psb_exp_output_path gives root/output.dir/leaf (root/output.dir when leaf is NULL);
+ * psb_exp_results_path gives root/output.dir/name. psb_exp_output_dir creates
+ * root/output.dir and checks that it really is inside root (no symbolic link leads out).
+ * psb_exp_results_claim fails with -EEXIST (and a message) when the results directory
+ * exists and overwrite is off, or holds files psb did not write (it replaces only its
+ * own), so an experiment is refused before it runs rather than after.
  */
-int psb_exp_results_path(const struct psb_exp_conf *c, char *out, size_t len);
-int psb_exp_results_claim(const struct psb_exp_conf *c, char *err, size_t errlen);
+int psb_exp_output_path(const char *root, const struct psb_exp_conf *c, const char *leaf,
+		char *out, size_t len);
+int psb_exp_results_path(const char *root, const struct psb_exp_conf *c, char *out, size_t len);
+int psb_exp_output_dir(const char *root, const struct psb_exp_conf *c, char *err, size_t errlen);
+int psb_exp_results_claim(const char *root, const struct psb_exp_conf *c, char *err,
+		size_t errlen);
 
 /*
  * Write result.json (doc as is), result.csv and result.txt (rows as a table) into a new
- * directory and move it to dir/name in one rename: readers see all three files or none.
- * An existing dir/name is replaced only with overwrite; otherwise the results go to
- * dir/name.N (first free N) and *where says so. rows: array of flat objects, one per table
- * row; cols: the keys to show, in order. 0 or -errno with a message in err.
+ * directory and move it to root/dir/name in one rename: readers see all three files or
+ * none. An existing root/dir/name is replaced only with overwrite (and only when it holds
+ * psb's result files alone); otherwise the results go to root/dir/name.N (first free N)
+ * and *where says so. rows: array of flat objects, one per table row; cols: the keys to
+ * show, in order. 0 or -errno with a message in err.
  */
-int psb_exp_results_write(const struct psb_exp_conf *c, const json_t *doc, const json_t *rows,
-		const char *const *cols, char *where, size_t wherelen, char *err, size_t errlen);
+int psb_exp_results_write(const char *root, const struct psb_exp_conf *c, const json_t *doc,
+		const json_t *rows, const char *const *cols, char *where, size_t wherelen, char *err,
+		size_t errlen);
 
 /* rows as an aligned text table / as CSV (header line first). */
 void psb_exp_table_print(FILE *out, const json_t *rows, const char *const *cols);

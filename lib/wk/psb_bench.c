@@ -33,6 +33,9 @@ struct psb_bench {
 	int error;
 	uint64_t error_key;
 	uint32_t error_aux;
+	uint8_t error_type;
+	uint32_t error_retries;
+	uint64_t error_wait_ns;
 	uint64_t ops_done;
 	uint64_t failed;
 	uint64_t verify_errors;
@@ -214,6 +217,9 @@ on_done(void *arg, struct psb_wk_op *op)
 			b->error = op->status;
 			b->error_key = op->key;
 			b->error_aux = op->err_aux;
+			b->error_type = op->type;
+			b->error_retries = op->retries;
+			b->error_wait_ns = op->rtt_ns;
 		}
 		return;
 	}
@@ -534,6 +540,16 @@ psb_bench_wants_step(const struct psb_bench *b)
 }
 
 void
+psb_bench_result_empty(struct psb_bench_result *r, int mode, uint32_t len)
+{
+	memset(r, 0, sizeof(*r));
+	r->mode = mode;
+	r->len = len;
+	psb_hist_init(&r->rtt);
+	psb_hist_init(&r->stale);
+}
+
+void
 psb_bench_result(const struct psb_bench *b, uint64_t now_ns, struct psb_bench_result *r)
 {
 	const struct psb_wk_stats *ws = psb_wk_stats(b->wk);
@@ -558,6 +574,9 @@ psb_bench_result(const struct psb_bench *b, uint64_t now_ns, struct psb_bench_re
 	r->first_error = b->error;
 	r->first_error_key = b->error_key;
 	r->first_error_aux = b->error_aux;
+	r->first_error_type = b->error_type;
+	r->first_error_retries = b->error_retries;
+	r->first_error_wait_ns = b->error_wait_ns;
 	r->rtt = b->rtt;
 	r->stale = b->stale;
 }
@@ -761,7 +780,8 @@ psb_bench_result_json(const struct psb_bench_result *r, const char *label)
 }
 
 int
-psb_bench_write_json(const struct psb_bench_result *r, const char *label, const char *path)
+psb_bench_write_json(const struct psb_bench_result *r, const char *label, const char *state,
+		const char *error, const char *path)
 {
 	json_t *o;
 	char tmp[4096];
@@ -772,6 +792,9 @@ psb_bench_write_json(const struct psb_bench_result *r, const char *label, const 
 	o = psb_bench_result_json(r, label);
 	if (o == NULL)
 		return -ENOMEM;
+	json_object_set_new(o, "state", json_string(state != NULL ? state : "done"));
+	if (error != NULL)
+		json_object_set_new(o, "error", json_string(error));
 	rc = json_dump_file(o, tmp, JSON_INDENT(2) | JSON_SORT_KEYS);
 	json_decref(o);
 	if (rc != 0) {

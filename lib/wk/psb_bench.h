@@ -62,6 +62,9 @@ struct psb_bench_result {
 	int first_error;		/* status of the first failed request (0: none) */
 	uint64_t first_error_key;
 	uint32_t first_error_aux;	/* the ERROR reply's aux, e.g. the stored length */
+	uint8_t first_error_type;	/* its request type (PSB_MSG_PUSH, ...) */
+	uint32_t first_error_retries;	/* tries it used up */
+	uint64_t first_error_wait_ns;	/* from its first send to its failure */
 	struct psb_hist rtt;		/* per-request round trip, ns */
 	/*
 	 * Staleness per applied push: how many versions of the key other workers pushed
@@ -113,6 +116,8 @@ int psb_bench_warming(const struct psb_bench *b);
 
 /* Snapshot of the results so far (also valid once finished). */
 void psb_bench_result(const struct psb_bench *b, uint64_t now_ns, struct psb_bench_result *r);
+/* The result of a run that never started: what was asked, nothing measured. */
+void psb_bench_result_empty(struct psb_bench_result *r, int mode, uint32_t len);
 
 const char *psb_bench_mode_name(int mode);
 /* What a failed request's status means ("length_mismatch", "no answer after all retries"). */
@@ -140,7 +145,11 @@ json_t *psb_bench_stale_hist_json(const struct psb_hist *h);
 /* The same as the value of key, into an emitter (a tree or text). */
 void psb_bench_rtt_hist_emit(struct psb_emit *e, const char *key, const struct psb_hist *h);
 void psb_bench_stale_hist_emit(struct psb_emit *e, const char *key, const struct psb_hist *h);
-/* JSON object of the result; written to path atomically (path.tmp + rename). 0 or -errno. */
-int psb_bench_write_json(const struct psb_bench_result *r, const char *label, const char *path);
+/*
+ * JSON object of the result, with "state" ("done", "stopped", "failed") and, when not
+ * NULL, "error" (why it failed); written to path atomically (path.tmp + rename). 0 or -errno.
+ */
+int psb_bench_write_json(const struct psb_bench_result *r, const char *label, const char *state,
+		const char *error, const char *path);
 
 #endif /* PSB_BENCH_H */

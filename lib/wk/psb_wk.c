@@ -461,16 +461,24 @@ psb_wk_poll(struct psb_wk *wk, uint64_t now_ns)
 	for (i = 0; i < wk->cfg.window; i++) {
 		struct wk_slot *s = &wk->slots[i];
 
-		/*
-		 * Back off: a resend of a large value must not crowd out the answers to it.
-		 * Like requests waiting on the pending list, records of a batch the
-		 * transport has not taken yet were never sent: nothing to resend.
-		 */
-		if (s->op == NULL || s->on_pending || s->bgen == wk->bgen ||
+		/* Back off: a resend of a large value must not crowd out the answers to it. */
+		if (s->op == NULL ||
 		    now_ns - s->sent_ns < wk->cfg.timeout_ns << (s->op->retries < 6 ? s->op->retries : 6))
 			continue;
 		if (wk->cfg.max_retries != 0 && s->op->retries >= wk->cfg.max_retries) {
 			finish(wk, s, s->busy ? PSB_ST_BUSY : -ETIMEDOUT, now_ns);
+			continue;
+		}
+		/*
+		 * Requests waiting on the pending list, and records of a batch the transport
+		 * has not taken yet, were never (wholly) sent: nothing to resend. A transport
+		 * that takes nothing for a whole timeout still uses up a try, so that a port
+		 * that stays blocked (a peer gone, a ring that never drains) ends in -ETIMEDOUT
+		 * after max_retries like a peer that never answers.
+		 */
+		if (s->on_pending || s->bgen == wk->bgen) {
+			s->op->retries++;
+			s->sent_ns = now_ns;
 			continue;
 		}
 		s->op->retries++;

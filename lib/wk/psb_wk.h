@@ -42,7 +42,9 @@ struct psb_wk_cfg {
 	uint32_t window;	/* requests in flight at most (<= PSB_WK_MAX_WINDOW) */
 	uint64_t timeout_ns;	/* resend a request unanswered for this long; doubles with each
 				 * retry of that request, up to 64 times */
-	uint32_t max_retries;	/* then fail it with -ETIMEDOUT (0: retry forever) */
+	uint32_t max_retries;	/* then fail it with -ETIMEDOUT (0: retry forever); a timeout
+				 * that passes while the transport takes nothing counts as
+				 * a try too, so a blocked transport fails requests alike */
 	/*
 	 * Requests whose value (or, for a pull, expected value) is at most
 	 * batch_max bytes are sent as records of BATCH messages, which

@@ -49,13 +49,13 @@ TAG=psbc
 pushpull_doc() {
 	cat > "$TMP/exp.json" <<EOF
 {"name": "ctlbench", "kind": "pushpull", "pushpull": {"len": $LEN, "repeat": 1000000000000,
- "duration": "${1}s", "keys": 40}, "output": {"dir": "$TMP/results", "overwrite": true,
+ "duration": "${1}s", "keys": 40}, "output": {"dir": "results", "overwrite": true,
  "log_every": "0s", "counters_file": "counters.jsonl", "counters_every": "3600s"}}
 EOF
 }
 # both keep a counters file, written only while monitored (ctl_paired.py sets the period)
 cat > "$TMP/serve.json" <<EOF
-{"name": "ctlbench-serve", "kind": "serve", "output": {"dir": "$TMP/results",
+{"name": "ctlbench-serve", "kind": "serve", "output": {"dir": "results",
  "overwrite": true, "counters_file": "serve-counters.jsonl", "counters_every": "3600s"}}
 EOF
 

@@ -58,7 +58,7 @@ mkfifo "$TMP/fifo"
 mkdir "$TMP/dir"
 python3 -c 'import sys; open(sys.argv[1], "w").write("{}" + " " * (2 << 20))' "$TMP/big.json"
 cat > "$TMP/serve.json" <<EOF
-{"name": "hostile-serve", "kind": "serve", "output": {"dir": "$TMP/results", "overwrite": true}}
+{"name": "hostile-serve", "kind": "serve", "output": {"dir": "results", "overwrite": true}}
 EOF
 start_pair
 NT=$(tr ',' '\n' <<<"$TARGETS" | grep -c .)
@@ -66,7 +66,7 @@ NB=$(tr ',' '\n' <<<"$BEHAVIOURS" | grep -c .)
 DURATION=$(python3 -c "print(int($NT * $NB * $PAIRS * 2 * ($WINDOW + 0.6) + 60))")
 cat > "$TMP/exp.json" <<EOF
 {"name": "hostile", "kind": "pushpull", "pushpull": {"len": $LEN, "repeat": 1000000000000,
- "duration": "${DURATION}s", "keys": 40}, "output": {"dir": "$TMP/results", "overwrite": true,
+ "duration": "${DURATION}s", "keys": 40}, "output": {"dir": "results", "overwrite": true,
  "log_every": "0s"}}
 EOF
 "$PSBCTL" --ctl "$WCTL" start "$TMP/exp.json" > /dev/null

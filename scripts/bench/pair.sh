@@ -27,13 +27,14 @@ start_pair() {
 	WPROM=$(free_port)
 	while [ "$WPROM" = "$SPROM" ]; do WPROM=$(free_port); done
 	"$PSB" --port "memif:server:$TMP/m$n.sock" --ip 198.18.0.1 --async -l 0 --file-prefix "$SP" \
-		--ctl "$SCTL" --wait -q --prometheus "127.0.0.1:$SPROM" "$@" > "$TMP/srv$n.log" 2>&1 &
+		--ctl "$SCTL" --wait -q --prometheus "127.0.0.1:$SPROM" --output-dir "$TMP" "$@" \
+		> "$TMP/srv$n.log" 2>&1 &
 	PIDS+=($!)
 	SPID=$!
 	wait_sock "$SCTL"	# the control socket appears once the port runs
 	"$PSB" --role worker --port "memif:client:$TMP/m$n.sock" --ip 198.18.0.2 \
 		--server 198.18.0.1 --async -l 1 --file-prefix "$WP" --ctl "$WCTL" --wait -q \
-		--prometheus "127.0.0.1:$WPROM" "$@" > "$TMP/wk$n.log" 2>&1 &
+		--prometheus "127.0.0.1:$WPROM" --output-dir "$TMP" "$@" > "$TMP/wk$n.log" 2>&1 &
 	PIDS+=($!)
 	WPID=$!
 	wait_sock "$WCTL"

@@ -128,7 +128,7 @@ echo "console: --cmdline-file ok"
 # 4. A terminal: tmux runs psb -i; Tab completes words; the control socket answers meanwhile.
 cat >"$DIR/pane.sh" <<EOF
 stty -g >"$DIR/tty.before"
-"$PSB" ${NULLSRV[*]} --file-prefix "$PFX-t" --ctl "$DIR/ctl.sock" -i 2>"$DIR/t.err"
+"$PSB" ${NULLSRV[*]} --file-prefix "$PFX-t" --ctl "$DIR/ctl.sock" --output-dir "$DIR" -i 2>"$DIR/t.err"
 echo \$? >"$DIR/t.rc"
 stty -g >"$DIR/tty.after"
 EOF
@@ -173,8 +173,7 @@ wait_pane 'an experiment is loaded' "the console does not see the set made on th
 wait_pane 'NIC statistics for port 0' "show port st<Tab> al<Tab>"
 # wait keeps the console from reading, not the process from serving: the socket still answers,
 # and Ctrl-C at the terminal gives the console back.
-printf '{"name": "sv", "kind": "serve", "output": {"dir": "%s/results"}}\n' "$DIR" \
-	>"$DIR/serve.json"
+printf '{"name": "sv", "kind": "serve", "output": {"dir": "results"}}\n' >"$DIR/serve.json"
 "${TMX[@]}" send-keys -t con "start $DIR/serve.json" Enter
 wait_pane '^experiment 1 "sv" started$' "start FILE"
 "${TMX[@]}" send-keys -t con 'wait' Enter
@@ -208,14 +207,14 @@ echo "console: terminal, Tab completion and control socket ok"
 cat >"$DIR/server.json" <<EOF
 {"name": "s1", "kind": "serve", "node": {"role": "server", "ports": ["memif:server:$DIR/m.sock"],
  "ip": "198.18.0.1", "huge": "no", "file_prefix": "$PFX-s", "lcores": "0"},
- "output": {"dir": "$DIR/results"}}
+ "output": {"dir": "results"}}
 EOF
 cat >"$DIR/worker.json" <<EOF
 {"name": "w1", "kind": "pushpull", "node": {"role": "worker", "ports": ["memif:client:$DIR/m.sock"],
  "ip": "198.18.0.2", "server": "198.18.0.1", "huge": "no", "file_prefix": "$PFX-w", "lcores": "1"},
- "pushpull": {"len": "4KiB", "repeat": 200}, "output": {"dir": "$DIR/results"}}
+ "pushpull": {"len": "4KiB", "repeat": 200}, "output": {"dir": "results"}}
 EOF
-"$PSB" --config "$DIR/server.json" --ctl "$DIR/s.ctl" -q >"$DIR/s.out" 2>&1 &
+"$PSB" --config "$DIR/server.json" --ctl "$DIR/s.ctl" --output-dir "$DIR" -q >"$DIR/s.out" 2>&1 &
 SPID=$!
 # The memif socket exists from the server's EAL start, but a client that connects before the
 # server's port is started is refused ("ID not found") and never retries. The control socket
@@ -226,7 +225,7 @@ ctl '{"cmd": "status"}' "$DIR/s.ctl" 30 >"$DIR/s.status" ||
 grep -q '"state": *"running"' "$DIR/s.status" || fail "experiment: server: $(cat "$DIR/s.status")"
 printf '%s\n' 'show experiment' "load $DIR/worker.json" start wait 'show experiment' \
 	'show counters worker0' quit |
-	timeout -k 5 60 "$PSB" --config "$DIR/worker.json" -q -i 2>"$DIR/w.err" |
+	timeout -k 5 60 "$PSB" --config "$DIR/worker.json" --output-dir "$DIR" -q -i 2>"$DIR/w.err" |
 	tr -d '\r' >"$DIR/w.out" ||
 	fail "experiment: worker exited with $?: $(cat "$DIR/w.out" "$DIR/w.err" "$DIR/s.out")"
 W=$DIR/w.out

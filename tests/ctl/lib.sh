@@ -75,7 +75,8 @@ ctl_ready() {	# SOCK: until psb answers on it
 # A memif server (s.ctl) and a worker waiting for commands (w.ctl), link up.
 start_pair() {
 	timeout -k 5 $LIMIT "$PSB" --port "memif:server:$DIR/m.sock" --ip 198.18.0.1 -l 0 \
-		--no-huge --file-prefix "${PFX}s" --ctl "$DIR/s.ctl" >"$DIR/server.log" 2>&1 &
+		--no-huge --file-prefix "${PFX}s" --ctl "$DIR/s.ctl" --output-dir "$DIR" \
+		>"$DIR/server.log" 2>&1 &
 	PIDS+=($!)
 	SERVER_PID=$!
 	# Only once the server answers are its ports started: a memif client that connects
@@ -83,7 +84,7 @@ start_pair() {
 	ctl_ready "$DIR/s.ctl"
 	timeout -k 5 $LIMIT "$PSB" --role worker --port "memif:client:$DIR/m.sock" \
 		--ip 198.18.0.2 --server 198.18.0.1 -l 1 --no-huge --file-prefix "${PFX}w" --wait \
-		--ctl "$DIR/w.ctl" >"$DIR/worker.log" 2>&1 &
+		--ctl "$DIR/w.ctl" --output-dir "$DIR" >"$DIR/worker.log" 2>&1 &
 	PIDS+=($!)
 	WORKER_PID=$!
 	ctl_ready "$DIR/w.ctl"
@@ -95,7 +96,8 @@ start_pair() {
 	fail "memif link between worker and server did not come up within 10 s"
 }
 
-# A pushpull document without "node" (the running worker's) into FILE.
+# A pushpull document without "node" (the running worker's) into FILE; DIR is relative to
+# the appliance's --output-dir ($DIR).
 write_doc() {	# FILE NAME REPEAT RATE DIR
 	cat >"$1" <<EOF
 {"name": "$2", "kind": "pushpull",

@@ -16,12 +16,12 @@ grep -q '^role: worker' "$O" && grep -q '^experiment: none yet' "$O" || fail "st
 expect_rc 0 "$O" "$E" ctl "$W" list
 grep -q '^no experiments yet' "$O" || fail "list: $(cat "$O")"
 
-# --- start FILE --wait to completion; FILE and its relative output.dir resolve here
+# --- start FILE --wait to completion; FILE resolves here, its results under psb's --output-dir
 mkdir "$DIR/here"
 write_doc "$DIR/here/small.json" small 200 0 results
 (cd "$DIR/here" && "$PSBCTL" --ctl "$W" start small.json --wait) >"$O" 2>"$E" ||
 	fail "start --wait: exit $?: $(cat "$O" "$E")"
-R="$DIR/here/results/small"
+R="$DIR/results/small"
 grep -q "^experiment 1 \"small\" started; results will go to $R\$" "$O" || fail "start: $(cat "$O")"
 grep -q '^experiment 1 "small": done after' "$O" || fail "start --wait end: $(cat "$O")"
 grep -q "^results: $R\$" "$O" || fail "start --wait results: $(cat "$O")"
@@ -33,7 +33,7 @@ expect_rc 1 "$O" "$E" bash -c "cd '$DIR/here' && '$PSBCTL' --ctl '$W' start smal
 grep -q '^psbctl: exists: name: results of "small" already exist' "$E" || fail "rerun: $(cat "$E")"
 
 # --- a long rate-limited run, watched by start --wait in the background
-write_doc "$DIR/long.json" long 100000000 20Mbps "$DIR/results"
+write_doc "$DIR/long.json" long 100000000 20Mbps results
 "$PSBCTL" --ctl "$W" start "$DIR/long.json" --wait >"$DIR/wait.out" 2>"$DIR/wait.err" &
 WAITER=$!
 PIDS+=($WAITER)
@@ -170,7 +170,7 @@ grep -qx 'store.pushpull 0' "$O" && grep -qx 'store.rounds_closed 0' "$O" &&
 	grep -qx 'store.bytes_summed 0' "$O" || fail "server store after reset: $(cat "$O")"
 
 # load, set while idle (for the loaded one), then start it: the loaded document runs
-write_doc "$DIR/l.json" loaded 100 0 "$DIR/results"
+write_doc "$DIR/l.json" loaded 100 0 results
 expect_rc 0 "$O" "$E" ctl "$W" load "$DIR/l.json"
 grep -q '^loaded "loaded" (pushpull)' "$O" || fail "load: $(cat "$O")"
 expect_rc 0 "$O" "$E" ctl "$W" set pushpull.repeat 150
@@ -185,7 +185,7 @@ expect_rc 0 "$O" "$E" ctl "$S" quit
 wait $SERVER_PID || fail "server exited with $? after quit"
 [ -e "$S" ] && fail "server left its socket behind"
 printf '{"name": "fails", "kind": "pushpull", "pushpull": {"len": "4KiB", "repeat": 10,
- "timeout": "1ms", "max_retries": 2}, "output": {"dir": "%s"}}\n' "$DIR/results" >"$DIR/f.json"
+ "timeout": "1ms", "max_retries": 2}, "output": {"dir": "%s"}}\n' results >"$DIR/f.json"
 expect_rc 1 "$O" "$E" ctl "$W" start "$DIR/f.json" --wait
 grep -q '^experiment 4 "fails": failed' "$O" && grep -q '^psbctl: experiment 4 failed' "$E" ||
 	fail "failed run: $(cat "$O" "$E")"

@@ -49,7 +49,7 @@ expect_rc 0 "$O" "$E" timeout --preserve-status -s INT 2.2 "$PSBCTL" --ctl "$DIR
 start_pair
 
 # --- a long rate-limited run; Ctrl-C ends start --wait (130), not the experiment
-write_doc "$DIR/long.json" long 100000000 20Mbps "$DIR/results"
+write_doc "$DIR/long.json" long 100000000 20Mbps results
 expect_rc 130 "$O" "$E" timeout --preserve-status -s INT 2 "$PSBCTL" --ctl "$W" start "$DIR/long.json" --wait
 grep -q '^psbctl: interrupted; experiment 1 goes on' "$E" || fail "interrupted: $(cat "$E")"
 wait_state "$W" running 5

@@ -11,7 +11,7 @@ start_pair
 
 # --- started after sitting idle: elapsed, goodput and round trips are the run's only
 sleep 3
-write_doc "$DIR/idle.json" idle 300 0 "$DIR/results"
+write_doc "$DIR/idle.json" idle 300 0 results
 expect_rc 0 "$O" "$E" ctl "$W" start "$DIR/idle.json" --wait
 python3 - "$DIR/results/idle/result.json" <<'PY' || fail "start after idle: $(head -c 600 "$DIR/results/idle/result.json")"
 import json, sys
@@ -28,7 +28,7 @@ PY
 cat >"$DIR/dur.json" <<EOF
 {"name": "dur", "kind": "pushpull",
  "pushpull": {"len": "4KiB", "repeat": 100000000, "rate": "20Mbps", "duration": "2s"},
- "output": {"dir": "$DIR/results"}}
+ "output": {"dir": "results"}}
 EOF
 expect_rc 0 "$O" "$E" ctl "$W" start "$DIR/dur.json"
 wait_state "$W" running 10
@@ -49,7 +49,7 @@ grep -q "figures since the last of 4 reset_state" "$DIR/worker.log" ||
 	fail "the table does not say it covers the last window: $(tail -5 "$DIR/worker.log")"
 
 # --- list, status and stop agree on the running experiment
-write_doc "$DIR/long.json" long 100000000 20Mbps "$DIR/results"
+write_doc "$DIR/long.json" long 100000000 20Mbps results
 expect_rc 0 "$O" "$E" ctl "$W" start "$DIR/long.json"
 wait_state "$W" running 10
 sleep 1.5
@@ -66,14 +66,14 @@ expect_rc 0 "$O" "$E" ctl "$W" stop
 
 # --- serve: stop's reply, status after it and the results are the window's figures
 cat >"$DIR/serve.json" <<EOF
-{"name": "srv", "kind": "serve", "output": {"dir": "$DIR/results"}}
+{"name": "srv", "kind": "serve", "output": {"dir": "results"}}
 EOF
 expect_rc 0 "$O" "$E" ctl "$S" start "$DIR/serve.json"
 wait_state "$S" running 10
-write_doc "$DIR/in-window.json" inwindow 200 0 "$DIR/results"
+write_doc "$DIR/in-window.json" inwindow 200 0 results
 expect_rc 0 "$O" "$E" ctl "$W" start "$DIR/in-window.json" --wait
 ctl "$S" --json stop >"$DIR/stop.json" || fail "serve stop"
-write_doc "$DIR/after.json" after 100 0 "$DIR/results"
+write_doc "$DIR/after.json" after 100 0 results
 expect_rc 0 "$O" "$E" ctl "$W" start "$DIR/after.json" --wait
 ctl "$S" --json status >"$DIR/sstatus.json" || fail "serve status"
 python3 - "$DIR/stop.json" "$DIR/sstatus.json" "$DIR/results/srv/result.json" <<'PY' || fail "serve figures: $(cat "$DIR/stop.json" "$DIR/sstatus.json")"
@@ -92,7 +92,7 @@ PY
 cat >"$DIR/zc.json" <<EOF
 {"name": "zc", "kind": "pushpull",
  "pushpull": {"len": "1MiB", "keys": 8, "repeat": 100000000, "duration": "3s", "verify": true},
- "output": {"dir": "$DIR/results"}}
+ "output": {"dir": "results"}}
 EOF
 # the store drops its 4 KiB keys: 1 MiB values may take their place
 expect_rc 0 "$O" "$E" ctl "$S" reset_state
@@ -120,10 +120,10 @@ cat >"$DIR/served.json" <<EOF
 {"name": "served", "kind": "serve",
  "node": {"role": "server", "ports": ["null"], "ip": "198.18.0.9", "lcores": "0",
           "file_prefix": "${PFX}d"},
- "serve": {"duration": "1s"}, "output": {"dir": "$DIR/results"}}
+ "serve": {"duration": "1s"}, "output": {"dir": "results"}}
 EOF
 start=$(date +%s.%N)
-timeout -k 2 20 "$PSB" --config "$DIR/served.json" --no-huge >"$DIR/served.log" 2>&1 ||
+timeout -k 2 20 "$PSB" --config "$DIR/served.json" --no-huge --output-dir "$DIR" >"$DIR/served.log" 2>&1 ||
 	fail "serve with a duration exited with $?"
 python3 - "$start" "$(date +%s.%N)" "$DIR/results/served/result.json" <<'PY' || fail "serve.duration: $(tail -5 "$DIR/served.log")"
 import json, sys

@@ -13,7 +13,7 @@ SCRAPE=$3
 PP=$(free_port)
 CTL=$DIR/s.ctl
 start_psb server --port null --ip 198.18.0.1 -l 0 --no-huge --file-prefix "$TAG-s" --wait \
-	--ctl "$CTL" --prometheus "$PP"
+	--ctl "$CTL" --prometheus "$PP" --output-dir "$DIR"
 SPID=$LAST_PID
 wait_http "http://127.0.0.1:$PP/metrics" $SPID
 wait_tel "$TAG-s" $SPID
@@ -92,7 +92,7 @@ PY
 
 # A counters file at 3600 s: one line at the start; set to 0.1 s, lines come at once.
 cat > "$DIR/serve.json" <<EOF
-{"name": "scrape-serve", "kind": "serve", "output": {"dir": "$DIR/results",
+{"name": "scrape-serve", "kind": "serve", "output": {"dir": "results",
  "counters_file": "c.jsonl", "counters_every": "3600s"}}
 EOF
 "$PSBCTL" --ctl "$CTL" start "$DIR/serve.json" > /dev/null || fail "start serve"

@@ -113,6 +113,27 @@ static const struct {
 	  "output.counters_every:", "in [" },
 	{ "{\"name\": \"a\", \"kind\": \"serve\", \"output\": {\"dir\": \"\"}}", false,
 	  "output.dir:", "directory" },
+	/* a document's paths stay inside psb's results directory */
+	{ "{\"name\": \"a\", \"kind\": \"serve\", \"output\": {\"dir\": \"/etc\"}}", false,
+	  "output.dir:", "must be relative and inside the results directory, got \"/etc\"" },
+	{ "{\"name\": \"a\", \"kind\": \"serve\", \"output\": {\"dir\": \"r/../../x\"}}", false,
+	  "output.dir:", "no \"..\"" },
+	{ "{\"name\": \"a\", \"kind\": \"serve\", \"output\": {\"dir\": \"..\"}}", false,
+	  "output.dir:", "\"..\"" },
+	{ "{\"name\": \"a\", \"kind\": \"serve\", \"output\": {\"counters_file\": "
+	  "\"/tmp/c.jsonl\"}}", false, "output.counters_file:", "must be relative" },
+	{ "{\"name\": \"a\", \"kind\": \"serve\", \"output\": {\"counters_file\": "
+	  "\"../c.jsonl\"}}", false, "output.counters_file:", "\"..\"" },
+	/* the file prefix names a directory psb cleans up: a name, never a path */
+	{ "{\"name\": \"a\", \"kind\": \"serve\", \"node\": {\"file_prefix\": \"../x\"}}",
+	  false, "node.file_prefix:", "letters" },
+	{ "{\"name\": \"a\", \"kind\": \"serve\", \"node\": {\"file_prefix\": \"a/b\"}}",
+	  false, "node.file_prefix:", "letters" },
+	{ "{\"name\": \"a\", \"kind\": \"serve\", \"node\": {\"file_prefix\": \".hidden\"}}",
+	  false, "node.file_prefix:", "not first" },
+	{ "{\"name\": \"a\", \"kind\": \"serve\", \"node\": {\"file_prefix\": "
+	  "\"abcdefghijabcdefghijabcdefghijabcdefghijk\"}}", false, "node.file_prefix:",
+	  "at most 40" },
 	{ "{\"name\": \"a\", \"kind\": \"pushpull\"}", true, "node:", "appliance" },
 	{ "{\"name\": \"a\", \"kind\": \"pushpull\", \"node\": {\"ip\": \"198.18.0.2\"}}", true,
 	  "node.ports:", "at least one" },
@@ -284,14 +305,14 @@ test_results_directory(void **state)
 	assert_non_null(mkdtemp(tmpl));
 	assert_int_equal(load_text(&c, "{\"name\": \"trial-1\", \"kind\": \"serve\"}", false, err,
 				   sizeof(err)), 0);
-	snprintf(c.output.dir, sizeof(c.output.dir), "%s/res/deeper", tmpl);
+	snprintf(c.output.dir, sizeof(c.output.dir), "res/./deeper");
 	rows = json_pack("[{s:s,s:f,s:s},{s:s,s:f,s:s}]", "worker", "0", "goodput_gbps", 12.5,
 			 "note", "a,b", "worker", "all", "goodput_gbps", 25.0, "note", "say \"hi\"");
 	doc = json_pack("{s:s}", "state", "done");
-	assert_int_equal(psb_exp_results_claim(&c, err, sizeof(err)), 0);
-	assert_int_equal(psb_exp_results_write(&c, doc, rows, cols, where, sizeof(where), err,
+	assert_int_equal(psb_exp_results_claim(tmpl, &c, err, sizeof(err)), 0);
+	assert_int_equal(psb_exp_results_write(tmpl, &c, doc, rows, cols, where, sizeof(where), err,
 					       sizeof(err)), 0);
-	snprintf(p, sizeof(p), "%s/res/deeper/trial-1", tmpl);
+	snprintf(p, sizeof(p), "%s/res/./deeper/trial-1", tmpl);
 	assert_string_equal(where, p);
 	assert_int_equal(count_entries(p), 3);
 	snprintf(p, sizeof(p), "%s/res/deeper/trial-1/result.csv", tmpl);
@@ -305,22 +326,42 @@ test_results_directory(void **state)
 	assert_non_null(strstr(slurp(p), "\"done\""));
 
 	/* the name is taken now: refused up front, and kept apart if it appears meanwhile */
-	assert_int_equal(psb_exp_results_claim(&c, err, sizeof(err)), -EEXIST);
+	assert_int_equal(psb_exp_results_claim(tmpl, &c, err, sizeof(err)), -EEXIST);
 	assert_non_null(strstr(err, "already exist"));
-	assert_int_equal(psb_exp_results_write(&c, doc, rows, cols, where, sizeof(where), err,
+	assert_int_equal(psb_exp_results_write(tmpl, &c, doc, rows, cols, where, sizeof(where), err,
 					       sizeof(err)), 0);
-	snprintf(p, sizeof(p), "%s/res/deeper/trial-1.2", tmpl);
+	snprintf(p, sizeof(p), "%s/res/./deeper/trial-1.2", tmpl);
 	assert_string_equal(where, p);
 	/* overwrite replaces, and leaves no temporary directories behind */
 	c.output.overwrite = true;
-	assert_int_equal(psb_exp_results_claim(&c, err, sizeof(err)), 0);
+	assert_int_equal(psb_exp_results_claim(tmpl, &c, err, sizeof(err)), 0);
 	json_object_set_new(doc, "state", json_string("again"));
-	assert_int_equal(psb_exp_results_write(&c, doc, rows, cols, where, sizeof(where), err,
+	assert_int_equal(psb_exp_results_write(tmpl, &c, doc, rows, cols, where, sizeof(where), err,
 					       sizeof(err)), 0);
 	snprintf(p, sizeof(p), "%s/res/deeper/trial-1/result.json", tmpl);
 	assert_non_null(strstr(slurp(p), "\"again\""));
 	snprintf(p, sizeof(p), "%s/res/deeper", tmpl);
 	assert_int_equal(count_entries(p), 2);
+
+	/* overwrite replaces psb's own results only: a file it did not write stops it */
+	snprintf(p, sizeof(p), "%s/res/deeper/trial-1/notes.txt", tmpl);
+	fclose(fopen(p, "w"));
+	assert_int_equal(psb_exp_results_claim(tmpl, &c, err, sizeof(err)), -EEXIST);
+	assert_non_null(strstr(err, "\"notes.txt\", which psb did not write"));
+	assert_int_equal(psb_exp_results_write(tmpl, &c, doc, rows, cols, where, sizeof(where),
+					       err, sizeof(err)), -EEXIST);
+	assert_non_null(strstr(err, "this run's results are in"));
+	assert_non_null(slurp(p));
+	snprintf(p, sizeof(p), "%s/res/deeper/trial-1/result.json", tmpl);
+	assert_non_null(strstr(slurp(p), "\"again\""));
+
+	/* a symbolic link inside the results directory does not lead results out of it */
+	snprintf(p, sizeof(p), "%s/res/out", tmpl);
+	assert_int_equal(symlink("/tmp", p), 0);
+	snprintf(c.output.dir, sizeof(c.output.dir), "res/out");
+	assert_int_equal(psb_exp_results_write(tmpl, &c, doc, rows, cols, where, sizeof(where),
+					       err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "outside the results directory"));
 	json_decref(rows);
 	json_decref(doc);
 	snprintf(p, sizeof(p), "rm -rf '%s'", tmpl);

@@ -183,14 +183,30 @@ test_port_errors(void **state)
 	memset(spec + strlen(spec), 'b', 200);
 	assert_true(strlen(spec) < PSB_DEVARGS_LEN);
 	parse_bad(spec, "too long", NULL);
+	/* a kernel interface name: what the kernel takes (15 bytes), and never a path */
 	memset(spec, 0, sizeof(spec));
 	strcpy(spec, "af_packet:");
 	memset(spec + strlen(spec), 'e', 495);
-	parse_bad(spec, "too long", NULL);
+	parse_bad(spec, "interface name must be 1 to 15 characters", NULL);
 	memset(spec, 0, sizeof(spec));
 	strcpy(spec, "tap:");
 	memset(spec + strlen(spec), 't', 500);
-	parse_bad(spec, "too long", NULL);
+	parse_bad(spec, "interface name must be 1 to 15 characters", NULL);
+	parse_bad("af_packet:eeeeeeeeeeeeeeee", "interface name", NULL);
+	parse_bad("af_packet:../x", "without '/'", NULL);
+	parse_bad("af_packet:..", "interface name", NULL);
+	parse_bad("tap:a/b", "without '/'", NULL);
+	{
+		struct psb_port_spec p;
+		char err[256];
+
+		assert_int_equal(psb_port_parse("af_packet:eeeeeeeeeeeeeee", 0, &p, err,
+						sizeof(err)), 0);
+		assert_string_equal(p.ifname, "eeeeeeeeeeeeeee");
+		assert_true(psb_port_is_kernel(&p));
+		assert_int_equal(psb_port_parse("memif:server:/x.sock", 0, &p, err, sizeof(err)), 0);
+		assert_false(psb_port_is_kernel(&p));
+	}
 }
 
 /* The longest pcap spec that fits is accepted whole. */

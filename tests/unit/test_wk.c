@@ -1781,9 +1781,10 @@ test_batch_large_stride(void **state)
 
 /*
  * Like requests queued behind a full transport, records of a batch that could
- * not go out yet are not timed out: nothing was sent, so nothing is resent
- * (which would send each request twice, in the batch and on its own, once the
- * transport has room) and nothing fails before it was ever sent.
+ * not go out yet are not resent when they time out: nothing was sent (a resend
+ * would send each request twice, in the batch and on its own, once the
+ * transport has room). They fail only after max_retries timeouts without the
+ * transport taking them (test_blocked_transport_fails).
  */
 static void
 test_batch_blocked_timeout(void **state)
@@ -1803,8 +1804,8 @@ test_batch_blocked_timeout(void **state)
 	op_init(&op[1], PSB_MSG_PUSHPULL, 2, sizeof(a), a, out);
 	assert_int_equal(psb_wk_submit(wk, &op[0], n->now), 0);
 	assert_int_equal(psb_wk_submit(wk, &op[1], n->now), 0);
-	/* far beyond max_retries timeouts (with back-off) while the transport is full */
-	for (t = 1; t <= 400; t++)
+	/* many timeouts (with back-off) while the transport is full, fewer than max_retries */
+	for (t = 1; t <= 300; t++)
 		psb_wk_poll(wk, n->now + t * 1000);
 	assert_int_equal(st->retries, 0);
 	assert_int_equal(st->failed, 0);
@@ -1812,7 +1813,7 @@ test_batch_blocked_timeout(void **state)
 	assert_int_equal(psb_wk_inflight(wk), 2);
 	assert_true(psb_wk_pending(wk));
 
-	n->now += 400 * 1000;
+	n->now += 300 * 1000;
 	n->credits = -1;
 	psb_wk_poll(wk, n->now);
 	/* the batch, and only the batch, went out */
@@ -1825,6 +1826,68 @@ test_batch_blocked_timeout(void **state)
 	check_floats(out, a, 2);
 	assert_int_equal(psb_kv_stats(n->kv)->retries_answered, 0);
 	psb_wk_free(wk);
+	net_free(n);
+}
+
+/*
+ * A transport that takes nothing at all (a port whose peer is gone, a tx ring that never
+ * drains) must not keep requests forever: each timeout that passes while they wait uses
+ * up a try, and after max_retries they fail with -ETIMEDOUT, never having been sent.
+ */
+static void
+test_blocked_transport_fails(void **state)
+{
+	struct net *n = net_new(1, 0);
+	struct port p, pb;
+	struct done_log d = { .n = 0 };
+	struct psb_wk *wk = wk_new(n, &p, 0, 0, 4, 1000, 3, &d);
+	struct psb_wk_cfg bcfg = {
+		.rank = 1, .epoch = BEPOCH, .seg_size = BSEG, .window = 4, .timeout_ns = 1000,
+		.max_retries = 3, .batch_max = 64, .send = net_send, .send_arg = &pb,
+		.done = on_done, .done_arg = &d,
+	};
+	struct psb_wk *wb;
+	float a[6], b[2] = { 1.0f, 2.0f };
+	struct psb_wk_op op[2], bop;
+	uint64_t t;
+
+	(void)state;
+	pb.net = n;
+	pb.rank = 1;
+	wb = psb_wk_create(&bcfg);
+	assert_non_null(wb);
+	n->wk[1] = wb;
+	fill(a, 6, 1.0f);
+	n->credits = 1;		/* the first segment of op[0] goes, nothing after it */
+	op_init(&op[0], PSB_MSG_PUSH, 9, sizeof(a), a, NULL);
+	op_init(&op[1], PSB_MSG_PULL, 10, sizeof(a), NULL, a);
+	op_init(&bop, PSB_MSG_PUSH, 11, sizeof(b), b, NULL);
+	assert_int_equal(psb_wk_submit(wk, &op[0], n->now), 0);
+	assert_int_equal(psb_wk_submit(wk, &op[1], n->now), 0);
+	assert_int_equal(psb_wk_submit(wb, &bop, n->now), 0);
+	assert_true(psb_wk_pending(wk));
+	assert_true(psb_wk_pending(wb));
+	/* 1000 + 2000 + 4000 + 8000 ns: four timeouts, the fourth after three tries fails */
+	for (t = 250; t <= 20000 && d.n < 3; t += 250) {
+		psb_wk_poll(wk, n->now + t);
+		psb_wk_poll(wb, n->now + t);
+		if (t < 15000)
+			assert_int_equal(d.n, 0);
+	}
+	assert_int_equal(d.n, 3);
+	assert_int_equal(t, 15000 + 250);
+	assert_int_equal(op[0].status, -ETIMEDOUT);
+	assert_int_equal(op[1].status, -ETIMEDOUT);
+	assert_int_equal(bop.status, -ETIMEDOUT);
+	assert_int_equal(op[0].retries, 3);
+	/* nothing was resent while blocked: one segment went, once */
+	assert_int_equal(n->nlog, 1);
+	assert_int_equal(psb_wk_stats(wk)->retries, 0);
+	assert_int_equal(psb_wk_stats(wk)->failed, 2);
+	assert_int_equal(psb_wk_inflight(wk), 0);
+	assert_int_equal(psb_wk_inflight(wb), 0);
+	psb_wk_free(wk);
+	psb_wk_free(wb);
 	net_free(n);
 }
 
@@ -2389,12 +2452,14 @@ test_bench_json(void **state)
 		fputs("old junk", f);
 		fclose(f);
 	}
-	assert_int_equal(psb_bench_write_json(r, "w3", path), 0);
+	assert_int_equal(psb_bench_write_json(r, "w3", "done", NULL, path), 0);
 	assert_int_equal(count_others(dir, "result.json"), 0);
 	o = json_load_file(path, 0, &jerr);
 	assert_non_null(o);
 	assert_string_equal(json_string_value(json_object_get(o, "label")), "w3");
 	assert_string_equal(json_string_value(json_object_get(o, "mode_name")), "PUSH_PULL");
+	assert_string_equal(json_string_value(json_object_get(o, "state")), "done");
+	assert_null(json_object_get(o, "error"));
 	assert_true(jnum(o, "mode") == 1);
 	assert_true(jnum(o, "len") == 4096);
 	assert_true(jnum(o, "keys") == 7);
@@ -2448,10 +2513,13 @@ test_bench_json(void **state)
 
 	/* no samples: the latency block is all zero, not the empty histogram's sentinels */
 	psb_hist_reset(&r->rtt);
-	assert_int_equal(psb_bench_write_json(r, NULL, path), 0);
+	assert_int_equal(psb_bench_write_json(r, NULL, "failed", "why", path), 0);
 	o = json_load_file(path, 0, &jerr);
 	assert_non_null(o);
 	assert_string_equal(json_string_value(json_object_get(o, "label")), "worker");
+	/* a failed run says so, and why */
+	assert_string_equal(json_string_value(json_object_get(o, "state")), "failed");
+	assert_string_equal(json_string_value(json_object_get(o, "error")), "why");
 	lat = json_object_get(o, "rtt_us");
 	assert_true(jnum(lat, "count") == 0);
 	assert_true(jnum(lat, "min") == 0.0);
@@ -2461,7 +2529,7 @@ test_bench_json(void **state)
 
 	/* a directory that does not exist: an error, and nothing left behind */
 	snprintf(bad, sizeof(bad), "%s/nodir/result.json", dir);
-	assert_true(psb_bench_write_json(r, "x", bad) < 0);
+	assert_true(psb_bench_write_json(r, "x", NULL, NULL, bad) < 0);
 	assert_int_equal(count_others(dir, "result.json"), 0);
 
 	assert_int_equal(unlink(path), 0);
@@ -2480,6 +2548,7 @@ main(void)
 		cmocka_unit_test(test_error_while_blocked),
 		cmocka_unit_test(test_loss),
 		cmocka_unit_test(test_max_retries),
+		cmocka_unit_test(test_blocked_transport_fails),
 		cmocka_unit_test(test_error_reply),
 		cmocka_unit_test(test_busy_retry),
 		cmocka_unit_test(test_bench_async_verify),

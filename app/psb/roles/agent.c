@@ -1,4 +1,5 @@
 /* Registration with the scheduler: ARP, REGISTER, BARRIER; and the agent role of servers. */
+#include <stdio.h>
 #include <string.h>
 
 #include <rte_malloc.h>
@@ -60,7 +61,11 @@ psb_agent_step(struct psb_agent *ag, struct psb_role_inst *ri, uint64_t now_ns)
 	if (ag->state == PSB_AGENT_RESOLVE && psb_neigh_find(app, app->sched_ip) != NULL) {
 		ag->state = PSB_AGENT_REGISTER;
 		ag->next_try_ns = 0;
+		ag->phase_ns = 0;
+		ag->tries = 0;
 	}
+	if (ag->phase_ns == 0)
+		ag->phase_ns = now_ns;
 	if (now_ns < ag->next_try_ns)
 		return 0;
 	ag->next_try_ns = now_ns + RETRY_NS;
@@ -98,12 +103,47 @@ psb_agent_input(struct psb_agent *ag, struct psb_app *app, const struct psb_meta
 		ag->state = ag->barrier_group != 0 ? PSB_AGENT_BARRIER : PSB_AGENT_READY;
 		ag->next_try_ns = 0;
 		ag->tries = 0;
+		ag->phase_ns = 0;
 		PSB_DBG(app, 1, "registered: %s rank %u, %u servers, %u workers",
 			ag->server ? "server" : "worker", ag->rank, ag->view.num_servers,
 			ag->view.num_workers);
 	} else if (meta->hdr.type == PSB_MSG_BARRIER_ACK && ag->state == PSB_AGENT_BARRIER) {
 		ag->state = PSB_AGENT_READY;
 	}
+}
+
+int
+psb_agent_expired(const struct psb_agent *ag, const struct psb_app *app, uint64_t now_ns,
+		char *what, size_t len)
+{
+	char ip[16];
+
+	if (ag->state == PSB_AGENT_READY || ag->phase_ns == 0 || app->connect_timeout_ns == 0 ||
+	    now_ns - ag->phase_ns < app->connect_timeout_ns)
+		return 0;
+	psb_ip_str(app->sched_ip, ip);
+	if (ag->state == PSB_AGENT_RESOLVE)
+		snprintf(what, len, "scheduler %s did not answer ARP for %.1f s (%u tries)", ip,
+			 (now_ns - ag->phase_ns) / 1e9, ag->tries);
+	else if (ag->state == PSB_AGENT_REGISTER)
+		snprintf(what, len, "scheduler %s:%u did not answer REGISTER (as a %s) for %.1f s "
+			 "(%u tries; it answers once the job's %u worker(s) and %u server(s) have all "
+			 "registered)", ip, app->sched_port, ag->server ? "server" : "worker",
+			 (now_ns - ag->phase_ns) / 1e9, ag->tries, app->num_workers,
+			 app->num_servers);
+	else
+		snprintf(what, len, "scheduler %s:%u did not answer BARRIER for %.1f s (%u tries; "
+			 "it answers once the job's %u worker(s) have all joined)", ip,
+			 app->sched_port, (now_ns - ag->phase_ns) / 1e9, ag->tries,
+			 app->num_workers);
+	return 1;
+}
+
+void
+psb_agent_restart(struct psb_agent *ag)
+{
+	ag->phase_ns = 0;
+	ag->tries = 0;
 }
 
 /* The agent role registers a server node and keeps its registration state. */
@@ -137,9 +177,18 @@ agent_poll(struct psb_role_inst *ri)
 			rte_pktmbuf_mtod_offset(pkts[i], uint8_t *, meta->payload_off));
 		rte_pktmbuf_free(pkts[i]);
 	}
-	if (!ri->app->registered && psb_agent_step(ag, ri, psb_now_ns(ri->app))) {
-		ri->app->registered = 1;
-		PSB_LOG(ri->app, "server registered with the scheduler as rank %u", ag->rank);
+	if (!ri->app->registered) {
+		uint64_t now = psb_now_ns(ri->app);
+		char what[224];
+
+		if (psb_agent_step(ag, ri, now)) {
+			ri->app->registered = 1;
+			PSB_LOG(ri->app, "server registered with the scheduler as rank %u", ag->rank);
+		} else if (psb_agent_expired(ag, ri->app, now, what, sizeof(what))) {
+			/* a server no worker can find serves nothing: say why and end */
+			psb_app_fail(ri->app, "server: %s", what);
+			psb_agent_restart(ag);
+		}
 	}
 	psb_out_flush(ri);
 	return (int)n;

@@ -1,5 +1,6 @@
 /* worker role: register, resolve servers, run ps-lite's test_benchmark workload. */
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -7,6 +8,7 @@
 
 #include "psb.h"
 #include "psb_bench.h"
+#include "psb_ctl.h"
 
 #define ARP_RETRY_NS	(100ull * 1000 * 1000)
 
@@ -37,9 +39,11 @@ struct worker_priv {
 	uint64_t next_pub_ns;
 	struct worker_snap snap;
 	uint64_t next_arp_ns;
+	uint64_t resolve_ns;		/* W_RESOLVE: ARP for the servers since */
 	uint32_t idle_passes;
 	uint64_t last_now;
 	char label[32];
+	char reason[256];		/* why the last experiment failed */
 };
 
 static int
@@ -110,8 +114,14 @@ publish(struct psb_role_inst *ri, uint64_t now, int running, int done, int rc)
 	sn->pub.rc = rc;
 	sn->pub.repeat = wp->exp != NULL ? wp->exp->pushpull.repeat : 0;
 	sn->pub.warming = wp->bench != NULL && psb_bench_warming(wp->bench);
-	if (wp->bench != NULL)
+	snprintf(sn->pub.reason, sizeof(sn->pub.reason), "%s", rc < 0 ? wp->reason : "");
+	if (wp->bench != NULL) {
 		psb_bench_result(wp->bench, now, &sn->r);
+	} else if (wp->exp != NULL) {
+		/* nothing ran (the servers never answered): no figures, but what was asked */
+		psb_bench_result_empty(&sn->r, wp->exp->pushpull.mode,
+			(uint32_t)wp->exp->pushpull.len);
+	}
 	rte_smp_wmb();
 	__atomic_store_n(&sn->seq, sn->seq + 1, __ATOMIC_RELEASE);
 	wp->next_pub_ns = now + PUB_EVERY_NS;
@@ -199,45 +209,119 @@ start_bench(struct psb_role_inst *ri)
 	return 0;
 }
 
+/* --results FILE of a command-line worker (FILE.<rank> with several), whole or not at all. */
 static void
-finish_bench(struct psb_role_inst *ri, int rc, uint64_t now)
+write_results(struct psb_role_inst *ri, const struct psb_bench_result *r, const char *state,
+		const char *error)
 {
 	struct psb_app *app = ri->app;
 	struct worker_priv *wp = ri->priv;
+	char path[PATH_MAX];
+
+	if (app->bench.results == NULL || app->run.from_doc)
+		return;
+	psb_run_results_file(app, wp->ag.rank, path, sizeof(path));
+	if (psb_bench_write_json(r, wp->label, state, error, path) != 0)
+		PSB_LOG(app, "%s: cannot write results to %s", wp->label, path);
+}
+
+/* Why the benchmark failed, naming the server that did not answer when none did. */
+static void
+failure_reason(struct psb_role_inst *ri, const struct psb_bench_result *r)
+{
+	struct worker_priv *wp = ri->priv;
+	const struct psb_addr *srv = &wp->servers[server_of(wp, r->first_error_key)];
+	char ip[16], why[160];
+
+	if (r->first_error == -ETIMEDOUT)
+		snprintf(wp->reason, sizeof(wp->reason), "%s: server %s:%u did not answer %s of key "
+			 "%llu for %.3f s (%u tries; --timeout-us %llu doubling, --max-retries %u)",
+			 wp->label, psb_ip_str(srv->ip, ip), srv->port,
+			 psb_msg_type_name(r->first_error_type), (unsigned long long)r->first_error_key,
+			 r->first_error_wait_ns / 1e9, r->first_error_retries + 1,
+			 (unsigned long long)(wp->exp->pushpull.timeout / 1000),
+			 (unsigned int)wp->exp->pushpull.max_retries);
+	else if (r->first_error != 0)
+		snprintf(wp->reason, sizeof(wp->reason), "%s: server %s:%u refused %s of key %llu: "
+			 "%s", wp->label, psb_ip_str(srv->ip, ip), srv->port,
+			 psb_msg_type_name(r->first_error_type), (unsigned long long)r->first_error_key,
+			 psb_bench_error_text(r->first_error, r->first_error_aux, why, sizeof(why)));
+	else
+		snprintf(wp->reason, sizeof(wp->reason), "%s: %llu pulled values were wrong",
+			 wp->label, (unsigned long long)r->verify_errors);
+}
+
+static void
+finish_bench(struct psb_role_inst *ri, int rc, uint64_t now, int stopped)
+{
+	struct worker_priv *wp = ri->priv;
 	struct psb_bench_result r;
-	char path[512];
-	const char *dot;
 
 	psb_bench_result(wp->bench, now, &r);
 	psb_bench_print(&r, wp->label, stdout);
 	fflush(stdout);
-	if (app->bench.results != NULL && !app->run.from_doc) {
-		if (app->nlocal_workers > 1) {
-			dot = strrchr(app->bench.results, '.');
-			if (dot == NULL)
-				dot = app->bench.results + strlen(app->bench.results);
-			snprintf(path, sizeof(path), "%.*s.%u%s", (int)(dot - app->bench.results),
-				app->bench.results, wp->ag.rank, dot);
-		} else {
-			snprintf(path, sizeof(path), "%s", app->bench.results);
-		}
-		if (psb_bench_write_json(&r, wp->label, path) != 0)
-			PSB_LOG(app, "%s: cannot write results to %s", wp->label, path);
-	}
 	if (rc < 0 || r.verify_errors != 0) {
+		failure_reason(ri, &r);
 		/* Failures are reported even with -q. */
-		char why[160];
-
-		if (rc < 0)
-			fprintf(stderr, "psb: %s: benchmark FAILED: key %llu: %s\n", wp->label,
-				(unsigned long long)r.first_error_key, psb_bench_error_text(
-				r.first_error, r.first_error_aux, why, sizeof(why)));
-		else
-			fprintf(stderr, "psb: %s: benchmark FAILED: %llu pulled values were wrong\n",
-				wp->label, (unsigned long long)r.verify_errors);
+		fprintf(stderr, "psb: benchmark FAILED: %s\n", wp->reason);
 		rc = -EIO;
 	}
+	write_results(ri, &r, rc < 0 ? "failed" : stopped ? "stopped" : "done",
+		rc < 0 ? wp->reason : NULL);
 	publish(ri, now, 0, 1, rc < 0 ? rc : 0);
+}
+
+/*
+ * A wait of the setup (ARP, REGISTER, BARRIER) lasted --connect-timeout: the experiment
+ * waiting on it fails, with what did not answer, and partial (empty) results. The worker
+ * goes on trying, with a new wait, for an experiment started later.
+ */
+static void
+setup_failed(struct psb_role_inst *ri, uint64_t now, const char *what)
+{
+	struct worker_priv *wp = ri->priv;
+	struct psb_bench_result r;
+
+	snprintf(wp->reason, sizeof(wp->reason), "worker %u: %s", wp->ag.rank, what);
+	if (wp->pending_id == 0 || wp->pending_id != wp->exp_id) {
+		PSB_LOG(ri->app, "%s; no experiment waits on it, still trying", wp->reason);
+		return;
+	}
+	fprintf(stderr, "psb: experiment %u FAILED: %s\n", wp->pending_id, wp->reason);
+	wp->pending_id = 0;
+	psb_bench_free(wp->bench);	/* an earlier run's: this one has no figures */
+	wp->bench = NULL;
+	publish(ri, now, 0, 1, -ETIMEDOUT);
+	memcpy(&r, &wp->snap.r, sizeof(r));
+	snprintf(wp->label, sizeof(wp->label), "worker %u", wp->ag.rank);
+	write_results(ri, &r, "failed", wp->reason);
+}
+
+/* Is the setup stuck longer than --connect-timeout? Then say who did not answer. */
+static void
+setup_check(struct psb_role_inst *ri, uint64_t now)
+{
+	struct psb_app *app = ri->app;
+	struct worker_priv *wp = ri->priv;
+	char what[224], ip[16];
+	uint16_t s, missing = 0, first = 0;
+
+	if (wp->st == W_REGISTER) {
+		if (!psb_agent_expired(&wp->ag, app, now, what, sizeof(what)))
+			return;
+		psb_agent_restart(&wp->ag);
+	} else {
+		if (app->connect_timeout_ns == 0 || now - wp->resolve_ns < app->connect_timeout_ns)
+			return;
+		for (s = 0; s < wp->nservers; s++)
+			if (psb_neigh_find(app, wp->servers[s].ip) == NULL && missing++ == 0)
+				first = s;
+		snprintf(what, sizeof(what), "server %s (port %u) did not answer ARP for %.1f s%s",
+			 psb_ip_str(wp->servers[first].ip, ip), wp->servers[first].port,
+			 (now - wp->resolve_ns) / 1e9, missing > 1 ? " (nor did other servers)" : "");
+		wp->resolve_ns = now;
+	}
+	setup_failed(ri, now, what);
 }
 
 /* The experiment could not start at all: report it done and failed. */
@@ -246,7 +330,9 @@ fail_start(struct psb_role_inst *ri, uint64_t now)
 {
 	struct worker_priv *wp = ri->priv;
 
-	PSB_LOG(ri->app, "worker %u: cannot start the benchmark (out of memory?)", wp->ag.rank);
+	snprintf(wp->reason, sizeof(wp->reason), "worker %u: cannot start the benchmark (out of "
+		 "memory?)", wp->ag.rank);
+	fprintf(stderr, "psb: %s\n", wp->reason);
 	psb_bench_free(wp->bench);
 	wp->bench = NULL;
 	publish(ri, now, 0, 1, -ENOMEM);
@@ -267,6 +353,9 @@ worker_ctl(struct psb_role_inst *ri, int op, const void *arg)
 		wp->exp_id = ri->app->run.id;
 		if (wp->st != W_READY) {
 			wp->pending_id = wp->exp_id;	/* starts once the servers are known */
+			/* its wait for them is its own: --connect-timeout from now */
+			psb_agent_restart(&wp->ag);
+			wp->resolve_ns = now;
 			publish(ri, now, 1, 0, 0);
 			return 0;
 		}
@@ -292,7 +381,7 @@ worker_ctl(struct psb_role_inst *ri, int op, const void *arg)
 		if (wp->st != W_RUN)
 			return 0;
 		psb_bench_stop(wp->bench, now);
-		finish_bench(ri, 0, now);
+		finish_bench(ri, 0, now, 1);
 		wp->st = W_READY;
 		return 0;
 	case PSB_OP_RESET:
@@ -379,8 +468,10 @@ worker_poll(struct psb_role_inst *ri)
 
 	switch (wp->st) {
 	case W_REGISTER:
-		if (!psb_agent_step(&wp->ag, ri, now))
+		if (!psb_agent_step(&wp->ag, ri, now)) {
+			setup_check(ri, now);
 			break;
+		}
 		wp->nservers = wp->ag.view.num_servers;
 		for (s = 0; s < wp->nservers; s++) {
 			memset(&wp->servers[s], 0, sizeof(wp->servers[s]));
@@ -390,10 +481,13 @@ worker_poll(struct psb_role_inst *ri)
 			wp->key_end[s] = wp->ag.view.servers[s].key_end;
 		}
 		wp->st = W_RESOLVE;
+		wp->resolve_ns = now;
 		/* fall through */
 	case W_RESOLVE:
-		if (!resolve_servers(ri, now))
+		if (!resolve_servers(ri, now)) {
+			setup_check(ri, now);
 			break;
+		}
 		wp->st = W_READY;
 		if (wp->pending_id == 0 || wp->pending_id != wp->exp_id)
 			break;
@@ -407,7 +501,7 @@ worker_poll(struct psb_role_inst *ri)
 	case W_RUN:
 		rc = psb_bench_step(wp->bench, now);
 		if (rc != 0) {
-			finish_bench(ri, rc, now);
+			finish_bench(ri, rc, now, 0);
 			wp->st = W_READY;
 		} else if (now >= wp->next_pub_ns) {
 			publish(ri, now, 1, 0, 0);

@@ -1,0 +1,379 @@
+/*
+ * Bring-up that touches the host: what can be checked before the EAL starts, the EAL's own
+ * log kept to quote when a step fails, kernel interfaces recorded and put back, memif
+ * socket files recorded so that a killed psb's are cleaned up by the next one.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <net/if.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+#include <unistd.h>
+#include <sys/stat.h>
+
+#include <rte_eal.h>
+#include <rte_errno.h>
+#include <rte_log.h>
+
+#include "psb.h"
+#include "psb_cli.h"
+#include "psb_ctl.h"
+#include "psb_ethdev.h"
+#include "psb_host.h"
+
+#define PSB_MTU_DEFAULT	9000	/* where setting it disturbs nothing: memif, pcap, ring, null */
+
+/*
+ * The EAL's and the drivers' log: written to stderr as always, and the last error lines
+ * kept, so that a failed step quotes its real cause rather than "did not come up".
+ */
+#define LOG_KEEP	32
+#define LOG_LINE	320
+
+static struct {
+	pthread_mutex_t lock;
+	char line[LOG_KEEP][LOG_LINE];
+	uint64_t seq;			/* error lines kept so far */
+	char part[LOG_LINE];		/* a line not ended yet */
+	size_t plen;
+	int part_err;
+} g_log = { .lock = PTHREAD_MUTEX_INITIALIZER };
+
+static void
+log_keep(const char *s, size_t n)
+{
+	while (n > 0 && (s[n - 1] == '\n' || s[n - 1] == '\r' || s[n - 1] == ' '))
+		n--;
+	if (n >= LOG_LINE)
+		n = LOG_LINE - 1;
+	memcpy(g_log.line[g_log.seq % LOG_KEEP], s, n);
+	g_log.line[g_log.seq % LOG_KEEP][n] = '\0';
+	g_log.seq++;
+}
+
+static ssize_t
+log_write(void *cookie, const char *buf, size_t size)
+{
+	/* rte_vlog sets the level of the message it is writing, per thread */
+	int err = rte_log_cur_msg_loglevel() <= (int)RTE_LOG_ERR;
+	size_t off = 0, n;
+
+	RTE_SET_USED(cookie);
+	if (fwrite(buf, 1, size, stderr) != size)
+		clearerr(stderr);
+	pthread_mutex_lock(&g_log.lock);
+	while (off < size) {
+		const char *nl = memchr(buf + off, '\n', size - off);
+
+		n = nl != NULL ? (size_t)(nl - (buf + off)) + 1 : size - off;
+		if (g_log.plen + n < sizeof(g_log.part)) {
+			memcpy(g_log.part + g_log.plen, buf + off, n);
+			g_log.plen += n;
+		}
+		g_log.part_err |= err;
+		if (nl != NULL) {
+			if (g_log.part_err)
+				log_keep(g_log.part, g_log.plen);
+			g_log.plen = 0;
+			g_log.part_err = 0;
+		}
+		off += n;
+	}
+	pthread_mutex_unlock(&g_log.lock);
+	return (ssize_t)size;
+}
+
+void
+psb_log_capture(void)
+{
+	static const cookie_io_functions_t io = { .write = log_write };
+	FILE *f = fopencookie(NULL, "w", io);
+
+	if (f != NULL && rte_openlog_stream(f) != 0)
+		fclose(f);
+}
+
+uint64_t
+psb_log_mark(void)
+{
+	uint64_t s;
+
+	pthread_mutex_lock(&g_log.lock);
+	s = g_log.seq;
+	pthread_mutex_unlock(&g_log.lock);
+	return s;
+}
+
+/* Generic lines that follow the real cause and say less. */
+static int
+log_generic(const char *l)
+{
+	static const char *const generic[] = {
+		"FATAL:", "failed to initialize", "probe failed", "Cannot init config",
+		"Invalid 'command line' arguments", "Error - exiting with code",
+	};
+	size_t i;
+
+	for (i = 0; i < RTE_DIM(generic); i++)
+		if (strstr(l, generic[i]) != NULL)
+			return 1;
+	return 0;
+}
+
+int
+psb_log_quote(uint64_t mark, const char *about, char *out, size_t len)
+{
+	uint64_t s;
+
+	out[0] = '\0';
+	pthread_mutex_lock(&g_log.lock);
+	if (g_log.seq > LOG_KEEP && mark < g_log.seq - LOG_KEEP)
+		mark = g_log.seq - LOG_KEEP;
+	/* the first specific error since mark; one that names what failed if there is one */
+	for (s = mark; s < g_log.seq; s++) {
+		const char *l = g_log.line[s % LOG_KEEP];
+
+		if (log_generic(l))
+			continue;
+		if (about != NULL && strstr(l, about) != NULL) {
+			snprintf(out, len, "%s", l);
+			break;
+		}
+		if (out[0] == '\0')
+			snprintf(out, len, "%s", l);
+	}
+	pthread_mutex_unlock(&g_log.lock);
+	return out[0] != '\0' ? 0 : -ENOENT;
+}
+
+int
+psb_eal_init(int argc, char **argv, char *err, size_t len)
+{
+	uint64_t mark;
+	int rc, out, null;
+
+	psb_log_capture();
+	mark = psb_log_mark();
+	/*
+	 * On a bad argument the EAL prints its usage, a page about options psb chose for it, to
+	 * stdout, where it would bury the one line that says what went wrong.
+	 */
+	fflush(stdout);
+	out = dup(STDOUT_FILENO);
+	null = open("/dev/null", O_WRONLY | O_CLOEXEC);
+	if (out >= 0 && null >= 0)
+		dup2(null, STDOUT_FILENO);
+	rc = rte_eal_init(argc, argv);
+	fflush(stdout);
+	if (out >= 0 && null >= 0)
+		dup2(out, STDOUT_FILENO);
+	if (out >= 0)
+		close(out);
+	if (null >= 0)
+		close(null);
+	if (rc >= 0)
+		return 0;
+	/* rte_errno is not always set ("Success"): the EAL's own line says what went wrong */
+	if (psb_log_quote(mark, NULL, err, len) != 0)
+		snprintf(err, len, "%s", rte_strerror(rte_errno));
+	return rc;
+}
+
+/*
+ * Kernel interfaces and memif sockets of this process, kept where exit handlers and crash
+ * handlers find them. Restoring makes system calls only.
+ */
+static struct psb_ifstate g_ifs[PSB_MAX_PORTS];
+static struct psb_sockrec g_socks[PSB_MAX_PORTS];
+
+static void
+ifaces_put_back(void)
+{
+	unsigned int i;
+
+	for (i = 0; i < PSB_MAX_PORTS; i++)
+		psb_ifstate_restore(&g_ifs[i]);
+}
+
+static void
+on_crash(int sig)
+{
+	/* what cannot be put back keeps its record, for the next psb to start */
+	ifaces_put_back();
+	signal(sig, SIG_DFL);
+	raise(sig);
+}
+
+static void
+note_line(void *arg, const char *line)
+{
+	RTE_SET_USED(arg);
+	fprintf(stderr, "psb: %s\n", line);
+}
+
+static uint64_t
+mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/*
+ * A memif client's server: wait until its socket is there and not one a dead psb left.
+ * Never by connecting to it: a memif server takes a connection that says nothing badly.
+ */
+static void
+wait_memif_server(struct psb_app *app, const struct psb_port_spec *p, const char *dir,
+		int from_doc)
+{
+	uint64_t limit = app->connect_timeout_ns, t0 = mono_ns(), waited = 0;
+	int rc, said = 0;
+	long pid = 0;
+
+	for (;;) {
+		rc = psb_sock_server(dir, p->sock_path, &pid);
+		if (rc >= 0)
+			return;		/* 0: a socket psb cannot judge; try it, as ever */
+		if (rc == -ENOTSOCK)
+			psb_die("port '%s': %s is not a socket", p->spec, p->sock_path);
+		if (limit != 0 && waited >= limit)
+			break;
+		if (!said && waited >= 1000000000ull) {
+			said = 1;
+			if (limit != 0)
+				PSB_LOG(app, "waiting for a memif server at %s (at most %.1f s, "
+					"--connect-timeout)", p->sock_path, limit / 1e9);
+			else
+				PSB_LOG(app, "waiting for a memif server at %s", p->sock_path);
+		}
+		usleep(100000);
+		waited = mono_ns() - t0;
+	}
+	if (rc == -ESTALE)
+		psb_run_fail_early(app, from_doc, "port '%s': no memif server at %s after %.1f s "
+			"(--connect-timeout): the socket file is left from psb pid %ld, which is "
+			"gone; start the server side again", p->spec, p->sock_path, waited / 1e9,
+			pid);
+	psb_run_fail_early(app, from_doc, "port '%s': no memif server at %s after %.1f s "
+		"(--connect-timeout; %s): start the server side first", p->spec, p->sock_path,
+		waited / 1e9, strerror(-rc));
+}
+
+void
+psb_host_prepare(struct psb_app *app, int from_doc)
+{
+	static const int crash_sigs[] = { SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT };
+	char dir[PATH_MAX], mdir[PATH_MAX], msg[512];
+	struct sigaction sa;
+	unsigned int i;
+	int rc;
+
+	atexit(ifaces_put_back);
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_crash;
+	sa.sa_flags = SA_RESETHAND | SA_NODEFER;
+	for (i = 0; i < RTE_DIM(crash_sigs); i++)
+		sigaction(crash_sigs[i], &sa, NULL);
+	/* what a psb that was killed changed is undone before this one looks at anything */
+	if (psb_host_dir("ifstate", dir, sizeof(dir)) == 0)
+		psb_ifstate_recover(dir, note_line, app);
+	/* without a directory for records no socket file counts as psb's: none is removed */
+	if (psb_host_dir("memif", mdir, sizeof(mdir)) != 0)
+		mdir[0] = '\0';
+	psb_sock_sweep(mdir);
+	for (i = 0; i < app->nports; i++) {
+		const struct psb_port_spec *p = &app->specs[i];
+
+		if (p->kind == PSB_PORT_AF_PACKET && if_nametoindex(p->ifname) == 0)
+			psb_die("port '%s': no such device: there is no network interface %s here "
+				"(ip link lists them)", p->spec, p->ifname);
+		if (p->kind == PSB_PORT_MEMIF && !p->memif_server)
+			wait_memif_server(app, p, mdir, from_doc);
+		if (p->kind != PSB_PORT_MEMIF || !p->memif_server)
+			continue;
+		rc = psb_sock_claim(mdir, p->sock_path, msg, sizeof(msg));
+		if (rc != 0)
+			psb_die("port '%s': %s", p->spec, msg[0] != '\0' ? msg : strerror(-rc));
+		if (msg[0] != '\0')
+			PSB_LOG(app, "port '%s': %s", p->spec, msg);
+	}
+}
+
+void
+psb_host_ports_up(struct psb_app *app)
+{
+	char dir[PATH_MAX];
+	unsigned int i;
+
+	if (psb_host_dir("memif", dir, sizeof(dir)) != 0)
+		return;
+	for (i = 0; i < app->nports; i++)
+		if (app->specs[i].kind == PSB_PORT_MEMIF && app->specs[i].memif_server &&
+		    psb_sock_record(dir, app->specs[i].sock_path, &g_socks[i]) != 0)
+			PSB_DBG(app, 1, "port '%s': cannot record its socket file",
+				app->specs[i].spec);
+}
+
+uint16_t
+psb_host_port_mtu(struct psb_app *app, unsigned int i, unsigned int *flags)
+{
+	const struct psb_port_spec *p = &app->specs[i];
+	struct psb_ifstate *st = &g_ifs[i];
+	struct psb_proc holder;
+	char dir[PATH_MAX];
+	uint16_t want;
+	int rc;
+
+	*flags = 0;
+	if (!psb_port_is_kernel(p))
+		return app->mtu_want != 0 ? app->mtu_want : PSB_MTU_DEFAULT;
+	rc = psb_if_read(p->ifname, st);
+	if (rc != 0)
+		psb_die("port '%s': interface %s: %s", p->spec, p->ifname,
+			rc == -ENODEV ? "no such device" : strerror(-rc));
+	/* its own MTU unless one was asked for: psb sends no larger frames, changes nothing */
+	if (app->mtu_want != 0) {
+		want = app->mtu_want;
+	} else {
+		want = st->mtu > PSB_MTU_DEFAULT ? PSB_MTU_DEFAULT : (uint16_t)st->mtu;
+		*flags |= PSB_ETHDEV_KEEP_MTU;
+	}
+	/* psb turns promiscuity on, and the MTU if asked: write down what to put back first */
+	rc = psb_host_dir("ifstate", dir, sizeof(dir));
+	if (rc == 0)
+		rc = psb_ifstate_save(dir, st, &holder);
+	if (rc == -EBUSY && holder.pid != (long)getpid())
+		PSB_LOG(app, "interface %s: psb pid %ld changed it first and puts it back when it "
+			"exits", p->ifname, holder.pid);
+	else if (rc != 0 && rc != -EBUSY)
+		psb_die("port '%s': cannot record interface %s before changing it (%s): %s",
+			p->spec, p->ifname, dir, strerror(-rc));
+	return want;
+}
+
+void
+psb_host_restore(struct psb_app *app)
+{
+	unsigned int i;
+	int rc;
+
+	for (i = 0; i < app->nports; i++) {
+		psb_sock_forget(&g_socks[i]);	/* main unlinks the socket file itself */
+		if (g_ifs[i].path[0] == '\0')
+			continue;
+		rc = psb_ifstate_restore(&g_ifs[i]);
+		if (rc < 0)
+			PSB_LOG(app, "interface %s: cannot put it back as it was: %s",
+				app->specs[i].ifname, strerror(-rc));
+		else if (rc != 0)
+			PSB_DBG(app, 1, "interface %s: put back as psb found it (MTU %d%s)",
+				app->specs[i].ifname, g_ifs[i].mtu,
+				g_ifs[i].promisc ? ", promiscuous" : ", not promiscuous");
+	}
+}
