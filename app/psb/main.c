@@ -1548,6 +1548,16 @@ main(int argc, char **argv)
 	for (i = 0; i < app->nports; i++)
 		if (app->specs[i].kind == PSB_PORT_MEMIF && app->specs[i].memif_server)
 			unlink(app->specs[i].sock_path);
+	/*
+	 * The memif driver finishes a link's teardown on DPDK's interrupt thread, which may
+	 * still be at it when its memory goes in rte_eal_cleanup(): give it a moment first.
+	 */
+	for (i = 0; i < app->nports; i++)
+		if (app->specs[i].kind == PSB_PORT_MEMIF) {
+			rte_delay_us_sleep(100000);
+			break;
+		}
+	psb_guard_exiting(exit_code);
 	snprintf(rt_dir, sizeof(rt_dir), "%s", rte_eal_get_runtime_dir());
 	rte_eal_cleanup();
 	runtime_dir_clean(app, rt_dir, rt_existed);

@@ -1,6 +1,7 @@
 /* Bursts on ports whose memory a peer shares: a fault in one is caught (see psb_guard.h). */
 #include <errno.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "psb_guard.h"
 
@@ -8,6 +9,14 @@ __thread struct psb_guard psb_guard;
 
 /* What handled the signals before: a fault outside a guarded burst goes on to it. */
 static struct sigaction prev_segv, prev_bus;
+static volatile sig_atomic_t exiting, exit_code;
+
+void
+psb_guard_exiting(int code)
+{
+	exit_code = code;
+	exiting = 1;
+}
 
 static void
 on_fault(int sig, siginfo_t *si, void *uc)
@@ -17,6 +26,13 @@ on_fault(int sig, siginfo_t *si, void *uc)
 	if (psb_guard.armed) {
 		psb_guard.armed = 0;
 		siglongjmp(psb_guard.env, 1);
+	}
+	if (exiting) {
+		static const char msg[] = "psb: a DPDK thread faulted while psb exited (a memif "
+			"teardown); results were written\n";
+
+		(void)!write(2, msg, sizeof(msg) - 1);
+		_exit(exit_code);
 	}
 	/* not inside a guarded burst: a crash (what was installed before, then the default) */
 	if ((prev->sa_flags & SA_SIGINFO) && prev->sa_sigaction != NULL)

@@ -28,6 +28,14 @@ extern __thread struct psb_guard psb_guard;
 /* Install the fault handler (once, before lcores start). 0 or -errno. */
 int psb_guard_init(void);
 
+/*
+ * psb is exiting with status code, its results written and its interfaces put back: a
+ * fault from here on, outside a guarded burst, is DPDK's interrupt thread finishing a
+ * memif teardown under rte_eal_cleanup(), and ends psb with that status (and a line
+ * saying so) rather than a core dump.
+ */
+void psb_guard_exiting(int code);
+
 #define PSB_GUARD_FAULT	UINT16_MAX	/* a guarded burst faulted */
 
 static inline uint16_t
