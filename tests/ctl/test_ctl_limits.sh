@@ -15,7 +15,7 @@ counter() {	# SOCK NAME: a control.NAME counter
 start_pair
 grep -q "^psb: control limits: socket 32 clients, 4 requests and 64KiB of input per pass, 1MiB of unread replies, idle 1m; clients' share 3 % of the lcore; files 1MiB; Prometheus 16 connections, 5s per request, 16384 B per request$" \
 	"$DIR/worker.log" || fail "no line with the control limits at start"
-write_doc "$DIR/long.json" long 100000000 20Mbps "$DIR/results"
+write_doc "$DIR/long.json" long 100000000 20Mbps results
 expect_rc 0 "$O" "$E" ctl "$W" start "$DIR/long.json"
 wait_state "$W" running 5
 wait_requests 100 10
@@ -71,11 +71,11 @@ echo "ctl_limits: pipelining and never-reading clients held to their budgets"
 # --- 3. a node with small limits, from its document
 L=$DIR/l.ctl
 cat >"$DIR/limits.json" <<EOF
-{"name": "limits", "kind": "serve", "output": {"dir": "$DIR/results"},
+{"name": "limits", "kind": "serve", "output": {"dir": "results"},
  "node": {"role": "server", "ports": ["null"], "ip": "198.18.0.9", "lcores": "0", "huge": "no",
   "file_prefix": "${PFX}l", "ctl_idle_timeout": "2s", "ctl_clients": 4, "file_max": "4KiB"}}
 EOF
-timeout -k 5 $LIMIT "$PSB" --config "$DIR/limits.json" --wait --ctl "$L" >"$DIR/limits.log" 2>&1 &
+timeout -k 5 $LIMIT "$PSB" --config "$DIR/limits.json" --output-dir "$DIR" --wait --ctl "$L" >"$DIR/limits.log" 2>&1 &
 PIDS+=($!)
 LPID=$!
 ctl_ready "$L"

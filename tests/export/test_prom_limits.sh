@@ -46,12 +46,12 @@ stop_psb $DPID
 P=$(free_port)
 URL=http://127.0.0.1:$P/metrics
 cat >"$DIR/small.json" <<EOF
-{"name": "small", "kind": "serve", "output": {"dir": "$DIR/results"},
+{"name": "small", "kind": "serve", "output": {"dir": "results"},
  "node": {"role": "server", "ports": ["null"], "ip": "198.18.0.1", "lcores": "0",
   "huge": "no", "file_prefix": "$TAG-s", "prometheus_connections": 2,
   "prometheus_timeout": "2s", "prometheus_request_max": "4KiB"}}
 EOF
-start_psb s --config "$DIR/small.json" --wait --prometheus "$P"
+start_psb s --config "$DIR/small.json" --output-dir "$DIR" --wait --prometheus "$P"
 SPID=$LAST_PID
 wait_http "$URL" $SPID
 grep -q 'Prometheus 2 connections, 2s per request, 4096 B per request$' "$DIR/s.log" ||
