@@ -289,7 +289,8 @@ psb_ifstate_save(const char *dir, struct psb_ifstate *st, struct psb_proc *holde
 		/* a dead psb's change still stands: undo it, then what is there is the original */
 		snprintf(old.path, sizeof(old.path), "%s", path);
 		rc = psb_ifstate_restore(&old);
-		now = psb_if_read(st->ifname, st);
+		/* psb_if_read clears st first: its name must come from elsewhere */
+		now = psb_if_read(old.ifname, st);
 		if (now != 0)
 			return now;
 		if (rc < 0 && old.ifindex == st->ifindex) {

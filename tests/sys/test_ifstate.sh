@@ -116,4 +116,14 @@ grep -q "interface $IF: restored MTU 1500 and promiscuity off as psb pid [0-9]* 
 	"$DIR/next.log" || fail "the next psb did not say what it restored"
 expect_state "1500 -" "after the next psb started"
 ls /var/run/psb/ifstate/*-"$IF" >/dev/null 2>&1 && fail "record of $IF left behind"
+
+# --- SIGKILL, then psb again on the same interface (a worker restarted after a crash): it
+# undoes the dead one's change, records the original as its own and gives that back
+start_psb killed --mtu 1400
+stop_psb KILL 137
+start_psb restarted
+expect_state "1500 promisc" "the next psb on $IF, running"
+stop_psb TERM 0
+expect_state "1500 -" "after the next psb on $IF"
+ls /var/run/psb/ifstate/*-"$IF" >/dev/null 2>&1 && fail "record of $IF left behind"
 echo "ifstate: MTU and promiscuity given back after exit, SIGTERM, SIGSEGV and SIGKILL"

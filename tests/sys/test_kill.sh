@@ -102,7 +102,13 @@ kill_mid_push() {
 		staged=$("$PSBCTL" --ctl "$ctl" counters store.staged | awk '{print $2}')
 		if [ "${staged:-0}" -gt 0 ]; then
 			kill -9 "$pid"
-			echo "$tag: killed in the middle of a push (try $try)"
+			# its successor must not find it still holding the port
+			for try in $(seq 100); do
+				[ -e "/proc/$pid" ] || break
+				sleep 0.1
+			done
+			[ -e "/proc/$pid" ] && fail "$tag: still there 10 s after SIGKILL"
+			echo "$tag: killed in the middle of a push"
 			return 0
 		fi
 		kill -CONT "$pid"

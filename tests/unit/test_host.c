@@ -256,6 +256,16 @@ test_ifstate_records(void **state)
 	assert_int_equal(g_notes, 0);
 	assert_int_not_equal(access(path, F_OK), 0);
 
+	/* a psb started after one that died without a recovery sweep takes the record over */
+	child(save_lo_and_die, 1);
+	st = g_lo;
+	assert_int_equal(psb_ifstate_save(g_dir, &st, &holder), 0);
+	assert_string_equal(st.ifname, "lo");
+	assert_int_equal(st.mtu, g_lo.mtu);
+	assert_int_equal(st.owner.pid, getpid());
+	assert_int_equal(psb_ifstate_restore(&st), 0);
+	assert_int_not_equal(access(path, F_OK), 0);
+
 	/* a record of an interface that is gone is dropped; another namespace's is kept */
 	gone = g_lo;
 	snprintf(gone.ifname, sizeof(gone.ifname), "psbgone0");
