@@ -197,7 +197,7 @@ def windows(args):
     targets = []
     for t in args.target:
         name, ctl, prom = t.split(":", 2)
-        targets.append({"name": name, "ctl": ctl, "prom": int(prom), "conn": Ctl(ctl)})
+        targets.append({"name": name, "ctl": ctl, "prom": int(prom), "conn": None})
     behaviours = args.behaviours.split(",")
     for b in behaviours:
         if b not in BEHAVIOURS:
@@ -214,6 +214,8 @@ def windows(args):
 
     out = []
     for t in targets:
+        # connected when its turn comes: idle meanwhile, psb would close it (ctl_idle_timeout)
+        t["conn"] = Ctl(t["ctl"])
         for b in behaviours:
             print("  %s, %s:" % (t["name"], b), end="", file=sys.stderr, flush=True)
             for k in range(args.pairs):
@@ -257,6 +259,8 @@ def windows(args):
 
     summary = []
     for t in targets:
+        # connected when its turn comes: idle meanwhile, psb would close it (ctl_idle_timeout)
+        t["conn"] = Ctl(t["ctl"])
         for b in behaviours:
             ws = [w for w in out if w["target"] == t["name"] and w["behaviour"] == b]
             on = [w for w in ws if w["phase"] == "on"]
