@@ -15,6 +15,8 @@
 #   scripts/bench/ctl.sh [--pairs N] [--window S] [--len BYTES] [--out DIR]
 set -euo pipefail
 cd "$(dirname "$0")/../.."
+. scripts/bench/provenance.sh
+COMMAND="scripts/bench/ctl.sh $*"
 
 PAIRS=60
 WINDOW=1
@@ -41,6 +43,11 @@ done
 [ -n "$OUT" ] || OUT=results/ctl-$(date +%Y%m%d-%H%M%S)
 [ -e "$OUT/summary.json" ] && { echo "ctl.sh: $OUT already holds results" >&2; exit 2; }
 mkdir -p "$OUT/raw"
+{
+	echo "revision $(bench_revision)"
+	bench_machine
+	echo "command $COMMAND"
+} > "$OUT/ABOUT.txt"
 NAME=ctl.sh
 TAG=psbc
 . scripts/bench/pair.sh

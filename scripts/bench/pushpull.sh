@@ -8,6 +8,8 @@
 #                             [--sizes "64 4096 ..."] [--modes "1 2 3"] [--out DIR]
 set -euo pipefail
 cd "$(dirname "$0")/../.."
+. scripts/bench/provenance.sh
+COMMAND="scripts/bench/pushpull.sh $*"
 
 # shellcheck source=../../config/pushpull-bench.conf
 . config/pushpull-bench.conf
@@ -109,6 +111,12 @@ kernel_run() {
 
 echo "psb push/pull benchmark: $RUNS runs of ${SECONDS_PER_RUN}s per point; server on cpu $SRV_CPU, worker on cpu $WK_CPU"
 echo "results in $OUT"
+{
+	echo "revision $(bench_revision)"
+	bench_machine
+	echo "pinning server cpu $SRV_CPU, worker cpu $WK_CPU; psb over memif, kernel baseline over loopback UDP"
+	echo "command $COMMAND"
+} > "$OUT/ABOUT.txt"
 total=$(( $(echo $SIZES | wc -w) * $(echo $MODES | wc -w) * RUNS * 2 ))
 done_runs=0
 for size in $SIZES; do

@@ -13,6 +13,7 @@
 # build/). Each revision is built in its own worktree under the output directory's tmp.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
+. scripts/bench/provenance.sh
 
 BASE=""
 HEAD=""
@@ -67,14 +68,12 @@ PSB_A=$(build "$BASE" "$TMP/a")
 REV_A=$(git rev-parse "$BASE^{commit}")
 if [ -n "$HEAD" ]; then
 	PSB_B=$(build "$HEAD" "$TMP/b")
-	REV_B=$(git rev-parse "$HEAD^{commit}")
-	DIRTY_B=false
+	REV_B="$(git rev-parse "$HEAD^{commit}") dirty=false"
 else
 	[ -x build/app/psb/psb ] || { echo "revs.sh: build/ not built (meson setup build && ninja -C build)" >&2; exit 1; }
 	ninja -C build app/psb/psb >/dev/null
 	PSB_B=build/app/psb/psb
-	REV_B=$(git rev-parse HEAD)
-	DIRTY_B=$([ -z "$(git status --porcelain --untracked-files=no)" ] && echo false || echo true)
+	REV_B=$(bench_revision)
 fi
 
 n=0
@@ -102,13 +101,8 @@ run() {
 
 {
 	echo "base $BASE $REV_A"
-	echo "head ${HEAD:-working tree} $REV_B dirty=$DIRTY_B"
-	echo "date $(date -u +%FT%TZ)"
-	echo "cpu $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //')"
-	echo "cores $(nproc)"
-	echo "kernel $(uname -r)"
-	echo "dpdk $(pkg-config --modversion libdpdk 2>/dev/null || echo unknown)"
-	echo "hugepages_free $(awk '/HugePages_Free/ {print $2}' /proc/meminfo)"
+	echo "head ${HEAD:-working tree} $REV_B"
+	bench_machine
 	echo "pinning server lcore 0, worker lcore 1; memif; mode $MODE PUSH_PULL, 40 keys"
 	echo "command scripts/bench/revs.sh --base $BASE ${HEAD:+--head $HEAD }--pairs $PAIRS --seconds $SECS --sizes \"$SIZES\" $([ $MODE = --sync ] && echo --sync) --out $OUT"
 } > "$OUT/ABOUT.txt"
