@@ -17,6 +17,8 @@
 #define CTL_READ_CHUNK	4096		/* input read from one client at a time, for fairness */
 /* Credit of clients (run to completion) is capped at their share of this much time. */
 #define CTL_BURST_NS	(100ull * 1000 * 1000)
+/* Idle clients are looked for this often, not every pass. */
+#define CTL_IDLE_CHECK_NS	(10ull * 1000 * 1000)
 
 struct ctl_client {
 	int fd;
@@ -38,6 +40,7 @@ static struct {
 	unsigned int rr;	/* the client served first in the next pass */
 	struct pollfd *pfd;	/* [nclients + 1] */
 	struct ctl_client **map;
+	uint64_t next_idle;	/* TSC of the next look for idle clients */
 } g_ctl = { .lfd = -1 };
 
 /*
@@ -462,8 +465,10 @@ drop_idle(struct psb_app *app, uint64_t now)
 	char text[32];
 	unsigned int i;
 
-	if (idle == 0)
+	/* timeouts are seconds long: a look every CTL_IDLE_CHECK_NS is plenty, and spares the passes */
+	if (idle == 0 || now < g_ctl.next_idle)
 		return;
+	g_ctl.next_idle = now + (uint64_t)((double)CTL_IDLE_CHECK_NS / app->ns_per_tsc);
 	lim = (uint64_t)((double)idle / app->ns_per_tsc);
 	for (i = 0; i < g_ctl.nclients; i++) {
 		struct ctl_client *c = &g_ctl.cl[i];

@@ -45,6 +45,7 @@ static struct {
 	int f_failing;			/* the last line could not be written */
 	struct MHD_Daemon *mhd;		/* --prometheus */
 	uint64_t next_http_ns;
+	uint64_t next_expire_ns;	/* the next look for Prometheus connections over their time */
 } g_exp;
 
 /*
@@ -1534,7 +1535,10 @@ psb_export_poll(struct psb_app *app, uint64_t now_ns)
 	}
 	if (g_exp.mhd == NULL)
 		return;
-	prom_expire(app, now_ns);
+	if (now_ns >= g_exp.next_expire_ns) {
+		prom_expire(app, now_ns);
+		g_exp.next_expire_ns = now_ns + PROM_POLL_NS;
+	}
 	/* new connections and requests only while clients have time left (psb_cp_open) */
 	if (now_ns >= g_exp.next_http_ns && psb_cp_open()) {
 		uint64_t t0 = rte_rdtsc();
