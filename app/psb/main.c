@@ -704,6 +704,7 @@ derive_budget(struct psb_app *app, uint64_t mem_mb, uint64_t pools_mb,
 		.reasm_sender_bytes = g->reasm_sender_bytes,
 	}, eff;
 	uint64_t base_mb = mem_mb != 0 ? mem_mb : mi->mem_total_mb / 2;
+	const char *from = mem_mb != 0 ? "--mem " : "half the machine's ";
 	char err[256], s1[32], s2[32], s3[32], s4[32];
 
 	if (base_mb < pools_mb + 64) {
@@ -712,6 +713,7 @@ derive_budget(struct psb_app *app, uint64_t mem_mb, uint64_t pools_mb,
 				"pools (%llu MB): give at least %llu MB", (unsigned long long)mem_mb,
 				(unsigned long long)pools_mb, (unsigned long long)(pools_mb + 64));
 		base_mb = pools_mb + 64;
+		from = "the packet pools plus 64 MiB: ";
 	}
 	/* senders may cut finer than this node's MTU: count bookkeeping at 1500 bytes */
 	if (psb_kv_budget_derive(&eff, &given, (base_mb - pools_mb) * MiB, app->max_value,
@@ -732,8 +734,7 @@ derive_budget(struct psb_app *app, uint64_t mem_mb, uint64_t pools_mb,
 		psb_cli_fmt_size(b->reasm_bytes, s2, sizeof(s2)),
 		psb_cli_fmt_size(b->reasm_sender_bytes, s3, sizeof(s3)),
 		b->reasm_timeout_ns / 1e9, b->hold_max,
-		mem_mb != 0 ? "--mem " : "half the machine's ",
-		psb_cli_fmt_size(base_mb * MiB, s4, sizeof(s4)));
+		from, psb_cli_fmt_size(base_mb * MiB, s4, sizeof(s4)));
 }
 
 /*
