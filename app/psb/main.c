@@ -671,8 +671,13 @@ check_config(struct psb_app *app)
 	if (app->nports == 0)
 		psb_die("no port given: use --port SPEC (e.g. --port memif:server:/run/psb.sock) "
 			"or DMLC_INTERFACE");
+	/* ps-lite's scheduler is where DMLC_PS_ROOT_URI says: it needs no DMLC_NODE_HOST */
+	if (app->me.ip == 0 && app->node_role == PSB_NODE_SCHEDULER)
+		app->me.ip = app->sched_ip;
 	if (app->me.ip == 0)
-		psb_die("no address given: use --ip A.B.C.D (or DMLC_NODE_HOST)");
+		psb_die("no address given: use --ip A.B.C.D (or DMLC_NODE_HOST%s)",
+			app->node_role == PSB_NODE_SCHEDULER ? ", or DMLC_PS_ROOT_URI for the "
+			"scheduler" : "");
 	if (app->node_role == PSB_NODE_WORKER && app->sched_ip == 0 && app->static_server_ip == 0)
 		psb_die("worker: give --scheduler IP (DMLC_PS_ROOT_URI) or --server IP");
 	if (app->node_role == PSB_NODE_SCHEDULER && app->sched_ip != 0 && app->sched_ip != app->me.ip)

@@ -161,6 +161,22 @@ send_ack(struct psb_sched *s, const struct sched_node *n, const struct psb_hdr *
 	emit(arg, &n->addr, &h, buf);
 }
 
+static void
+tell(const struct psb_sched *s, enum psb_sched_event_kind kind, const struct psb_addr *a,
+		int server, uint16_t rank)
+{
+	struct psb_sched_event ev = {
+		.kind = kind, .server = server, .rank = rank,
+		.nservers = s->nservers, .nworkers = s->nworkers,
+	};
+
+	if (s->cfg.on_event == NULL)
+		return;
+	if (a != NULL)
+		ev.addr = *a;
+	s->cfg.on_event(s->cfg.ctx, &ev);
+}
+
 static int
 handle_register(struct psb_sched *s, const struct psb_hdr *h, const struct psb_addr *from,
 		psb_sched_emit_fn emit, void *arg)
@@ -179,6 +195,7 @@ handle_register(struct psb_sched *s, const struct psb_hdr *h, const struct psb_a
 	    (!server && s->nworkers >= s->cfg.num_workers) ||
 	    (!server && !(h->flags & PSB_F_WORKER))) {
 		s->st.rejected++;
+		tell(s, PSB_SCHED_EV_REFUSED, from, server, 0);
 		return 0;
 	}
 	n = &s->nodes[s->nnodes++];
@@ -186,8 +203,10 @@ handle_register(struct psb_sched *s, const struct psb_hdr *h, const struct psb_a
 	n->server = server;
 	n->rank = server ? s->nservers++ : s->nworkers++;
 	s->st.registered++;
+	tell(s, PSB_SCHED_EV_REGISTERED, from, server, n->rank);
 	if (s->nservers == s->cfg.num_servers && s->nworkers == s->cfg.num_workers) {
 		s->ready = 1;
+		tell(s, PSB_SCHED_EV_READY, NULL, 0, 0);
 		for (i = 0; i < s->nnodes; i++)
 			send_ack(s, &s->nodes[i], NULL, emit, arg);
 	}

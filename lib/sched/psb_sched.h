@@ -28,9 +28,27 @@ struct psb_sched_view {
 	struct psb_sched_server servers[PSB_SCHED_MAX_NODES];
 };
 
+/* What happened to the cluster, for the operator's log. */
+enum psb_sched_event_kind {
+	PSB_SCHED_EV_REGISTERED,	/* a new node took a rank */
+	PSB_SCHED_EV_READY,		/* every expected node is there: views sent */
+	PSB_SCHED_EV_REFUSED,		/* a REGISTER with no place (the role is full) */
+};
+
+struct psb_sched_event {
+	enum psb_sched_event_kind kind;
+	struct psb_addr addr;		/* the node (REGISTERED, REFUSED) */
+	int server;			/* 1: server, 0: worker */
+	uint16_t rank;			/* REGISTERED: its rank within its role */
+	uint16_t nservers, nworkers;	/* registered so far */
+};
+
 struct psb_sched_cfg {
 	uint16_t num_workers;
 	uint16_t num_servers;
+	/* optional: told of every event, from psb_sched_handle */
+	void (*on_event)(void *ctx, const struct psb_sched_event *ev);
+	void *ctx;
 };
 
 struct psb_sched_stats {

@@ -171,6 +171,62 @@ check_ack(const struct cap_msg *m, int server, uint16_t rank, uint32_t req_id)
 	assert_true(v.servers[0].key_end == UINT64_MAX / 2);
 }
 
+struct evlog {
+	struct psb_sched_event ev[16];
+	unsigned int n;
+};
+
+static void
+on_event(void *ctx, const struct psb_sched_event *ev)
+{
+	struct evlog *l = ctx;
+
+	assert_true(l->n < 16);
+	l->ev[l->n++] = *ev;
+}
+
+/* The scheduler tells of every registration, of readiness and of refusals, in order. */
+static void
+test_events(void **state)
+{
+	struct evlog l = { .n = 0 };
+	struct psb_sched_cfg cfg = { .num_workers = NW, .num_servers = NS, .on_event = on_event,
+				     .ctx = &l };
+	struct psb_sched *s = psb_sched_create(&cfg);
+	struct cap *c = calloc(1, sizeof(*c));
+	struct psb_addr w1 = waddr(1), s1 = saddr(1), w3 = waddr(3);
+
+	(void)state;
+	assert_non_null(s);
+	assert_non_null(c);
+	register_all(s, c);
+	/* w1, s1, w0, (w1 again: nothing), s0, w2, then ready */
+	assert_int_equal(l.n, 6);
+	assert_int_equal(l.ev[0].kind, PSB_SCHED_EV_REGISTERED);
+	assert_true(addr_eq(&l.ev[0].addr, &w1));
+	assert_int_equal(l.ev[0].server, 0);
+	assert_int_equal(l.ev[0].rank, 0);
+	assert_int_equal(l.ev[0].nworkers, 1);
+	assert_int_equal(l.ev[0].nservers, 0);
+	assert_int_equal(l.ev[1].kind, PSB_SCHED_EV_REGISTERED);
+	assert_true(addr_eq(&l.ev[1].addr, &s1));
+	assert_int_equal(l.ev[1].server, 1);
+	assert_int_equal(l.ev[1].rank, 0);
+	assert_int_equal(l.ev[4].rank, 2);
+	assert_int_equal(l.ev[4].nworkers, NW);
+	assert_int_equal(l.ev[4].nservers, NS);
+	assert_int_equal(l.ev[5].kind, PSB_SCHED_EV_READY);
+	/* a re-REGISTER is no news; a worker too many is refused, and said so */
+	assert_int_equal(reg(s, c, &w1, PSB_F_WORKER, 9), 0);
+	assert_int_equal(l.n, 6);
+	assert_int_equal(reg(s, c, &w3, PSB_F_WORKER, 10), 0);
+	assert_int_equal(l.n, 7);
+	assert_int_equal(l.ev[6].kind, PSB_SCHED_EV_REFUSED);
+	assert_true(addr_eq(&l.ev[6].addr, &w3));
+	free(c);
+	psb_sched_free(s);
+}
+
 static void
 test_register(void **state)
 {
@@ -500,6 +556,7 @@ main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_register),
+		cmocka_unit_test(test_events),
 		cmocka_unit_test(test_barrier),
 		cmocka_unit_test(test_key_range),
 		cmocka_unit_test(test_view_codec),

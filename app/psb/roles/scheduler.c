@@ -3,12 +3,49 @@
 
 #include "psb.h"
 
+/* Refusals logged at most: a peer could send them without end. */
+#define SCHED_REFUSALS_LOGGED	10
+
+/* The cluster as it forms, in the log: ready always, each node with -v (PS_VERBOSE=1). */
+static void
+sched_event(void *ctx, const struct psb_sched_event *ev)
+{
+	struct psb_role_inst *ri = ctx;
+	struct psb_app *app = ri->app;
+	static unsigned int refusals;
+	char ip[20];
+
+	switch (ev->kind) {
+	case PSB_SCHED_EV_REGISTERED:
+		PSB_DBG(app, 1, "scheduler: %s %s:%u registered as rank %u (%u/%u servers, "
+			"%u/%u workers)", ev->server ? "server" : "worker",
+			psb_ip_str(ev->addr.ip, ip), ev->addr.port, ev->rank, ev->nservers,
+			app->num_servers, ev->nworkers, app->num_workers);
+		break;
+	case PSB_SCHED_EV_READY:
+		PSB_LOG(app, "scheduler: all %u server(s) and %u worker(s) registered; views sent",
+			ev->nservers, ev->nworkers);
+		break;
+	case PSB_SCHED_EV_REFUSED:
+		if (++refusals > SCHED_REFUSALS_LOGGED)
+			break;
+		PSB_LOG(app, "scheduler: REGISTER from %s:%u refused: %s%s",
+			psb_ip_str(ev->addr.ip, ip), ev->addr.port,
+			ev->server ? "every server's place is taken (DMLC_NUM_SERVER)" :
+			"every worker's place is taken (DMLC_NUM_WORKER), or no role given",
+			refusals == SCHED_REFUSALS_LOGGED ? "; further refusals are not logged" : "");
+		break;
+	}
+}
+
 static int
 sched_init(struct psb_role_inst *ri)
 {
 	struct psb_sched_cfg sc = {
 		.num_workers = ri->app->num_workers,
 		.num_servers = ri->app->num_servers,
+		.on_event = sched_event,
+		.ctx = ri,
 	};
 
 	ri->priv = psb_sched_create(&sc);
