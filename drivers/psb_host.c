@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/file.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -583,4 +584,159 @@ psb_sock_server(const char *dir, const char *sock, long *pid)
 	*pid = owner.pid;
 	/* a psb server in another network namespace does not show here, but runs */
 	return psb_proc_alive(&owner) ? 1 : -ESTALE;
+}
+
+int
+psb_host_lock(const char *path, unsigned int wait_ms)
+{
+	unsigned int waited = 0;
+	int fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+
+	if (fd < 0)
+		return -errno;
+	while (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+		int e = errno;
+
+		if (e != EWOULDBLOCK || waited >= wait_ms) {
+			close(fd);
+			return e == EWOULDBLOCK ? -ETIMEDOUT : -e;
+		}
+		usleep(5000);
+		waited += 5;
+	}
+	return fd;
+}
+
+void
+psb_host_unlock(int fd)
+{
+	if (fd >= 0)
+		close(fd);
+}
+
+int
+psb_cpu_claim(const char *dir, int cpu, long *holder)
+{
+	char path[PATH_MAX], text[32];
+	ssize_t n;
+	int fd, len;
+
+	*holder = 0;
+	if (cpu < 0 || cpu >= PSB_CPU_MAX)
+		return -EINVAL;
+	if ((size_t)snprintf(path, sizeof(path), "%s/cpu%d", dir, cpu) >= sizeof(path))
+		return -ENAMETOOLONG;
+	fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return -errno;
+	if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+		int e = errno;
+
+		n = pread(fd, text, sizeof(text) - 1, 0);
+		if (n > 0) {
+			text[n] = '\0';
+			*holder = strtol(text, NULL, 10);
+		}
+		close(fd);
+		return e == EWOULDBLOCK ? -EBUSY : -e;
+	}
+	/*
+	 * Held until the process ends: the descriptor stays open on purpose. The pid is only
+	 * what another psb names when it finds the CPU taken.
+	 */
+	len = snprintf(text, sizeof(text), "%ld\n", (long)getpid());
+	if (ftruncate(fd, 0) == 0)
+		(void)!pwrite(fd, text, (size_t)len, 0);
+	return 0;
+}
+
+int
+psb_cpu_pick(const char *dir, const cpu_set_t *allowed, int *cpu)
+{
+	int c, first = -1, rc;
+	long holder;
+
+	for (c = 0; c < CPU_SETSIZE && c < PSB_CPU_MAX; c++) {
+		if (!CPU_ISSET(c, allowed))
+			continue;
+		if (first < 0)
+			first = c;
+		rc = psb_cpu_claim(dir, c, &holder);
+		if (rc == 0) {
+			*cpu = c;
+			return 0;
+		}
+		if (rc != -EBUSY)
+			return rc;
+	}
+	if (first < 0)
+		return -EINVAL;
+	*cpu = first;
+	return -EBUSY;
+}
+
+/* A number at *p, advancing it; -1 when there is none or it is out of range. */
+static int
+cpu_num(const char **p)
+{
+	char *end;
+	long v;
+
+	if (**p < '0' || **p > '9')
+		return -1;
+	v = strtol(*p, &end, 10);
+	if (v < 0 || v >= PSB_CPU_MAX)
+		return -1;
+	*p = end;
+	return (int)v;
+}
+
+/* "N" or "N-M" at *p into set; 0 or -EINVAL. */
+static int
+cpu_range(const char **p, cpu_set_t *set)
+{
+	int a = cpu_num(p), b = a, c;
+
+	if (a < 0)
+		return -EINVAL;
+	if (**p == '-') {
+		(*p)++;
+		b = cpu_num(p);
+		if (b < a)
+			return -EINVAL;
+	}
+	for (c = a; c <= b && c < CPU_SETSIZE; c++)
+		CPU_SET(c, set);
+	return 0;
+}
+
+int
+psb_cpu_list(const char *lcores, cpu_set_t *set)
+{
+	const char *p = lcores;
+
+	CPU_ZERO(set);
+	if (p == NULL || *p == '\0')
+		return -EINVAL;
+	for (;;) {
+		cpu_set_t lc;
+		const char *q = p;
+
+		CPU_ZERO(&lc);
+		if (cpu_range(&q, &lc) != 0)
+			return -EINVAL;
+		if (*q == '@') {
+			/* lcore@CPU: the CPU is what runs it */
+			q++;
+			if (cpu_range(&q, set) != 0)
+				return -EINVAL;
+		} else {
+			CPU_OR(set, set, &lc);
+		}
+		if (*q == '\0')
+			return 0;
+		if (*q != ',')
+			return -EINVAL;
+		p = q + 1;
+	}
 }

@@ -9,6 +9,7 @@
 
 #include <limits.h>
 #include <net/if.h>
+#include <sched.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -104,5 +105,35 @@ int psb_sock_claim(const char *dir, const char *sock, char *msg, size_t msglen);
  * not record); -ESTALE the psb that made it is gone (*pid); -ENOENT, -ENOTSOCK.
  */
 int psb_sock_server(const char *dir, const char *sock, long *pid);
+
+/*
+ * CPUs the psb processes of a host poll. A CPU is claimed with an flock on dir/cpu<N>,
+ * held for the life of the process (the kernel lets go however the process ends); the
+ * file names the holder's pid. Claims are advice between psb processes, not a fence.
+ */
+#define PSB_CPU_MAX	1024
+
+/* Claim cpu: 0; -EBUSY when another holds it (*holder: its pid, 0 unknown); -errno. */
+int psb_cpu_claim(const char *dir, int cpu, long *holder);
+
+/*
+ * The first CPU of allowed (CPU_SETSIZE bits) no other psb holds, claimed: 0 and *cpu.
+ * -EBUSY when every one is held: *cpu is the first allowed, unclaimed. -errno otherwise.
+ */
+int psb_cpu_pick(const char *dir, const cpu_set_t *allowed, int *cpu);
+
+/*
+ * The CPUs an EAL lcore list runs on, for the forms "N", "N-M", "L@C" joined by commas
+ * (C, the CPU, a number or a range). -EINVAL for what it does not read (groups in
+ * parentheses): the caller claims nothing then.
+ */
+int psb_cpu_list(const char *lcores, cpu_set_t *set);
+
+/*
+ * An exclusive flock on path, waiting wait_ms at most: the descriptor, -ETIMEDOUT, or
+ * -errno. psb_host_unlock(fd) lets go (also when the process ends).
+ */
+int psb_host_lock(const char *path, unsigned int wait_ms);
+void psb_host_unlock(int fd);
 
 #endif /* PSB_HOST_H */

@@ -25,12 +25,16 @@
 #include "psb_ctl.h"
 #include "psb_ethdev.h"
 #include "psb_guard.h"
+#include "psb_host.h"
 #include "psb_kv.h"
 #include "psb_report.h"
 
 #define MBUF_ROOM	(PSB_MAX_FRAME + RTE_PKTMBUF_HEADROOM)
 #define MBUF_PRIV	RTE_ALIGN(sizeof(struct psb_meta), RTE_MBUF_PRIV_ALIGN)
 #define TX_RING		8192
+#define TX_RING_SCHED	1024	/* a scheduler sends a view per node and barrier acks */
+#define AGENT_RING	256
+#define SCHED_RING	1024
 #define ROLE_RING	4096
 #define NB_DESC		1024
 #define HOLD_PER_SHARD	2048	/* packet buffers a server shard may keep for reassembly */
@@ -114,8 +118,9 @@ usage(FILE *out)
 "  --counters-every S   its period (default 1)\n"
 "  --prometheus [IP:]PORT  serve counters as Prometheus text on 127.0.0.1:PORT/metrics\n"
 "Process:\n"
-"  -l, --lcores LIST    lcores (default 0); roles are spread one per lcore when there\n"
-"                       are enough, else they share (all on one lcore: run to completion)\n"
+"  -l, --lcores LIST    lcores (default: a CPU no other psb on this host polls); roles\n"
+"                       are spread one per lcore when there are enough, else they\n"
+"                       share (all on one lcore: run to completion)\n"
 "  --mem MB             memory of the process: DPDK's pools, then the store (default:\n"
 "                       pools as needed; a server's store gets half the machine's memory)\n"
 "  --mbufs N            mbufs in the pool (default from rings and ports)\n"
@@ -577,7 +582,7 @@ app_to_conf(const struct psb_app *app, const struct run_opts *ro, struct psb_exp
 	n->mtu = app->mtu_want;
 	n->max_value = app->max_value;
 	c->store = app->store;
-	snprintf(n->lcores, sizeof(n->lcores), "%s", ro->eal.lcores != NULL ? ro->eal.lcores : "0");
+	snprintf(n->lcores, sizeof(n->lcores), "%s", ro->eal.lcores != NULL ? ro->eal.lcores : "");
 	n->mem_mb = ro->mem_given ? ro->eal.mem_mb : 0;
 	n->mbufs = ro->mbufs;
 	n->yield = app->yield_ns;
@@ -957,6 +962,39 @@ log_bounds(const struct psb_app *app)
 	PSB_LOG(app, "waits: %s for each setup step (--connect-timeout)%s", conn, req);
 }
 
+/* A scheduler runs here: the scheduler node's, or a server's that is at DMLC_PS_ROOT_URI. */
+static int
+hosts_sched(const struct psb_app *app)
+{
+	return app->node_role == PSB_NODE_SCHEDULER ||
+		(app->node_role == PSB_NODE_SERVER && app->sched_ip == app->me.ip);
+}
+
+static unsigned int
+tx_ring_size(const struct psb_app *app)
+{
+	return app->node_role == PSB_NODE_SCHEDULER ? TX_RING_SCHED : TX_RING;
+}
+
+/*
+ * The pool a role needs: every descriptor and every ring this node makes full at once,
+ * 4096 for the per-lcore caches, and the segments server shards keep until their push is
+ * whole. A scheduler makes no shard or worker rings, a worker no shard rings.
+ */
+static uint64_t
+role_mbufs(const struct psb_app *app)
+{
+	uint64_t n = (uint64_t)app->nports * 2 * NB_DESC + tx_ring_size(app) + 4096;
+
+	if (app->node_role == PSB_NODE_SERVER)
+		n += (uint64_t)app->nshards * (ROLE_RING + app->budget.hold_max) + AGENT_RING;
+	if (app->node_role == PSB_NODE_WORKER)
+		n += (uint64_t)app->nlocal_workers * ROLE_RING;
+	if (hosts_sched(app))
+		n += SCHED_RING;
+	return n;
+}
+
 /* Roles this process runs, in table order. */
 static int
 plan_roles(struct psb_app *app)
@@ -964,8 +1002,7 @@ plan_roles(struct psb_app *app)
 	unsigned int n = 0, i;
 	struct psb_role_inst *r;
 
-	app->host_sched = app->node_role == PSB_NODE_SCHEDULER ||
-		(app->node_role == PSB_NODE_SERVER && app->sched_ip == app->me.ip);
+	app->host_sched = hosts_sched(app);
 	app->nroles = 2 + app->host_sched + (app->node_role == PSB_NODE_SERVER ? 1 + app->nshards : 0)
 		+ (app->node_role == PSB_NODE_WORKER ? app->nlocal_workers : 0);
 	app->roles = rte_zmalloc("psb_roles", app->nroles * sizeof(*app->roles), RTE_CACHE_LINE_SIZE);
@@ -1227,7 +1264,8 @@ main(int argc, char **argv)
 	struct psb_eal_argv ea;
 	char err[512], rt_dir[PATH_MAX];
 	uint64_t need_mb, nmbufs, last_rx = 0, last_rx_ns = 0, file_max;
-	int console_on = 0, rt_existed = 0;
+	int console_on = 0, rt_existed = 0, huge_fd;
+	char auto_lcores[16];
 	uint64_t log_mark;
 	unsigned int lcore, nworker_lcores = 0, i, k;
 	unsigned int worker_lcores[RTE_MAX_LCORE];
@@ -1295,17 +1333,11 @@ main(int argc, char **argv)
 		psb_die("scheduler port %u collides with worker ports %u-%u", app->sched_port,
 			app->worker_port_base, app->worker_port_base + app->nlocal_workers - 1);
 
-	/*
-	 * Pool: every ring and descriptor full at once, plus per-lcore caches, plus the
-	 * segments server shards keep until their push is whole.
-	 */
+	/* Pool: what this role's rings, descriptors and held segments can hold (role_mbufs) */
 	psb_mem_probe(&mi);
 	if (app->node_role == PSB_NODE_SERVER)
 		app->budget.hold_max = HOLD_PER_SHARD;
-	nmbufs = ro.mbufs != 0 ? ro.mbufs :
-		(uint64_t)app->nports * 2 * NB_DESC + TX_RING +
-		(uint64_t)(app->nshards + app->nlocal_workers + 2) * ROLE_RING + 4096 +
-		(uint64_t)app->budget.hold_max * app->nshards;
+	nmbufs = ro.mbufs != 0 ? ro.mbufs : role_mbufs(app);
 	if (ro.mbufs != 0 && app->budget.hold_max * app->nshards > nmbufs / 4)
 		app->budget.hold_max = (uint32_t)(nmbufs / 4 / app->nshards);
 	need_mb = (nmbufs * (MBUF_ROOM + MBUF_PRIV + 256) >> 20) + 16;
@@ -1321,6 +1353,11 @@ main(int argc, char **argv)
 
 	/* before the EAL: what can be checked is, and what a killed psb left is undone */
 	psb_host_prepare(app, ro.config != NULL);
+	psb_host_cpus(app, &ro.eal.lcores, auto_lcores, sizeof(auto_lcores));
+	snprintf(app->conf.node.lcores, sizeof(app->conf.node.lcores), "%s", ro.eal.lcores);
+	/* psb processes starting together: each sees the hugepages the ones before it took */
+	huge_fd = psb_host_huge_lock(app, ro.eal.force_no_huge);
+	psb_mem_probe(&mi);
 	eal_argc = psb_eal_build_argv(argv[0], &ro.eal, app->specs, app->nports, &mi, &ea, err,
 		sizeof(err));
 	if (eal_argc < 0)
@@ -1337,6 +1374,7 @@ main(int argc, char **argv)
 	log_mark = psb_log_mark();
 	if (psb_eal_init(eal_argc, ea.argv, err, sizeof(err)) != 0)
 		psb_die("EAL initialisation failed: %s (EAL arguments: psb -v shows them)", err);
+	psb_host_unlock(huge_fd);
 	psb_host_ports_up(app);
 
 	signal(SIGINT, on_signal);
@@ -1408,17 +1446,17 @@ main(int argc, char **argv)
 	app->parse.psb_port = 0;	/* ports are routed in psb_dispatch */
 	app->parse.check_ip_csum = 1;
 
-	app->tx_ring = make_ring("tx", 0, TX_RING, RING_F_SC_DEQ);
+	app->tx_ring = make_ring("tx", 0, tx_ring_size(app), RING_F_SC_DEQ);
 	for (i = 0; i < app->nshards && app->node_role == PSB_NODE_SERVER; i++)
 		app->shard_ring[i] = make_ring("shard", (int)i, ROLE_RING, RING_F_SC_DEQ);
 	for (i = 0; i < app->nlocal_workers && app->node_role == PSB_NODE_WORKER; i++)
 		app->wk_ring[i] = make_ring("wk", (int)i, ROLE_RING, RING_F_SC_DEQ);
 	if (app->node_role == PSB_NODE_SERVER)
-		app->agent_ring = make_ring("agent", 0, 256, RING_F_SC_DEQ);
+		app->agent_ring = make_ring("agent", 0, AGENT_RING, RING_F_SC_DEQ);
 	if (plan_roles(app) != 0)
 		psb_die("out of memory");
 	if (app->host_sched)
-		app->sched_ring = make_ring("sched", 0, 1024, RING_F_SC_DEQ);
+		app->sched_ring = make_ring("sched", 0, SCHED_RING, RING_F_SC_DEQ);
 
 	for (i = 0; i < app->nroles; i++) {
 		struct psb_role_inst *ri = &app->roles[i];

@@ -452,6 +452,11 @@ int psb_worker_read(const struct psb_role_inst *ri, struct psb_worker_pub *pub,
  * MTU to ask for and ethdev flags (a kernel interface keeps its MTU unless one was asked
  * for), its state recorded first. psb_host_ports_up, after the EAL, records the memif
  * sockets psb bound. psb_host_restore, at exit, puts interfaces back.
+ * psb_host_cpus: without -l (*lcores NULL or ""), the first CPU this process may use that
+ * no other psb polls, claimed for the process's life and written to buf (*lcores points
+ * there); with -l, its CPUs claimed too and a CPU another psb polls said at start.
+ * psb_host_huge_lock: psb processes starting together look at free hugepages and take
+ * them one at a time (a descriptor for psb_host_unlock after the EAL, or -1).
  */
 void psb_log_capture(void);
 uint64_t psb_log_mark(void);
@@ -461,6 +466,8 @@ void psb_host_prepare(struct psb_app *app, int from_doc);
 uint16_t psb_host_port_mtu(struct psb_app *app, unsigned int i, unsigned int *flags);
 void psb_host_ports_up(struct psb_app *app);
 void psb_host_restore(struct psb_app *app);
+void psb_host_cpus(struct psb_app *app, const char **lcores, char *buf, size_t len);
+int psb_host_huge_lock(struct psb_app *app, int no_huge);
 
 #define PSB_LOG(app, fmt, ...) \
 	do { if (!(app)->quiet) fprintf(stderr, "psb: " fmt "\n", ##__VA_ARGS__); } while (0)

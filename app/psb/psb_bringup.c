@@ -7,6 +7,7 @@
 #include <fcntl.h>
 #include <net/if.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -303,6 +304,62 @@ psb_host_prepare(struct psb_app *app, int from_doc)
 		if (msg[0] != '\0')
 			PSB_LOG(app, "port '%s': %s", p->spec, msg);
 	}
+}
+
+void
+psb_host_cpus(struct psb_app *app, const char **lcores, char *buf, size_t len)
+{
+	char dir[PATH_MAX];
+	cpu_set_t set;
+	long holder;
+	int cpu = 0, rc;
+
+	if (psb_host_dir("cpus", dir, sizeof(dir)) != 0)
+		dir[0] = '\0';
+	if (*lcores == NULL || (*lcores)[0] == '\0') {
+		if (sched_getaffinity(0, sizeof(set), &set) != 0) {
+			CPU_ZERO(&set);
+			CPU_SET(0, &set);
+		}
+		rc = dir[0] != '\0' ? psb_cpu_pick(dir, &set, &cpu) : -ENOENT;
+		if (rc != 0 && rc != -EBUSY)
+			for (cpu = 0; cpu < CPU_SETSIZE - 1 && !CPU_ISSET(cpu, &set); cpu++)
+				;
+		snprintf(buf, len, "%d", cpu);
+		*lcores = buf;
+		if (rc == 0)
+			PSB_DBG(app, 1, "lcore on CPU %d: no other psb polls it (-l chooses)", cpu);
+		else if (rc == -EBUSY)
+			PSB_LOG(app, "lcore on CPU %d, which another psb polls too: other psb "
+				"processes poll every CPU this one may use (-l chooses)", cpu);
+		else
+			PSB_LOG(app, "lcore on CPU %d: cannot tell which CPUs other psb processes "
+				"poll (%s)", cpu, strerror(-rc));
+		return;
+	}
+	/* forms psb_cpu_list does not read are the operator's to place: nothing claimed */
+	if (dir[0] == '\0' || psb_cpu_list(*lcores, &set) != 0)
+		return;
+	for (cpu = 0; cpu < CPU_SETSIZE; cpu++)
+		if (CPU_ISSET(cpu, &set) && psb_cpu_claim(dir, cpu, &holder) == -EBUSY)
+			PSB_LOG(app, "CPU %d (-l %s) is polled by another psb too (pid %ld)", cpu,
+				*lcores, holder);
+}
+
+int
+psb_host_huge_lock(struct psb_app *app, int no_huge)
+{
+	char dir[PATH_MAX], path[PATH_MAX + 16];
+	int fd;
+
+	if (no_huge || psb_host_dir("locks", dir, sizeof(dir)) != 0)
+		return -1;
+	snprintf(path, sizeof(path), "%s/hugepages", dir);
+	fd = psb_host_lock(path, 30000);
+	if (fd == -ETIMEDOUT)
+		PSB_LOG(app, "another psb has held %s for 30 s: looking at free hugepages without "
+			"waiting for it", path);
+	return fd;
 }
 
 void

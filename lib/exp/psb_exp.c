@@ -58,8 +58,9 @@ const struct psb_conf_field psb_exp_node_table[] = {
 	{ "max_value", PSB_CONF_SIZE, OFF(psb_exp_node, max_value), 0, 0, "64MiB", 4,
 	  PSB_MAX_VALUE, NULL, NULL, "largest value a server accepts" },
 	{ "lcores", PSB_CONF_STRING, OFF(psb_exp_node, lcores),
-	  sizeof(((struct psb_exp_node *)0)->lcores), 0, "0", 0, 0, NULL, NULL,
-	  "lcores (EAL -l); one role per lcore when there are enough" },
+	  sizeof(((struct psb_exp_node *)0)->lcores), 0, "", 0, 0, NULL, NULL,
+	  "lcores (EAL -l; \"\": a CPU no other psb on this host polls); one role per lcore "
+	  "when there are enough" },
 	{ "mem_mb", PSB_CONF_UINT, OFF(psb_exp_node, mem_mb), 0, 0, "0", 0, 1 << 20, NULL, NULL,
 	  "memory for DPDK in MB (0: what the pools need)" },
 	{ "mbufs", PSB_CONF_UINT, OFF(psb_exp_node, mbufs), 0, 0, "0", 0, 1 << 24, NULL, NULL,

@@ -1,5 +1,6 @@
 /* Unit tests of drivers/psb_host.c: records of what psb changed, and who may undo them. */
 #include <errno.h>
+#include <sched.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -282,6 +283,120 @@ test_ifstate_records(void **state)
 	unlink(path);
 }
 
+/* A child that holds a CPU claim (cpu >= 0) or the lock at path until it reads a byte. */
+static pid_t
+holder_start(int cpu, const char *path, int *wfd)
+{
+	int to[2], from[2];
+	char c = 0;
+	pid_t pid;
+
+	assert_int_equal(pipe(to), 0);
+	assert_int_equal(pipe(from), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		long h;
+		int ok = cpu >= 0 ? psb_cpu_claim(g_dir, cpu, &h) == 0 :
+			psb_host_lock(path, 0) >= 0;
+
+		c = ok ? 'y' : 'n';
+		(void)!write(from[1], &c, 1);
+		(void)!read(to[0], &c, 1);
+		_exit(0);
+	}
+	close(to[0]);
+	close(from[1]);
+	assert_int_equal(read(from[0], &c, 1), 1);
+	assert_int_equal(c, 'y');
+	close(from[0]);
+	*wfd = to[1];
+	return pid;
+}
+
+static void
+holder_stop(pid_t pid, int wfd)
+{
+	int st;
+
+	(void)!write(wfd, "x", 1);
+	close(wfd);
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+}
+
+/* CPUs another psb polls are passed over; a claim ends with its process. */
+static void
+test_cpu_claims(void **state)
+{
+	cpu_set_t allowed;
+	int wfd, cpu = -1;
+	long holder = -1;
+	pid_t pid;
+
+	(void)state;
+	pid = holder_start(0, NULL, &wfd);
+	assert_int_equal(psb_cpu_claim(g_dir, 0, &holder), -EBUSY);
+	assert_int_equal(holder, pid);
+	CPU_ZERO(&allowed);
+	CPU_SET(0, &allowed);
+	CPU_SET(2, &allowed);
+	assert_int_equal(psb_cpu_pick(g_dir, &allowed, &cpu), 0);
+	assert_int_equal(cpu, 2);
+	/* 2 is this process's now (another open of it is refused), 0 the child's: shared */
+	assert_int_equal(psb_cpu_pick(g_dir, &allowed, &cpu), -EBUSY);
+	assert_int_equal(cpu, 0);
+	holder_stop(pid, wfd);
+	assert_int_equal(psb_cpu_claim(g_dir, 0, &holder), 0);
+	assert_int_equal(psb_cpu_claim(g_dir, -1, &holder), -EINVAL);
+	assert_int_equal(psb_cpu_claim(g_dir, PSB_CPU_MAX, &holder), -EINVAL);
+	CPU_ZERO(&allowed);
+	assert_int_equal(psb_cpu_pick(g_dir, &allowed, &cpu), -EINVAL);
+}
+
+static void
+test_cpu_list(void **state)
+{
+	cpu_set_t s;
+
+	(void)state;
+	assert_int_equal(psb_cpu_list("3", &s), 0);
+	assert_int_equal(CPU_COUNT(&s), 1);
+	assert_true(CPU_ISSET(3, &s));
+	assert_int_equal(psb_cpu_list("0-2,5", &s), 0);
+	assert_int_equal(CPU_COUNT(&s), 4);
+	assert_true(CPU_ISSET(0, &s) && CPU_ISSET(2, &s) && CPU_ISSET(5, &s));
+	/* lcore@CPU: the CPUs, not the lcore ids */
+	assert_int_equal(psb_cpu_list("0@1,1@3-4", &s), 0);
+	assert_int_equal(CPU_COUNT(&s), 3);
+	assert_true(CPU_ISSET(1, &s) && CPU_ISSET(3, &s) && CPU_ISSET(4, &s));
+	assert_false(CPU_ISSET(0, &s));
+	assert_int_equal(psb_cpu_list("(0-1)@2", &s), -EINVAL);
+	assert_int_equal(psb_cpu_list("", &s), -EINVAL);
+	assert_int_equal(psb_cpu_list(NULL, &s), -EINVAL);
+	assert_int_equal(psb_cpu_list("1,", &s), -EINVAL);
+	assert_int_equal(psb_cpu_list("2-1", &s), -EINVAL);
+	assert_int_equal(psb_cpu_list("1x", &s), -EINVAL);
+	assert_int_equal(psb_cpu_list("99999", &s), -EINVAL);
+}
+
+/* The host lock waits for its holder, at most as long as it is told. */
+static void
+test_host_lock(void **state)
+{
+	char path[128];
+	int wfd, fd;
+	pid_t pid;
+
+	(void)state;
+	snprintf(path, sizeof(path), "%s/hugepages.lock", g_dir);
+	pid = holder_start(-1, path, &wfd);
+	assert_int_equal(psb_host_lock(path, 30), -ETIMEDOUT);
+	holder_stop(pid, wfd);
+	fd = psb_host_lock(path, 30);
+	assert_true(fd >= 0);
+	psb_host_unlock(fd);
+}
+
 int
 main(void)
 {
@@ -289,6 +404,9 @@ main(void)
 		cmocka_unit_test(test_proc_alive),
 		cmocka_unit_test_setup_teardown(test_sock_claim, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_ifstate_records, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_cpu_claims, setup, teardown),
+		cmocka_unit_test(test_cpu_list),
+		cmocka_unit_test_setup_teardown(test_host_lock, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
