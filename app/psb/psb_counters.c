@@ -203,6 +203,8 @@ counters_emit(struct psb_emit *e, struct psb_app *app)
 	/* not value_sum: it reads the whole store, far too much for a 10 Hz scrape */
 	if (app->node_role == PSB_NODE_SERVER)
 		psb_emit_json(e, "store", psb_report_store_json(app, false));
+	if (app->host_sched)
+		psb_emit_json(e, "scheduler", psb_report_sched_json(app));
 	control_emit(e, app);
 	psb_run_emit(e, app, "experiment", 1);
 	psb_emit_close(e);

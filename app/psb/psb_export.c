@@ -544,6 +544,11 @@ static const struct prom_desc {
 		"af_packet: frames the kernel dropped, psb's socket ring being full" },
 	{ "psb_port_xstat", "counter", "Extended statistics of the port (rte_eth_xstats)" },
 	{ "psb_role_busy_pct", "gauge", "Busy share of the role's cycles since start, percent" },
+	{ "psb_scheduler_registered", "counter", "Nodes that took a rank with the scheduler" },
+	{ "psb_scheduler_reregistered", "counter", "REGISTERs repeated by a node with a rank" },
+	{ "psb_scheduler_rejected", "counter",
+		"REGISTERs and BARRIERs refused: no place, unknown node or wrong barrier" },
+	{ "psb_scheduler_barriers_released", "counter", "Barriers released" },
 	{ "psb_store_keys", "gauge", "Keys in the parameter store" },
 	{ "psb_store_bytes", "gauge", "Value bytes in the parameter store" },
 	{ "psb_store_push", "counter", "PUSH requests served" },
@@ -1079,6 +1084,12 @@ psb_export_prometheus(struct psb_app *app)
 		struct prom_labels l = { "" };
 
 		prom_object(&p, "psb_store", store, &l, "counter", "store", NULL);
+	}
+	if (json_is_object(json_object_get(all, "scheduler"))) {
+		struct prom_labels l = { "" };
+
+		prom_object(&p, "psb_scheduler", json_object_get(all, "scheduler"), &l, "counter",
+			"scheduler", NULL);
 	}
 	if (json_is_object(json_object_get(all, "control"))) {
 		struct prom_labels l = { "" };

@@ -304,6 +304,26 @@ psb_report_counters_json(const struct psb_counters *c)
 }
 
 json_t *
+psb_report_sched_json(const struct psb_app *app)
+{
+	const struct psb_sched_stats *st;
+	unsigned int i;
+
+	for (i = 0; i < app->nroles; i++) {
+		const struct psb_role_inst *ri = &app->roles[i];
+
+		if (ri->role != &psb_role_scheduler || ri->priv == NULL)
+			continue;
+		st = psb_sched_stats(ri->priv);
+		return json_pack("{s:I,s:I,s:I,s:I}", "registered", (json_int_t)st->registered,
+			"reregistered", (json_int_t)st->reregistered, "rejected",
+			(json_int_t)st->rejected, "barriers_released",
+			(json_int_t)st->barriers_released);
+	}
+	return NULL;
+}
+
+json_t *
 psb_report_store_json(const struct psb_app *app, bool with_value_sum)
 {
 	const struct psb_store_budget *b = &app->budget;
@@ -449,6 +469,12 @@ psb_report_write_json(struct psb_app *app, const char *path)
 		if (st != NULL)
 			json_object_set_new(st, "digest", store_digest_json(app));
 		json_object_set_new(root, "store", st);
+	}
+	if (app->host_sched) {
+		json_t *sc = psb_report_sched_json(app);
+
+		if (sc != NULL)
+			json_object_set_new(root, "scheduler", sc);
 	}
 	json_object_set_new(root, "process", json_pack("{s:I}", "rss_max_bytes",
 		(json_int_t)rss_max_bytes()));

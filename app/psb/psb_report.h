@@ -24,6 +24,8 @@ json_t *psb_report_counters_json(const struct psb_counters *c);
 /* The entries of psb_report_counters_json into the object open in e. */
 void psb_report_counters_emit(struct psb_emit *e, const struct psb_counters *c);
 json_t *psb_report_store_json(const struct psb_app *app, bool value_sum);
+/* The scheduler's registrations and barriers (NULL when this node hosts none). */
+json_t *psb_report_sched_json(const struct psb_app *app);
 
 /*
  * The counters of every role instance added up: received packets and bytes are the rx

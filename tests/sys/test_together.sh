@@ -45,7 +45,7 @@ start() {	# start N ROLE HOST-IP ARGS...
 }
 LEN=4096 REPEAT=50
 # all five at once: no node waits for another to be up
-start 0 scheduler ""
+start 0 scheduler "" --stats-file "$DIR/sched.json"
 start 1 server 198.18.11.2 --stats-file "$DIR/s1.json"
 start 2 server 198.18.11.3 --stats-file "$DIR/s2.json"
 start 3 worker 198.18.11.10 --verify --results "$DIR/w3.json" $LEN $REPEAT
@@ -87,6 +87,8 @@ s = logs[0]
 assert len(re.findall(r"scheduler: server \S+ registered as rank [01] ", s)) == 2, s
 assert len(re.findall(r"scheduler: worker \S+ registered as rank [01] ", s)) == 2, s
 assert "scheduler: all 2 server(s) and 2 worker(s) registered" in s, s
+sc = json.load(open(f"{d}/sched.json"))["scheduler"]
+assert sc["registered"] == 4 and sc["rejected"] == 0 and sc["barriers_released"] > 0, sc
 # exact sums
 for f in (f"{d}/w3.json", f"{d}/w4.json"):
     w = json.load(open(f))

@@ -3,7 +3,7 @@
 
 #include "psb.h"
 
-/* Refusals logged at most: a peer could send them without end. */
+/* Refusals logged at most; the rest are counted only (a peer could send them without end). */
 #define SCHED_REFUSALS_LOGGED	10
 
 /* The cluster as it forms, in the log: ready always, each node with -v (PS_VERBOSE=1). */
@@ -33,7 +33,8 @@ sched_event(void *ctx, const struct psb_sched_event *ev)
 			psb_ip_str(ev->addr.ip, ip), ev->addr.port,
 			ev->server ? "every server's place is taken (DMLC_NUM_SERVER)" :
 			"every worker's place is taken (DMLC_NUM_WORKER), or no role given",
-			refusals == SCHED_REFUSALS_LOGGED ? "; further refusals are not logged" : "");
+			refusals == SCHED_REFUSALS_LOGGED ?
+			"; further refusals are counted only (scheduler.rejected)" : "");
 		break;
 	}
 }
