@@ -618,7 +618,6 @@ int
 psb_cpu_claim(const char *dir, int cpu, long *holder)
 {
 	char path[PATH_MAX], text[32];
-	ssize_t n;
 	int fd, len;
 
 	*holder = 0;
@@ -626,20 +625,14 @@ psb_cpu_claim(const char *dir, int cpu, long *holder)
 		return -EINVAL;
 	if ((size_t)snprintf(path, sizeof(path), "%s/cpu%d", dir, cpu) >= sizeof(path))
 		return -ENAMETOOLONG;
-	fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
-	if (fd < 0)
-		return -errno;
-	if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
-		int e = errno;
-
-		n = pread(fd, text, sizeof(text) - 1, 0);
-		if (n > 0) {
-			text[n] = '\0';
+	fd = psb_host_lock(path, 0);
+	if (fd == -ETIMEDOUT) {
+		if (rec_read(path, text, sizeof(text)) == 0)
 			*holder = strtol(text, NULL, 10);
-		}
-		close(fd);
-		return e == EWOULDBLOCK ? -EBUSY : -e;
+		return -EBUSY;
 	}
+	if (fd < 0)
+		return fd;
 	/*
 	 * Held until the process ends: the descriptor stays open on purpose. The pid is only
 	 * what another psb names when it finds the CPU taken.
