@@ -19,6 +19,11 @@ struct psb_ethdev_info {
  * mtu_want is then the interface's own MTU, and psb sends frames of at most that.
  */
 #define PSB_ETHDEV_KEEP_MTU	1
+/*
+ * The caller sized the driver's frames for mtu_want (af_packet: framesz in its devargs):
+ * the driver's advertised frame limit, which ignores them, does not apply.
+ */
+#define PSB_ETHDEV_FRAMES_SIZED	2
 
 /*
  * Configure and start port_id with one rx and one tx queue. mtu_want is

@@ -211,6 +211,25 @@ ifr_init(struct ifreq *ifr, const char *ifname)
 }
 
 int
+psb_if_set_mtu(const char *ifname, int mtu)
+{
+	struct ifreq ifr;
+	int fd, rc = 0;
+
+	if (strlen(ifname) >= sizeof(ifr.ifr_name))
+		return -ENODEV;
+	fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	ifr_init(&ifr, ifname);
+	ifr.ifr_mtu = mtu;
+	if (ioctl(fd, SIOCSIFMTU, &ifr) != 0)
+		rc = -errno;
+	close(fd);
+	return rc;
+}
+
+int
 psb_if_read(const char *ifname, struct psb_ifstate *st)
 {
 	struct ifreq ifr;

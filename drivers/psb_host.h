@@ -44,6 +44,9 @@ struct psb_ifstate {
 /* Read ifname's index, MTU and promiscuity now. 0, or -ENODEV when there is no such one. */
 int psb_if_read(const char *ifname, struct psb_ifstate *st);
 
+/* Set the MTU of interface ifname. 0 or -errno. */
+int psb_if_set_mtu(const char *ifname, int mtu);
+
 /*
  * Record st, as read before psb changes the interface, in dir as this process's. -EBUSY
  * (and *holder) when a live psb recorded it first: that one puts the interface back.

@@ -13,6 +13,7 @@
 
 #include "psb_cli.h"
 #include "psb_port.h"
+#include "psb_proto.h"
 
 static int
 fail(char *err, size_t errlen, const char *fmt, ...)
@@ -194,6 +195,43 @@ psb_port_parse(const char *spec, int index, struct psb_port_spec *p, char *err, 
 	}
 	return fail(err, errlen, "port '%s': unknown kind '%s' (expected pci, memif, af_packet, tap, "
 		"pcap, ring or null)", spec, f[0]);
+}
+
+/*
+ * The kernel puts a received frame at 66 bytes into its ring frame (TPACKET_V2's header and
+ * address, aligned so that the IP header lands on 16 bytes); the driver copies what follows
+ * into an mbuf whose room must hold the frame size less 32, and it finds frame i at i times
+ * the frame size: a block must hold a whole number of frames with nothing left over. The
+ * kernel takes a block as a power of two of pages, so a block of 28 frames of 9216 bytes
+ * (63 pages) wastes one page in 64 for jumbo frames.
+ */
+#define AFP_MAC_OFF	66
+#define AFP_DATA_SLACK	32
+
+int
+psb_port_afp_ring(struct psb_port_spec *p, unsigned int mtu, uint64_t ring_bytes,
+		unsigned int *frames, char *err, size_t errlen)
+{
+	static const unsigned int sizes[][2] = {	/* frame size, frames per block */
+		{ 2048, 2 }, { 4096, 1 }, { 8192, 1 }, { 9216, 28 },
+	};
+	unsigned int need = AFP_MAC_OFF + 14 + 4 + mtu, i, blocks, blocksz;
+	size_t used = strlen(p->devargs);
+	int n;
+
+	for (i = 0; i < sizeof(sizes) / sizeof(sizes[0]) && sizes[i][0] < need; i++)
+		;
+	if (i == sizeof(sizes) / sizeof(sizes[0]) || sizes[i][0] - AFP_DATA_SLACK > PSB_MAX_FRAME)
+		return fail(err, errlen, "port '%s': MTU %u is more than psb receives (frames of "
+			"at most %u bytes)", p->spec, mtu, PSB_MAX_FRAME);
+	blocksz = sizes[i][0] * sizes[i][1];
+	blocks = (unsigned int)(ring_bytes / blocksz);
+	if (blocks == 0)
+		blocks = 1;
+	*frames = blocks * sizes[i][1];
+	n = snprintf(p->devargs + used, sizeof(p->devargs) - used,
+		",blocksz=%u,framesz=%u,framecnt=%u", blocksz, sizes[i][0], *frames);
+	return devargs_fit((int)used + n, p, err, errlen);
 }
 
 /* <prefix>map_<n>: a hugepage file the EAL made for prefix, and nothing else. */

@@ -43,6 +43,17 @@ psb_port_is_kernel(const struct psb_port_spec *p)
  */
 int psb_port_parse(const char *spec, int index, struct psb_port_spec *p, char *err, size_t errlen);
 
+/*
+ * The af_packet ring of port p (an af_packet port) for frames of up to mtu bytes of IP:
+ * frames big enough for one such frame with its VLAN tag and the kernel's header (the
+ * driver's default of 2048 holds a 1500-byte MTU only), in blocks the driver and the
+ * kernel agree on, as many as fit ring_bytes (each of the receive and send rings). Appends blocksz, framesz and
+ * framecnt to p->devargs; *frames gets the frame count. -EINVAL with a message when the
+ * MTU is beyond what psb's receive buffers hold or the arguments do not fit.
+ */
+int psb_port_afp_ring(struct psb_port_spec *p, unsigned int mtu, uint64_t ring_bytes,
+		unsigned int *frames, char *err, size_t errlen);
+
 /* Memory facts used to choose between hugepages and --no-huge. */
 struct psb_mem_info {
 	uint64_t huge_free_mb;		/* free hugepage memory, MB */

@@ -319,12 +319,20 @@ queue_msg(struct ksrv *s, const struct psb_addr *to, const struct psb_hdr *h, co
 	s->txa[i].sin_port = htons(to->port);
 }
 
-/* kv response: cut the value into segments of h->seg_size (copied: value is only borrowed). */
+/*
+ * kv response: cut the value into segments of h->seg_size, or the one segment h->seg_len
+ * asks for (copied: value is only borrowed).
+ */
 static void
 kv_emit(void *arg, const struct psb_addr *to, struct psb_hdr *h, const void *value)
 {
 	struct ksrv *s = arg;
 	uint32_t total = h->total_len, off = 0;
+
+	if (h->seg_len != 0) {
+		off = h->offset;
+		total = off + h->seg_len;
+	}
 
 	do {
 		uint32_t left = total - off;
@@ -604,6 +612,10 @@ write_stats(const struct ksrv *s, const char *path)
 		json_object_set_new(refused, psb_budget_name(k) + strlen("store."),
 			json_integer((json_int_t)st->refused[k]));
 	json_object_set_new(store, "discarded", disc);
+	json_object_set_new(store, "repairs", json_integer((json_int_t)st->repairs));
+	json_object_set_new(store, "repair_segs", json_integer((json_int_t)st->repair_segs));
+	json_object_set_new(store, "nacks", json_integer((json_int_t)st->nacks));
+	json_object_set_new(store, "repair_bad", json_integer((json_int_t)st->repair_bad));
 	json_object_set_new(store, "refused", refused);
 	bad = json_pack("{s:I,s:I,s:I,s:I,s:I}", "short", (json_int_t)c->bad_short,
 		"magic", (json_int_t)c->bad_magic, "segment", (json_int_t)c->bad_segment,

@@ -26,6 +26,7 @@
 #include "psb_ethdev.h"
 #include "psb_host.h"
 
+#define AFP_RING_BYTES	(16ull << 20)	/* each of an af_packet port's two rings */
 #define PSB_MTU_DEFAULT	9000	/* where setting it disturbs nothing: memif, pcap, ring, null */
 
 /*
@@ -266,6 +267,28 @@ wait_memif_server(struct psb_app *app, const struct psb_port_spec *p, const char
 		waited / 1e9, strerror(-rc));
 }
 
+/*
+ * An af_packet port's rings, sized before the EAL opens it: frames for the MTU psb will use
+ * there (the interface's, up to 9000, or --mtu), and AFP_RING_BYTES of them each way.
+ */
+static void
+afp_ring(struct psb_app *app, struct psb_port_spec *p)
+{
+	struct psb_ifstate st;
+	unsigned int mtu, frames;
+	char err[256];
+	int rc = psb_if_read(p->ifname, &st);
+
+	if (rc != 0)
+		psb_die("port '%s': interface %s: %s", p->spec, p->ifname, strerror(-rc));
+	mtu = app->mtu_want != 0 ? app->mtu_want :
+		(st.mtu > PSB_MTU_DEFAULT ? PSB_MTU_DEFAULT : (unsigned int)st.mtu);
+	if (psb_port_afp_ring(p, mtu, AFP_RING_BYTES, &frames, err, sizeof(err)) != 0)
+		psb_die("%s", err);
+	PSB_LOG(app, "port '%s': kernel rings of %u frames each way (MTU %u)", p->spec, frames,
+		mtu);
+}
+
 void
 psb_host_prepare(struct psb_app *app, int from_doc)
 {
@@ -294,6 +317,8 @@ psb_host_prepare(struct psb_app *app, int from_doc)
 		if (p->kind == PSB_PORT_AF_PACKET && if_nametoindex(p->ifname) == 0)
 			psb_die("port '%s': no such device: there is no network interface %s here "
 				"(ip link lists them)", p->spec, p->ifname);
+		if (p->kind == PSB_PORT_AF_PACKET)
+			afp_ring(app, &app->specs[i]);
 		if (p->kind == PSB_PORT_MEMIF && !p->memif_server)
 			wait_memif_server(app, p, mdir, from_doc);
 		if (p->kind != PSB_PORT_MEMIF || !p->memif_server)
@@ -411,6 +436,17 @@ psb_host_port_mtu(struct psb_app *app, unsigned int i, unsigned int *flags)
 	else if (rc != 0 && rc != -EBUSY)
 		psb_die("port '%s': cannot record interface %s before changing it (%s): %s",
 			p->spec, p->ifname, dir, strerror(-rc));
+	if (p->kind == PSB_PORT_AF_PACKET) {
+		/*
+		 * Its frames were sized for want (afp_ring). The driver's own MTU call would
+		 * refuse more than 1500 whatever its frames hold: psb sets the interface's.
+		 */
+		if (!(*flags & PSB_ETHDEV_KEEP_MTU) && want != st->mtu &&
+		    (rc = psb_if_set_mtu(p->ifname, want)) != 0)
+			psb_die("port '%s': cannot set the MTU of %s to %u: %s", p->spec, p->ifname,
+				want, strerror(-rc));
+		*flags |= PSB_ETHDEV_KEEP_MTU | PSB_ETHDEV_FRAMES_SIZED;
+	}
 	return want;
 }
 

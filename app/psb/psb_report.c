@@ -217,6 +217,11 @@ psb_report_print(const struct psb_app *app, FILE *out)
 		(unsigned long long)st->req[PSB_MSG_PUSHPULL], (unsigned long long)st->rounds_closed,
 		(unsigned long long)st->bytes_summed, (unsigned long long)st->dup_segs,
 		(unsigned long long)st->retries_answered, (unsigned long long)st->stale);
+	if (st->repairs != 0)
+		fprintf(out, "repairs: %llu asked (%llu making no sense); %llu answer segments sent "
+			"again; %llu times push segments asked for again\n",
+			(unsigned long long)st->repairs, (unsigned long long)st->repair_bad,
+			(unsigned long long)st->repair_segs, (unsigned long long)st->nacks);
 	for (k = 0; k < PSB_KV_DISCARD_MAX; k++)
 		discarded += st->discarded[k];
 	for (k = 0; k < PSB_BUDGET_MAX; k++)
@@ -358,6 +363,10 @@ psb_report_store_json(const struct psb_app *app, bool with_value_sum)
 	json_object_set_new(s, "bytes_sent", json_integer((json_int_t)st->bytes_sent));
 	json_object_set_new(s, "batches", json_integer((json_int_t)st->batches));
 	json_object_set_new(s, "bad_records", json_integer((json_int_t)st->bad_records));
+	json_object_set_new(s, "repairs", json_integer((json_int_t)st->repairs));
+	json_object_set_new(s, "repair_segs", json_integer((json_int_t)st->repair_segs));
+	json_object_set_new(s, "nacks", json_integer((json_int_t)st->nacks));
+	json_object_set_new(s, "repair_bad", json_integer((json_int_t)st->repair_bad));
 	json_object_set_new(s, "mem", json_integer((json_int_t)t.mem));
 	json_object_set_new(s, "staged", json_integer((json_int_t)t.staged));
 	json_object_set_new(s, "staged_bytes", json_integer((json_int_t)t.staged_bytes));

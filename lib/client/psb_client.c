@@ -317,6 +317,7 @@ rx_one(struct psb_client *c, const uint8_t *buf, size_t len, int truncated, uint
 	case PSB_MSG_PULL_RESP:
 	case PSB_MSG_PUSHPULL_RESP:
 	case PSB_MSG_BATCH_RESP:
+	case PSB_MSG_REPAIR_RESP:
 	case PSB_MSG_ERROR:
 		c->hard_errno = 0;
 		if (h.type == PSB_MSG_ERROR) {

@@ -807,6 +807,107 @@ handle_pull(struct psb_kv *kv, struct kv_entry *e, const struct psb_hdr *h,
 	complete(kv, e, h->sender, emit, arg);
 }
 
+/* REPAIR_RESP to a REPAIR h: the staged push's missing segments (st), or ALL (st NULL). */
+static void
+send_nack(struct psb_kv *kv, const struct psb_hdr *h, const struct kv_stage *st,
+		const struct psb_addr *to, psb_kv_emit_fn emit, void *arg)
+{
+	uint8_t buf[PSB_REPAIR_MAX_LEN];
+	uint32_t room = kv->cfg.seg_size < sizeof(buf) ? kv->cfg.seg_size : sizeof(buf);
+	struct psb_repair rp = { .flags = st == NULL ? PSB_REPAIR_ALL : 0 };
+	struct psb_hdr r;
+
+	if (st != NULL)
+		rp.nbits = psb_reasm_missing(&st->reasm, buf + PSB_REPAIR_HLEN,
+			(room - PSB_REPAIR_HLEN - 4) * 8, &rp.base);
+	memset(buf + PSB_REPAIR_HLEN + (rp.nbits + 7) / 8, 0, 4);
+	psb_repair_encode(buf, &rp);
+	fill_resp(kv, &r, PSB_MSG_REPAIR_RESP, h->sender, h->req_id, h->flags, h->key);
+	r.round = h->round;
+	r.aux = h->aux;
+	r.total_len = psb_repair_len(rp.nbits);
+	r.seg_size = (uint16_t)r.total_len;
+	kv->st.nacks++;
+	emit(arg, to, &r, buf);
+}
+
+/* Answer a finished request again: the segments rp asks for, or all of it. */
+static void
+answer_repair(struct psb_kv *kv, struct kv_entry *e, uint16_t s, const struct psb_repair *rp,
+		psb_kv_emit_fn emit, void *arg)
+{
+	struct kv_peer *p = &e->peers[s];
+	uint32_t i, nseg;
+	struct psb_hdr r;
+
+	/* nothing begun, or begun on a version that is gone: the whole answer */
+	if (p->type == PSB_MSG_PUSH || !(rp->flags & PSB_REPAIR_ROUND) ||
+	    rp->round != e->round || rp->nbits == 0) {
+		answer(kv, e, s, emit, arg);
+		return;
+	}
+	nseg = psb_seg_count(e->len, kv->cfg.seg_size);
+	fill_resp(kv, &r, p->type | PSB_MSG_RESP, s, p->req_id, p->flags, e->key);
+	r.round = e->round;
+	r.total_len = e->len;
+	for (i = 0; i < rp->nbits && rp->base + i < nseg; i++) {
+		uint32_t off = (rp->base + i) * kv->cfg.seg_size, left = e->len - off;
+
+		if (!psb_repair_bit(rp, i))
+			continue;
+		r.offset = off;
+		r.seg_len = (uint16_t)(left < kv->cfg.seg_size ? left : kv->cfg.seg_size);
+		kv->st.repair_segs++;
+		kv->st.bytes_sent += r.seg_len;
+		emit(arg, &kv->addrs[s], &r, e->val);
+	}
+}
+
+/*
+ * A REPAIR: the sender's request timed out. A push still being staged: which segments are
+ * missing. A request answered: the answer again, the segments the sender lacks. One waiting
+ * for its sync round: nothing (the round's close answers it). One never seen (all of it
+ * lost, or its staged part discarded): ALL, send it again.
+ */
+static void
+handle_repair(struct psb_kv *kv, struct kv_entry *e, const struct psb_hdr *h,
+		const void *payload, const struct psb_addr *from, psb_kv_emit_fn emit, void *arg)
+{
+	struct kv_stage *st = stage_find(kv, h->sender, h->key);
+	struct kv_peer *p = e != NULL ? &e->peers[h->sender] : NULL;
+	struct psb_repair rp;
+
+	if (psb_repair_decode(&rp, payload, h->seg_len) != 0 ||
+	    (rp.req_type != PSB_MSG_PUSH && rp.req_type != PSB_MSG_PULL &&
+	     rp.req_type != PSB_MSG_PUSHPULL)) {
+		kv->st.repair_bad++;
+		return;
+	}
+	kv->st.repairs++;
+	if (st != NULL && st->epoch == h->aux && st->req_id == h->req_id) {
+		st->last_ns = kv->now_ns;
+		send_nack(kv, h, st, from, emit, arg);
+		return;
+	}
+	if (p != NULL && p->state != PEER_IDLE && p->epoch == h->aux) {
+		if (p->req_id == h->req_id && p->state == PEER_DONE) {
+			kv->st.retries_answered++;
+			if (p->type == PSB_MSG_ERROR)
+				send_error(kv, h, from, p->err_status, p->err_aux, emit, arg);
+			else
+				answer_repair(kv, e, h->sender, &rp, emit, arg);
+			return;
+		}
+		if (p->req_id == h->req_id && p->state == PEER_WAITING)
+			return;
+		if (!req_newer(h->req_id, p->req_id)) {
+			kv->st.stale++;
+			return;
+		}
+	}
+	send_nack(kv, h, NULL, from, emit, arg);
+}
+
 static int
 handle_push(struct psb_kv *kv, struct kv_entry *e, const struct psb_hdr *h, const void *payload,
 		void *ref, const struct psb_addr *from, psb_kv_emit_fn emit, void *arg)
@@ -962,7 +1063,8 @@ psb_kv_handle_ref(struct psb_kv *kv, const struct psb_hdr *h, const void *payloa
 		send_error(kv, h, from, PSB_ST_BAD_VERSION, PSB_VERSION, emit, arg);
 		return 0;
 	}
-	if (h->type != PSB_MSG_PUSH && h->type != PSB_MSG_PULL && h->type != PSB_MSG_PUSHPULL) {
+	if (h->type != PSB_MSG_PUSH && h->type != PSB_MSG_PULL && h->type != PSB_MSG_PUSHPULL &&
+	    h->type != PSB_MSG_REPAIR) {
 		if (h->type & PSB_MSG_RESP)
 			return -EINVAL;
 		send_error(kv, h, from, PSB_ST_BAD_TYPE, 0, emit, arg);
@@ -977,6 +1079,10 @@ psb_kv_handle_ref(struct psb_kv *kv, const struct psb_hdr *h, const void *payloa
 	e = lookup(kv, h->key);
 	if (h->type == PSB_MSG_PULL) {
 		handle_pull(kv, e, h, from, emit, arg);
+		return 0;
+	}
+	if (h->type == PSB_MSG_REPAIR) {
+		handle_repair(kv, e, h, payload, from, emit, arg);
 		return 0;
 	}
 	return handle_push(kv, e, h, payload, ref, from, emit, arg);

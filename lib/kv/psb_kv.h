@@ -106,6 +106,10 @@ struct psb_kv_stats {
 	uint64_t discarded_bytes;	/* value bytes those pushes had delivered */
 	uint64_t refused[PSB_BUDGET_MAX];	/* requests refused, by enum psb_budget */
 	uint64_t budget_drops;		/* segments dropped while their push was refused */
+	uint64_t repairs;		/* REPAIR messages (a worker's request timed out) */
+	uint64_t repair_segs;		/* answer segments sent again for them */
+	uint64_t nacks;			/* REPAIR_RESP: push segments asked for again */
+	uint64_t repair_bad;		/* REPAIR messages that made no sense */
 };
 
 /* Add every counter of src into dst. */
@@ -115,7 +119,8 @@ struct psb_kv;
 
 /*
  * Called for every response. h is complete except segmentation: the callee
- * sends value (h->total_len bytes, NULL when 0) as segments of h->seg_size.
+ * sends value (h->total_len bytes, NULL when 0) as segments of h->seg_size; or, when
+ * h->seg_len is not 0 (a repair), only the one segment of h->seg_len bytes at h->offset.
  * value is the stored value itself: it stays at that address until the key is
  * dropped (psb_kv_reset, psb_kv_free: then handed to cfg.value_free when set), and its
  * contents change only with later requests.
@@ -127,7 +132,7 @@ struct psb_kv *psb_kv_create(const struct psb_kv_cfg *cfg);
 void psb_kv_free(struct psb_kv *kv);
 
 /*
- * Handle one request message (one segment) from `from`. Responses, when due,
+ * Handle one request message (one segment, or a REPAIR) from `from`. Responses, when due,
  * go through emit (possibly for other senders, when a sync round closes).
  * Returns 0, or -EINVAL for a message that is not a request.
  */

@@ -418,6 +418,33 @@ psb_rec_decode(struct psb_rec *r, const uint8_t *in, size_t avail)
 	return PSB_REC_HLEN + r->len;
 }
 
+void
+psb_repair_encode(uint8_t *out, const struct psb_repair *r)
+{
+	out[0] = r->req_type;
+	out[1] = r->flags;
+	psb_wr16(out + 2, 0);
+	psb_wr32(out + 4, r->base);
+	psb_wr32(out + 8, r->nbits);
+	psb_wr32(out + 12, r->round);
+}
+
+int
+psb_repair_decode(struct psb_repair *r, const uint8_t *in, size_t len)
+{
+	if (len < PSB_REPAIR_HLEN)
+		return -EINVAL;
+	r->req_type = in[0];
+	r->flags = in[1];
+	r->base = psb_rd32(in + 4);
+	r->nbits = psb_rd32(in + 8);
+	r->round = psb_rd32(in + 12);
+	r->bits = in + PSB_REPAIR_HLEN;
+	if (r->nbits > (len - PSB_REPAIR_HLEN) * 8)
+		return -EINVAL;
+	return 0;
+}
+
 const char *
 psb_msg_type_name(uint8_t type)
 {
@@ -427,6 +454,8 @@ psb_msg_type_name(uint8_t type)
 	case PSB_MSG_PUSHPULL: return "PUSHPULL";
 	case PSB_MSG_BATCH: return "BATCH";
 	case PSB_MSG_BATCH_RESP: return "BATCH_RESP";
+	case PSB_MSG_REPAIR: return "REPAIR";
+	case PSB_MSG_REPAIR_RESP: return "REPAIR_RESP";
 	case PSB_MSG_REGISTER: return "REGISTER";
 	case PSB_MSG_BARRIER: return "BARRIER";
 	case PSB_MSG_BYE: return "BYE";

@@ -35,6 +35,7 @@ enum psb_msg_type {
 	PSB_MSG_PULL = 0x02,		/* read the stored value */
 	PSB_MSG_PUSHPULL = 0x03,	/* add, then read the result */
 	PSB_MSG_BATCH = 0x04,		/* several small requests, as records (struct psb_rec) */
+	PSB_MSG_REPAIR = 0x05,		/* worker -> server: a request timed out; what is missing */
 	PSB_MSG_REGISTER = 0x10,	/* node -> scheduler: join */
 	PSB_MSG_BARRIER = 0x11,		/* node -> scheduler: wait for the group */
 	PSB_MSG_BYE = 0x12,		/* node -> link peer: leaving; stop polling this link */
@@ -43,6 +44,7 @@ enum psb_msg_type {
 	PSB_MSG_PULL_RESP = 0x82,
 	PSB_MSG_PUSHPULL_RESP = 0x83,
 	PSB_MSG_BATCH_RESP = 0x84,	/* their answers, as records */
+	PSB_MSG_REPAIR_RESP = 0x85,	/* server -> worker: the push segments it lacks */
 	PSB_MSG_REGISTER_ACK = 0x90,
 	PSB_MSG_BARRIER_ACK = 0x91,
 	PSB_MSG_ERROR = 0xff,		/* status holds an enum psb_status */
@@ -263,6 +265,53 @@ void psb_rec_encode(uint8_t *out, const struct psb_rec *r);
  * not a multiple of 4.
  */
 int psb_rec_decode(struct psb_rec *r, const uint8_t *in, size_t avail);
+
+/*
+ * REPAIR and REPAIR_RESP: after a timeout a worker asks for what is missing instead of
+ * sending its whole request again, and the server answers with what it lacks. Both carry
+ * the request's sender, req_id, key and epoch (aux) in the psb header and one segment
+ * (total_len = seg_len = seg_size) of a 16-byte record header and a bitmap:
+ *
+ *   REPAIR       req_type: the request's type. Bits: the segments of the answer the worker
+ *                lacks (ROUND: of the answer of version `round` it has begun; without
+ *                ROUND it has none: the whole answer). Segments past base + nbits are not
+ *                asked for this time.
+ *   REPAIR_RESP  Bits: the push's segments the server lacks, to send again; ALL: the server
+ *                knows nothing of the request: send it all again.
+ *
+ * Bit i (byte i / 8, bit i % 8) stands for segment base + i.
+ */
+#define PSB_REPAIR_HLEN		16
+#define PSB_REPAIR_MAX_LEN	2048	/* whole payload at most: 16,256 segments */
+#define PSB_REPAIR_ALL		0x01
+#define PSB_REPAIR_ROUND	0x02
+
+struct psb_repair {
+	uint8_t req_type;
+	uint8_t flags;		/* PSB_REPAIR_* */
+	uint32_t base;		/* segment of the first bit */
+	uint32_t nbits;
+	uint32_t round;		/* PSB_REPAIR_ROUND */
+	const uint8_t *bits;	/* decoded: into the payload */
+};
+
+/* Payload bytes of a repair record of nbits bits (a multiple of 4). */
+static inline uint32_t
+psb_repair_len(uint32_t nbits)
+{
+	return (PSB_REPAIR_HLEN + (nbits + 7) / 8 + 3) & ~3u;
+}
+
+/* Write r's 16-byte header at out; the caller writes the bitmap after it. */
+void psb_repair_encode(uint8_t *out, const struct psb_repair *r);
+/* Read a repair record of len bytes: 0, or -EINVAL when its bitmap does not fit. */
+int psb_repair_decode(struct psb_repair *r, const uint8_t *in, size_t len);
+
+static inline int
+psb_repair_bit(const struct psb_repair *r, uint32_t i)
+{
+	return (r->bits[i / 8] >> (i % 8)) & 1;
+}
 
 const char *psb_msg_type_name(uint8_t type);
 const char *psb_status_name(uint8_t status);

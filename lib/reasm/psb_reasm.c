@@ -59,3 +59,31 @@ psb_reasm_mark(struct psb_reasm *r, const struct psb_hdr *h)
 	r->nrecv++;
 	return r->nrecv == r->nseg ? PSB_REASM_DONE : PSB_REASM_NEW;
 }
+
+static inline int
+seg_have(const struct psb_reasm *r, uint32_t i)
+{
+	return (r->bits[i / 64] >> (i & 63)) & 1;
+}
+
+uint32_t
+psb_reasm_missing(const struct psb_reasm *r, uint8_t *bits, uint32_t maxbits, uint32_t *base)
+{
+	uint32_t first = 0, n, i;
+
+	*base = 0;
+	if (r->bits == NULL || r->nrecv == r->nseg || maxbits == 0)
+		return 0;
+	/* whole words first: most of a value has usually arrived */
+	while (first < r->nseg && r->bits[first / 64] == ~0ull)
+		first += 64;
+	while (first < r->nseg && seg_have(r, first))
+		first++;
+	n = r->nseg - first < maxbits ? r->nseg - first : maxbits;
+	memset(bits, 0, (n + 7) / 8);
+	for (i = 0; i < n; i++)
+		if (!seg_have(r, first + i))
+			bits[i / 8] |= (uint8_t)(1u << (i % 8));
+	*base = first;
+	return n;
+}

@@ -35,6 +35,14 @@ void psb_reasm_fini(struct psb_reasm *r);
  */
 int psb_reasm_mark(struct psb_reasm *r, const struct psb_hdr *h);
 
+/*
+ * The segments not yet arrived, as a repair bitmap (struct psb_repair): from the first
+ * missing one, at most maxbits of them. bits (maxbits / 8 bytes, rounded up) gets bit i set
+ * when segment *base + i is missing. Returns the bits written (0: nothing missing).
+ */
+uint32_t psb_reasm_missing(const struct psb_reasm *r, uint8_t *bits, uint32_t maxbits,
+		uint32_t *base);
+
 static inline int
 psb_reasm_complete(const struct psb_reasm *r)
 {

@@ -24,6 +24,16 @@ struct psb_bench {
 	uint32_t next_submit;
 	uint32_t nredo;		/* requests a stale round sent back, to submit again */
 	uint64_t inflight_bytes;
+	/*
+	 * The window: value bytes let in flight, as TCP adapts its own. It starts at
+	 * WINDOW_START and doubles per round trip up to ssthresh, then grows by about one
+	 * request per window; a timeout (a loss) halves it, at most once per timeout. Never
+	 * above cfg.window_bytes; one request always goes.
+	 */
+	uint64_t cwnd, ssthresh;
+	uint64_t losses_seen;	/* engine retries already acted on */
+	uint64_t cut_ns;	/* when it was last halved */
+	uint64_t cuts;
 	uint32_t ndone;
 	uint64_t iter;
 	uint64_t start_ns;
@@ -189,6 +199,40 @@ note_staleness(struct psb_bench *b, uint32_t k, uint32_t v)
 		psb_hist_add(&b->stale, (uint64_t)d);
 }
 
+#define WINDOW_START	(4ull << 20)
+
+/* A request was answered at the first try: the window may grow. */
+static void
+window_grow(struct psb_bench *b, const struct psb_wk_op *op)
+{
+	uint64_t cost = op_cost(op);
+
+	if (op->retries != 0)
+		return;
+	b->cwnd += b->cwnd < b->ssthresh ? cost : cost * cost / b->cwnd + 1;
+	if (b->cwnd > b->cfg.window_bytes)
+		b->cwnd = b->cfg.window_bytes;
+}
+
+/* Requests timed out since the last look: halve the window, once per timeout. */
+static void
+window_check(struct psb_bench *b, uint64_t now_ns)
+{
+	uint64_t retries = psb_wk_stats(b->wk)->retries;
+
+	if (retries == b->losses_seen)
+		return;
+	b->losses_seen = retries;
+	if (b->cuts != 0 && now_ns - b->cut_ns < psb_wk_rto(b->wk))
+		return;
+	b->cut_ns = now_ns;
+	b->cuts++;
+	b->ssthresh = b->cwnd / 2;
+	if (b->ssthresh < 2ull * b->cfg.len)
+		b->ssthresh = 2ull * b->cfg.len;
+	b->cwnd = b->ssthresh;
+}
+
 static void
 on_done(void *arg, struct psb_wk_op *op)
 {
@@ -226,6 +270,7 @@ on_done(void *arg, struct psb_wk_op *op)
 	b->ndone++;
 	b->ops_done++;
 	b->inflight_bytes -= op_cost(op);
+	window_grow(b, op);
 	psb_hist_add(&b->rtt, op->rtt_ns);
 	if (op->type != PSB_MSG_PULL) {
 		b->round[k]++;
@@ -255,6 +300,8 @@ psb_bench_create(const struct psb_bench_cfg *cfg, const struct psb_wk_cfg *wcfg)
 	b->cfg = *cfg;
 	if (b->cfg.window_bytes == 0)
 		b->cfg.window_bytes = 32ull << 20;
+	b->cwnd = b->cfg.window_bytes < WINDOW_START ? b->cfg.window_bytes : WINDOW_START;
+	b->ssthresh = b->cfg.window_bytes;
 	b->rank = wcfg->rank;
 	b->sync = wcfg->sync;
 	b->warming = cfg->warmup != 0;
@@ -385,7 +432,7 @@ submit_more(struct psb_bench *b, uint64_t now_ns)
 
 		k = b->next_submit;
 		if (b->inflight_bytes != 0 && b->inflight_bytes + (uint64_t)b->cfg.len *
-		    (b->phase_type == PSB_MSG_PUSHPULL ? 2 : 1) > b->cfg.window_bytes)
+		    (b->phase_type == PSB_MSG_PUSHPULL ? 2 : 1) > b->cwnd)
 			break;
 		if (b->cfg.rate_bps != 0 && b->tokens < (double)b->cfg.len *
 		    (b->phase_type == PSB_MSG_PUSHPULL ? 2 : 1))
@@ -422,6 +469,7 @@ psb_bench_step(struct psb_bench *b, uint64_t now_ns)
 		start_phase(b, first_phase(b));
 	}
 	psb_wk_poll(b->wk, now_ns);
+	window_check(b, now_ns);
 	if (b->error != 0) {
 		b->finished = 1;
 		b->end_ns = now_ns;
@@ -579,6 +627,11 @@ psb_bench_result(const struct psb_bench *b, uint64_t now_ns, struct psb_bench_re
 	r->first_error_wait_ns = b->error_wait_ns;
 	r->rtt = b->rtt;
 	r->stale = b->stale;
+	r->repairs = ws->repairs;
+	r->repair_segs = ws->repair_segs;
+	r->resends = ws->resends;
+	r->window_bytes = b->cwnd;
+	r->window_cuts = b->cuts;
 }
 
 static double
@@ -621,6 +674,12 @@ psb_bench_print(const struct psb_bench_result *r, const char *label, FILE *out)
 	fprintf(out, "%s: retries %llu, failed %llu, verify errors %llu\n", l,
 		(unsigned long long)r->retries, (unsigned long long)r->failed,
 		(unsigned long long)r->verify_errors);
+	if (r->repairs + r->resends != 0)
+		fprintf(out, "%s: loss recovery: %llu repairs (%llu push segments sent again), "
+			"%llu whole resends; window %.1f MiB after %llu cuts\n", l,
+			(unsigned long long)r->repairs, (unsigned long long)r->repair_segs,
+			(unsigned long long)r->resends, r->window_bytes / 1048576.0,
+			(unsigned long long)r->window_cuts);
 	if (r->first_error != 0) {
 		char why[160];
 
@@ -752,7 +811,7 @@ psb_bench_stale_hist_json(const struct psb_hist *h)
 json_t *
 psb_bench_result_json(const struct psb_bench_result *r, const char *label)
 {
-	json_t *lat, *stale;
+	json_t *lat, *stale, *o;
 
 	lat = json_pack("{s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:I}",
 		"p50", pct_us(&r->rtt, 50), "p90", pct_us(&r->rtt, 90),
@@ -768,7 +827,7 @@ psb_bench_result_json(const struct psb_bench_result *r, const char *label)
 		"p99", (json_int_t)psb_hist_percentile(&r->stale, 99),
 		"max", (json_int_t)r->stale.max, "count", (json_int_t)r->stale.count,
 		"hist", psb_bench_stale_hist_json(&r->stale));
-	return json_pack("{s:s,s:i,s:s,s:I,s:I,s:I,s:I,s:f,s:f,s:f,s:o,s:o,s:I,s:I,s:I}",
+	o = json_pack("{s:s,s:i,s:s,s:I,s:I,s:I,s:I,s:f,s:f,s:f,s:o,s:o,s:I,s:I,s:I}",
 		"label", label != NULL ? label : "worker",
 		"mode", r->mode, "mode_name", psb_bench_mode_name(r->mode),
 		"len", (json_int_t)r->len, "keys", (json_int_t)r->nkeys,
@@ -777,6 +836,12 @@ psb_bench_result_json(const struct psb_bench_result *r, const char *label)
 		"requests_per_s", r->ops_per_s, "rtt_us", lat, "staleness", stale,
 		"retries", (json_int_t)r->retries, "failed", (json_int_t)r->failed,
 		"verify_errors", (json_int_t)r->verify_errors);
+	if (o != NULL)
+		json_object_set_new(o, "recovery", json_pack("{s:I,s:I,s:I,s:I,s:I}",
+			"repairs", (json_int_t)r->repairs, "repair_segs", (json_int_t)r->repair_segs,
+			"resends", (json_int_t)r->resends, "window_bytes", (json_int_t)r->window_bytes,
+			"window_cuts", (json_int_t)r->window_cuts));
+	return o;
 }
 
 int

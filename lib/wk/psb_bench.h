@@ -37,7 +37,8 @@ struct psb_bench_cfg {
 	int verify;
 	uint64_t max_time_ns;		/* stop early after this long (0: no limit) */
 	uint64_t window_bytes;		/* value bytes in flight at most (0: 32 MiB); one
-					 * request always goes, whatever its size */
+					 * request always goes, whatever its size. Below it
+					 * the window adapts to loss, as TCP's does */
 	uint64_t warmup;		/* iterations run first, then the metrics are reset */
 	uint64_t rate_bps;		/* value bits per second at most (0: unlimited) */
 	uint64_t log_every_ns;		/* progress line period (0: none) */
@@ -72,6 +73,12 @@ struct psb_bench_result {
 	 * synchronous mode; the first push of each key has no sample.
 	 */
 	struct psb_hist stale;
+	/* Loss recovery over the whole run (metrics resets do not clear these). */
+	uint64_t repairs;		/* REPAIR messages sent for requests that timed out */
+	uint64_t repair_segs;		/* push segments sent again because a server lacked them */
+	uint64_t resends;		/* requests sent again whole */
+	uint64_t window_bytes;		/* the window at the end, value bytes */
+	uint64_t window_cuts;		/* times a loss halved it */
 };
 
 struct psb_bench;

@@ -22,6 +22,11 @@ struct wk_slot {
 	int on_pending;
 	uint32_t bgen;			/* generation of the batch holding its record (0: none) */
 	int busy;			/* the server said busy: resend after the timeout */
+	int send_repair;		/* timed out: a REPAIR to send */
+	/* push segments the server asked for again (REPAIR_RESP): bit i = segment rbase + i */
+	uint8_t *rbits;			/* PSB_REPAIR_MAX_LEN bytes, allocated at the first */
+	uint32_t rbase, rnbits, rcur;	/* rnbits 0: none; rcur: next bit to look at */
+	uint8_t rtwice;			/* the segment at rcur went once of twice */
 };
 
 struct psb_wk {
@@ -40,6 +45,7 @@ struct psb_wk {
 	int bdest;
 	uint32_t bseq;
 	uint32_t bgen;			/* generation of the open batch, never 0 */
+	uint64_t srtt_ns, rttvar_ns;	/* round trips of requests answered at the first try */
 	struct psb_wk_stats st;
 	struct wk_slot slots[];
 };
@@ -85,8 +91,10 @@ psb_wk_free(struct psb_wk *wk)
 
 	if (wk == NULL)
 		return;
-	for (i = 0; i < wk->cfg.window; i++)
+	for (i = 0; i < wk->cfg.window; i++) {
 		psb_reasm_fini(&wk->slots[i].reasm);
+		free(wk->slots[i].rbits);
+	}
 	free(wk->free_ids);
 	free(wk);
 }
@@ -119,6 +127,83 @@ fill_hdr(const struct psb_wk *wk, const struct wk_slot *s, struct psb_hdr *h)
 	h->aux = wk->cfg.epoch;
 }
 
+/* Room of a REPAIR's payload: a segment, and no more than PSB_REPAIR_MAX_LEN. */
+static inline uint32_t
+repair_room(const struct psb_wk *wk)
+{
+	return wk->cfg.seg_size < PSB_REPAIR_MAX_LEN ? wk->cfg.seg_size : PSB_REPAIR_MAX_LEN;
+}
+
+/* The REPAIR of slot s: the answer's segments still missing (none begun: all of it). */
+static int
+send_repair(struct psb_wk *wk, struct wk_slot *s)
+{
+	uint8_t buf[PSB_REPAIR_MAX_LEN];
+	struct psb_repair rp = { .req_type = s->op->type };
+	struct psb_hdr h;
+	int rc;
+
+	if (s->resp_started) {
+		rp.flags = PSB_REPAIR_ROUND;
+		rp.round = s->resp_round;
+		rp.nbits = psb_reasm_missing(&s->reasm, buf + PSB_REPAIR_HLEN,
+			(repair_room(wk) - PSB_REPAIR_HLEN - 4) * 8, &rp.base);
+	}
+	memset(buf + PSB_REPAIR_HLEN + (rp.nbits + 7) / 8, 0, 4);
+	psb_repair_encode(buf, &rp);
+	fill_hdr(wk, s, &h);
+	h.type = PSB_MSG_REPAIR;
+	h.total_len = psb_repair_len(rp.nbits);
+	h.seg_len = (uint16_t)h.total_len;
+	h.seg_size = (uint16_t)h.total_len;
+	rc = wk->cfg.send(wk->cfg.send_arg, &h, buf);
+	if (rc < 0) {
+		wk->st.send_blocked++;
+		return rc;
+	}
+	wk->st.msgs_sent++;
+	wk->st.repairs++;
+	return 0;
+}
+
+/* The push segments a REPAIR_RESP asked for, from where the transport last stopped. */
+static int
+send_asked(struct psb_wk *wk, struct wk_slot *s, struct psb_hdr *h)
+{
+	const struct psb_wk_op *op = s->op;
+	int rc;
+
+	for (; s->rcur < s->rnbits; s->rcur++) {
+		uint32_t off = (s->rbase + s->rcur) * wk->cfg.seg_size, left;
+
+		if (!((s->rbits[s->rcur / 8] >> (s->rcur % 8)) & 1))
+			continue;
+		if (off >= op->len)
+			break;
+		left = op->len - off;
+		h->total_len = op->len;
+		h->seg_size = wk->cfg.seg_size;
+		h->offset = off;
+		h->seg_len = (uint16_t)(left < wk->cfg.seg_size ? left : wk->cfg.seg_size);
+		/*
+		 * From the second repair on, each segment goes twice: a loss that recurs
+		 * with a fixed period can otherwise take the one segment of every round.
+		 */
+		do {
+			rc = wk->cfg.send(wk->cfg.send_arg, h, (const uint8_t *)op->in + off);
+			if (rc < 0) {
+				wk->st.send_blocked++;
+				return rc;
+			}
+			wk->st.msgs_sent++;
+			wk->st.repair_segs++;
+		} while (op->retries >= 2 && ++s->rtwice == 1);
+		s->rtwice = 0;
+	}
+	s->rnbits = 0;
+	return 0;
+}
+
 /* Send what remains of slot s; 0 when all went out, -ENOBUFS when the transport is full. */
 static int
 send_slot(struct psb_wk *wk, struct wk_slot *s)
@@ -127,7 +212,15 @@ send_slot(struct psb_wk *wk, struct wk_slot *s)
 	struct psb_hdr h;
 	int rc;
 
+	if (s->send_repair) {
+		rc = send_repair(wk, s);
+		if (rc < 0)
+			return rc;
+		s->send_repair = 0;
+	}
 	fill_hdr(wk, s, &h);
+	if (s->rnbits != 0 && (rc = send_asked(wk, s, &h)) < 0)
+		return rc;
 	if (op->type == PSB_MSG_PULL) {
 		if (!s->send_req)
 			return 0;
@@ -279,6 +372,8 @@ psb_wk_submit(struct psb_wk *wk, struct psb_wk_op *op, uint64_t now_ns)
 	s->resp_started = 0;
 	s->bgen = 0;
 	s->busy = 0;
+	s->send_repair = 0;
+	s->rnbits = 0;
 	op->status = 0;
 	op->out_len = 0;
 	op->retries = 0;
@@ -294,6 +389,30 @@ psb_wk_submit(struct psb_wk *wk, struct psb_wk_op *op, uint64_t now_ns)
 	return 0;
 }
 
+/* Round-trip estimate, as TCP keeps one (RFC 6298): smoothed, and its variation. */
+static void
+rtt_sample(struct psb_wk *wk, uint64_t rtt)
+{
+	uint64_t d;
+
+	if (wk->srtt_ns == 0) {
+		wk->srtt_ns = rtt;
+		wk->rttvar_ns = rtt / 2;
+		return;
+	}
+	d = rtt > wk->srtt_ns ? rtt - wk->srtt_ns : wk->srtt_ns - rtt;
+	wk->rttvar_ns = (3 * wk->rttvar_ns + d) / 4;
+	wk->srtt_ns = (7 * wk->srtt_ns + rtt) / 8;
+}
+
+uint64_t
+psb_wk_rto(const struct psb_wk *wk)
+{
+	uint64_t rto = wk->srtt_ns + 4 * wk->rttvar_ns;
+
+	return rto > wk->cfg.timeout_ns ? rto : wk->cfg.timeout_ns;
+}
+
 static void
 finish(struct psb_wk *wk, struct wk_slot *s, int status, uint64_t now_ns)
 {
@@ -302,6 +421,8 @@ finish(struct psb_wk *wk, struct wk_slot *s, int status, uint64_t now_ns)
 
 	op->status = status;
 	op->rtt_ns = now_ns - s->first_ns;
+	if (status == 0 && op->retries == 0)
+		rtt_sample(wk, op->rtt_ns);
 	psb_reasm_fini(&s->reasm);
 	s->op = NULL;
 	/* A slot still on the pending list is skipped there and unlinked lazily. */
@@ -345,6 +466,47 @@ input_batch(struct psb_wk *wk, const struct psb_hdr *h, const uint8_t *payload, 
 	}
 }
 
+/*
+ * The server's answer to a REPAIR: the push segments it lacks, sent again; or ALL, it
+ * knows nothing of the request: all of it again.
+ */
+static void
+input_nack(struct psb_wk *wk, struct wk_slot *s, const struct psb_hdr *h, const void *payload,
+		uint64_t now_ns)
+{
+	const struct psb_wk_op *op = s->op;
+	struct psb_repair rp;
+	uint32_t nseg = op->type == PSB_MSG_PULL ? 0 : psb_seg_count(op->len, wk->cfg.seg_size);
+
+	if (psb_repair_decode(&rp, payload, h->seg_len) != 0 ||
+	    (!(rp.flags & PSB_REPAIR_ALL) && (rp.base >= nseg || rp.nbits > nseg - rp.base))) {
+		wk->st.stray++;
+		return;
+	}
+	wk->st.nacks++;
+	/* the server is there and answered: the next timeout counts from here */
+	s->sent_ns = now_ns;
+	if (rp.flags & PSB_REPAIR_ALL) {
+		s->rnbits = 0;
+		s->next_off = 0;
+		s->send_req = op->type == PSB_MSG_PULL;
+		wk->st.resends++;
+	} else {
+		if (rp.nbits == 0)
+			return;
+		if (s->rbits == NULL && (s->rbits = malloc(PSB_REPAIR_MAX_LEN)) == NULL)
+			return;	/* the next timeout asks again */
+		if ((rp.nbits + 7) / 8 > PSB_REPAIR_MAX_LEN)
+			rp.nbits = PSB_REPAIR_MAX_LEN * 8;
+		memcpy(s->rbits, rp.bits, (rp.nbits + 7) / 8);
+		s->rbase = rp.base;
+		s->rnbits = rp.nbits;
+		s->rcur = 0;
+	}
+	if (!s->on_pending && (wk->pend_head != NULL || send_slot(wk, s) < 0))
+		pending_add(wk, s);
+}
+
 void
 psb_wk_input(struct psb_wk *wk, const struct psb_hdr *h, const void *payload, uint64_t now_ns)
 {
@@ -370,6 +532,10 @@ psb_wk_input(struct psb_wk *wk, const struct psb_hdr *h, const void *payload, ui
 	op = s->op;
 	if (op == NULL || s->req_id != h->req_id || h->key != op->key) {
 		wk->st.stray++;
+		return;
+	}
+	if (h->type == PSB_MSG_REPAIR_RESP) {
+		input_nack(wk, s, h, payload, now_ns);
 		return;
 	}
 	if (h->type == PSB_MSG_ERROR) {
@@ -437,9 +603,24 @@ psb_wk_input(struct psb_wk *wk, const struct psb_hdr *h, const void *payload, ui
 	}
 }
 
+/*
+ * What a timeout sends again. A request of many segments, or whose answer has begun to
+ * arrive, asks the server what is missing (REPAIR) rather than sending itself again and
+ * being answered whole again, which loses the same tail to the same full ring every time.
+ */
+static inline int
+repairable(const struct psb_wk *wk, const struct wk_slot *s)
+{
+	const struct psb_wk_op *op = s->op;
+
+	return (op->type != PSB_MSG_PULL && op->len > wk->cfg.seg_size) ||
+	       (op->type != PSB_MSG_PUSH && s->resp_started);
+}
+
 void
 psb_wk_poll(struct psb_wk *wk, uint64_t now_ns)
 {
+	uint64_t rto;
 	uint32_t i;
 
 	psb_wk_flush(wk);
@@ -455,7 +636,7 @@ psb_wk_poll(struct psb_wk *wk, uint64_t now_ns)
 	}
 	/* Scanning the window is not free: do it a few times per timeout only. */
 	if (wk->inflight == 0 || wk->cfg.timeout_ns == 0 ||
-	    now_ns - wk->last_scan_ns < wk->cfg.timeout_ns / 4)
+	    now_ns - wk->last_scan_ns < (rto = psb_wk_rto(wk)) / 4)
 		return;
 	wk->last_scan_ns = now_ns;
 	for (i = 0; i < wk->cfg.window; i++) {
@@ -463,7 +644,7 @@ psb_wk_poll(struct psb_wk *wk, uint64_t now_ns)
 
 		/* Back off: a resend of a large value must not crowd out the answers to it. */
 		if (s->op == NULL ||
-		    now_ns - s->sent_ns < wk->cfg.timeout_ns << (s->op->retries < 6 ? s->op->retries : 6))
+		    now_ns - s->sent_ns < rto << (s->op->retries < 6 ? s->op->retries : 6))
 			continue;
 		if (wk->cfg.max_retries != 0 && s->op->retries >= wk->cfg.max_retries) {
 			finish(wk, s, s->busy ? PSB_ST_BUSY : -ETIMEDOUT, now_ns);
@@ -484,8 +665,14 @@ psb_wk_poll(struct psb_wk *wk, uint64_t now_ns)
 		s->op->retries++;
 		wk->st.retries++;
 		s->sent_ns = now_ns;
-		s->next_off = 0;
-		s->send_req = s->op->type == PSB_MSG_PULL;
+		if (repairable(wk, s)) {
+			s->send_repair = 1;
+			s->rnbits = 0;
+		} else {
+			s->next_off = 0;
+			s->send_req = s->op->type == PSB_MSG_PULL;
+			wk->st.resends++;
+		}
 		if (wk->pend_head != NULL || send_slot(wk, s) < 0)
 			pending_add(wk, s);
 	}

@@ -40,8 +40,10 @@ struct psb_wk_cfg {
 	int sync;
 	uint16_t seg_size;	/* stride for push segments */
 	uint32_t window;	/* requests in flight at most (<= PSB_WK_MAX_WINDOW) */
-	uint64_t timeout_ns;	/* resend a request unanswered for this long; doubles with each
-				 * retry of that request, up to 64 times */
+	uint64_t timeout_ns;	/* resend a request unanswered for this long (or for longer:
+				 * psb_wk_rto); doubles with each retry of that request, up to
+				 * 64 times. A request of many segments, or with part of its
+				 * answer in, asks for what is missing instead (REPAIR) */
 	uint32_t max_retries;	/* then fail it with -ETIMEDOUT (0: retry forever); a timeout
 				 * that passes while the transport takes nothing counts as
 				 * a try too, so a blocked transport fails requests alike */
@@ -75,6 +77,10 @@ struct psb_wk_stats {
 	uint64_t torn;			/* answers restarted: a newer version's segments came */
 	uint64_t batches_sent;
 	uint64_t bad_batches;		/* BATCH_RESP records cut short */
+	uint64_t repairs;		/* REPAIR sent for a request that timed out */
+	uint64_t nacks;			/* REPAIR_RESP: the server said what it lacks */
+	uint64_t repair_segs;		/* push segments sent again because it lacked them */
+	uint64_t resends;		/* requests sent again whole */
 };
 
 struct psb_wk;
@@ -96,6 +102,11 @@ int psb_wk_flush(struct psb_wk *wk);
 void psb_wk_poll(struct psb_wk *wk, uint64_t now_ns);
 
 uint32_t psb_wk_inflight(const struct psb_wk *wk);
+/*
+ * The timeout in effect: timeout_ns, or more where requests take longer to be answered
+ * (smoothed round trip plus four times its variation, of requests answered at once).
+ */
+uint64_t psb_wk_rto(const struct psb_wk *wk);
 /* 1 when messages wait for the transport (psb_wk_poll should run soon). */
 int psb_wk_pending(const struct psb_wk *wk);
 const struct psb_wk_stats *psb_wk_stats(const struct psb_wk *wk);

@@ -622,7 +622,7 @@ test_errors(void **state)
 	check_error(&c.m[0], PSB_ST_BAD_VERSION, PSB_VERSION, &a, 1, 11, 1);
 
 	/* unknown request type */
-	h = req_hdr(0x05, 1, 12, 0, 1, 0);
+	h = req_hdr(0x06, 1, 12, 0, 1, 0);
 	assert_int_equal(psb_kv_handle(kv, &h, NULL, &a, cap_emit, &c), 0);
 	h = req_hdr(PSB_MSG_REGISTER, 1, 13, 0, 1, 0);
 	assert_int_equal(psb_kv_handle(kv, &h, NULL, &a, cap_emit, &c), 0);

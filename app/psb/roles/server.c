@@ -151,7 +151,7 @@ build_attached(struct psb_role_inst *ri, struct server_priv *sp, const struct ps
 	return m;
 }
 
-/* Send a response as segments of h->seg_size. */
+/* Send a response as segments of h->seg_size (or the one segment h->seg_len asks for). */
 static void
 server_emit(void *arg, const struct psb_addr *to, struct psb_hdr *h, const void *value)
 {
@@ -160,6 +160,10 @@ server_emit(void *arg, const struct psb_addr *to, struct psb_hdr *h, const void 
 	struct psb_app *app = ri->app;
 	uint32_t total = h->total_len, off = 0;
 
+	if (h->seg_len != 0) {
+		off = h->offset;
+		total = off + h->seg_len;
+	}
 	do {
 		uint32_t left = total - off;
 		struct rte_mbuf *m;
