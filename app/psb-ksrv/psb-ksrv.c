@@ -41,6 +41,8 @@ struct opts {
 	uint64_t duration_ns;
 	int sched;
 	uint16_t sched_port;
+	uint32_t reg_ip;		/* --scheduler: register with it (0: no) */
+	uint16_t reg_port;
 	uint64_t busy_poll_ns;
 	uint32_t sockbuf;
 	int quiet;
@@ -102,6 +104,8 @@ usage(FILE *out)
 "  --max-value BYTES     largest value accepted (default 64 MiB)\n"
 "  --scheduler-port N    also host a ps-lite scheduler (one server: this one) on port N\n"
 "                        (0: any free port); needs a concrete --ip, announced to workers\n"
+"  --scheduler IP[:PORT] register as a server with the job's scheduler instead (port\n"
+"                        default %u); the number of workers then comes from it\n"
 "  --stats-file FILE     write counters as JSON at exit\n"
 "  --ready-file FILE     write \"PORT SCHEDPORT\" once the sockets are bound\n"
 "  --duration SECONDS    exit after this long\n"
@@ -113,7 +117,7 @@ usage(FILE *out)
 "                        memory; reassembly timeout 2 s)\n"
 "  -q, --quiet           only the exit summary and errors\n"
 "  (env PSB_KV_DUMP=1: also print every key's round and request state at exit)\n"
-"  -h, --help\n", PSB_UDP_PORT);
+"  -h, --help\n", PSB_UDP_PORT, PSB_SCHED_PORT);
 }
 
 
@@ -147,6 +151,7 @@ enum {
 	OPT_IP = 256, OPT_PORT, OPT_NUM_WORKERS, OPT_SYNC, OPT_ASYNC, OPT_SEG_SIZE, OPT_MAX_VALUE,
 	OPT_SCHED_PORT, OPT_STATS_FILE, OPT_READY_FILE, OPT_DURATION, OPT_BUSY_POLL, OPT_SOCKBUF,
 	OPT_STORE_BYTES, OPT_STORE_KEYS, OPT_REASM_BYTES, OPT_REASM_SENDER, OPT_REASM_TIMEOUT,
+	OPT_SCHED,
 };
 
 static const struct option long_opts[] = {
@@ -158,6 +163,7 @@ static const struct option long_opts[] = {
 	{ "seg-size", required_argument, NULL, OPT_SEG_SIZE },
 	{ "max-value", required_argument, NULL, OPT_MAX_VALUE },
 	{ "scheduler-port", required_argument, NULL, OPT_SCHED_PORT },
+	{ "scheduler", required_argument, NULL, OPT_SCHED },
 	{ "stats-file", required_argument, NULL, OPT_STATS_FILE },
 	{ "ready-file", required_argument, NULL, OPT_READY_FILE },
 	{ "duration", required_argument, NULL, OPT_DURATION },
@@ -214,6 +220,10 @@ parse_args(struct opts *o, int argc, char **argv)
 			o->sched = 1;
 			o->sched_port = (uint16_t)psb_cli_u64("--scheduler-port", optarg, 0, 65535);
 			break;
+		case OPT_SCHED:
+			o->reg_port = PSB_SCHED_PORT;
+			psb_cli_host_port("--scheduler", optarg, &o->reg_ip, &o->reg_port);
+			break;
 		case OPT_STATS_FILE: o->stats_file = optarg; break;
 		case OPT_READY_FILE: o->ready_file = optarg; break;
 		case OPT_DURATION:
@@ -256,6 +266,11 @@ parse_args(struct opts *o, int argc, char **argv)
 	if (o->sched && o->ip == 0)
 		psb_die("--scheduler-port needs a concrete --ip: it is the server address announced to "
 			"workers");
+	if (o->sched && o->reg_ip != 0)
+		psb_die("--scheduler and --scheduler-port: register with a scheduler or host one, "
+			"not both");
+	if (o->reg_ip != 0 && o->ip == 0)
+		psb_die("--scheduler needs a concrete --ip: the scheduler announces it to workers");
 }
 
 static void
@@ -646,6 +661,54 @@ write_stats(const struct ksrv *s, const char *path)
 	return 0;
 }
 
+#define REG_WAIT_NS	60000000000ull	/* the scheduler answers REGISTER within this */
+#define REG_RETRY_MS	200
+
+/*
+ * Register with the job's scheduler as a server, from the data socket (the address the
+ * scheduler announces), until its REGISTER_ACK; returns the job's number of workers.
+ */
+static uint16_t
+register_server(struct ksrv *s)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET };
+	uint8_t buf[PSB_HDR_LEN + 4 + PSB_SCHED_MAX_NODES * 24];
+	static struct psb_sched_view view;
+	uint64_t t0 = now_ns();
+	struct psb_hdr h;
+	char ip[16];
+
+	sa.sin_addr.s_addr = htonl(s->o.reg_ip);
+	sa.sin_port = htons(s->o.reg_port);
+	while (now_ns() - t0 < REG_WAIT_NS && !g_quit) {
+		struct pollfd pfd = { .fd = s->fd, .events = POLLIN };
+		ssize_t n;
+
+		psb_hdr_init(&h, PSB_MSG_REGISTER);
+		h.flags = PSB_F_SERVER;
+		psb_hdr_encode(buf, &h);
+		(void)sendto(s->fd, buf, PSB_HDR_LEN, 0, (struct sockaddr *)&sa, sizeof(sa));
+		if (poll(&pfd, 1, REG_RETRY_MS) <= 0)
+			continue;
+		while ((n = recv(s->fd, buf, sizeof(buf), MSG_DONTWAIT)) >= PSB_HDR_LEN) {
+			psb_hdr_decode(&h, buf);
+			if (h.magic != PSB_MAGIC || h.type != PSB_MSG_REGISTER_ACK ||
+			    psb_hdr_check_segment(&h, (size_t)n - PSB_HDR_LEN) != 0 ||
+			    psb_sched_view_decode(&view, buf + PSB_HDR_LEN, h.seg_len) != 0)
+				continue;
+			if (!s->o.quiet)
+				printf("psb-ksrv: registered with the scheduler %s:%u as server rank %u "
+					"(%u servers, %u workers)\n", psb_ip_str(s->o.reg_ip, ip),
+					s->o.reg_port, h.aux, view.num_servers, view.num_workers);
+			return view.num_workers;
+		}
+	}
+	psb_die("the scheduler %s:%u did not answer REGISTER within %llu s",
+		psb_ip_str(s->o.reg_ip, ip), s->o.reg_port,
+		(unsigned long long)(REG_WAIT_NS / 1000000000ull));
+	return 0;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -663,6 +726,11 @@ main(int argc, char **argv)
 	psb_cli_prog("psb-ksrv");
 	parse_args(&s->o, argc, argv);
 	s->sfd = -1;
+	s->fd = open_socket(s->o.ip, s->o.port, s->o.sockbuf, &s->o.port);
+	s->self.ip = s->o.ip;
+	s->self.port = s->o.port;
+	if (s->o.reg_ip != 0)
+		s->o.num_workers = register_server(s);
 	/* the same budgets as psb's, from half the machine's memory */
 	if (psb_kv_budget_derive(&b, &s->o.budget, mem_total() / 2, s->o.max_value,
 			s->o.seg_size < psb_seg_size_for_mtu(1500) ? s->o.seg_size :
@@ -688,9 +756,6 @@ main(int argc, char **argv)
 	psb_udp_mmsg_init(s->txm, s->txv, s->txa, s->txbuf, s->txslot, TX_BATCH, 0);
 	psb_udp_mmsg_init(s->rxm, s->rxv, s->rxa, s->rxbuf, RX_BUF, RX_BATCH, 1);
 
-	s->fd = open_socket(s->o.ip, s->o.port, s->o.sockbuf, &s->o.port);
-	s->self.ip = s->o.ip;
-	s->self.port = s->o.port;
 	if (s->o.sched) {
 		struct psb_sched_cfg sc = { .num_workers = s->o.num_workers, .num_servers = 1 };
 		struct psb_hdr reg;
