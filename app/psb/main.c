@@ -1536,13 +1536,19 @@ main(int argc, char **argv)
 			 */
 			struct lcore_plan *lp = &g_plan[rte_get_main_lcore()];
 			uint64_t t0 = rte_rdtsc(), lim = rte_get_tsc_hz() / 5000;
+			int work = 0;
 
 			do {
 				for (k = 0; k < 64; k++)
-					poll_once(lp);
+					work += poll_once(lp);
 			} while (rte_rdtsc() - t0 < lim && !app->quit);
 			maybe_yield(lp);
-			psb_ctl_sock_poll(app, 0);
+			/*
+			 * A scheduler has a few messages per job to answer: idle, it sleeps up to
+			 * 1 ms at a time (in the control sockets' poll) and leaves the CPU it
+			 * shares to the servers and workers of its host.
+			 */
+			psb_ctl_sock_poll(app, app->node_role == PSB_NODE_SCHEDULER && work == 0);
 		} else {
 			psb_ctl_sock_poll(app, 1);
 		}

@@ -230,6 +230,8 @@ window_check(struct psb_bench *b, uint64_t now_ns)
 	b->ssthresh = b->cwnd / 2;
 	if (b->ssthresh < 2ull * b->cfg.len)
 		b->ssthresh = 2ull * b->cfg.len;
+	if (b->ssthresh > b->cfg.window_bytes)
+		b->ssthresh = b->cfg.window_bytes;
 	b->cwnd = b->ssthresh;
 }
 

@@ -1,0 +1,214 @@
+#!/bin/bash
+# The ps-lite job across "hosts": a scheduler, two servers and two workers, each in its own
+# network namespace on one Linux bridge, PUSH_PULL in sync rounds with default settings, at
+# several value sizes. psb (af_packet ports, started by DMLC_* alone) against the same job on
+# kernel UDP sockets (psb-ksrv servers and psb-kbench workers, the client library; the
+# scheduler is psb's in both), runs interleaved. Every run must end with exact sums. Prints,
+# per size, the median job goodput (both workers) of each and the median of the per-pair
+# ratios psb/kernel with a bootstrap 95 % interval; writes raw results, summary.json,
+# summary.md and ABOUT.txt.
+#
+#   scripts/bench/job.sh [--runs N] [--sizes "4096 65536 1048576 4194304"] [--mtu N]
+#                        [--bytes B] [--out DIR]
+#
+# --mtu is the bridge's and every interface's (default 9000: jumbo frames); --bytes the value
+# bytes each worker pushes per run (iterations = bytes / (len x 80 keys), at least 3).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+. scripts/bench/provenance.sh
+. tests/sys/bridge.sh
+COMMAND="scripts/bench/job.sh $*"
+
+RUNS=5
+SIZES="4096 65536 1048576 4194304"
+MTU=9000
+BYTES=$((320 << 20))
+OUT=""
+BUILD=${PSB_BUILD:-build}
+while [ $# -gt 0 ]; do
+	case "$1" in
+	--runs) RUNS=$2; shift ;;
+	--sizes) SIZES=$2; shift ;;
+	--mtu) MTU=$2; shift ;;
+	--bytes) BYTES=$2; shift ;;
+	--out) OUT=$2; shift ;;
+	-h|--help) sed -n '2,15p' "$0"; exit 0 ;;
+	*) echo "job.sh: unknown option $1" >&2; exit 2 ;;
+	esac
+	shift
+done
+[ "$(id -u)" = 0 ] || { echo "job.sh: needs root (namespaces, a bridge, af_packet)" >&2; exit 1; }
+PSB=$BUILD/app/psb/psb
+KSRV=$BUILD/app/psb-ksrv/psb-ksrv
+KBENCH=$BUILD/app/psb-ksrv/psb-kbench
+for b in "$PSB" "$KSRV" "$KBENCH"; do
+	[ -x "$b" ] || { echo "job.sh: $b not built (run: meson setup $BUILD && ninja -C $BUILD)" >&2; exit 1; }
+done
+[ -n "$OUT" ] || OUT=results/job-$(date +%Y%m%d-%H%M%S)
+if [ -e "$OUT/summary.json" ] || [ -d "$OUT/raw" ]; then
+	echo "job.sh: $OUT already holds results; give another --out (or remove it)" >&2
+	exit 2
+fi
+mkdir -p "$OUT/raw"
+TMP=$(mktemp -d /tmp/psb-jobbench-XXXXXX)
+BR=psbjo$$
+NODES=(0 1 2 3 4)
+PIDS=()
+cleanup() {
+	for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null || true; done
+	pkill -9 -f -- "--file-prefix psbjo$$-" 2>/dev/null || true
+	wait 2>/dev/null || true
+	bridge_down "$BR" "pjo$$" "po$$" "${NODES[@]}"
+	rm -rf "$TMP" /var/run/dpdk/psbjo$$-*
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+bridge_up "$BR" "pjo$$" "po$$" "${NODES[@]}" || { echo "job.sh: cannot build the testbed" >&2; exit 1; }
+ip link set "$BR" mtu "$MTU"
+for n in "${NODES[@]}"; do
+	ip link set "po$$b$n" mtu "$MTU"
+	ip netns exec "pjo$$-$n" ip link set "po$$a$n" mtu "$MTU"
+done
+NET=198.18.14
+ip_of() { case $1 in 0) echo $NET.1 ;; 1) echo $NET.2 ;; 2) echo $NET.3 ;; 3) echo $NET.10 ;; 4) echo $NET.11 ;; esac; }
+SEG=$(( (MTU - 68) & ~3 ))	# value bytes per datagram at this MTU, as psb cuts them
+KEYS=80				# 40 per server, ps-lite's benchmark
+
+# node N CMD...: run CMD in node N's namespace, bounded; log in $TMP/nN.log
+node() {
+	local n=$1
+	shift
+	ip netns exec "pjo$$-$n" timeout -k 5 300 "$@" > "$TMP/n$n.log" 2>&1 &
+	PIDS+=($!)
+}
+psb_node() {	# psb_node N ROLE ARGS...
+	local n=$1 role=$2 host=""
+	shift 2
+	[ "$role" = scheduler ] || host=$(ip_of "$n")
+	node "$n" env -i PATH="$PATH" DMLC_ROLE="$role" DMLC_PS_ROOT_URI=$NET.1 DMLC_NUM_SERVER=2 \
+		DMLC_NUM_WORKER=2 DMLC_INTERFACE="po$$a$n" ${host:+DMLC_NODE_HOST=$host} \
+		"$PSB" --file-prefix "psbjo$$-$n" "$@"
+}
+addrs() {	# addrs add|flush: kernel addresses on the nodes' interfaces (kernel jobs only)
+	local n
+	for n in 1 2 3 4; do
+		if [ "$1" = add ]; then
+			ip netns exec "pjo$$-$n" ip addr add "$(ip_of "$n")/24" dev "po$$a$n"
+		else
+			ip netns exec "pjo$$-$n" ip addr flush dev "po$$a$n"
+		fi
+	done
+}
+# finish: wait for the workers, end the others; 0 when both workers exited 0
+finish() {
+	local rc=0 i
+	wait "${PIDS[3]}" || rc=1
+	wait "${PIDS[4]}" || rc=1
+	for i in 0 1 2; do kill -TERM "${PIDS[$i]}" 2>/dev/null || true; done
+	for i in 0 1 2; do wait "${PIDS[$i]}" 2>/dev/null || true; done
+	PIDS=()
+	return $rc
+}
+keep_logs() { local n; for n in "${NODES[@]}"; do cp "$TMP/n$n.log" "$OUT/raw/$1-n$n.log"; done; }
+
+run_psb() {	# run_psb TAG LEN REPEAT
+	local tag=$1 len=$2 repeat=$3
+	psb_node 0 scheduler
+	psb_node 1 server
+	psb_node 2 server
+	psb_node 3 worker --verify --results "$OUT/raw/$tag-w0.json" "$len" "$repeat"
+	psb_node 4 worker --verify --results "$OUT/raw/$tag-w1.json" "$len" "$repeat"
+	finish || { echo "job.sh: $tag failed (logs in $OUT/raw/$tag-n*.log)" >&2; keep_logs "$tag"; }
+}
+run_kernel() {	# run_kernel TAG LEN REPEAT
+	local tag=$1 len=$2 repeat=$3
+	addrs add
+	psb_node 0 scheduler
+	node 1 "$KSRV" --ip "$(ip_of 1)" --scheduler $NET.1 --sync --seg-size $SEG -q
+	node 2 "$KSRV" --ip "$(ip_of 2)" --scheduler $NET.1 --sync --seg-size $SEG -q
+	node 3 "$KBENCH" --scheduler $NET.1 --sync --seg-size $SEG --verify -q \
+		--results "$OUT/raw/$tag-w0.json" "$len" "$repeat" 1
+	node 4 "$KBENCH" --scheduler $NET.1 --sync --seg-size $SEG --verify -q \
+		--results "$OUT/raw/$tag-w1.json" "$len" "$repeat" 1
+	finish || { echo "job.sh: $tag failed (logs in $OUT/raw/$tag-n*.log)" >&2; keep_logs "$tag"; }
+	addrs flush
+}
+
+{
+	echo "revision $(bench_revision)"
+	bench_machine
+	echo "testbed 5 namespaces on one bridge, MTU $MTU; psb: af_packet, DMLC_* only, default" \
+		"settings; kernel: psb-ksrv + psb-kbench, UDP datagrams of $SEG value bytes;" \
+		"scheduler psb's in both; PUSH_PULL sync, $KEYS keys per worker, --verify"
+	echo "command $COMMAND"
+} > "$OUT/ABOUT.txt"
+cat "$OUT/ABOUT.txt"
+
+total=$(( $(echo $SIZES | wc -w) * RUNS * 2 ))
+k=0
+for len in $SIZES; do
+	repeat=$(( BYTES / (len * KEYS) ))
+	[ $repeat -ge 3 ] || repeat=3
+	for r in $(seq "$RUNS"); do
+		# ABBA: neither always runs first
+		if [ $((r % 2)) = 1 ]; then order="psb kernel"; else order="kernel psb"; fi
+		for w in $order; do
+			"run_$w" "$w-$len-$r" "$len" "$repeat"
+			k=$((k + 1))
+			printf '\r  %d/%d jobs' $k $total >&2
+		done
+	done
+done
+echo >&2
+
+python3 - "$OUT" "$RUNS" "$SIZES" <<'PY'
+import json, os, random, statistics, sys
+out, runs, sizes = sys.argv[1], int(sys.argv[2]), sys.argv[3].split()
+
+def median_ci(values, rounds=2000, seed=1):
+    rng = random.Random(seed)
+    meds = sorted(statistics.median(rng.choices(values, k=len(values))) for _ in range(rounds))
+    return statistics.median(values), meds[int(0.025 * rounds)], meds[int(0.975 * rounds) - 1]
+
+def job(tag):
+    """Job goodput (both workers), or None when the job did not finish with exact sums."""
+    try:
+        w = [json.load(open(f"{out}/raw/{tag}-w{i}.json")) for i in (0, 1)]
+    except (OSError, ValueError):
+        return None
+    if any(r["failed"] or r["verify_errors"] or r.get("state", "done") != "done" for r in w):
+        return None
+    return sum(r["goodput_gbps"] for r in w)
+
+rows = []
+for size in sizes:
+    p = [job(f"psb-{size}-{r}") for r in range(1, runs + 1)]
+    k = [job(f"kernel-{size}-{r}") for r in range(1, runs + 1)]
+    pairs = [(a, b) for a, b in zip(p, k) if a is not None and b is not None]
+    row = {"len": int(size), "runs": runs,
+           "psb_failed": sum(x is None for x in p), "kernel_failed": sum(x is None for x in k)}
+    if pairs:
+        ratios = [a / b for a, b in pairs]
+        med, lo, hi = median_ci(ratios)
+        row.update({"psb_gbps_median": statistics.median(a for a, _ in pairs),
+                    "kernel_gbps_median": statistics.median(b for _, b in pairs),
+                    "ratio_median": med, "ratio_ci95": [lo, hi],
+                    "ratio_min": min(ratios), "ratio_max": max(ratios), "pairs": len(pairs)})
+    rows.append(row)
+json.dump({"rows": rows}, open(f"{out}/summary.json.tmp", "w"), indent=2)
+os.replace(f"{out}/summary.json.tmp", f"{out}/summary.json")
+lines = ["| len | pairs | psb job Gbps (median) | kernel job Gbps (median) | psb/kernel (median of pairs) | 95 % interval | pair range | failed psb/kernel |",
+         "|---:|---:|---:|---:|---:|---|---|---|"]
+for r in rows:
+    if "pairs" in r:
+        lines.append(f"| {r['len']} | {r['pairs']} | {r['psb_gbps_median']:.2f} | {r['kernel_gbps_median']:.2f} | "
+                     f"{r['ratio_median']:.2f} | [{r['ratio_ci95'][0]:.2f}, {r['ratio_ci95'][1]:.2f}] | "
+                     f"{r['ratio_min']:.2f}-{r['ratio_max']:.2f} | {r['psb_failed']}/{r['kernel_failed']} |")
+    else:
+        lines.append(f"| {r['len']} | 0 | - | - | - | - | - | {r['psb_failed']}/{r['kernel_failed']} |")
+open(f"{out}/summary.md.tmp", "w").write("\n".join(lines) + "\n")
+os.replace(f"{out}/summary.md.tmp", f"{out}/summary.md")
+print("\n".join(lines))
+sys.exit(1 if any(r["psb_failed"] for r in rows) else 0)
+PY
