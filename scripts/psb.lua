@@ -18,9 +18,10 @@ local MAX_FLOAT_ITEMS = 16	-- individual floats shown per segment
 local MAX_FRAME = 9216		-- PSB_MAX_FRAME: psb's receive buffers; longer frames are dropped
 
 -- enum psb_msg_type
-local T_PUSH, T_PULL, T_PUSHPULL, T_BATCH = 0x01, 0x02, 0x03, 0x04
+local T_PUSH, T_PULL, T_PUSHPULL, T_BATCH, T_REPAIR = 0x01, 0x02, 0x03, 0x04, 0x05
 local T_REGISTER, T_BARRIER, T_BYE = 0x10, 0x11, 0x12
 local T_PUSH_ACK, T_PULL_RESP, T_PUSHPULL_RESP, T_BATCH_RESP = 0x81, 0x82, 0x83, 0x84
+local T_REPAIR_RESP = 0x85
 local T_REGISTER_ACK, T_BARRIER_ACK, T_ERROR = 0x90, 0x91, 0xff
 
 local type_names = {
@@ -28,6 +29,7 @@ local type_names = {
 	[T_PULL] = "PULL",
 	[T_PUSHPULL] = "PUSHPULL",
 	[T_BATCH] = "BATCH",
+	[T_REPAIR] = "REPAIR",
 	[T_REGISTER] = "REGISTER",
 	[T_BARRIER] = "BARRIER",
 	[T_BYE] = "BYE",
@@ -35,6 +37,7 @@ local type_names = {
 	[T_PULL_RESP] = "PULL_RESP",
 	[T_PUSHPULL_RESP] = "PUSHPULL_RESP",
 	[T_BATCH_RESP] = "BATCH_RESP",
+	[T_REPAIR_RESP] = "REPAIR_RESP",
 	[T_REGISTER_ACK] = "REGISTER_ACK",
 	[T_BARRIER_ACK] = "BARRIER_ACK",
 	[T_ERROR] = "ERROR",
@@ -63,7 +66,11 @@ local carries_floats = {
 local keyed = {
 	[T_PUSH] = true, [T_PULL] = true, [T_PUSHPULL] = true,
 	[T_PUSH_ACK] = true, [T_PULL_RESP] = true, [T_PUSHPULL_RESP] = true, [T_ERROR] = true,
+	[T_REPAIR] = true, [T_REPAIR_RESP] = true,
 }
+
+-- struct psb_repair flags
+local R_ALL, R_ROUND = 0x01, 0x02
 
 local F_SYNC, F_SERVER, F_WORKER = 0x01, 0x02, 0x04
 
@@ -98,13 +105,25 @@ local pf = {
 	srv_port = ProtoField.uint16("psb.sched.server_port", "Server port", base.DEC),
 	key_begin = ProtoField.uint64("psb.sched.key_begin", "First key", base.DEC),
 	key_end = ProtoField.uint64("psb.sched.key_end", "Key end", base.DEC),
+	-- REPAIR / REPAIR_RESP payload: which segments are missing.
+	rep_type = ProtoField.uint8("psb.repair.req_type", "Request type", base.HEX, type_names),
+	rep_flags = ProtoField.uint8("psb.repair.flags", "Repair flags", base.HEX),
+	rep_all = ProtoField.bool("psb.repair.all", "All", 8, nil, R_ALL,
+		"REPAIR_RESP: the server knows nothing of the request; it is sent again whole"),
+	rep_with_round = ProtoField.bool("psb.repair.has_round", "Has round", 8, nil, R_ROUND,
+		"REPAIR: the worker has begun the answer of version `round`"),
+	rep_base = ProtoField.uint32("psb.repair.base", "First segment", base.DEC),
+	rep_nbits = ProtoField.uint32("psb.repair.nbits", "Segments covered", base.DEC),
+	rep_round = ProtoField.uint32("psb.repair.round", "Answer version", base.DEC),
+	rep_missing = ProtoField.uint32("psb.repair.missing", "Segments missing", base.DEC),
 }
 
 psb.fields = {
 	pf.magic, pf.version, pf.type, pf.flags, pf.flag_sync, pf.flag_server, pf.flag_worker,
 	pf.status, pf.sender, pf.req_id, pf.round, pf.key, pf.total_len, pf.offset, pf.seg_len,
 	pf.seg_size, pf.aux, pf.value, pf.nfloats, pf.float, pf.num_servers, pf.num_workers,
-	pf.srv_ip, pf.srv_port, pf.key_begin, pf.key_end,
+	pf.srv_ip, pf.srv_port, pf.key_begin, pf.key_end, pf.rep_type, pf.rep_flags, pf.rep_all,
+	pf.rep_with_round, pf.rep_base, pf.rep_nbits, pf.rep_round, pf.rep_missing,
 }
 
 local ex = {
@@ -125,6 +144,9 @@ local ex = {
 		expert.group.RESPONSE_CODE, expert.severity.NOTE),
 	table = ProtoExpert.new("psb.bad_table", "Server table shorter than its count",
 		expert.group.MALFORMED, expert.severity.WARN),
+	repair = ProtoExpert.new("psb.bad_repair",
+		"Repair bitmap longer than the message (psb counts it: repair_bad)",
+		expert.group.MALFORMED, expert.severity.WARN),
 	oversize = ProtoExpert.new("psb.oversize",
 		"Frame longer than psb's 9216-byte receive buffers (psb drops it: oversize)",
 		expert.group.MALFORMED, expert.severity.ERROR),
@@ -132,6 +154,7 @@ local ex = {
 
 psb.experts = {
 	ex.short, ex.bad_magic, ex.seg_len, ex.segment, ex.version, ex.error, ex.table, ex.oversize,
+	ex.repair,
 }
 
 psb.prefs.port = Pref.uint("Data UDP port", DEFAULT_PORT, "UDP port of psb servers and workers")
@@ -191,6 +214,45 @@ local function dissect_table(tvb, tree)
 		s:add(pf.key_begin, tvb(off + 8, 8))
 		s:add(pf.key_end, tvb(off + 16, 8))
 	end
+end
+
+-- REPAIR / REPAIR_RESP: 16-byte record, then bit i (byte i / 8, bit i % 8) for segment
+-- base + i. Returns a text for the Info column.
+local function dissect_repair(tvb, t)
+	local len = tvb:len()
+	if len < 16 then
+		t:add_tvb_expert_info(ex.repair, tvb)
+		return " [short repair]"
+	end
+	local flags = tvb(1, 1):uint()
+	local b = tvb(4, 4):uint()
+	local nbits = tvb(8, 4):uint()
+	t:add(pf.rep_type, tvb(0, 1))
+	local fi = t:add(pf.rep_flags, tvb(1, 1))
+	fi:add(pf.rep_all, tvb(1, 1))
+	fi:add(pf.rep_with_round, tvb(1, 1))
+	t:add(pf.rep_base, tvb(4, 4))
+	t:add(pf.rep_nbits, tvb(8, 4))
+	t:add(pf.rep_round, tvb(12, 4))
+	if has_flag(flags, R_ALL) then
+		return " all"
+	end
+	if 16 + math.floor((nbits + 7) / 8) > len then
+		t:add_tvb_expert_info(ex.repair, tvb)
+		return " [bad bitmap]"
+	end
+	local missing = 0
+	for i = 0, nbits - 1 do
+		local byte = tvb(16 + math.floor(i / 8), 1):uint()
+		if math.floor(byte / 2 ^ (i % 8)) % 2 == 1 then
+			missing = missing + 1
+		end
+	end
+	t:add(pf.rep_missing, missing):set_generated()
+	if nbits == 0 then
+		return " missing=all"
+	end
+	return string.format(" missing=%d in %d-%d", missing, b, b + nbits - 1)
 end
 
 function psb.dissector(tvb, pinfo, tree)
@@ -258,6 +320,7 @@ function psb.dissector(tvb, pinfo, tree)
 	root:add(pf.seg_size, tvb(34, 2))
 	root:add(pf.aux, tvb(36, 4))
 
+	local rtext = ""
 	if plen > 0 then
 		local payload = tvb(HDR_LEN, plen)
 		root:add(pf.value, payload)
@@ -269,6 +332,8 @@ function psb.dissector(tvb, pinfo, tree)
 			end
 		elseif mtype == T_REGISTER_ACK then
 			dissect_table(payload:tvb(), root)
+		elseif mtype == T_REPAIR or mtype == T_REPAIR_RESP then
+			rtext = dissect_repair(payload:tvb(), root)
 		end
 	end
 
@@ -296,7 +361,9 @@ function psb.dissector(tvb, pinfo, tree)
 	else
 		info = info .. string.format(" group=%d seq=%d req=%d", aux, round, req_id)
 	end
-	if total > 0 then
+	if rtext ~= "" then
+		info = info .. rtext
+	elseif total > 0 then
 		info = info .. string.format(" seg %d-%d/%d", offset, offset + seg_len, total)
 	end
 	if mtype == T_ERROR then

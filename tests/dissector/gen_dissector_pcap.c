@@ -268,6 +268,32 @@ main(int argc, char **argv)
 		put_floats(value + 4 * i, &two, 1);
 	emit(psb_frame_build(frame, &worker, &server, &h, value, 9216));
 
+	/* 18: REPAIR: the worker lacks segments 3 and 5 of version 2 of the answer (3 covered). */
+	{
+		uint8_t rbuf[20];
+		struct psb_repair rp = { .req_type = PSB_MSG_PUSHPULL, .flags = PSB_REPAIR_ROUND,
+			.base = 3, .nbits = 3, .round = 2 };
+
+		memset(rbuf, 0, sizeof(rbuf));
+		psb_repair_encode(rbuf, &rp);
+		rbuf[16] = 0x05;
+		h = hdr(PSB_MSG_REPAIR, 0, 3, 8, 0, 7);
+		h.total_len = sizeof(rbuf);
+		h.seg_len = sizeof(rbuf);
+		h.seg_size = sizeof(rbuf);
+		emit(psb_frame_build(frame, &worker, &server, &h, rbuf, sizeof(rbuf)));
+
+		/* 19: REPAIR_RESP: the server knows nothing of that request */
+		rp = (struct psb_repair){ .flags = PSB_REPAIR_ALL };
+		memset(rbuf, 0, sizeof(rbuf));
+		psb_repair_encode(rbuf, &rp);
+		h = hdr(PSB_MSG_REPAIR_RESP, 0, 3, 8, 0, 7);
+		h.total_len = 16;
+		h.seg_len = 16;
+		h.seg_size = 16;
+		emit(psb_frame_build(frame, &server, &worker, &h, rbuf, 16));
+	}
+
 	pcap_dump_close(dumper);
 	pcap_close(p);
 	printf("gen_dissector_pcap: %u frames written to %s\n", nframes, argv[1]);

@@ -67,6 +67,8 @@ cat >"$tmp/want.csv" <<'EOF'
 15,0x1234,1,0x01,0x00,0,0,0,0,3,4,2,7,4,0,4,1432,0,1,4,,,,,,,Bad psb magic (psb drops the frame),[bad magic] PUSH key=7 req=4 seg 0-4/4
 16,0x5053,1,0x01,0x00,0,0,0,0,3,5,2,7,16,0,16,1432,0,3,1;2;3,,,,,,,seg_len does not match the payload length (psb drops the frame),PUSH key=7 req=5 seg 0-16/16
 17,0x5053,1,0x01,0x00,0,0,0,0,3,6,2,7,9216,0,9216,9216,0,2304,2;2;2;2;2;2;2;2;2;2;2;2;2;2;2;2,,,,,,,Frame longer than psb's 9216-byte receive buffers (psb drops it: oversize),[oversize] PUSH key=7 req=6 seg 0-9216/9216
+18,0x5053,1,0x05,0x00,0,0,0,0,3,8,0,7,20,0,20,20,0,,,,,,,,,,REPAIR key=7 req=8 missing=2 in 3-5
+19,0x5053,1,0x85,0x00,0,0,0,0,3,8,0,7,16,0,16,16,0,,,,,,,,,,REPAIR_RESP key=7 req=8 all
 EOF
 
 # The value bytes, in a pass of their own: frames 1 and 17 alone carry 1432 and 9216.
@@ -98,10 +100,18 @@ EOF
 		printf '00000040'	# 2.0f
 	done
 	printf '\n'
+	echo 18,0302000000000003000000030000000205000000
+	echo 19,00010000000000000000000000000000
 } >"$tmp/want_value.csv"
+
+# The repair records of frames 18 and 19.
+printf '%s\n' 18,0x03,0x02,0,1,3,3,2,2 19,0x00,0x01,1,0,0,0,0, >"$tmp/want_repair.csv"
 
 run_tshark "${args[@]}" >"$tmp/got.csv"
 run_tshark -e frame.number -e psb.value >"$tmp/got_value.csv"
+run_tshark -Y psb.repair.flags -e frame.number -e psb.repair.req_type -e psb.repair.flags \
+	-e psb.repair.all -e psb.repair.has_round -e psb.repair.base -e psb.repair.nbits \
+	-e psb.repair.round -e psb.repair.missing >"$tmp/got_repair.csv"
 
 status=0
 if ! diff -u --label expected --label tshark "$tmp/want.csv" "$tmp/got.csv"; then
@@ -111,6 +121,10 @@ if ! diff -u --label expected --label tshark "$tmp/want.csv" "$tmp/got.csv"; the
 fi
 if ! diff -u --label expected --label tshark "$tmp/want_value.csv" "$tmp/got_value.csv"; then
 	echo "test_dissector: FAIL: psb.value differs (- expected, + decoded by psb.lua)" >&2
+	status=1
+fi
+if ! diff -u --label expected --label tshark "$tmp/want_repair.csv" "$tmp/got_repair.csv"; then
+	echo "test_dissector: FAIL: repair records differ (- expected, + decoded by psb.lua)" >&2
 	status=1
 fi
 [ $status -eq 0 ] && echo "test_dissector: $(wc -l <"$tmp/want.csv") frames decoded as expected"

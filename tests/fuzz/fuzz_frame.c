@@ -376,6 +376,97 @@ check_batch(const struct psb_frame *f, int *batch_done)
 	run_batch(f, FUZZ_SMALL_CAP);
 }
 
+struct repair_check {
+	const struct psb_hdr *req;
+	unsigned int calls;
+	uint32_t val_len;		/* the stored value's length */
+};
+
+/* What a store sends for a REPAIR: a REPAIR_RESP that decodes, or segments of the value. */
+static void
+repair_emit(void *arg, const struct psb_addr *to, struct psb_hdr *h, const void *value)
+{
+	struct repair_check *rc = arg;
+	const volatile uint8_t *v = value;
+	struct psb_repair rp;
+	uint8_t x = 0;
+	uint32_t i;
+
+	rc->calls++;
+	CHECK(to != NULL && h->req_id == rc->req->req_id && h->key == rc->req->key);
+	if (h->type == PSB_MSG_REPAIR_RESP) {
+		CHECK(value != NULL && h->total_len == h->seg_size && h->total_len <= FUZZ_KV_SEG);
+		CHECK(psb_repair_decode(&rp, value, h->total_len) == 0);
+		CHECK((rp.flags & PSB_REPAIR_ALL) ? rp.nbits == 0 : rp.nbits != 0);
+		return;
+	}
+	if (h->type == PSB_MSG_ERROR || h->type == PSB_MSG_PUSH_ACK) {
+		CHECK(h->total_len == 0 && value == NULL);
+		return;
+	}
+	CHECK(h->type == PSB_MSG_PUSHPULL_RESP && h->total_len == rc->val_len && value != NULL);
+	if (h->seg_len != 0) {
+		/* one segment of the answer: on the stride, inside the value */
+		CHECK(h->offset % h->seg_size == 0 && h->offset < h->total_len);
+		CHECK(h->seg_len == (h->total_len - h->offset < h->seg_size ?
+			h->total_len - h->offset : h->seg_size));
+		for (i = 0; i < h->seg_len; i++)
+			x ^= v[h->offset + i];
+	}
+	(void)x;
+}
+
+/*
+ * A REPAIR as a server handles it: against a push of its sender staged with two segments
+ * missing, then against the same request answered; whatever the bitmap says.
+ */
+static void
+check_repair(const struct psb_frame *f, int *repair_done)
+{
+	const struct psb_kv_cfg kc = {
+		.num_workers = FUZZ_KV_WORKERS,
+		.max_value = FUZZ_KV_MAX_VALUE,
+		.seg_size = FUZZ_KV_SEG,
+	};
+	static float val[8 * FUZZ_KV_SEG / sizeof(float)];
+	struct repair_check rc = { .req = &f->hdr, .val_len = sizeof(val) };
+	struct psb_addr from = f->src;
+	struct psb_repair rp;
+	struct psb_hdr h;
+	struct psb_kv *kv;
+	uint32_t i;
+
+	if (f->hdr.version != PSB_VERSION || f->hdr.type != PSB_MSG_REPAIR || *repair_done)
+		return;
+	*repair_done = 1;
+	if (psb_repair_decode(&rp, f->payload, f->payload_len) == 0)
+		CHECK(PSB_REPAIR_HLEN + ((uint64_t)rp.nbits + 7) / 8 <= f->payload_len);
+	if (f->hdr.sender >= FUZZ_KV_WORKERS)
+		return;
+	kv = psb_kv_create(&kc);
+	CHECK(kv != NULL);
+	psb_hdr_init(&h, PSB_MSG_PUSHPULL);
+	h.sender = f->hdr.sender;
+	h.req_id = f->hdr.req_id;
+	h.key = f->hdr.key;
+	h.aux = f->hdr.aux;
+	h.total_len = sizeof(val);
+	h.seg_size = FUZZ_KV_SEG;
+	h.seg_len = FUZZ_KV_SEG;
+	for (i = 0; i < 8; i += i == 2 ? 3 : 1) {	/* segments 3 and 4 missing */
+		h.offset = i * FUZZ_KV_SEG;
+		psb_kv_handle(kv, &h, (const uint8_t *)val + h.offset, &from, repair_emit, &rc);
+	}
+	psb_kv_handle(kv, &f->hdr, f->payload, &from, repair_emit, &rc);
+	for (i = 3; i < 5; i++) {
+		h.offset = i * FUZZ_KV_SEG;
+		psb_kv_handle(kv, &h, (const uint8_t *)val + h.offset, &from, repair_emit, &rc);
+	}
+	psb_kv_handle(kv, &f->hdr, f->payload, &from, repair_emit, &rc);
+	CHECK(psb_kv_stats(kv)->repairs + psb_kv_stats(kv)->repair_bad == 2);
+	psb_kv_free(kv);
+}
+
 /* The input read as a bare header: encode/decode are inverse, reassembly takes it. */
 static void
 check_bare_header(const uint8_t *data, size_t size)
@@ -415,7 +506,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct psb_frame f;
 	unsigned int i;
-	int rc, batch_done = 0;
+	int rc, batch_done = 0, repair_done = 0;
 
 	for (i = 0; i < sizeof(cfgs) / sizeof(cfgs[0]); i++) {
 		rc = psb_frame_parse(data, size, &cfgs[i], &f);
@@ -430,6 +521,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		case PSB_FRAME_PSB:
 			check_psb(data, size, &cfgs[i], &f);
 			check_batch(&f, &batch_done);
+			check_repair(&f, &repair_done);
 			break;
 		case PSB_FRAME_ARP_REQUEST:
 			check_arp_request(data, size, &cfgs[i], &f);

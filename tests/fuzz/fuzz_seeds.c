@@ -248,6 +248,35 @@ build_icmp_echo(uint8_t *out, uint16_t data_len)
 	return PSB_ETH_HLEN + PSB_IP_HLEN + 8u + data_len;
 }
 
+/*
+ * A REPAIR (the worker lacks segments 3 to 7 of version 1 of a PUSHPULL's answer) or the
+ * REPAIR_RESP of a server lacking segments 3 and 4 of the push.
+ */
+static size_t
+build_repair(uint8_t *out, int resp)
+{
+	struct psb_repair rp = { .req_type = PSB_MSG_PUSHPULL, .flags = PSB_REPAIR_ROUND,
+		.base = 3, .nbits = 5, .round = 1 };
+	struct psb_addr w, s;
+	struct psb_hdr h;
+
+	addrs(&w, &s);
+	if (resp)
+		rp = (struct psb_repair){ .base = 3, .nbits = 5 };
+	memset(value, 0, 32);
+	psb_repair_encode(value, &rp);
+	value[PSB_REPAIR_HLEN] = resp ? 0x03 : 0x1f;
+	psb_hdr_init(&h, resp ? PSB_MSG_REPAIR_RESP : PSB_MSG_REPAIR);
+	h.sender = 3;
+	h.req_id = 1200;
+	h.key = 0x0123456789abcdefull;
+	h.total_len = psb_repair_len(rp.nbits);
+	h.seg_len = (uint16_t)h.total_len;
+	h.seg_size = (uint16_t)h.total_len;
+	return resp ? psb_frame_build(out, &s, &w, &h, value, h.seg_len) :
+		psb_frame_build(out, &w, &s, &h, value, h.seg_len);
+}
+
 unsigned int
 fuzz_seeds_foreach(fuzz_seed_fn fn, void *arg)
 {
@@ -266,6 +295,14 @@ fuzz_seeds_foreach(fuzz_seed_fn fn, void *arg)
 
 	len = build_batch(frame, 1);
 	fn(arg, "batch-resp", frame, len);
+	n++;
+
+	len = build_repair(frame, 0);
+	fn(arg, "repair", frame, len);
+	n++;
+
+	len = build_repair(frame, 1);
+	fn(arg, "repair-resp", frame, len);
 	n++;
 
 	len = build_msg(tmp, &msgs[0], 100);

@@ -359,6 +359,163 @@ test_multiseg(void **state)
 	psb_kv_free(kv);
 }
 
+/*
+ * A REPAIR of worker w for request req_id on key: with ROUND (round), segments base + i
+ * for the bits set in bits (nbits of them) are what the worker lacks of the answer.
+ */
+static void
+send_repair(struct psb_kv *kv, struct cap *c, uint16_t w, uint32_t req_id, uint64_t key,
+		uint8_t req_type, int with_round, uint32_t round, uint32_t base, uint32_t nbits,
+		uint32_t bits)
+{
+	uint8_t buf[PSB_REPAIR_HLEN + 8];
+	struct psb_repair rp = { .req_type = req_type, .flags = with_round ? PSB_REPAIR_ROUND : 0,
+		.base = base, .nbits = nbits, .round = round };
+	struct psb_hdr h = req_hdr(PSB_MSG_REPAIR, w, req_id, 0, key, 0);
+	struct psb_addr a = waddr(w);
+
+	memset(buf, 0, sizeof(buf));
+	psb_repair_encode(buf, &rp);
+	memcpy(buf + PSB_REPAIR_HLEN, &bits, sizeof(bits));	/* little-endian: bit i of byte i/8 */
+	h.total_len = psb_repair_len(nbits);
+	h.seg_len = (uint16_t)h.total_len;
+	h.seg_size = (uint16_t)h.total_len;
+	if (sync_flag)
+		h.flags |= PSB_F_SYNC;
+	assert_int_equal(psb_hdr_check_segment(&h, h.seg_len), 0);
+	assert_int_equal(psb_kv_handle(kv, &h, buf, &a, cap_emit, c), 0);
+}
+
+/* The REPAIR_RESP in m: its bitmap as a number (at most 32 bits), base and flags. */
+static uint32_t
+nack_bits(const struct cap_msg *m, uint32_t *base, uint32_t *nbits, uint8_t *flags)
+{
+	struct psb_repair rp;
+	uint32_t v = 0, i;
+
+	assert_int_equal(m->h.type, PSB_MSG_REPAIR_RESP);
+	assert_int_equal(m->h.seg_size, m->h.total_len);
+	assert_int_equal(psb_repair_decode(&rp, m->val, m->h.total_len), 0);
+	assert_true(rp.nbits <= 32);
+	for (i = 0; i < rp.nbits; i++)
+		v |= (uint32_t)psb_repair_bit(&rp, i) << i;
+	*base = rp.base;
+	*nbits = rp.nbits;
+	*flags = rp.flags;
+	return v;
+}
+
+static void
+test_repair(void **state)
+{
+	struct psb_kv *kv = kv_new(1, 0, 0, 0);
+	const struct psb_kv_stats *st = psb_kv_stats(kv);
+	struct cap c = { .n = 0 };
+	float v[20], two[20];
+	uint32_t base, nbits, i;
+	uint8_t flags;
+
+	(void)state;
+	for (i = 0; i < 20; i++) {
+		v[i] = (float)(i + 1);
+		two[i] = 2 * v[i];
+	}
+	/* a push of 5 segments, 1 and 3 lost: the server names them */
+	send_seg(kv, &c, PSB_MSG_PUSH, 0, 1, 0, 7, v, sizeof(v), 0);
+	send_seg(kv, &c, PSB_MSG_PUSH, 0, 1, 0, 7, v, sizeof(v), 2);
+	send_seg(kv, &c, PSB_MSG_PUSH, 0, 1, 0, 7, v, sizeof(v), 4);
+	assert_int_equal(c.n, 0);
+	send_repair(kv, &c, 0, 1, 7, PSB_MSG_PUSH, 0, 0, 0, 0, 0);
+	assert_int_equal(c.n, 1);
+	assert_int_equal(nack_bits(&c.m[0], &base, &nbits, &flags), 0x5);
+	assert_int_equal(base, 1);
+	assert_int_equal(nbits, 4);	/* from the first missing to the value's end */
+	assert_int_equal(flags, 0);
+	assert_int_equal(c.m[0].h.req_id, 1);
+	assert_int_equal(c.m[0].h.key, 7);
+	assert_int_equal(st->repairs, 1);
+	assert_int_equal(st->nacks, 1);
+	/* those two complete it: applied once */
+	send_seg(kv, &c, PSB_MSG_PUSH, 0, 1, 0, 7, v, sizeof(v), 1);
+	send_seg(kv, &c, PSB_MSG_PUSH, 0, 1, 0, 7, v, sizeof(v), 3);
+	assert_int_equal(c.n, 2);
+	check_resp(&c.m[1], PSB_MSG_PUSH_ACK, 0, 1, 7, 1);
+	check_stored(kv, 7, v, 20, 1);
+	/* the ack was lost: a REPAIR is acked again, nothing added */
+	send_repair(kv, &c, 0, 1, 7, PSB_MSG_PUSH, 0, 0, 0, 0, 0);
+	assert_int_equal(c.n, 3);
+	check_resp(&c.m[2], PSB_MSG_PUSH_ACK, 0, 1, 7, 1);
+	assert_int_equal(st->retries_answered, 1);
+	check_stored(kv, 7, v, 20, 1);
+
+	/* a pushpull answered; the worker lacks segments 1 and 3 of version 2: only those */
+	send_value(kv, &c, PSB_MSG_PUSHPULL, 0, 2, 0, 7, v, sizeof(v));
+	assert_int_equal(c.n, 4);
+	check_resp(&c.m[3], PSB_MSG_PUSHPULL_RESP, 0, 2, 7, 2);
+	check_val(&c.m[3], two, 20);
+	send_repair(kv, &c, 0, 2, 7, PSB_MSG_PUSHPULL, 1, 2, 1, 3, 0x5);
+	assert_int_equal(c.n, 6);
+	for (i = 4; i < 6; i++) {
+		check_resp(&c.m[i], PSB_MSG_PUSHPULL_RESP, 0, 2, 7, 2);
+		assert_int_equal(c.m[i].h.seg_len, SEG);
+		assert_int_equal(c.m[i].h.total_len, sizeof(v));
+	}
+	assert_int_equal(c.m[4].h.offset, 1 * SEG);
+	assert_int_equal(c.m[5].h.offset, 3 * SEG);
+	assert_int_equal(st->repair_segs, 2);
+	/* of a version that is gone (or none begun): the whole answer */
+	send_repair(kv, &c, 0, 2, 7, PSB_MSG_PUSHPULL, 1, 1, 1, 3, 0x5);
+	send_repair(kv, &c, 0, 2, 7, PSB_MSG_PUSHPULL, 0, 0, 0, 0, 0);
+	assert_int_equal(c.n, 8);
+	for (i = 6; i < 8; i++) {
+		assert_int_equal(c.m[i].h.seg_len, 0);
+		check_val(&c.m[i], two, 20);
+	}
+	assert_int_equal(st->repair_segs, 2);
+	check_stored(kv, 7, two, 20, 2);
+
+	/* a request the server never saw: ALL, send it again */
+	send_repair(kv, &c, 0, 9, 7, PSB_MSG_PUSH, 0, 0, 0, 0, 0);
+	assert_int_equal(c.n, 9);
+	nack_bits(&c.m[8], &base, &nbits, &flags);
+	assert_int_equal(flags, PSB_REPAIR_ALL);
+	assert_int_equal(nbits, 0);
+	/* an older one than the last answered: stale, nothing */
+	send_repair(kv, &c, 0, 1, 7, PSB_MSG_PUSH, 0, 0, 0, 0, 0);
+	assert_int_equal(c.n, 9);
+	assert_int_equal(st->stale, 1);
+	/* nonsense: a type that is no request, a bitmap longer than the message */
+	send_repair(kv, &c, 0, 2, 7, PSB_MSG_BATCH, 0, 0, 0, 0, 0);
+	{
+		uint8_t buf[PSB_REPAIR_HLEN];
+		struct psb_repair rp = { .req_type = PSB_MSG_PULL, .nbits = 64 };
+		struct psb_hdr h = req_hdr(PSB_MSG_REPAIR, 0, 2, 0, 7, sizeof(buf));
+		struct psb_addr a = waddr(0);
+
+		psb_repair_encode(buf, &rp);
+		h.seg_len = sizeof(buf);
+		h.seg_size = sizeof(buf);
+		assert_int_equal(psb_kv_handle(kv, &h, buf, &a, cap_emit, &c), 0);
+	}
+	assert_int_equal(c.n, 9);
+	assert_int_equal(st->repair_bad, 2);
+	check_stored(kv, 7, two, 20, 2);
+	cap_clear(&c);
+	psb_kv_free(kv);
+
+	/* sync: a push waiting for its round is answered when the round closes, not before */
+	kv = kv_new(2, 1, 0, 0);
+	sync_flag = 1;
+	send_value(kv, &c, PSB_MSG_PUSHPULL, 0, 1, 0, 3, v, sizeof(v));
+	send_repair(kv, &c, 0, 1, 3, PSB_MSG_PUSHPULL, 0, 0, 0, 0, 0);
+	assert_int_equal(c.n, 0);
+	send_value(kv, &c, PSB_MSG_PUSHPULL, 1, 1, 0, 3, v, sizeof(v));
+	assert_int_equal(c.n, 2);
+	sync_flag = 0;
+	cap_clear(&c);
+	psb_kv_free(kv);
+}
+
 static void
 test_retry(void **state)
 {
@@ -1936,6 +2093,7 @@ main(void)
 		cmocka_unit_test(test_async_push_pull),
 		cmocka_unit_test(test_multiseg),
 		cmocka_unit_test(test_retry),
+		cmocka_unit_test(test_repair),
 		cmocka_unit_test(test_req_id_wrap),
 		cmocka_unit_test(test_sync_rounds),
 		cmocka_unit_test(test_sync_pull_waits),

@@ -74,6 +74,7 @@ struct net {
 	unsigned int corrupt_at;	/* add 1 to the first float of value segment n (1-based) */
 	unsigned int nvalsegs;
 	unsigned int repair_emits;	/* answer segments the server sent again for a REPAIR */
+	uint64_t drop_req_at, drop_resp_at;	/* lose exactly the n-th request / response (1-based) */
 	uint64_t nreq, nresp;
 	uint64_t dropped_req, dropped_resp;
 	struct sent_rec log[LOG_MAX];	/* requests the transport accepted */
@@ -173,6 +174,10 @@ net_send(void *arg, const struct psb_hdr *h, const void *payload)
 		}
 	}
 	n->nreq++;
+	if (n->nreq == n->drop_req_at) {
+		n->dropped_req++;
+		return 0;
+	}
 	if (n->blackhole || (n->strict ? n->drop_req_every != 0 &&
 	    n->nreq % n->drop_req_every == 0 : drop(&n->rng_req, n->drop_req_every))) {
 		n->dropped_req++;
@@ -187,6 +192,10 @@ static int
 resp_lost(struct net *n)
 {
 	n->nresp++;
+	if (n->nresp == n->drop_resp_at) {
+		n->dropped_resp++;
+		return 1;
+	}
 	if (n->strict ? n->drop_resp_every != 0 && n->nresp % n->drop_resp_every == 0 :
 	    drop(&n->rng_resp, n->drop_resp_every)) {
 		n->dropped_resp++;
@@ -883,6 +892,65 @@ test_loss(void **state)
 	run_loss(0, 4, 1, 1);
 	run_loss(3, 4, 1, 1);
 	run_loss(2, 3, 1, 1);
+}
+
+/*
+ * One segment lost each way: the timeout asks what is missing, and only that segment goes
+ * again, the push's to the server and the answer's to the worker.
+ */
+static void
+test_repair(void **state)
+{
+	struct net *n = net_new(1, 0);
+	struct port p;
+	struct done_log d = { .n = 0 };
+	struct psb_wk *wk = wk_new(n, &p, 0, 0, 4, 1000, 5, &d);
+	const struct psb_wk_stats *st = psb_wk_stats(wk);
+	float a[20], out[20];
+	struct psb_wk_op op;
+	uint64_t t = n->now;
+
+	(void)state;
+	fill(a, 20, 1.0f);
+	/* push: 5 segments, the third lost */
+	n->drop_req_at = 3;
+	op_init(&op, PSB_MSG_PUSH, 9, sizeof(a), a, NULL);
+	assert_int_equal(psb_wk_submit(wk, &op, t), 0);
+	net_run(n);
+	assert_int_equal(d.n, 0);
+	psb_wk_poll(wk, t + 1300);
+	assert_int_equal(st->repairs, 1);
+	assert_int_equal(n->log[5].type, PSB_MSG_REPAIR);
+	net_run(n);	/* REPAIR_RESP: segment 2; then the ack */
+	assert_int_equal(d.n, 1);
+	assert_int_equal(op.status, 0);
+	assert_int_equal(st->nacks, 1);
+	assert_int_equal(st->repair_segs, 1);
+	assert_int_equal(st->resends, 0);
+	assert_int_equal(n->nlog, 7);
+	assert_int_equal(n->log[6].type, PSB_MSG_PUSH);
+	assert_int_equal(n->log[6].offset, 2 * SEG);
+	assert_int_equal(psb_kv_stats(n->kv)->req[PSB_MSG_PUSH], 1);
+
+	/* pull: the answer's fourth segment lost */
+	n->drop_resp_at = n->nresp + 4;
+	op_init(&op, PSB_MSG_PULL, 9, sizeof(out), NULL, out);
+	t += 10000;
+	assert_int_equal(psb_wk_submit(wk, &op, t), 0);
+	net_run(n);
+	assert_int_equal(d.n, 1);
+	psb_wk_poll(wk, t + 1300);
+	assert_int_equal(st->repairs, 2);
+	net_run(n);
+	assert_int_equal(d.n, 2);
+	assert_int_equal(op.status, 0);
+	assert_int_equal(op.retries, 1);
+	check_floats(out, a, 20);
+	assert_int_equal(n->repair_emits, 1);
+	assert_int_equal(psb_kv_stats(n->kv)->repair_segs, 1);
+	assert_int_equal(st->resends, 0);
+	psb_wk_free(wk);
+	net_free(n);
 }
 
 static void
@@ -2556,6 +2624,7 @@ main(void)
 		cmocka_unit_test(test_send_blocked),
 		cmocka_unit_test(test_error_while_blocked),
 		cmocka_unit_test(test_loss),
+		cmocka_unit_test(test_repair),
 		cmocka_unit_test(test_max_retries),
 		cmocka_unit_test(test_blocked_transport_fails),
 		cmocka_unit_test(test_error_reply),
