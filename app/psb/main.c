@@ -949,12 +949,16 @@ log_bounds(const struct psb_app *app)
 	else
 		snprintf(conn, sizeof(conn), "no limit");
 	if (app->node_role == PSB_NODE_WORKER) {
-		/* psb_wk: a try waits timeout << min(tries so far, 6) */
+		/*
+		 * psb_wk: a try waits timeout << min(tries so far, 6), and at least the
+		 * measured round trip, which counts up to PSB_WK_RTO_CAP times timeout
+		 */
 		for (i = 0; i <= app->bench.max_retries; i++)
-			total += t << (i < 6 ? i : 6);
+			total += RTE_MAX(t << (i < 6 ? i : 6), PSB_WK_RTO_CAP * t);
 		if (app->bench.max_retries != 0)
-			snprintf(req, sizeof(req), "; a request %.0f ms doubling, %u retries: %.1f s "
-				 "at most (--timeout-us, --max-retries)", t / 1e6,
+			snprintf(req, sizeof(req), "; a request %.0f ms doubling (at least the round "
+				 "trip, up to %.0f ms), %u retries: %.1f s at most (--timeout-us, "
+				 "--max-retries)", t / 1e6, PSB_WK_RTO_CAP * t / 1e6,
 				 app->bench.max_retries, total / 1e9);
 		else
 			snprintf(req, sizeof(req), "; a request is retried forever (--max-retries 0)");

@@ -23,15 +23,24 @@ struct psb_bench {
 	int init_done;		/* PULL_ONLY: keys pushed once before measuring */
 	uint32_t next_submit;
 	uint32_t nredo;		/* requests a stale round sent back, to submit again */
-	uint64_t inflight_bytes;
+	uint64_t inflight_bytes;	/* of the requests in_window marks */
+	/*
+	 * [nkeys] 1 while the key's request counts against the window: until it is done, or
+	 * times out. A request that timed out is lost or waits for its sync round, and the
+	 * window goes on: in sync rounds a worker that catches up after a restart would
+	 * otherwise wait for a key of the next round while the others wait for it on a key
+	 * of this one.
+	 */
+	uint8_t *in_window;
+	uint64_t retries_seen;	/* engine retries when in_window was last looked at */
 	/*
 	 * The window: value bytes let in flight, as TCP adapts its own. It starts at
 	 * WINDOW_START and doubles per round trip up to ssthresh, then grows by about one
-	 * request per window; a timeout (a loss) halves it, at most once per timeout. Never
+	 * request per window; a loss (psb_wk_stats.losses) halves it, at most once per timeout. Never
 	 * above cfg.window_bytes; one request always goes.
 	 */
 	uint64_t cwnd, ssthresh;
-	uint64_t losses_seen;	/* engine retries already acted on */
+	uint64_t losses_seen;	/* engine losses already acted on */
 	uint64_t cut_ns;	/* when it was last halved */
 	uint64_t cuts;
 	uint32_t ndone;
@@ -201,6 +210,31 @@ note_staleness(struct psb_bench *b, uint32_t k, uint32_t v)
 
 #define WINDOW_START	(4ull << 20)
 
+/* Request k no longer counts against the window. */
+static void
+window_release(struct psb_bench *b, uint32_t k, const struct psb_wk_op *op)
+{
+	if (!b->in_window[k])
+		return;
+	b->in_window[k] = 0;
+	b->inflight_bytes -= op_cost(op);
+}
+
+/* Requests that timed out since the last look leave the window. */
+static void
+window_timeouts(struct psb_bench *b)
+{
+	uint64_t retries = psb_wk_stats(b->wk)->retries;
+	uint32_t k;
+
+	if (retries == b->retries_seen)
+		return;
+	b->retries_seen = retries;
+	for (k = 0; k < b->next_submit; k++)
+		if (b->in_window[k] && b->ops[k].retries != 0)
+			window_release(b, k, &b->ops[k]);
+}
+
 /* A request was answered at the first try: the window may grow. */
 static void
 window_grow(struct psb_bench *b, const struct psb_wk_op *op)
@@ -214,15 +248,15 @@ window_grow(struct psb_bench *b, const struct psb_wk_op *op)
 		b->cwnd = b->cfg.window_bytes;
 }
 
-/* Requests timed out since the last look: halve the window, once per timeout. */
+/* Losses since the last look (psb_wk_stats.losses): halve the window, once per timeout. */
 static void
 window_check(struct psb_bench *b, uint64_t now_ns)
 {
-	uint64_t retries = psb_wk_stats(b->wk)->retries;
+	uint64_t losses = psb_wk_stats(b->wk)->losses;
 
-	if (retries == b->losses_seen)
+	if (losses == b->losses_seen)
 		return;
-	b->losses_seen = retries;
+	b->losses_seen = losses;
 	if (b->cuts != 0 && now_ns - b->cut_ns < psb_wk_rto(b->wk))
 		return;
 	b->cut_ns = now_ns;
@@ -240,11 +274,12 @@ on_done(void *arg, struct psb_wk_op *op)
 {
 	struct psb_bench *b = arg;
 	uint32_t k = (uint32_t)(op - b->ops);
+	int counted = b->in_window[k];
 
 	if (b->final && op->status == 0) {
 		/* the check after the run: verified, not measured */
 		b->ndone++;
-		b->inflight_bytes -= op_cost(op);
+		window_release(b, k, op);
 		verify(b, op, k);
 		return;
 	}
@@ -257,7 +292,7 @@ on_done(void *arg, struct psb_wk_op *op)
 		return;
 	}
 	if (op->status != 0) {
-		b->inflight_bytes -= op_cost(op);
+		window_release(b, k, op);
 		b->failed++;
 		if (b->error == 0) {
 			b->error = op->status;
@@ -271,8 +306,9 @@ on_done(void *arg, struct psb_wk_op *op)
 	}
 	b->ndone++;
 	b->ops_done++;
-	b->inflight_bytes -= op_cost(op);
-	window_grow(b, op);
+	window_release(b, k, op);
+	if (counted)
+		window_grow(b, op);
 	psb_hist_add(&b->rtt, op->rtt_ns);
 	if (op->type != PSB_MSG_PULL) {
 		b->round[k]++;
@@ -314,11 +350,13 @@ psb_bench_create(const struct psb_bench_cfg *cfg, const struct psb_wk_cfg *wcfg)
 	b->round = calloc(cfg->nkeys, sizeof(*b->round));
 	b->seen = calloc(cfg->nkeys, sizeof(*b->seen));
 	b->ops = calloc(cfg->nkeys, sizeof(*b->ops));
+	b->in_window = calloc(cfg->nkeys, sizeof(*b->in_window));
 	b->own = calloc(cfg->nkeys, sizeof(*b->own));
 	b->base = malloc(cfg->nkeys * sizeof(*b->base));
 	b->cnt = calloc(cfg->num_workers, sizeof(*b->cnt));
 	if (b->in == NULL || b->out == NULL || b->round == NULL || b->seen == NULL ||
-	    b->ops == NULL || b->own == NULL || b->base == NULL || b->cnt == NULL)
+	    b->ops == NULL || b->own == NULL || b->base == NULL || b->cnt == NULL ||
+	    b->in_window == NULL)
 		goto fail;
 	for (i = 0; i < cfg->nkeys; i++)
 		b->base[i] = BASE_UNKNOWN;
@@ -359,6 +397,7 @@ psb_bench_free(struct psb_bench *b)
 	free(b->round);
 	free(b->seen);
 	free(b->ops);
+	free(b->in_window);
 	free(b->own);
 	free(b->base);
 	free(b->cnt);
@@ -449,6 +488,7 @@ submit_more(struct psb_bench *b, uint64_t now_ns)
 		if (psb_wk_submit(b->wk, op, now_ns) < 0)
 			break;
 		b->inflight_bytes += op_cost(op);
+		b->in_window[k] = 1;
 		if (b->cfg.rate_bps != 0)
 			b->tokens -= (double)op_cost(op);
 		b->next_submit++;
@@ -472,6 +512,7 @@ psb_bench_step(struct psb_bench *b, uint64_t now_ns)
 	}
 	psb_wk_poll(b->wk, now_ns);
 	window_check(b, now_ns);
+	window_timeouts(b);
 	if (b->error != 0) {
 		b->finished = 1;
 		b->end_ns = now_ns;

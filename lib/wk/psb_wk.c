@@ -144,6 +144,7 @@ send_repair(struct psb_wk *wk, struct wk_slot *s)
 	int rc;
 
 	if (s->resp_started) {
+		wk->st.losses++;
 		rp.flags = PSB_REPAIR_ROUND;
 		rp.round = s->resp_round;
 		rp.nbits = psb_reasm_missing(&s->reasm, buf + PSB_REPAIR_HLEN,
@@ -408,9 +409,20 @@ rtt_sample(struct psb_wk *wk, uint64_t rtt)
 uint64_t
 psb_wk_rto(const struct psb_wk *wk)
 {
-	uint64_t rto = wk->srtt_ns + 4 * wk->rttvar_ns;
+	uint64_t rto = wk->srtt_ns + 4 * wk->rttvar_ns, cap = PSB_WK_RTO_CAP * wk->cfg.timeout_ns;
 
+	if (rto > cap)
+		rto = cap;
 	return rto > wk->cfg.timeout_ns ? rto : wk->cfg.timeout_ns;
+}
+
+/* How long try number `tries` (0: the first send) waits before the next. */
+static inline uint64_t
+try_wait(const struct psb_wk *wk, uint64_t rto, uint32_t tries)
+{
+	uint64_t backoff = wk->cfg.timeout_ns << (tries < 6 ? tries : 6);
+
+	return backoff > rto ? backoff : rto;
 }
 
 static void
@@ -484,6 +496,8 @@ input_nack(struct psb_wk *wk, struct wk_slot *s, const struct psb_hdr *h, const 
 		return;
 	}
 	wk->st.nacks++;
+	if ((rp.flags & PSB_REPAIR_ALL) || rp.nbits != 0)
+		wk->st.losses++;
 	/* the server is there and answered: the next timeout counts from here */
 	s->sent_ns = now_ns;
 	if (rp.flags & PSB_REPAIR_ALL) {
@@ -643,8 +657,7 @@ psb_wk_poll(struct psb_wk *wk, uint64_t now_ns)
 		struct wk_slot *s = &wk->slots[i];
 
 		/* Back off: a resend of a large value must not crowd out the answers to it. */
-		if (s->op == NULL ||
-		    now_ns - s->sent_ns < rto << (s->op->retries < 6 ? s->op->retries : 6))
+		if (s->op == NULL || now_ns - s->sent_ns < try_wait(wk, rto, s->op->retries))
 			continue;
 		if (wk->cfg.max_retries != 0 && s->op->retries >= wk->cfg.max_retries) {
 			finish(wk, s, s->busy ? PSB_ST_BUSY : -ETIMEDOUT, now_ns);
@@ -672,6 +685,7 @@ psb_wk_poll(struct psb_wk *wk, uint64_t now_ns)
 			s->next_off = 0;
 			s->send_req = s->op->type == PSB_MSG_PULL;
 			wk->st.resends++;
+			wk->st.losses++;
 		}
 		if (wk->pend_head != NULL || send_slot(wk, s) < 0)
 			pending_add(wk, s);

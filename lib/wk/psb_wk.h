@@ -9,6 +9,7 @@
 
 #define PSB_WK_SLOT_BITS	12
 #define PSB_WK_MAX_WINDOW	(1u << PSB_WK_SLOT_BITS)
+#define PSB_WK_RTO_CAP		8	/* the measured timeout is at most 8 times timeout_ns */
 
 /* One request as the application sees it. */
 struct psb_wk_op {
@@ -40,10 +41,11 @@ struct psb_wk_cfg {
 	int sync;
 	uint16_t seg_size;	/* stride for push segments */
 	uint32_t window;	/* requests in flight at most (<= PSB_WK_MAX_WINDOW) */
-	uint64_t timeout_ns;	/* resend a request unanswered for this long (or for longer:
-				 * psb_wk_rto); doubles with each retry of that request, up to
-				 * 64 times. A request of many segments, or with part of its
-				 * answer in, asks for what is missing instead (REPAIR) */
+	uint64_t timeout_ns;	/* resend a request unanswered for this long; doubles with each
+				 * retry of that request, up to 64 times; never less than
+				 * psb_wk_rto, the measured round trip. A request of many
+				 * segments, or with part of its answer in, asks for what is
+				 * missing instead (REPAIR) */
 	uint32_t max_retries;	/* then fail it with -ETIMEDOUT (0: retry forever); a timeout
 				 * that passes while the transport takes nothing counts as
 				 * a try too, so a blocked transport fails requests alike */
@@ -81,6 +83,12 @@ struct psb_wk_stats {
 	uint64_t nacks;			/* REPAIR_RESP: the server said what it lacks */
 	uint64_t repair_segs;		/* push segments sent again because it lacked them */
 	uint64_t resends;		/* requests sent again whole */
+	/*
+	 * Losses seen for sure: a server lacking push segments or the whole request, an
+	 * answer that arrived in part, a one-segment request sent again. A timeout alone is
+	 * not one: in sync rounds a request also waits for the other workers.
+	 */
+	uint64_t losses;
 };
 
 struct psb_wk;
@@ -103,8 +111,9 @@ void psb_wk_poll(struct psb_wk *wk, uint64_t now_ns);
 
 uint32_t psb_wk_inflight(const struct psb_wk *wk);
 /*
- * The timeout in effect: timeout_ns, or more where requests take longer to be answered
- * (smoothed round trip plus four times its variation, of requests answered at once).
+ * The shortest wait of a try: timeout_ns, or more where requests take longer to be
+ * answered (smoothed round trip plus four times its variation, of requests answered at
+ * once), up to PSB_WK_RTO_CAP times timeout_ns.
  */
 uint64_t psb_wk_rto(const struct psb_wk *wk);
 /* 1 when messages wait for the transport (psb_wk_poll should run soon). */
