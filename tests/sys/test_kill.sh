@@ -192,7 +192,8 @@ PY
 
 for kind in "${KINDS[@]}"; do
 	case "$kind" in
-	memif) LEN=4194304 KEYS=4 ;;	# 470 jumbo segments
+	memif) LEN=33554432 KEYS=1 ;;	# 3757 jumbo segments, more than the memif ring holds; one
+		# key: the other worker has pushed its one request whole while this one is stopped
 	af_packet) LEN=65536 KEYS=8	# 46 segments of 1432 B, every node on a bridge
 		bridge_up "$BR" "pk$$" "pk$$" s a b || fail "cannot build the bridge and namespaces" ;;
 	*) fail "unknown port kind $kind" ;;
