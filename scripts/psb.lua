@@ -19,10 +19,10 @@ local MAX_FRAME = 9216		-- PSB_MAX_FRAME: psb's receive buffers; longer frames a
 
 -- enum psb_msg_type
 local T_PUSH, T_PULL, T_PUSHPULL, T_BATCH, T_REPAIR = 0x01, 0x02, 0x03, 0x04, 0x05
-local T_REGISTER, T_BARRIER, T_BYE = 0x10, 0x11, 0x12
+local T_REGISTER, T_BARRIER, T_BYE, T_FINALIZE = 0x10, 0x11, 0x12, 0x13
 local T_PUSH_ACK, T_PULL_RESP, T_PUSHPULL_RESP, T_BATCH_RESP = 0x81, 0x82, 0x83, 0x84
 local T_REPAIR_RESP = 0x85
-local T_REGISTER_ACK, T_BARRIER_ACK, T_ERROR = 0x90, 0x91, 0xff
+local T_REGISTER_ACK, T_BARRIER_ACK, T_FINALIZE_ACK, T_ERROR = 0x90, 0x91, 0x93, 0xff
 
 local type_names = {
 	[T_PUSH] = "PUSH",
@@ -33,6 +33,7 @@ local type_names = {
 	[T_REGISTER] = "REGISTER",
 	[T_BARRIER] = "BARRIER",
 	[T_BYE] = "BYE",
+	[T_FINALIZE] = "FINALIZE",
 	[T_PUSH_ACK] = "PUSH_ACK",
 	[T_PULL_RESP] = "PULL_RESP",
 	[T_PUSHPULL_RESP] = "PUSHPULL_RESP",
@@ -40,6 +41,7 @@ local type_names = {
 	[T_REPAIR_RESP] = "REPAIR_RESP",
 	[T_REGISTER_ACK] = "REGISTER_ACK",
 	[T_BARRIER_ACK] = "BARRIER_ACK",
+	[T_FINALIZE_ACK] = "FINALIZE_ACK",
 	[T_ERROR] = "ERROR",
 }
 

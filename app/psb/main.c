@@ -90,6 +90,8 @@ usage(FILE *out)
 "  --batch BYTES        send values up to BYTES as records of BATCH messages\n"
 "                       (default 1024; 0: one message per request)\n"
 "  --duration SECONDS   stop the benchmark after this long; servers: exit after it\n"
+"  --keep-serving       scheduler, servers: stay when every worker of the job finished\n"
+"                       (by default they end then, as ps-lite's Finalize ends a job)\n"
 "  --timeout-us N       resend a request unanswered this long (default 20000)\n"
 "  --max-retries N      then fail it (default 50; 0 = forever); a timeout while the\n"
 "                       port takes nothing counts as a try\n"
@@ -175,7 +177,7 @@ enum {
 	OPT_CONFIG, OPT_CHECK_CONFIG, OPT_CMDLINE_FILE, OPT_WAIT, OPT_CTL, OPT_COUNTERS_FILE,
 	OPT_COUNTERS_EVERY, OPT_PROMETHEUS, OPT_WARMUP, OPT_RATE, OPT_YIELD, OPT_STORE_BYTES,
 	OPT_STORE_KEYS, OPT_REASM_BYTES, OPT_REASM_SENDER, OPT_REASM_TIMEOUT, OPT_FILE_MAX,
-	OPT_OUTPUT_DIR, OPT_CONNECT_TIMEOUT,
+	OPT_OUTPUT_DIR, OPT_CONNECT_TIMEOUT, OPT_KEEP_SERVING,
 };
 
 static const struct option long_opts[] = {
@@ -221,6 +223,7 @@ static const struct option long_opts[] = {
 	{ "interactive", no_argument, NULL, 'i' },
 	{ "cmdline-file", required_argument, NULL, OPT_CMDLINE_FILE },
 	{ "wait", no_argument, NULL, OPT_WAIT },
+	{ "keep-serving", no_argument, NULL, OPT_KEEP_SERVING },
 	{ "ctl", required_argument, NULL, OPT_CTL },
 	{ "counters-file", required_argument, NULL, OPT_COUNTERS_FILE },
 	{ "counters-every", required_argument, NULL, OPT_COUNTERS_EVERY },
@@ -421,6 +424,7 @@ parse_args(struct psb_app *app, struct run_opts *ro, int argc, char **argv)
 		case 'i': app->interactive = 1; break;
 		case OPT_CMDLINE_FILE: app->cmdline_file = optarg; break;
 		case OPT_WAIT: app->stay = 1; break;
+		case OPT_KEEP_SERVING: app->keep_serving = 1; break;
 		case OPT_CTL: app->ctl_path = optarg; break;
 		case OPT_COUNTERS_FILE: app->counters_file = optarg; break;
 		case OPT_COUNTERS_EVERY:
@@ -1233,6 +1237,43 @@ total_rx(const struct psb_app *app)
 }
 
 /* Housekeeping done by the main lcore: exit conditions. */
+#define FINALIZE_WAIT_NS	2000000000ull
+
+/*
+ * A worker registered with a scheduler tells it, before it exits, that it finished (the
+ * worker roles send FINALIZE until acknowledged): once every worker of the job did, the
+ * scheduler ends the servers and itself. 1 while that goes on, FINALIZE_WAIT_NS at most.
+ */
+static int
+finalize_pending(struct psb_app *app)
+{
+	uint64_t now;
+	char ip[20];
+
+	if (app->node_role != PSB_NODE_WORKER || app->sched_ip == 0 || app->finalize_done ||
+	    __atomic_load_n(&app->wk_registered, __ATOMIC_ACQUIRE) == 0)
+		return 0;
+	now = psb_now_ns(app);
+	if (!app->finalizing) {
+		app->finalize_start_ns = now;
+		__atomic_store_n(&app->finalizing, 1, __ATOMIC_RELEASE);
+	}
+	if (__atomic_load_n(&app->finalized, __ATOMIC_ACQUIRE) >=
+	    __atomic_load_n(&app->wk_registered, __ATOMIC_ACQUIRE)) {
+		app->finalize_done = 1;
+		PSB_DBG(app, 1, "scheduler %s:%u acknowledged that the worker(s) finished",
+			psb_ip_str(app->sched_ip, ip), app->sched_port);
+		return 0;
+	}
+	if (now - app->finalize_start_ns < FINALIZE_WAIT_NS)
+		return 1;
+	app->finalize_done = 1;
+	PSB_LOG(app, "scheduler %s:%u did not acknowledge that the worker(s) finished (FINALIZE) "
+		"within %.0f s; exiting all the same", psb_ip_str(app->sched_ip, ip),
+		app->sched_port, FINALIZE_WAIT_NS / 1e9);
+	return 0;
+}
+
 static void
 check_exit(struct psb_app *app, int console_on, uint64_t now, uint64_t *last_rx,
 		uint64_t *last_rx_ns)
@@ -1530,7 +1571,7 @@ main(int argc, char **argv)
 			console_on = 1;
 		}
 	}
-	while (!app->quit) {
+	while (!app->quit || finalize_pending(app)) {
 		uint64_t now = psb_now_ns(app), cp0;
 
 		if (nworker_lcores == 0) {

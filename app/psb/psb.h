@@ -305,6 +305,18 @@ struct psb_app {
 	volatile int stop_lcores;	/* after quit: the control plane is done with them */
 	volatile int registered;	/* server: scheduler acknowledged us */
 	/*
+	 * The end of a job, as ps-lite's Finalize: a worker registered with a scheduler tells
+	 * it that it finished before it exits (finalizing: main asks the worker roles to;
+	 * finalized: how many the scheduler acknowledged); once every worker did, the
+	 * scheduler ends the servers and itself, unless keep_serving.
+	 */
+	int keep_serving;
+	volatile int finalizing;
+	volatile uint32_t finalized;
+	volatile uint32_t wk_registered;	/* worker roles that registered, once each */
+	uint64_t finalize_start_ns;
+	int finalize_done;
+	/*
 	 * Ports are not polled while paused: until their link is up, and on a memif port
 	 * from a known peer's BYE until the link went down and up again (or
 	 * PSB_BYE_PAUSE_NS passed). Polling a memif port while its control thread tears
@@ -389,11 +401,16 @@ struct psb_agent {
 	uint32_t tries;
 	uint32_t idle_passes;
 	struct psb_sched_view view;
+	int ended;			/* server: the scheduler said the job is over */
+	int rejoin;			/* REGISTER_ACK said: this rank was in the job already */
+	uint64_t end_ns;		/* then: quit at this time (0: not) */
 };
 
 void psb_agent_init(struct psb_agent *ag, struct psb_app *app, int server, uint16_t src_port);
 /* Drive registration; returns 1 once ready. */
 int psb_agent_step(struct psb_agent *ag, struct psb_role_inst *ri, uint64_t now_ns);
+/* Send a scheduler message of this node (REGISTER, BARRIER, FINALIZE, FINALIZE_ACK). */
+void psb_agent_send(struct psb_agent *ag, struct psb_role_inst *ri, uint8_t type);
 /* Feed a REGISTER_ACK / BARRIER_ACK. */
 void psb_agent_input(struct psb_agent *ag, struct psb_app *app, const struct psb_meta *meta,
 		const uint8_t *payload);
@@ -415,6 +432,7 @@ void psb_app_fail(struct psb_app *app, const char *fmt, ...)
 struct psb_kv;
 /* Store of a server shard role (roles/server.c). */
 const struct psb_kv *psb_server_kv(const struct psb_role_inst *ri);
+const struct psb_sched *psb_scheduler_sched(const struct psb_role_inst *ri);
 
 /* Control of roles from the main lcore (main.c): post op to every role instance of `role`
  * (NULL: all) and wait until each carried it out. 0, the first role's -errno, or -ETIMEDOUT. */

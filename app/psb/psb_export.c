@@ -549,6 +549,8 @@ static const struct prom_desc {
 	{ "psb_scheduler_rejected", "counter",
 		"REGISTERs and BARRIERs refused: no place, unknown node or wrong barrier" },
 	{ "psb_scheduler_barriers_released", "counter", "Barriers released" },
+	{ "psb_scheduler_workers_finished", "counter", "Workers that said they finished (FINALIZE)" },
+	{ "psb_scheduler_servers_ended", "counter", "Servers that acknowledged the end of the job" },
 	{ "psb_store_keys", "gauge", "Keys in the parameter store" },
 	{ "psb_store_bytes", "gauge", "Value bytes in the parameter store" },
 	{ "psb_store_push", "counter", "PUSH requests served" },

@@ -444,7 +444,8 @@ psb_dispatch(struct psb_role_inst *ri, struct rte_mbuf *m)
 	dport = f.dst.port;
 
 	if (dport == app->me.port) {
-		if (f.hdr.type == PSB_MSG_REGISTER_ACK || f.hdr.type == PSB_MSG_BARRIER_ACK)
+		if (f.hdr.type == PSB_MSG_REGISTER_ACK || f.hdr.type == PSB_MSG_BARRIER_ACK ||
+		    f.hdr.type == PSB_MSG_FINALIZE)
 			rc = handoff(app->agent_ring, m);
 		else if (f.hdr.version == PSB_VERSION && (f.hdr.type & PSB_MSG_RESP))
 			rc = handoff(NULL, m);	/* responses never go to a server port */

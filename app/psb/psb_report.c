@@ -317,13 +317,15 @@ psb_report_sched_json(const struct psb_app *app)
 	for (i = 0; i < app->nroles; i++) {
 		const struct psb_role_inst *ri = &app->roles[i];
 
-		if (ri->role != &psb_role_scheduler || ri->priv == NULL)
+		if (ri->role != &psb_role_scheduler || psb_scheduler_sched(ri) == NULL)
 			continue;
-		st = psb_sched_stats(ri->priv);
-		return json_pack("{s:I,s:I,s:I,s:I}", "registered", (json_int_t)st->registered,
-			"reregistered", (json_int_t)st->reregistered, "rejected",
-			(json_int_t)st->rejected, "barriers_released",
-			(json_int_t)st->barriers_released);
+		st = psb_sched_stats(psb_scheduler_sched(ri));
+		return json_pack("{s:I,s:I,s:I,s:I,s:I,s:I}", "registered",
+			(json_int_t)st->registered, "reregistered", (json_int_t)st->reregistered,
+			"rejected", (json_int_t)st->rejected, "barriers_released",
+			(json_int_t)st->barriers_released, "workers_finished",
+			(json_int_t)st->workers_finished, "servers_ended",
+			(json_int_t)st->servers_ended);
 	}
 	return NULL;
 }

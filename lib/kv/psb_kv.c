@@ -940,11 +940,13 @@ handle_push(struct psb_kv *kv, struct kv_entry *e, const struct psb_hdr *h, cons
 	}
 
 	if (kv->cfg.sync && p != NULL && cur_state == PEER_WAITING && h->aux != cur_epoch &&
-	    p->type != PSB_MSG_PULL && h->round == p->round) {
+	    p->type != PSB_MSG_PULL && !req_newer(h->round, p->round)) {
 		/*
 		 * Restarted in the middle of a round it had already pushed: that push
 		 * stands (a round takes one push per worker); the new request is
-		 * answered with the round.
+		 * answered with the round. Also when the new incarnation starts from an
+		 * older round (a worker rejoining a job begins at 0 and would follow the
+		 * round it is told): its push would be the round's second of that worker.
 		 */
 		peer_start(p, h, PEER_WAITING);
 		kv->st.dup_segs++;

@@ -459,6 +459,8 @@ psb_msg_type_name(uint8_t type)
 	case PSB_MSG_REGISTER: return "REGISTER";
 	case PSB_MSG_BARRIER: return "BARRIER";
 	case PSB_MSG_BYE: return "BYE";
+	case PSB_MSG_FINALIZE: return "FINALIZE";
+	case PSB_MSG_FINALIZE_ACK: return "FINALIZE_ACK";
 	case PSB_MSG_PUSH_ACK: return "PUSH_ACK";
 	case PSB_MSG_PULL_RESP: return "PULL_RESP";
 	case PSB_MSG_PUSHPULL_RESP: return "PUSHPULL_RESP";

@@ -39,6 +39,8 @@ enum psb_msg_type {
 	PSB_MSG_REGISTER = 0x10,	/* node -> scheduler: join */
 	PSB_MSG_BARRIER = 0x11,		/* node -> scheduler: wait for the group */
 	PSB_MSG_BYE = 0x12,		/* node -> link peer: leaving; stop polling this link */
+	PSB_MSG_FINALIZE = 0x13,	/* worker -> scheduler: finished; scheduler -> server: the
+					 * job is over (ps-lite's Finalize) */
 	PSB_MSG_RESP = 0x80,		/* bit set on every response */
 	PSB_MSG_PUSH_ACK = 0x81,
 	PSB_MSG_PULL_RESP = 0x82,
@@ -47,6 +49,7 @@ enum psb_msg_type {
 	PSB_MSG_REPAIR_RESP = 0x85,	/* server -> worker: the push segments it lacks */
 	PSB_MSG_REGISTER_ACK = 0x90,
 	PSB_MSG_BARRIER_ACK = 0x91,
+	PSB_MSG_FINALIZE_ACK = 0x93,
 	PSB_MSG_ERROR = 0xff,		/* status holds an enum psb_status */
 };
 
@@ -54,6 +57,8 @@ enum psb_msg_type {
 #define PSB_F_SYNC	0x01	/* request belongs to a synchronous round */
 #define PSB_F_SERVER	0x02	/* REGISTER: the node is a server */
 #define PSB_F_WORKER	0x04	/* REGISTER: the node is a worker */
+#define PSB_F_REJOIN	0x08	/* REGISTER_ACK: the node had this rank in the job already
+				 * (it restarted, or an earlier ack was lost) */
 
 /* Status codes carried in ERROR messages (and 0 in every other message). */
 enum psb_status {

@@ -12,6 +12,7 @@ struct sched_node {
 	uint16_t rank;		/* within its role */
 	uint32_t barrier_seq;	/* last barrier sequence this node entered */
 	int in_barrier;
+	int done;		/* worker: said FINALIZE; server: acknowledged it */
 };
 
 struct barrier {
@@ -26,6 +27,8 @@ struct psb_sched {
 	uint16_t nnodes;
 	uint16_t nservers, nworkers;
 	int ready;
+	int finished;		/* every worker said FINALIZE */
+	uint16_t ndone_workers, ndone_servers;
 	struct barrier bar[8];	/* by group mask */
 	struct psb_sched_stats st;
 };
@@ -110,6 +113,32 @@ psb_sched_ready(const struct psb_sched *s)
 	return s->ready;
 }
 
+int
+psb_sched_finished(const struct psb_sched *s)
+{
+	return s->finished;
+}
+
+unsigned int
+psb_sched_end_servers(struct psb_sched *s, psb_sched_emit_fn emit, void *arg)
+{
+	unsigned int pending = 0;
+	struct psb_hdr h;
+	uint16_t i;
+
+	if (!s->finished || s->cfg.keep_serving)
+		return 0;
+	psb_hdr_init(&h, PSB_MSG_FINALIZE);
+	h.flags = PSB_F_SERVER;
+	for (i = 0; i < s->nnodes; i++) {
+		if (!s->nodes[i].server || s->nodes[i].done)
+			continue;
+		pending++;
+		emit(arg, &s->nodes[i].addr, &h, NULL);
+	}
+	return pending;
+}
+
 const struct psb_sched_stats *
 psb_sched_stats(const struct psb_sched *s)
 {
@@ -128,7 +157,7 @@ find_node(struct psb_sched *s, const struct psb_addr *a)
 }
 
 static void
-send_ack(struct psb_sched *s, const struct sched_node *n, const struct psb_hdr *req,
+send_ack(struct psb_sched *s, const struct sched_node *n, const struct psb_hdr *req, int rejoin,
 		psb_sched_emit_fn emit, void *arg)
 {
 	static uint8_t buf[4 + PSB_SCHED_MAX_NODES * 24];
@@ -152,7 +181,7 @@ send_ack(struct psb_sched *s, const struct sched_node *n, const struct psb_hdr *
 	}
 	len = psb_sched_view_encode(&v, buf, sizeof(buf));
 	psb_hdr_init(&h, PSB_MSG_REGISTER_ACK);
-	h.flags = n->server ? PSB_F_SERVER : PSB_F_WORKER;
+	h.flags = (n->server ? PSB_F_SERVER : PSB_F_WORKER) | (rejoin ? PSB_F_REJOIN : 0);
 	h.req_id = req != NULL ? req->req_id : 0;
 	h.aux = n->rank;
 	h.total_len = (uint32_t)len;
@@ -188,7 +217,7 @@ handle_register(struct psb_sched *s, const struct psb_hdr *h, const struct psb_a
 	if (n != NULL) {
 		s->st.reregistered++;
 		if (s->ready)
-			send_ack(s, n, h, emit, arg);
+			send_ack(s, n, h, 1, emit, arg);
 		return 0;
 	}
 	if ((server && s->nservers >= s->cfg.num_servers) ||
@@ -208,7 +237,7 @@ handle_register(struct psb_sched *s, const struct psb_hdr *h, const struct psb_a
 		s->ready = 1;
 		tell(s, PSB_SCHED_EV_READY, NULL, 0, 0);
 		for (i = 0; i < s->nnodes; i++)
-			send_ack(s, &s->nodes[i], NULL, emit, arg);
+			send_ack(s, &s->nodes[i], NULL, 0, emit, arg);
 	}
 	return 0;
 }
@@ -272,6 +301,71 @@ handle_barrier(struct psb_sched *s, const struct psb_hdr *h, const struct psb_ad
 	return 0;
 }
 
+/*
+ * A worker finished (ps-lite's Finalize): acknowledged, every time it asks. Once every
+ * worker did, the job is over: each server is told (FINALIZE) unless they keep serving.
+ */
+static int
+handle_finalize(struct psb_sched *s, const struct psb_hdr *h, const struct psb_addr *from,
+		psb_sched_emit_fn emit, void *arg)
+{
+	struct sched_node *n = find_node(s, from);
+	struct psb_hdr ack;
+
+	if (n == NULL || n->server || !s->ready) {
+		s->st.rejected++;
+		return 0;
+	}
+	psb_hdr_init(&ack, PSB_MSG_FINALIZE_ACK);
+	ack.req_id = h->req_id;
+	ack.flags = PSB_F_WORKER;
+	emit(arg, &n->addr, &ack, NULL);
+	if (n->done)
+		return 0;
+	n->done = 1;
+	s->ndone_workers++;
+	s->st.workers_finished++;
+	{
+		struct psb_sched_event ev = { .kind = PSB_SCHED_EV_WORKER_DONE, .addr = n->addr,
+			.rank = n->rank, .nworkers = s->ndone_workers, .nservers = s->ndone_servers };
+
+		if (s->cfg.on_event != NULL)
+			s->cfg.on_event(s->cfg.ctx, &ev);
+	}
+	if (s->ndone_workers < s->cfg.num_workers)
+		return 0;
+	s->finished = 1;
+	tell(s, PSB_SCHED_EV_FINISHED, NULL, 0, 0);
+	psb_sched_end_servers(s, emit, arg);
+	return 0;
+}
+
+/* A server acknowledged the end of the job. */
+static int
+handle_finalize_ack(struct psb_sched *s, const struct psb_addr *from)
+{
+	struct sched_node *n = find_node(s, from);
+
+	if (n == NULL || !n->server || !s->finished) {
+		s->st.rejected++;
+		return 0;
+	}
+	if (n->done)
+		return 0;
+	n->done = 1;
+	s->ndone_servers++;
+	s->st.servers_ended++;
+	{
+		struct psb_sched_event ev = { .kind = PSB_SCHED_EV_SERVER_ENDED, .addr = n->addr,
+			.server = 1, .rank = n->rank, .nworkers = s->ndone_workers,
+			.nservers = s->ndone_servers };
+
+		if (s->cfg.on_event != NULL)
+			s->cfg.on_event(s->cfg.ctx, &ev);
+	}
+	return 0;
+}
+
 int
 psb_sched_handle(struct psb_sched *s, const struct psb_hdr *h, const struct psb_addr *from,
 		psb_sched_emit_fn emit, void *arg)
@@ -280,5 +374,9 @@ psb_sched_handle(struct psb_sched *s, const struct psb_hdr *h, const struct psb_
 		return handle_register(s, h, from, emit, arg);
 	if (h->type == PSB_MSG_BARRIER)
 		return handle_barrier(s, h, from, emit, arg);
+	if (h->type == PSB_MSG_FINALIZE)
+		return handle_finalize(s, h, from, emit, arg);
+	if (h->type == PSB_MSG_FINALIZE_ACK)
+		return handle_finalize_ack(s, from);
 	return -EINVAL;
 }

@@ -495,6 +495,25 @@ submit_more(struct psb_bench *b, uint64_t now_ns)
 	}
 }
 
+/*
+ * Iterations toward repeat: this run's, or for a worker rejoining a sync job, the rounds
+ * every key has closed past the warm-up when that is more (the job's progress).
+ */
+static uint64_t
+iterations_done(const struct psb_bench *b)
+{
+	uint64_t low = UINT64_MAX;
+	uint32_t k;
+
+	if (!b->cfg.rejoin || !b->sync || b->cfg.mode == PSB_BENCH_PULL_ONLY)
+		return b->iter;
+	for (k = 0; k < b->cfg.nkeys; k++)
+		if (b->round[k] < low)
+			low = b->round[k];
+	low = low > b->cfg.warmup ? low - b->cfg.warmup : 0;
+	return low > b->iter ? low : b->iter;
+}
+
 int
 psb_bench_step(struct psb_bench *b, uint64_t now_ns)
 {
@@ -545,7 +564,7 @@ psb_bench_step(struct psb_bench *b, uint64_t now_ns)
 				b->run_start_ns = now_ns;
 				b->resets = 0;
 				b->warming = 0;
-			} else if (!b->warming && (b->iter >= b->cfg.repeat ||
+			} else if (!b->warming && (iterations_done(b) >= b->cfg.repeat ||
 			    (b->cfg.max_time_ns != 0 &&
 			     now_ns - b->run_start_ns >= b->cfg.max_time_ns))) {
 				b->end_ns = now_ns;

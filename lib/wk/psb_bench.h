@@ -41,6 +41,12 @@ struct psb_bench_cfg {
 					 * the window adapts to loss, as TCP's does */
 	uint64_t warmup;		/* iterations run first, then the metrics are reset */
 	uint64_t rate_bps;		/* value bits per second at most (0: unlimited) */
+	/*
+	 * The worker rejoins a sync job under way (it restarted): in the modes that push every
+	 * iteration, the rounds the job has closed (past the warm-up) count as iterations
+	 * done, so that it ends with the others instead of running repeat more.
+	 */
+	int rejoin;
 	uint64_t log_every_ns;		/* progress line period (0: none) */
 	FILE *log;			/* progress lines go here */
 	const char *label;		/* prefix of progress lines */

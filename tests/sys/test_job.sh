@@ -3,7 +3,9 @@
 # namespace on one bridge (af_packet), started by DMLC_* alone with default settings. Run at
 # 4 KB and 1 MB on a 1500-byte bridge (1 MB is 716 segments: lost ones are repaired, not
 # the whole value resent) and at 1 MB on a 9000-byte one (jumbo frames: psb takes the
-# interface's MTU). Every run must finish its rounds with exact sums on both servers.
+# interface's MTU). Every run must finish its rounds with exact sums on both servers, and
+# the job must end as a ps-lite job does: once both workers finished, the servers and the
+# scheduler exit by themselves, their stats written; with --keep-serving they stay.
 #
 # usage: test_job.sh PATH/psb. Needs root; 77 without.
 set -uo pipefail
@@ -49,24 +51,54 @@ start() {	# start N ROLE HOST-IP ARGS...
 	PIDS+=($!)
 }
 
-run_job() {	# run_job MTU LEN REPEAT
-	local mtu=$1 len=$2 repeat=$3 i t0
+# gone PID SECONDS: 0 once process PID is gone, 1 if it is still there after SECONDS
+gone() {
+	local i
+	for ((i = 0; i < $2 * 10; i++)); do
+		kill -0 "$1" 2>/dev/null || return 0
+		sleep 0.1
+	done
+	return 1
+}
+
+run_job() {	# run_job MTU LEN REPEAT [--keep-serving]
+	local mtu=$1 len=$2 repeat=$3 keep=${4:-} i t0
 	set_mtu "$mtu"
 	rm -f "$DIR"/*.json "$DIR"/*.log
 	t0=$(date +%s)
-	start 0 scheduler ""
-	start 1 server 198.18.13.2 --stats-file "$DIR/s1.json"
-	start 2 server 198.18.13.3 --stats-file "$DIR/s2.json"
+	start 0 scheduler "" --stats-file "$DIR/sched.json" $keep
+	start 1 server 198.18.13.2 --stats-file "$DIR/s1.json" $keep
+	start 2 server 198.18.13.3 --stats-file "$DIR/s2.json" $keep
 	start 3 worker 198.18.13.10 --verify --results "$DIR/w3.json" "$len" "$repeat"
 	start 4 worker 198.18.13.11 --verify --results "$DIR/w4.json" "$len" "$repeat"
 	wait "${PIDS[3]}" || fail "MTU $mtu, $len B: worker 0 exited with $?"
 	wait "${PIDS[4]}" || fail "MTU $mtu, $len B: worker 1 exited with $?"
-	for i in 0 1 2; do kill -TERM "${PIDS[$i]}" 2>/dev/null; done
+	if [ -n "$keep" ]; then
+		# told to keep serving: still there a while after the workers finished
+		sleep 2
+		for i in 0 1 2; do
+			kill -0 "${PIDS[$i]}" 2>/dev/null || fail "node $i ended despite --keep-serving"
+		done
+		for i in 0 1 2; do kill -TERM "${PIDS[$i]}" 2>/dev/null; done
+	fi
+	# the job ends by itself: the scheduler tells the servers, then ends too
+	for i in 0 1 2; do
+		gone "${PIDS[$i]}" 15 || fail "MTU $mtu, $len B: node $i still running 15 s after" \
+			"the workers finished"
+	done
 	for i in 0 1 2; do wait "${PIDS[$i]}" || fail "MTU $mtu, $len B: node $i exited with $?"; done
 	PIDS=()
-	python3 - "$DIR" "$mtu" "$len" "$repeat" <<'PY' || fail "MTU $mtu, $len B: checks"
+	python3 - "$DIR" "$mtu" "$len" "$repeat" "$keep" <<'PY' || fail "MTU $mtu, $len B: checks"
 import json, re, sys
 d, mtu, length, repeat = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+keep = sys.argv[5] != ""
+sc = json.load(open(f"{d}/sched.json"))["scheduler"]
+assert sc["workers_finished"] == 2 and sc["servers_ended"] == (0 if keep else 2), sc
+if not keep:
+    assert "scheduler: every server ended: the job is over" in open(f"{d}/n0.log").read()
+    for n in (1, 2):
+        assert "every worker finished, says the scheduler: the job is over" in \
+            open(f"{d}/n{n}.log").read(), n
 # psb takes the interface's MTU, jumbo included
 for n in (1, 3):
     t = open(f"{d}/n{n}.log").read()
@@ -93,7 +125,63 @@ PY
 	echo "  ($(($(date +%s) - t0)) s)"
 }
 
+# run_rejoin: the job at 4 KB; one worker (node 4) SIGKILLed in the middle and started again. It
+# rejoins at the job's current round (the scheduler knows its address), both workers end
+# together after REPEAT rounds with exact sums, and the job ends.
+run_rejoin() {
+	local repeat=1500 i pid
+	set_mtu 1500
+	rm -f "$DIR"/*.json "$DIR"/*.log
+	start 0 scheduler "" --stats-file "$DIR/sched.json"
+	start 1 server 198.18.13.2 --stats-file "$DIR/s1.json"
+	start 2 server 198.18.13.3 --stats-file "$DIR/s2.json"
+	start 3 worker 198.18.13.10 --verify --results "$DIR/w3.json" 4096 $repeat
+	start 4 worker 198.18.13.11 --verify --results "$DIR/w4.json" 4096 $repeat
+	for ((i = 0; i < 300; i++)); do
+		grep -q "iter [1-9][0-9]*/$repeat" "$DIR/n4.log" 2>/dev/null && break
+		sleep 0.1
+	done
+	pid=$(pgrep -f -- "--file-prefix psbt-jb$$-4 " | while read -r p; do
+		[ "$(cat "/proc/$p/comm" 2>/dev/null)" = psb ] && echo "$p"; done)
+	[ -n "$pid" ] || fail "rejoin: node 4 (a worker) is not running"
+	kill -9 "$pid"
+	wait "${PIDS[4]}" 2>/dev/null
+	mv "$DIR/n4.log" "$DIR/n4-killed.log"
+	ip netns exec "pjb$$-4" env -i PATH="$PATH" DMLC_ROLE=worker DMLC_PS_ROOT_URI=$ROOT \
+		DMLC_NUM_SERVER=2 DMLC_NUM_WORKER=2 DMLC_INTERFACE="pj$$a4" \
+		DMLC_NODE_HOST=198.18.13.11 timeout -k 5 150 "$PSB" --file-prefix "psbt-jb$$-4b" \
+		--verify --results "$DIR/w4.json" 4096 $repeat > "$DIR/n4.log" 2>&1 &
+	PIDS[4]=$!
+	wait "${PIDS[3]}" || fail "rejoin: the other worker (node 3) exited with $?"
+	wait "${PIDS[4]}" || fail "rejoin: the restarted worker (node 4) exited with $?"
+	for i in 0 1 2; do
+		gone "${PIDS[$i]}" 15 || fail "rejoin: node $i still running after the workers finished"
+		wait "${PIDS[$i]}" || fail "rejoin: node $i exited with $?"
+	done
+	PIDS=()
+	python3 - "$DIR" $repeat <<'PY' || fail "rejoin: checks"
+import json, sys
+d, repeat = sys.argv[1], int(sys.argv[2])
+assert "rejoining the job as rank " in open(f"{d}/n4.log").read()
+w3, w4 = (json.load(open(f"{d}/{f}.json")) for f in ("w3", "w4"))
+assert w3["iterations"] == repeat and w3["failed"] == 0 and w3["verify_errors"] == 0, w3
+# the restarted worker did what was left of the job, no more
+assert 0 < w4["iterations"] < repeat and w4["failed"] == 0 and w4["verify_errors"] == 0, w4
+for f in ("s1", "s2"):
+    st = json.load(open(f"{d}/{f}.json"))["store"]
+    assert st["value_sum"] == st["keys"] * 1024 * repeat * 3, (f, st["value_sum"])
+    for k in st["digest"]:
+        assert k["round"] == repeat and k["min"] == k["max"] == 3 * repeat, (f, k)
+sc = json.load(open(f"{d}/sched.json"))["scheduler"]
+assert sc["reregistered"] >= 1 and sc["workers_finished"] == 2 and sc["servers_ended"] == 2, sc
+print(f"rejoin: a worker killed and restarted, did {w4['iterations']} of {repeat}; exact sums")
+PY
+}
+
 run_job 1500 4096 50
+run_rejoin
+run_job 1500 4096 20 --keep-serving
 run_job 1500 1048576 3
 run_job 9000 1048576 3
-echo "job: 2 servers and 2 workers over af_packet, 4 KB and 1 MB (MTU 1500 and 9000), exact sums"
+echo "job: 2 servers and 2 workers over af_packet, 4 KB and 1 MB (MTU 1500 and 9000), exact sums;" \
+	"the job ends when its workers finished (or serves on with --keep-serving)"

@@ -1500,16 +1500,33 @@ test_epoch_restart(void **state)
 		want[i] = a[i] + b[i];
 	check_stored(kv, 77, want, 4, 1);
 
+	/*
+	 * Round 1: worker 0 pushes it and restarts; its new incarnation starts from round 0
+	 * (as a worker rejoining a job does). Its old push stands: the new one waits for the
+	 * round instead of being summed as worker 0's second push of it.
+	 */
+	cap_clear(&c);
+	push_epoch(kv, &c, 0, 0xbbbb, 2, 1, a, 4);
+	push_epoch(kv, &c, 0, 0xdddd, 1, 0, b, 4);
+	assert_int_equal(c.n, 0);
+	push_epoch(kv, &c, 1, 0xcccc, 5, 1, b, 4);
+	assert_int_equal(c.n, 2);
+	check_resp(&c.m[0], PSB_MSG_PUSH_ACK, 0, 1, 77, 2);
+	check_resp(&c.m[1], PSB_MSG_PUSH_ACK, 1, 5, 77, 2);
+	for (i = 0; i < 4; i++)
+		want[i] = 2 * (a[i] + b[i]);
+	check_stored(kv, 77, want, 4, 2);
+
 	/* A push for the wrong round gets STALE, and so does its retry. */
 	cap_clear(&c);
-	push_epoch(kv, &c, 1, 0xcccc, 4, 9, b, 4);
-	push_epoch(kv, &c, 1, 0xcccc, 4, 9, b, 4);
+	push_epoch(kv, &c, 1, 0xcccc, 6, 9, b, 4);
+	push_epoch(kv, &c, 1, 0xcccc, 6, 9, b, 4);
 	assert_int_equal(c.n, 2);
 	{
 		struct psb_addr a1 = waddr(1);
 
-		check_error(&c.m[0], PSB_ST_STALE, 1, &a1, 1, 4, 77);
-		check_error(&c.m[1], PSB_ST_STALE, 1, &a1, 1, 4, 77);
+		check_error(&c.m[0], PSB_ST_STALE, 2, &a1, 1, 6, 77);
+		check_error(&c.m[1], PSB_ST_STALE, 2, &a1, 1, 6, 77);
 	}
 	psb_kv_free(kv);
 	sync_flag = 0;

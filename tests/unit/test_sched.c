@@ -146,7 +146,9 @@ check_ack(const struct cap_msg *m, int server, uint16_t rank, uint32_t req_id)
 
 	assert_int_equal(m->h.magic, PSB_MAGIC);
 	assert_int_equal(m->h.type, PSB_MSG_REGISTER_ACK);
-	assert_int_equal(m->h.flags, server ? PSB_F_SERVER : PSB_F_WORKER);
+	assert_int_equal(m->h.flags & ~PSB_F_REJOIN, server ? PSB_F_SERVER : PSB_F_WORKER);
+	/* REJOIN: the node had its rank already (a repeat after the job formed) */
+	assert_int_equal((m->h.flags & PSB_F_REJOIN) != 0, req_id >= 77);
 	assert_int_equal(m->h.aux, rank);
 	assert_int_equal(m->h.req_id, req_id);
 	assert_int_equal(m->h.total_len, psb_sched_view_size(NS));
@@ -261,7 +263,10 @@ test_register(void **state)
 	for (j = 0; j < 5; j++)
 		assert_int_equal(seen[j], 1);
 
-	/* a re-REGISTER after ready (lost ack) is answered again, same rank, echoing req_id */
+	/*
+	 * a re-REGISTER after ready (lost ack, or the node restarted) is answered again, same
+	 * rank, echoing req_id, with REJOIN (check_ack: req_id 77 and on)
+	 */
 	c->n = 0;
 	assert_int_equal(reg(s, c, &nodes[2], PSB_F_WORKER, 77), 0);
 	assert_int_equal(reg(s, c, &nodes[4], PSB_F_SERVER, 78), 0);
@@ -424,6 +429,90 @@ test_barrier(void **state)
 	psb_sched_free(s);
 }
 
+static int
+fin(struct psb_sched *s, struct cap *c, const struct psb_addr *from, uint8_t type)
+{
+	struct psb_hdr h;
+
+	psb_hdr_init(&h, type);
+	return psb_sched_handle(s, &h, from, cap_emit, c);
+}
+
+/*
+ * The end of a job: each worker's FINALIZE is acknowledged (again when repeated); the last
+ * one sends FINALIZE to every server, again to those that did not acknowledge it; nodes
+ * that are not the job's are refused. With keep_serving the servers are left alone.
+ */
+static void
+test_finalize(void **state)
+{
+	struct psb_sched_cfg cfg = { .num_workers = NW, .num_servers = NS };
+	struct psb_addr w0 = waddr(0), w1 = waddr(1), w2 = waddr(2), s0 = saddr(0), s1 = saddr(1);
+	struct psb_addr stranger = waddr(9);
+	const struct psb_sched_stats *st;
+	struct cap c = { .n = 0 };
+	struct psb_sched *s;
+	unsigned int i;
+
+	(void)state;
+	for (int keep = 0; keep < 2; keep++) {
+		cfg.keep_serving = keep;
+		s = psb_sched_create(&cfg);
+		assert_non_null(s);
+		st = psb_sched_stats(s);
+		/* before the job formed, and from a stranger: refused, unanswered */
+		assert_int_equal(fin(s, &c, &w0, PSB_MSG_FINALIZE), 0);
+		register_all(s, &c);
+		c.n = 0;
+		assert_int_equal(fin(s, &c, &stranger, PSB_MSG_FINALIZE), 0);
+		assert_int_equal(fin(s, &c, &s0, PSB_MSG_FINALIZE), 0);	/* a server is no worker */
+		assert_int_equal(c.n, 0);
+		assert_int_equal(st->rejected, 3);
+		/* two workers finish, one of them twice: acked each time, counted once */
+		assert_int_equal(fin(s, &c, &w1, PSB_MSG_FINALIZE), 0);
+		assert_int_equal(fin(s, &c, &w1, PSB_MSG_FINALIZE), 0);
+		assert_int_equal(fin(s, &c, &w0, PSB_MSG_FINALIZE), 0);
+		assert_int_equal(c.n, 3);
+		for (i = 0; i < 3; i++)
+			assert_int_equal(c.m[i].h.type, PSB_MSG_FINALIZE_ACK);
+		assert_true(addr_eq(&c.m[0].to, &w1) && addr_eq(&c.m[2].to, &w0));
+		assert_int_equal(st->workers_finished, 2);
+		assert_int_equal(psb_sched_finished(s), 0);
+		assert_int_equal(psb_sched_end_servers(s, cap_emit, &c), 0);
+		/* a server's ack before the end: refused */
+		assert_int_equal(fin(s, &c, &s0, PSB_MSG_FINALIZE_ACK), 0);
+		assert_int_equal(st->rejected, 4);
+		/* the last worker: acked, and the servers told (unless they keep serving) */
+		c.n = 0;
+		assert_int_equal(fin(s, &c, &w2, PSB_MSG_FINALIZE), 0);
+		assert_int_equal(psb_sched_finished(s), 1);
+		assert_int_equal(c.n, keep ? 1 : 1 + NS);
+		assert_int_equal(c.m[0].h.type, PSB_MSG_FINALIZE_ACK);
+		if (keep) {
+			assert_int_equal(psb_sched_end_servers(s, cap_emit, &c), 0);
+			psb_sched_free(s);
+			c.n = 0;
+			continue;
+		}
+		for (i = 1; i < c.n; i++)
+			assert_int_equal(c.m[i].h.type, PSB_MSG_FINALIZE);
+		assert_true(addr_eq(&c.m[1].to, &s1) || addr_eq(&c.m[2].to, &s1));
+		/* one server acks; the other is told again, until it does too */
+		assert_int_equal(fin(s, &c, &s1, PSB_MSG_FINALIZE_ACK), 0);
+		assert_int_equal(fin(s, &c, &s1, PSB_MSG_FINALIZE_ACK), 0);
+		assert_int_equal(st->servers_ended, 1);
+		c.n = 0;
+		assert_int_equal(psb_sched_end_servers(s, cap_emit, &c), 1);
+		assert_int_equal(c.n, 1);
+		assert_true(addr_eq(&c.m[0].to, &s0));
+		assert_int_equal(fin(s, &c, &s0, PSB_MSG_FINALIZE_ACK), 0);
+		assert_int_equal(psb_sched_end_servers(s, cap_emit, &c), 0);
+		assert_int_equal(st->servers_ended, 2);
+		psb_sched_free(s);
+		c.n = 0;
+	}
+}
+
 static void
 test_key_range(void **state)
 {
@@ -558,6 +647,7 @@ main(void)
 		cmocka_unit_test(test_register),
 		cmocka_unit_test(test_events),
 		cmocka_unit_test(test_barrier),
+		cmocka_unit_test(test_finalize),
 		cmocka_unit_test(test_key_range),
 		cmocka_unit_test(test_view_codec),
 		cmocka_unit_test(test_create_invalid),

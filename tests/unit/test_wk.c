@@ -2332,6 +2332,72 @@ test_bench_follow_round(void **state)
 	free(br);
 }
 
+/*
+ * A worker restarted in a sync job rejoins it: with rejoin, the rounds the job closed count
+ * toward its repeat, so it ends with the other worker (here: the job had closed 3 rounds
+ * of 5; the other worker has 2 left) instead of waiting for rounds nobody pushes.
+ */
+static void
+test_bench_rejoin(void **state)
+{
+	struct bench_run *br = calloc(1, sizeof(*br));
+	struct net *n = net_new(2, 1);
+	struct psb_bench_result r[2];
+	struct psb_bench *b[2];
+	struct port p[2];
+	int fin[2] = { 0, 0 };
+	unsigned int i, iter;
+	uint32_t round;
+
+	(void)state;
+	assert_non_null(br);
+	bench_pair(n, PSB_BENCH_PUSH_PULL, 3, br, NULL);
+	for (i = 0; i < 2; i++) {
+		struct psb_bench_cfg bc = {
+			.len = BLEN, .repeat = i == 0 ? 2 : 5, .mode = PSB_BENCH_PUSH_PULL,
+			.nkeys = BK, .keys = bench_keys, .num_workers = 2, .verify = 1,
+			.rejoin = i == 1,
+		};
+		struct psb_wk_cfg wc = {
+			.rank = (uint16_t)i, .sync = 1, .seg_size = SEG, .timeout_ns = 50000,
+			.max_retries = 100, .send = net_send, .send_arg = &p[i],
+		};
+
+		p[i].net = n;
+		p[i].rank = (uint16_t)i;
+		b[i] = psb_bench_create(&bc, &wc);
+		assert_non_null(b[i]);
+		n->wk[i] = psb_bench_wk(b[i]);
+	}
+	for (iter = 0; iter < 100000 && !(fin[0] && fin[1]); iter++) {
+		for (i = 0; i < 2; i++) {
+			int rc;
+
+			if (fin[i])
+				continue;
+			rc = psb_bench_step(b[i], n->now);
+			assert_true(rc == 0 || rc == 1);
+			fin[i] = rc == 1;
+		}
+		net_run(n);
+		n->now += 1000;
+	}
+	assert_true(fin[0] && fin[1]);
+	for (i = 0; i < 2; i++) {
+		psb_bench_result(b[i], n->now, &r[i]);
+		assert_int_equal(r[i].failed, 0);
+		assert_int_equal(r[i].verify_errors, 0);
+		assert_int_equal(r[i].iterations, 2);
+		n->wk[i] = NULL;
+		psb_bench_free(b[i]);
+	}
+	assert_non_null(psb_kv_get(n->kv, bench_keys[0], NULL, &round));
+	assert_int_equal(round, 5);
+	assert_true(psb_kv_value_sum(n->kv) == 3.0 * 5 * (BLEN / 4) * BK);
+	net_free(n);
+	free(br);
+}
+
 /* verify catches a value the network changed on the way */
 static void
 test_bench_verify_detects(void **state)
@@ -2643,6 +2709,7 @@ main(void)
 		cmocka_unit_test(test_bench_batch),
 		cmocka_unit_test(test_bench_loss),
 		cmocka_unit_test(test_bench_follow_round),
+		cmocka_unit_test(test_bench_rejoin),
 		cmocka_unit_test(test_bench_staleness),
 		cmocka_unit_test(test_bench_verify_detects),
 		cmocka_unit_test(test_bench_goodput),

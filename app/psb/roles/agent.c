@@ -29,8 +29,8 @@ psb_agent_init(struct psb_agent *ag, struct psb_app *app, int server, uint16_t s
 	ag->state = app->sched_ip == app->me.ip ? PSB_AGENT_REGISTER : PSB_AGENT_RESOLVE;
 }
 
-static void
-agent_send(struct psb_agent *ag, struct psb_role_inst *ri, uint8_t type)
+void
+psb_agent_send(struct psb_agent *ag, struct psb_role_inst *ri, uint8_t type)
 {
 	struct psb_app *app = ri->app;
 	const struct psb_neigh *n = psb_neigh_find(app, app->sched_ip);
@@ -79,10 +79,10 @@ psb_agent_step(struct psb_agent *ag, struct psb_role_inst *ri, uint64_t now_ns)
 		psb_arp_resolve(ri, app->sched_ip);
 		break;
 	case PSB_AGENT_REGISTER:
-		agent_send(ag, ri, PSB_MSG_REGISTER);
+		psb_agent_send(ag, ri, PSB_MSG_REGISTER);
 		break;
 	case PSB_AGENT_BARRIER:
-		agent_send(ag, ri, PSB_MSG_BARRIER);
+		psb_agent_send(ag, ri, PSB_MSG_BARRIER);
 		break;
 	default:
 		break;
@@ -100,7 +100,11 @@ psb_agent_input(struct psb_agent *ag, struct psb_app *app, const struct psb_meta
 			return;
 		}
 		ag->rank = (uint16_t)meta->hdr.aux;
+		ag->rejoin = (meta->hdr.flags & PSB_F_REJOIN) != 0;
 		ag->state = ag->barrier_group != 0 ? PSB_AGENT_BARRIER : PSB_AGENT_READY;
+		if (ag->rejoin && !ag->server)
+			PSB_LOG(app, "worker: rejoining the job as rank %u: the rounds it has done "
+				"count as iterations done", ag->rank);
 		ag->next_try_ns = 0;
 		ag->tries = 0;
 		ag->phase_ns = 0;
@@ -146,6 +150,35 @@ psb_agent_restart(struct psb_agent *ag)
 	ag->tries = 0;
 }
 
+/*
+ * The scheduler says the job is over: every worker finished. Acknowledged (every time: an
+ * ack may be lost); the server then ends as on SIGTERM, its results and stats written,
+ * unless it keeps serving. Only the scheduler's own address is heeded.
+ */
+static void
+agent_finalize(struct psb_agent *ag, struct psb_role_inst *ri, const struct psb_meta *meta)
+{
+	struct psb_app *app = ri->app;
+
+	if (meta->src.ip != app->sched_ip || meta->src.port != app->sched_port ||
+	    !app->registered) {
+		ri->cnt.not_served++;
+		return;
+	}
+	psb_agent_send(ag, ri, PSB_MSG_FINALIZE_ACK);
+	if (ag->ended)
+		return;
+	ag->ended = 1;
+	if (app->keep_serving) {
+		PSB_LOG(app, "server: every worker finished, says the scheduler; serving on "
+			"(--keep-serving)");
+		return;
+	}
+	PSB_LOG(app, "server: every worker finished, says the scheduler: the job is over");
+	/* a moment for the ack to leave before the process ends */
+	ag->end_ns = psb_now_ns(app) + 50000000ull;
+}
+
 /* The agent role registers a server node and keeps its registration state. */
 static int
 agent_init(struct psb_role_inst *ri)
@@ -173,9 +206,16 @@ agent_poll(struct psb_role_inst *ri)
 	for (i = 0; i < n; i++) {
 		struct psb_meta *meta = psb_meta(pkts[i]);
 
-		psb_agent_input(ag, ri->app, meta,
-			rte_pktmbuf_mtod_offset(pkts[i], uint8_t *, meta->payload_off));
+		if (meta->hdr.type == PSB_MSG_FINALIZE)
+			agent_finalize(ag, ri, meta);
+		else
+			psb_agent_input(ag, ri->app, meta,
+				rte_pktmbuf_mtod_offset(pkts[i], uint8_t *, meta->payload_off));
 		rte_pktmbuf_free(pkts[i]);
+	}
+	if (ag->end_ns != 0 && psb_now_ns(ri->app) >= ag->end_ns) {
+		ag->end_ns = 0;
+		__atomic_store_n(&ri->app->quit, 1, __ATOMIC_RELEASE);
 	}
 	if (!ri->app->registered) {
 		uint64_t now = psb_now_ns(ri->app);

@@ -5,6 +5,15 @@
 
 /* Refusals logged at most; the rest are counted only (a peer could send them without end). */
 #define SCHED_REFUSALS_LOGGED	10
+/* Once every worker finished: FINALIZE to the servers this often, for this long at most. */
+#define END_RETRY_NS		200000000ull
+#define END_WAIT_NS		5000000000ull
+
+struct sched_priv {
+	struct psb_sched *s;
+	uint64_t end_start_ns;		/* the servers were first told (0: not yet) */
+	uint64_t end_next_ns;
+};
 
 /* The cluster as it forms, in the log: ready always, each node with -v (PS_VERBOSE=1). */
 static void
@@ -36,6 +45,19 @@ sched_event(void *ctx, const struct psb_sched_event *ev)
 			refusals == SCHED_REFUSALS_LOGGED ?
 			"; further refusals are counted only (scheduler.rejected)" : "");
 		break;
+	case PSB_SCHED_EV_WORKER_DONE:
+		PSB_DBG(app, 1, "scheduler: worker rank %u (%s:%u) finished (%u/%u)", ev->rank,
+			psb_ip_str(ev->addr.ip, ip), ev->addr.port, ev->nworkers, app->num_workers);
+		break;
+	case PSB_SCHED_EV_FINISHED:
+		PSB_LOG(app, "scheduler: every worker finished%s", app->keep_serving ?
+			"; the servers and the scheduler keep serving (--keep-serving)" :
+			": ending the servers");
+		break;
+	case PSB_SCHED_EV_SERVER_ENDED:
+		PSB_DBG(app, 1, "scheduler: server rank %u (%s:%u) ended (%u/%u)", ev->rank,
+			psb_ip_str(ev->addr.ip, ip), ev->addr.port, ev->nservers, app->num_servers);
+		break;
 	}
 }
 
@@ -47,10 +69,19 @@ sched_init(struct psb_role_inst *ri)
 		.num_servers = ri->app->num_servers,
 		.on_event = sched_event,
 		.ctx = ri,
+		.keep_serving = ri->app->keep_serving,
 	};
+	struct sched_priv *sp = rte_zmalloc("psb_sched", sizeof(*sp), RTE_CACHE_LINE_SIZE);
 
-	ri->priv = psb_sched_create(&sc);
-	return ri->priv != NULL ? 0 : -EINVAL;
+	if (sp == NULL)
+		return -ENOMEM;
+	sp->s = psb_sched_create(&sc);
+	if (sp->s == NULL) {
+		rte_free(sp);
+		return -EINVAL;
+	}
+	ri->priv = sp;
+	return 0;
 }
 
 static void
@@ -66,20 +97,52 @@ sched_emit(void *arg, const struct psb_addr *to, struct psb_hdr *h, const void *
 		psb_out(ri, m, to->ip);
 }
 
+/*
+ * Every worker finished: tell the servers until each acknowledged (END_WAIT_NS at most: a
+ * server gone already cannot), then end the scheduler, its counters written.
+ */
+static void
+end_job(struct psb_role_inst *ri, struct sched_priv *sp)
+{
+	struct psb_app *app = ri->app;
+	uint64_t now = psb_now_ns(app);
+	unsigned int pending;
+
+	if (sp->end_start_ns == 0)
+		sp->end_start_ns = now;	/* the first FINALIZEs went with the last worker's */
+	if (now < sp->end_next_ns || app->quit)
+		return;
+	sp->end_next_ns = now + END_RETRY_NS;
+	pending = sp->end_start_ns == now ? app->num_servers :
+		psb_sched_end_servers(sp->s, sched_emit, ri);
+	if (pending != 0 && now - sp->end_start_ns < END_WAIT_NS)
+		return;
+	if (pending == 0)
+		PSB_LOG(app, "scheduler: every server ended: the job is over");
+	else
+		PSB_LOG(app, "scheduler: %u server(s) did not acknowledge the end of the job "
+			"within %.0f s; ending all the same", pending, END_WAIT_NS / 1e9);
+	__atomic_store_n(&app->quit, 1, __ATOMIC_RELEASE);
+}
+
 static int
 sched_poll(struct psb_role_inst *ri)
 {
 	struct rte_mbuf *pkts[PSB_BURST];
 	unsigned int n, i;
 
+	struct sched_priv *sp = ri->priv;
+
 	n = rte_ring_dequeue_burst(ri->app->sched_ring, (void **)pkts, PSB_BURST, NULL);
 	for (i = 0; i < n; i++) {
 		struct psb_meta *meta = psb_meta(pkts[i]);
 
 		ri->cnt.rx_pkts++;
-		psb_sched_handle(ri->priv, &meta->hdr, &meta->src, sched_emit, ri);
+		psb_sched_handle(sp->s, &meta->hdr, &meta->src, sched_emit, ri);
 		rte_pktmbuf_free(pkts[i]);
 	}
+	if (unlikely(psb_sched_finished(sp->s)) && !ri->app->keep_serving)
+		end_job(ri, sp);
 	psb_out_flush(ri);
 	return (int)n;
 }
@@ -87,8 +150,22 @@ sched_poll(struct psb_role_inst *ri)
 static void
 sched_fini(struct psb_role_inst *ri)
 {
-	psb_sched_free(ri->priv);
+	struct sched_priv *sp = ri->priv;
+
+	if (sp == NULL)
+		return;
+	psb_sched_free(sp->s);
+	rte_free(sp);
 	ri->priv = NULL;
+}
+
+/* The scheduler of a role instance, for counters and reports. */
+const struct psb_sched *
+psb_scheduler_sched(const struct psb_role_inst *ri)
+{
+	const struct sched_priv *sp = ri->priv;
+
+	return sp != NULL ? sp->s : NULL;
 }
 
 const struct psb_role psb_role_scheduler = {

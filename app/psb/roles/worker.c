@@ -42,9 +42,14 @@ struct worker_priv {
 	uint64_t resolve_ns;		/* W_RESOLVE: ARP for the servers since */
 	uint32_t idle_passes;
 	uint64_t last_now;
+	uint64_t finalize_next_ns;
+	int finalized;			/* the scheduler acknowledged our FINALIZE */
+	int was_registered;		/* counted in app->wk_registered */
 	char label[32];
 	char reason[256];		/* why the last experiment failed */
 };
+
+#define FINALIZE_RETRY_NS	200000000ull
 
 static int
 worker_init(struct psb_role_inst *ri)
@@ -186,6 +191,7 @@ start_bench(struct psb_role_inst *ri)
 	bc.window_bytes = bo->window;
 	bc.warmup = bo->warmup;
 	bc.rate_bps = bo->rate;
+	bc.rejoin = wp->ag.rejoin;
 	bc.log_every_ns = app->quiet ? 0 : wp->exp->output.log_every;
 	bc.log = stdout;
 	bc.label = wp->label;
@@ -424,6 +430,28 @@ resolve_servers(struct psb_role_inst *ri, uint64_t now)
 	return missing == 0;
 }
 
+/* The process is ending: tell the scheduler this worker finished, every 200 ms until it says so. */
+static void
+finalize_step(struct psb_role_inst *ri, struct worker_priv *wp)
+{
+	uint64_t now = psb_now_ns(ri->app);
+
+	if (now < wp->finalize_next_ns)
+		return;
+	wp->finalize_next_ns = now + FINALIZE_RETRY_NS;
+	psb_agent_send(&wp->ag, ri, PSB_MSG_FINALIZE);
+	psb_out_flush(ri);
+}
+
+static void
+finalize_ack(struct psb_app *app, struct worker_priv *wp, const struct psb_meta *meta)
+{
+	if (wp->finalized || meta->src.ip != app->sched_ip || meta->src.port != app->sched_port)
+		return;
+	wp->finalized = 1;
+	__atomic_add_fetch(&app->finalized, 1, __ATOMIC_RELEASE);
+}
+
 static int
 worker_poll(struct psb_role_inst *ri)
 {
@@ -442,6 +470,8 @@ worker_poll(struct psb_role_inst *ri)
 	 * the last one, read at most 16 passes ago, and does nothing at all
 	 * when the benchmark only waits.
 	 */
+	if (unlikely(app->finalizing) && wp->was_registered && !wp->finalized)
+		finalize_step(ri, wp);
 	if (wp->st == W_READY && n == 0)
 		return 0;
 	if (n != 0 || wp->st != W_RUN || (++wp->idle_passes & 15) == 0) {
@@ -461,6 +491,8 @@ worker_poll(struct psb_role_inst *ri)
 		ri->cnt.rx_bytes += pkts[i]->pkt_len;
 		if (meta->hdr.type == PSB_MSG_REGISTER_ACK || meta->hdr.type == PSB_MSG_BARRIER_ACK)
 			psb_agent_input(&wp->ag, app, meta, payload);
+		else if (meta->hdr.type == PSB_MSG_FINALIZE_ACK)
+			finalize_ack(app, wp, meta);
 		else if (wp->st == W_RUN)
 			psb_wk_input(psb_bench_wk(wp->bench), &meta->hdr, payload, now);
 		rte_pktmbuf_free(pkts[i]);
@@ -471,6 +503,10 @@ worker_poll(struct psb_role_inst *ri)
 		if (!psb_agent_step(&wp->ag, ri, now)) {
 			setup_check(ri, now);
 			break;
+		}
+		if (!wp->was_registered) {
+			wp->was_registered = 1;
+			__atomic_add_fetch(&app->wk_registered, 1, __ATOMIC_RELEASE);
 		}
 		wp->nservers = wp->ag.view.num_servers;
 		for (s = 0; s < wp->nservers; s++) {
