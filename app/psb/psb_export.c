@@ -568,6 +568,8 @@ static const struct prom_desc {
 	{ "psb_store_repair_segs", "counter", "Answer segments sent again for REPAIR messages" },
 	{ "psb_store_nacks", "counter", "REPAIR_RESP messages: push segments asked for again" },
 	{ "psb_store_repair_bad", "counter", "REPAIR messages that made no sense" },
+	{ "psb_store_values_copied", "counter",
+		"Pushes added into a copy of the value because answers still read it" },
 	{ "psb_store_errors", "counter", "Error replies of the store, by status" },
 	{ "psb_store_mem", "gauge", "Memory of the store counted against store.max_bytes, bytes" },
 	{ "psb_store_staged", "gauge", "Pushes being reassembled (nothing of them applied yet)" },

@@ -369,6 +369,7 @@ psb_report_store_json(const struct psb_app *app, bool with_value_sum)
 	json_object_set_new(s, "repair_segs", json_integer((json_int_t)st->repair_segs));
 	json_object_set_new(s, "nacks", json_integer((json_int_t)st->nacks));
 	json_object_set_new(s, "repair_bad", json_integer((json_int_t)st->repair_bad));
+	json_object_set_new(s, "values_copied", json_integer((json_int_t)st->values_copied));
 	json_object_set_new(s, "mem", json_integer((json_int_t)t.mem));
 	json_object_set_new(s, "staged", json_integer((json_int_t)t.staged));
 	json_object_set_new(s, "staged_bytes", json_integer((json_int_t)t.staged_bytes));

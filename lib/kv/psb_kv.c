@@ -122,6 +122,51 @@ value_alloc(uint32_t len)
 	return v;
 }
 
+/* A stored value: value_headroom bytes in front of it are the caller's. */
+static float *
+stored_alloc(const struct psb_kv *kv, uint32_t len)
+{
+	size_t sz = value_size(len) + kv->cfg.value_headroom;
+	uint8_t *p = aligned_alloc(64, sz);
+
+	if (p == NULL)
+		return NULL;
+	memset(p, 0, sz);
+	return (float *)(void *)(p + kv->cfg.value_headroom);
+}
+
+static void
+stored_free(const struct psb_kv *kv, float *val)
+{
+	if (val == NULL)
+		return;
+	if (kv->cfg.value_free != NULL)
+		kv->cfg.value_free(kv->cfg.release_arg, val);
+	else
+		free((uint8_t *)val - kv->cfg.value_headroom);
+}
+
+/*
+ * e's value, ready to be added into: a copy of it when answers still read the stored one
+ * (value_busy), which then goes to value_free. Without memory for the copy, in place.
+ */
+static float *
+value_for_write(struct psb_kv *kv, struct kv_entry *e)
+{
+	float *nv;
+
+	if (kv->cfg.value_busy == NULL || !kv->cfg.value_busy(kv->cfg.release_arg, e->val))
+		return e->val;
+	nv = stored_alloc(kv, e->len);
+	if (nv == NULL)
+		return e->val;
+	memcpy(nv, e->val, e->len);
+	stored_free(kv, e->val);
+	e->val = nv;
+	kv->st.values_copied++;
+	return nv;
+}
+
 /* Memory a key of len bytes takes in the store. */
 static inline uint64_t
 entry_mem(const struct psb_kv *kv, uint32_t len)
@@ -148,7 +193,8 @@ psb_kv_create(const struct psb_kv_cfg *cfg)
 	uint32_t cap = 64;
 	uint16_t nw = cfg->num_workers;
 
-	if (nw == 0 || nw > PSB_KV_MAX_WORKERS || cfg->seg_size == 0 || (cfg->seg_size & 3) != 0)
+	if (nw == 0 || nw > PSB_KV_MAX_WORKERS || cfg->seg_size == 0 || (cfg->seg_size & 3) != 0 ||
+	    (cfg->value_headroom & 63) != 0)
 		return NULL;
 	while (cap < cfg->capacity && cap < (1u << 30))
 		cap <<= 1;
@@ -439,10 +485,7 @@ static void
 entry_free(struct psb_kv *kv, struct kv_entry *e)
 {
 	free(e->peers);
-	if (kv->cfg.value_free != NULL && e->val != NULL)
-		kv->cfg.value_free(kv->cfg.release_arg, e->val);
-	else
-		free(e->val);
+	stored_free(kv, e->val);
 	free(e->acc);
 	memset(e, 0, sizeof(*e));
 }
@@ -557,7 +600,7 @@ insert(struct psb_kv *kv, uint64_t key, uint32_t len, uint32_t *budget)
 	while (kv->slots[i].len != 0)
 		i = (i + 1) & kv->mask;
 	e = &kv->slots[i];
-	e->val = value_alloc(len);
+	e->val = stored_alloc(kv, len);
 	e->peers = calloc(kv->cfg.num_workers, sizeof(*e->peers));
 	if (kv->cfg.sync)
 		e->acc = value_alloc(len);
@@ -638,7 +681,7 @@ maybe_close_round(struct psb_kv *kv, struct kv_entry *e, psb_kv_emit_fn emit, vo
 
 	if (e->pushed < nw)
 		return;
-	psb_agg_add(e->val, e->acc, e->len / sizeof(float));
+	psb_agg_add(value_for_write(kv, e), e->acc, e->len / sizeof(float));
 	memset(e->acc, 0, e->len);
 	e->pushed = 0;
 	e->round++;
@@ -756,7 +799,7 @@ push_whole(struct psb_kv *kv, struct kv_entry *e, struct kv_stage *st, const str
 			.type = st->type, .flags = st->flags, .round = st->round }, PEER_ASSEMBLING);
 	else
 		peer_start(p, h, PEER_ASSEMBLING);
-	dst = kv->cfg.sync ? e->acc : e->val;
+	dst = kv->cfg.sync ? e->acc : value_for_write(kv, e);
 	if (st != NULL) {
 		stage_apply(kv, st, dst);
 		stage_free(kv, st);

@@ -48,9 +48,18 @@ struct psb_kv_cfg {
 	void *release_arg;
 	/*
 	 * A dropped key's value memory goes here (arg: release_arg) rather than to free(),
-	 * for a caller whose responses may still point into it (NULL: free()).
+	 * for a caller whose responses may still point into it (NULL: free()). With
+	 * value_headroom, the memory to free starts that many bytes before val.
 	 */
 	void (*value_free)(void *arg, void *val);
+	/*
+	 * Bytes kept free in front of every stored value, for the caller's own bookkeeping
+	 * of it (a multiple of 64; 0: none), and whether responses still read a value
+	 * (NULL: never): the store then adds a push into a copy of the value and hands the
+	 * old one to value_free, so that an answer on its way never mixes two versions.
+	 */
+	uint32_t value_headroom;
+	int (*value_busy)(void *arg, const float *val);
 };
 
 /* Budget of reassembly one push of len bytes cut at seg_size takes. */
@@ -110,6 +119,7 @@ struct psb_kv_stats {
 	uint64_t repair_segs;		/* answer segments sent again for them */
 	uint64_t nacks;			/* REPAIR_RESP: push segments asked for again */
 	uint64_t repair_bad;		/* REPAIR messages that made no sense */
+	uint64_t values_copied;		/* pushes added into a copy: answers read the value */
 };
 
 /* Add every counter of src into dst. */

@@ -516,6 +516,81 @@ test_repair(void **state)
 	psb_kv_free(kv);
 }
 
+static int busy_answer;
+static unsigned int freed;
+static float *freed_val;
+
+static int
+cow_busy(void *arg, const float *val)
+{
+	(void)arg;
+	(void)val;
+	return busy_answer;
+}
+
+static void
+cow_free(void *arg, void *val)
+{
+	(void)arg;
+	freed++;
+	freed_val = val;
+	free((uint8_t *)val - 64);
+}
+
+/*
+ * A push into a value that answers still read goes into a copy: the answer keeps reading
+ * the old version, whole, and the old value goes to value_free (with its headroom).
+ */
+static void
+test_copy_on_write(void **state)
+{
+	struct psb_kv_cfg cfg = {
+		.num_workers = 1, .seg_size = SEG, .value_headroom = 64,
+		.value_busy = cow_busy, .value_free = cow_free,
+	};
+	struct psb_kv *kv;
+	struct cap c = { .n = 0 };
+	float v[6] = { 1, 2, 3, 4, 5, 6 }, two[6], snap[6];
+	const float *before, *after;
+	uint32_t len, round, i;
+
+	(void)state;
+	cfg.value_headroom = 32;
+	assert_null(psb_kv_create(&cfg));	/* the headroom keeps values 64-aligned */
+	cfg.value_headroom = 64;
+	kv = psb_kv_create(&cfg);
+	assert_non_null(kv);
+	for (i = 0; i < 6; i++)
+		two[i] = 2 * v[i];
+	send_value(kv, &c, PSB_MSG_PUSH, 0, 1, 0, 42, v, sizeof(v));
+	before = psb_kv_get(kv, 42, &len, &round);
+	assert_non_null(before);
+	assert_int_equal((uintptr_t)before & 63, 0);
+	/* nothing reads it: added in place */
+	busy_answer = 0;
+	send_value(kv, &c, PSB_MSG_PUSH, 0, 2, 0, 42, v, sizeof(v));
+	assert_ptr_equal(psb_kv_get(kv, 42, &len, &round), before);
+	assert_int_equal(psb_kv_stats(kv)->values_copied, 0);
+	/* an answer reads it: the push goes into a copy, the old version stays as it was */
+	memcpy(snap, before, sizeof(snap));
+	busy_answer = 1;
+	send_value(kv, &c, PSB_MSG_PUSH, 0, 3, 0, 42, v, sizeof(v));
+	after = psb_kv_get(kv, 42, &len, &round);
+	assert_true(after != before);
+	assert_int_equal(freed, 1);
+	assert_ptr_equal(freed_val, before);
+	assert_int_equal(psb_kv_stats(kv)->values_copied, 1);
+	assert_int_equal(round, 3);
+	for (i = 0; i < 6; i++) {
+		assert_true(snap[i] == two[i]);
+		assert_true(after[i] == 3 * v[i]);
+	}
+	busy_answer = 0;
+	psb_kv_free(kv);
+	assert_int_equal(freed, 2);
+	cap_clear(&c);
+}
+
 static void
 test_retry(void **state)
 {
@@ -2111,6 +2186,7 @@ main(void)
 		cmocka_unit_test(test_multiseg),
 		cmocka_unit_test(test_retry),
 		cmocka_unit_test(test_repair),
+		cmocka_unit_test(test_copy_on_write),
 		cmocka_unit_test(test_req_id_wrap),
 		cmocka_unit_test(test_sync_rounds),
 		cmocka_unit_test(test_sync_pull_waits),

@@ -10,13 +10,13 @@ struct server_priv {
 	 * Large values go out without a copy into mbufs: a data mbuf attached to
 	 * the stored value follows the header mbuf. Only on software ports
 	 * (their drivers copy or write out; no device DMAs from this memory).
-	 * Stored values never move while their key exists; one shared count (1
-	 * for the server, 1 for every attached mbuf not yet freed) tells when
-	 * nothing points into them any more. Values of keys a reset dropped wait
-	 * in the graveyard until then; the free callback never runs.
+	 * Every stored value has its own shared info in the headroom in front of
+	 * it: a count of 1 for the store and 1 for every attached mbuf not yet
+	 * freed. A push into a value some mbuf still reads goes into a copy
+	 * (psb_kv_cfg.value_busy), so an answer never carries two versions; values
+	 * the store let go wait in the graveyard until nothing reads them.
 	 */
 	int zero_copy;
-	struct rte_mbuf_ext_shared_info shinfo;
 	void **graveyard;
 	uint32_t ngrave, grave_cap;
 	uint32_t polls;
@@ -26,6 +26,8 @@ struct server_priv {
 #define TICK_IDLE_PASSES	1024
 
 #define ZC_MIN_SEG	8192	/* smaller segments are cheaper to copy */
+/* In front of every stored value: its shared info (a multiple of 64, as the store wants). */
+#define VALUE_HEADROOM	RTE_ALIGN_CEIL(sizeof(struct rte_mbuf_ext_shared_info), 64)
 
 static void
 value_free_noop(void *addr, void *opaque)
@@ -34,28 +36,52 @@ value_free_noop(void *addr, void *opaque)
 	RTE_SET_USED(opaque);
 }
 
-/* Attached mbufs not yet freed: they may point into any stored value. */
-static inline uint16_t
-attached(struct server_priv *sp)
+static inline struct rte_mbuf_ext_shared_info *
+value_shinfo(const void *val)
 {
-	return (uint16_t)(rte_mbuf_ext_refcnt_read(&sp->shinfo) - 1);
+	return (struct rte_mbuf_ext_shared_info *)(uintptr_t)((const uint8_t *)val -
+		VALUE_HEADROOM);
 }
 
+/* Attached mbufs not yet freed that point into val. */
+static inline int
+value_read(const void *val)
+{
+	const struct rte_mbuf_ext_shared_info *sh = value_shinfo(val);
+
+	return sh->free_cb != NULL && rte_mbuf_ext_refcnt_read(sh) > 1;
+}
+
+static int
+value_busy(void *arg, const float *val)
+{
+	RTE_SET_USED(arg);
+	return value_read(val);
+}
+
+/* Free the graveyard's values that nothing reads any more. */
 static void
-graveyard_empty(struct server_priv *sp)
+graveyard_sweep(struct server_priv *sp, int all)
 {
-	while (sp->ngrave != 0)
-		free(sp->graveyard[--sp->ngrave]);
+	uint32_t i, n = 0;
+
+	for (i = 0; i < sp->ngrave; i++) {
+		if (all || !value_read(sp->graveyard[i]))
+			free((uint8_t *)sp->graveyard[i] - VALUE_HEADROOM);
+		else
+			sp->graveyard[n++] = sp->graveyard[i];
+	}
+	sp->ngrave = n;
 }
 
-/* A dropped key's value: freed now, or once no attached mbuf can point into it. */
+/* A value the store let go: freed now, or once no attached mbuf points into it. */
 static void
 value_free(void *arg, void *val)
 {
 	struct server_priv *sp = arg;
 
-	if (attached(sp) == 0 && sp->ngrave == 0) {
-		free(val);
+	if (!value_read(val)) {
+		free((uint8_t *)val - VALUE_HEADROOM);
 		return;
 	}
 	if (sp->ngrave == sp->grave_cap) {
@@ -102,14 +128,14 @@ server_init(struct psb_role_inst *ri)
 		.hold_cost = rte_pktmbuf_data_room_size(app->pool),
 		.release = release_mbuf,
 		.value_free = value_free,
+		.value_headroom = VALUE_HEADROOM,
+		.value_busy = value_busy,
 	};
 	struct server_priv *sp = rte_zmalloc("psb_server", sizeof(*sp), RTE_CACHE_LINE_SIZE);
 
 	if (sp == NULL)
 		return -ENOMEM;
 	kc.release_arg = sp;
-	sp->shinfo.free_cb = value_free_noop;
-	rte_mbuf_ext_refcnt_set(&sp->shinfo, 1);
 	sp->kv = psb_kv_create(&kc);
 	if (sp->kv == NULL) {
 		rte_free(sp);
@@ -122,9 +148,10 @@ server_init(struct psb_role_inst *ri)
 
 /* A header mbuf followed by a data mbuf attached to the stored value. */
 static struct rte_mbuf *
-build_attached(struct psb_role_inst *ri, struct server_priv *sp, const struct psb_addr *to,
-		const struct psb_hdr *h, const uint8_t *data)
+build_attached(struct psb_role_inst *ri, const struct psb_addr *to, const struct psb_hdr *h,
+		const void *value, const uint8_t *data)
 {
+	struct rte_mbuf_ext_shared_info *sh = value_shinfo(value);
 	struct psb_app *app = ri->app;
 	struct rte_mbuf *m, *d;
 	struct psb_hdr hh = *h;
@@ -140,9 +167,14 @@ build_attached(struct psb_role_inst *ri, struct server_priv *sp, const struct ps
 	}
 	p = (uint8_t *)rte_pktmbuf_append(m, PSB_FRAME_HLEN);
 	psb_frame_write_headers(p, &app->me, to, &hh, h->seg_len);
-	rte_mbuf_ext_refcnt_update(&sp->shinfo, 1);
+	if (sh->free_cb == NULL) {
+		/* the value's first attachment: the store's own count */
+		sh->free_cb = value_free_noop;
+		rte_mbuf_ext_refcnt_set(sh, 1);
+	}
+	rte_mbuf_ext_refcnt_update(sh, 1);
 	rte_pktmbuf_attach_extbuf(d, (void *)(uintptr_t)data, (rte_iova_t)(uintptr_t)data,
-		h->seg_len, &sp->shinfo);
+		h->seg_len, sh);
 	d->data_len = h->seg_len;
 	d->pkt_len = h->seg_len;
 	m->next = d;
@@ -171,7 +203,7 @@ server_emit(void *arg, const struct psb_addr *to, struct psb_hdr *h, const void 
 		h->offset = off;
 		h->seg_len = (uint16_t)(left < h->seg_size ? left : h->seg_size);
 		if (value != NULL && sp->zero_copy && h->seg_len >= ZC_MIN_SEG)
-			m = build_attached(ri, sp, to, h, (const uint8_t *)value + off);
+			m = build_attached(ri, to, h, value, (const uint8_t *)value + off);
 		else
 			m = psb_build(ri, &app->me, to, h,
 				value != NULL ? (const uint8_t *)value + off : NULL);
@@ -221,8 +253,8 @@ server_poll(struct psb_role_inst *ri)
 	/* the clock of reassembly: with every burst, and now and then when idle */
 	if (n != 0 || ++sp->polls % TICK_IDLE_PASSES == 0) {
 		psb_kv_tick(sp->kv, psb_now_ns(ri->app));
-		if (unlikely(sp->ngrave != 0) && attached(sp) == 0)
-			graveyard_empty(sp);
+		if (unlikely(sp->ngrave != 0))
+			graveyard_sweep(sp, 0);
 	}
 	for (i = 0; i < n; i++) {
 		struct rte_mbuf *m = pkts[i];
@@ -263,7 +295,7 @@ server_fini(struct psb_role_inst *ri)
 		return;
 	/* the tx role went first: no attached mbuf is left */
 	psb_kv_free(sp->kv);
-	graveyard_empty(sp);
+	graveyard_sweep(sp, 1);
 	free(sp->graveyard);
 	rte_free(sp);
 	ri->priv = NULL;
