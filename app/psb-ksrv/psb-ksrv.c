@@ -342,12 +342,9 @@ static void
 kv_emit(void *arg, const struct psb_addr *to, struct psb_hdr *h, const void *value)
 {
 	struct ksrv *s = arg;
-	uint32_t total = h->total_len, off = 0;
+	uint32_t total, off;
 
-	if (h->seg_len != 0) {
-		off = h->offset;
-		total = off + h->seg_len;
-	}
+	psb_kv_emit_span(h, &off, &total);
 
 	do {
 		uint32_t left = total - off;

@@ -856,19 +856,14 @@ send_nack(struct psb_kv *kv, const struct psb_hdr *h, const struct kv_stage *st,
 		const struct psb_addr *to, psb_kv_emit_fn emit, void *arg)
 {
 	uint8_t buf[PSB_REPAIR_MAX_LEN];
-	uint32_t room = kv->cfg.seg_size < sizeof(buf) ? kv->cfg.seg_size : sizeof(buf);
 	struct psb_repair rp = { .flags = st == NULL ? PSB_REPAIR_ALL : 0 };
 	struct psb_hdr r;
 
-	if (st != NULL)
-		rp.nbits = psb_reasm_missing(&st->reasm, buf + PSB_REPAIR_HLEN,
-			(room - PSB_REPAIR_HLEN - 4) * 8, &rp.base);
-	memset(buf + PSB_REPAIR_HLEN + (rp.nbits + 7) / 8, 0, 4);
-	psb_repair_encode(buf, &rp);
 	fill_resp(kv, &r, PSB_MSG_REPAIR_RESP, h->sender, h->req_id, h->flags, h->key);
 	r.round = h->round;
 	r.aux = h->aux;
-	r.total_len = psb_repair_len(rp.nbits);
+	r.total_len = psb_reasm_repair(st != NULL ? &st->reasm : NULL, &rp, buf,
+		kv->cfg.seg_size);
 	r.seg_size = (uint16_t)r.total_len;
 	kv->st.nacks++;
 	emit(arg, to, &r, buf);
@@ -921,8 +916,7 @@ handle_repair(struct psb_kv *kv, struct kv_entry *e, const struct psb_hdr *h,
 	struct psb_repair rp;
 
 	if (psb_repair_decode(&rp, payload, h->seg_len) != 0 ||
-	    (rp.req_type != PSB_MSG_PUSH && rp.req_type != PSB_MSG_PULL &&
-	     rp.req_type != PSB_MSG_PUSHPULL)) {
+	    !psb_msg_is_request(rp.req_type)) {
 		kv->st.repair_bad++;
 		return;
 	}
@@ -1108,8 +1102,7 @@ psb_kv_handle_ref(struct psb_kv *kv, const struct psb_hdr *h, const void *payloa
 		send_error(kv, h, from, PSB_ST_BAD_VERSION, PSB_VERSION, emit, arg);
 		return 0;
 	}
-	if (h->type != PSB_MSG_PUSH && h->type != PSB_MSG_PULL && h->type != PSB_MSG_PUSHPULL &&
-	    h->type != PSB_MSG_REPAIR) {
+	if (!psb_msg_is_request(h->type) && h->type != PSB_MSG_REPAIR) {
 		if (h->type & PSB_MSG_RESP)
 			return -EINVAL;
 		send_error(kv, h, from, PSB_ST_BAD_TYPE, 0, emit, arg);
@@ -1233,8 +1226,7 @@ psb_kv_handle_batch(struct psb_kv *kv, const struct psb_hdr *h, const uint8_t *p
 		struct psb_hdr sh;
 		int used = psb_rec_decode(&r, payload + off, h->seg_len - off);
 
-		if (used < 0 || (r.type != PSB_MSG_PUSH && r.type != PSB_MSG_PULL &&
-				r.type != PSB_MSG_PUSHPULL)) {
+		if (used < 0 || !psb_msg_is_request(r.type)) {
 			kv->st.bad_records++;
 			break;
 		}

@@ -138,6 +138,14 @@ struct psb_kv;
 typedef void (*psb_kv_emit_fn)(void *arg, const struct psb_addr *to, struct psb_hdr *h,
 		const void *value);
 
+/* What an emit callback sends of h's value: bytes [*off, *end). */
+static inline void
+psb_kv_emit_span(const struct psb_hdr *h, uint32_t *off, uint32_t *end)
+{
+	*off = h->seg_len != 0 ? h->offset : 0;
+	*end = h->seg_len != 0 ? h->offset + h->seg_len : h->total_len;
+}
+
 struct psb_kv *psb_kv_create(const struct psb_kv_cfg *cfg);
 void psb_kv_free(struct psb_kv *kv);
 

@@ -53,6 +53,13 @@ enum psb_msg_type {
 	PSB_MSG_ERROR = 0xff,		/* status holds an enum psb_status */
 };
 
+/* PUSH, PULL or PUSHPULL: a request a server answers from its store. */
+static inline int
+psb_msg_is_request(uint8_t type)
+{
+	return type == PSB_MSG_PUSH || type == PSB_MSG_PULL || type == PSB_MSG_PUSHPULL;
+}
+
 /* Header flags. */
 #define PSB_F_SYNC	0x01	/* request belongs to a synchronous round */
 #define PSB_F_SERVER	0x02	/* REGISTER: the node is a server */

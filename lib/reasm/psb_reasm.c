@@ -87,3 +87,18 @@ psb_reasm_missing(const struct psb_reasm *r, uint8_t *bits, uint32_t maxbits, ui
 	*base = first;
 	return n;
 }
+
+uint32_t
+psb_reasm_repair(const struct psb_reasm *r, struct psb_repair *rp, uint8_t *buf,
+		uint16_t seg_size)
+{
+	uint32_t room = seg_size < PSB_REPAIR_MAX_LEN ? seg_size : PSB_REPAIR_MAX_LEN;
+
+	/* the bitmap leaves room for padding the payload to a multiple of 4 */
+	if (r != NULL)
+		rp->nbits = psb_reasm_missing(r, buf + PSB_REPAIR_HLEN,
+			(room - PSB_REPAIR_HLEN - 4) * 8, &rp->base);
+	memset(buf + PSB_REPAIR_HLEN + (rp->nbits + 7) / 8, 0, 4);
+	psb_repair_encode(buf, rp);
+	return psb_repair_len(rp->nbits);
+}

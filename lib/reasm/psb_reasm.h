@@ -43,6 +43,14 @@ int psb_reasm_mark(struct psb_reasm *r, const struct psb_hdr *h);
 uint32_t psb_reasm_missing(const struct psb_reasm *r, uint8_t *bits, uint32_t maxbits,
 		uint32_t *base);
 
+/*
+ * The payload of a REPAIR or REPAIR_RESP in buf (PSB_REPAIR_MAX_LEN bytes), no longer than
+ * a segment of seg_size: rp's header, and when r is given, the bitmap of its missing
+ * segments (rp->base, rp->nbits set here). Returns the payload's length.
+ */
+uint32_t psb_reasm_repair(const struct psb_reasm *r, struct psb_repair *rp, uint8_t *buf,
+		uint16_t seg_size);
+
 static inline int
 psb_reasm_complete(const struct psb_reasm *r)
 {

@@ -127,13 +127,6 @@ fill_hdr(const struct psb_wk *wk, const struct wk_slot *s, struct psb_hdr *h)
 	h->aux = wk->cfg.epoch;
 }
 
-/* Room of a REPAIR's payload: a segment, and no more than PSB_REPAIR_MAX_LEN. */
-static inline uint32_t
-repair_room(const struct psb_wk *wk)
-{
-	return wk->cfg.seg_size < PSB_REPAIR_MAX_LEN ? wk->cfg.seg_size : PSB_REPAIR_MAX_LEN;
-}
-
 /* The REPAIR of slot s: the answer's segments still missing (none begun: all of it). */
 static int
 send_repair(struct psb_wk *wk, struct wk_slot *s)
@@ -147,14 +140,11 @@ send_repair(struct psb_wk *wk, struct wk_slot *s)
 		wk->st.losses++;
 		rp.flags = PSB_REPAIR_ROUND;
 		rp.round = s->resp_round;
-		rp.nbits = psb_reasm_missing(&s->reasm, buf + PSB_REPAIR_HLEN,
-			(repair_room(wk) - PSB_REPAIR_HLEN - 4) * 8, &rp.base);
 	}
-	memset(buf + PSB_REPAIR_HLEN + (rp.nbits + 7) / 8, 0, 4);
-	psb_repair_encode(buf, &rp);
 	fill_hdr(wk, s, &h);
 	h.type = PSB_MSG_REPAIR;
-	h.total_len = psb_repair_len(rp.nbits);
+	h.total_len = psb_reasm_repair(s->resp_started ? &s->reasm : NULL, &rp, buf,
+		wk->cfg.seg_size);
 	h.seg_len = (uint16_t)h.total_len;
 	h.seg_size = (uint16_t)h.total_len;
 	rc = wk->cfg.send(wk->cfg.send_arg, &h, buf);
@@ -352,7 +342,7 @@ psb_wk_submit(struct psb_wk *wk, struct psb_wk_op *op, uint64_t now_ns)
 	struct wk_slot *s;
 	uint32_t idx;
 
-	if (op->type != PSB_MSG_PUSH && op->type != PSB_MSG_PULL && op->type != PSB_MSG_PUSHPULL)
+	if (!psb_msg_is_request(op->type))
 		return -EINVAL;
 	if (op->type != PSB_MSG_PULL &&
 	    (op->len == 0 || (op->len & 3) != 0 || op->len > PSB_MAX_VALUE || op->in == NULL))
@@ -478,6 +468,16 @@ input_batch(struct psb_wk *wk, const struct psb_hdr *h, const uint8_t *payload, 
 	}
 }
 
+/* Send slot s's request again, all of it. */
+static void
+resend_whole(struct psb_wk *wk, struct wk_slot *s)
+{
+	s->rnbits = 0;
+	s->next_off = 0;
+	s->send_req = s->op->type == PSB_MSG_PULL;
+	wk->st.resends++;
+}
+
 /*
  * The server's answer to a REPAIR: the push segments it lacks, sent again; or ALL, it
  * knows nothing of the request: all of it again.
@@ -501,10 +501,7 @@ input_nack(struct psb_wk *wk, struct wk_slot *s, const struct psb_hdr *h, const 
 	/* the server is there and answered: the next timeout counts from here */
 	s->sent_ns = now_ns;
 	if (rp.flags & PSB_REPAIR_ALL) {
-		s->rnbits = 0;
-		s->next_off = 0;
-		s->send_req = op->type == PSB_MSG_PULL;
-		wk->st.resends++;
+		resend_whole(wk, s);
 	} else {
 		if (rp.nbits == 0)
 			return;
@@ -516,6 +513,7 @@ input_nack(struct psb_wk *wk, struct wk_slot *s, const struct psb_hdr *h, const 
 		s->rbase = rp.base;
 		s->rnbits = rp.nbits;
 		s->rcur = 0;
+		s->rtwice = 0;
 	}
 	if (!s->on_pending && (wk->pend_head != NULL || send_slot(wk, s) < 0))
 		pending_add(wk, s);
@@ -682,9 +680,7 @@ psb_wk_poll(struct psb_wk *wk, uint64_t now_ns)
 			s->send_repair = 1;
 			s->rnbits = 0;
 		} else {
-			s->next_off = 0;
-			s->send_req = s->op->type == PSB_MSG_PULL;
-			wk->st.resends++;
+			resend_whole(wk, s);
 			wk->st.losses++;
 		}
 		if (wk->pend_head != NULL || send_slot(wk, s) < 0)
