@@ -65,11 +65,7 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 
 bridge_up "$BR" "pjo$$" "po$$" "${NODES[@]}" || { echo "job.sh: cannot build the testbed" >&2; exit 1; }
-ip link set "$BR" mtu "$MTU"
-for n in "${NODES[@]}"; do
-	ip link set "po$$b$n" mtu "$MTU"
-	ip netns exec "pjo$$-$n" ip link set "po$$a$n" mtu "$MTU"
-done
+bridge_mtu "$BR" "pjo$$" "po$$" "$MTU" "${NODES[@]}"
 NET=198.18.14
 ip_of() { case $1 in 0) echo $NET.1 ;; 1) echo $NET.2 ;; 2) echo $NET.3 ;; 3) echo $NET.10 ;; 4) echo $NET.11 ;; esac; }
 SEG=$(( (MTU - 68) & ~3 ))	# value bytes per datagram at this MTU, as psb cuts them
@@ -86,9 +82,9 @@ psb_node() {	# psb_node N ROLE ARGS...
 	local n=$1 role=$2 host=""
 	shift 2
 	[ "$role" = scheduler ] || host=$(ip_of "$n")
-	node "$n" env -i PATH="$PATH" DMLC_ROLE="$role" DMLC_PS_ROOT_URI=$NET.1 DMLC_NUM_SERVER=2 \
-		DMLC_NUM_WORKER=2 DMLC_INTERFACE="po$$a$n" ${host:+DMLC_NODE_HOST=$host} \
-		"$PSB" --file-prefix "psbjo$$-$n" "$@"
+	dmlc_exec "pjo$$" "po$$" "$n" "$role" $NET.1 "$host" 2 2 timeout -k 5 300 "$PSB" \
+		--file-prefix "psbjo$$-$n" "$@" > "$TMP/n$n.log" 2>&1 &
+	PIDS+=($!)
 }
 addrs() {	# addrs add|flush: kernel addresses on the nodes' interfaces (kernel jobs only)
 	local n
@@ -163,13 +159,10 @@ done
 echo >&2
 
 python3 - "$OUT" "$RUNS" "$SIZES" <<'PY'
-import json, os, random, statistics, sys
+import json, os, statistics, sys
+sys.path.insert(0, "scripts/bench")
+from ctl_paired import median_ci
 out, runs, sizes = sys.argv[1], int(sys.argv[2]), sys.argv[3].split()
-
-def median_ci(values, rounds=2000, seed=1):
-    rng = random.Random(seed)
-    meds = sorted(statistics.median(rng.choices(values, k=len(values))) for _ in range(rounds))
-    return statistics.median(values), meds[int(0.025 * rounds)], meds[int(0.975 * rounds) - 1]
 
 def job(tag):
     """Job goodput (both workers), or None when the job did not finish with exact sums."""

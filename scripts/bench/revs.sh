@@ -124,13 +124,10 @@ done
 echo >&2
 
 python3 - "$OUT" "$PAIRS" "$SIZES" <<'PY'
-import json, random, statistics, sys
+import json, statistics, sys
+sys.path.insert(0, "scripts/bench")
+from ctl_paired import median_ci
 out, pairs, sizes = sys.argv[1], int(sys.argv[2]), sys.argv[3].split()
-
-def median_ci(values, rounds=2000, seed=1):
-    rng = random.Random(seed)
-    meds = sorted(statistics.median(rng.choices(values, k=len(values))) for _ in range(rounds))
-    return statistics.median(values), meds[int(0.025 * rounds)], meds[int(0.975 * rounds) - 1]
 
 rows = []
 for size in sizes:

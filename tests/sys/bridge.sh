@@ -35,3 +35,64 @@ bridge_down() {
 	done
 	ip link del "$br" 2>/dev/null || true
 }
+
+# bridge_mtu BR NSPFX VPFX MTU NODE...: the bridge, its ports and the nodes' interfaces at MTU.
+bridge_mtu() {
+	local br=$1 nsp=$2 vp=$3 mtu=$4 n
+	shift 4
+	ip link set "$br" mtu "$mtu"
+	for n in "$@"; do
+		ip link set "${vp}b$n" mtu "$mtu"
+		ip netns exec "$nsp-$n" ip link set "${vp}a$n" mtu "$mtu"
+	done
+}
+
+# dmlc_exec NSPFX VPFX NODE ROLE ROOT HOST NSERVERS NWORKERS CMD...: CMD in NODE's namespace
+# with what ps-lite gives a node and nothing else: PATH, DMLC_* on interface VPFXaNODE (HOST
+# empty: no DMLC_NODE_HOST) and the words of $DMLC_EXTRA (e.g. PS_VERBOSE=1). It replaces the
+# shell it runs in, so start it with &: $! is then CMD's process, which signals reach.
+dmlc_exec() {
+	local nsp=$1 vp=$2 n=$3 role=$4 root=$5 host=$6 nserv=$7 nwork=$8
+	shift 8
+	# shellcheck disable=SC2086
+	exec ip netns exec "$nsp-$n" env -i PATH="$PATH" ${DMLC_EXTRA:-} DMLC_ROLE="$role" \
+		DMLC_PS_ROOT_URI="$root" DMLC_NUM_SERVER="$nserv" DMLC_NUM_WORKER="$nwork" \
+		DMLC_INTERFACE="${vp}a$n" ${host:+DMLC_NODE_HOST=$host} "$@"
+}
+
+# bridge_test TAG TAIL NODE...: the frame of a test whose psb nodes meet on a bridge (as root:
+# exits 77 without). Sets DIR (scratch), BR, NSP (namespace NSP-NODE, interface NSPaNODE),
+# PFX (the start of every psb --file-prefix) and PIDS (what to kill), builds the bridge, and
+# at exit kills and removes all of it. fail MSG prints the logs' last TAIL lines, exits 1.
+bridge_test() {
+	if [ "$(id -u)" != 0 ] || ! command -v ip >/dev/null; then
+		echo "SKIP: needs root and iproute2"
+		exit 77
+	fi
+	BT_TAIL=$2
+	DIR=$(mktemp -d "/tmp/psb-$1-XXXXXX")
+	BR=psb$1$$
+	NSP=p$1$$
+	PFX=psbt-$1$$-
+	PIDS=()
+	shift 2
+	BT_NODES=("$@")
+	trap bridge_test_cleanup EXIT
+	bridge_up "$BR" "$NSP" "$NSP" "$@" || fail "cannot build the bridge and namespaces"
+}
+
+bridge_test_cleanup() {
+	local p
+	for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null || true; done
+	pkill -9 -f -- "--file-prefix $PFX" 2>/dev/null || true
+	wait 2>/dev/null || true
+	bridge_down "$BR" "$NSP" "$NSP" "${BT_NODES[@]}"
+	rm -rf "$DIR" /var/run/dpdk/"$PFX"*
+}
+
+fail() {
+	local f
+	echo "FAIL: $*" >&2
+	for f in "$DIR"/*.log; do [ -f "$f" ] && { echo "== $f"; tail -"$BT_TAIL" "$f"; }; done >&2
+	exit 1
+}

@@ -10,44 +10,18 @@
 # usage: test_job.sh PATH/psb. Needs root; 77 without.
 set -uo pipefail
 PSB=$1
-if [ "$(id -u)" != 0 ] || ! command -v ip >/dev/null; then
-	echo "SKIP: needs root and iproute2"
-	exit 77
-fi
 . "$(dirname "$0")/bridge.sh"
-DIR=$(mktemp -d /tmp/psb-job-XXXXXX)
-BR=psbjb$$
 NODES=(0 1 2 3 4)
-PIDS=()
-cleanup() {
-	for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null || true; done
-	pkill -9 -f -- "--file-prefix psbt-jb$$-" 2>/dev/null || true
-	wait 2>/dev/null || true
-	bridge_down "$BR" "pjb$$" "pj$$" "${NODES[@]}"
-	rm -rf "$DIR" /var/run/dpdk/psbt-jb$$-*
-}
-trap cleanup EXIT
-fail() { echo "FAIL: $*" >&2; for f in "$DIR"/*.log; do echo "== $f"; tail -12 "$f"; done >&2; exit 1; }
+bridge_test jb 12 "${NODES[@]}"
 
-bridge_up "$BR" "pjb$$" "pj$$" "${NODES[@]}" || fail "cannot build the bridge and namespaces"
-
-set_mtu() {
-	local n
-	ip link set "$BR" mtu "$1"
-	for n in "${NODES[@]}"; do
-		ip link set "pj$$b$n" mtu "$1"
-		ip netns exec "pjb$$-$n" ip link set "pj$$a$n" mtu "$1"
-	done
-}
+set_mtu() { bridge_mtu "$BR" "$NSP" "$NSP" "$1" "${NODES[@]}"; }
 
 ROOT=198.18.13.1
 start() {	# start N ROLE HOST-IP ARGS...
 	local n=$1 role=$2 host=$3
 	shift 3
-	ip netns exec "pjb$$-$n" env -i PATH="$PATH" DMLC_ROLE="$role" DMLC_PS_ROOT_URI=$ROOT \
-		DMLC_NUM_SERVER=2 DMLC_NUM_WORKER=2 DMLC_INTERFACE="pj$$a$n" \
-		${host:+DMLC_NODE_HOST=$host} \
-		timeout -k 5 150 "$PSB" --file-prefix "psbt-jb$$-$n" "$@" > "$DIR/n$n.log" 2>&1 &
+	dmlc_exec "$NSP" "$NSP" "$n" "$role" $ROOT "$host" 2 2 \
+		timeout -k 5 150 "$PSB" --file-prefix "$PFX$n" "$@" > "$DIR/n$n.log" 2>&1 &
 	PIDS+=($!)
 }
 
@@ -141,16 +115,15 @@ run_rejoin() {
 		grep -q "iter [1-9][0-9]*/$repeat" "$DIR/n4.log" 2>/dev/null && break
 		sleep 0.1
 	done
-	pid=$(pgrep -f -- "--file-prefix psbt-jb$$-4 " | while read -r p; do
+	pid=$(pgrep -f -- "--file-prefix ${PFX}4 " | while read -r p; do
 		[ "$(cat "/proc/$p/comm" 2>/dev/null)" = psb ] && echo "$p"; done)
 	[ -n "$pid" ] || fail "rejoin: node 4 (a worker) is not running"
 	kill -9 "$pid"
 	wait "${PIDS[4]}" 2>/dev/null
 	mv "$DIR/n4.log" "$DIR/n4-killed.log"
-	ip netns exec "pjb$$-4" env -i PATH="$PATH" DMLC_ROLE=worker DMLC_PS_ROOT_URI=$ROOT \
-		DMLC_NUM_SERVER=2 DMLC_NUM_WORKER=2 DMLC_INTERFACE="pj$$a4" \
-		DMLC_NODE_HOST=198.18.13.11 timeout -k 5 150 "$PSB" --file-prefix "psbt-jb$$-4b" \
-		--verify --results "$DIR/w4.json" 4096 $repeat > "$DIR/n4.log" 2>&1 &
+	dmlc_exec "$NSP" "$NSP" 4 worker $ROOT 198.18.13.11 2 2 timeout -k 5 150 "$PSB" \
+		--file-prefix "${PFX}4b" --verify --results "$DIR/w4.json" 4096 $repeat \
+		> "$DIR/n4.log" 2>&1 &
 	PIDS[4]=$!
 	wait "${PIDS[3]}" || fail "rejoin: the other worker (node 3) exited with $?"
 	wait "${PIDS[4]}" || fail "rejoin: the restarted worker (node 4) exited with $?"

@@ -7,36 +7,19 @@
 # and each server must hold exactly its own keys.
 set -uo pipefail
 PSB=$1
-if [ "$(id -u)" != 0 ] || ! command -v ip >/dev/null; then
-	echo "SKIP: needs root and iproute2"
-	exit 77
-fi
 . "$(dirname "$0")/bridge.sh"
-DIR=$(mktemp -d /tmp/psb-ms-XXXXXX)
-BR=psbbr$$
-PIDS=()
-cleanup() {
-	for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null || true; done
-	pkill -9 -f -- "--file-prefix psbt-ms$$-" 2>/dev/null || true
-	wait 2>/dev/null || true
-	bridge_down "$BR" "pms$$" "pm$$" 0 1 2
-	rm -rf "$DIR" /var/run/dpdk/psbt-ms$$-*
-}
-trap cleanup EXIT
-fail() { echo "FAIL: $*" >&2; for f in "$DIR"/*.log; do echo "== $f"; tail -5 "$f"; done >&2; exit 1; }
-
-bridge_up "$BR" "pms$$" "pm$$" 0 1 2 || fail "cannot build the bridge and namespaces"
+bridge_test ms 5 0 1 2
 
 common=(--no-huge --mbufs 8192 --sync --num-servers 2 --num-workers 1 --scheduler 198.18.9.1 -q)
-ip netns exec "pms$$-0" timeout -k 5 120 "$PSB" --role server --port "af_packet:pm$$a0" --ip 198.18.9.1 -l 0 \
-	--file-prefix "psbt-ms$$-0" --stats-file "$DIR/s0.json" "${common[@]}" > "$DIR/s0.log" 2>&1 &
+ip netns exec "$NSP-0" timeout -k 5 120 "$PSB" --role server --port "af_packet:${NSP}a0" --ip 198.18.9.1 -l 0 \
+	--file-prefix "${PFX}0" --stats-file "$DIR/s0.json" "${common[@]}" > "$DIR/s0.log" 2>&1 &
 PIDS+=($!)
-ip netns exec "pms$$-1" timeout -k 5 120 "$PSB" --role server --port "af_packet:pm$$a1" --ip 198.18.9.2 -l 1 \
-	--file-prefix "psbt-ms$$-1" --stats-file "$DIR/s1.json" "${common[@]}" > "$DIR/s1.log" 2>&1 &
+ip netns exec "$NSP-1" timeout -k 5 120 "$PSB" --role server --port "af_packet:${NSP}a1" --ip 198.18.9.2 -l 1 \
+	--file-prefix "${PFX}1" --stats-file "$DIR/s1.json" "${common[@]}" > "$DIR/s1.log" 2>&1 &
 PIDS+=($!)
 KEYS=8 REPEAT=20 LEN=256
-ip netns exec "pms$$-2" timeout -k 5 90 "$PSB" --role worker --port "af_packet:pm$$a2" --ip 198.18.9.10 -l 0 \
-	--file-prefix "psbt-ms$$-w" "${common[@]}" --keys $KEYS --len $LEN --repeat $REPEAT \
+ip netns exec "$NSP-2" timeout -k 5 90 "$PSB" --role worker --port "af_packet:${NSP}a2" --ip 198.18.9.10 -l 0 \
+	--file-prefix "${PFX}w" "${common[@]}" --keys $KEYS --len $LEN --repeat $REPEAT \
 	--mode 0 --verify --results "$DIR/w.json" > "$DIR/w.log" 2>&1 || fail "worker exited with $?"
 for p in "${PIDS[@]}"; do kill -TERM "$p" 2>/dev/null; done
 for p in "${PIDS[@]}"; do wait "$p" || fail "a server exited with $?"; done

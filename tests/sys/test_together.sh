@@ -10,37 +10,18 @@
 # usage: test_together.sh PATH/psb. Needs root; 77 without.
 set -uo pipefail
 PSB=$1
-if [ "$(id -u)" != 0 ] || ! command -v ip >/dev/null; then
-	echo "SKIP: needs root and iproute2"
-	exit 77
-fi
 . "$(dirname "$0")/bridge.sh"
-DIR=$(mktemp -d /tmp/psb-tg-XXXXXX)
-BR=psbtg$$
 NODES=(0 1 2 3 4)
-PIDS=()
-cleanup() {
-	for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null || true; done
-	pkill -9 -f -- "--file-prefix psbt-tg$$-" 2>/dev/null || true
-	wait 2>/dev/null || true
-	bridge_down "$BR" "ptg$$" "pt$$" "${NODES[@]}"
-	rm -rf "$DIR" /var/run/dpdk/psbt-tg$$-*
-}
-trap cleanup EXIT
-fail() { echo "FAIL: $*" >&2; for f in "$DIR"/*.log; do echo "== $f"; tail -8 "$f"; done >&2; exit 1; }
-
-bridge_up "$BR" "ptg$$" "pt$$" "${NODES[@]}" || fail "cannot build the bridge and namespaces"
+bridge_test tg 8 "${NODES[@]}"
 grep -E 'HugePages_(Total|Free)' /proc/meminfo | tr '\n' ' ' > "$DIR/huge-before"
 
 ROOT=198.18.11.1
-# node N: namespace ptg$$-N, interface pt$$aN; the scheduler is node 0 at $ROOT
+# node N: namespace $NSP-N, interface ${NSP}aN; the scheduler is node 0 at $ROOT
 start() {	# start N ROLE HOST-IP ARGS...
 	local n=$1 role=$2 host=$3
 	shift 3
-	ip netns exec "ptg$$-$n" env -i PATH="$PATH" DMLC_ROLE="$role" DMLC_PS_ROOT_URI=$ROOT \
-		DMLC_NUM_SERVER=2 DMLC_NUM_WORKER=2 DMLC_INTERFACE="pt$$a$n" PS_VERBOSE=1 \
-		${host:+DMLC_NODE_HOST=$host} \
-		timeout -k 5 120 "$PSB" --file-prefix "psbt-tg$$-$n" "$@" > "$DIR/n$n.log" 2>&1 &
+	DMLC_EXTRA=PS_VERBOSE=1 dmlc_exec "$NSP" "$NSP" "$n" "$role" $ROOT "$host" 2 2 \
+		timeout -k 5 120 "$PSB" --file-prefix "$PFX$n" "$@" > "$DIR/n$n.log" 2>&1 &
 	PIDS+=($!)
 }
 LEN=4096 REPEAT=50
