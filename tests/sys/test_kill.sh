@@ -138,7 +138,12 @@ run() {	# run KIND SYNC
 		kill_mid_push "a$t" "$ctl"
 		worker "$kind" a 0 "a2$t" "$sync" 1000000
 		apid=$WPID
-		sleep 2
+		# until the restarted worker has done a round (a slow start must not fail the
+		# test: its results must show iterations), 60 s at most
+		for _ in $(seq 600); do
+			grep -q "iter [1-9][0-9]*/" "$DIR/a2$t.log" 2>/dev/null && break
+			sleep 0.1
+		done
 		kill -TERM "$apid" "$bpid"
 	else
 		# Worker 1 runs its iterations first; then worker 0 alone, killed, restarted.
