@@ -19,10 +19,11 @@ local MAX_FRAME = 9216		-- PSB_MAX_FRAME: psb's receive buffers; longer frames a
 
 -- enum psb_msg_type
 local T_PUSH, T_PULL, T_PUSHPULL, T_BATCH, T_REPAIR = 0x01, 0x02, 0x03, 0x04, 0x05
-local T_REGISTER, T_BARRIER, T_BYE, T_FINALIZE = 0x10, 0x11, 0x12, 0x13
+local T_REGISTER, T_BARRIER, T_BYE, T_FINALIZE, T_HEARTBEAT = 0x10, 0x11, 0x12, 0x13, 0x14
 local T_PUSH_ACK, T_PULL_RESP, T_PUSHPULL_RESP, T_BATCH_RESP = 0x81, 0x82, 0x83, 0x84
 local T_REPAIR_RESP = 0x85
-local T_REGISTER_ACK, T_BARRIER_ACK, T_FINALIZE_ACK, T_ERROR = 0x90, 0x91, 0x93, 0xff
+local T_REGISTER_ACK, T_BARRIER_ACK, T_FINALIZE_ACK, T_HEARTBEAT_ACK = 0x90, 0x91, 0x93, 0x94
+local T_ERROR = 0xff
 
 local type_names = {
 	[T_PUSH] = "PUSH",
@@ -34,6 +35,7 @@ local type_names = {
 	[T_BARRIER] = "BARRIER",
 	[T_BYE] = "BYE",
 	[T_FINALIZE] = "FINALIZE",
+	[T_HEARTBEAT] = "HEARTBEAT",
 	[T_PUSH_ACK] = "PUSH_ACK",
 	[T_PULL_RESP] = "PULL_RESP",
 	[T_PUSHPULL_RESP] = "PUSHPULL_RESP",
@@ -42,6 +44,7 @@ local type_names = {
 	[T_REGISTER_ACK] = "REGISTER_ACK",
 	[T_BARRIER_ACK] = "BARRIER_ACK",
 	[T_FINALIZE_ACK] = "FINALIZE_ACK",
+	[T_HEARTBEAT_ACK] = "HEARTBEAT_ACK",
 	[T_ERROR] = "ERROR",
 }
 
@@ -71,10 +74,33 @@ local keyed = {
 	[T_REPAIR] = true, [T_REPAIR_RESP] = true,
 }
 
+-- Scheduler messages whose flags say server or worker (the node's role).
+local names_role = {
+	[T_REGISTER] = true, [T_REGISTER_ACK] = true, [T_HEARTBEAT] = true,
+	[T_HEARTBEAT_ACK] = true,
+}
+
+-- A server's answers other than ERROR: aux is its epoch (random, nonzero, fixed for the
+-- life of the process; 0: a server that does not say).
+local carries_epoch = {
+	[T_PUSH_ACK] = true, [T_PULL_RESP] = true, [T_PUSHPULL_RESP] = true,
+	[T_BATCH_RESP] = true, [T_REPAIR_RESP] = true,
+}
+
 -- struct psb_repair flags
 local R_ALL, R_ROUND = 0x01, 0x02
 
-local F_SYNC, F_SERVER, F_WORKER = 0x01, 0x02, 0x04
+-- HEARTBEAT_ACK payload (psb_sched_lost_encode): u16 count, u16 0, count 16-byte entries.
+local LOST_MAX = 64		-- PSB_SCHED_LOST_MAX
+local LOST_ENTRY = 16		-- PSB_SCHED_LOST_ENTRY
+local LOST_INFO = 8		-- lost servers named in the Info column; the rest are counted
+local LOST_DEAD, LOST_RESTARTED = 1, 2
+local lost_why_names = {
+	[LOST_DEAD] = "dead",			-- silent too long
+	[LOST_RESTARTED] = "restarted",		-- registered again from a new process
+}
+
+local F_SYNC, F_SERVER, F_WORKER, F_BEATS = 0x01, 0x02, 0x04, 0x10
 
 local pf = {
 	magic = ProtoField.uint16("psb.magic", "Magic", base.HEX),
@@ -87,6 +113,8 @@ local pf = {
 		"REGISTER: the node is a server"),
 	flag_worker = ProtoField.bool("psb.flags.worker", "Worker", 8, nil, F_WORKER,
 		"REGISTER: the node is a worker"),
+	flag_beats = ProtoField.bool("psb.flags.beats", "Beats", 8, nil, F_BEATS,
+		"REGISTER: the node sends HEARTBEATs; the scheduler watches it"),
 	status = ProtoField.uint8("psb.status", "Status", base.DEC, status_names),
 	sender = ProtoField.uint16("psb.sender", "Sender", base.DEC),
 	req_id = ProtoField.uint32("psb.req_id", "Request id", base.DEC),
@@ -97,6 +125,8 @@ local pf = {
 	seg_len = ProtoField.uint16("psb.seg_len", "Segment length", base.DEC),
 	seg_size = ProtoField.uint16("psb.seg_size", "Segment size", base.DEC),
 	aux = ProtoField.uint32("psb.aux", "Aux", base.DEC),
+	epoch = ProtoField.uint32("psb.epoch", "Server epoch", base.HEX, nil, nil,
+		"aux of a server's answer: changes when the server restarts (0: not said)"),
 	value = ProtoField.bytes("psb.value", "Value"),
 	nfloats = ProtoField.uint32("psb.nfloats", "Floats in segment", base.DEC),
 	float = ProtoField.float("psb.float", "Float"),
@@ -118,14 +148,24 @@ local pf = {
 	rep_nbits = ProtoField.uint32("psb.repair.nbits", "Segments covered", base.DEC),
 	rep_round = ProtoField.uint32("psb.repair.round", "Answer version", base.DEC),
 	rep_missing = ProtoField.uint32("psb.repair.missing", "Segments missing", base.DEC),
+	-- HEARTBEAT_ACK payload: the servers the job lost.
+	lost_count = ProtoField.uint16("psb.lost.count", "Entries", base.DEC),
+	lost_rank = ProtoField.uint16("psb.lost.rank", "Server rank", base.DEC),
+	lost_why = ProtoField.uint8("psb.lost.why", "Why", base.DEC, lost_why_names),
+	lost_ip = ProtoField.ipv4("psb.lost.ip", "Server address"),
+	lost_port = ProtoField.uint16("psb.lost.port", "Server port", base.DEC),
+	lost_silent = ProtoField.uint32("psb.lost.silent_ms", "Silent (ms)", base.DEC, nil, nil,
+		"dead: how long the server had been silent; 0 for restarted"),
 }
 
 psb.fields = {
 	pf.magic, pf.version, pf.type, pf.flags, pf.flag_sync, pf.flag_server, pf.flag_worker,
-	pf.status, pf.sender, pf.req_id, pf.round, pf.key, pf.total_len, pf.offset, pf.seg_len,
-	pf.seg_size, pf.aux, pf.value, pf.nfloats, pf.float, pf.num_servers, pf.num_workers,
-	pf.srv_ip, pf.srv_port, pf.key_begin, pf.key_end, pf.rep_type, pf.rep_flags, pf.rep_all,
-	pf.rep_with_round, pf.rep_base, pf.rep_nbits, pf.rep_round, pf.rep_missing,
+	pf.flag_beats, pf.status, pf.sender, pf.req_id, pf.round, pf.key, pf.total_len, pf.offset,
+	pf.seg_len, pf.seg_size, pf.aux, pf.epoch, pf.value, pf.nfloats, pf.float, pf.num_servers,
+	pf.num_workers, pf.srv_ip, pf.srv_port, pf.key_begin, pf.key_end, pf.rep_type,
+	pf.rep_flags, pf.rep_all, pf.rep_with_round, pf.rep_base, pf.rep_nbits, pf.rep_round,
+	pf.rep_missing, pf.lost_count, pf.lost_rank, pf.lost_why, pf.lost_ip, pf.lost_port,
+	pf.lost_silent,
 }
 
 local ex = {
@@ -149,6 +189,9 @@ local ex = {
 	repair = ProtoExpert.new("psb.bad_repair",
 		"Repair bitmap longer than the message (psb counts it: repair_bad)",
 		expert.group.MALFORMED, expert.severity.WARN),
+	lost = ProtoExpert.new("psb.bad_lost",
+		"Lost-server list malformed (a psb worker ignores the HEARTBEAT_ACK)",
+		expert.group.MALFORMED, expert.severity.WARN),
 	oversize = ProtoExpert.new("psb.oversize",
 		"Frame longer than psb's 9216-byte receive buffers (psb drops it: oversize)",
 		expert.group.MALFORMED, expert.severity.ERROR),
@@ -156,7 +199,7 @@ local ex = {
 
 psb.experts = {
 	ex.short, ex.bad_magic, ex.seg_len, ex.segment, ex.version, ex.error, ex.table, ex.oversize,
-	ex.repair,
+	ex.repair, ex.lost,
 }
 
 psb.prefs.port = Pref.uint("Data UDP port", DEFAULT_PORT, "UDP port of psb servers and workers")
@@ -257,6 +300,76 @@ local function dissect_repair(tvb, t)
 	return string.format(" missing=%d in %d-%d", missing, b, b + nbits - 1)
 end
 
+-- HEARTBEAT_ACK: u16 count (at most 64), u16 0, then count 16-byte entries: u16 rank,
+-- u8 why, u8 0, u32 IPv4 address, u16 port, u16 0, u32 silent_ms. Mirror of
+-- psb_sched_lost_decode, which refuses the whole list when anything is wrong. total: aux,
+-- the servers lost in all (more than the list holds past 64). Returns a text for the Info
+-- column.
+local function dissect_lost(tvb, t, total)
+	local len = tvb:len()
+	local ignored = " (a psb worker ignores the HEARTBEAT_ACK)"
+	if len < 4 then
+		t:add_tvb_expert_info(ex.lost, tvb, "Lost-server list shorter than 4 bytes" .. ignored)
+		return " [short lost list]"
+	end
+	local n = tvb(0, 2):uint()
+	local l = t:add(tvb(), "Lost servers")
+	local ci = l:add(pf.lost_count, tvb(0, 2))
+	local bad = nil
+	if n > LOST_MAX then
+		ci:add_tvb_expert_info(ex.lost, tvb(0, 2),
+			string.format("Lost-server list of more than %d entries", LOST_MAX) .. ignored)
+		bad = " [bad lost list]"
+	end
+	local items = {}
+	for i = 0, math.min(n, LOST_MAX) - 1 do
+		local off = 4 + i * LOST_ENTRY
+		if off + LOST_ENTRY > len then
+			l:add_tvb_expert_info(ex.lost, tvb,
+				"Lost-server list shorter than its count" .. ignored)
+			bad = bad or " [short lost list]"
+			break
+		end
+		local rank = tvb(off, 2):uint()
+		local why = tvb(off + 2, 1):uint()
+		local addr = string.format("%s:%d", tostring(tvb(off + 4, 4):ipv4()),
+			tvb(off + 8, 2):uint())
+		local silent = tvb(off + 12, 4):uint()
+		local text = string.format("server %d %s %s", rank, addr,
+			lost_why_names[why] or string.format("why=%d", why))
+		if why == LOST_DEAD then
+			text = text .. string.format(" after %dms", silent)
+		end
+		local e = l:add(tvb(off, LOST_ENTRY), "Lost " .. text)
+		e:add(pf.lost_rank, tvb(off, 2))
+		local wi = e:add(pf.lost_why, tvb(off + 2, 1))
+		if lost_why_names[why] == nil then
+			wi:add_tvb_expert_info(ex.lost, tvb(off + 2, 1),
+				string.format("Lost server with unknown reason %d", why) .. ignored)
+			bad = bad or " [bad lost list]"
+		end
+		e:add(pf.lost_ip, tvb(off + 4, 4))
+		e:add(pf.lost_port, tvb(off + 8, 2))
+		e:add(pf.lost_silent, tvb(off + 12, 4))
+		table.insert(items, text)
+	end
+	local info = ""
+	if #items > LOST_INFO then
+		local more = #items - LOST_INFO
+		info = ": " .. table.concat(items, ", ", 1, LOST_INFO) ..
+			string.format(", +%d more", more)
+	elseif #items > 0 then
+		info = ": " .. table.concat(items, ", ")
+	end
+	if bad ~= nil then
+		return info .. bad
+	end
+	if n ~= total then
+		info = info .. string.format(" (%d listed)", n)
+	end
+	return info
+end
+
 function psb.dissector(tvb, pinfo, tree)
 	local len = tvb:len()
 	pinfo.cols.protocol = "psb"
@@ -299,6 +412,7 @@ function psb.dissector(tvb, pinfo, tree)
 	fi:add(pf.flag_sync, tvb(4, 1))
 	fi:add(pf.flag_server, tvb(4, 1))
 	fi:add(pf.flag_worker, tvb(4, 1))
+	fi:add(pf.flag_beats, tvb(4, 1))
 	local si = root:add(pf.status, tvb(5, 1))
 	if mtype == T_ERROR then
 		si:add_proto_expert_info(ex.error)
@@ -321,6 +435,12 @@ function psb.dissector(tvb, pinfo, tree)
 	end
 	root:add(pf.seg_size, tvb(34, 2))
 	root:add(pf.aux, tvb(36, 4))
+	if carries_epoch[mtype] then
+		local ei = root:add(pf.epoch, tvb(36, 4))
+		if aux == 0 then
+			ei:append_text(" (the server does not say)")
+		end
+	end
 
 	local rtext = ""
 	if plen > 0 then
@@ -336,10 +456,17 @@ function psb.dissector(tvb, pinfo, tree)
 			dissect_table(payload:tvb(), root)
 		elseif mtype == T_REPAIR or mtype == T_REPAIR_RESP then
 			rtext = dissect_repair(payload:tvb(), root)
+		elseif mtype == T_HEARTBEAT_ACK then
+			rtext = dissect_lost(payload:tvb(), root, aux)
 		end
+	elseif mtype == T_HEARTBEAT_ACK then
+		root:add_tvb_expert_info(ex.lost, tvb(),
+			"Lost-server list missing (a psb worker ignores the HEARTBEAT_ACK)")
+		rtext = " [short lost list]"
 	end
 
-	-- Info column, e.g. "PUSH key=7 req=3 seg 0-1432/4096".
+	-- Info column, e.g. "PUSH key=7 req=3 seg 0-1432/4096",
+	-- "HEARTBEAT_ACK worker lost=1: server 1 198.18.0.3:9440 dead after 3100ms".
 	local name = type_names[mtype] or string.format("type=0x%02x", mtype)
 	local info = name
 	if magic ~= MAGIC then
@@ -350,22 +477,36 @@ function psb.dissector(tvb, pinfo, tree)
 	end
 	if keyed[mtype] or type_names[mtype] == nil then
 		info = info .. string.format(" key=%s req=%d", tostring(key), req_id)
-	elseif mtype == T_REGISTER or mtype == T_REGISTER_ACK then
+	elseif names_role[mtype] then
 		if has_flag(flags, F_SERVER) then
 			info = info .. " server"
 		elseif has_flag(flags, F_WORKER) then
 			info = info .. " worker"
 		end
-		if mtype == T_REGISTER_ACK then
+		if mtype == T_REGISTER and has_flag(flags, F_BEATS) then
+			info = info .. " beats"
+		elseif mtype == T_REGISTER_ACK then
 			info = info .. string.format(" rank=%d", aux)
+		elseif mtype == T_HEARTBEAT then
+			info = info .. string.format(" period=%dms", aux)
 		end
+		if mtype == T_HEARTBEAT_ACK then
+			-- aux: servers lost in all; the payload lists at most 64 of them.
+			info = info .. string.format(" lost=%d", aux)
+		else
+			info = info .. string.format(" req=%d", req_id)
+		end
+	elseif carries_epoch[mtype] then
 		info = info .. string.format(" req=%d", req_id)
 	else
 		info = info .. string.format(" group=%d seq=%d req=%d", aux, round, req_id)
 	end
+	if carries_epoch[mtype] and aux ~= 0 then
+		info = info .. string.format(" epoch=0x%08x", aux)
+	end
 	if rtext ~= "" then
 		info = info .. rtext
-	elseif total > 0 then
+	elseif total > 0 and mtype ~= T_HEARTBEAT_ACK then
 		info = info .. string.format(" seg %d-%d/%d", offset, offset + seg_len, total)
 	end
 	if mtype == T_ERROR then

@@ -70,6 +70,7 @@ struct ksrv {
 	int fd;
 	int sfd;
 	struct psb_kv *kv;
+	uint32_t epoch;			/* in every answer: a restart is a new one */
 	struct psb_sched *sched;
 	struct psb_addr self;
 	unsigned int ntx, txhead;
@@ -441,6 +442,7 @@ rx_batch(struct ksrv *s, const struct psb_hdr *h, const uint8_t *payload,
 	if (len == 0)
 		return;
 	psb_hdr_batch_resp(&r, h, (uint16_t)len);
+	r.aux = s->epoch;
 	queue_msg(s, from, &r, out);
 }
 
@@ -465,6 +467,21 @@ rx_data(struct ksrv *s)
 		sa_to_addr(&s->rxa[i], &from);
 		if (h.type == PSB_MSG_BATCH && h.version == PSB_VERSION) {
 			rx_batch(s, &h, buf + PSB_HDR_LEN, &from);
+			continue;
+		}
+		if (h.type == PSB_MSG_FINALIZE && s->o.reg_ip != 0 && from.ip == s->o.reg_ip &&
+		    from.port == s->o.reg_port) {
+			/* the job's scheduler: every worker finished; acknowledged, then end */
+			static const uint8_t none[1];
+			struct psb_hdr ack;
+
+			psb_hdr_init(&ack, PSB_MSG_FINALIZE_ACK);
+			ack.flags = PSB_F_SERVER;
+			queue_msg(s, &from, &ack, none);
+			if (!g_quit)
+				fprintf(stderr, "psb-ksrv: every worker finished, says the scheduler: "
+					"the job is over\n");
+			g_quit = 1;
 			continue;
 		}
 		if (psb_kv_handle(s->kv, &h, buf + PSB_HDR_LEN, &from, kv_emit, s) != 0)
@@ -683,6 +700,7 @@ register_server(struct ksrv *s)
 
 		psb_hdr_init(&h, PSB_MSG_REGISTER);
 		h.flags = PSB_F_SERVER;
+		h.req_id = s->epoch;
 		psb_hdr_encode(buf, &h);
 		(void)sendto(s->fd, buf, PSB_HDR_LEN, 0, (struct sockaddr *)&sa, sizeof(sa));
 		if (poll(&pfd, 1, REG_RETRY_MS) <= 0)
@@ -726,6 +744,7 @@ main(int argc, char **argv)
 	s->fd = open_socket(s->o.ip, s->o.port, s->o.sockbuf, &s->o.port);
 	s->self.ip = s->o.ip;
 	s->self.port = s->o.port;
+	s->epoch = psb_epoch_new();
 	if (s->o.reg_ip != 0)
 		s->o.num_workers = register_server(s);
 	/* the same budgets as psb's, from half the machine's memory */
@@ -738,6 +757,7 @@ main(int argc, char **argv)
 	kc.sync = s->o.sync;
 	kc.max_value = s->o.max_value;
 	kc.seg_size = s->o.seg_size;
+	kc.epoch = s->epoch;
 	kc.capacity = 1024;
 	kc.max_bytes = b.max_bytes;
 	kc.max_keys = (uint32_t)b.max_keys;

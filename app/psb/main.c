@@ -92,6 +92,11 @@ usage(FILE *out)
 "  --duration SECONDS   stop the benchmark after this long; servers: exit after it\n"
 "  --keep-serving       scheduler, servers: stay when every worker of the job finished\n"
 "                       (by default they end then, as ps-lite's Finalize ends a job)\n"
+"  --heartbeat SECONDS  tell the scheduler this node is alive this often (default 0.5;\n"
+"                       0: never; env PS_HEARTBEAT_INTERVAL)\n"
+"  --dead-after SECONDS scheduler: a node silent this long is dead, and the workers are\n"
+"                       told which server died (default 3; 0: never; env\n"
+"                       PS_HEARTBEAT_TIMEOUT)\n"
 "  --timeout-us N       resend a request unanswered this long (default 20000)\n"
 "  --max-retries N      then fail it (default 50; 0 = forever); a timeout while the\n"
 "                       port takes nothing counts as a try\n"
@@ -139,9 +144,16 @@ usage(FILE *out)
 "  -h, --help\n", PSB_UDP_PORT);
 }
 
+/* --heartbeat, --dead-after and their ps-lite variables: seconds, at most an hour. */
+static uint64_t
+liveness_ns(const char *opt, const char *v)
+{
+	uint64_t ns = psb_cli_seconds_ns(opt, v);
 
-
-
+	if (ns > 3600ull * 1000000000)
+		psb_die("%s: expected seconds in [0, 3600], got '%s'", opt, v);
+	return ns;
+}
 
 static enum psb_node_role
 parse_role(const char *opt, const char *v)
@@ -177,7 +189,7 @@ enum {
 	OPT_CONFIG, OPT_CHECK_CONFIG, OPT_CMDLINE_FILE, OPT_WAIT, OPT_CTL, OPT_COUNTERS_FILE,
 	OPT_COUNTERS_EVERY, OPT_PROMETHEUS, OPT_WARMUP, OPT_RATE, OPT_YIELD, OPT_STORE_BYTES,
 	OPT_STORE_KEYS, OPT_REASM_BYTES, OPT_REASM_SENDER, OPT_REASM_TIMEOUT, OPT_FILE_MAX,
-	OPT_OUTPUT_DIR, OPT_CONNECT_TIMEOUT, OPT_KEEP_SERVING,
+	OPT_OUTPUT_DIR, OPT_CONNECT_TIMEOUT, OPT_KEEP_SERVING, OPT_HEARTBEAT, OPT_DEAD_AFTER,
 };
 
 static const struct option long_opts[] = {
@@ -224,6 +236,8 @@ static const struct option long_opts[] = {
 	{ "cmdline-file", required_argument, NULL, OPT_CMDLINE_FILE },
 	{ "wait", no_argument, NULL, OPT_WAIT },
 	{ "keep-serving", no_argument, NULL, OPT_KEEP_SERVING },
+	{ "heartbeat", required_argument, NULL, OPT_HEARTBEAT },
+	{ "dead-after", required_argument, NULL, OPT_DEAD_AFTER },
 	{ "ctl", required_argument, NULL, OPT_CTL },
 	{ "counters-file", required_argument, NULL, OPT_COUNTERS_FILE },
 	{ "counters-every", required_argument, NULL, OPT_COUNTERS_EVERY },
@@ -288,6 +302,10 @@ apply_env(struct psb_app *app)
 		app->sched_port = (uint16_t)psb_cli_u64("DMLC_PS_ROOT_PORT", v, 1, 65535);
 	if ((v = getenv("DMLC_NODE_HOST")) != NULL && *v != '\0')
 		app->me.ip = psb_cli_ip("DMLC_NODE_HOST", v);
+	if ((v = getenv("PS_HEARTBEAT_INTERVAL")) != NULL && *v != '\0')
+		app->heartbeat_ns = liveness_ns("PS_HEARTBEAT_INTERVAL", v);
+	if ((v = getenv("PS_HEARTBEAT_TIMEOUT")) != NULL && *v != '\0')
+		app->dead_after_ns = liveness_ns("PS_HEARTBEAT_TIMEOUT", v);
 	if ((v = getenv("PS_VERBOSE")) != NULL && *v != '\0')
 		app->verbose = (int)psb_cli_u64("PS_VERBOSE", v, 0, 2);
 	if ((v = getenv("DMLC_INTERFACE")) != NULL && *v != '\0') {
@@ -425,6 +443,12 @@ parse_args(struct psb_app *app, struct run_opts *ro, int argc, char **argv)
 		case OPT_CMDLINE_FILE: app->cmdline_file = optarg; break;
 		case OPT_WAIT: app->stay = 1; break;
 		case OPT_KEEP_SERVING: app->keep_serving = 1; break;
+		case OPT_HEARTBEAT:
+			app->heartbeat_ns = liveness_ns("--heartbeat", optarg);
+			break;
+		case OPT_DEAD_AFTER:
+			app->dead_after_ns = liveness_ns("--dead-after", optarg);
+			break;
 		case OPT_CTL: app->ctl_path = optarg; break;
 		case OPT_COUNTERS_FILE: app->counters_file = optarg; break;
 		case OPT_COUNTERS_EVERY:
@@ -537,6 +561,9 @@ conf_to_app(struct psb_app *app, struct run_opts *ro, const struct psb_exp_conf 
 	ro->eal.force_no_huge = n->huge == PSB_EXP_HUGE_NO;
 	app->yield_ns = n->yield;
 	app->connect_timeout_ns = n->connect_timeout;
+	app->heartbeat_ns = n->heartbeat;
+	app->dead_after_ns = n->dead_after;
+	app->keep_serving = n->keep_serving;
 	if (n->file_prefix[0] != '\0') {
 		snprintf(ro->prefix, sizeof(ro->prefix), "%s", n->file_prefix);
 		ro->eal.file_prefix = ro->prefix;
@@ -591,6 +618,9 @@ app_to_conf(const struct psb_app *app, const struct run_opts *ro, struct psb_exp
 	n->mbufs = ro->mbufs;
 	n->yield = app->yield_ns;
 	n->connect_timeout = app->connect_timeout_ns;
+	n->heartbeat = app->heartbeat_ns;
+	n->dead_after = app->dead_after_ns;
+	n->keep_serving = app->keep_serving;
 	n->huge = ro->eal.force_huge ? PSB_EXP_HUGE_YES :
 		ro->eal.force_no_huge ? PSB_EXP_HUGE_NO : PSB_EXP_HUGE_AUTO;
 	snprintf(n->file_prefix, sizeof(n->file_prefix), "%s",
@@ -940,6 +970,8 @@ psb_app_fail(struct psb_app *app, const char *fmt, ...)
 	__atomic_store_n(&app->quit, 1, __ATOMIC_RELEASE);
 }
 
+static int hosts_sched(const struct psb_app *app);
+
 /* The waits psb gives up on, and when: said at start so that a run that fails is no surprise. */
 static void
 log_bounds(const struct psb_app *app)
@@ -968,6 +1000,23 @@ log_bounds(const struct psb_app *app)
 			snprintf(req, sizeof(req), "; a request is retried forever (--max-retries 0)");
 	}
 	PSB_LOG(app, "waits: %s for each setup step (--connect-timeout)%s", conn, req);
+	if (app->sched_ip == 0)
+		return;
+	if (app->node_role != PSB_NODE_SCHEDULER && app->heartbeat_ns == 0)
+		PSB_LOG(app, "liveness: no heartbeats: the scheduler does not watch this node "
+			"(--heartbeat 0)");
+	else if (app->node_role != PSB_NODE_SCHEDULER)
+		PSB_LOG(app, "liveness: a heartbeat to the scheduler every %.2f s (--heartbeat)",
+			app->heartbeat_ns / 1e9);
+	if (hosts_sched(app) && app->dead_after_ns == 0)
+		PSB_LOG(app, "liveness: the scheduler holds no node dead (--dead-after 0)");
+	else if (hosts_sched(app))
+		PSB_LOG(app, "liveness: a node whose heartbeats stop for %.1f s is dead "
+			"(--dead-after); a dead or restarted server ends the job",
+			app->dead_after_ns / 1e9);
+	if (app->node_role == PSB_NODE_SERVER)
+		PSB_LOG(app, "server epoch %08x: in every answer; a worker that sees it change "
+			"fails the job", app->epoch);
 }
 
 /* A scheduler runs here: the scheduler node's, or a server's that is at DMLC_PS_ROOT_URI. */
@@ -1328,6 +1377,8 @@ main(int argc, char **argv)
 	app->sync = 1;
 	app->mtu_want = 0;	/* the port's own: see psb_host_port_mtu */
 	app->connect_timeout_ns = 60ull * 1000000000;
+	app->heartbeat_ns = 500ull * 1000000;
+	app->dead_after_ns = 3ull * 1000000000;
 	app->max_value = 64u << 20;
 	app->bench.len = 1024000;
 	app->bench.repeat = 10;
@@ -1363,6 +1414,8 @@ main(int argc, char **argv)
 		app->conf.node.file_max = file_max;
 	check_config(app);
 	app_to_conf(app, &ro, &app->conf);
+	if (app->node_role == PSB_NODE_SERVER)
+		app->epoch = psb_epoch_new();
 	if (psb_exp_check(&app->conf, true, err, sizeof(err)) != 0)
 		psb_die("%s", err);
 	/* a document runs at once unless a console or --wait is to start things */

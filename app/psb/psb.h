@@ -282,6 +282,14 @@ struct psb_app {
 	const char *prometheus;		/* [ADDR:]PORT of the Prometheus endpoint, NULL none */
 	uint64_t yield_ns;		/* lcores give waiting threads the CPU this often (0: never) */
 	uint64_t connect_timeout_ns;	/* each wait for a peer while setting up (0: forever) */
+	/*
+	 * Liveness (ps-lite's heartbeats): a node registered with a scheduler tells it it is
+	 * alive every heartbeat_ns (0: never, and it is not watched); the scheduler holds a
+	 * watched node silent for dead_after_ns dead (0: never) and tells the workers.
+	 */
+	uint64_t heartbeat_ns;
+	uint64_t dead_after_ns;
+	uint32_t epoch;			/* server: this incarnation, in aux of its answers */
 	uint64_t yield_tsc;
 
 	/* Ports. */
@@ -404,12 +412,16 @@ struct psb_agent {
 	int ended;			/* server: the scheduler said the job is over */
 	int rejoin;			/* REGISTER_ACK said: this rank was in the job already */
 	uint64_t end_ns;		/* then: quit at this time (0: not) */
+	uint64_t beat_next_ns;		/* the next HEARTBEAT */
 };
 
 void psb_agent_init(struct psb_agent *ag, struct psb_app *app, int server, uint16_t src_port);
 /* Drive registration; returns 1 once ready. */
 int psb_agent_step(struct psb_agent *ag, struct psb_role_inst *ri, uint64_t now_ns);
-/* Send a scheduler message of this node (REGISTER, BARRIER, FINALIZE, FINALIZE_ACK). */
+/*
+ * Send a scheduler message of this node (REGISTER, BARRIER, FINALIZE, FINALIZE_ACK,
+ * HEARTBEAT). REGISTER carries the server's epoch, and says whether it sends HEARTBEATs.
+ */
 void psb_agent_send(struct psb_agent *ag, struct psb_role_inst *ri, uint8_t type);
 /* Feed a REGISTER_ACK / BARRIER_ACK. */
 void psb_agent_input(struct psb_agent *ag, struct psb_app *app, const struct psb_meta *meta,
@@ -421,6 +433,8 @@ void psb_agent_input(struct psb_agent *ag, struct psb_app *app, const struct psb
 int psb_agent_expired(const struct psb_agent *ag, const struct psb_app *app, uint64_t now_ns,
 		char *what, size_t len);
 void psb_agent_restart(struct psb_agent *ag);
+/* Once registered: a HEARTBEAT to the scheduler every --heartbeat (none when 0). */
+void psb_agent_beat(struct psb_agent *ag, struct psb_role_inst *ri, uint64_t now_ns);
 
 /*
  * A wait psb cannot finish: print why (even with -q), and end the process with status 1

@@ -445,7 +445,7 @@ psb_dispatch(struct psb_role_inst *ri, struct rte_mbuf *m)
 
 	if (dport == app->me.port) {
 		if (f.hdr.type == PSB_MSG_REGISTER_ACK || f.hdr.type == PSB_MSG_BARRIER_ACK ||
-		    f.hdr.type == PSB_MSG_FINALIZE)
+		    f.hdr.type == PSB_MSG_FINALIZE || f.hdr.type == PSB_MSG_HEARTBEAT_ACK)
 			rc = handoff(app->agent_ring, m);
 		else if (f.hdr.version == PSB_VERSION && (f.hdr.type & PSB_MSG_RESP))
 			rc = handoff(NULL, m);	/* responses never go to a server port */

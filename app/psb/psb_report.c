@@ -320,12 +320,15 @@ psb_report_sched_json(const struct psb_app *app)
 		if (ri->role != &psb_role_scheduler || psb_scheduler_sched(ri) == NULL)
 			continue;
 		st = psb_sched_stats(psb_scheduler_sched(ri));
-		return json_pack("{s:I,s:I,s:I,s:I,s:I,s:I}", "registered",
+		return json_pack("{s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I}", "registered",
 			(json_int_t)st->registered, "reregistered", (json_int_t)st->reregistered,
 			"rejected", (json_int_t)st->rejected, "barriers_released",
 			(json_int_t)st->barriers_released, "workers_finished",
 			(json_int_t)st->workers_finished, "servers_ended",
-			(json_int_t)st->servers_ended);
+			(json_int_t)st->servers_ended, "heartbeats", (json_int_t)st->heartbeats,
+			"servers_dead", (json_int_t)st->servers_dead, "workers_dead",
+			(json_int_t)st->workers_dead, "servers_restarted",
+			(json_int_t)st->servers_restarted);
 	}
 	return NULL;
 }

@@ -73,6 +73,15 @@ const struct psb_conf_field psb_exp_node_table[] = {
 	  0, 3600e9, NULL, NULL, "each wait of the setup at most: a memif server, ARP of the "
 	  "scheduler and servers, REGISTER, BARRIER (0: forever); then psb says what did not "
 	  "answer and fails" },
+	{ "heartbeat", PSB_CONF_DURATION, OFF(psb_exp_node, heartbeat), 0, 0, "500ms", 0,
+	  3600e9, NULL, NULL, "a node registered with a scheduler tells it it is alive this "
+	  "often (0: never, and the scheduler does not watch it)" },
+	{ "dead_after", PSB_CONF_DURATION, OFF(psb_exp_node, dead_after), 0, 0, "3s", 0, 3600e9,
+	  NULL, NULL, "scheduler: a watched node silent this long is dead; the workers are told "
+	  "which server died and fail (0: never)" },
+	{ "keep_serving", PSB_CONF_BOOL, OFF(psb_exp_node, keep_serving), 0, 0, "false", 0, 0,
+	  NULL, NULL, "scheduler, servers: stay once every worker of the job finished (false: "
+	  "the job ends then, as ps-lite's Finalize ends it)" },
 	{ "file_prefix", PSB_CONF_STRING, OFF(psb_exp_node, file_prefix),
 	  sizeof(((struct psb_exp_node *)0)->file_prefix), 0, "", 0, 0, NULL, NULL,
 	  "DPDK runtime prefix (\"\": psb-PID)" },

@@ -55,6 +55,10 @@ struct psb_exp_node {
 	int huge;			/* enum psb_exp_huge */
 	uint64_t yield;			/* ns between sched_yield() of a polling lcore, 0 never */
 	uint64_t connect_timeout;	/* ns each setup wait may take (ARP, REGISTER...), 0: forever */
+	uint64_t heartbeat;		/* ns between a node's HEARTBEATs to its scheduler, 0: none */
+	uint64_t dead_after;		/* ns of silence after which the scheduler holds a node
+					 * dead, 0: never */
+	bool keep_serving;		/* scheduler, servers: stay once every worker finished */
 	char file_prefix[64];
 	/* Control-plane limits: what clients and files may cost the process (CONTROL.md). */
 	uint64_t ctl_requests_per_pass;	/* control requests (and new connections) per pass */

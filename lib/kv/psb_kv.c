@@ -202,6 +202,8 @@ psb_kv_create(const struct psb_kv_cfg *cfg)
 	if (kv == NULL)
 		return NULL;
 	kv->cfg = *cfg;
+	if (kv->cfg.epoch == 0)
+		kv->cfg.epoch = psb_epoch_new();
 	if (kv->cfg.max_value == 0 || kv->cfg.max_value > PSB_MAX_VALUE)
 		kv->cfg.max_value = PSB_MAX_VALUE;
 	kv->cap0 = cap;
@@ -626,6 +628,7 @@ fill_resp(struct psb_kv *kv, struct psb_hdr *r, uint8_t type, uint16_t sender, u
 	r->req_id = req_id;
 	r->key = key;
 	r->seg_size = kv->cfg.seg_size;
+	r->aux = kv->cfg.epoch;
 }
 
 static void
@@ -861,7 +864,6 @@ send_nack(struct psb_kv *kv, const struct psb_hdr *h, const struct kv_stage *st,
 
 	fill_resp(kv, &r, PSB_MSG_REPAIR_RESP, h->sender, h->req_id, h->flags, h->key);
 	r.round = h->round;
-	r.aux = h->aux;
 	r.total_len = psb_reasm_repair(st != NULL ? &st->reasm : NULL, &rp, buf,
 		kv->cfg.seg_size);
 	r.seg_size = (uint16_t)r.total_len;
@@ -1366,6 +1368,12 @@ uint32_t
 psb_kv_nkeys(const struct psb_kv *kv)
 {
 	return kv->nkeys;
+}
+
+uint32_t
+psb_kv_epoch(const struct psb_kv *kv)
+{
+	return kv->cfg.epoch;
 }
 
 uint64_t

@@ -60,6 +60,8 @@ struct psb_kv_cfg {
 	 */
 	uint32_t value_headroom;
 	int (*value_busy)(void *arg, const float *val);
+	/* in aux of every answer but ERROR: this incarnation of the server (0: pick a new one) */
+	uint32_t epoch;
 };
 
 /* Budget of reassembly one push of len bytes cut at seg_size takes. */
@@ -212,6 +214,7 @@ uint32_t psb_kv_digest(const struct psb_kv *kv, struct psb_kv_digest *out, uint3
 void psb_kv_dump(const struct psb_kv *kv, FILE *out);
 
 uint32_t psb_kv_nkeys(const struct psb_kv *kv);
+uint32_t psb_kv_epoch(const struct psb_kv *kv);
 uint64_t psb_kv_bytes(const struct psb_kv *kv);		/* value bytes */
 uint64_t psb_kv_mem(const struct psb_kv *kv);		/* what counts against max_bytes */
 /* Staged pushes now: how many, their reserved bytes, references held. */

@@ -2,7 +2,10 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 #include <arpa/inet.h>
+#include <sys/random.h>
 
 #include "psb_be.h"
 #include "psb_proto.h"
@@ -445,6 +448,17 @@ psb_repair_decode(struct psb_repair *r, const uint8_t *in, size_t len)
 	return 0;
 }
 
+uint32_t
+psb_epoch_new(void)
+{
+	uint32_t e = 0;
+
+	while (e == 0)
+		if (getrandom(&e, sizeof(e), GRND_NONBLOCK) != sizeof(e))
+			e = (uint32_t)time(NULL) ^ ((uint32_t)getpid() << 16) ^ (uint32_t)clock();
+	return e;
+}
+
 const char *
 psb_msg_type_name(uint8_t type)
 {
@@ -461,6 +475,8 @@ psb_msg_type_name(uint8_t type)
 	case PSB_MSG_BYE: return "BYE";
 	case PSB_MSG_FINALIZE: return "FINALIZE";
 	case PSB_MSG_FINALIZE_ACK: return "FINALIZE_ACK";
+	case PSB_MSG_HEARTBEAT: return "HEARTBEAT";
+	case PSB_MSG_HEARTBEAT_ACK: return "HEARTBEAT_ACK";
 	case PSB_MSG_PUSH_ACK: return "PUSH_ACK";
 	case PSB_MSG_PULL_RESP: return "PULL_RESP";
 	case PSB_MSG_PUSHPULL_RESP: return "PUSHPULL_RESP";

@@ -41,6 +41,7 @@ enum psb_msg_type {
 	PSB_MSG_BYE = 0x12,		/* node -> link peer: leaving; stop polling this link */
 	PSB_MSG_FINALIZE = 0x13,	/* worker -> scheduler: finished; scheduler -> server: the
 					 * job is over (ps-lite's Finalize) */
+	PSB_MSG_HEARTBEAT = 0x14,	/* node -> scheduler: alive (ps-lite's heartbeat) */
 	PSB_MSG_RESP = 0x80,		/* bit set on every response */
 	PSB_MSG_PUSH_ACK = 0x81,
 	PSB_MSG_PULL_RESP = 0x82,
@@ -50,6 +51,7 @@ enum psb_msg_type {
 	PSB_MSG_REGISTER_ACK = 0x90,
 	PSB_MSG_BARRIER_ACK = 0x91,
 	PSB_MSG_FINALIZE_ACK = 0x93,
+	PSB_MSG_HEARTBEAT_ACK = 0x94,	/* the servers lost so far (struct psb_sched_lost) */
 	PSB_MSG_ERROR = 0xff,		/* status holds an enum psb_status */
 };
 
@@ -60,12 +62,21 @@ psb_msg_is_request(uint8_t type)
 	return type == PSB_MSG_PUSH || type == PSB_MSG_PULL || type == PSB_MSG_PUSHPULL;
 }
 
+/*
+ * Every answer of a server but ERROR carries its epoch in aux: a number it picks at start,
+ * never 0, the same for the life of the process. A worker that sees it change knows the
+ * server restarted and lost what it stored (0: a server that does not say).
+ */
+uint32_t psb_epoch_new(void);
+
 /* Header flags. */
 #define PSB_F_SYNC	0x01	/* request belongs to a synchronous round */
 #define PSB_F_SERVER	0x02	/* REGISTER: the node is a server */
 #define PSB_F_WORKER	0x04	/* REGISTER: the node is a worker */
 #define PSB_F_REJOIN	0x08	/* REGISTER_ACK: the node had this rank in the job already
 				 * (it restarted, or an earlier ack was lost) */
+#define PSB_F_BEATS	0x10	/* REGISTER: the node sends HEARTBEATs (aux of HEARTBEAT: their
+				 * period in ms); the scheduler watches it */
 
 /* Status codes carried in ERROR messages (and 0 in every other message). */
 enum psb_status {
@@ -117,7 +128,8 @@ struct psb_hdr {
 	uint32_t offset;	/* byte offset of this segment */
 	uint16_t seg_len;	/* bytes of value in this message */
 	uint16_t seg_size;	/* segment stride the sender used */
-	uint32_t aux;		/* type specific: REGISTER_ACK rank, BARRIER group */
+	uint32_t aux;		/* type specific: REGISTER_ACK rank, BARRIER group; a server's
+				 * answers other than ERROR: its epoch (PSB_EPOCH) */
 };
 
 /* Why a frame was dropped by psb_frame_parse. Index into drop counters. */

@@ -13,6 +13,12 @@ struct sched_node {
 	uint32_t barrier_seq;	/* last barrier sequence this node entered */
 	int in_barrier;
 	int done;		/* worker: said FINALIZE; server: acknowledged it */
+	uint32_t epoch;		/* from its REGISTER (0: none given) */
+	int watched;		/* it sends HEARTBEATs: silence means it died */
+	int dead;		/* silent for dead_after_ns (until it speaks again) */
+	uint8_t lost;		/* server: PSB_SCHED_LOST_* (for good: its state is gone) */
+	uint64_t last_ns;	/* when it was last heard */
+	uint32_t silent_ms;	/* when held dead: how long it had been silent */
 };
 
 struct barrier {
@@ -29,6 +35,8 @@ struct psb_sched {
 	int ready;
 	int finished;		/* every worker said FINALIZE */
 	uint16_t ndone_workers, ndone_servers;
+	uint16_t nlost;		/* servers dead or restarted */
+	uint64_t now_ns;	/* psb_sched_tick's clock (0: not started) */
 	struct barrier bar[8];	/* by group mask */
 	struct psb_sched_stats st;
 };
@@ -131,7 +139,7 @@ psb_sched_end_servers(struct psb_sched *s, psb_sched_emit_fn emit, void *arg)
 	psb_hdr_init(&h, PSB_MSG_FINALIZE);
 	h.flags = PSB_F_SERVER;
 	for (i = 0; i < s->nnodes; i++) {
-		if (!s->nodes[i].server || s->nodes[i].done)
+		if (!s->nodes[i].server || s->nodes[i].done || s->nodes[i].dead)
 			continue;
 		pending++;
 		emit(arg, &s->nodes[i].addr, &h, NULL);
@@ -206,6 +214,18 @@ tell(const struct psb_sched *s, enum psb_sched_event_kind kind, const struct psb
 	s->cfg.on_event(s->cfg.ctx, &ev);
 }
 
+/* A known server registered again: from a new process (another epoch), it restarted. */
+static void
+server_restarted(struct psb_sched *s, struct sched_node *n)
+{
+	if (!n->lost)
+		s->nlost++;
+	n->lost = PSB_SCHED_LOST_RESTARTED;
+	n->dead = 0;
+	s->st.servers_restarted++;
+	tell(s, PSB_SCHED_EV_RESTARTED, &n->addr, 1, n->rank);
+}
+
 static int
 handle_register(struct psb_sched *s, const struct psb_hdr *h, const struct psb_addr *from,
 		psb_sched_emit_fn emit, void *arg)
@@ -216,6 +236,13 @@ handle_register(struct psb_sched *s, const struct psb_hdr *h, const struct psb_a
 
 	if (n != NULL) {
 		s->st.reregistered++;
+		if (n->server && s->ready && h->req_id != 0 && n->epoch != 0 &&
+		    h->req_id != n->epoch)
+			server_restarted(s, n);
+		if (h->req_id != 0)
+			n->epoch = h->req_id;
+		if (h->flags & PSB_F_BEATS)
+			n->watched = 1;
 		if (s->ready)
 			send_ack(s, n, h, 1, emit, arg);
 		return 0;
@@ -231,6 +258,9 @@ handle_register(struct psb_sched *s, const struct psb_hdr *h, const struct psb_a
 	n->addr = *from;
 	n->server = server;
 	n->rank = server ? s->nservers++ : s->nworkers++;
+	n->epoch = h->req_id;
+	n->watched = (h->flags & PSB_F_BEATS) != 0;
+	n->last_ns = s->now_ns;
 	s->st.registered++;
 	tell(s, PSB_SCHED_EV_REGISTERED, from, server, n->rank);
 	if (s->nservers == s->cfg.num_servers && s->nworkers == s->cfg.num_workers) {
@@ -302,9 +332,27 @@ handle_barrier(struct psb_sched *s, const struct psb_hdr *h, const struct psb_ad
 }
 
 /*
- * A worker finished (ps-lite's Finalize): acknowledged, every time it asks. Once every
- * worker did, the job is over: each server is told (FINALIZE) unless they keep serving.
+ * The job is over once every worker finished, or is dead while the others finished: each
+ * server is told (FINALIZE, when emit is given) unless they keep serving.
  */
+static void
+check_finished(struct psb_sched *s, psb_sched_emit_fn emit, void *arg)
+{
+	uint16_t i, ended = 0;
+
+	if (s->finished || !s->ready)
+		return;
+	for (i = 0; i < s->nnodes; i++)
+		ended += !s->nodes[i].server && (s->nodes[i].done || s->nodes[i].dead);
+	if (ended < s->cfg.num_workers || s->ndone_workers == 0)
+		return;
+	s->finished = 1;
+	tell(s, PSB_SCHED_EV_FINISHED, NULL, 0, 0);
+	if (emit != NULL)
+		psb_sched_end_servers(s, emit, arg);
+}
+
+/* A worker finished (ps-lite's Finalize): acknowledged, every time it asks. */
 static int
 handle_finalize(struct psb_sched *s, const struct psb_hdr *h, const struct psb_addr *from,
 		psb_sched_emit_fn emit, void *arg)
@@ -332,11 +380,39 @@ handle_finalize(struct psb_sched *s, const struct psb_hdr *h, const struct psb_a
 		if (s->cfg.on_event != NULL)
 			s->cfg.on_event(s->cfg.ctx, &ev);
 	}
-	if (s->ndone_workers < s->cfg.num_workers)
+	check_finished(s, emit, arg);
+	return 0;
+}
+
+/* A node says it is alive: answered with the servers the job lost so far. */
+static int
+handle_heartbeat(struct psb_sched *s, const struct psb_hdr *h, const struct psb_addr *from,
+		psb_sched_emit_fn emit, void *arg)
+{
+	static uint8_t buf[4 + PSB_SCHED_LOST_MAX * PSB_SCHED_LOST_ENTRY];
+	struct psb_sched_lost lost[PSB_SCHED_LOST_MAX];
+	struct sched_node *n = find_node(s, from);
+	unsigned int total, k;
+	struct psb_hdr ack;
+	size_t len;
+
+	if (n == NULL) {
+		s->st.rejected++;
 		return 0;
-	s->finished = 1;
-	tell(s, PSB_SCHED_EV_FINISHED, NULL, 0, 0);
-	psb_sched_end_servers(s, emit, arg);
+	}
+	s->st.heartbeats++;
+	n->watched = 1;
+	total = psb_sched_lost(s, lost, PSB_SCHED_LOST_MAX);
+	k = total < PSB_SCHED_LOST_MAX ? total : PSB_SCHED_LOST_MAX;
+	len = psb_sched_lost_encode(lost, k, buf, sizeof(buf));
+	psb_hdr_init(&ack, PSB_MSG_HEARTBEAT_ACK);
+	ack.flags = n->server ? PSB_F_SERVER : PSB_F_WORKER;
+	ack.req_id = h->req_id;
+	ack.aux = total;
+	ack.total_len = (uint32_t)len;
+	ack.seg_len = (uint16_t)len;
+	ack.seg_size = (uint16_t)((len + 3) & ~3u);
+	emit(arg, &n->addr, &ack, buf);
 	return 0;
 }
 
@@ -366,10 +442,32 @@ handle_finalize_ack(struct psb_sched *s, const struct psb_addr *from)
 	return 0;
 }
 
+/* Anything from a known node says it is alive; a node held dead is back. */
+static void
+heard(struct psb_sched *s, const struct psb_addr *from)
+{
+	struct sched_node *n = find_node(s, from);
+	struct psb_sched_event ev = { .kind = PSB_SCHED_EV_BACK };
+
+	if (n == NULL)
+		return;
+	if (n->dead) {
+		n->dead = 0;
+		ev.addr = n->addr;
+		ev.server = n->server;
+		ev.rank = n->rank;
+		ev.silent_ns = s->now_ns - n->last_ns;
+		if (s->cfg.on_event != NULL)
+			s->cfg.on_event(s->cfg.ctx, &ev);
+	}
+	n->last_ns = s->now_ns;
+}
+
 int
 psb_sched_handle(struct psb_sched *s, const struct psb_hdr *h, const struct psb_addr *from,
 		psb_sched_emit_fn emit, void *arg)
 {
+	heard(s, from);
 	if (h->type == PSB_MSG_REGISTER)
 		return handle_register(s, h, from, emit, arg);
 	if (h->type == PSB_MSG_BARRIER)
@@ -378,5 +476,128 @@ psb_sched_handle(struct psb_sched *s, const struct psb_hdr *h, const struct psb_
 		return handle_finalize(s, h, from, emit, arg);
 	if (h->type == PSB_MSG_FINALIZE_ACK)
 		return handle_finalize_ack(s, from);
+	if (h->type == PSB_MSG_HEARTBEAT)
+		return handle_heartbeat(s, h, from, emit, arg);
 	return -EINVAL;
+}
+
+unsigned int
+psb_sched_tick(struct psb_sched *s, uint64_t now_ns)
+{
+	uint64_t gap = now_ns > s->now_ns ? now_ns - s->now_ns : 0;
+	uint64_t limit = s->cfg.dead_after_ns;
+	/* the first reading, or the scheduler did not run: nobody could be heard */
+	int stalled = s->now_ns == 0 || gap > limit / 2;
+	uint16_t i;
+
+	s->now_ns = now_ns;
+	if (limit == 0)
+		return s->nlost;
+	for (i = 0; i < s->nnodes; i++) {
+		struct sched_node *n = &s->nodes[i];
+		struct psb_sched_event ev = { .kind = PSB_SCHED_EV_DEAD };
+
+		if (stalled) {
+			n->last_ns = now_ns;
+			continue;
+		}
+		if (!n->watched || n->dead || n->done || now_ns - n->last_ns <= limit)
+			continue;
+		n->dead = 1;
+		n->silent_ms = (uint32_t)((now_ns - n->last_ns) / 1000000);
+		if (n->server) {
+			s->st.servers_dead++;
+			if (!n->lost) {
+				n->lost = PSB_SCHED_LOST_DEAD;
+				s->nlost++;
+			}
+		} else {
+			s->st.workers_dead++;
+		}
+		ev.addr = n->addr;
+		ev.server = n->server;
+		ev.rank = n->rank;
+		ev.silent_ns = now_ns - n->last_ns;
+		ev.nservers = s->nservers;
+		ev.nworkers = s->nworkers;
+		if (s->cfg.on_event != NULL)
+			s->cfg.on_event(s->cfg.ctx, &ev);
+		if (!n->server)
+			check_finished(s, NULL, NULL);
+	}
+	return s->nlost;
+}
+
+unsigned int
+psb_sched_lost(const struct psb_sched *s, struct psb_sched_lost *out, unsigned int n)
+{
+	unsigned int k = 0;
+	uint16_t i;
+
+	for (i = 0; i < s->nnodes; i++) {
+		const struct sched_node *sn = &s->nodes[i];
+
+		if (!sn->server || !sn->lost)
+			continue;
+		if (k < n) {
+			memset(&out[k], 0, sizeof(out[k]));
+			out[k].rank = sn->rank;
+			out[k].why = sn->lost;
+			out[k].addr = sn->addr;
+			out[k].silent_ms = sn->lost == PSB_SCHED_LOST_DEAD ? sn->silent_ms : 0;
+		}
+		k++;
+	}
+	return k;
+}
+
+size_t
+psb_sched_lost_encode(const struct psb_sched_lost *l, unsigned int n, uint8_t *out, size_t cap)
+{
+	size_t need = 4 + (size_t)n * PSB_SCHED_LOST_ENTRY;
+	unsigned int i;
+
+	if (n > PSB_SCHED_LOST_MAX || cap < need)
+		return 0;
+	psb_wr16(out, (uint16_t)n);
+	psb_wr16(out + 2, 0);
+	for (i = 0; i < n; i++) {
+		uint8_t *p = out + 4 + (size_t)i * PSB_SCHED_LOST_ENTRY;
+
+		psb_wr16(p, l[i].rank);
+		p[2] = l[i].why;
+		p[3] = 0;
+		psb_wr32(p + 4, l[i].addr.ip);
+		psb_wr16(p + 8, l[i].addr.port);
+		psb_wr16(p + 10, 0);
+		psb_wr32(p + 12, l[i].silent_ms);
+	}
+	return need;
+}
+
+int
+psb_sched_lost_decode(struct psb_sched_lost *out, unsigned int n, const uint8_t *in, size_t len)
+{
+	unsigned int count, i;
+
+	if (len < 4)
+		return -EINVAL;
+	count = psb_rd16(in);
+	if (count > PSB_SCHED_LOST_MAX || len < 4 + (size_t)count * PSB_SCHED_LOST_ENTRY)
+		return -EINVAL;
+	for (i = 0; i < count; i++) {
+		const uint8_t *p = in + 4 + (size_t)i * PSB_SCHED_LOST_ENTRY;
+
+		if (p[2] != PSB_SCHED_LOST_DEAD && p[2] != PSB_SCHED_LOST_RESTARTED)
+			return -EINVAL;
+		if (i >= n)
+			continue;
+		memset(&out[i], 0, sizeof(out[i]));
+		out[i].rank = psb_rd16(p);
+		out[i].why = p[2];
+		out[i].addr.ip = psb_rd32(p + 4);
+		out[i].addr.port = psb_rd16(p + 8);
+		out[i].silent_ms = psb_rd32(p + 12);
+	}
+	return (int)(count < n ? count : n);
 }

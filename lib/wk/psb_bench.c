@@ -635,6 +635,19 @@ psb_bench_stop(struct psb_bench *b, uint64_t now_ns)
 	b->end_ns = now_ns;
 }
 
+void
+psb_bench_fail(struct psb_bench *b, int err, uint64_t key, uint32_t aux)
+{
+	if (b->finished || b->error != 0)
+		return;
+	b->error = err;
+	b->error_key = key;
+	b->error_aux = aux;
+	b->error_type = 0;
+	b->error_retries = 0;
+	b->error_wait_ns = 0;
+}
+
 int
 psb_bench_warming(const struct psb_bench *b)
 {
@@ -771,6 +784,11 @@ psb_bench_error_name(int status)
 {
 	if (status == -ETIMEDOUT)
 		return "no answer after all retries";
+	if (status == -ESTALE)
+		return "the server restarted (its answers carry another epoch): what it stored "
+			"is lost";
+	if (status == -EHOSTDOWN)
+		return "the server is dead (the scheduler heard nothing from it)";
 	if (status > 0 && status < PSB_ST_MAX)
 		return psb_status_name((uint8_t)status);
 	return "failed";

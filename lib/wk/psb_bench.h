@@ -123,6 +123,12 @@ void psb_bench_reset_metrics(struct psb_bench *b, uint64_t now_ns);
 
 /* End the benchmark now; later steps return 1. Requests in flight are abandoned. */
 void psb_bench_stop(struct psb_bench *b, uint64_t now_ns);
+/*
+ * Fail the run from outside (the scheduler says a server is lost): err as a request's
+ * status (e.g. -EHOSTDOWN), key one of that server's, aux a detail. The next step ends
+ * the run with it, unless it failed already.
+ */
+void psb_bench_fail(struct psb_bench *b, int err, uint64_t key, uint32_t aux);
 
 /* 1 while the warm-up iterations run. */
 int psb_bench_warming(const struct psb_bench *b);

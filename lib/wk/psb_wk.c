@@ -2,9 +2,6 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-#include <unistd.h>
-#include <sys/random.h>
 
 #include "psb_wk.h"
 
@@ -46,6 +43,7 @@ struct psb_wk {
 	uint32_t bseq;
 	uint32_t bgen;			/* generation of the open batch, never 0 */
 	uint64_t srtt_ns, rttvar_ns;	/* round trips of requests answered at the first try */
+	uint32_t epoch[PSB_WK_MAX_DEST];	/* each server's, from its first answer */
 	struct psb_wk_stats st;
 	struct wk_slot slots[];
 };
@@ -72,11 +70,8 @@ psb_wk_create(const struct psb_wk_cfg *cfg)
 	 * Request ids restart with every run; the epoch tells servers that a
 	 * restarted worker's ids are new, not stale repeats of the old run's.
 	 */
-	while (wk->cfg.epoch == 0) {
-		if (getrandom(&wk->cfg.epoch, sizeof(wk->cfg.epoch), GRND_NONBLOCK) !=
-		    sizeof(wk->cfg.epoch))
-			wk->cfg.epoch = (uint32_t)time(NULL) ^ ((uint32_t)getpid() << 16);
-	}
+	if (wk->cfg.epoch == 0)
+		wk->cfg.epoch = psb_epoch_new();
 	for (i = 0; i < n; i++)
 		wk->free_ids[i] = n - 1 - i;
 	wk->nfree = n;
@@ -288,13 +283,19 @@ batch_limit(const struct psb_wk *wk)
 	return wk->cfg.seg_size < dgram ? wk->cfg.seg_size : dgram;
 }
 
+static int
+dest_of(const struct psb_wk *wk, uint64_t key)
+{
+	return wk->cfg.dest != NULL ? wk->cfg.dest(wk->cfg.send_arg, key) : 0;
+}
+
 /* Add op (in slot s) to the open batch; -EBUSY when a full batch cannot go out yet. */
 static int
 batch_room(struct psb_wk *wk, const struct psb_wk_op *op)
 {
 	uint32_t req = PSB_REC_HLEN + (op->type == PSB_MSG_PULL ? 0 : op->len);
 	uint32_t resp = PSB_REC_HLEN + (op->type == PSB_MSG_PUSH ? 0 : op->len);
-	int dest = wk->cfg.dest != NULL ? wk->cfg.dest(wk->cfg.send_arg, op->key) : 0;
+	int dest = dest_of(wk, op->key);
 
 	if (wk->blen != 0 && (dest != wk->bdest || wk->blen + req > batch_limit(wk) ||
 			wk->bresp + resp > batch_limit(wk)) && psb_wk_flush(wk) < 0)
@@ -519,6 +520,31 @@ input_nack(struct psb_wk *wk, struct wk_slot *s, const struct psb_hdr *h, const 
 		pending_add(wk, s);
 }
 
+/*
+ * An answer's epoch (aux; 0: the server gives none) against the one its server answered
+ * with first: another one means the server restarted and what it stored is gone.
+ */
+static int
+epoch_changed(struct psb_wk *wk, uint64_t key, uint32_t epoch)
+{
+	int d = dest_of(wk, key);
+
+	if (epoch == 0 || d < 0 || d >= PSB_WK_MAX_DEST)
+		return 0;
+	if (wk->epoch[d] == 0)
+		wk->epoch[d] = epoch;
+	if (wk->epoch[d] == epoch)
+		return 0;
+	wk->st.server_restarts++;
+	return 1;
+}
+
+uint32_t
+psb_wk_server_epoch(const struct psb_wk *wk, int dest)
+{
+	return dest >= 0 && dest < PSB_WK_MAX_DEST ? wk->epoch[dest] : 0;
+}
+
 void
 psb_wk_input(struct psb_wk *wk, const struct psb_hdr *h, const void *payload, uint64_t now_ns)
 {
@@ -544,6 +570,12 @@ psb_wk_input(struct psb_wk *wk, const struct psb_hdr *h, const void *payload, ui
 	op = s->op;
 	if (op == NULL || s->req_id != h->req_id || h->key != op->key) {
 		wk->st.stray++;
+		return;
+	}
+	if (h->type != PSB_MSG_ERROR && epoch_changed(wk, op->key, h->aux)) {
+		/* never taken as an answer: it comes from a store that lost the job's state */
+		op->err_aux = h->aux;
+		finish(wk, s, -ESTALE, now_ns);
 		return;
 	}
 	if (h->type == PSB_MSG_REPAIR_RESP) {

@@ -10,6 +10,7 @@
 #define PSB_WK_SLOT_BITS	12
 #define PSB_WK_MAX_WINDOW	(1u << PSB_WK_SLOT_BITS)
 #define PSB_WK_RTO_CAP		8	/* the measured timeout is at most 8 times timeout_ns */
+#define PSB_WK_MAX_DEST		256	/* servers (dest) whose epoch is followed */
 
 /* One request as the application sees it. */
 struct psb_wk_op {
@@ -22,7 +23,9 @@ struct psb_wk_op {
 	void *user;
 	/* Filled on completion. */
 	int status;		/* enum psb_status, or -ETIMEDOUT after max retries (PSB_ST_BUSY
-				 * when the server's last word was busy) */
+				 * when the server's last word was busy), or -ESTALE: the server
+				 * answered with another epoch than before, it restarted (err_aux:
+				 * the new epoch) */
 	uint32_t out_len;	/* bytes received */
 	uint32_t out_round;	/* version the server answered with */
 	uint32_t err_aux;	/* aux field of an ERROR reply */
@@ -89,6 +92,7 @@ struct psb_wk_stats {
 	 * not one: in sync rounds a request also waits for the other workers.
 	 */
 	uint64_t losses;
+	uint64_t server_restarts;	/* answers with another epoch than the server's first */
 };
 
 struct psb_wk;
@@ -110,6 +114,8 @@ int psb_wk_flush(struct psb_wk *wk);
 void psb_wk_poll(struct psb_wk *wk, uint64_t now_ns);
 
 uint32_t psb_wk_inflight(const struct psb_wk *wk);
+/* The epoch server dest answered with first (0: none yet, or it gives none). */
+uint32_t psb_wk_server_epoch(const struct psb_wk *wk, int dest);
 /*
  * The shortest wait of a try: timeout_ns, or more where requests take longer to be
  * answered (smoothed round trip plus four times its variation, of requests answered at

@@ -28,6 +28,16 @@
  * 16  PUSH, seg_len 16, 12 B sent 3      5           2          7                  12 B
  * 17  PUSH, 9298-byte frame       3      6           2          7                  9216 B:
  *                                                                                  2304 x 2.0f
+ * 18  REPAIR         w0->srv      3      8           0          7                  20 B record
+ * 19  REPAIR_RESP    srv->w0      3      8           0          7                  16 B record
+ * 20  HEARTBEAT      w0->sched    0      0           0          0                  - (aux 500)
+ * 21  HEARTBEAT_ACK  sched->w0    0      0           0          0                  2 lost
+ * 22  HEARTBEAT_ACK, count 2, one entry                                            20 B
+ * 23  REGISTER       srv->sched   0      0x5eed1234  0          0                  - (beats)
+ * 24  PUSH_ACK       srv->w0      3      9           3          7                  - (epoch)
+ *
+ * The HEARTBEAT_ACK payloads (psb_sched_lost_encode) are written by hand: lib/sched is
+ * not a dependency of this generator.
  */
 
 static struct psb_addr worker = {
@@ -293,6 +303,54 @@ main(int argc, char **argv)
 		h.seg_size = 16;
 		emit(psb_frame_build(frame, &server, &worker, &h, rbuf, 16));
 	}
+
+	/* 20: the worker's heartbeat, every 500 ms (as psb_agent_send: flags, no req_id). */
+	h = hdr(PSB_MSG_HEARTBEAT, PSB_F_WORKER, 0, 0, 0, 0);
+	h.aux = 500;
+	emit(psb_frame_build(frame, &worker, &sched, &h, NULL, 0));
+
+	/*
+	 * 21: the scheduler's answer: two servers lost, rank 1 (198.18.0.3:9440) silent for
+	 * 3100 ms, rank 0 (198.18.0.2:9430) restarted. 22: the same list cut after its first
+	 * entry, its count still 2.
+	 */
+	{
+		uint8_t lost[4 + 2 * 16];
+
+		memset(lost, 0, sizeof(lost));
+		put16(lost, 2);
+		put16(lost + 4, 1);
+		lost[6] = 1;			/* PSB_SCHED_LOST_DEAD */
+		put32(lost + 8, 0xc6120003);
+		put16(lost + 12, 9440);
+		put32(lost + 16, 3100);
+		put16(lost + 20, 0);
+		lost[22] = 2;			/* PSB_SCHED_LOST_RESTARTED */
+		put32(lost + 24, 0xc6120002);
+		put16(lost + 28, PSB_UDP_PORT);
+		put32(lost + 32, 0);
+		h = hdr(PSB_MSG_HEARTBEAT_ACK, PSB_F_WORKER, 0, 0, 0, 0);
+		h.aux = 2;
+		h.total_len = sizeof(lost);
+		h.seg_len = sizeof(lost);
+		h.seg_size = sizeof(lost);
+		emit(psb_frame_build(frame, &sched, &worker, &h, lost, sizeof(lost)));
+
+		h.total_len = 4 + 16;
+		h.seg_len = 4 + 16;
+		h.seg_size = 4 + 16;
+		emit(psb_frame_build(frame, &sched, &worker, &h, lost, 4 + 16));
+	}
+
+	/* 23: a server registers, with heartbeats; req_id is its epoch. */
+	h = hdr(PSB_MSG_REGISTER, PSB_F_SERVER | PSB_F_BEATS, 0, 0x5eed1234, 0, 0);
+	emit(psb_frame_build(frame, &server, &sched, &h, NULL, 0));
+
+	/* 24: an answer of that server, its epoch in aux. */
+	h = hdr(PSB_MSG_PUSH_ACK, PSB_F_SYNC, 3, 9, 3, 7);
+	h.seg_size = 1432;
+	h.aux = 0x5eed1234;
+	emit(psb_frame_build(frame, &server, &worker, &h, NULL, 0));
 
 	pcap_dump_close(dumper);
 	pcap_close(p);

@@ -69,6 +69,11 @@ cat >"$tmp/want.csv" <<'EOF'
 17,0x5053,1,0x01,0x00,0,0,0,0,3,6,2,7,9216,0,9216,9216,0,2304,2;2;2;2;2;2;2;2;2;2;2;2;2;2;2;2,,,,,,,Frame longer than psb's 9216-byte receive buffers (psb drops it: oversize),[oversize] PUSH key=7 req=6 seg 0-9216/9216
 18,0x5053,1,0x05,0x00,0,0,0,0,3,8,0,7,20,0,20,20,0,,,,,,,,,,REPAIR key=7 req=8 missing=2 in 3-5
 19,0x5053,1,0x85,0x00,0,0,0,0,3,8,0,7,16,0,16,16,0,,,,,,,,,,REPAIR_RESP key=7 req=8 all
+20,0x5053,1,0x14,0x04,0,0,1,0,0,0,0,0,0,0,0,0,500,,,,,,,,,,HEARTBEAT worker period=500ms req=0
+21,0x5053,1,0x94,0x04,0,0,1,0,0,0,0,0,36,0,36,36,2,,,,,,,,,,HEARTBEAT_ACK worker lost=2: server 1 198.18.0.3:9440 dead after 3100ms, server 0 198.18.0.2:9430 restarted
+22,0x5053,1,0x94,0x04,0,0,1,0,0,0,0,0,20,0,20,20,2,,,,,,,,,Lost-server list shorter than its count (a psb worker ignores the HEARTBEAT_ACK),HEARTBEAT_ACK worker lost=2: server 1 198.18.0.3:9440 dead after 3100ms [short lost list]
+23,0x5053,1,0x10,0x12,0,1,0,0,0,1592594996,0,0,0,0,0,0,0,,,,,,,,,,REGISTER server beats req=1592594996
+24,0x5053,1,0x81,0x01,1,0,0,0,3,9,3,7,0,0,0,1432,1592594996,,,,,,,,,,PUSH_ACK key=7 req=9 epoch=0x5eed1234
 EOF
 
 # The value bytes, in a pass of their own: frames 1 and 17 alone carry 1432 and 9216.
@@ -102,16 +107,35 @@ EOF
 	printf '\n'
 	echo 18,0302000000000003000000030000000205000000
 	echo 19,00010000000000000000000000000000
+	echo 20,
+	# count 2; rank 1 dead 198.18.0.3:9440 3100 ms; rank 0 restarted 198.18.0.2:9430
+	echo 21,0002000000010100c612000324e0000000000c1c00000200c612000224d6000000000000
+	echo 22,0002000000010100c612000324e0000000000c1c
+	echo 23,
+	echo 24,
 } >"$tmp/want_value.csv"
 
 # The repair records of frames 18 and 19.
 printf '%s\n' 18,0x03,0x02,0,1,3,3,2,2 19,0x00,0x01,1,0,0,0,0, >"$tmp/want_repair.csv"
+
+# The lost-server lists of the HEARTBEAT_ACKs 21 and 22 (22: cut after its first entry).
+printf '%s\n' 21,2,1\;0,1\;2,198.18.0.3\;198.18.0.2,9440\;9430,3100\;0 \
+	22,2,1,1,198.18.0.3,9440,3100 >"$tmp/want_lost.csv"
+
+# The beats flag (REGISTER 23 alone) and the server epoch, shown for every answer of a
+# server other than ERROR (0: the server does not say), of every frame.
+printf '%s\n' 1,0, 2,0, 3,0, 4,0,0x00000000 5,0,0x00000000 6,0,0x00000000 7,0, 8,0, 9,0, \
+	10,0, 11,0, 12,0,0x00000000 13,0,0x00000000 14,0,0x00000000 15,0, 16,0, 17,0, 18,0, \
+	19,0,0x00000000 20,0, 21,0, 22,0, 23,1, 24,0,0x5eed1234 >"$tmp/want_epoch.csv"
 
 run_tshark "${args[@]}" >"$tmp/got.csv"
 run_tshark -e frame.number -e psb.value >"$tmp/got_value.csv"
 run_tshark -Y psb.repair.flags -e frame.number -e psb.repair.req_type -e psb.repair.flags \
 	-e psb.repair.all -e psb.repair.has_round -e psb.repair.base -e psb.repair.nbits \
 	-e psb.repair.round -e psb.repair.missing >"$tmp/got_repair.csv"
+run_tshark -Y psb.lost.count -e frame.number -e psb.lost.count -e psb.lost.rank \
+	-e psb.lost.why -e psb.lost.ip -e psb.lost.port -e psb.lost.silent_ms >"$tmp/got_lost.csv"
+run_tshark -e frame.number -e psb.flags.beats -e psb.epoch >"$tmp/got_epoch.csv"
 
 status=0
 if ! diff -u --label expected --label tshark "$tmp/want.csv" "$tmp/got.csv"; then
@@ -125,6 +149,14 @@ if ! diff -u --label expected --label tshark "$tmp/want_value.csv" "$tmp/got_val
 fi
 if ! diff -u --label expected --label tshark "$tmp/want_repair.csv" "$tmp/got_repair.csv"; then
 	echo "test_dissector: FAIL: repair records differ (- expected, + decoded by psb.lua)" >&2
+	status=1
+fi
+if ! diff -u --label expected --label tshark "$tmp/want_lost.csv" "$tmp/got_lost.csv"; then
+	echo "test_dissector: FAIL: lost-server lists differ (- expected, + decoded by psb.lua)" >&2
+	status=1
+fi
+if ! diff -u --label expected --label tshark "$tmp/want_epoch.csv" "$tmp/got_epoch.csv"; then
+	echo "test_dissector: FAIL: beats flag or epoch differs (- expected, + decoded by psb.lua)" >&2
 	status=1
 fi
 [ $status -eq 0 ] && echo "test_dissector: $(wc -l <"$tmp/want.csv") frames decoded as expected"

@@ -156,9 +156,9 @@ kill_mid_run() {
 	wait "$wpid"
 	rc=$?
 	[ $rc -eq 1 ] || fail "$tag: worker exited $rc, expected 1"
-	grep -qF "server 198.18.0.1:9430 did not answer" "$DIR/w$tag.log" ||
+	grep -qF "(198.18.0.1:9430) did not answer" "$DIR/w$tag.log" ||
 		fail "$tag: the worker did not name its server: $(grep -v '^EAL' "$DIR/w$tag.log" | tail -3)"
-	results "$DIR/$tag.json" 'r["state"] == "failed" and "server 198.18.0.1:9430" in r["error"] and
+	results "$DIR/$tag.json" 'r["state"] == "failed" and "(198.18.0.1:9430) did not answer" in r["error"] and
 		r["iterations"] > 0 and r["failed"] > 0'
 	ok "$tag: the worker ended $((($(date +%s%N) - t0) / 1000000)) ms after its server was killed"
 }

@@ -111,12 +111,8 @@ run_rejoin() {
 	start 2 server 198.18.13.3 --stats-file "$DIR/s2.json"
 	start 3 worker 198.18.13.10 --verify --results "$DIR/w3.json" 4096 $repeat
 	start 4 worker 198.18.13.11 --verify --results "$DIR/w4.json" 4096 $repeat
-	for ((i = 0; i < 300; i++)); do
-		grep -q "iter [1-9][0-9]*/$repeat" "$DIR/n4.log" 2>/dev/null && break
-		sleep 0.1
-	done
-	pid=$(pgrep -f -- "--file-prefix ${PFX}4 " | while read -r p; do
-		[ "$(cat "/proc/$p/comm" 2>/dev/null)" = psb ] && echo "$p"; done)
+	wait_iter 4 $repeat
+	pid=$(node_pid 4)
 	[ -n "$pid" ] || fail "rejoin: node 4 (a worker) is not running"
 	kill -9 "$pid"
 	wait "${PIDS[4]}" 2>/dev/null
@@ -151,10 +147,98 @@ print(f"rejoin: a worker killed and restarted, did {w4['iterations']} of {repeat
 PY
 }
 
+# node_pid N: the psb process of node N (not the timeout or shell around it)
+node_pid() {
+	pgrep -f -- "--file-prefix ${PFX}$1 " | while read -r p; do
+		[ "$(cat "/proc/$p/comm" 2>/dev/null)" = psb ] && echo "$p"; done
+}
+
+# wait_iter N REPEAT: until node N's log shows a finished iteration (30 s at most)
+wait_iter() {
+	local i
+	for ((i = 0; i < 300; i++)); do
+		grep -q "iter [1-9][0-9]*/$2" "$DIR/n$1.log" 2>/dev/null && return 0
+		sleep 0.1
+	done
+	fail "node $1 did no iteration in 30 s"
+}
+
+# run_server_lost dead|restart: the job at 4 KB; one server (node 2) SIGKILLed in the middle,
+# and with `restart` started again at once. Either way what it stored is gone: both workers
+# must fail within seconds, naming that server (not a key), with their partial results
+# written; the living server and the scheduler end, the scheduler with rc 1 naming it too.
+run_server_lost() {
+	local how=$1 repeat=1000000 pid t0 t1 i rc sched_args=()
+	set_mtu 1500
+	rm -f "$DIR"/*.json "$DIR"/*.log
+	# a restart is told apart from a death only while the scheduler waits for it
+	[ "$how" = restart ] && sched_args=(--dead-after 60)
+	start 0 scheduler "" --stats-file "$DIR/sched.json" "${sched_args[@]}"
+	start 1 server 198.18.13.2 --stats-file "$DIR/s1.json"
+	start 2 server 198.18.13.3 --stats-file "$DIR/s2.json"
+	start 3 worker 198.18.13.10 --results "$DIR/w3.json" 4096 $repeat
+	start 4 worker 198.18.13.11 --results "$DIR/w4.json" 4096 $repeat
+	wait_iter 3 $repeat
+	pid=$(node_pid 2)
+	[ -n "$pid" ] || fail "$how: node 2 (a server) is not running"
+	t0=$(date +%s.%N)
+	kill -9 "$pid"
+	wait "${PIDS[2]}" 2>/dev/null
+	if [ "$how" = restart ]; then
+		mv "$DIR/n2.log" "$DIR/n2-killed.log"
+		dmlc_exec "$NSP" "$NSP" 2 server $ROOT 198.18.13.3 2 2 timeout -k 5 150 "$PSB" \
+			--file-prefix "${PFX}2b" --stats-file "$DIR/s2.json" > "$DIR/n2.log" 2>&1 &
+		PIDS[2]=$!
+	fi
+	for i in 3 4; do
+		wait "${PIDS[$i]}"
+		rc=$?
+		[ "$rc" -ne 0 ] || fail "$how: worker node $i exited 0 although a server was lost"
+	done
+	t1=$(date +%s.%N)
+	for i in 0 1 2; do
+		gone "${PIDS[$i]}" 15 || fail "$how: node $i still running 15 s after the workers failed"
+	done
+	wait "${PIDS[0]}"
+	rc=$?
+	[ "$rc" -eq 1 ] || fail "$how: the scheduler exited with $rc, not 1"
+	wait "${PIDS[1]}" || fail "$how: the living server exited with $?"
+	wait "${PIDS[2]}" 2>/dev/null
+	PIDS=()
+	python3 - "$DIR" "$how" "$t0" "$t1" <<'PY' || fail "$how: checks"
+import json, re, sys
+d, how, t0, t1 = sys.argv[1], sys.argv[2], float(sys.argv[3]), float(sys.argv[4])
+what = "is dead" if how == "dead" else "restarted"
+# within seconds: the scheduler's --dead-after (3 s) and a heartbeat, not a request's 59 s
+assert t1 - t0 < 12, f"the workers took {t1 - t0:.1f} s to fail"
+for n in (3, 4):
+    log = open(f"{d}/n{n}.log").read()
+    m = re.search(r"benchmark FAILED: (.*)", log)
+    assert m, log[-1500:]
+    msg = m.group(1)
+    assert re.search(r"server \d \(198\.18\.13\.3:9430", msg) and what in msg, msg
+    w = json.load(open(f"{d}/w{n}.json"))
+    assert w["state"] == "failed" and "198.18.13.3" in w["error"] and what in w["error"], w
+    assert w["iterations"] > 0, w
+sched = open(f"{d}/n0.log").read()
+assert re.search(r"server rank \d \(198\.18\.13\.3:9430\) " +
+                 ("is dead" if how == "dead" else "registered again"), sched), sched[-1500:]
+assert "the job lost 1 server(s)" in sched, sched[-1500:]
+sc = json.load(open(f"{d}/sched.json"))["scheduler"]
+assert sc["servers_dead" if how == "dead" else "servers_restarted"] == 1, sc
+assert sc["heartbeats"] > 0 and sc["workers_finished"] == 2, sc
+if how == "restart":
+    assert "this server restarted" in open(f"{d}/n2.log").read()
+print(f"server {how}: both workers failed {t1 - t0:.1f} s after the kill, naming it")
+PY
+}
+
 run_job 1500 4096 50
 run_rejoin
 run_job 1500 4096 20 --keep-serving
 run_job 1500 1048576 3
 run_job 9000 1048576 3
+run_server_lost dead
+run_server_lost restart
 echo "job: 2 servers and 2 workers over af_packet, 4 KB and 1 MB (MTU 1500 and 9000), exact sums;" \
 	"the job ends when its workers finished (or serves on with --keep-serving)"

@@ -16,6 +16,8 @@
 
 /* Requests carry PSB_F_SYNC while a test drives a synchronous store. */
 static int sync_flag;
+/* The epoch of the store under test: every answer but ERROR carries it (aux). */
+static uint32_t cur_epoch;
 
 /* One response as the emit callback saw it. */
 struct cap_msg {
@@ -77,16 +79,20 @@ waddr(uint16_t w)
 static struct psb_kv *
 kv_new(uint16_t nw, int sync, uint32_t max_value, uint32_t capacity)
 {
+	static uint32_t seq;
 	struct psb_kv_cfg cfg = {
 		.num_workers = nw,
 		.sync = sync,
 		.max_value = max_value,
 		.seg_size = SEG,
 		.capacity = capacity,
+		.epoch = 0x5eed0000u + ++seq,
 	};
 	struct psb_kv *kv = psb_kv_create(&cfg);
 
 	assert_non_null(kv);
+	assert_int_equal(psb_kv_epoch(kv), cfg.epoch);
+	cur_epoch = cfg.epoch;
 	return kv;
 }
 
@@ -163,6 +169,7 @@ check_resp(const struct cap_msg *m, uint8_t type, uint16_t w, uint32_t req_id, u
 	assert_int_equal(m->h.req_id, req_id);
 	assert_true(m->h.key == key);
 	assert_int_equal(m->h.round, round);
+	assert_int_equal(m->h.aux, cur_epoch);
 	assert_int_equal(m->to.ip, a.ip);
 	assert_int_equal(m->to.port, a.port);
 	assert_memory_equal(m->to.mac, a.mac, 6);
@@ -394,6 +401,7 @@ nack_bits(const struct cap_msg *m, uint32_t *base, uint32_t *nbits, uint8_t *fla
 	uint32_t v = 0, i;
 
 	assert_int_equal(m->h.type, PSB_MSG_REPAIR_RESP);
+	assert_int_equal(m->h.aux, cur_epoch);
 	assert_int_equal(m->h.seg_size, m->h.total_len);
 	assert_int_equal(psb_repair_decode(&rp, m->val, m->h.total_len), 0);
 	assert_true(rp.nbits <= 32);
@@ -560,6 +568,7 @@ test_copy_on_write(void **state)
 	cfg.value_headroom = 64;
 	kv = psb_kv_create(&cfg);
 	assert_non_null(kv);
+	cur_epoch = psb_kv_epoch(kv);
 	for (i = 0; i < 6; i++)
 		two[i] = 2 * v[i];
 	send_value(kv, &c, PSB_MSG_PUSH, 0, 1, 0, 42, v, sizeof(v));
@@ -1095,6 +1104,7 @@ kv_budget(uint16_t nw, int sync, const struct psb_kv_cfg *b)
 		cfg.release = fake_release;
 	kv = psb_kv_create(&cfg);
 	assert_non_null(kv);
+	cur_epoch = psb_kv_epoch(kv);
 	return kv;
 }
 

@@ -513,6 +513,202 @@ test_finalize(void **state)
 	}
 }
 
+static int
+beat(struct psb_sched *s, struct cap *c, const struct psb_addr *from)
+{
+	struct psb_hdr h;
+
+	psb_hdr_init(&h, PSB_MSG_HEARTBEAT);
+	h.aux = 500;
+	return psb_sched_handle(s, &h, from, cap_emit, c);
+}
+
+/* The lost servers a HEARTBEAT_ACK carries. */
+static int
+ack_lost(const struct cap_msg *m, struct psb_sched_lost *l, unsigned int n)
+{
+	assert_int_equal(m->h.type, PSB_MSG_HEARTBEAT_ACK);
+	return psb_sched_lost_decode(l, n, m->payload, m->h.seg_len);
+}
+
+#define MS	1000000ull
+
+/*
+ * Liveness: nodes that said they send HEARTBEATs and then go silent for dead_after_ns are
+ * dead, a silent node that never said so is not; a dead worker that speaks again is back;
+ * a dead server stays lost; a server registering again with another epoch restarted. Every
+ * HEARTBEAT_ACK names the lost servers. A scheduler that did not run blames no one. Once
+ * every worker finished or is dead, the job is over, and dead servers are not waited for.
+ */
+static void
+test_liveness(void **state)
+{
+	struct evlog log = { .n = 0 };
+	struct psb_sched_cfg cfg = { .num_workers = NW, .num_servers = NS, .on_event = on_event,
+		.ctx = &log, .dead_after_ns = 3000 * MS };
+	struct psb_addr w0 = waddr(0), w1 = waddr(1), w2 = waddr(2), s0 = saddr(0), s1 = saddr(1);
+	struct psb_addr stranger = waddr(9);
+	struct psb_sched_lost l[4];
+	const struct psb_sched_stats *st;
+	struct cap c = { .n = 0 };
+	struct psb_sched *s = psb_sched_create(&cfg);
+	uint64_t t = 1000 * MS;
+
+	(void)state;
+	assert_non_null(s);
+	st = psb_sched_stats(s);
+	assert_int_equal(psb_sched_tick(s, t), 0);
+	/* s1 (rank 0) and w0, w1 watched from REGISTER; s0 (rank 1) from its first HEARTBEAT */
+	assert_int_equal(reg(s, &c, &s1, PSB_F_SERVER | PSB_F_BEATS, 0xaaaa), 0);
+	assert_int_equal(reg(s, &c, &s0, PSB_F_SERVER, 0xbbbb), 0);
+	assert_int_equal(reg(s, &c, &w0, PSB_F_WORKER | PSB_F_BEATS, 0), 0);
+	assert_int_equal(reg(s, &c, &w1, PSB_F_WORKER | PSB_F_BEATS, 0), 0);
+	assert_int_equal(reg(s, &c, &w2, PSB_F_WORKER, 0), 0);	/* never watched */
+	assert_int_equal(psb_sched_ready(s), 1);
+	c.n = 0;
+	/* a stranger's HEARTBEAT: refused, unanswered */
+	assert_int_equal(beat(s, &c, &stranger), 0);
+	assert_int_equal(c.n, 0);
+	assert_int_equal(st->rejected, 1);
+	/* every node alive: an ack with no lost server */
+	for (t += 500 * MS; t < 4000 * MS; t += 500 * MS) {
+		assert_int_equal(psb_sched_tick(s, t), 0);
+		c.n = 0;
+		assert_int_equal(beat(s, &c, &s0), 0);
+		assert_int_equal(beat(s, &c, &s1), 0);
+		assert_int_equal(beat(s, &c, &w0), 0);
+		assert_int_equal(beat(s, &c, &w1), 0);
+		assert_int_equal(c.n, 4);
+		assert_int_equal(c.m[2].h.aux, 0);
+		assert_int_equal(ack_lost(&c.m[2], l, 4), 0);
+	}
+	assert_int_equal(st->heartbeats, 4 * 5);
+	/* s0 (rank 1) and w1 fall silent; w2 (unwatched) always was */
+	log.n = 0;
+	for (; t < 6600 * MS; t += 200 * MS) {
+		psb_sched_tick(s, t);
+		beat(s, &c, &s1);
+		beat(s, &c, &w0);
+		c.n = 0;
+	}
+	assert_int_equal(st->servers_dead, 0);
+	assert_int_equal(psb_sched_tick(s, t += 200 * MS), 1);	/* 3.3 s since s0's last */
+	assert_int_equal(st->servers_dead, 1);
+	assert_int_equal(st->workers_dead, 1);
+	assert_int_equal(log.n, 2);
+	assert_int_equal(log.ev[0].kind, PSB_SCHED_EV_DEAD);
+	assert_true(log.ev[0].server == 1 && log.ev[0].rank == 1 && addr_eq(&log.ev[0].addr, &s0));
+	assert_true(log.ev[0].silent_ns > 3000 * MS && log.ev[0].silent_ns < 3400 * MS);
+	assert_true(log.ev[1].server == 0 && addr_eq(&log.ev[1].addr, &w1));
+	/* every ack names it */
+	c.n = 0;
+	beat(s, &c, &w0);
+	assert_int_equal(c.m[0].h.aux, 1);
+	assert_int_equal(ack_lost(&c.m[0], l, 4), 1);
+	assert_true(l[0].rank == 1 && l[0].why == PSB_SCHED_LOST_DEAD && l[0].addr.ip == s0.ip &&
+		    l[0].addr.port == s0.port && l[0].silent_ms >= 3000 && l[0].silent_ms < 3400);
+	/* w1 speaks again: back; s0 speaks again: back, but lost for good */
+	log.n = 0;
+	beat(s, &c, &w1);
+	beat(s, &c, &s0);
+	assert_int_equal(log.n, 2);
+	assert_int_equal(log.ev[0].kind, PSB_SCHED_EV_BACK);
+	assert_int_equal(log.ev[1].kind, PSB_SCHED_EV_BACK);
+	assert_int_equal(psb_sched_tick(s, t += 200 * MS), 1);
+	/* s1 registers again: the same epoch (a lost ack) is no restart, another one is */
+	c.n = 0;
+	assert_int_equal(reg(s, &c, &s1, PSB_F_SERVER | PSB_F_BEATS, 0xaaaa), 0);
+	assert_int_equal(st->servers_restarted, 0);
+	assert_int_equal(c.m[0].h.type, PSB_MSG_REGISTER_ACK);
+	assert_true(c.m[0].h.flags & PSB_F_REJOIN);
+	log.n = 0;
+	assert_int_equal(reg(s, &c, &s1, PSB_F_SERVER | PSB_F_BEATS, 0xcccc), 0);
+	assert_int_equal(st->servers_restarted, 1);
+	assert_int_equal(log.n, 1);
+	assert_int_equal(log.ev[0].kind, PSB_SCHED_EV_RESTARTED);
+	assert_int_equal(psb_sched_tick(s, t += 200 * MS), 2);
+	c.n = 0;
+	beat(s, &c, &w0);
+	assert_int_equal(c.m[0].h.aux, 2);
+	assert_int_equal(ack_lost(&c.m[0], l, 4), 2);
+	assert_true(l[0].rank == 0 && l[0].why == PSB_SCHED_LOST_RESTARTED && l[0].silent_ms == 0);
+	assert_true(l[1].rank == 1 && l[1].why == PSB_SCHED_LOST_DEAD);
+	assert_int_equal(psb_sched_lost(s, l, 1), 2);	/* the count even when out is short */
+	/* the scheduler itself did not run for 10 s: nobody is blamed for it */
+	log.n = 0;
+	t += 10000 * MS;
+	psb_sched_tick(s, t);
+	assert_int_equal(log.n, 0);
+	/* w0 finishes, w1 goes silent again: the job is over without it; s0 (dead) not told */
+	c.n = 0;
+	assert_int_equal(fin(s, &c, &w0, PSB_MSG_FINALIZE), 0);
+	assert_int_equal(fin(s, &c, &w2, PSB_MSG_FINALIZE), 0);
+	assert_int_equal(psb_sched_finished(s), 0);
+	for (t += 200 * MS; !psb_sched_finished(s) && t < 30000 * MS; t += 200 * MS) {
+		psb_sched_tick(s, t);
+		beat(s, &c, &s1);
+		beat(s, &c, &s0);
+		c.n = 0;
+	}
+	assert_int_equal(psb_sched_finished(s), 1);
+	assert_int_equal(st->workers_dead, 2);
+	/* s0 was heard to the end here, so both are told; then s0 dies and is not waited for */
+	assert_int_equal(psb_sched_end_servers(s, cap_emit, &c), 2);
+	for (t += 200 * MS; t < 40000 * MS; t += 200 * MS) {
+		psb_sched_tick(s, t);
+		beat(s, &c, &s1);
+		c.n = 0;
+	}
+	assert_int_equal(psb_sched_end_servers(s, cap_emit, &c), 1);
+	psb_sched_free(s);
+}
+
+/* HEARTBEAT_ACK payloads: what encode writes decodes the same; malformed ones are refused. */
+static void
+test_lost_codec(void **state)
+{
+	struct psb_sched_lost in[PSB_SCHED_LOST_MAX], out[PSB_SCHED_LOST_MAX];
+	uint8_t buf[4 + (PSB_SCHED_LOST_MAX + 1) * PSB_SCHED_LOST_ENTRY];
+	unsigned int i;
+	size_t len;
+
+	(void)state;
+	memset(in, 0, sizeof(in));
+	for (i = 0; i < PSB_SCHED_LOST_MAX; i++) {
+		in[i].rank = (uint16_t)(i * 3);
+		in[i].why = i & 1 ? PSB_SCHED_LOST_DEAD : PSB_SCHED_LOST_RESTARTED;
+		in[i].addr.ip = 0xc6120000u + i;
+		in[i].addr.port = (uint16_t)(9000 + i);
+		in[i].silent_ms = i * 1000;
+	}
+	assert_int_equal(psb_sched_lost_encode(in, PSB_SCHED_LOST_MAX + 1, buf, sizeof(buf)), 0);
+	assert_int_equal(psb_sched_lost_encode(in, 2, buf, 4 + PSB_SCHED_LOST_ENTRY), 0);
+	len = psb_sched_lost_encode(in, PSB_SCHED_LOST_MAX, buf, sizeof(buf));
+	assert_int_equal(len, 4 + PSB_SCHED_LOST_MAX * PSB_SCHED_LOST_ENTRY);
+	assert_int_equal(psb_sched_lost_decode(out, PSB_SCHED_LOST_MAX, buf, len),
+		PSB_SCHED_LOST_MAX);
+	for (i = 0; i < PSB_SCHED_LOST_MAX; i++) {
+		assert_int_equal(out[i].rank, in[i].rank);
+		assert_int_equal(out[i].why, in[i].why);
+		assert_int_equal(out[i].addr.ip, in[i].addr.ip);
+		assert_int_equal(out[i].addr.port, in[i].addr.port);
+		assert_int_equal(out[i].silent_ms, in[i].silent_ms);
+	}
+	/* room for fewer: the first ones */
+	assert_int_equal(psb_sched_lost_decode(out, 1, buf, len), 1);
+	/* every length cut short, a count beyond the maximum, an unknown reason */
+	for (i = 0; i < len; i++)
+		assert_int_equal(psb_sched_lost_decode(out, 4, buf, i), -EINVAL);
+	buf[0] = 0xff;
+	assert_int_equal(psb_sched_lost_decode(out, 4, buf, sizeof(buf)), -EINVAL);
+	len = psb_sched_lost_encode(in, 2, buf, sizeof(buf));
+	buf[4 + PSB_SCHED_LOST_ENTRY + 2] = 7;
+	assert_int_equal(psb_sched_lost_decode(out, 4, buf, len), -EINVAL);
+	/* an empty list */
+	len = psb_sched_lost_encode(in, 0, buf, sizeof(buf));
+	assert_int_equal(psb_sched_lost_decode(out, 4, buf, len), 0);
+}
+
 static void
 test_key_range(void **state)
 {
@@ -648,6 +844,8 @@ main(void)
 		cmocka_unit_test(test_events),
 		cmocka_unit_test(test_barrier),
 		cmocka_unit_test(test_finalize),
+		cmocka_unit_test(test_liveness),
+		cmocka_unit_test(test_lost_codec),
 		cmocka_unit_test(test_key_range),
 		cmocka_unit_test(test_view_codec),
 		cmocka_unit_test(test_create_invalid),

@@ -1340,6 +1340,116 @@ wk_new_batch(struct net *n, struct port *p, uint16_t rank, uint32_t window, uint
 	return wk;
 }
 
+/* The server process of n restarts: a new store, empty, with another epoch. */
+static uint32_t
+net_restart_server(struct net *n, uint16_t nw, int sync, uint32_t epoch)
+{
+	struct psb_kv_cfg kc = { .num_workers = nw, .sync = sync, .seg_size = SEG,
+		.epoch = epoch };
+
+	psb_kv_free(n->kv);
+	n->kv = psb_kv_create(&kc);
+	assert_non_null(n->kv);
+	return psb_kv_epoch(n->kv);
+}
+
+/*
+ * A server that restarted answers with another epoch: the worker never takes such an
+ * answer (it comes from a store that lost the job's values) and fails the request with
+ * -ESTALE; answers without an epoch (0) are taken; each server has its own epoch.
+ */
+static void
+test_server_restart(void **state)
+{
+	struct net *n = net_new(1, 0);
+	struct port p;
+	struct done_log d = { .n = 0 };
+	struct psb_wk *wk = wk_new(n, &p, 0, 0, 4, 1000000, 2, &d);
+	const struct psb_wk_stats *st = psb_wk_stats(wk);
+	float a[8], out[8];
+	struct psb_wk_op op;
+	uint32_t e1 = psb_kv_epoch(n->kv), e2;
+	struct psb_hdr h;
+
+	(void)state;
+	fill(a, 8, 0.5f);
+	assert_int_equal(psb_wk_server_epoch(wk, 0), 0);
+	op_init(&op, PSB_MSG_PUSH, 8, sizeof(a), a, NULL);
+	assert_int_equal(psb_wk_submit(wk, &op, n->now), 0);
+	net_run(n);
+	assert_int_equal(op.status, 0);
+	assert_int_equal(psb_wk_server_epoch(wk, 0), e1);
+	/* the server restarts: a push (answered by the empty store) and a pushpull fail */
+	e2 = net_restart_server(n, 1, 0, e1 + 1);
+	op_init(&op, PSB_MSG_PUSH, 8, sizeof(a), a, NULL);
+	assert_int_equal(psb_wk_submit(wk, &op, n->now), 0);
+	net_run(n);
+	assert_int_equal(d.n, 2);
+	assert_int_equal(op.status, -ESTALE);
+	assert_int_equal(op.err_aux, e2);
+	assert_int_equal(st->server_restarts, 1);
+	memset(out, 0, sizeof(out));
+	op_init(&op, PSB_MSG_PUSHPULL, 8, sizeof(a), a, out);
+	assert_int_equal(psb_wk_submit(wk, &op, n->now), 0);
+	net_run(n);
+	assert_int_equal(op.status, -ESTALE);
+	assert_int_equal(op.out_len, 0);
+	assert_int_equal(st->server_restarts, 2);
+	/* the first epoch stays the one that counts */
+	assert_int_equal(psb_wk_server_epoch(wk, 0), e1);
+	/* an answer without an epoch is taken */
+	op_init(&op, PSB_MSG_PUSH, 9, sizeof(a), a, NULL);
+	assert_int_equal(psb_wk_submit(wk, &op, n->now), 0);
+	psb_hdr_init(&h, PSB_MSG_PUSH_ACK);
+	h.req_id = n->log[n->nlog - 1].req_id;
+	h.key = 9;
+	net_flush(n);
+	psb_wk_input(wk, &h, NULL, n->now);
+	assert_int_equal(op.status, 0);
+	psb_wk_free(wk);
+	net_free(n);
+}
+
+/* Two servers (keys by parity) with epochs of their own: neither is taken for a restart. */
+static void
+test_server_epochs(void **state)
+{
+	struct net *n = net_new(1, 0);
+	struct port p;
+	struct done_log d = { .n = 0 };
+	struct psb_wk *wk = wk_new_batch(n, &p, 0, 16, 1000000, 0, dest_parity, &d);
+	const struct psb_wk_stats *st = psb_wk_stats(wk);
+	struct psb_wk_op op[4];
+	float a[4] = { 1, 2, 3, 4 };
+	struct psb_hdr h;
+	unsigned int i;
+
+	(void)state;
+	for (i = 0; i < 4; i++) {
+		op_init(&op[i], PSB_MSG_PUSH, 100 + i, sizeof(a), a, NULL);
+		assert_int_equal(psb_wk_submit(wk, &op[i], n->now), 0);
+	}
+	net_flush(n);
+	for (i = 0; i < 4; i++) {
+		psb_hdr_init(&h, PSB_MSG_PUSH_ACK);
+		h.req_id = n->log[i].req_id;
+		h.key = 100 + i;
+		h.aux = i & 1 ? 0xbbbb : 0xaaaa;
+		if (i == 3)
+			h.aux = 0xaaaa;	/* server 1 with server 0's epoch: it restarted */
+		psb_wk_input(wk, &h, NULL, n->now);
+	}
+	assert_int_equal(op[0].status, 0);
+	assert_int_equal(op[1].status, 0);
+	assert_int_equal(op[2].status, 0);
+	assert_int_equal(op[3].status, -ESTALE);
+	assert_int_equal(psb_wk_server_epoch(wk, 0), 0xaaaa);
+	assert_int_equal(psb_wk_server_epoch(wk, 1), 0xbbbb);
+	assert_int_equal(st->server_restarts, 1);
+	psb_wk_free(wk);
+	net_free(n);
+}
+
 /* Read the records of logged BATCH i; they must use up its bytes exactly. Returns their count. */
 static unsigned int
 batch_recs(const struct net *n, unsigned int i, struct psb_rec *r, const uint8_t **val,
@@ -2393,6 +2503,49 @@ test_bench_verify_detects(void **state)
 	free(br);
 }
 
+/* The scheduler says a server is lost: psb_bench_fail ends the run with that, once. */
+static void
+test_bench_fail(void **state)
+{
+	struct net *n = net_new(1, 1);
+	struct port p = { .net = n, .rank = 0 };
+	struct psb_bench_cfg bc = {
+		.len = BLEN, .repeat = 1000000, .mode = PSB_BENCH_PUSH_PULL, .nkeys = BK,
+		.keys = bench_keys, .num_workers = 1, .label = "w0",
+	};
+	struct psb_wk_cfg wc = {
+		.rank = 0, .sync = 1, .seg_size = SEG, .timeout_ns = 50000, .max_retries = 100,
+		.send = net_send, .send_arg = &p,
+	};
+	struct psb_bench *b = psb_bench_create(&bc, &wc);
+	struct psb_bench_result r;
+	char why[160];
+	unsigned int i;
+
+	(void)state;
+	assert_non_null(b);
+	n->wk[0] = psb_bench_wk(b);
+	for (i = 0; i < 50; i++) {
+		assert_int_equal(psb_bench_step(b, n->now), 0);
+		net_run(n);
+		n->now += 1000;
+	}
+	psb_bench_fail(b, -EHOSTDOWN, bench_keys[1], 3100);
+	psb_bench_fail(b, -ESTALE, bench_keys[0], 0);	/* the first reason stays */
+	assert_int_equal(psb_bench_step(b, n->now), -EIO);
+	assert_int_equal(psb_bench_step(b, n->now + 1), -EIO);
+	psb_bench_result(b, n->now, &r);
+	assert_int_equal(r.first_error, -EHOSTDOWN);
+	assert_true(r.first_error_key == bench_keys[1]);
+	assert_int_equal(r.first_error_aux, 3100);
+	assert_true(r.iterations > 0);
+	assert_non_null(strstr(psb_bench_error_text(-EHOSTDOWN, 0, why, sizeof(why)), "dead"));
+	assert_non_null(strstr(psb_bench_error_text(-ESTALE, 0, why, sizeof(why)), "restarted"));
+	n->wk[0] = NULL;
+	psb_bench_free(b);
+	net_free(n);
+}
+
 static void
 test_bench_goodput(void **state)
 {
@@ -2675,6 +2828,8 @@ main(void)
 		cmocka_unit_test(test_bench_async_verify),
 		cmocka_unit_test(test_stray),
 		cmocka_unit_test(test_dup_response),
+		cmocka_unit_test(test_server_restart),
+		cmocka_unit_test(test_server_epochs),
 		cmocka_unit_test(test_batch_roundtrip),
 		cmocka_unit_test(test_batch_dest),
 		cmocka_unit_test(test_batch_split),
@@ -2689,6 +2844,7 @@ main(void)
 		cmocka_unit_test(test_bench_rejoin),
 		cmocka_unit_test(test_bench_staleness),
 		cmocka_unit_test(test_bench_verify_detects),
+		cmocka_unit_test(test_bench_fail),
 		cmocka_unit_test(test_bench_goodput),
 		cmocka_unit_test(test_bench_create_invalid),
 		cmocka_unit_test(test_bench_mode_parse),

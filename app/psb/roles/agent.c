@@ -46,6 +46,12 @@ psb_agent_send(struct psb_agent *ag, struct psb_role_inst *ri, uint8_t type)
 	psb_hdr_init(&h, type);
 	h.flags = ag->server ? PSB_F_SERVER : PSB_F_WORKER;
 	h.aux = ag->barrier_group;
+	if (type == PSB_MSG_REGISTER) {
+		h.req_id = ag->server ? app->epoch : 0;
+		h.flags |= app->heartbeat_ns != 0 ? PSB_F_BEATS : 0;
+	} else if (type == PSB_MSG_HEARTBEAT) {
+		h.aux = (uint32_t)(app->heartbeat_ns / 1000000);
+	}
 	m = psb_build(ri, &src, &dst, &h, NULL);
 	if (m != NULL)
 		psb_out(ri, m, dst.ip);
@@ -105,6 +111,10 @@ psb_agent_input(struct psb_agent *ag, struct psb_app *app, const struct psb_meta
 		if (ag->rejoin && !ag->server)
 			PSB_LOG(app, "worker: rejoining the job as rank %u: the rounds it has done "
 				"count as iterations done", ag->rank);
+		else if (ag->rejoin)
+			PSB_LOG(app, "server: the scheduler knew rank %u already: this server "
+				"restarted, and what the job stored in it before is lost; the workers "
+				"are told, and the job fails", ag->rank);
 		ag->next_try_ns = 0;
 		ag->tries = 0;
 		ag->phase_ns = 0;
@@ -148,6 +158,18 @@ psb_agent_restart(struct psb_agent *ag)
 {
 	ag->phase_ns = 0;
 	ag->tries = 0;
+}
+
+void
+psb_agent_beat(struct psb_agent *ag, struct psb_role_inst *ri, uint64_t now_ns)
+{
+	struct psb_app *app = ri->app;
+
+	if (app->heartbeat_ns == 0 || app->sched_ip == 0 || ag->state != PSB_AGENT_READY ||
+	    now_ns < ag->beat_next_ns)
+		return;
+	ag->beat_next_ns = now_ns + app->heartbeat_ns;
+	psb_agent_send(ag, ri, PSB_MSG_HEARTBEAT);
 }
 
 /*
@@ -213,6 +235,8 @@ agent_poll(struct psb_role_inst *ri)
 				rte_pktmbuf_mtod_offset(pkts[i], uint8_t *, meta->payload_off));
 		rte_pktmbuf_free(pkts[i]);
 	}
+	if (ri->app->registered)
+		psb_agent_beat(ag, ri, psb_now_ns(ri->app));
 	if (ag->end_ns != 0 && psb_now_ns(ri->app) >= ag->end_ns) {
 		ag->end_ns = 0;
 		__atomic_store_n(&ri->app->quit, 1, __ATOMIC_RELEASE);

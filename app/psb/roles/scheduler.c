@@ -13,6 +13,7 @@ struct sched_priv {
 	struct psb_sched *s;
 	uint64_t end_start_ns;		/* the servers were first told (0: not yet) */
 	uint64_t end_next_ns;
+	uint32_t idle_passes;
 };
 
 /* The cluster as it forms, in the log: ready always, each node with -v (PS_VERBOSE=1). */
@@ -58,6 +59,24 @@ sched_event(void *ctx, const struct psb_sched_event *ev)
 		PSB_DBG(app, 1, "scheduler: server rank %u (%s:%u) ended (%u/%u)", ev->rank,
 			psb_ip_str(ev->addr.ip, ip), ev->addr.port, ev->nservers, app->num_servers);
 		break;
+	case PSB_SCHED_EV_DEAD:
+		PSB_LOG(app, "scheduler: %s rank %u (%s:%u) is dead: nothing from it for %.1f s "
+			"(--dead-after %.1f)%s", ev->server ? "server" : "worker", ev->rank,
+			psb_ip_str(ev->addr.ip, ip), ev->addr.port, ev->silent_ns / 1e9,
+			app->dead_after_ns / 1e9, ev->server ? "; the workers are told, and the "
+			"job fails" : "; the job ends without it unless it comes back");
+		break;
+	case PSB_SCHED_EV_BACK:
+		PSB_LOG(app, "scheduler: %s rank %u (%s:%u) speaks again after %.1f s%s",
+			ev->server ? "server" : "worker", ev->rank, psb_ip_str(ev->addr.ip, ip),
+			ev->addr.port, ev->silent_ns / 1e9, ev->server ? "; it stays lost to the "
+			"job" : "");
+		break;
+	case PSB_SCHED_EV_RESTARTED:
+		PSB_LOG(app, "scheduler: server rank %u (%s:%u) registered again from a new process: "
+			"it restarted and what it stored is lost; the workers are told, and the job "
+			"fails", ev->rank, psb_ip_str(ev->addr.ip, ip), ev->addr.port);
+		break;
 	}
 }
 
@@ -70,6 +89,7 @@ sched_init(struct psb_role_inst *ri)
 		.on_event = sched_event,
 		.ctx = ri,
 		.keep_serving = ri->app->keep_serving,
+		.dead_after_ns = ri->app->dead_after_ns,
 	};
 	struct sched_priv *sp = rte_zmalloc("psb_sched", sizeof(*sp), RTE_CACHE_LINE_SIZE);
 
@@ -99,22 +119,24 @@ sched_emit(void *arg, const struct psb_addr *to, struct psb_hdr *h, const void *
 
 /*
  * Every worker finished: tell the servers until each acknowledged (END_WAIT_NS at most: a
- * server gone already cannot), then end the scheduler, its counters written.
+ * server gone already cannot), then end the scheduler, its counters written; with a
+ * failure when the job lost a server.
  */
 static void
 end_job(struct psb_role_inst *ri, struct sched_priv *sp)
 {
 	struct psb_app *app = ri->app;
 	uint64_t now = psb_now_ns(app);
-	unsigned int pending;
+	struct psb_sched_lost lost;
+	unsigned int pending, nlost;
+	char ip[20];
 
 	if (sp->end_start_ns == 0)
-		sp->end_start_ns = now;	/* the first FINALIZEs went with the last worker's */
+		sp->end_start_ns = now;
 	if (now < sp->end_next_ns || app->quit)
 		return;
 	sp->end_next_ns = now + END_RETRY_NS;
-	pending = sp->end_start_ns == now ? app->num_servers :
-		psb_sched_end_servers(sp->s, sched_emit, ri);
+	pending = psb_sched_end_servers(sp->s, sched_emit, ri);
 	if (pending != 0 && now - sp->end_start_ns < END_WAIT_NS)
 		return;
 	if (pending == 0)
@@ -122,6 +144,15 @@ end_job(struct psb_role_inst *ri, struct sched_priv *sp)
 	else
 		PSB_LOG(app, "scheduler: %u server(s) did not acknowledge the end of the job "
 			"within %.0f s; ending all the same", pending, END_WAIT_NS / 1e9);
+	nlost = psb_sched_lost(sp->s, &lost, 1);
+	if (nlost != 0)
+		psb_app_fail(app, "scheduler: the job lost %u server(s), the first rank %u (%s:%u, "
+			     "%s)", nlost, lost.rank, psb_ip_str(lost.addr.ip, ip), lost.addr.port,
+			     lost.why == PSB_SCHED_LOST_DEAD ? "dead" : "restarted");
+	else if (psb_sched_stats(sp->s)->workers_dead != 0 &&
+		 psb_sched_stats(sp->s)->workers_finished < app->num_workers)
+		psb_app_fail(app, "scheduler: the job ended without %u dead worker(s)",
+			     app->num_workers - (unsigned int)psb_sched_stats(sp->s)->workers_finished);
 	__atomic_store_n(&app->quit, 1, __ATOMIC_RELEASE);
 }
 
@@ -129,9 +160,8 @@ static int
 sched_poll(struct psb_role_inst *ri)
 {
 	struct rte_mbuf *pkts[PSB_BURST];
-	unsigned int n, i;
-
 	struct sched_priv *sp = ri->priv;
+	unsigned int n, i;
 
 	n = rte_ring_dequeue_burst(ri->app->sched_ring, (void **)pkts, PSB_BURST, NULL);
 	for (i = 0; i < n; i++) {
@@ -141,6 +171,9 @@ sched_poll(struct psb_role_inst *ri)
 		psb_sched_handle(sp->s, &meta->hdr, &meta->src, sched_emit, ri);
 		rte_pktmbuf_free(pkts[i]);
 	}
+	/* the clock, for liveness: every pass with messages, else one in 64 */
+	if (n != 0 || (++sp->idle_passes & 63) == 0)
+		psb_sched_tick(sp->s, psb_now_ns(ri->app));
 	if (unlikely(psb_sched_finished(sp->s)) && !ri->app->keep_serving)
 		end_job(ri, sp);
 	psb_out_flush(ri);

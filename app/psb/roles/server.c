@@ -130,6 +130,7 @@ server_init(struct psb_role_inst *ri)
 		.value_free = value_free,
 		.value_headroom = VALUE_HEADROOM,
 		.value_busy = value_busy,
+		.epoch = app->epoch,
 	};
 	struct server_priv *sp = rte_zmalloc("psb_server", sizeof(*sp), RTE_CACHE_LINE_SIZE);
 
@@ -234,6 +235,7 @@ server_batch(struct psb_role_inst *ri, struct server_priv *sp, struct psb_meta *
 		return;
 	}
 	psb_hdr_batch_resp(&h, &meta->hdr, (uint16_t)len);
+	h.aux = app->epoch;
 	psb_frame_write_headers(p, &app->me, &meta->src, &h, (uint16_t)len);
 	rte_pktmbuf_append(m, (uint16_t)(PSB_FRAME_HLEN + len));
 	psb_out(ri, m, meta->src.ip);

@@ -45,11 +45,16 @@ struct worker_priv {
 	uint64_t finalize_next_ns;
 	int finalized;			/* the scheduler acknowledged our FINALIZE */
 	int was_registered;		/* counted in app->wk_registered */
+	struct psb_sched_lost lost;	/* the first server the scheduler said the job lost */
+	int lost_known;
+	uint64_t bad_acks;		/* malformed HEARTBEAT_ACKs */
 	char label[32];
 	char reason[256];		/* why the last experiment failed */
 };
 
 #define FINALIZE_RETRY_NS	200000000ull
+
+static void lost_fail(struct worker_priv *wp);
 
 static int
 worker_init(struct psb_role_inst *ri)
@@ -208,6 +213,7 @@ start_bench(struct psb_role_inst *ri)
 	wp->bench = psb_bench_create(&bc, &wc);
 	if (wp->bench == NULL)
 		return -EINVAL;
+	lost_fail(wp);	/* a job that lost a server already cannot run right */
 	PSB_LOG(app, "%s: %s, %llu B x %u keys on %u server(s), %llu iterations%s, %s", wp->label,
 		psb_bench_mode_name(bo->mode), (unsigned long long)bo->len, nkeys, wp->nservers,
 		(unsigned long long)bo->repeat, bo->warmup != 0 ? " after warm-up" : "",
@@ -231,30 +237,91 @@ write_results(struct psb_role_inst *ri, const struct psb_bench_result *r, const 
 		PSB_LOG(app, "%s: cannot write results to %s", wp->label, path);
 }
 
+/* "keys [a, b)" of server s, as the scheduler split the key space. */
+static const char *
+key_range(const struct worker_priv *wp, uint16_t s, char *buf, size_t len)
+{
+	if (wp->key_end[s] == UINT64_MAX)
+		snprintf(buf, len, "keys %llu and up", (unsigned long long)wp->key_begin[s]);
+	else
+		snprintf(buf, len, "keys %llu to %llu", (unsigned long long)wp->key_begin[s],
+			 (unsigned long long)wp->key_end[s] - 1);
+	return buf;
+}
+
 /* Why the benchmark failed, naming the server that did not answer when none did. */
 static void
 failure_reason(struct psb_role_inst *ri, const struct psb_bench_result *r)
 {
 	struct worker_priv *wp = ri->priv;
-	const struct psb_addr *srv = &wp->servers[server_of(wp, r->first_error_key)];
-	char ip[16], why[160];
+	int rank = server_of(wp, r->first_error_key);
+	const struct psb_addr *srv = &wp->servers[rank];
+	char ip[16], why[160], keys[64];
 
-	if (r->first_error == -ETIMEDOUT)
-		snprintf(wp->reason, sizeof(wp->reason), "%s: server %s:%u did not answer %s of key "
-			 "%llu for %.3f s (%u tries; --timeout-us %llu doubling, --max-retries %u)",
-			 wp->label, psb_ip_str(srv->ip, ip), srv->port,
+	key_range(wp, (uint16_t)rank, keys, sizeof(keys));
+	if (r->first_error == -EHOSTDOWN)
+		snprintf(wp->reason, sizeof(wp->reason), "%s: server %d (%s:%u, %s) is dead: the "
+			 "scheduler heard nothing from it for %.1f s; the job fails", wp->label, rank,
+			 psb_ip_str(srv->ip, ip), srv->port, keys, r->first_error_aux / 1e3);
+	else if (r->first_error == -ESTALE)
+		snprintf(wp->reason, sizeof(wp->reason), "%s: server %d (%s:%u) restarted during "
+			 "the job%s: what it stored of %s is lost; the job fails", wp->label, rank,
+			 psb_ip_str(srv->ip, ip), srv->port, r->first_error_aux != 0 ?
+			 " (its answers carry another epoch)" : " (the scheduler says)", keys);
+	else if (r->first_error == -ETIMEDOUT)
+		snprintf(wp->reason, sizeof(wp->reason), "%s: server %d (%s:%u) did not answer %s "
+			 "of key %llu for %.3f s (%u tries; --timeout-us %llu doubling, "
+			 "--max-retries %u)", wp->label, rank, psb_ip_str(srv->ip, ip), srv->port,
 			 psb_msg_type_name(r->first_error_type), (unsigned long long)r->first_error_key,
 			 r->first_error_wait_ns / 1e9, r->first_error_retries + 1,
 			 (unsigned long long)(wp->exp->pushpull.timeout / 1000),
 			 (unsigned int)wp->exp->pushpull.max_retries);
 	else if (r->first_error != 0)
-		snprintf(wp->reason, sizeof(wp->reason), "%s: server %s:%u refused %s of key %llu: "
-			 "%s", wp->label, psb_ip_str(srv->ip, ip), srv->port,
+		snprintf(wp->reason, sizeof(wp->reason), "%s: server %d (%s:%u) refused %s of key "
+			 "%llu: %s", wp->label, rank, psb_ip_str(srv->ip, ip), srv->port,
 			 psb_msg_type_name(r->first_error_type), (unsigned long long)r->first_error_key,
 			 psb_bench_error_text(r->first_error, r->first_error_aux, why, sizeof(why)));
 	else
 		snprintf(wp->reason, sizeof(wp->reason), "%s: %llu pulled values were wrong",
 			 wp->label, (unsigned long long)r->verify_errors);
+}
+
+/* The scheduler said the job lost a server: a running benchmark fails with it named. */
+static void
+lost_fail(struct worker_priv *wp)
+{
+	uint16_t s = wp->lost.rank;
+
+	if (!wp->lost_known || wp->bench == NULL || s >= wp->nservers)
+		return;
+	psb_bench_fail(wp->bench, wp->lost.why == PSB_SCHED_LOST_DEAD ? -EHOSTDOWN : -ESTALE,
+		wp->key_begin[s], wp->lost.why == PSB_SCHED_LOST_DEAD ? wp->lost.silent_ms : 0);
+}
+
+/* HEARTBEAT_ACK: the servers the job lost so far (aux: how many). */
+static void
+heartbeat_ack(struct psb_role_inst *ri, struct worker_priv *wp, const struct psb_meta *meta,
+		const uint8_t *payload)
+{
+	struct psb_app *app = ri->app;
+	struct psb_sched_lost l;
+	char ip[16];
+
+	if (meta->src.ip != app->sched_ip || meta->src.port != app->sched_port ||
+	    meta->hdr.aux == 0 || wp->lost_known)
+		return;
+	if (psb_sched_lost_decode(&l, 1, payload, meta->hdr.seg_len) != 1 ||
+	    l.rank >= wp->nservers) {
+		wp->bad_acks++;
+		return;
+	}
+	wp->lost = l;
+	wp->lost_known = 1;
+	PSB_LOG(app, "worker %u: the scheduler says server %u (%s:%u) %s", wp->ag.rank, l.rank,
+		psb_ip_str(l.addr.ip, ip), l.addr.port, l.why == PSB_SCHED_LOST_DEAD ?
+		"is dead" : "restarted and lost what it stored");
+	if (wp->st == W_RUN)
+		lost_fail(wp);
 }
 
 static void
@@ -472,7 +539,8 @@ worker_poll(struct psb_role_inst *ri)
 	 */
 	if (unlikely(app->finalizing) && wp->was_registered && !wp->finalized)
 		finalize_step(ri, wp);
-	if (wp->st == W_READY && n == 0)
+	/* idle: the clock (for heartbeats) one pass in 1024 */
+	if (wp->st == W_READY && n == 0 && (++wp->idle_passes & 1023) != 0)
 		return 0;
 	if (n != 0 || wp->st != W_RUN || (++wp->idle_passes & 15) == 0) {
 		now = psb_now_ns(app);
@@ -493,11 +561,15 @@ worker_poll(struct psb_role_inst *ri)
 			psb_agent_input(&wp->ag, app, meta, payload);
 		else if (meta->hdr.type == PSB_MSG_FINALIZE_ACK)
 			finalize_ack(app, wp, meta);
+		else if (meta->hdr.type == PSB_MSG_HEARTBEAT_ACK)
+			heartbeat_ack(ri, wp, meta, payload);
 		else if (wp->st == W_RUN)
 			psb_wk_input(psb_bench_wk(wp->bench), &meta->hdr, payload, now);
 		rte_pktmbuf_free(pkts[i]);
 	}
 
+	if (wp->was_registered)
+		psb_agent_beat(&wp->ag, ri, now);
 	switch (wp->st) {
 	case W_REGISTER:
 		if (!psb_agent_step(&wp->ag, ri, now)) {
