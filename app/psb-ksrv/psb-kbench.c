@@ -426,6 +426,10 @@ main(int argc, char **argv)
 			st.last_error_status == PSB_ST_LEN_MISMATCH ?
 			" (it holds these keys with another length: restart it)" : "");
 		exit_code = 1;
+	} else if (rc < 0 && res.first_error == -ESTALE) {
+		fprintf(stderr, "psb-kbench: %s: benchmark FAILED: key %llu: %s\n", label,
+			(unsigned long long)res.first_error_key, psb_client_strerror(-ESTALE));
+		exit_code = 1;
 	} else if (rc < 0) {
 		fprintf(stderr, "psb-kbench: %s: benchmark FAILED: %llu request(s) got no answer after "
 			"%u retries (is the server up at that address, and --sync/--async the same on "
@@ -436,6 +440,10 @@ main(int argc, char **argv)
 			label, (unsigned long long)res.verify_errors);
 		exit_code = 1;
 	}
+	/* ps-lite's Finalize: once every worker said so, the scheduler ends the job */
+	if (o.sched != NULL && (rc = psb_client_finalize(c, 2000000000ull)) != 0)
+		fprintf(stderr, "psb-kbench: %s: the scheduler did not acknowledge the end of this "
+			"worker (FINALIZE) within 2 s: %s\n", label, psb_client_strerror(rc));
 	psb_client_close(c);
 	free(keys);
 	free(view);

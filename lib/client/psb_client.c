@@ -48,6 +48,7 @@ struct psb_client {
 	int have_sched;
 	int reg_wait, reg_done;
 	int bar_wait, bar_done;
+	int fin_wait, fin_done;
 	uint32_t bar_group, bar_seq;
 	struct psb_sched_view *view;
 	/* Transmit batch: entries [txhead, ntx) wait for sendmmsg. */
@@ -332,6 +333,10 @@ rx_one(struct psb_client *c, const uint8_t *buf, size_t len, int truncated, uint
 	case PSB_MSG_BARRIER_ACK:
 		if (c->bar_wait && h.aux == c->bar_group && h.round == c->bar_seq)
 			c->bar_done = 1;
+		break;
+	case PSB_MSG_FINALIZE_ACK:
+		if (c->fin_wait)
+			c->fin_done = 1;
 		break;
 	default:
 		c->st.rx_bad_type++;
@@ -857,6 +862,34 @@ psb_client_barrier(struct psb_client *c, uint32_t group, uint32_t seq)
 	return 0;
 }
 
+int
+psb_client_finalize(struct psb_client *c, uint64_t timeout_ns)
+{
+	uint64_t now, deadline, next_send = 0;
+
+	if (c == NULL)
+		return -EINVAL;
+	if (!c->have_sched)
+		return -ENOTCONN;
+	c->fin_wait = 1;
+	c->fin_done = 0;
+	deadline = now_ns() + timeout_ns;
+	while (!c->fin_done) {
+		now = now_ns();
+		if (now >= deadline) {
+			c->fin_wait = 0;
+			return -ETIMEDOUT;
+		}
+		if (now >= next_send) {
+			send_ctrl(c, PSB_MSG_FINALIZE, 0, 0);
+			next_send = now + SCHED_RETRY_NS;
+		}
+		drive_once(c);
+	}
+	c->fin_wait = 0;
+	return 0;
+}
+
 const char *
 psb_client_strerror(int rc)
 {
@@ -864,6 +897,9 @@ psb_client_strerror(int rc)
 		return "success";
 	if (rc == -ETIMEDOUT)
 		return "no answer from the server (timed out after all retries)";
+	if (rc == -ESTALE)
+		return "the server restarted (its answers carry another epoch): what it stored "
+			"is lost";
 	if (rc < 0)
 		return strerror(-rc);
 	switch (rc) {

@@ -160,6 +160,13 @@ int psb_client_register(struct psb_client *c, const char *sched_ip, uint16_t sch
 /* Barrier of a group (PSB_GROUP_WORKERS, ...) at sequence seq, via the registered scheduler. */
 int psb_client_barrier(struct psb_client *c, uint32_t group, uint32_t seq);
 
+/*
+ * ps-lite's Finalize: tell the registered scheduler this worker finished; once every
+ * worker of the job did, it ends the servers and itself. Blocks until it acknowledges
+ * (or timeout_ns: -ETIMEDOUT); -ENOTCONN when not registered.
+ */
+int psb_client_finalize(struct psb_client *c, uint64_t timeout_ns);
+
 /* Text for a return value of the calls above (0, -errno or a psb status). */
 const char *psb_client_strerror(int rc);
 

@@ -852,6 +852,13 @@ reg_worker(void *p)
 		a->rc = psb_client_pull(c, 99, out, 16, &n, 0);
 		a->sum = out[0];
 	}
+	if (a->rc == 0) {
+		/* ps-lite's Finalize: the scheduler acknowledges, again when repeated */
+		a->what = "finalize";
+		a->rc = psb_client_finalize(c, 5000000000ull);
+		if (a->rc == 0)
+			a->rc = psb_client_finalize(c, 5000000000ull);
+	}
 	psb_client_close(c);
 	return NULL;
 }
@@ -886,6 +893,14 @@ test_register_barrier(void **state)
 		assert_true(a[r].sum == 3.0f);
 	}
 	assert_int_equal(a[0].rank + a[1].rank, 1);
+	/* Finalize needs a scheduler */
+	{
+		struct psb_client *c = client(g_srv.port, 0, 0, 0, 0);
+
+		assert_non_null(c);
+		assert_int_equal(psb_client_finalize(c, 1000000000ull), -ENOTCONN);
+		psb_client_close(c);
+	}
 }
 
 int
