@@ -8,6 +8,7 @@
 #include "psb_kv.h"
 #include "psb_proto.h"
 #include "psb_reasm.h"
+#include "psb_sched.h"
 #include "fuzz_seeds.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -467,6 +468,130 @@ check_repair(const struct psb_frame *f, int *repair_done)
 	psb_kv_free(kv);
 }
 
+/* The scheduler control frames run against: 1 worker, 2 servers, liveness after 3 s. */
+#define FUZZ_SCHED_DEAD_NS	3000000000ull
+#define FUZZ_SCHED_IP3		0xc6120003u	/* 198.18.0.3: the second server */
+#define SEC			1000000000ull
+
+/* What a scheduler sends: well-formed, and its payloads decode. */
+static void
+sched_emit(void *arg, const struct psb_addr *to, struct psb_hdr *h, const void *payload)
+{
+	static struct psb_sched_view v;
+	struct psb_sched_lost lost[PSB_SCHED_LOST_MAX];
+
+	(void)arg;
+	CHECK(to != NULL && h->version == PSB_VERSION && h->seg_len == h->total_len);
+	switch (h->type) {
+	case PSB_MSG_REGISTER_ACK:
+		CHECK(payload != NULL && psb_sched_view_decode(&v, payload, h->seg_len) == 0);
+		CHECK(v.num_servers == 2 && v.num_workers == 1);
+		CHECK(h->aux < ((h->flags & PSB_F_SERVER) ? 2u : 1u));
+		break;
+	case PSB_MSG_HEARTBEAT_ACK:
+		CHECK(payload != NULL && h->aux <= 2);
+		CHECK(psb_sched_lost_decode(lost, PSB_SCHED_LOST_MAX, payload, h->seg_len) ==
+			(int)h->aux);
+		break;
+	case PSB_MSG_BARRIER_ACK:
+	case PSB_MSG_FINALIZE:
+	case PSB_MSG_FINALIZE_ACK:
+		CHECK(h->seg_len == 0);
+		break;
+	default:
+		CHECK(!"a scheduler message of an unknown type");
+	}
+}
+
+/* A node the scheduler test registers: addressed like the seeds, and sending HEARTBEATs. */
+static void
+sched_register(struct psb_sched *s, uint32_t ip, uint16_t port, uint8_t role, uint32_t epoch)
+{
+	struct psb_addr a;
+	struct psb_hdr h;
+
+	memset(&a, 0, sizeof(a));
+	a.ip = ip;
+	a.port = port;
+	psb_hdr_init(&h, PSB_MSG_REGISTER);
+	h.flags = role | PSB_F_BEATS;
+	h.req_id = epoch;
+	CHECK(psb_sched_handle(s, &h, &a, sched_emit, NULL) == 0);
+}
+
+/* The servers the scheduler lost: at most two, and they encode and decode back the same. */
+static void
+sched_check_lost(const struct psb_sched *s)
+{
+	struct psb_sched_lost lost[PSB_SCHED_LOST_MAX], back[PSB_SCHED_LOST_MAX];
+	uint8_t buf[4 + PSB_SCHED_LOST_MAX * PSB_SCHED_LOST_ENTRY];
+	unsigned int n = psb_sched_lost(s, lost, PSB_SCHED_LOST_MAX), i;
+	size_t len;
+
+	CHECK(n <= 2);
+	len = psb_sched_lost_encode(lost, n, buf, sizeof(buf));
+	CHECK(len == 4 + (size_t)n * PSB_SCHED_LOST_ENTRY);
+	CHECK(psb_sched_lost_decode(back, PSB_SCHED_LOST_MAX, buf, len) == (int)n);
+	for (i = 0; i < n; i++)
+		CHECK(back[i].rank == lost[i].rank && back[i].why == lost[i].why &&
+		      back[i].addr.ip == lost[i].addr.ip && back[i].addr.port == lost[i].addr.port &&
+		      back[i].silent_ms == lost[i].silent_ms);
+}
+
+/*
+ * Scheduler frames: a REGISTER_ACK or HEARTBEAT_ACK payload decodes or is refused, and
+ * what decodes encodes back the same; any frame, as a scheduler gets it, before the job is
+ * ready, once it is, after its nodes went silent and after a server restarted.
+ */
+static void
+check_sched(const struct psb_frame *f, int *sched_done)
+{
+	const struct psb_sched_cfg cfg = {
+		.num_workers = 1, .num_servers = 2, .dead_after_ns = FUZZ_SCHED_DEAD_NS,
+	};
+	static struct psb_sched_view v, v2;
+	static uint8_t buf[4 + PSB_SCHED_MAX_NODES * 24];
+	struct psb_sched_lost lost[PSB_SCHED_LOST_MAX];
+	struct psb_sched *s;
+	int n;
+
+	if (f->hdr.version != PSB_VERSION || *sched_done)
+		return;
+	*sched_done = 1;
+	if (f->hdr.type == PSB_MSG_REGISTER_ACK &&
+	    psb_sched_view_decode(&v, f->payload, f->payload_len) == 0) {
+		CHECK(psb_sched_view_encode(&v, buf, sizeof(buf)) ==
+			psb_sched_view_size(v.num_servers));
+		CHECK(psb_sched_view_decode(&v2, buf, sizeof(buf)) == 0);
+		CHECK(memcmp(&v, &v2, sizeof(v)) == 0);
+	}
+	if (f->hdr.type == PSB_MSG_HEARTBEAT_ACK) {
+		n = psb_sched_lost_decode(lost, PSB_SCHED_LOST_MAX, f->payload, f->payload_len);
+		CHECK(n == -EINVAL || (n >= 0 && n <= PSB_SCHED_LOST_MAX));
+	}
+	s = psb_sched_create(&cfg);
+	CHECK(s != NULL);
+	psb_sched_tick(s, 1 * SEC);
+	sched_register(s, FUZZ_SERVER_IP, PSB_UDP_PORT, PSB_F_SERVER, 11);
+	sched_register(s, FUZZ_WORKER_IP, FUZZ_WORKER_PORT, PSB_F_WORKER, 0);
+	(void)psb_sched_handle(s, &f->hdr, &f->src, sched_emit, NULL);
+	sched_register(s, FUZZ_SCHED_IP3, PSB_UDP_PORT, PSB_F_SERVER, 12);
+	(void)psb_sched_handle(s, &f->hdr, &f->src, sched_emit, NULL);
+	sched_check_lost(s);
+	/* a second apart (a longer gap is the scheduler's own stall): the nodes go silent */
+	psb_sched_tick(s, 2 * SEC);
+	psb_sched_tick(s, 3 * SEC);
+	psb_sched_tick(s, 4 * SEC);
+	psb_sched_tick(s, 5 * SEC);
+	(void)psb_sched_handle(s, &f->hdr, &f->src, sched_emit, NULL);
+	sched_check_lost(s);
+	sched_register(s, FUZZ_SERVER_IP, PSB_UDP_PORT, PSB_F_SERVER, 13);
+	(void)psb_sched_handle(s, &f->hdr, &f->src, sched_emit, NULL);
+	sched_check_lost(s);
+	CHECK(psb_sched_stats(s)->registered <= 3);
+	psb_sched_free(s);
+}
+
 /* The input read as a bare header: encode/decode are inverse, reassembly takes it. */
 static void
 check_bare_header(const uint8_t *data, size_t size)
@@ -506,7 +631,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct psb_frame f;
 	unsigned int i;
-	int rc, batch_done = 0, repair_done = 0;
+	int rc, batch_done = 0, repair_done = 0, sched_done = 0;
 
 	for (i = 0; i < sizeof(cfgs) / sizeof(cfgs[0]); i++) {
 		rc = psb_frame_parse(data, size, &cfgs[i], &f);
@@ -522,6 +647,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			check_psb(data, size, &cfgs[i], &f);
 			check_batch(&f, &batch_done);
 			check_repair(&f, &repair_done);
+			check_sched(&f, &sched_done);
 			break;
 		case PSB_FRAME_ARP_REQUEST:
 			check_arp_request(data, size, &cfgs[i], &f);

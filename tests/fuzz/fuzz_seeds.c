@@ -34,6 +34,13 @@ static const struct seed_msg msgs[] = {
 	{ "register-ack", PSB_MSG_REGISTER_ACK, 0, 0, 0, PSB_F_WORKER, 0, 28, 0, 28, 1 },
 	{ "barrier", PSB_MSG_BARRIER, 1, PSB_SCHED_PORT, 0, 0, 0, 0, 0, 0, 4 },
 	{ "barrier-ack", PSB_MSG_BARRIER_ACK, 0, 0, 0, 0, 0, 0, 0, 0, 4 },
+	{ "register-beats", PSB_MSG_REGISTER, 1, PSB_SCHED_PORT, 0, PSB_F_SERVER | PSB_F_BEATS,
+		0, 0, 0, 0, 0 },
+	{ "heartbeat", PSB_MSG_HEARTBEAT, 1, PSB_SCHED_PORT, 0, PSB_F_WORKER, 0, 0, 0, 0, 0 },
+	{ "heartbeat-ack", PSB_MSG_HEARTBEAT_ACK, 0, 0, 0, PSB_F_WORKER, 0, 36, 0, 36, 2 },
+	{ "finalize", PSB_MSG_FINALIZE, 1, PSB_SCHED_PORT, 0, PSB_F_WORKER, 0, 0, 0, 0, 0 },
+	{ "finalize-ack", PSB_MSG_FINALIZE_ACK, 1, PSB_SCHED_PORT, 0, PSB_F_SERVER, 0, 0, 0, 0,
+		0 },
 	{ "foreign-version", PSB_MSG_PUSH, 1, 0, 2, 0, 0, 77, 5, 3, 0 },
 };
 
@@ -116,6 +123,19 @@ build_msg(uint8_t *out, const struct seed_msg *m, uint32_t id)
 		put32(value + 4, FUZZ_SERVER_IP);
 		put16(value + 8, PSB_UDP_PORT);
 		memset(value + 20, 0xff, 8);
+	} else if (m->type == PSB_MSG_HEARTBEAT_ACK) {
+		/* Two lost servers: rank, why, pad, ip, port, pad, silent ms. */
+		memset(value, 0, len);
+		put16(value, 2);
+		put16(value + 4, 0);
+		value[6] = 1;		/* dead */
+		put32(value + 8, FUZZ_SERVER_IP);
+		put16(value + 12, PSB_UDP_PORT);
+		put32(value + 16, 3200);
+		put16(value + 20, 1);
+		value[22] = 2;		/* restarted */
+		put32(value + 24, FUZZ_SERVER_IP + 1);
+		put16(value + 28, PSB_UDP_PORT);
 	} else {
 		/* Little-endian float32 values 0.5, 1.5, 2.5, ... as a real push carries. */
 		for (i = 0; i + 4 <= len; i += 4) {
