@@ -44,7 +44,7 @@ done
 [ -e "$OUT/summary.json" ] && { echo "ctl.sh: $OUT already holds results" >&2; exit 2; }
 mkdir -p "$OUT/raw"
 {
-	echo "revision $(bench_revision)"
+	echo "revision $(bench_revision "$BUILD")"
 	bench_machine
 	echo "command $COMMAND"
 } > "$OUT/ABOUT.txt"

@@ -20,6 +20,7 @@
 #                                [--targets worker,server] [--out DIR]
 set -euo pipefail
 cd "$(dirname "$0")/../.."
+. scripts/bench/provenance.sh
 
 PAIRS=10
 WINDOW=1
@@ -88,8 +89,7 @@ scripts/bench/ctl_hostile.py windows --pairs "$PAIRS" --window "$WINDOW" --worke
 "$PSBCTL" --ctl "$SCTL" --json counters control > "$OUT/raw/server-control.json"
 stop_pair
 
-REV=$(git rev-parse HEAD 2>/dev/null || echo unknown)
-[ -n "$(git status --porcelain --untracked-files=no 2>/dev/null)" ] && REV="$REV (uncommitted changes)"
+REV=$(bench_revision "$BUILD")
 python3 - "$OUT" "$LEN" "$REV" <<'PY'
 import json, os, sys
 out, length, rev = sys.argv[1], int(sys.argv[2]), sys.argv[3]

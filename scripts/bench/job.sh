@@ -132,7 +132,7 @@ run_kernel() {	# run_kernel TAG LEN REPEAT
 }
 
 {
-	echo "revision $(bench_revision)"
+	echo "revision $(bench_revision "$BUILD")"
 	bench_machine
 	echo "testbed 5 namespaces on one bridge, MTU $MTU; psb: af_packet, DMLC_* only, default" \
 		"settings; kernel: psb-ksrv + psb-kbench, UDP datagrams of $SEG value bytes;" \

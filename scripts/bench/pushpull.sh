@@ -112,7 +112,7 @@ kernel_run() {
 echo "psb push/pull benchmark: $RUNS runs of ${SECONDS_PER_RUN}s per point; server on cpu $SRV_CPU, worker on cpu $WK_CPU"
 echo "results in $OUT"
 {
-	echo "revision $(bench_revision)"
+	echo "revision $(bench_revision "$BUILD")"
 	bench_machine
 	echo "pinning server cpu $SRV_CPU, worker cpu $WK_CPU; psb over memif, kernel baseline over loopback UDP"
 	echo "command $COMMAND"

@@ -73,7 +73,7 @@ else
 	[ -x build/app/psb/psb ] || { echo "revs.sh: build/ not built (meson setup build && ninja -C build)" >&2; exit 1; }
 	ninja -C build app/psb/psb >/dev/null
 	PSB_B=build/app/psb/psb
-	REV_B=$(bench_revision)
+	REV_B=$(bench_revision build)
 fi
 
 n=0
