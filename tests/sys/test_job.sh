@@ -2,8 +2,8 @@
 # The ps-lite job over real ports: a scheduler, two servers and two workers, each in its own
 # namespace on one bridge (af_packet), started by DMLC_* alone with default settings. Run at
 # 4 KB and 1 MB on a 1500-byte bridge (1 MB is 716 segments: lost ones are repaired, not
-# the whole value resent) and at 1 MB on a 9000-byte one (jumbo frames: psb takes the
-# interface's MTU). Every run must finish its rounds with exact sums on both servers, and
+# the whole value resent), at 1 MB on a 9000-byte one (jumbo frames: psb takes the
+# interface's MTU) and there at 64 MiB, the default --max-value. Every run must finish its rounds with exact sums on both servers, and
 # the job must end as a ps-lite job does: once both workers finished, the servers and the
 # scheduler exit by themselves, their stats written; with --keep-serving they stay.
 #
@@ -35,16 +35,18 @@ gone() {
 	return 1
 }
 
-run_job() {	# run_job MTU LEN REPEAT [--keep-serving]
+run_job() {	# run_job MTU LEN REPEAT [--keep-serving|""] [WORKER-ARGS...]
 	local mtu=$1 len=$2 repeat=$3 keep=${4:-} i t0
+	shift 3
+	[ $# -gt 0 ] && shift
 	set_mtu "$mtu"
 	rm -f "$DIR"/*.json "$DIR"/*.log
 	t0=$(date +%s)
 	start 0 scheduler "" --stats-file "$DIR/sched.json" $keep
 	start 1 server 198.18.13.2 --stats-file "$DIR/s1.json" $keep
 	start 2 server 198.18.13.3 --stats-file "$DIR/s2.json" $keep
-	start 3 worker 198.18.13.10 --verify --results "$DIR/w3.json" "$len" "$repeat"
-	start 4 worker 198.18.13.11 --verify --results "$DIR/w4.json" "$len" "$repeat"
+	start 3 worker 198.18.13.10 --verify --results "$DIR/w3.json" "$@" "$len" "$repeat"
+	start 4 worker 198.18.13.11 --verify --results "$DIR/w4.json" "$@" "$len" "$repeat"
 	wait "${PIDS[3]}" || fail "MTU $mtu, $len B: worker 0 exited with $?"
 	wait "${PIDS[4]}" || fail "MTU $mtu, $len B: worker 1 exited with $?"
 	if [ -n "$keep" ]; then
@@ -238,7 +240,10 @@ run_rejoin
 run_job 1500 4096 20 --keep-serving
 run_job 1500 1048576 3
 run_job 9000 1048576 3
+# the largest value a server takes by default (--max-value 64 MiB), one key on each server
+run_job 9000 67108864 1 "" --keys 1
 run_server_lost dead
 run_server_lost restart
-echo "job: 2 servers and 2 workers over af_packet, 4 KB and 1 MB (MTU 1500 and 9000), exact sums;" \
-	"the job ends when its workers finished (or serves on with --keep-serving)"
+echo "job: 2 servers and 2 workers over af_packet, 4 KB and 1 MB (MTU 1500 and 9000)" \
+	"and 64 MiB (9000), exact sums; the job ends when its workers finished" \
+	"(or serves on with --keep-serving)"
