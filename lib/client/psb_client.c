@@ -781,14 +781,43 @@ adopt_view(struct psb_client *c, const struct psb_sched_view *v)
 	c->nservers = v->num_servers;
 }
 
+/*
+ * One exchange with the scheduler: `type` is sent every SCHED_RETRY_NS until its answer sets
+ * *done (drive_once does, while *wait says one is awaited) or timeout_ns passed.
+ */
+static int
+sched_exchange(struct psb_client *c, uint8_t type, uint32_t aux, uint32_t round,
+		uint64_t timeout_ns, int *wait, int *done)
+{
+	uint64_t now, deadline = now_ns() + timeout_ns, next_send = 0;
+	int rc = 0;
+
+	*wait = 1;
+	*done = 0;
+	while (!*done) {
+		now = now_ns();
+		if (now >= deadline) {
+			rc = -ETIMEDOUT;
+			break;
+		}
+		if (now >= next_send) {
+			send_ctrl(c, type, aux, round);
+			next_send = now + SCHED_RETRY_NS;
+		}
+		drive_once(c);
+	}
+	*wait = 0;
+	return rc;
+}
+
 int
 psb_client_register(struct psb_client *c, const char *sched_ip, uint16_t sched_port,
 		uint16_t *rank, struct psb_sched_view *view)
 {
-	uint64_t now, deadline, next_send = 0;
 	struct psb_wk *nwk;
 	uint16_t old_rank;
 	uint32_t ip;
+	int rc;
 
 	if (c == NULL || sched_ip == NULL || psb_parse_ip(sched_ip, &ip) != 0)
 		return -EINVAL;
@@ -796,24 +825,11 @@ psb_client_register(struct psb_client *c, const char *sched_ip, uint16_t sched_p
 		return -EBUSY;
 	make_sa(&c->sched, ip, sched_port != 0 ? sched_port : PSB_SCHED_PORT);
 	c->have_sched = 1;
-	c->reg_wait = 1;
-	c->reg_done = 0;
 	old_rank = c->rank;
-	now = now_ns();
-	deadline = now + c->cfg.sched_timeout_ns;
-	while (!c->reg_done) {
-		now = now_ns();
-		if (now >= deadline) {
-			c->reg_wait = 0;
-			return -ETIMEDOUT;
-		}
-		if (now >= next_send) {
-			send_ctrl(c, PSB_MSG_REGISTER, PSB_GROUP_WORKERS, 0);
-			next_send = now + SCHED_RETRY_NS;
-		}
-		drive_once(c);
-	}
-	c->reg_wait = 0;
+	rc = sched_exchange(c, PSB_MSG_REGISTER, PSB_GROUP_WORKERS, 0, c->cfg.sched_timeout_ns,
+		&c->reg_wait, &c->reg_done);
+	if (rc != 0)
+		return rc;
 	if (c->rank != old_rank) {
 		/* The engine stamps its rank on every request: make a new one. */
 		nwk = make_wk(c);
@@ -835,59 +851,24 @@ psb_client_register(struct psb_client *c, const char *sched_ip, uint16_t sched_p
 int
 psb_client_barrier(struct psb_client *c, uint32_t group, uint32_t seq)
 {
-	uint64_t now, deadline, next_send = 0;
-
 	if (c == NULL)
 		return -EINVAL;
 	if (!c->have_sched)
 		return -ENOTCONN;
-	c->bar_wait = 1;
-	c->bar_done = 0;
 	c->bar_group = group;
 	c->bar_seq = seq;
-	deadline = now_ns() + c->cfg.sched_timeout_ns;
-	while (!c->bar_done) {
-		now = now_ns();
-		if (now >= deadline) {
-			c->bar_wait = 0;
-			return -ETIMEDOUT;
-		}
-		if (now >= next_send) {
-			send_ctrl(c, PSB_MSG_BARRIER, group, seq);
-			next_send = now + SCHED_RETRY_NS;
-		}
-		drive_once(c);
-	}
-	c->bar_wait = 0;
-	return 0;
+	return sched_exchange(c, PSB_MSG_BARRIER, group, seq, c->cfg.sched_timeout_ns,
+		&c->bar_wait, &c->bar_done);
 }
 
 int
 psb_client_finalize(struct psb_client *c, uint64_t timeout_ns)
 {
-	uint64_t now, deadline, next_send = 0;
-
 	if (c == NULL)
 		return -EINVAL;
 	if (!c->have_sched)
 		return -ENOTCONN;
-	c->fin_wait = 1;
-	c->fin_done = 0;
-	deadline = now_ns() + timeout_ns;
-	while (!c->fin_done) {
-		now = now_ns();
-		if (now >= deadline) {
-			c->fin_wait = 0;
-			return -ETIMEDOUT;
-		}
-		if (now >= next_send) {
-			send_ctrl(c, PSB_MSG_FINALIZE, 0, 0);
-			next_send = now + SCHED_RETRY_NS;
-		}
-		drive_once(c);
-	}
-	c->fin_wait = 0;
-	return 0;
+	return sched_exchange(c, PSB_MSG_FINALIZE, 0, 0, timeout_ns, &c->fin_wait, &c->fin_done);
 }
 
 const char *

@@ -25,6 +25,7 @@
 #include <jansson.h>
 
 #include "psb_client.h"
+#include "psb_proto.h"
 
 #define LOCALHOST	"127.0.0.1"
 #define SERVER_LIFE	"100"	/* seconds: psb-ksrv exits by itself even if we vanish */
@@ -903,6 +904,88 @@ test_register_barrier(void **state)
 	}
 }
 
+/* Datagrams waiting on fd, each a psb header of type `type`; how many. */
+static unsigned int
+drain_type(int fd, uint8_t type)
+{
+	uint8_t buf[2048];
+	struct psb_hdr h;
+	unsigned int n = 0;
+	ssize_t len;
+
+	while ((len = recv(fd, buf, sizeof(buf), MSG_DONTWAIT)) > 0) {
+		assert_true(len >= PSB_HDR_LEN);
+		psb_hdr_decode(&h, buf);
+		assert_int_equal(h.type, type);
+		n++;
+	}
+	return n;
+}
+
+static double
+secs_since(const struct timespec *t0)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)(t.tv_sec - t0->tv_sec) + (double)(t.tv_nsec - t0->tv_nsec) / 1e9;
+}
+
+/*
+ * A scheduler that never answers: REGISTER, BARRIER and FINALIZE are each sent again every
+ * 200 ms, and each gives up with -ETIMEDOUT once its time is over, not before.
+ */
+static void
+test_sched_silent(void **state)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET };
+	socklen_t salen = sizeof(sa);
+	struct psb_client_cfg cfg;
+	struct psb_client *c;
+	struct timespec t0;
+	unsigned int n;
+	char err[256];
+	int fd;
+	double dt;
+
+	(void)state;
+	fd = socket(AF_INET, SOCK_DGRAM, 0);
+	assert_true(fd >= 0);
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	assert_int_equal(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	assert_int_equal(getsockname(fd, (struct sockaddr *)&sa, &salen), 0);
+	psb_client_cfg_init(&cfg);
+	cfg.server_ip = LOCALHOST;
+	cfg.server_port = ntohs(sa.sin_port);
+	cfg.sched_timeout_ns = 500000000ull;
+	c = psb_client_open(&cfg, err, sizeof(err));
+	assert_non_null(c);
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	assert_int_equal(psb_client_register(c, LOCALHOST, ntohs(sa.sin_port), NULL, NULL),
+		-ETIMEDOUT);
+	dt = secs_since(&t0);
+	assert_true(dt >= 0.5 && dt < 3.0);
+	n = drain_type(fd, PSB_MSG_REGISTER);
+	assert_true(n >= 2 && n <= 4);
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	assert_int_equal(psb_client_barrier(c, 4, 0), -ETIMEDOUT);
+	dt = secs_since(&t0);
+	assert_true(dt >= 0.5 && dt < 3.0);
+	n = drain_type(fd, PSB_MSG_BARRIER);
+	assert_true(n >= 2 && n <= 4);
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	assert_int_equal(psb_client_finalize(c, 300000000ull), -ETIMEDOUT);
+	dt = secs_since(&t0);
+	assert_true(dt >= 0.3 && dt < 3.0);
+	n = drain_type(fd, PSB_MSG_FINALIZE);
+	assert_true(n >= 1 && n <= 3);
+	psb_client_close(c);
+	close(fd);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -916,6 +999,7 @@ main(int argc, char **argv)
 		cmocka_unit_test_teardown(test_lossy_async, teardown_server),
 		cmocka_unit_test_teardown(test_lossy_sync, teardown_server),
 		cmocka_unit_test_teardown(test_register_barrier, teardown_server),
+		cmocka_unit_test(test_sched_silent),
 	};
 	struct stat sb;
 
