@@ -138,26 +138,18 @@ run_tshark -Y psb.lost.count -e frame.number -e psb.lost.count -e psb.lost.rank 
 run_tshark -e frame.number -e psb.flags.beats -e psb.epoch >"$tmp/got_epoch.csv"
 
 status=0
-if ! diff -u --label expected --label tshark "$tmp/want.csv" "$tmp/got.csv"; then
-	echo "columns: ${fields[*]}" >&2
-	echo "test_dissector: FAIL: header fields differ (- expected, + decoded by psb.lua)" >&2
-	status=1
-fi
-if ! diff -u --label expected --label tshark "$tmp/want_value.csv" "$tmp/got_value.csv"; then
-	echo "test_dissector: FAIL: psb.value differs (- expected, + decoded by psb.lua)" >&2
-	status=1
-fi
-if ! diff -u --label expected --label tshark "$tmp/want_repair.csv" "$tmp/got_repair.csv"; then
-	echo "test_dissector: FAIL: repair records differ (- expected, + decoded by psb.lua)" >&2
-	status=1
-fi
-if ! diff -u --label expected --label tshark "$tmp/want_lost.csv" "$tmp/got_lost.csv"; then
-	echo "test_dissector: FAIL: lost-server lists differ (- expected, + decoded by psb.lua)" >&2
-	status=1
-fi
-if ! diff -u --label expected --label tshark "$tmp/want_epoch.csv" "$tmp/got_epoch.csv"; then
-	echo "test_dissector: FAIL: beats flag or epoch differs (- expected, + decoded by psb.lua)" >&2
-	status=1
-fi
+# same NAME WHAT: want_NAME.csv and got_NAME.csv agree, or WHAT differs (status 1)
+same() {
+	if ! diff -u --label expected --label tshark "$tmp/want$1.csv" "$tmp/got$1.csv"; then
+		echo "test_dissector: FAIL: $2 (- expected, + decoded by psb.lua)" >&2
+		status=1
+		return 1
+	fi
+}
+same "" "header fields differ" || echo "columns: ${fields[*]}" >&2
+same _value "psb.value differs"
+same _repair "repair records differ"
+same _lost "lost-server lists differ"
+same _epoch "beats flag or epoch differs"
 [ $status -eq 0 ] && echo "test_dissector: $(wc -l <"$tmp/want.csv") frames decoded as expected"
 exit $status
