@@ -127,6 +127,15 @@ hdr(uint8_t type, uint8_t flags, uint16_t sender, uint32_t req_id, uint32_t roun
 	return h;
 }
 
+/* h carries len bytes, all of them in this one segment. */
+static void
+whole(struct psb_hdr *h, uint32_t len)
+{
+	h->total_len = len;
+	h->seg_len = (uint16_t)len;
+	h->seg_size = (uint16_t)len;
+}
+
 /* A message carrying n floats as one whole segment (or none). */
 static void
 send_floats(const struct psb_addr *src, const struct psb_addr *dst, struct psb_hdr *h,
@@ -225,9 +234,7 @@ main(int argc, char **argv)
 	put64(table + 44, UINT64_MAX);
 	h = hdr(PSB_MSG_REGISTER_ACK, PSB_F_WORKER, 0, 1, 0, 0);
 	h.aux = 2;
-	h.total_len = sizeof(table);
-	h.seg_len = sizeof(table);
-	h.seg_size = sizeof(table);
+	whole(&h, sizeof(table));
 	emit(psb_frame_build(frame, &sched, &worker, &h, table, sizeof(table)));
 
 	/* 9, 10: barrier of the worker group (4), barrier number 1. */
@@ -271,9 +278,7 @@ main(int argc, char **argv)
 
 	/* 17: one segment of 9216 bytes, a frame longer than psb's receive buffers. */
 	h = hdr(PSB_MSG_PUSH, 0, 3, 6, 2, 7);
-	h.total_len = 9216;
-	h.seg_len = 9216;
-	h.seg_size = 9216;
+	whole(&h, 9216);
 	for (i = 0; i < 9216 / 4; i++)
 		put_floats(value + 4 * i, &two, 1);
 	emit(psb_frame_build(frame, &worker, &server, &h, value, 9216));
@@ -288,9 +293,7 @@ main(int argc, char **argv)
 		psb_repair_encode(rbuf, &rp);
 		rbuf[16] = 0x05;
 		h = hdr(PSB_MSG_REPAIR, 0, 3, 8, 0, 7);
-		h.total_len = sizeof(rbuf);
-		h.seg_len = sizeof(rbuf);
-		h.seg_size = sizeof(rbuf);
+		whole(&h, sizeof(rbuf));
 		emit(psb_frame_build(frame, &worker, &server, &h, rbuf, sizeof(rbuf)));
 
 		/* 19: REPAIR_RESP: the server knows nothing of that request */
@@ -298,9 +301,7 @@ main(int argc, char **argv)
 		memset(rbuf, 0, sizeof(rbuf));
 		psb_repair_encode(rbuf, &rp);
 		h = hdr(PSB_MSG_REPAIR_RESP, 0, 3, 8, 0, 7);
-		h.total_len = 16;
-		h.seg_len = 16;
-		h.seg_size = 16;
+		whole(&h, 16);
 		emit(psb_frame_build(frame, &server, &worker, &h, rbuf, 16));
 	}
 
@@ -331,14 +332,10 @@ main(int argc, char **argv)
 		put32(lost + 32, 0);
 		h = hdr(PSB_MSG_HEARTBEAT_ACK, PSB_F_WORKER, 0, 0, 0, 0);
 		h.aux = 2;
-		h.total_len = sizeof(lost);
-		h.seg_len = sizeof(lost);
-		h.seg_size = sizeof(lost);
+		whole(&h, sizeof(lost));
 		emit(psb_frame_build(frame, &sched, &worker, &h, lost, sizeof(lost)));
 
-		h.total_len = 4 + 16;
-		h.seg_len = 4 + 16;
-		h.seg_size = 4 + 16;
+		whole(&h, 4 + 16);
 		emit(psb_frame_build(frame, &sched, &worker, &h, lost, 4 + 16));
 	}
 
