@@ -46,6 +46,7 @@ expect_rc 0 "$O" "$E" timeout --preserve-status -s INT 2.2 "$PSBCTL" --ctl "$DIR
 	fail "watch requests: $(cat "$DIR/count.txt")"
 [ "$(grep -c '^no experiment yet$' "$O")" -ge 4 ] || fail "watch output: $(cat "$O")"
 
+UNTESTED=()
 start_pair
 
 # --- a long rate-limited run; Ctrl-C ends start --wait (130), not the experiment
@@ -109,7 +110,7 @@ if [ "$(id -u)" -eq 0 ]; then
 	chmod 600 "$W"
 	chmod 700 "$DIR"
 else
-	echo "not root: uid checks not tested"
+	UNTESTED+=("the uid checks (strangers refused): not root")
 fi
 
 # --- after all that, the experiment still runs and is still controlled
@@ -165,6 +166,11 @@ wait $PSBPID || fail "psb exited with $?"
 '
 	echo "discovery: none, one, one with a stale socket, two: as expected"
 else
-	echo "not root or no mount namespaces: socket discovery not tested"
+	UNTESTED+=("socket discovery: not root or no mount namespaces")
+fi
+# what could not be tested here makes the run a skip (which the suite counts as failed)
+if [ ${#UNTESTED[@]} -ne 0 ]; then
+	printf 'SKIP: not tested: %s\n' "${UNTESTED[@]}"
+	exit 77
 fi
 echo "ctl_robust: oversized, half and concurrent requests, strangers, timeouts handled"
