@@ -54,25 +54,43 @@ mkfifo "$DIR/cmds"
 SCRAPE_PID=$!
 PIDS+=($SCRAPE_PID)
 exec 3> "$DIR/cmds"
-echo report >&3
-sleep 0.3
+# reports: the count of lines in scrape2.json
+reports() { wc -l < "$DIR/scrape2.json"; }
+# report_wait N: ask for a report, and wait (10 s at most) until there are N
+report_wait() {
+	local i
+	echo report >&3
+	for i in $(seq 200); do [ "$(reports)" -ge "$1" ] && return 0; sleep 0.05; done
+	fail "psb-scrape --stdin: no report $1 after 10 s"
+}
+report_wait 1
 echo on >&3
-sleep 0.5
+# on: rounds come; ask until a report counts 5 of them (10 s at most)
+for i in $(seq 2 200); do
+	report_wait "$i"
+	python3 -c 'import json, sys; sys.exit(json.loads(open(sys.argv[1]).read().splitlines()[-1])["rounds"] < 5)' \
+		"$DIR/scrape2.json" && break
+	sleep 0.05
+done
 echo off >&3
-echo report >&3
-sleep 0.4
-echo report >&3
+report_wait $((i + 1))
+# paused: a while later, no more rounds
+sleep 0.3
+report_wait $((i + 2))
 echo quit >&3
 exec 3>&-
 wait $SCRAPE_PID || fail "psb-scrape --stdin exited with $?"
 python3 - "$DIR/scrape2.json" <<'PY' || fail "psb-scrape --stdin"
 import json, sys
 r = [json.loads(l) for l in open(sys.argv[1])]
-assert len(r) == 4, r
+assert len(r) >= 4, r
 assert r[0]["rounds"] == 0 and r[0]["replies"] == 0, r[0]
-assert 5 <= r[1]["rounds"] <= 12 and r[1]["errors"] == 0, r[1]
-# paused: the later reports count no more rounds
-assert r[2]["rounds"] == r[1]["rounds"] == r[3]["rounds"], r
+# on: the count grows, without errors
+on = r[1:-2]
+assert all(a["rounds"] <= b["rounds"] for a, b in zip(on, on[1:])), on
+assert on[-1]["rounds"] >= 5 and on[-1]["errors"] == 0, on[-1]
+# paused: the later reports count no more rounds than the one right after "off"
+assert r[-2]["rounds"] == r[-1]["rounds"] >= on[-1]["rounds"], r
 PY
 
 # bad targets: refused at start with the argument named; a missing socket is an error per round
@@ -96,12 +114,17 @@ cat > "$DIR/serve.json" <<EOF
  "counters_file": "c.jsonl", "counters_every": "3600s"}}
 EOF
 "$PSBCTL" --ctl "$CTL" start "$DIR/serve.json" > /dev/null || fail "start serve"
-sleep 0.5
+wait_lines "$DIR/results/c.jsonl" 1 $SPID
 "$PSBCTL" --ctl "$CTL" set output.counters_every 0.1s > /dev/null || fail "set counters_every"
-sleep 1
+# 3600 s would have written nothing more; 0.1 s writes lines at once
+wait_lines "$DIR/results/c.jsonl" 6 $SPID
 "$PSBCTL" --ctl "$CTL" set output.counters_every 3600s > /dev/null || fail "set it back"
-n=$(wc -l < "$DIR/results/c.jsonl")
-[ "$n" -ge 6 ] && [ "$n" -le 13 ] || fail "counters file: $n lines, wanted 1 + about 10"
+python3 - "$DIR/results/c.jsonl" <<'PY' || fail "counters file after set: lines not 0.1 s apart"
+import json, sys
+t = [json.loads(l)["time"] for l in open(sys.argv[1])]
+gaps = sorted(b - a for a, b in zip(t[1:], t[2:]))
+assert 0.05 < gaps[len(gaps) // 2] < 0.3, gaps
+PY
 "$PSBCTL" --ctl "$CTL" stop > /dev/null || fail "stop serve"
 
 # --yield 0: the lcore never yields
