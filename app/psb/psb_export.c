@@ -614,6 +614,8 @@ static const struct prom_desc {
 	{ "psb_experiment_staleness_max", "gauge", "Largest staleness of a push, versions" },
 	{ "psb_experiment_retries", "counter", "Requests resent" },
 	{ "psb_experiment_failed", "counter", "Requests given up" },
+	{ "psb_experiment_verify_errors", "counter",
+		"Answers whose values were not the exact sums (--verify)" },
 	{ "psb_control_main_cycles", "counter", "TSC cycles the main lcore spent on control work" },
 	{ "psb_control_telemetry_cpu_ns", "counter", "CPU time of psb's telemetry callbacks, ns" },
 	{ "psb_control_tsc_hz", "gauge", "TSC cycles per second" },

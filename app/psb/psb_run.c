@@ -271,6 +271,7 @@ psb_run_emit(struct psb_emit *e, struct psb_app *app, const char *key, int hists
 		psb_emit_int(e, "staleness_max", (json_int_t)s->all.stale.max);
 		psb_emit_int(e, "retries", (json_int_t)s->all.retries);
 		psb_emit_int(e, "failed", (json_int_t)s->all.failed);
+		psb_emit_int(e, "verify_errors", (json_int_t)s->all.verify_errors);
 		psb_emit_int(e, "workers", (int)s->nworkers);
 		psb_emit_int(e, "workers_done", (int)s->ndone);
 		if (hists) {

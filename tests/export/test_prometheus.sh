@@ -67,7 +67,7 @@ $CHECK check "$DIR/w.prom" 'psb_node_info{role="worker",ip="198.18.0.2"}=1' \
 	"psb_experiment_requests{$E}>1000" "psb_experiment_rtt_us{$E,quantile=\"0.5\"}>0" \
 	"psb_experiment_rtt_us{$E,quantile=\"0.99\"}>0" "psb_experiment_rtt_mean_us{$E}>0" \
 	"psb_experiment_goodput_gbps{$E}>0" "psb_experiment_elapsed_s{$E}>0" \
-	"psb_experiment_failed{$E}=0" \
+	"psb_experiment_failed{$E}=0" "psb_experiment_verify_errors{$E}=0" \
 	'psb_role_tx_pkts{role="worker",instance="0",lcore="1"}>1000' \
 	"psb_experiment_rtt_hist_us_count{$E}>1000" "psb_experiment_rtt_hist_us_sum{$E}>0" \
 	"psb_experiment_rtt_hist_us_bucket{$E,le=\"0.5\"}" \
