@@ -840,6 +840,24 @@ update_afp_stats(struct psb_app *app, uint64_t now)
 		psb_afp_stats_update(&app->afp[i]);
 }
 
+/*
+ * Read the port counters every 10 ms: a memif port's read 0 as soon as its peer has gone
+ * (killed or not), and psb_port_stats carries what they had at the last reading.
+ */
+static void
+sample_ports(struct psb_app *app, uint64_t now)
+{
+	static uint64_t next_ns;
+	struct rte_eth_stats ps;
+	uint16_t i;
+
+	if (now < next_ns)
+		return;
+	next_ns = now + 10000000ull;
+	for (i = 0; i < app->nports; i++)
+		(void)psb_port_stats(app, i, &ps);
+}
+
 /* Report ports whose link is still down a while after start (e.g. no memif peer). */
 static void
 check_links(struct psb_app *app, uint64_t now)
@@ -1662,6 +1680,7 @@ main(int argc, char **argv)
 		watch_links(app);
 		check_links(app, now);
 		update_afp_stats(app, now);
+		sample_ports(app, now);
 		app->cp.main_cycles += rte_rdtsc() - cp0;
 	}
 	/* the experiment ends with the process: stopped, its results written */

@@ -8,6 +8,7 @@
 
 #include "psb.h"
 #include "psb_ctl.h"
+#include "psb_report.h"
 
 json_t *
 psb_cmd_error(const char *code, const char *fmt, ...)
@@ -308,6 +309,7 @@ cmd_clear_port_stats(struct psb_app *app, const json_t *req, int *quit)
 			continue;
 		rte_eth_stats_reset(app->port_ids[i]);
 		rte_eth_xstats_reset(app->port_ids[i]);
+		psb_port_stats_clear(i);
 		psb_afp_stats_clear(&app->afp[i]);
 		n++;
 	}

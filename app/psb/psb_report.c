@@ -1,5 +1,6 @@
 /* End-of-run reports: counters of roles, ports and the store, as a table and as JSON. */
 #include <errno.h>
+#include <pthread.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -198,7 +199,7 @@ psb_report_print(const struct psb_app *app, FILE *out)
 	for (i = 0; i < app->nports; i++) {
 		struct rte_eth_stats ps;
 
-		if (rte_eth_stats_get(app->port_ids[i], &ps) != 0)
+		if (psb_port_stats(app, i, &ps) != 0)
 			continue;
 		fprintf(out, "port %u (%s): rx %llu pkts %llu B, tx %llu pkts %llu B, missed %llu, "
 			"rx errors %llu, tx errors %llu\n", app->port_ids[i], app->specs[i].spec,
@@ -249,6 +250,76 @@ psb_report_print(const struct psb_app *app, FILE *out)
 				(unsigned long long)st->errors[k]);
 }
 
+/* The counters of struct rte_eth_stats that psb_port_stats carries. */
+static const size_t port_ctr_off[] = {
+	offsetof(struct rte_eth_stats, ipackets), offsetof(struct rte_eth_stats, opackets),
+	offsetof(struct rte_eth_stats, ibytes), offsetof(struct rte_eth_stats, obytes),
+	offsetof(struct rte_eth_stats, imissed), offsetof(struct rte_eth_stats, ierrors),
+	offsetof(struct rte_eth_stats, oerrors), offsetof(struct rte_eth_stats, rx_nombuf),
+};
+#define PORT_NCTR	RTE_DIM(port_ctr_off)
+
+/* A port's counts as psb reports them (sum), and the PMD's at the last reading (last). */
+static struct {
+	uint64_t sum[PORT_NCTR];
+	uint64_t last[PORT_NCTR];
+} port_tot[PSB_MAX_PORTS];
+static pthread_mutex_t port_tot_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static uint64_t *
+port_ctr(struct rte_eth_stats *s, unsigned int k)
+{
+	return (uint64_t *)(void *)((char *)s + port_ctr_off[k]);
+}
+
+int
+psb_port_stats(const struct psb_app *app, unsigned int i, struct rte_eth_stats *out)
+{
+	struct rte_eth_stats now;
+	int rc, blank = 1, back = 0;
+	unsigned int k;
+
+	memset(out, 0, sizeof(*out));
+	if (i >= PSB_MAX_PORTS || i >= app->nports)
+		return -EINVAL;
+	rc = rte_eth_stats_get(app->port_ids[i], &now);
+	if (rc != 0)
+		memset(&now, 0, sizeof(now));
+	pthread_mutex_lock(&port_tot_lock);
+	for (k = 0; k < PORT_NCTR; k++) {
+		blank &= *port_ctr(&now, k) == 0;
+		back |= *port_ctr(&now, k) < port_tot[i].last[k];
+	}
+	/*
+	 * All 0: no peer (memif), or counts started again with nothing yet: nothing to add.
+	 * Lower than last time: the PMD counts from 0 again, all it has is new. Otherwise
+	 * what it counted since the last reading is new.
+	 */
+	for (k = 0; k < PORT_NCTR && !blank; k++) {
+		port_tot[i].sum[k] += *port_ctr(&now, k) - (back ? 0 : port_tot[i].last[k]);
+		port_tot[i].last[k] = *port_ctr(&now, k);
+	}
+	for (k = 0; k < PORT_NCTR; k++)
+		*port_ctr(out, k) = port_tot[i].sum[k];
+	pthread_mutex_unlock(&port_tot_lock);
+	return rc;
+}
+
+/*
+ * The sums start again from 0; the PMD's last reading stays, as what comes next is counted
+ * from it: memif's counters of a port without a peer are not reset by rte_eth_stats_reset,
+ * and resume at their old values when a peer comes.
+ */
+void
+psb_port_stats_clear(unsigned int i)
+{
+	if (i >= PSB_MAX_PORTS)
+		return;
+	pthread_mutex_lock(&port_tot_lock);
+	memset(port_tot[i].sum, 0, sizeof(port_tot[i].sum));
+	pthread_mutex_unlock(&port_tot_lock);
+}
+
 void
 psb_report_counters_emit(struct psb_emit *e, const struct psb_counters *c)
 {
@@ -274,8 +345,7 @@ psb_report_port_emit(struct psb_emit *e, struct psb_app *app, unsigned int i)
 	struct psb_afp_stats *afp = &app->afp[i];
 	struct rte_eth_stats ps;
 
-	if (rte_eth_stats_get(pid, &ps) != 0)
-		memset(&ps, 0, sizeof(ps));
+	(void)psb_port_stats(app, i, &ps);
 	psb_emit_int(e, "port", pid);
 	psb_emit_str(e, "spec", app->specs[i].spec);
 	psb_emit_int(e, "ipackets", (json_int_t)ps.ipackets);

@@ -11,6 +11,7 @@
 
 struct psb_app;
 struct psb_counters;
+struct rte_eth_stats;
 
 void psb_report_print(const struct psb_app *app, FILE *out);
 /* Written atomically (FILE.tmp + rename). 0 or -errno. */
@@ -39,5 +40,14 @@ const char *psb_report_counter_help(const char *name);
  * ports the kernel's counts of its socket (read now), into the object open in e.
  */
 void psb_report_port_emit(struct psb_emit *e, struct psb_app *app, unsigned int i);
+/*
+ * Port i's statistics over its whole life: a PMD's own counts can go back, as memif's
+ * read 0 while no peer is connected (and a PMD may start again from 0 when one comes
+ * back); psb carries what they had counted. Packet, byte, miss, error and rx_nombuf
+ * counts only. Any thread. -errno if the PMD gave nothing (out: the totals carried).
+ */
+int psb_port_stats(const struct psb_app *app, unsigned int i, struct rte_eth_stats *out);
+/* clear_port_stats: nothing carried for port i any more. */
+void psb_port_stats_clear(unsigned int i);
 
 #endif /* PSB_REPORT_H */
