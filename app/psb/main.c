@@ -123,6 +123,8 @@ usage(FILE *out)
 "  --ctl PATH           control socket (default <DPDK runtime dir>/psb.ctl; none: off)\n"
 "  --counters-file FILE append every counter as a JSON line to FILE periodically\n"
 "  --counters-every S   its period (default 1)\n"
+"  --counters-max SIZE  move FILE to FILE.1 before it passes SIZE (default 64MiB; 0:\n"
+"                       never); FILE renamed or removed: a new one is started\n"
 "  --prometheus [IP:]PORT  serve counters as Prometheus text on 127.0.0.1:PORT/metrics\n"
 "Process:\n"
 "  -l, --lcores LIST    lcores (default: a CPU no other psb on this host polls); roles\n"
@@ -187,7 +189,7 @@ enum {
 	OPT_TIMEOUT, OPT_RETRIES, OPT_VERIFY, OPT_RESULTS, OPT_LOG_EVERY, OPT_MEM, OPT_MBUFS,
 	OPT_HUGE, OPT_NO_HUGE, OPT_PREFIX, OPT_IDLE_EXIT, OPT_STATS_FILE, OPT_BATCH,
 	OPT_CONFIG, OPT_CHECK_CONFIG, OPT_CMDLINE_FILE, OPT_WAIT, OPT_CTL, OPT_COUNTERS_FILE,
-	OPT_COUNTERS_EVERY, OPT_PROMETHEUS, OPT_WARMUP, OPT_RATE, OPT_YIELD, OPT_STORE_BYTES,
+	OPT_COUNTERS_EVERY, OPT_COUNTERS_MAX, OPT_PROMETHEUS, OPT_WARMUP, OPT_RATE, OPT_YIELD, OPT_STORE_BYTES,
 	OPT_STORE_KEYS, OPT_REASM_BYTES, OPT_REASM_SENDER, OPT_REASM_TIMEOUT, OPT_FILE_MAX,
 	OPT_OUTPUT_DIR, OPT_CONNECT_TIMEOUT, OPT_KEEP_SERVING, OPT_HEARTBEAT, OPT_DEAD_AFTER,
 };
@@ -241,6 +243,7 @@ static const struct option long_opts[] = {
 	{ "ctl", required_argument, NULL, OPT_CTL },
 	{ "counters-file", required_argument, NULL, OPT_COUNTERS_FILE },
 	{ "counters-every", required_argument, NULL, OPT_COUNTERS_EVERY },
+	{ "counters-max", required_argument, NULL, OPT_COUNTERS_MAX },
 	{ "prometheus", required_argument, NULL, OPT_PROMETHEUS },
 	{ "warmup", required_argument, NULL, OPT_WARMUP },
 	{ "rate", required_argument, NULL, OPT_RATE },
@@ -455,6 +458,12 @@ parse_args(struct psb_app *app, struct run_opts *ro, int argc, char **argv)
 			app->counters_every_ns = psb_cli_seconds_ns("--counters-every", optarg);
 			if (app->counters_every_ns < 10000000)
 				psb_die("--counters-every: at least 0.01 s, got '%s'", optarg);
+			break;
+		case OPT_COUNTERS_MAX:
+			app->counters_max = psb_cli_size("--counters-max", optarg);
+			if (app->counters_max != 0 && app->counters_max < 64 * 1024)
+				psb_die("--counters-max: 0 (never rotate) or at least 64KiB, got '%s'",
+					optarg);
 			break;
 		case OPT_PROMETHEUS: app->prometheus = optarg; break;
 		case OPT_YIELD:
@@ -1407,6 +1416,8 @@ main(int argc, char **argv)
 	app->bench.max_retries = 50;
 	app->bench.log_every_ns = 1000000000ull;
 	app->counters_every_ns = 1000000000ull;
+	app->counters_max = 64ull << 20;
+	app->run.counters.fd = -1;
 	if (getcwd(app->results_root, sizeof(app->results_root)) == NULL)
 		app->results_root[0] = '\0';	/* then relative to wherever psb runs */
 	pthread_mutex_init(&app->ctl_lock, NULL);

@@ -15,6 +15,7 @@
 
 #include "psb_afp.h"
 #include "psb_exp.h"
+#include "psb_logfile.h"
 #include "psb_port.h"
 #include "psb_proto.h"
 #include "psb_sched.h"
@@ -201,7 +202,7 @@ struct psb_run {
 	char results[PATH_MAX];		/* where the results went */
 	char results_dir[PATH_MAX];	/* where they will go (absolute) */
 	char error[320];
-	FILE *counters_f;
+	struct psb_logfile counters;	/* output.counters_file; fd -1: none */
 	uint64_t next_counters_ns;
 	json_t *serve_base;		/* serve: counters at the window's start */
 	json_t *serve_final;		/* serve, once ended: the window's figures */
@@ -230,6 +231,8 @@ struct psb_cp_stats {
 	uint64_t file_refused;		/* files not read: not regular, or over file_max */
 	uint64_t prometheus_timeouts;	/* connections closed: no whole request in time */
 	uint64_t prometheus_evicted;	/* connections closed to make room for a new one */
+	uint64_t file_rotations;	/* counters files moved to .1: counters_max reached */
+	uint64_t file_reopens;		/* counters files opened again: renamed or removed */
 	uint64_t prometheus_refused;	/* connections refused: all others busy with requests */
 	uint64_t prometheus_incomplete;	/* connections ended without a whole request */
 };
@@ -279,6 +282,7 @@ struct psb_app {
 	const char *ctl_path;		/* control socket ("" none, NULL: the default) */
 	const char *counters_file;	/* JSON lines of every counter */
 	uint64_t counters_every_ns;
+	uint64_t counters_max;		/* --counters-max: rotate to .1 at this size */
 	const char *prometheus;		/* [ADDR:]PORT of the Prometheus endpoint, NULL none */
 	uint64_t yield_ns;		/* lcores give waiting threads the CPU this often (0: never) */
 	uint64_t connect_timeout_ns;	/* each wait for a peer while setting up (0: forever) */

@@ -8,6 +8,7 @@
 
 #include "psb.h"
 #include "psb_bench.h"
+#include "psb_conf.h"
 #include "psb_ctl.h"
 #include "psb_report.h"
 #include "psb_text.h"
@@ -118,6 +119,9 @@ const struct psb_cp_limit_desc psb_cp_limit_descs[] = {
 	CP_LIMIT(prometheus_timeouts,
 		"HTTP connections closed: no whole request and reply in node.prometheus_timeout"),
 	CP_LIMIT(prometheus_evicted, "HTTP connections closed to make room for a new one"),
+	CP_LIMIT(file_rotations, "Counters files moved to FILE.1: --counters-max or "
+		"output.counters_max reached"),
+	CP_LIMIT(file_reopens, "Counters files opened again: their path was renamed or removed"),
 	CP_LIMIT(prometheus_refused, "HTTP connections refused: all others were answering "
 		"requests"),
 	CP_LIMIT(prometheus_incomplete, "HTTP connections ended without a whole request: "
@@ -262,8 +266,9 @@ psb_counters_get(json_t *all, const char *path, char *err, size_t errlen)
 }
 
 int
-psb_counters_append(struct psb_app *app, FILE *f)
+psb_counters_append(struct psb_app *app, struct psb_logfile *lf)
 {
+	uint64_t reopens = lf->reopens, rotations = lf->rotations;
 	struct timespec ts;
 	int rc;
 
@@ -278,9 +283,25 @@ psb_counters_append(struct psb_app *app, FILE *f)
 	psb_text_append(&file_line, "}\n", 2);
 	if (rc != 0 || file_line.oom)
 		return -ENOMEM;
-	rc = 0;
-	if (fwrite(file_line.s, 1, file_line.len, f) != file_line.len || fflush(f) != 0)
-		rc = -EIO;
+	rc = psb_logfile_write(lf, file_line.s, file_line.len);
+	app->cp.file_reopens += lf->reopens - reopens;
+	app->cp.file_rotations += lf->rotations - rotations;
 	app->cp.file_lines++;
 	return rc;
+}
+
+void
+psb_counters_file_log(struct psb_app *app, const char *what, const char *path,
+		uint64_t every_ns, uint64_t max, const char *knob)
+{
+	char every[40], size[40];
+
+	psb_conf_format_duration(every, sizeof(every), every_ns);
+	psb_conf_format_size(size, sizeof(size), max);
+	if (max != 0)
+		PSB_LOG(app, "%s %s: a line every %s; moved to %s.1 at %s (%s), opened again if "
+			"renamed or removed", what, path, every, path, size, knob);
+	else
+		PSB_LOG(app, "%s %s: a line every %s; never rotated (%s 0), opened again if "
+			"renamed or removed", what, path, every, knob);
 }

@@ -9,6 +9,7 @@
 #include "psb_text.h"
 
 struct psb_app;
+struct psb_logfile;
 
 /*
  * Counters (psb_counters.c). Every counter of the process as one JSON object:
@@ -41,8 +42,14 @@ extern const struct psb_cp_limit_desc psb_cp_limit_descs[];
 json_t *psb_counters_control_json(const struct psb_app *app);
 /* Free what psb_counters_json keeps between calls (port xstats names), once no export runs. */
 void psb_counters_fini(void);
-/* Append one JSON line {"time": unix seconds, "counters": {...}} to f. */
-int psb_counters_append(struct psb_app *app, FILE *f);
+/*
+ * Append one JSON line {"time": unix seconds, "counters": {...}} to lf (opened again if
+ * renamed or removed, rotated by size: control.file_reopens, file_rotations).
+ */
+int psb_counters_append(struct psb_app *app, struct psb_logfile *lf);
+/* Say at start where a counters file goes, how often and how big it may grow (knob: its name). */
+void psb_counters_file_log(struct psb_app *app, const char *what, const char *path,
+		uint64_t every_ns, uint64_t max, const char *knob);
 
 /*
  * The running or last experiment, with live figures (status, "experiment" counters);

@@ -41,7 +41,8 @@ typedef int psb_mhd_result;
 #endif
 
 static struct {
-	FILE *f;			/* --counters-file */
+	struct psb_logfile cf;		/* --counters-file */
+	int cf_on;
 	uint64_t next_ns;
 	int f_failing;			/* the last line could not be written */
 	struct MHD_Daemon *mhd;		/* --prometheus */
@@ -1499,7 +1500,7 @@ prom_init(struct psb_app *app, char *err, size_t errlen)
 static void
 counters_line(struct psb_app *app)
 {
-	int rc = psb_counters_append(app, g_exp.f);
+	int rc = psb_counters_append(app, &g_exp.cf);
 
 	/* say it when writing starts failing (disk full) and when it works again, not each time */
 	if (rc != 0 && !g_exp.f_failing)
@@ -1528,9 +1529,9 @@ export_close(void)
 	free(g_prom.c);
 	g_prom.c = NULL;
 	g_prom.nslots = g_prom.live = 0;
-	if (g_exp.f != NULL) {
-		fclose(g_exp.f);
-		g_exp.f = NULL;
+	if (g_exp.cf_on) {
+		psb_logfile_close(&g_exp.cf);
+		g_exp.cf_on = 0;
 	}
 }
 
@@ -1540,13 +1541,15 @@ psb_export_init(struct psb_app *app, char *err, size_t errlen)
 	int rc = 0;
 
 	if (app->counters_file != NULL) {
-		g_exp.f = fopen(app->counters_file, "ae");
-		if (g_exp.f == NULL) {
-			rc = -errno;
+		rc = psb_logfile_open(&g_exp.cf, app->counters_file, app->counters_max);
+		if (rc != 0) {
 			snprintf(err, errlen, "--counters-file %s: cannot open: %s",
-				app->counters_file, strerror(errno));
+				app->counters_file, strerror(-rc));
 			return rc;
 		}
+		g_exp.cf_on = 1;
+		psb_counters_file_log(app, "--counters-file", app->counters_file,
+			app->counters_every_ns, app->counters_max, "--counters-max");
 		g_exp.next_ns = 0;	/* a first line at once */
 		g_exp.f_failing = 0;
 	}
@@ -1562,7 +1565,7 @@ psb_export_init(struct psb_app *app, char *err, size_t errlen)
 void
 psb_export_poll(struct psb_app *app, uint64_t now_ns)
 {
-	if (g_exp.f != NULL && now_ns >= g_exp.next_ns) {
+	if (g_exp.cf_on && now_ns >= g_exp.next_ns) {
 		counters_line(app);
 		g_exp.next_ns += app->counters_every_ns;
 		/* behind after a stall: carry on from now rather than write a burst */
@@ -1589,7 +1592,7 @@ psb_export_poll(struct psb_app *app, uint64_t now_ns)
 void
 psb_export_fini(struct psb_app *app)
 {
-	if (g_exp.f != NULL)
+	if (g_exp.cf_on)
 		counters_line(app);
 	export_close();
 }

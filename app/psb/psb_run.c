@@ -390,10 +390,9 @@ run_finish(struct psb_app *app, int state)
 	if (s != NULL)
 		free(s->each);
 	free(s);
-	if (r->counters_f != NULL) {
-		psb_counters_append(app, r->counters_f);
-		fclose(r->counters_f);
-		r->counters_f = NULL;
+	if (r->counters.fd >= 0) {
+		psb_counters_append(app, &r->counters);
+		psb_logfile_close(&r->counters);
 	}
 	json_decref(r->serve_base);
 	r->serve_base = NULL;
@@ -416,25 +415,34 @@ absolute_results(const struct psb_app *app, const struct psb_exp_conf *c, char *
 		snprintf(out, len, "%.2047s/%.2047s", cwd, rel);
 }
 
-/* The document's counters file, inside its output directory (psb_exp_check keeps it there). */
-static FILE *
-open_counters(const struct psb_app *app, const struct psb_exp_conf *c, char *err, size_t errlen)
+/*
+ * The document's counters file, inside its output directory (psb_exp_check keeps it there),
+ * into lf; 0 or -errno.
+ */
+static int
+open_counters(struct psb_app *app, const struct psb_exp_conf *c, struct psb_logfile *lf,
+		char *err, size_t errlen)
 {
 	char path[PATH_MAX];
-	FILE *f;
+	int rc;
 
 	if (psb_exp_output_path(app->results_root, c, c->output.counters_file, path,
 			sizeof(path)) != 0) {
 		snprintf(err, errlen, "output.counters_file: path too long");
-		return NULL;
+		return -ENAMETOOLONG;
 	}
-	if (psb_exp_output_dir(app->results_root, c, err, errlen) != 0)
-		return NULL;
-	f = fopen(path, "ae");
-	if (f == NULL)
+	rc = psb_exp_output_dir(app->results_root, c, err, errlen);
+	if (rc != 0)
+		return rc < 0 ? rc : -EIO;
+	rc = psb_logfile_open(lf, path, c->output.counters_max);
+	if (rc != 0) {
 		snprintf(err, errlen, "output.counters_file: cannot open %s: %s", path,
-			 strerror(errno));
-	return f;
+			 strerror(-rc));
+		return rc;
+	}
+	psb_counters_file_log(app, "output.counters_file", path, c->output.counters_every,
+		c->output.counters_max, "output.counters_max");
+	return 0;
 }
 
 int
@@ -443,7 +451,7 @@ psb_run_start(struct psb_app *app, const struct psb_exp_conf *c, int from_doc, c
 {
 	struct psb_run *r = &app->run;
 	struct psb_run_rec *rec;
-	FILE *cf = NULL;
+	struct psb_logfile cf = { .fd = -1 };
 	int rc;
 
 	if (psb_run_active(app)) {
@@ -463,7 +471,7 @@ psb_run_start(struct psb_app *app, const struct psb_exp_conf *c, int from_doc, c
 			return rc;
 	}
 	if (c->output.counters_file[0] != '\0' &&
-	    (cf = open_counters(app, c, err, errlen)) == NULL)
+	    open_counters(app, c, &cf, err, errlen) != 0)
 		return -EINVAL;
 
 	pthread_mutex_lock(&app->ctl_lock);
@@ -480,7 +488,7 @@ psb_run_start(struct psb_app *app, const struct psb_exp_conf *c, int from_doc, c
 	r->serve_final = NULL;
 	r->results[0] = '\0';
 	r->error[0] = '\0';
-	r->counters_f = cf;
+	r->counters = cf;
 	r->next_counters_ns = r->start_ns;
 	if (c->kind == PSB_EXP_SERVE)
 		r->serve_base = serve_base(app);
@@ -609,8 +617,8 @@ psb_run_poll(struct psb_app *app, uint64_t now_ns)
 
 	if (r->state != PSB_RUN_RUNNING)
 		return;
-	if (r->counters_f != NULL && now_ns >= r->next_counters_ns) {
-		psb_counters_append(app, r->counters_f);
+	if (r->counters.fd >= 0 && now_ns >= r->next_counters_ns) {
+		psb_counters_append(app, &r->counters);
 		r->next_counters_ns = now_ns + r->conf.output.counters_every;
 	}
 	if (r->conf.kind == PSB_EXP_SERVE) {

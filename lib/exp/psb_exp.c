@@ -185,6 +185,9 @@ static const struct psb_conf_field output_table[] = {
 	  "inside it)" },
 	{ "counters_every", PSB_CONF_DURATION, OFF(psb_exp_output, counters_every), 0, 0, "1s",
 	  10e6, 3600e9, NULL, NULL, "period of the counters file" },
+	{ "counters_max", PSB_CONF_SIZE, OFF(psb_exp_output, counters_max), 0, 0, "64MiB", 0,
+	  1e12, NULL, NULL, "move the counters file to FILE.1 before it passes this size (0: "
+	  "never); renamed or removed, a new one is started" },
 	{ NULL, 0, 0, 0, 0, NULL, 0, 0, NULL, NULL, NULL },
 };
 

@@ -112,6 +112,7 @@ struct psb_exp_output {
 	uint64_t log_every;		/* progress line period, ns; live */
 	char counters_file[256];	/* JSON lines of every counter, "" none; in dir */
 	uint64_t counters_every;	/* its period, ns */
+	uint64_t counters_max;		/* moved to .1 at this size (0: never) */
 };
 
 struct psb_exp_conf {

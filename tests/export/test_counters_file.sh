@@ -1,6 +1,7 @@
 #!/bin/bash
 # --counters-file: a JSON line of every counter each --counters-every (0.2 s here), one more
-# at exit, appended to what the file held; a file that cannot be opened is refused.
+# at exit, appended to what the file held; a file that cannot be opened is refused; a file
+# renamed away is started again at its path; --counters-max moves it to FILE.1 by size.
 source "$(dirname "$0")/common.sh" "$1"
 F=$DIR/counters.jsonl
 
@@ -69,4 +70,46 @@ wait $LAST_PID || rc=$?
 [ $rc = 2 ] || fail "unopenable --counters-file: exit code $rc, not 2"
 grep -q -- "--counters-file $DIR/no/such/dir/c.jsonl: cannot open: No such file or directory" \
 	"$DIR/bad.log" || fail "unopenable --counters-file: no message"
+# renamed away while psb writes (logrotate's way): the next line starts a new file, the
+# renamed one grows no more
+F=$DIR/rot.jsonl
+start_psb rename --port null --ip 198.18.0.1 -l 0 --no-huge --file-prefix "$TAG-d" --wait \
+	--counters-file "$F" --counters-every 0.05
+PID=$LAST_PID
+wait_lines "$F" 3 $PID
+grep -q -- "--counters-file $F: a line every 50ms; moved to $F.1 at 64MiB (--counters-max), opened again if renamed or removed" \
+	"$DIR/rename.log" || fail "no line at start saying where the counters go and how big"
+mv "$F" "$F.old"
+N=$(wc -l <"$F.old")
+wait_lines "$F" 3 $PID
+[ "$(wc -l <"$F.old")" -le $((N + 1)) ] || fail "the renamed file still grows"
+python3 - "$F" <<'PY' || fail "file_reopens after a rename"
+import json, sys
+last = json.loads(open(sys.argv[1]).read().splitlines()[-1])
+assert last["counters"]["control"]["file_reopens"] >= 1, last["counters"]["control"]
+PY
+stop_psb $PID
+
+# --counters-max: the file goes to FILE.1 before it passes the size, one old file is kept
+F=$DIR/max.jsonl
+start_psb max --port null --ip 198.18.0.1 -l 0 --no-huge --file-prefix "$TAG-e" --wait \
+	--counters-file "$F" --counters-every 0.01 --counters-max 64KiB
+PID=$LAST_PID
+for _ in $(seq 200); do
+	alive $PID
+	[ -f "$F.1" ] && grep -q '"file_rotations":[2-9]' "$F" 2>/dev/null && break
+	sleep 0.05
+done
+stop_psb $PID
+python3 - "$F" <<'PY' || fail "--counters-max"
+import json, os, sys
+f = sys.argv[1]
+for p in (f, f + ".1"):
+    assert os.path.getsize(p) <= 64 << 10, (p, os.path.getsize(p))
+    lines = open(p).read().splitlines()
+    assert lines and all(json.loads(l)["counters"] for l in lines), p
+last = json.loads(open(f).read().splitlines()[-1])["counters"]["control"]
+assert last["file_rotations"] >= 2 and last["file_reopens"] == 0, last
+PY
+[ ! -e "$F.2" ] || fail "more than one old counters file kept"
 echo "counters file: ok"

@@ -1,4 +1,7 @@
-/* Unit tests of lib/conf: unit parsers, table-driven parsing, error messages, set, dump. */
+/*
+ * Unit tests of lib/conf: unit parsers, table-driven parsing, error messages, set, dump,
+ * and files appended to for a long time (psb_logfile).
+ */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -13,6 +16,7 @@
 #include <cmocka.h>
 
 #include "psb_conf.h"
+#include "psb_logfile.h"
 #include "psb_text.h"
 
 enum kind { KIND_PUSHPULL, KIND_STALENESS };
@@ -831,6 +835,98 @@ test_emit(void **state)
 	assert_null(psb_emit_done(&e));
 }
 
+/* The whole content of a file, or "" if there is none. */
+static const char *
+slurp(const char *path)
+{
+	static char buf[4096];
+	FILE *f = fopen(path, "r");
+	size_t n = 0;
+
+	buf[0] = '\0';
+	if (f == NULL)
+		return buf;
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	buf[n] = '\0';
+	fclose(f);
+	return buf;
+}
+
+/* psb_logfile: appends; opened again after a rename or a removal; rotated to .1 by size. */
+static void
+test_logfile(void **state)
+{
+	char dir[] = "/tmp/psb-logfile-XXXXXX", path[128], old[128], one[128];
+	char line[160];
+	struct psb_logfile lf;
+
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/c.jsonl", dir);
+	snprintf(old, sizeof(old), "%s/c.jsonl.old", dir);
+	snprintf(one, sizeof(one), "%s/c.jsonl.1", dir);
+
+	/* appended to what the file held */
+	assert_int_equal(psb_logfile_open(&lf, path, 0), 0);
+	assert_int_equal(psb_logfile_write(&lf, "a\n", 2), 0);
+	psb_logfile_close(&lf);
+	assert_int_equal(psb_logfile_open(&lf, path, 0), 0);
+	assert_int_equal(lf.size, 2);
+	assert_int_equal(psb_logfile_write(&lf, "b\n", 2), 0);
+	assert_string_equal(slurp(path), "a\nb\n");
+
+	/* renamed away (logrotate): the next line starts the path again, the old one stays */
+	assert_int_equal(rename(path, old), 0);
+	assert_int_equal(psb_logfile_write(&lf, "c\n", 2), 0);
+	assert_string_equal(slurp(path), "c\n");
+	assert_string_equal(slurp(old), "a\nb\n");
+	assert_int_equal(lf.reopens, 1);
+	/* removed: made again */
+	assert_int_equal(unlink(path), 0);
+	assert_int_equal(psb_logfile_write(&lf, "d\n", 2), 0);
+	assert_string_equal(slurp(path), "d\n");
+	assert_int_equal(lf.reopens, 2);
+	/* the same file again: nothing reopened */
+	assert_int_equal(psb_logfile_write(&lf, "e\n", 2), 0);
+	assert_int_equal(lf.reopens, 2);
+	psb_logfile_close(&lf);
+	unlink(path);
+	unlink(old);
+
+	/* by size: a line that would pass 100 bytes goes to a new file, the full one to .1 */
+	memset(line, 'x', sizeof(line));
+	line[39] = '\n';
+	assert_int_equal(psb_logfile_open(&lf, path, 100), 0);
+	assert_int_equal(psb_logfile_write(&lf, line, 40), 0);
+	assert_int_equal(psb_logfile_write(&lf, line, 40), 0);
+	assert_int_equal(lf.rotations, 0);
+	assert_int_equal(psb_logfile_write(&lf, line, 40), 0);
+	assert_int_equal(lf.rotations, 1);
+	assert_int_equal(strlen(slurp(one)), 80);
+	assert_int_equal(strlen(slurp(path)), 40);
+	/* a line longer than the limit: alone in a file of its own */
+	line[149] = '\n';
+	assert_int_equal(psb_logfile_write(&lf, line, 150), 0);
+	assert_int_equal(lf.rotations, 2);
+	assert_int_equal(strlen(slurp(one)), 40);
+	assert_int_equal(strlen(slurp(path)), 150);
+	assert_int_equal(psb_logfile_write(&lf, line, 40), 0);
+	assert_int_equal(lf.rotations, 3);
+	assert_int_equal(strlen(slurp(one)), 150);
+	assert_int_equal(strlen(slurp(path)), 40);
+	assert_int_equal(lf.reopens, 0);
+	psb_logfile_close(&lf);
+	unlink(path);
+	unlink(one);
+
+	/* a directory that is not there: the error, and nothing written later either */
+	snprintf(path, sizeof(path), "%s/no/c.jsonl", dir);
+	assert_int_equal(psb_logfile_open(&lf, path, 0), -ENOENT);
+	assert_int_equal(psb_logfile_write(&lf, "x\n", 2), -ENOENT);
+	psb_logfile_close(&lf);
+	assert_int_equal(rmdir(dir), 0);
+}
+
 int
 main(void)
 {
@@ -853,6 +949,7 @@ main(void)
 		cmocka_unit_test(test_text_json_cases),
 		cmocka_unit_test(test_text_json_random),
 		cmocka_unit_test(test_emit),
+		cmocka_unit_test(test_logfile),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
