@@ -59,6 +59,11 @@ usage(FILE *out)
 "  quit                   stop the experiment and make psb exit\n"
 "  help                   the appliance's commands\n"
 "  raw JSON-LINE          send one request as is, print the reply line\n"
+"  prune DIR --keep N | --older-than AGE [--dry-run]\n"
+"                         remove old results from DIR (an output.dir, like results):\n"
+"                         those past the newest N, or written more than AGE ago (30s,\n"
+"                         15m, 12h, 7d), or both; only directories holding nothing but\n"
+"                         psb's result files (no socket needed)\n"
 "Options:\n"
 "  --ctl PATH             psb's control socket\n"
 "  -p, --file-prefix NAME the socket of the psb started with --file-prefix NAME\n"
@@ -793,7 +798,79 @@ do_raw(struct conn *c, const char *text)
 	return rc;
 }
 
-enum { OPT_CTL = 256, OPT_JSON, OPT_TIMEOUT, OPT_WAIT, OPT_WATCH };
+/* --older-than: a number with s, m, h or d (none: seconds); at least 1 s. */
+static uint64_t
+age_seconds(const char *v)
+{
+	static const struct { char unit; uint64_t mult; } units[] = {
+		{ 's', 1 }, { 'm', 60 }, { 'h', 3600 }, { 'd', 86400 },
+	};
+	char *end;
+	unsigned long long n;
+	unsigned int i;
+
+	errno = 0;
+	n = strtoull(v, &end, 10);
+	if (errno != 0 || end == v || v[0] == '-' || n == 0 || n > 100000ull * 86400)
+		psb_die("--older-than: expected an age like 30s, 15m, 12h or 7d, got '%s'", v);
+	if (*end == '\0')
+		return n;
+	for (i = 0; i < sizeof(units) / sizeof(units[0]); i++)
+		if (end[0] == units[i].unit && end[1] == '\0')
+			return n * units[i].mult;
+	psb_die("--older-than: expected an age like 30s, 15m, 12h or 7d, got '%s'", v);
+	return 0;
+}
+
+struct prune_out {
+	int dry;
+	unsigned int kept;
+	uint64_t freed;
+};
+
+static void
+prune_line(void *arg, const struct psb_exp_pruned *p)
+{
+	struct prune_out *o = arg;
+	char when[32];
+	struct tm tm;
+
+	localtime_r(&p->mtime, &tm);
+	strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S", &tm);
+	if (p->removed) {
+		o->freed += p->bytes;
+		printf("%s %s (%s, %llu B)\n", o->dry ? "would remove" : "removed", p->name, when,
+		       (unsigned long long)p->bytes);
+	} else {
+		o->kept++;
+		if (strcmp(p->why, "one of the newest") == 0 || strcmp(p->why, "younger") == 0)
+			printf("kept %s (%s, %s)\n", p->name, when, p->why);
+		else
+			printf("kept %s: it holds \"%s\", which psb did not write\n", p->name,
+			       p->why);
+	}
+}
+
+/* prune DIR: old results removed here, by psbctl (psb is not asked: no socket needed). */
+static int
+do_prune(const char *dir, long keep, uint64_t older, int dry)
+{
+	struct prune_out o = { .dry = dry };
+	int n;
+
+	if (keep < 0 && older == 0)
+		psb_die("prune: give --keep N, --older-than AGE or both");
+	n = psb_exp_prune(dir, keep, older, time(NULL), dry, prune_line, &o);
+	if (n < 0) {
+		fprintf(stderr, "psbctl: prune %s: %s\n", dir, strerror(-n));
+		return EXIT_USAGE;
+	}
+	printf("%s %d results director%s (%llu B), kept %u\n", dry ? "would remove" : "removed",
+	       n, n == 1 ? "y" : "ies", (unsigned long long)o.freed, o.kept);
+	return 0;
+}
+
+enum { OPT_CTL = 256, OPT_JSON, OPT_TIMEOUT, OPT_WAIT, OPT_WATCH, OPT_KEEP, OPT_OLDER, OPT_DRY };
 
 static const struct option long_opts[] = {
 	{ "ctl", required_argument, NULL, OPT_CTL },
@@ -802,6 +879,9 @@ static const struct option long_opts[] = {
 	{ "timeout", required_argument, NULL, OPT_TIMEOUT },
 	{ "wait", no_argument, NULL, OPT_WAIT },
 	{ "watch", required_argument, NULL, OPT_WATCH },
+	{ "keep", required_argument, NULL, OPT_KEEP },
+	{ "older-than", required_argument, NULL, OPT_OLDER },
+	{ "dry-run", no_argument, NULL, OPT_DRY },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
 };
@@ -814,6 +894,7 @@ static const struct {
 	{ "start", 0, 1 }, { "stop", 0, 0 }, { "status", 0, 0 }, { "counters", 0, 1 },
 	{ "reset_state", 0, 0 }, { "list", 0, 0 }, { "set", 2, 2 }, { "load", 1, 1 },
 	{ "clear_port_stats", 0, 1 }, { "quit", 0, 0 }, { "help", 0, 0 }, { "raw", 1, 1 },
+	{ "prune", 1, 1 },
 };
 
 int
@@ -821,7 +902,9 @@ main(int argc, char **argv)
 {
 	const char *ctl = NULL, *prefix = NULL, *name;
 	char *found = NULL, base[PATH_MAX], path[PATH_MAX + 32];
-	int wait = 0, watch_ms = 0, opt, nargs, rc;
+	int wait = 0, watch_ms = 0, opt, nargs, rc, dry = 0;
+	long keep = -1;
+	uint64_t older = 0;
 	uint64_t ns;
 	struct sigaction sa;
 	struct conn c;
@@ -842,6 +925,9 @@ main(int argc, char **argv)
 			g_timeout_ms = (int)(ns / 1000000);
 			break;
 		case OPT_WAIT: wait = 1; break;
+		case OPT_KEEP: keep = (long)psb_cli_u64("--keep", optarg, 0, 1000000000); break;
+		case OPT_OLDER: older = age_seconds(optarg); break;
+		case OPT_DRY: dry = 1; break;
 		case OPT_WATCH:
 			ns = psb_cli_seconds_ns("--watch", optarg);
 			if (ns < 10000000 || ns > 86400ull * 1000000000)
@@ -871,6 +957,10 @@ main(int argc, char **argv)
 		psb_die("--wait: only with start");
 	if (watch_ms != 0 && strcmp(name, "status") != 0 && strcmp(name, "counters") != 0)
 		psb_die("--watch: only with status and counters");
+	if ((keep >= 0 || older != 0 || dry) && strcmp(name, "prune") != 0)
+		psb_die("--keep, --older-than, --dry-run: only with prune");
+	if (strcmp(name, "prune") == 0)
+		return do_prune(args[0], keep, older, dry);
 	if (ctl != NULL && prefix != NULL)
 		psb_die("--ctl and --file-prefix: give one of them");
 	if (prefix != NULL) {

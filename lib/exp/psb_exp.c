@@ -475,6 +475,111 @@ only_results(const char *dir, char *left, size_t leftlen)
 	return rc;
 }
 
+struct prune_ent {
+	char name[256];
+	time_t mtime;
+	uint64_t bytes;
+	char other[256];		/* a file psb did not write, "" if none */
+};
+
+static int
+prune_newest_first(const void *a, const void *b)
+{
+	const struct prune_ent *x = a, *y = b;
+
+	if (x->mtime != y->mtime)
+		return x->mtime < y->mtime ? 1 : -1;
+	return strcmp(x->name, y->name);
+}
+
+/* dir/name as a results directory: when written, its size, what else it holds. 0: one. */
+static int
+prune_look(const char *dir, const char *name, struct prune_ent *e)
+{
+	char path[PATH_MAX], f[PATH_MAX + 16];
+	struct stat st;
+	unsigned int i;
+
+	if ((size_t)snprintf(path, sizeof(path), "%s/%s", dir, name) >= sizeof(path) ||
+	    lstat(path, &st) != 0 || !S_ISDIR(st.st_mode))
+		return -1;
+	memset(e, 0, sizeof(*e));
+	snprintf(e->name, sizeof(e->name), "%s", name);
+	e->mtime = st.st_mtime;
+	(void)only_results(path, e->other, sizeof(e->other));
+	for (i = 0; result_files[i] != NULL; i++) {
+		snprintf(f, sizeof(f), "%s/%s", path, result_files[i]);
+		if (lstat(f, &st) != 0 || !S_ISREG(st.st_mode))
+			continue;
+		e->bytes += (uint64_t)st.st_size;
+		if (i == 0)
+			e->mtime = st.st_mtime;	/* result.json: written last */
+	}
+	return 0;
+}
+
+int
+psb_exp_prune(const char *dir, long keep, uint64_t older_than_s, time_t now, bool dry,
+		void (*fn)(void *arg, const struct psb_exp_pruned *p), void *arg)
+{
+	struct prune_ent *ents = NULL, *tmp;
+	size_t n = 0, cap = 0, i;
+	long rank = 0;
+	struct dirent *de;
+	int removed = 0;
+	DIR *d;
+
+	if (keep < 0 && older_than_s == 0)
+		return -EINVAL;
+	d = opendir(dir);
+	if (d == NULL)
+		return -errno;
+	while ((de = readdir(d)) != NULL) {
+		if (de->d_name[0] == '.' || strlen(de->d_name) >= sizeof(ents->name))
+			continue;
+		if (n == cap) {
+			cap = cap != 0 ? 2 * cap : 64;
+			tmp = realloc(ents, cap * sizeof(*ents));
+			if (tmp == NULL) {
+				closedir(d);
+				free(ents);
+				return -ENOMEM;
+			}
+			ents = tmp;
+		}
+		if (prune_look(dir, de->d_name, &ents[n]) == 0)
+			n++;
+	}
+	closedir(d);
+	if (n != 0)
+		qsort(ents, n, sizeof(*ents), prune_newest_first);
+	for (i = 0; i < n; i++) {
+		struct psb_exp_pruned p = { .name = ents[i].name, .mtime = ents[i].mtime,
+			.bytes = ents[i].bytes };
+		char path[PATH_MAX];
+
+		if (ents[i].other[0] != '\0') {
+			p.why = ents[i].other;
+		} else if (keep >= 0 && rank++ < keep) {
+			p.why = "one of the newest";
+		} else if (older_than_s != 0 && now - ents[i].mtime <= (time_t)older_than_s) {
+			p.why = "younger";
+		} else {
+			snprintf(path, sizeof(path), "%s/%s", dir, ents[i].name);
+			if (dry || psb_rmdir_flat(path, result_files, true, NULL, 0) == 0) {
+				p.removed = true;
+				removed++;
+			} else {
+				p.why = "could not be removed";
+			}
+		}
+		if (fn != NULL)
+			fn(arg, &p);
+	}
+	free(ents);
+	return removed;
+}
+
 int
 psb_exp_results_claim(const char *root, const struct psb_exp_conf *c, char *err, size_t errlen)
 {

@@ -6,6 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <time.h>
 
 #include <jansson.h>
 
@@ -217,6 +218,28 @@ int psb_exp_results_claim(const char *root, const struct psb_exp_conf *c, char *
 int psb_exp_results_write(const char *root, const struct psb_exp_conf *c, const json_t *doc,
 		const json_t *rows, const char *const *cols, char *where, size_t wherelen, char *err,
 		size_t errlen);
+
+/* A results directory psb_exp_prune looked at. */
+struct psb_exp_pruned {
+	const char *name;		/* its name in the directory pruned */
+	time_t mtime;			/* when its results were written */
+	uint64_t bytes;			/* what its files take */
+	bool removed;			/* removed (dry run: would be) */
+	const char *why;		/* kept: why ("one of the newest", "younger", or the
+					 * name of a file psb did not write) */
+};
+
+/*
+ * Remove old results from dir (an output.dir): of its subdirectories holding nothing but
+ * psb's result files (result.json, .csv, .txt), those past the newest keep (keep < 0: no
+ * such bound) and, when older_than_s is not 0, written more than older_than_s seconds
+ * before now. Dot-named ones (results being written), symbolic links and directories with
+ * anything else in them are never touched. With dry, nothing is removed: fn is told what
+ * would be. fn (may be NULL) hears of every directory, newest first. How many were
+ * removed, or -errno (-EINVAL: neither bound given).
+ */
+int psb_exp_prune(const char *dir, long keep, uint64_t older_than_s, time_t now, bool dry,
+		void (*fn)(void *arg, const struct psb_exp_pruned *p), void *arg);
 
 /* rows as an aligned text table / as CSV (header line first). */
 void psb_exp_table_print(FILE *out, const json_t *rows, const char *const *cols);

@@ -134,4 +134,28 @@ assert d["state"] == "done", d["state"]
 assert 0.9 <= d["elapsed_s"] < 3, d["elapsed_s"]
 assert t1 - t0 < 15, t1 - t0
 PY
-echo "ctl_runs: idle start, duration with resets, list/status/stop and serve windows agree"
+# --- psbctl prune: the results written above, all but the newest two, never a directory
+# with a file psb did not write; a dry run first
+echo "a note" >"$DIR/results/idle/notes.txt"
+ls "$DIR/results" >"$DIR/before.txt"
+expect_rc 0 "$O" "$E" "$PSBCTL" prune "$DIR/results" --keep 2 --dry-run
+grep -q '^would remove ' "$O" && grep -q '^kept idle: it holds "notes.txt", which psb did not write$' "$O" ||
+	fail "prune --dry-run: $(cat "$O")"
+ls "$DIR/results" | cmp -s - "$DIR/before.txt" || fail "prune --dry-run removed something"
+expect_rc 0 "$O" "$E" "$PSBCTL" prune "$DIR/results" --keep 2
+python3 - "$DIR/results" "$O" <<'PY' || fail "prune --keep 2: $(cat "$O")"
+import os, sys
+d = sys.argv[1]
+left = sorted(e for e in os.listdir(d) if os.path.isdir(os.path.join(d, e)))
+# idle (not psb's alone) and the two newest (served last) stay
+assert "idle" in left and "served" in left and len(left) == 3, left
+out = open(sys.argv[2]).read()
+assert out.splitlines()[-1].startswith("removed ") and "kept 3" in out, out
+PY
+expect_rc 2 "$O" "$E" "$PSBCTL" prune "$DIR/results"
+grep -q "prune: give --keep N, --older-than AGE or both" "$E" || fail "prune without a bound: $(cat "$E")"
+expect_rc 2 "$O" "$E" "$PSBCTL" prune "$DIR/results" --older-than 3w
+grep -q -- "--older-than: expected an age like 30s, 15m, 12h or 7d, got '3w'" "$E" ||
+	fail "prune --older-than 3w: $(cat "$E")"
+echo "ctl_runs: idle start, duration with resets, list/status/stop and serve windows agree;" \
+	"prune keeps the newest and what psb did not write"

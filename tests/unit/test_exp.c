@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -433,6 +434,110 @@ test_read_file_limits(void **state)
 	assert_int_equal(system(p), 0);
 }
 
+/* dir/name/file with text, its time set back `age` seconds from now. */
+static void
+put_file(const char *dir, const char *name, const char *file, time_t now, time_t age)
+{
+	char path[512];
+	struct timespec ts[2];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	mkdir(path, 0755);
+	snprintf(path, sizeof(path), "%s/%s/%s", dir, name, file);
+	f = fopen(path, "w");
+	assert_non_null(f);
+	fputs("{}\n", f);
+	fclose(f);
+	ts[0].tv_sec = ts[1].tv_sec = now - age;
+	ts[0].tv_nsec = ts[1].tv_nsec = 0;
+	assert_int_equal(utimensat(AT_FDCWD, path, ts, 0), 0);
+}
+
+static int
+there(const char *dir, const char *name)
+{
+	char path[512];
+	struct stat st;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	return lstat(path, &st) == 0;
+}
+
+struct prune_seen {
+	char names[16][32];
+	bool removed[16];
+	unsigned int n;
+};
+
+static void
+prune_cb(void *arg, const struct psb_exp_pruned *p)
+{
+	struct prune_seen *s = arg;
+
+	assert_true(s->n < 16);
+	snprintf(s->names[s->n], sizeof(s->names[0]), "%s", p->name);
+	s->removed[s->n++] = p->removed;
+}
+
+/*
+ * psb_exp_prune: psb's results past the newest N or older than an age go; directories with
+ * other files, results being written (dot names), symbolic links and files stay.
+ */
+static void
+test_prune(void **state)
+{
+	char dir[] = "/tmp/psb-prune-XXXXXX", path[512];
+	time_t now = time(NULL);
+	struct prune_seen seen;
+
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	put_file(dir, "new", "result.json", now, 10);
+	put_file(dir, "mid", "result.json", now, 3600);
+	put_file(dir, "mid", "result.csv", now, 3600);
+	put_file(dir, "old", "result.json", now, 86400);
+	put_file(dir, "mine", "result.json", now, 90000);
+	put_file(dir, "mine", "notes.txt", now, 90000);	/* not psb's: never removed */
+	put_file(dir, ".tmp.run", "result.json", now, 90000);	/* being written */
+	snprintf(path, sizeof(path), "%s/link", dir);
+	assert_int_equal(symlink("old", path), 0);
+
+	assert_int_equal(psb_exp_prune(dir, -1, 0, now, false, NULL, NULL), -EINVAL);
+	snprintf(path, sizeof(path), "%s/none", dir);
+	assert_int_equal(psb_exp_prune(path, 1, 0, now, false, NULL, NULL), -ENOENT);
+
+	/* a dry run removes nothing, and says so newest first */
+	memset(&seen, 0, sizeof(seen));
+	assert_int_equal(psb_exp_prune(dir, 1, 0, now, true, prune_cb, &seen), 2);
+	assert_int_equal(seen.n, 4);
+	assert_string_equal(seen.names[0], "new");
+	assert_false(seen.removed[0]);
+	assert_string_equal(seen.names[1], "mid");
+	assert_true(seen.removed[1]);
+	assert_string_equal(seen.names[2], "old");
+	assert_true(seen.removed[2]);
+	assert_string_equal(seen.names[3], "mine");
+	assert_false(seen.removed[3]);
+	assert_true(there(dir, "mid") && there(dir, "old"));
+
+	/* older than 2 h: old alone (mine is not psb's alone) */
+	assert_int_equal(psb_exp_prune(dir, -1, 7200, now, false, NULL, NULL), 1);
+	assert_false(there(dir, "old"));
+	assert_true(there(dir, "mid") && there(dir, "new") && there(dir, "mine"));
+	/* the newest one kept: mid goes */
+	assert_int_equal(psb_exp_prune(dir, 1, 0, now, false, NULL, NULL), 1);
+	assert_false(there(dir, "mid"));
+	assert_true(there(dir, "new") && there(dir, "mine") && there(dir, ".tmp.run") &&
+		    there(dir, "link"));
+	/* both bounds: new is younger than a minute, so it stays */
+	assert_int_equal(psb_exp_prune(dir, 0, 60, now, false, NULL, NULL), 0);
+	assert_true(there(dir, "new"));
+
+	snprintf(path, sizeof(path), "rm -rf '%s'", dir);
+	assert_int_equal(system(path), 0);
+}
+
 int
 main(void)
 {
@@ -443,6 +548,7 @@ main(void)
 		cmocka_unit_test(test_node_diff_and_settable),
 		cmocka_unit_test(test_results_directory),
 		cmocka_unit_test(test_read_file_limits),
+		cmocka_unit_test(test_prune),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
