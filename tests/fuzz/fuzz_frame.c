@@ -9,6 +9,7 @@
 #include "psb_proto.h"
 #include "psb_reasm.h"
 #include "psb_sched.h"
+#include "psb_wk.h"
 #include "fuzz_seeds.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -592,6 +593,104 @@ check_sched(const struct psb_frame *f, int *sched_done)
 	psb_sched_free(s);
 }
 
+/* The worker engine answers run against: what it sent, and what it finished. */
+#define FUZZ_WK_SENT	32
+struct wk_fuzz {
+	struct psb_hdr sent[FUZZ_WK_SENT];
+	unsigned int nsent;
+	unsigned int done;
+};
+
+static int
+wk_send(void *arg, const struct psb_hdr *h, const void *payload)
+{
+	struct wk_fuzz *w = arg;
+
+	(void)payload;
+	CHECK(h->version == PSB_VERSION);
+	CHECK(psb_msg_is_request(h->type) || h->type == PSB_MSG_BATCH ||
+	      h->type == PSB_MSG_REPAIR);
+	if (w->nsent < FUZZ_WK_SENT)
+		w->sent[w->nsent++] = *h;
+	return 0;
+}
+
+static void
+wk_done(void *arg, struct psb_wk_op *op)
+{
+	struct wk_fuzz *w = arg;
+
+	/* never more than the room the request gave, whatever came in */
+	CHECK(op->out_len <= op->len);
+	w->done++;
+}
+
+/* h aimed at what the engine sent: its request id, key and sender, the rest the input's. */
+static void
+wk_feed(struct psb_wk *wk, const struct psb_frame *f, const struct psb_hdr *to, uint64_t now)
+{
+	struct psb_hdr h = f->hdr;
+
+	h.req_id = to->req_id;
+	h.key = to->key;
+	h.sender = to->sender;
+	psb_wk_input(wk, &h, f->payload, now);
+}
+
+/*
+ * A frame as the answer a worker gets: as it came, and aimed at each request in flight
+ * (a PUSHPULL of four segments, a batched PULL, a PUSH of eight segments), before and after
+ * they time out (REPAIRs, resends). The engine never writes past a request's buffer, and
+ * finishes each request once at most.
+ */
+static void
+check_worker(const struct psb_frame *f, int *wk_done_once)
+{
+	static float in[8 * FUZZ_KV_SEG / sizeof(float)], out[3][8 * FUZZ_KV_SEG / sizeof(float)];
+	struct psb_wk_cfg cfg = {
+		.rank = 1, .epoch = 7, .sync = (f->hdr.flags & PSB_F_SYNC) != 0,
+		.seg_size = FUZZ_KV_SEG, .window = 16, .timeout_ns = 1000000, .max_retries = 3,
+		.batch_max = 256, .send = wk_send, .done = wk_done,
+	};
+	struct psb_wk_op ops[3];
+	struct wk_fuzz w;
+	struct psb_wk *wk;
+	uint64_t t = 1000000;
+	unsigned int i, round;
+
+	if (f->hdr.version != PSB_VERSION || psb_msg_is_request(f->hdr.type) || *wk_done_once)
+		return;
+	*wk_done_once = 1;
+	memset(&w, 0, sizeof(w));
+	cfg.send_arg = &w;
+	cfg.done_arg = &w;
+	wk = psb_wk_create(&cfg);
+	CHECK(wk != NULL);
+	memset(ops, 0, sizeof(ops));
+	ops[0] = (struct psb_wk_op){ .type = PSB_MSG_PUSHPULL, .key = f->hdr.key, .len = 4 * FUZZ_KV_SEG,
+		.in = in, .out = out[0], .round = f->hdr.round };
+	ops[1] = (struct psb_wk_op){ .type = PSB_MSG_PULL, .key = f->hdr.key + 1, .len = 256,
+		.out = out[1], .round = f->hdr.round };
+	ops[2] = (struct psb_wk_op){ .type = PSB_MSG_PUSH, .key = f->hdr.key + 2,
+		.len = 8 * FUZZ_KV_SEG, .in = in, .out = out[2], .round = f->hdr.round };
+	for (i = 0; i < 3; i++)
+		CHECK(psb_wk_submit(wk, &ops[i], t) == 0);
+	(void)psb_wk_flush(wk);
+	psb_wk_input(wk, &f->hdr, f->payload, t);
+	for (round = 0; round < 3; round++) {
+		unsigned int n = w.nsent;
+
+		for (i = 0; i < n; i++)
+			wk_feed(wk, f, &w.sent[i], t);
+		t += 5000000;	/* past the timeout: resends and REPAIRs */
+		psb_wk_poll(wk, t);
+		CHECK(psb_wk_inflight(wk) <= 3);
+	}
+	CHECK(w.done <= 3);
+	CHECK(psb_wk_stats(wk)->completed + psb_wk_stats(wk)->failed <= 3);
+	psb_wk_free(wk);
+}
+
 /* The input read as a bare header: encode/decode are inverse, reassembly takes it. */
 static void
 check_bare_header(const uint8_t *data, size_t size)
@@ -631,7 +730,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct psb_frame f;
 	unsigned int i;
-	int rc, batch_done = 0, repair_done = 0, sched_done = 0;
+	int rc, batch_done = 0, repair_done = 0, sched_done = 0, wk_done_once = 0;
 
 	for (i = 0; i < sizeof(cfgs) / sizeof(cfgs[0]); i++) {
 		rc = psb_frame_parse(data, size, &cfgs[i], &f);
@@ -648,6 +747,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			check_batch(&f, &batch_done);
 			check_repair(&f, &repair_done);
 			check_sched(&f, &sched_done);
+			check_worker(&f, &wk_done_once);
 			break;
 		case PSB_FRAME_ARP_REQUEST:
 			check_arp_request(data, size, &cfgs[i], &f);
