@@ -35,7 +35,10 @@ run() {	# run TAG SYNCFLAG WORKER_MODE [server options...]
 		--mbufs 16384 --file-prefix "psbt-m$$-w$tag" --keys $KEYS --len $LEN \
 		--repeat $REPEAT --mode "$mode" --verify --results "$DIR/w-$tag.json" -q \
 		|| fail "$tag: worker exited with $?"
-	kill -TERM $spid
+	# the server hosts the scheduler: once every worker said FINALIZE the job is over and
+	# it ends by itself, as a ps-lite job does (a SIGTERM here would race its exit)
+	for _ in $(seq 150); do kill -0 $spid 2>/dev/null || break; sleep 0.1; done
+	kill -0 $spid 2>/dev/null && fail "$tag: the server still runs 15 s after every worker finished"
 	wait $spid || fail "$tag: server exited with $?"
 	for r in $(seq 0 $((NW - 1))); do
 		python3 - "$DIR/w-$tag.$r.json" $KEYS $REPEAT <<'PY' || fail "$tag: worker $r results"
