@@ -141,6 +141,8 @@ run_kernel() {	# run_kernel TAG LEN REPEAT
 } > "$OUT/ABOUT.txt"
 cat "$OUT/ABOUT.txt"
 
+python3 -c 'import json, sys; print(json.dumps({"sizes": [int(x) for x in sys.argv[1].split()], "runs": int(sys.argv[2])}))' \
+	"$SIZES" "$RUNS" > "$OUT/raw/plan.json"
 total=$(( $(echo $SIZES | wc -w) * RUNS * 2 ))
 k=0
 for len in $SIZES; do
@@ -158,50 +160,5 @@ for len in $SIZES; do
 done
 echo >&2
 
-python3 - "$OUT" "$RUNS" "$SIZES" <<'PY'
-import json, os, statistics, sys
-sys.path.insert(0, "scripts/bench")
-from ctl_paired import median_ci
-out, runs, sizes = sys.argv[1], int(sys.argv[2]), sys.argv[3].split()
-
-def job(tag):
-    """Job goodput (both workers), or None when the job did not finish with exact sums."""
-    try:
-        w = [json.load(open(f"{out}/raw/{tag}-w{i}.json")) for i in (0, 1)]
-    except (OSError, ValueError):
-        return None
-    if any(r["failed"] or r["verify_errors"] or r.get("state", "done") != "done" for r in w):
-        return None
-    return sum(r["goodput_gbps"] for r in w)
-
-rows = []
-for size in sizes:
-    p = [job(f"psb-{size}-{r}") for r in range(1, runs + 1)]
-    k = [job(f"kernel-{size}-{r}") for r in range(1, runs + 1)]
-    pairs = [(a, b) for a, b in zip(p, k) if a is not None and b is not None]
-    row = {"len": int(size), "runs": runs,
-           "psb_failed": sum(x is None for x in p), "kernel_failed": sum(x is None for x in k)}
-    if pairs:
-        ratios = [a / b for a, b in pairs]
-        med, lo, hi = median_ci(ratios)
-        row.update({"psb_gbps_median": statistics.median(a for a, _ in pairs),
-                    "kernel_gbps_median": statistics.median(b for _, b in pairs),
-                    "ratio_median": med, "ratio_ci95": [lo, hi],
-                    "ratio_min": min(ratios), "ratio_max": max(ratios), "pairs": len(pairs)})
-    rows.append(row)
-json.dump({"rows": rows}, open(f"{out}/summary.json.tmp", "w"), indent=2)
-os.replace(f"{out}/summary.json.tmp", f"{out}/summary.json")
-lines = ["| len | pairs | psb job Gbps (median) | kernel job Gbps (median) | psb/kernel (median of pairs) | 95 % interval | pair range | failed psb/kernel |",
-         "|---:|---:|---:|---:|---:|---|---|---|"]
-for r in rows:
-    if "pairs" in r:
-        lines.append(f"| {r['len']} | {r['pairs']} | {r['psb_gbps_median']:.2f} | {r['kernel_gbps_median']:.2f} | "
-                     f"{r['ratio_median']:.2f} | [{r['ratio_ci95'][0]:.2f}, {r['ratio_ci95'][1]:.2f}] | "
-                     f"{r['ratio_min']:.2f}-{r['ratio_max']:.2f} | {r['psb_failed']}/{r['kernel_failed']} |")
-    else:
-        lines.append(f"| {r['len']} | 0 | - | - | - | - | - | {r['psb_failed']}/{r['kernel_failed']} |")
-open(f"{out}/summary.md.tmp", "w").write("\n".join(lines) + "\n")
-os.replace(f"{out}/summary.md.tmp", f"{out}/summary.md")
-print("\n".join(lines))
-sys.exit(1 if any(r["psb_failed"] for r in rows) else 0)
-PY
+# the summary comes from the raw data alone (check_docs.py makes it again from them)
+python3 scripts/bench/summarize.py job "$OUT"

@@ -123,36 +123,5 @@ for size in $SIZES; do
 done
 echo >&2
 
-python3 - "$OUT" "$PAIRS" "$SIZES" <<'PY'
-import json, statistics, sys
-sys.path.insert(0, "scripts/bench")
-from ctl_paired import median_ci
-out, pairs, sizes = sys.argv[1], int(sys.argv[2]), sys.argv[3].split()
-
-rows = []
-for size in sizes:
-    a = [json.load(open(f"{out}/raw/a-{size}-{p}.json")) for p in range(1, pairs + 1)]
-    b = [json.load(open(f"{out}/raw/b-{size}-{p}.json")) for p in range(1, pairs + 1)]
-    for r in a + b:
-        assert r["failed"] == 0, r
-    ga = [r["goodput_gbps"] for r in a]
-    gb = [r["goodput_gbps"] for r in b]
-    ratios = [y / x for x, y in zip(ga, gb)]
-    med, lo, hi = median_ci(ratios)
-    rows.append({"len": int(size), "pairs": pairs,
-                 "base_gbps_median": statistics.median(ga), "head_gbps_median": statistics.median(gb),
-                 "ratio_median": med, "ratio_ci95": [lo, hi],
-                 "ratio_min": min(ratios), "ratio_max": max(ratios),
-                 "base_retries": sum(r["retries"] for r in a), "head_retries": sum(r["retries"] for r in b)})
-json.dump({"rows": rows}, open(f"{out}/summary.json.tmp", "w"), indent=2)
-import os
-os.replace(f"{out}/summary.json.tmp", f"{out}/summary.json")
-lines = ["| len | pairs | base Gbps (median) | head Gbps (median) | head/base (median of pairs) | 95 % interval | pair range |",
-         "|---:|---:|---:|---:|---:|---|---|"]
-for r in rows:
-    lines.append(f"| {r['len']} | {r['pairs']} | {r['base_gbps_median']:.2f} | {r['head_gbps_median']:.2f} | "
-                 f"{r['ratio_median']:.3f} | [{r['ratio_ci95'][0]:.3f}, {r['ratio_ci95'][1]:.3f}] | "
-                 f"{r['ratio_min']:.2f}-{r['ratio_max']:.2f} |")
-open(f"{out}/summary.md", "w").write("\n".join(lines) + "\n")
-print("\n".join(lines))
-PY
+# the summary comes from the raw data alone (check_docs.py makes it again from them)
+python3 scripts/bench/summarize.py revs "$OUT"

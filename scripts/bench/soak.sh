@@ -134,56 +134,5 @@ cp "$TMP/results/soak/result.json" "$OUT/raw/result.json" 2>/dev/null ||
 	{ echo "soak.sh: the worker wrote no results" >&2; exit 1; }
 stop_pair
 
-python3 - "$OUT" "$SECS" <<'PY'
-import csv, json, os, sys
-out, secs = sys.argv[1], int(sys.argv[2])
-rows = list(csv.DictReader(open(os.path.join(out, "raw", "samples.csv"))))
-wins = list(csv.DictReader(open(os.path.join(out, "raw", "windows.csv"))))
-res = json.load(open(os.path.join(out, "raw", "result.json")))
-scrape = json.load(open(os.path.join(out, "raw", "scrape.json")))
-w = res["rows"][0]
-
-def fit(xs, ys):
-    n = len(xs)
-    mx, my = sum(xs) / n, sum(ys) / n
-    sxx = sum((x - mx) ** 2 for x in xs)
-    sxy = sum((x - mx) * (y - my) for x, y in zip(xs, ys))
-    syy = sum((y - my) ** 2 for y in ys)
-    b = sxy / sxx if sxx else 0.0
-    r2 = sxy * sxy / (sxx * syy) if sxx and syy else 0.0
-    return b, r2
-
-# every window between resets, and the last one (the results)
-tot = {k: sum(int(x[k]) for x in wins) + int(w[k]) for k in ("requests", "retries", "failed",
-                                                             "verify_errors")}
-tot["resets"] = int(w["resets"])
-tot["windows"] = len(wins) + 1
-summary = {"minutes": secs / 60, "worker": tot,
-           "scrape": {k: scrape[k] for k in ("rounds", "replies", "errors")}, "rows": []}
-metrics = [("rss_kb", "RSS MB", 1 / 1024), ("fds", "descriptors", 1),
-           ("counters_file_bytes", "counters file MB", 1 / 2**20)]
-for proc in ("server", "worker"):
-    pts = [(float(r["t_s"]), r) for r in rows if r["process"] == proc]
-    late = [(t, r) for t, r in pts if t >= 60]
-    for key, label, scale in metrics:
-        ys = [int(r[key]) * scale for _, r in pts]
-        b, r2 = fit([t / 3600 for t, _ in late], [int(r[key]) * scale for _, r in late])
-        summary["rows"].append({"process": proc, "metric": label, "start": ys[0],
-                                "end": ys[-1], "max": max(ys), "slope_per_h": b, "r2": r2})
-json.dump(summary, open(os.path.join(out, "summary.json"), "w"), indent=1)
-lines = ["| process | metric | start | end | max | slope per hour (after 1 min) | r² |",
-         "|---|---|---:|---:|---:|---:|---:|"]
-for r in summary["rows"]:
-    lines.append(f"| {r['process']} | {r['metric']} | {r['start']:.1f} | {r['end']:.1f} | "
-                 f"{r['max']:.1f} | {r['slope_per_h']:+.2f} | {r['r2']:.2f} |")
-wk = summary["worker"]
-lines.append("")
-lines.append(f"worker, all {wk['windows']} windows between resets: {wk['requests']} requests, "
-             f"{wk['retries']} retries, {wk['failed']} failed, {wk['verify_errors']} verify "
-             f"errors; psb-scrape: "
-             f"{summary['scrape']['rounds']} rounds, {summary['scrape']['errors']} errors")
-open(os.path.join(out, "summary.md"), "w").write("\n".join(lines) + "\n")
-print("\n".join(lines))
-ok = wk["failed"] == 0 and wk["verify_errors"] == 0 and summary["scrape"]["errors"] == 0
-sys.exit(0 if ok else 1)
-PY
+# the summary comes from the raw data alone (check_docs.py makes it again from them)
+python3 scripts/bench/summarize.py soak "$OUT"

@@ -1,0 +1,194 @@
+#!/usr/bin/env python3
+"""Summaries of benchmark runs, from their raw data alone.
+
+    scripts/bench/summarize.py KIND DIR
+
+KIND is revs, job or soak (the script that made DIR). Writes DIR/summary.json and
+DIR/summary.md, each whole or not at all, and prints the table. The benchmark scripts call
+it when they end; scripts/bench/check_docs.py calls it on every committed run to check that
+the committed summaries and the tables in the docs come out of the raw data as they are.
+Exit status 1 when the run itself failed (a failed job, a verify error), 2 on bad use.
+"""
+import csv
+import glob
+import json
+import os
+import re
+import statistics
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from ctl_paired import median_ci  # noqa: E402
+
+
+def write_atomic(path, text):
+    with open(path + ".tmp", "w") as f:
+        f.write(text)
+    os.replace(path + ".tmp", path)
+
+
+def raw_index(out, pattern):
+    """(len, run) pairs of raw/<pattern> files, pattern with (\\d+) for each."""
+    found = set()
+    for p in glob.glob(os.path.join(out, "raw", "*.json")):
+        m = re.fullmatch(pattern, os.path.basename(p))
+        if m:
+            found.add(tuple(int(g) for g in m.groups()))
+    return found
+
+
+def revs(out):
+    """scripts/bench/revs.sh: raw/{a,b}-LEN-PAIR.json, base and head in pairs."""
+    idx = raw_index(out, r"[ab]-(\d+)-(\d+)\.json")
+    sizes = sorted({s for s, _ in idx}, reverse=True)
+    rows = []
+    for size in sizes:
+        pairs = max(p for s, p in idx if s == size)
+        a = [json.load(open(f"{out}/raw/a-{size}-{p}.json")) for p in range(1, pairs + 1)]
+        b = [json.load(open(f"{out}/raw/b-{size}-{p}.json")) for p in range(1, pairs + 1)]
+        for r in a + b:
+            assert r["failed"] == 0, r
+        ga = [r["goodput_gbps"] for r in a]
+        gb = [r["goodput_gbps"] for r in b]
+        ratios = [y / x for x, y in zip(ga, gb)]
+        med, lo, hi = median_ci(ratios)
+        rows.append({"len": size, "pairs": pairs,
+                     "base_gbps_median": statistics.median(ga),
+                     "head_gbps_median": statistics.median(gb),
+                     "ratio_median": med, "ratio_ci95": [lo, hi],
+                     "ratio_min": min(ratios), "ratio_max": max(ratios),
+                     "base_retries": sum(r["retries"] for r in a),
+                     "head_retries": sum(r["retries"] for r in b)})
+    lines = ["| len | pairs | base Gbps (median) | head Gbps (median) | head/base (median of pairs) | 95 % interval | pair range |",
+             "|---:|---:|---:|---:|---:|---|---|"]
+    for r in rows:
+        lines.append(f"| {r['len']} | {r['pairs']} | {r['base_gbps_median']:.2f} | {r['head_gbps_median']:.2f} | "
+                     f"{r['ratio_median']:.3f} | [{r['ratio_ci95'][0]:.3f}, {r['ratio_ci95'][1]:.3f}] | "
+                     f"{r['ratio_min']:.2f}-{r['ratio_max']:.2f} |")
+    return {"rows": rows}, lines, True
+
+
+def job(out):
+    """scripts/bench/job.sh: raw/{psb,kernel}-LEN-RUN-w{0,1}.json; raw/plan.json if there."""
+    plan_path = os.path.join(out, "raw", "plan.json")
+    if os.path.exists(plan_path):
+        plan = json.load(open(plan_path))
+        sizes, runs = [int(s) for s in plan["sizes"]], int(plan["runs"])
+    else:
+        idx = raw_index(out, r"(?:psb|kernel)-(\d+)-(\d+)-w\d\.json")
+        sizes = sorted({s for s, _ in idx})
+        runs = max(r for _, r in idx)
+
+    def one(tag):
+        """Job goodput (both workers), or None when the job did not finish with exact sums."""
+        try:
+            w = [json.load(open(f"{out}/raw/{tag}-w{i}.json")) for i in (0, 1)]
+        except (OSError, ValueError):
+            return None
+        if any(r["failed"] or r["verify_errors"] or r.get("state", "done") != "done" for r in w):
+            return None
+        return sum(r["goodput_gbps"] for r in w)
+
+    rows = []
+    for size in sizes:
+        p = [one(f"psb-{size}-{r}") for r in range(1, runs + 1)]
+        k = [one(f"kernel-{size}-{r}") for r in range(1, runs + 1)]
+        pairs = [(a, b) for a, b in zip(p, k) if a is not None and b is not None]
+        row = {"len": size, "runs": runs,
+               "psb_failed": sum(x is None for x in p), "kernel_failed": sum(x is None for x in k)}
+        if pairs:
+            ratios = [a / b for a, b in pairs]
+            med, lo, hi = median_ci(ratios)
+            row.update({"psb_gbps_median": statistics.median(a for a, _ in pairs),
+                        "kernel_gbps_median": statistics.median(b for _, b in pairs),
+                        "ratio_median": med, "ratio_ci95": [lo, hi],
+                        "ratio_min": min(ratios), "ratio_max": max(ratios), "pairs": len(pairs)})
+        rows.append(row)
+    lines = ["| len | pairs | psb job Gbps (median) | kernel job Gbps (median) | psb/kernel (median of pairs) | 95 % interval | pair range | failed psb/kernel |",
+             "|---:|---:|---:|---:|---:|---|---|---|"]
+    for r in rows:
+        if "pairs" in r:
+            lines.append(f"| {r['len']} | {r['pairs']} | {r['psb_gbps_median']:.2f} | {r['kernel_gbps_median']:.2f} | "
+                         f"{r['ratio_median']:.2f} | [{r['ratio_ci95'][0]:.2f}, {r['ratio_ci95'][1]:.2f}] | "
+                         f"{r['ratio_min']:.2f}-{r['ratio_max']:.2f} | {r['psb_failed']}/{r['kernel_failed']} |")
+        else:
+            lines.append(f"| {r['len']} | 0 | - | - | - | - | - | {r['psb_failed']}/{r['kernel_failed']} |")
+    return {"rows": rows}, lines, not any(r["psb_failed"] for r in rows)
+
+
+def fit(xs, ys):
+    """Least-squares slope and r²."""
+    n = len(xs)
+    if n < 2:
+        return 0.0, 0.0
+    mx, my = sum(xs) / n, sum(ys) / n
+    sxx = sum((x - mx) ** 2 for x in xs)
+    sxy = sum((x - mx) * (y - my) for x, y in zip(xs, ys))
+    syy = sum((y - my) ** 2 for y in ys)
+    b = sxy / sxx if sxx else 0.0
+    r2 = sxy * sxy / (sxx * syy) if sxx and syy else 0.0
+    return b, r2
+
+
+def soak(out):
+    """scripts/bench/soak.sh: raw/samples.csv, raw/windows.csv, raw/result.json, raw/scrape.json."""
+    rows = list(csv.DictReader(open(os.path.join(out, "raw", "samples.csv"))))
+    wins = list(csv.DictReader(open(os.path.join(out, "raw", "windows.csv"))))
+    w = json.load(open(os.path.join(out, "raw", "result.json")))["rows"][0]
+    scrape = json.load(open(os.path.join(out, "raw", "scrape.json")))
+    # every window between resets, and the last one (the results)
+    tot = {k: sum(int(x[k]) for x in wins) + int(w[k])
+           for k in ("requests", "retries", "failed", "verify_errors")}
+    tot["resets"] = int(w["resets"])
+    tot["windows"] = len(wins) + 1
+    last = max(float(r["t_s"]) for r in rows)
+    summary = {"minutes": round(last / 60, 1), "worker": tot,
+               "scrape": {k: scrape[k] for k in ("rounds", "replies", "errors")}, "rows": []}
+    metrics = [("rss_kb", "RSS MB", 1 / 1024), ("fds", "descriptors", 1),
+               ("counters_file_bytes", "counters file MB", 1 / 2**20)]
+    for proc in ("server", "worker"):
+        pts = [(float(r["t_s"]), r) for r in rows if r["process"] == proc]
+        late = [(t, r) for t, r in pts if t >= 60]
+        for key, label, scale in metrics:
+            ys = [int(r[key]) * scale for _, r in pts]
+            b, r2 = fit([t / 3600 for t, _ in late], [int(r[key]) * scale for _, r in late])
+            summary["rows"].append({"process": proc, "metric": label, "start": ys[0],
+                                    "end": ys[-1], "max": max(ys), "slope_per_h": b, "r2": r2})
+    lines = ["| process | metric | start | end | max | slope per hour (after 1 min) | r² |",
+             "|---|---|---:|---:|---:|---:|---:|"]
+    for r in summary["rows"]:
+        lines.append(f"| {r['process']} | {r['metric']} | {r['start']:.1f} | {r['end']:.1f} | "
+                     f"{r['max']:.1f} | {r['slope_per_h']:+.2f} | {r['r2']:.2f} |")
+    wk = summary["worker"]
+    lines.append("")
+    lines.append(f"worker, all {wk['windows']} windows between resets: {wk['requests']} requests, "
+                 f"{wk['retries']} retries, {wk['failed']} failed, {wk['verify_errors']} verify "
+                 f"errors; psb-scrape: "
+                 f"{summary['scrape']['rounds']} rounds, {summary['scrape']['errors']} errors")
+    ok = wk["failed"] == 0 and wk["verify_errors"] == 0 and summary["scrape"]["errors"] == 0
+    return summary, lines, ok
+
+
+KINDS = {"revs": (revs, 2), "job": (job, 2), "soak": (soak, 1)}
+
+
+def summarize(kind, out):
+    """Write out's summary.json and summary.md; returns (table lines, run ok)."""
+    fn, indent = KINDS[kind]
+    summary, lines, ok = fn(out)
+    write_atomic(os.path.join(out, "summary.json"), json.dumps(summary, indent=indent))
+    write_atomic(os.path.join(out, "summary.md"), "\n".join(lines) + "\n")
+    return lines, ok
+
+
+def main():
+    if len(sys.argv) != 3 or sys.argv[1] not in KINDS or not os.path.isdir(sys.argv[2]):
+        print(f"usage: summarize.py {{{','.join(KINDS)}}} DIR", file=sys.stderr)
+        return 2
+    lines, ok = summarize(sys.argv[1], sys.argv[2])
+    print("\n".join(lines))
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
