@@ -835,28 +835,16 @@ watch_links(struct psb_app *app)
 	}
 }
 
-/* The kernel's counts of af_packet sockets: read before their 32-bit counters can wrap. */
-static void
-update_afp_stats(struct psb_app *app, uint64_t now)
-{
-	static uint64_t next_ns;
-	uint16_t i;
-
-	if (now < next_ns)
-		return;
-	next_ns = now + 1000000000ull;
-	for (i = 0; i < app->nports; i++)
-		psb_afp_stats_update(&app->afp[i]);
-}
-
 /*
- * Read the port counters every 10 ms: a memif port's read 0 as soon as its peer has gone
- * (killed or not), and psb_port_stats carries what they had at the last reading.
+ * The ports' counters, read on the main lcore: DPDK's every 10 ms (a memif port's read 0 as
+ * soon as its peer has gone, killed or not, and psb_port_stats carries what they had at the
+ * last reading), the kernel's counts of af_packet sockets every second (before their 32-bit
+ * counters can wrap).
  */
 static void
-sample_ports(struct psb_app *app, uint64_t now)
+read_port_counters(struct psb_app *app, uint64_t now)
 {
-	static uint64_t next_ns;
+	static uint64_t next_ns, next_afp_ns;
 	struct rte_eth_stats ps;
 	uint16_t i;
 
@@ -865,6 +853,11 @@ sample_ports(struct psb_app *app, uint64_t now)
 	next_ns = now + 10000000ull;
 	for (i = 0; i < app->nports; i++)
 		(void)psb_port_stats(app, i, &ps);
+	if (now < next_afp_ns)
+		return;
+	next_afp_ns = now + 1000000000ull;
+	for (i = 0; i < app->nports; i++)
+		psb_afp_stats_update(&app->afp[i]);
 }
 
 /* Report ports whose link is still down a while after start (e.g. no memif peer). */
@@ -1690,8 +1683,7 @@ main(int argc, char **argv)
 		check_exit(app, console_on, now, &last_rx, &last_rx_ns);
 		watch_links(app);
 		check_links(app, now);
-		update_afp_stats(app, now);
-		sample_ports(app, now);
+		read_port_counters(app, now);
 		app->cp.main_cycles += rte_rdtsc() - cp0;
 	}
 	/* the experiment ends with the process: stopped, its results written */
