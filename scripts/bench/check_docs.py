@@ -7,7 +7,8 @@
    named in its ABOUT.txt) whose summary is in summarize.py is summarized again from its raw data, in
    a copy: summary.json and summary.md must come out byte for byte as committed.
 2. In README.md and docs/BENCHMARKS.md, a table right after a line
-   `<!-- summary: docs/bench/<run>/summary.md -->` must be that file's table, line for line.
+   `<!-- summary: docs/bench/<run>/summary.md -->` must be that file's table, line for line
+   (`summary.md#N`: its Nth table).
 3. Every docs/bench/<run> the two name must be there.
 Runs of scripts whose summary is not in summarize.py yet are listed, not checked.
 Exit status 0 when all holds, 1 with every difference listed.
@@ -22,7 +23,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from summarize import KINDS, summarize  # noqa: E402
 
 DOCS = ("README.md", "docs/BENCHMARKS.md")
-MARK = re.compile(r"^<!-- summary: (docs/bench/[^ ]+/summary\.md) -->$")
+MARK = re.compile(r"^<!-- summary: (docs/bench/[^ #]+/summary\.md)(?:#(\d+))? -->$")
 
 
 def runs(root):
@@ -93,7 +94,14 @@ def check_docs(root, errors):
             if not os.path.exists(path):
                 errors.append(f"{doc}:{i + 1}: {m.group(1)} is not there")
                 continue
-            want = [x for x in open(path).read().splitlines() if x.startswith("|")]
+            tables = [[]]
+            for x in open(path).read().splitlines():
+                if x.startswith("|"):
+                    tables[-1].append(x)
+                elif tables[-1]:
+                    tables.append([])
+            n = int(m.group(2) or 1)
+            want = tables[n - 1] if n <= len(tables) else None
             got = table_after(lines, i)
             if got != want:
                 errors.append(f"{doc}:{i + 1}: the table is not {m.group(1)}'s")

@@ -117,6 +117,9 @@ echo "results in $OUT"
 	echo "pinning server cpu $SRV_CPU, worker cpu $WK_CPU; psb over memif, kernel baseline over loopback UDP"
 	echo "command $COMMAND"
 } > "$OUT/ABOUT.txt"
+mkdir -p "$OUT/raw"
+python3 -c 'import json, sys; print(json.dumps({"sizes": sys.argv[1].split(), "modes": sys.argv[2].split(), "runs": int(sys.argv[3])}))' \
+	"$SIZES" "$MODES" "$RUNS" > "$OUT/raw/plan.json"
 total=$(( $(echo $SIZES | wc -w) * $(echo $MODES | wc -w) * RUNS * 2 ))
 done_runs=0
 for size in $SIZES; do
@@ -144,75 +147,5 @@ if [ $EXTRAS = 1 ]; then
 	"$AGGBENCH" --mb 64 --runs "$RUNS" --json "$OUT/aggbench.json" > "$OUT/aggbench.txt"
 fi
 
-RATE_KEYS=$RATE_KEYS python3 - "$OUT" "$RUNS" "$SIZES" "$MODES" "$EXTRAS" <<'PY'
-import json, os, statistics, sys
-out, runs, sizes, modes, extras = sys.argv[1], int(sys.argv[2]), sys.argv[3].split(), sys.argv[4].split(), sys.argv[5] == "1"
-names = {"0": "PUSH_THEN_PULL", "1": "PUSH_PULL", "2": "PUSH_ONLY", "3": "PULL_ONLY"}
-
-def load(tag):
-    return [json.load(open(f"{out}/raw/{tag}-{r}.json")) for r in range(1, runs + 1)]
-
-def med(rs, f):
-    return statistics.median(f(x) for x in rs)
-
-def human(n):
-    for u, d in (("MB", 1 << 20), ("KB", 1 << 10)):
-        if n >= d and n % d == 0:
-            return f"{n // d} {u}"
-    return f"{n} B"
-
-rows, summary = [], {"runs": runs, "points": []}
-hdr = ("size", "mode", "psb Gbps", "kernel Gbps", "ratio", "psb p50 us", "psb p99 us", "kernel p50 us", "kernel p99 us")
-for size in sizes:
-    for mode in modes:
-        p, k = load(f"psb-{size}-{mode}"), load(f"kernel-{size}-{mode}")
-        pt = {
-            "size": int(size), "mode": int(mode), "mode_name": names[mode],
-            "psb_gbps": med(p, lambda x: x["goodput_gbps"]),
-            "kernel_gbps": med(k, lambda x: x["goodput_gbps"]),
-            "psb_p50_us": med(p, lambda x: x["rtt_us"]["p50"]), "psb_p99_us": med(p, lambda x: x["rtt_us"]["p99"]),
-            "kernel_p50_us": med(k, lambda x: x["rtt_us"]["p50"]), "kernel_p99_us": med(k, lambda x: x["rtt_us"]["p99"]),
-            "psb_failed": sum(x["failed"] for x in p), "psb_retries": sum(x["retries"] for x in p),
-        }
-        pt["ratio"] = pt["psb_gbps"] / pt["kernel_gbps"] if pt["kernel_gbps"] else float("inf")
-        summary["points"].append(pt)
-        rows.append((human(int(size)), f"{mode} {names[mode]}", f"{pt['psb_gbps']:.2f}", f"{pt['kernel_gbps']:.2f}",
-                     f"{pt['ratio']:.1f}x", f"{pt['psb_p50_us']:.1f}", f"{pt['psb_p99_us']:.1f}",
-                     f"{pt['kernel_p50_us']:.1f}", f"{pt['kernel_p99_us']:.1f}"))
-
-def table(hdr, rows):
-    w = [max(len(str(r[i])) for r in [hdr] + rows) for i in range(len(hdr))]
-    line = lambda r: "| " + " | ".join(str(c).rjust(w[i]) for i, c in enumerate(r)) + " |"
-    return "\n".join([line(hdr), "|" + "|".join("-" * (x + 2) for x in w) + "|"] + [line(r) for r in rows])
-
-text = ["## Goodput (ps-lite formula: 8 x len x keys x iterations / time), median of %d runs, 40 keys" % runs, "", table(hdr, rows), ""]
-if extras:
-    lrows = []
-    for mode in ("2", "3"):
-        p, k = load(f"lat-psb-{mode}"), load(f"lat-kernel-{mode}")
-        d = {"mode": names[mode],
-             "psb_p50_us": med(p, lambda x: x["rtt_us"]["p50"]), "psb_p99_us": med(p, lambda x: x["rtt_us"]["p99"]),
-             "kernel_p50_us": med(k, lambda x: x["rtt_us"]["p50"]), "kernel_p99_us": med(k, lambda x: x["rtt_us"]["p99"])}
-        summary.setdefault("latency", []).append(d)
-        lrows.append((names[mode], f"{d['psb_p50_us']:.1f}", f"{d['psb_p99_us']:.1f}", f"{d['kernel_p50_us']:.1f}", f"{d['kernel_p99_us']:.1f}"))
-    text += ["## Round trip of one 64 B request at a time (us), median of runs", "",
-             table(("request", "psb p50", "psb p99", "kernel p50", "kernel p99"), lrows), ""]
-    p, k = load("rate-psb"), load("rate-kernel")
-    rate = {"psb_ops": med(p, lambda x: x["requests_per_s"]), "kernel_ops": med(k, lambda x: x["requests_per_s"])}
-    summary["rate_64b"] = rate
-    text += ["## 64 B PUSHPULL requests per second, %s keys in flight, one server core" % os.environ.get("RATE_KEYS", "256"), "",
-             table(("", "psb", "kernel", "ratio"), [("requests/s", f"{rate['psb_ops']:,.0f}", f"{rate['kernel_ops']:,.0f}",
-                    f"{rate['psb_ops'] / rate['kernel_ops']:.1f}x")]), ""]
-    agg = json.load(open(f"{out}/aggbench.json"))
-    summary["aggbench"] = agg
-    text += ["## Server-side summation vs a plain `a += b` loop (one core, GB/s of gradient input)", "",
-             "```", open(f"{out}/aggbench.txt").read().rstrip(), "```", ""]
-md = "\n".join(text)
-print(md)
-with open(f"{out}/summary.md.tmp", "w") as f:
-    f.write(md + "\n")
-os.replace(f"{out}/summary.md.tmp", f"{out}/summary.md")
-with open(f"{out}/summary.json.tmp", "w") as f:
-    json.dump(summary, f, indent=2)
-os.replace(f"{out}/summary.json.tmp", f"{out}/summary.json")
-PY
+# the summary comes from the raw data alone (check_docs.py makes it again from them)
+python3 scripts/bench/summarize.py pushpull "$OUT"

@@ -3,7 +3,7 @@
 
     scripts/bench/summarize.py KIND DIR
 
-KIND is revs, job or soak (the script that made DIR). Writes DIR/summary.json and
+KIND is revs, job, soak or pushpull (the script that made DIR). Writes DIR/summary.json and
 DIR/summary.md, each whole or not at all, and prints the table. The benchmark scripts call
 it when they end; scripts/bench/check_docs.py calls it on every committed run to check that
 the committed summaries and the tables in the docs come out of the raw data as they are.
@@ -169,7 +169,97 @@ def soak(out):
     return summary, lines, ok
 
 
-KINDS = {"revs": (revs, 2), "job": (job, 2), "soak": (soak, 1)}
+
+def pushpull(out):
+    """scripts/bench/pushpull.sh: raw/{psb,kernel}-SIZE-MODE-RUN.json, the latency and rate
+    runs (raw/lat-*, raw/rate-*) and aggbench.json/.txt when it ran them; raw/plan.json
+    (sizes, modes, runs in the order run) if there."""
+    plan_path = os.path.join(out, "raw", "plan.json")
+    if os.path.exists(plan_path):
+        plan = json.load(open(plan_path))
+        sizes, modes, runs = [str(x) for x in plan["sizes"]], [str(x) for x in plan["modes"]], \
+            int(plan["runs"])
+    else:
+        idx = raw_index(out, r"psb-(\d+)-(\d)-(\d+)\.json")
+        sizes = [str(x) for x in sorted({a for a, _, _ in idx})]
+        modes = [str(x) for x in sorted({b for _, b, _ in idx})]
+        runs = max(c for _, _, c in idx)
+    extras = os.path.exists(os.path.join(out, "aggbench.json"))
+    names = {"0": "PUSH_THEN_PULL", "1": "PUSH_PULL", "2": "PUSH_ONLY", "3": "PULL_ONLY"}
+
+    def load(tag):
+        return [json.load(open(f"{out}/raw/{tag}-{r}.json")) for r in range(1, runs + 1)]
+
+    def med(rs, f):
+        return statistics.median(f(x) for x in rs)
+
+    def human(n):
+        for u, d in (("MB", 1 << 20), ("KB", 1 << 10)):
+            if n >= d and n % d == 0:
+                return f"{n // d} {u}"
+        return f"{n} B"
+
+    def table(hdr, rows):
+        w = [max(len(str(r[i])) for r in [hdr] + rows) for i in range(len(hdr))]
+
+        def line(r):
+            return "| " + " | ".join(str(c).rjust(w[i]) for i, c in enumerate(r)) + " |"
+        return "\n".join([line(hdr), "|" + "|".join("-" * (x + 2) for x in w) + "|"] +
+                         [line(r) for r in rows])
+
+    rows, summary = [], {"runs": runs, "points": []}
+    hdr = ("size", "mode", "psb Gbps", "kernel Gbps", "ratio", "psb p50 us", "psb p99 us",
+           "kernel p50 us", "kernel p99 us")
+    for size in sizes:
+        for mode in modes:
+            p, k = load(f"psb-{size}-{mode}"), load(f"kernel-{size}-{mode}")
+            pt = {
+                "size": int(size), "mode": int(mode), "mode_name": names[mode],
+                "psb_gbps": med(p, lambda x: x["goodput_gbps"]),
+                "kernel_gbps": med(k, lambda x: x["goodput_gbps"]),
+                "psb_p50_us": med(p, lambda x: x["rtt_us"]["p50"]),
+                "psb_p99_us": med(p, lambda x: x["rtt_us"]["p99"]),
+                "kernel_p50_us": med(k, lambda x: x["rtt_us"]["p50"]),
+                "kernel_p99_us": med(k, lambda x: x["rtt_us"]["p99"]),
+                "psb_failed": sum(x["failed"] for x in p), "psb_retries": sum(x["retries"] for x in p),
+            }
+            pt["ratio"] = pt["psb_gbps"] / pt["kernel_gbps"] if pt["kernel_gbps"] else float("inf")
+            summary["points"].append(pt)
+            rows.append((human(int(size)), f"{mode} {names[mode]}", f"{pt['psb_gbps']:.2f}",
+                         f"{pt['kernel_gbps']:.2f}", f"{pt['ratio']:.1f}x", f"{pt['psb_p50_us']:.1f}",
+                         f"{pt['psb_p99_us']:.1f}", f"{pt['kernel_p50_us']:.1f}",
+                         f"{pt['kernel_p99_us']:.1f}"))
+    text = ["## Goodput (ps-lite formula: 8 x len x keys x iterations / time), median of %d runs, 40 keys" % runs,
+            "", table(hdr, rows), ""]
+    if extras:
+        lrows = []
+        for mode in ("2", "3"):
+            p, k = load(f"lat-psb-{mode}"), load(f"lat-kernel-{mode}")
+            d = {"mode": names[mode],
+                 "psb_p50_us": med(p, lambda x: x["rtt_us"]["p50"]),
+                 "psb_p99_us": med(p, lambda x: x["rtt_us"]["p99"]),
+                 "kernel_p50_us": med(k, lambda x: x["rtt_us"]["p50"]),
+                 "kernel_p99_us": med(k, lambda x: x["rtt_us"]["p99"])}
+            summary.setdefault("latency", []).append(d)
+            lrows.append((names[mode], f"{d['psb_p50_us']:.1f}", f"{d['psb_p99_us']:.1f}",
+                          f"{d['kernel_p50_us']:.1f}", f"{d['kernel_p99_us']:.1f}"))
+        text += ["## Round trip of one 64 B request at a time (us), median of runs", "",
+                 table(("request", "psb p50", "psb p99", "kernel p50", "kernel p99"), lrows), ""]
+        p, k = load("rate-psb"), load("rate-kernel")
+        rate = {"psb_ops": med(p, lambda x: x["requests_per_s"]),
+                "kernel_ops": med(k, lambda x: x["requests_per_s"])}
+        summary["rate_64b"] = rate
+        text += ["## 64 B PUSHPULL requests per second, %d keys in flight, one server core" % p[0]["keys"],
+                 "", table(("", "psb", "kernel", "ratio"),
+                           [("requests/s", f"{rate['psb_ops']:,.0f}", f"{rate['kernel_ops']:,.0f}",
+                             f"{rate['psb_ops'] / rate['kernel_ops']:.1f}x")]), ""]
+        summary["aggbench"] = json.load(open(f"{out}/aggbench.json"))
+        text += ["## Server-side summation vs a plain `a += b` loop (one core, GB/s of gradient input)", "",
+                 "```", open(f"{out}/aggbench.txt").read().rstrip(), "```", ""]
+    return summary, "\n".join(text).split("\n"), True
+
+
+KINDS = {"revs": (revs, 2), "job": (job, 2), "soak": (soak, 1), "pushpull": (pushpull, 2)}
 
 
 def summarize(kind, out):
