@@ -127,37 +127,7 @@ echo "status latency under full load (default --yield, then --yield 0)" >&2
 latency yield
 latency noyield --yield 0
 
-python3 - "$OUT" "$LEN" <<'PY'
-import json, os, sys
-out, length = sys.argv[1], int(sys.argv[2])
-p = json.load(open(os.path.join(out, "raw", "paired.json")))
-lat = {t: json.load(open(os.path.join(out, "raw", "status-%s.json" % t))) for t in ("yield", "noyield")}
-sc = p["scraper"]
-summary = {"len": length, "paired": {k: v for k, v in p.items() if k != "windows"},
-           "status_latency": lat}
-json.dump(summary, open(os.path.join(out, "summary.json"), "w"), indent=2)
-names = ["worker", "server"]
-L = ["| monitoring: every export of both processes at %d Hz | |" % p["hz"], "|---|---|",
-     "| worker requests/s, windows without (median) | %.0f |" % p["requests_per_s"]["off"],
-     "| worker requests/s, windows with (median) | %.0f |" % p["requests_per_s"]["on"],
-     "| paired ratio with / without, median of %d pairs of %g s [95%% CI] | **%.3f** [%.3f, %.3f] |"
-     % (p["pairs"], p["window_s"], p["median_ratio"], p["ci95"][0], p["ci95"][1])]
-for i, nm in enumerate(names):
-    L.append("| %s lcore time serving the control plane, without → with | %.2f %% → %.2f %% |"
-             % (nm, p["control_pct"]["off"][i], p["control_pct"]["on"][i]))
-L.append("| psb-scrape's own CPU (%d rounds of %d requests) | %.2f %% of one CPU |"
-         % (sc["rounds"], len(p["targets"]), 100.0 * sc["cpu_s"] / (p["pairs"] * p["window_s"])))
-L += ["", "| under full load | --yield | n | p50 (ms) | p90 (ms) | p99 (ms) | max (ms) |",
-      "|---|---|---|---|---|---|---|"]
-for key, label in (("socket_status", "status on an open control socket"),
-                   ("fresh_connection_status", "status on a fresh connection"),
-                   ("psbctl_status", "`psbctl status` (whole process)"),
-                   ("bin_true", "`/bin/true` started the same way (floor)")):
-    for tag, y in (("yield", "200 µs"), ("noyield", "0 (never)")):
-        v = lat[tag][key]
-        L.append("| %s | %s | %d | %.3f | %.3f | %.3f | %.3f |" %
-                 (label, y, v["n"], v["p50_ms"], v["p90_ms"], v["p99_ms"], v["max_ms"]))
-open(os.path.join(out, "summary.md"), "w").write("\n".join(L) + "\n")
-print("\n".join(L))
-PY
+# the summary comes from the raw data alone (check_docs.py makes it again from them)
+python3 -c 'import json, sys; print(json.dumps({"len": int(sys.argv[1])}))' "$LEN" > "$OUT/raw/plan.json"
+python3 scripts/bench/summarize.py ctl "$OUT"
 echo "results in $OUT"

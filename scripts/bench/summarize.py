@@ -3,7 +3,7 @@
 
     scripts/bench/summarize.py KIND DIR
 
-KIND is revs, job, soak or pushpull (the script that made DIR). Writes DIR/summary.json and
+KIND is pushpull, revs, job, soak or ctl (the script that made DIR). Writes DIR/summary.json and
 DIR/summary.md, each whole or not at all, and prints the table. The benchmark scripts call
 it when they end; scripts/bench/check_docs.py calls it on every committed run to check that
 the committed summaries and the tables in the docs come out of the raw data as they are.
@@ -259,7 +259,51 @@ def pushpull(out):
     return summary, "\n".join(text).split("\n"), True
 
 
-KINDS = {"revs": (revs, 2), "job": (job, 2), "soak": (soak, 1), "pushpull": (pushpull, 2)}
+
+def ctl(out):
+    """scripts/bench/ctl.sh: raw/paired.json (monitoring against goodput), raw/status-{yield,
+    noyield}.json (status latency under load); the value size from raw/plan.json, else from
+    the command in ABOUT.txt (--len, default 4096)."""
+    plan_path = os.path.join(out, "raw", "plan.json")
+    if os.path.exists(plan_path):
+        length = int(json.load(open(plan_path))["len"])
+    else:
+        length = 4096
+        for line in open(os.path.join(out, "ABOUT.txt")):
+            m = re.match(r"command .*--len (\d+)", line)
+            if m:
+                length = int(m.group(1))
+    p = json.load(open(os.path.join(out, "raw", "paired.json")))
+    lat = {t: json.load(open(os.path.join(out, "raw", "status-%s.json" % t)))
+           for t in ("yield", "noyield")}
+    sc = p["scraper"]
+    summary = {"len": length, "paired": {k: v for k, v in p.items() if k != "windows"},
+               "status_latency": lat}
+    names = ["worker", "server"]
+    L = ["| monitoring: every export of both processes at %d Hz | |" % p["hz"], "|---|---|",
+         "| worker requests/s, windows without (median) | %.0f |" % p["requests_per_s"]["off"],
+         "| worker requests/s, windows with (median) | %.0f |" % p["requests_per_s"]["on"],
+         "| paired ratio with / without, median of %d pairs of %g s [95%% CI] | **%.3f** [%.3f, %.3f] |"
+         % (p["pairs"], p["window_s"], p["median_ratio"], p["ci95"][0], p["ci95"][1])]
+    for i, nm in enumerate(names):
+        L.append("| %s lcore time serving the control plane, without → with | %.2f %% → %.2f %% |"
+                 % (nm, p["control_pct"]["off"][i], p["control_pct"]["on"][i]))
+    L.append("| psb-scrape's own CPU (%d rounds of %d requests) | %.2f %% of one CPU |"
+             % (sc["rounds"], len(p["targets"]), 100.0 * sc["cpu_s"] / (p["pairs"] * p["window_s"])))
+    L += ["", "| under full load | --yield | n | p50 (ms) | p90 (ms) | p99 (ms) | max (ms) |",
+          "|---|---|---|---|---|---|---|"]
+    for key, label in (("socket_status", "status on an open control socket"),
+                       ("fresh_connection_status", "status on a fresh connection"),
+                       ("psbctl_status", "`psbctl status` (whole process)"),
+                       ("bin_true", "`/bin/true` started the same way (floor)")):
+        for tag, y in (("yield", "200 µs"), ("noyield", "0 (never)")):
+            v = lat[tag][key]
+            L.append("| %s | %s | %d | %.3f | %.3f | %.3f | %.3f |" %
+                     (label, y, v["n"], v["p50_ms"], v["p90_ms"], v["p99_ms"], v["max_ms"]))
+    return summary, L, True
+
+
+KINDS = {"revs": (revs, 2), "job": (job, 2), "soak": (soak, 1), "pushpull": (pushpull, 2), "ctl": (ctl, 2)}
 
 
 def summarize(kind, out):
