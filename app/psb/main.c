@@ -461,7 +461,7 @@ parse_args(struct psb_app *app, struct run_opts *ro, int argc, char **argv)
 			break;
 		case OPT_COUNTERS_MAX:
 			app->counters_max = psb_cli_size("--counters-max", optarg);
-			if (app->counters_max != 0 && app->counters_max < 64 * 1024)
+			if (app->counters_max != 0 && app->counters_max < PSB_EXP_COUNTERS_MAX_MIN)
 				psb_die("--counters-max: 0 (never rotate) or at least 64KiB, got '%s'",
 					optarg);
 			break;

@@ -296,6 +296,9 @@ psb_exp_check(const struct psb_exp_conf *c, bool need_node, char *err, size_t er
 				"got %llu", (unsigned long long)n->mtu);
 	if (c->output.dir[0] == '\0')
 		return exp_fail(err, errlen, "output.dir: expected a directory, got \"\"");
+	if (c->output.counters_max != 0 && c->output.counters_max < PSB_EXP_COUNTERS_MAX_MIN)
+		return exp_fail(err, errlen, "output.counters_max: expected 0 (never rotate) or at "
+				"least 64KiB, got %llu B", (unsigned long long)c->output.counters_max);
 	if (inside_check("output.dir", c->output.dir, err, errlen) != 0 ||
 	    inside_check("output.counters_file", c->output.counters_file, err, errlen) != 0)
 		return -EINVAL;

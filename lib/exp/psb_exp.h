@@ -107,6 +107,9 @@ struct psb_exp_serve {
 	uint64_t duration;		/* ns, 0: until stopped */
 };
 
+/* A counters file rotates at 0 (never) or at least this many bytes (--counters-max too). */
+#define PSB_EXP_COUNTERS_MAX_MIN	(64u << 10)
+
 struct psb_exp_output {
 	char dir[256];			/* results go to dir/<name>/ */
 	bool overwrite;			/* replace an existing dir/<name> */

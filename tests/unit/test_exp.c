@@ -114,6 +114,8 @@ static const struct {
 	  "output.counters_every:", "in [" },
 	{ "{\"name\": \"a\", \"kind\": \"serve\", \"output\": {\"dir\": \"\"}}", false,
 	  "output.dir:", "directory" },
+	{ "{\"name\": \"a\", \"kind\": \"serve\", \"output\": {\"counters_max\": \"1KiB\"}}",
+	  false, "output.counters_max:", "at least 64KiB, got 1024 B" },
 	/* a document's paths stay inside psb's results directory */
 	{ "{\"name\": \"a\", \"kind\": \"serve\", \"output\": {\"dir\": \"/etc\"}}", false,
 	  "output.dir:", "must be relative and inside the results directory, got \"/etc\"" },
