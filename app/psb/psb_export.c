@@ -41,14 +41,13 @@ typedef int psb_mhd_result;
 #endif
 
 static struct {
-	struct psb_logfile cf;		/* --counters-file */
-	int cf_on;
+	struct psb_logfile cf;		/* --counters-file (fd -1: none) */
 	uint64_t next_ns;
 	int f_failing;			/* the last line could not be written */
 	struct MHD_Daemon *mhd;		/* --prometheus */
 	uint64_t next_http_ns;
 	uint64_t next_expire_ns;	/* the next look for Prometheus connections over their time */
-} g_exp;
+} g_exp = { .cf = { .fd = -1 } };
 
 /*
  * Connections of the Prometheus endpoint. psb accepts them itself and hands them to MHD, so
@@ -1529,10 +1528,7 @@ export_close(void)
 	free(g_prom.c);
 	g_prom.c = NULL;
 	g_prom.nslots = g_prom.live = 0;
-	if (g_exp.cf_on) {
-		psb_logfile_close(&g_exp.cf);
-		g_exp.cf_on = 0;
-	}
+	psb_logfile_close(&g_exp.cf);
 }
 
 int
@@ -1547,7 +1543,6 @@ psb_export_init(struct psb_app *app, char *err, size_t errlen)
 				app->counters_file, strerror(-rc));
 			return rc;
 		}
-		g_exp.cf_on = 1;
 		psb_counters_file_log(app, "--counters-file", app->counters_file,
 			app->counters_every_ns, app->counters_max, "--counters-max");
 		g_exp.next_ns = 0;	/* a first line at once */
@@ -1565,7 +1560,7 @@ psb_export_init(struct psb_app *app, char *err, size_t errlen)
 void
 psb_export_poll(struct psb_app *app, uint64_t now_ns)
 {
-	if (g_exp.cf_on && now_ns >= g_exp.next_ns) {
+	if (g_exp.cf.fd >= 0 && now_ns >= g_exp.next_ns) {
 		counters_line(app);
 		g_exp.next_ns += app->counters_every_ns;
 		/* behind after a stall: carry on from now rather than write a burst */
@@ -1592,7 +1587,7 @@ psb_export_poll(struct psb_app *app, uint64_t now_ns)
 void
 psb_export_fini(struct psb_app *app)
 {
-	if (g_exp.cf_on)
+	if (g_exp.cf.fd >= 0)
 		counters_line(app);
 	export_close();
 }
