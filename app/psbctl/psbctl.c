@@ -843,11 +843,11 @@ prune_line(void *arg, const struct psb_exp_pruned *p)
 		       (unsigned long long)p->bytes);
 	} else {
 		o->kept++;
-		if (strcmp(p->why, "one of the newest") == 0 || strcmp(p->why, "younger") == 0)
-			printf("kept %s (%s, %s)\n", p->name, when, p->why);
-		else
+		if (p->foreign != NULL)
 			printf("kept %s: it holds \"%s\", which psb did not write\n", p->name,
-			       p->why);
+			       p->foreign);
+		else
+			printf("kept %s (%s, %s)\n", p->name, when, p->why);
 	}
 }
 

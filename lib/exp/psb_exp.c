@@ -562,7 +562,7 @@ psb_exp_prune(const char *dir, long keep, uint64_t older_than_s, time_t now, boo
 		char path[PATH_MAX];
 
 		if (ents[i].other[0] != '\0') {
-			p.why = ents[i].other;
+			p.foreign = ents[i].other;
 		} else if (keep >= 0 && rank++ < keep) {
 			p.why = "one of the newest";
 		} else if (older_than_s != 0 && now - ents[i].mtime <= (time_t)older_than_s) {

@@ -228,8 +228,9 @@ struct psb_exp_pruned {
 	time_t mtime;			/* when its results were written */
 	uint64_t bytes;			/* what its files take */
 	bool removed;			/* removed (dry run: would be) */
-	const char *why;		/* kept: why ("one of the newest", "younger", or the
-					 * name of a file psb did not write) */
+	const char *foreign;		/* kept: a file in it psb did not write, else NULL */
+	const char *why;		/* kept, psb's results alone: "one of the newest",
+					 * "younger" or "could not be removed" */
 };
 
 /*

@@ -469,6 +469,7 @@ there(const char *dir, const char *name)
 struct prune_seen {
 	char names[16][32];
 	bool removed[16];
+	bool foreign[16];
 	unsigned int n;
 };
 
@@ -479,6 +480,9 @@ prune_cb(void *arg, const struct psb_exp_pruned *p)
 
 	assert_true(s->n < 16);
 	snprintf(s->names[s->n], sizeof(s->names[0]), "%s", p->name);
+	/* kept for a file psb did not write, or for a reason of its own: one or the other */
+	assert_true(p->removed || (p->foreign != NULL) != (p->why != NULL));
+	s->foreign[s->n] = p->foreign != NULL;
 	s->removed[s->n++] = p->removed;
 }
 
@@ -521,6 +525,8 @@ test_prune(void **state)
 	assert_true(seen.removed[2]);
 	assert_string_equal(seen.names[3], "mine");
 	assert_false(seen.removed[3]);
+	assert_true(seen.foreign[3]);
+	assert_false(seen.foreign[0] || seen.foreign[1] || seen.foreign[2]);
 	assert_true(there(dir, "mid") && there(dir, "old"));
 
 	/* older than 2 h: old alone (mine is not psb's alone) */
