@@ -2687,7 +2687,7 @@ test_bench_json(void **state)
 	struct psb_bench_result *r = calloc(1, sizeof(*r));
 	char dir[] = "/tmp/psb_test_wk_XXXXXX";
 	char path[256], bad[300];
-	json_t *o, *lat, *hist;
+	json_t *o, *lat, *hist, *cdf;
 	json_error_t jerr;
 	unsigned int i;
 
@@ -2770,6 +2770,25 @@ test_bench_json(void **state)
 	assert_int_equal(json_object_size(hist), 21);
 	assert_true(jnum(json_object_get(lat, "hist"), "count") == 100);
 	assert_true(fabs(jnum(json_object_get(lat, "hist"), "sum") - 5050.0) < 1e-9);
+	/* the CDF: from min (0 %) to max (100 %), percents and round trips both rising */
+	cdf = json_object_get(lat, "cdf");
+	assert_true(json_is_array(cdf));
+	assert_int_equal(json_array_size(cdf), 22);
+	assert_true(json_number_value(json_array_get(json_array_get(cdf, 0), 0)) == 0.0);
+	assert_true(json_number_value(json_array_get(json_array_get(cdf, 0), 1)) == 1.0);
+	assert_true(json_number_value(json_array_get(json_array_get(cdf, 21), 0)) == 100.0);
+	assert_true(json_number_value(json_array_get(json_array_get(cdf, 21), 1)) == 100.0);
+	for (i = 1; i < json_array_size(cdf); i++) {
+		json_t *a = json_array_get(cdf, i - 1), *b = json_array_get(cdf, i);
+
+		assert_true(json_number_value(json_array_get(a, 0)) <
+			    json_number_value(json_array_get(b, 0)));
+		assert_true(json_number_value(json_array_get(a, 1)) <=
+			    json_number_value(json_array_get(b, 1)));
+		/* 100 samples of 1..100 us: the p-th percentile is within a bucket of p us */
+		assert_true(fabs(json_number_value(json_array_get(b, 1)) -
+				 fmax(1.0, json_number_value(json_array_get(b, 0)))) < 1.6);
+	}
 	lat = json_object_get(o, "staleness");
 	assert_true(jnum(lat, "count") == 5);
 	assert_true(jnum(lat, "max") == 7);
@@ -2798,6 +2817,7 @@ test_bench_json(void **state)
 	assert_true(jnum(lat, "min") == 0.0);
 	assert_true(jnum(lat, "max") == 0.0);
 	assert_true(jnum(lat, "p50") == 0.0);
+	assert_int_equal(json_array_size(json_object_get(lat, "cdf")), 0);
 	json_decref(o);
 
 	/* a directory that does not exist: an error, and nothing left behind */
