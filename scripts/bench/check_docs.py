@@ -1,16 +1,19 @@
 #!/usr/bin/env python3
 """Do the benchmark figures in the docs come out of the committed raw data?
 
-    scripts/bench/check_docs.py [ROOT]
+    scripts/bench/check_docs.py [--update] [ROOT]
 
 1. Every committed run under ROOT/docs/bench (a directory with a summary.md, its script
    named in its ABOUT.txt) whose summary is in summarize.py is summarized again from its raw data, in
-   a copy: summary.json and summary.md must come out byte for byte as committed.
+   a copy: summary.json, summary.md and its plots (*.svg) must come out byte for byte as
+   committed.
 2. In README.md and docs/BENCHMARKS.md, a table right after a line
    `<!-- summary: docs/bench/<run>/summary.md -->` must be that file's table, line for line
    (`summary.md#N`: its Nth table).
 3. Every docs/bench/<run> the two name must be there.
 Runs of scripts whose summary is not in summarize.py yet are listed, not checked.
+--update first writes each marked table of the two docs from its summary (after a run's
+summary was made again, or a mark was pointed at a new run), then checks.
 Exit status 0 when all holds, 1 with every difference listed.
 """
 import os
@@ -61,8 +64,14 @@ def check_runs(root, errors):
             except Exception as e:  # a summary that cannot be made is a finding, not a crash
                 errors.append(f"{rel}: its raw data do not summarize: {e!r}")
                 continue
-            for f in ("summary.json", "summary.md"):
-                if open(os.path.join(copy, f)).read() != open(os.path.join(run, f)).read():
+            plots = sorted({f for d in (copy, run) for f in os.listdir(d) if f.endswith(".svg")})
+            for f in ["summary.json", "summary.md"] + plots:
+                a, b = os.path.join(copy, f), os.path.join(run, f)
+                if not os.path.exists(b):
+                    errors.append(f"{rel}/{f}: its raw data give it, but it is not committed")
+                elif not os.path.exists(a):
+                    errors.append(f"{rel}/{f}: committed, but its raw data do not give it")
+                elif open(a).read() != open(b).read():
                     errors.append(f"{rel}/{f}: differs from what its raw data give "
                                   f"(scripts/bench/summarize.py {kind} {rel})")
         checked.append(rel)
@@ -81,6 +90,47 @@ def table_after(lines, i):
     return out
 
 
+def summary_tables(path):
+    """The tables of a summary.md, each a list of its lines."""
+    tables = [[]]
+    for x in open(path).read().splitlines():
+        if x.startswith("|"):
+            tables[-1].append(x)
+        elif tables[-1]:
+            tables.append([])
+    return [t for t in tables if t]
+
+
+def update_docs(root):
+    """Replace the table after every mark with the summary's table it names."""
+    for doc in DOCS:
+        path = os.path.join(root, doc)
+        lines = open(path).read().splitlines()
+        out, i = [], 0
+        while i < len(lines):
+            out.append(lines[i])
+            m = MARK.match(lines[i].strip())
+            src = os.path.join(root, m.group(1)) if m else None
+            if src and os.path.exists(src):
+                tables = summary_tables(src)
+                n = int(m.group(2) or 1)
+                j = i + 1
+                while j < len(lines) and lines[j].strip() == "":
+                    out.append(lines[j])
+                    j += 1
+                k = j
+                while k < len(lines) and lines[k].startswith("|"):
+                    k += 1
+                out += tables[n - 1] if n <= len(tables) else lines[j:k]
+                i = k
+                continue
+            i += 1
+        text = "\n".join(out) + "\n"
+        with open(path + ".tmp", "w") as f:
+            f.write(text)
+        os.replace(path + ".tmp", path)
+
+
 def check_docs(root, errors):
     marked = 0
     for doc in DOCS:
@@ -94,12 +144,7 @@ def check_docs(root, errors):
             if not os.path.exists(path):
                 errors.append(f"{doc}:{i + 1}: {m.group(1)} is not there")
                 continue
-            tables = [[]]
-            for x in open(path).read().splitlines():
-                if x.startswith("|"):
-                    tables[-1].append(x)
-                elif tables[-1]:
-                    tables.append([])
+            tables = summary_tables(path)
             n = int(m.group(2) or 1)
             want = tables[n - 1] if n <= len(tables) else None
             got = table_after(lines, i)
@@ -113,8 +158,12 @@ def check_docs(root, errors):
 
 
 def main():
-    root = sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(
-        os.path.abspath(__file__)), "..", "..")
+    args = sys.argv[1:]
+    update = "--update" in args
+    args = [a for a in args if a != "--update"]
+    root = args[0] if args else os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
+    if update:
+        update_docs(root)
     errors = []
     checked, skipped = check_runs(root, errors)
     marked = check_docs(root, errors)

@@ -43,11 +43,8 @@ done
 [ -n "$OUT" ] || OUT=results/ctl-$(date +%Y%m%d-%H%M%S)
 [ -e "$OUT/summary.json" ] && { echo "ctl.sh: $OUT already holds results" >&2; exit 2; }
 mkdir -p "$OUT/raw"
-{
-	echo "revision $(bench_revision "$BUILD")"
-	bench_machine
-	echo "command $COMMAND"
-} > "$OUT/ABOUT.txt"
+bench_about "$BUILD" "server lcore 0, worker lcore 1, memif on hugepages; psb-scrape unpinned" \
+	"$COMMAND" > "$OUT/ABOUT.txt"
 NAME=ctl.sh
 TAG=psbc
 . scripts/bench/pair.sh

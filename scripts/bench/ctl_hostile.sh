@@ -21,6 +21,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 . scripts/bench/provenance.sh
+COMMAND="scripts/bench/ctl_hostile.sh $*"
 
 PAIRS=10
 WINDOW=1
@@ -50,6 +51,9 @@ done
 [ -n "$OUT" ] || OUT=results/ctl-hostile-$(date +%Y%m%d-%H%M%S)
 [ -e "$OUT/summary.json" ] && { echo "ctl_hostile.sh: $OUT already holds results" >&2; exit 2; }
 mkdir -p "$OUT/raw"
+bench_about "$BUILD" "server lcore 0, worker lcore 1, memif on hugepages; hostile clients unpinned" \
+	"$COMMAND" > "$OUT/ABOUT.txt"
+python3 -c 'import json, sys; print(json.dumps({"len": int(sys.argv[1])}))' "$LEN" > "$OUT/raw/plan.json"
 NAME=ctl_hostile.sh
 TAG=psbh
 . scripts/bench/pair.sh
@@ -89,30 +93,6 @@ scripts/bench/ctl_hostile.py windows --pairs "$PAIRS" --window "$WINDOW" --worke
 "$PSBCTL" --ctl "$SCTL" --json counters control > "$OUT/raw/server-control.json"
 stop_pair
 
-REV=$(bench_revision "$BUILD")
-python3 - "$OUT" "$LEN" "$REV" <<'PY'
-import json, os, sys
-out, length, rev = sys.argv[1], int(sys.argv[2]), sys.argv[3]
-raw = json.load(open(os.path.join(out, "raw", "windows.json")))
-summary = {"git_revision": rev, "len": length, "window_s": raw["window_s"],
-           "pairs": raw["pairs"], "goal": 0.90, "results": raw["summary"]}
-json.dump(summary, open(os.path.join(out, "summary.json"), "w"), indent=2)
-L = ["psb %s, %d B PUSH_PULL flat out, %d pairs of %g s windows" %
-     (rev, length, raw["pairs"], raw["window_s"]), "",
-     "| hostile client of | behaviour | goodput with / without, median [95 % CI] | range | "
-     "lcore on control, without → with | hostile client's CPU | counted by psb, per s | "
-     "honest scrapes ok (slowest) |",
-     "|---|---|---|---|---|---|---|---|"]
-for r in raw["summary"]:
-    lim = ", ".join("%s %.0f" % (k, v) for k, v in r["limits_per_s"].items() if v >= 0.5)
-    sc = r["scrapes"]
-    L.append("| %s | %s | **%.3f** [%.3f, %.3f]%s | %.2f–%.2f | %.2f %% → %.2f %% | %.1f %% | %s | %s |"
-             % (r["target"], r["behaviour"], r["median_ratio"], r["ci95"][0], r["ci95"][1],
-                "" if r["median_ratio"] >= 0.90 else " (below 0.90)", r["min_ratio"],
-                r["max_ratio"], r["control_pct"]["off"], r["control_pct"]["on"],
-                r["hostile_cpu_pct"], lim or "-",
-                "%d / %d (%.3f s)" % (sc["ok"], sc["n"], sc["max_s"]) if sc["n"] else "-"))
-open(os.path.join(out, "summary.md"), "w").write("\n".join(L) + "\n")
-print("\n".join(L))
-PY
+# the summary comes from the raw data alone (check_docs.py makes it again from them)
+python3 scripts/bench/summarize.py ctl_hostile "$OUT"
 echo "results in $OUT"

@@ -132,12 +132,11 @@ run_kernel() {	# run_kernel TAG LEN REPEAT
 }
 
 {
-	echo "revision $(bench_revision "$BUILD")"
-	bench_machine
+	bench_about "$BUILD" "psb's default (started by DMLC_* alone); 5 processes (scheduler, 2 servers, 2 workers) share $(nproc) cores" \
+		"$COMMAND"
 	echo "testbed 5 namespaces on one bridge, MTU $MTU; psb: af_packet, DMLC_* only, default" \
 		"settings; kernel: psb-ksrv + psb-kbench, UDP datagrams of $SEG value bytes;" \
 		"scheduler psb's in both; PUSH_PULL sync, $KEYS keys per worker, --verify"
-	echo "command $COMMAND"
 } > "$OUT/ABOUT.txt"
 cat "$OUT/ABOUT.txt"
 

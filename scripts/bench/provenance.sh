@@ -16,7 +16,33 @@ bench_revision() {
 	echo "$rev dirty=$dirty$stale"
 }
 
-# the machine: date, CPU, kernel, DPDK, free hugepages
+# build BUILD: how BUILD was configured (meson's buildtype, optimization, sanitizers, LTO,
+# extra C flags) and with which compiler.
+bench_build() {
+	local info=${1:-build}/meson-info
+	[ -f "$info/intro-buildoptions.json" ] || { echo "build ${1:-build} unknown (not a meson build)"; return; }
+	python3 - "$info" <<'PY'
+import json, os, subprocess, sys
+info = sys.argv[1]
+opts = {o["name"]: o["value"] for o in json.load(open(os.path.join(info, "intro-buildoptions.json")))}
+def word(v):
+    return str(v).lower() if isinstance(v, bool) else str(v)
+words = ["%s=%s" % (k, word(opts[k])) for k in ("buildtype", "optimization", "debug", "b_ndebug",
+                                                "b_sanitize", "b_lto", "werror") if k in opts]
+words.append("c_args=%s" % (",".join(opts.get("c_args", [])) or "none"))
+try:  # the compiler the build runs, as compile_commands.json names it
+    cmds = json.load(open(os.path.join(info, "..", "compile_commands.json")))
+    cc = cmds[0]["command"].split()[0]
+    ver = subprocess.run([cc, "-dumpfullversion"], capture_output=True, text=True).stdout.strip()
+    words.append("cc=%s-%s" % (os.path.basename(cc), ver or "unknown"))
+except (OSError, ValueError, IndexError, KeyError):
+    words.append("cc=unknown")
+print("build " + " ".join(words))
+PY
+}
+
+# the machine: date, CPU, kernel, DPDK, hugepages (total, free and size: psb's EAL takes
+# its memory from them unless the command line says --no-huge)
 bench_machine() {
 	echo "date $(date -u +%FT%TZ)"
 	echo "cpu $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //')"
@@ -24,4 +50,15 @@ bench_machine() {
 	echo "kernel $(uname -r)"
 	echo "dpdk $(pkg-config --modversion libdpdk 2>/dev/null || echo unknown)"
 	echo "hugepages_free $(awk '/HugePages_Free/ {print $2}' /proc/meminfo)"
+	echo "hugepages_total $(awk '/HugePages_Total/ {print $2}' /proc/meminfo)" \
+		"size_kb $(awk '/Hugepagesize/ {print $2}' /proc/meminfo)"
+}
+
+# bench_about BUILD PINNING COMMAND: the ABOUT.txt of a run of BUILD's binaries
+bench_about() {
+	echo "revision $(bench_revision "$1")"
+	bench_build "$1"
+	bench_machine
+	echo "pinning $2"
+	echo "command $3"
 }

@@ -46,13 +46,12 @@ done
 [ -e "$OUT/summary.json" ] && { echo "soak.sh: $OUT already holds results" >&2; exit 2; }
 mkdir -p "$OUT/raw"
 {
-	echo "revision $(bench_revision "$BUILD")"
-	bench_machine
+	bench_about "$BUILD" "server lcore 0, worker lcore 1; psb-scrape and the samplers unpinned" \
+		"$COMMAND"
 	echo "load memif, server lcore 0, worker lcore 1, --no-huge; $LEN B PUSH_PULL async, 40 keys," \
 		"--verify; psb-scrape 10 Hz of every export of both; counters files 10 Hz (16 MiB);" \
 		"worker reset_state" \
 		"every 10 s, pushpull.rate set every 7 s"
-	echo "command $COMMAND"
 } > "$OUT/ABOUT.txt"
 NAME=soak.sh
 TAG=psbk

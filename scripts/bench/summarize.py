@@ -3,7 +3,7 @@
 
     scripts/bench/summarize.py KIND DIR
 
-KIND is pushpull, revs, job, soak or ctl (the script that made DIR). Writes DIR/summary.json and
+KIND is pushpull, revs, job, soak, ctl or ctl_hostile (the script that made DIR). Writes DIR/summary.json and
 DIR/summary.md, each whole or not at all, and prints the table. The benchmark scripts call
 it when they end; scripts/bench/check_docs.py calls it on every committed run to check that
 the committed summaries and the tables in the docs come out of the raw data as they are.
@@ -46,8 +46,8 @@ def revs(out):
         pairs = max(p for s, p in idx if s == size)
         a = [json.load(open(f"{out}/raw/a-{size}-{p}.json")) for p in range(1, pairs + 1)]
         b = [json.load(open(f"{out}/raw/b-{size}-{p}.json")) for p in range(1, pairs + 1)]
-        for r in a + b:
-            assert r["failed"] == 0, r
+        for r in a + b:	# revs.sh stops at a run that fails
+            assert r["failed"] == 0 and r.get("state", "done") == "done", r
         ga = [r["goodput_gbps"] for r in a]
         gb = [r["goodput_gbps"] for r in b]
         ratios = [y / x for x, y in zip(ga, gb)]
@@ -59,12 +59,12 @@ def revs(out):
                      "ratio_min": min(ratios), "ratio_max": max(ratios),
                      "base_retries": sum(r["retries"] for r in a),
                      "head_retries": sum(r["retries"] for r in b)})
-    lines = ["| len | pairs | base Gbps (median) | head Gbps (median) | head/base (median of pairs) | 95 % interval | pair range |",
-             "|---:|---:|---:|---:|---:|---|---|"]
+    lines = ["| len | pairs | base Gbps (median) | head Gbps (median) | head/base (median of pairs) | 95 % interval | pair range | retried base/head |",
+             "|---:|---:|---:|---:|---:|---|---|---|"]
     for r in rows:
         lines.append(f"| {r['len']} | {r['pairs']} | {r['base_gbps_median']:.2f} | {r['head_gbps_median']:.2f} | "
                      f"{r['ratio_median']:.3f} | [{r['ratio_ci95'][0]:.3f}, {r['ratio_ci95'][1]:.3f}] | "
-                     f"{r['ratio_min']:.2f}-{r['ratio_max']:.2f} |")
+                     f"{r['ratio_min']:.2f}-{r['ratio_max']:.2f} | {r['base_retries']}/{r['head_retries']} |")
     return {"rows": rows}, lines, True
 
 
@@ -79,15 +79,24 @@ def job(out):
         sizes = sorted({s for s, _ in idx})
         runs = max(r for _, r in idx)
 
-    def one(tag):
-        """Job goodput (both workers), or None when the job did not finish with exact sums."""
+    def load(tag):
+        """Both workers' results, or None when one of them wrote none."""
         try:
-            w = [json.load(open(f"{out}/raw/{tag}-w{i}.json")) for i in (0, 1)]
+            return [json.load(open(f"{out}/raw/{tag}-w{i}.json")) for i in (0, 1)]
         except (OSError, ValueError):
             return None
-        if any(r["failed"] or r["verify_errors"] or r.get("state", "done") != "done" for r in w):
+
+    def one(tag):
+        """Job goodput (both workers), or None when the job did not finish with exact sums."""
+        w = load(tag)
+        if w is None or any(r["failed"] or r["verify_errors"] or r.get("state", "done") != "done"
+                            for r in w):
             return None
         return sum(r["goodput_gbps"] for r in w)
+
+    def retried(tag):
+        """Requests the job's workers sent again after a timeout."""
+        return sum(r["retries"] for r in load(tag) or [])
 
     rows = []
     for size in sizes:
@@ -95,7 +104,9 @@ def job(out):
         k = [one(f"kernel-{size}-{r}") for r in range(1, runs + 1)]
         pairs = [(a, b) for a, b in zip(p, k) if a is not None and b is not None]
         row = {"len": size, "runs": runs,
-               "psb_failed": sum(x is None for x in p), "kernel_failed": sum(x is None for x in k)}
+               "psb_failed": sum(x is None for x in p), "kernel_failed": sum(x is None for x in k),
+               "psb_retries": sum(retried(f"psb-{size}-{r}") for r in range(1, runs + 1)),
+               "kernel_retries": sum(retried(f"kernel-{size}-{r}") for r in range(1, runs + 1))}
         if pairs:
             ratios = [a / b for a, b in pairs]
             med, lo, hi = median_ci(ratios)
@@ -104,15 +115,16 @@ def job(out):
                         "ratio_median": med, "ratio_ci95": [lo, hi],
                         "ratio_min": min(ratios), "ratio_max": max(ratios), "pairs": len(pairs)})
         rows.append(row)
-    lines = ["| len | pairs | psb job Gbps (median) | kernel job Gbps (median) | psb/kernel (median of pairs) | 95 % interval | pair range | failed psb/kernel |",
-             "|---:|---:|---:|---:|---:|---|---|---|"]
+    lines = ["| len | pairs | psb job Gbps (median) | kernel job Gbps (median) | psb/kernel (median of pairs) | 95 % interval | pair range | retried psb/kernel | failed runs psb/kernel |",
+             "|---:|---:|---:|---:|---:|---|---|---|---|"]
     for r in rows:
+        tail = f"{r['psb_retries']}/{r['kernel_retries']} | {r['psb_failed']}/{r['kernel_failed']} |"
         if "pairs" in r:
             lines.append(f"| {r['len']} | {r['pairs']} | {r['psb_gbps_median']:.2f} | {r['kernel_gbps_median']:.2f} | "
                          f"{r['ratio_median']:.2f} | [{r['ratio_ci95'][0]:.2f}, {r['ratio_ci95'][1]:.2f}] | "
-                         f"{r['ratio_min']:.2f}-{r['ratio_max']:.2f} | {r['psb_failed']}/{r['kernel_failed']} |")
+                         f"{r['ratio_min']:.2f}-{r['ratio_max']:.2f} | " + tail)
         else:
-            lines.append(f"| {r['len']} | 0 | - | - | - | - | - | {r['psb_failed']}/{r['kernel_failed']} |")
+            lines.append(f"| {r['len']} | 0 | - | - | - | - | - | " + tail)
     return {"rows": rows}, lines, not any(r["psb_failed"] for r in rows)
 
 
@@ -170,10 +182,54 @@ def soak(out):
 
 
 
+def human_size(n):
+    for u, d in (("MB", 1 << 20), ("KB", 1 << 10)):
+        if n >= d and n % d == 0:
+            return f"{n // d} {u}"
+    return f"{n} B"
+
+
+def md_table(hdr, rows):
+    """A Markdown table with right-aligned, padded columns."""
+    w = [max(len(str(r[i])) for r in [hdr] + rows) for i in range(len(hdr))]
+
+    def line(r):
+        return "| " + " | ".join(str(c).rjust(w[i]) for i, c in enumerate(r)) + " |"
+    return "\n".join([line(hdr), "|" + "|".join("-" * (x + 2) for x in w) + "|"] +
+                     [line(r) for r in rows])
+
+
+def paired(p, k, f):
+    """psb/kernel ratios of f per pair of runs (run r of each): median, 95 % interval, range."""
+    ratios = [f(a) / f(b) if f(b) else float("inf") for a, b in zip(p, k)]
+    med, lo, hi = median_ci(ratios)
+    return {"median": med, "ci95": [lo, hi], "min": min(ratios), "max": max(ratios)}
+
+
+def fmt_ratio(r, prec=2):
+    return f"{r['median']:.{prec}f} [{r['ci95'][0]:.{prec}f}, {r['ci95'][1]:.{prec}f}]"
+
+
+def cdf_median(runs):
+    """The round-trip CDF of several runs: at each percentile, the median of the runs' values
+    (rtt_us.cdf); None when the runs predate it."""
+    cdfs = [r["rtt_us"].get("cdf") for r in runs]
+    if not cdfs or any(not c for c in cdfs):
+        return None
+    return [(c[0], statistics.median(x[i][1] for x in cdfs)) for i, c in enumerate(cdfs[0])]
+
+
+# What pushpull.sh was built to show (BENCHMARKS.md, "The figures asked for").
+TARGETS = {"4k_gbps": 20.0, "1m_gbps": 35.0, "rtt_p50_us": 10.0, "rtt_p99_us": 30.0,
+           "rate_ops": 5e6, "agg_share": 0.80}
+
+
 def pushpull(out):
     """scripts/bench/pushpull.sh: raw/{psb,kernel}-SIZE-MODE-RUN.json, the latency and rate
     runs (raw/lat-*, raw/rate-*) and aggbench.json/.txt when it ran them; raw/plan.json
-    (sizes, modes, runs in the order run) if there."""
+    (sizes, modes, runs in the order run) if there. Run r of psb and run r of the kernel
+    baseline ran one after the other: they are a pair. Also draws goodput.svg (goodput
+    against size, per mode) and rtt_cdf.svg (round-trip CDFs) from the same data."""
     plan_path = os.path.join(out, "raw", "plan.json")
     if os.path.exists(plan_path):
         plan = json.load(open(plan_path))
@@ -193,71 +249,180 @@ def pushpull(out):
     def med(rs, f):
         return statistics.median(f(x) for x in rs)
 
-    def human(n):
-        for u, d in (("MB", 1 << 20), ("KB", 1 << 10)):
-            if n >= d and n % d == 0:
-                return f"{n // d} {u}"
-        return f"{n} B"
+    def gbps(x):
+        return x["goodput_gbps"]
 
-    def table(hdr, rows):
-        w = [max(len(str(r[i])) for r in [hdr] + rows) for i in range(len(hdr))]
+    def count(rs, key):
+        """Requests retried or failed over the runs; a run that did not end "done" is a
+        failed run (its worker could not finish)."""
+        return sum(x[key] for x in rs)
 
-        def line(r):
-            return "| " + " | ".join(str(c).rjust(w[i]) for i, c in enumerate(r)) + " |"
-        return "\n".join([line(hdr), "|" + "|".join("-" * (x + 2) for x in w) + "|"] +
-                         [line(r) for r in rows])
-
-    rows, summary = [], {"runs": runs, "points": []}
-    hdr = ("size", "mode", "psb Gbps", "kernel Gbps", "ratio", "psb p50 us", "psb p99 us",
-           "kernel p50 us", "kernel p99 us")
+    rows, spread, summary = [], [], {"runs": runs, "points": []}
+    hdr = ("size", "mode", "psb Gbps", "kernel Gbps", "psb/kernel, median of pairs [95 % CI]",
+           "pair range", "psb p50 / p99 us", "kernel p50 / p99 us", "retried psb / kernel",
+           "failed psb / kernel")
+    loaded = {}
     for size in sizes:
         for mode in modes:
             p, k = load(f"psb-{size}-{mode}"), load(f"kernel-{size}-{mode}")
+            loaded[size, mode] = (p, k)
             pt = {
                 "size": int(size), "mode": int(mode), "mode_name": names[mode],
-                "psb_gbps": med(p, lambda x: x["goodput_gbps"]),
-                "kernel_gbps": med(k, lambda x: x["goodput_gbps"]),
+                "psb_gbps": med(p, gbps), "kernel_gbps": med(k, gbps),
+                "psb_gbps_range": [min(map(gbps, p)), max(map(gbps, p))],
+                "kernel_gbps_range": [min(map(gbps, k)), max(map(gbps, k))],
+                "ratio": paired(p, k, gbps),
                 "psb_p50_us": med(p, lambda x: x["rtt_us"]["p50"]),
                 "psb_p99_us": med(p, lambda x: x["rtt_us"]["p99"]),
                 "kernel_p50_us": med(k, lambda x: x["rtt_us"]["p50"]),
                 "kernel_p99_us": med(k, lambda x: x["rtt_us"]["p99"]),
-                "psb_failed": sum(x["failed"] for x in p), "psb_retries": sum(x["retries"] for x in p),
+                "psb_retries": count(p, "retries"), "kernel_retries": count(k, "retries"),
+                "psb_failed": count(p, "failed"), "kernel_failed": count(k, "failed"),
+                "psb_runs_not_done": sum(x.get("state", "done") != "done" for x in p),
+                "kernel_runs_not_done": sum(x.get("state", "done") != "done" for x in k),
+                "psb_verify_errors": count(p, "verify_errors"),
+                "kernel_verify_errors": count(k, "verify_errors"),
             }
-            pt["ratio"] = pt["psb_gbps"] / pt["kernel_gbps"] if pt["kernel_gbps"] else float("inf")
             summary["points"].append(pt)
-            rows.append((human(int(size)), f"{mode} {names[mode]}", f"{pt['psb_gbps']:.2f}",
-                         f"{pt['kernel_gbps']:.2f}", f"{pt['ratio']:.1f}x", f"{pt['psb_p50_us']:.1f}",
-                         f"{pt['psb_p99_us']:.1f}", f"{pt['kernel_p50_us']:.1f}",
-                         f"{pt['kernel_p99_us']:.1f}"))
-    text = ["## Goodput (ps-lite formula: 8 x len x keys x iterations / time), median of %d runs, 40 keys" % runs,
-            "", table(hdr, rows), ""]
+            r = pt["ratio"]
+            rows.append((human_size(int(size)), f"{mode} {names[mode]}", f"{pt['psb_gbps']:.2f}",
+                         f"{pt['kernel_gbps']:.2f}", fmt_ratio(r), f"{r['min']:.1f}-{r['max']:.1f}",
+                         f"{pt['psb_p50_us']:.1f} / {pt['psb_p99_us']:.1f}",
+                         f"{pt['kernel_p50_us']:.1f} / {pt['kernel_p99_us']:.1f}",
+                         f"{pt['psb_retries']} / {pt['kernel_retries']}",
+                         f"{pt['psb_failed'] + pt['psb_runs_not_done']} / "
+                         f"{pt['kernel_failed'] + pt['kernel_runs_not_done']}"))
+            spread.append((human_size(int(size)), f"{mode} {names[mode]}",
+                           "%.2f-%.2f" % tuple(pt["psb_gbps_range"]),
+                           "%.2f-%.2f" % tuple(pt["kernel_gbps_range"])))
+    text = ["## Goodput (ps-lite formula: 8 x len x keys x iterations / time), median of %d "
+            "runs, 40 keys; run r of psb and of the kernel baseline are a pair" % runs, "",
+            md_table(hdr, rows), "",
+            "Retried: requests sent again after a timeout; failed: requests given up on, and "
+            "runs that did not end.", "",
+            "## Spread: goodput of the slowest and the fastest run (Gbps)", "",
+            md_table(("size", "mode", "psb", "kernel"), spread), ""]
+    lat = {}
     if extras:
         lrows = []
         for mode in ("2", "3"):
             p, k = load(f"lat-psb-{mode}"), load(f"lat-kernel-{mode}")
+            lat[mode] = (p, k)
             d = {"mode": names[mode],
                  "psb_p50_us": med(p, lambda x: x["rtt_us"]["p50"]),
                  "psb_p99_us": med(p, lambda x: x["rtt_us"]["p99"]),
                  "kernel_p50_us": med(k, lambda x: x["rtt_us"]["p50"]),
-                 "kernel_p99_us": med(k, lambda x: x["rtt_us"]["p99"])}
+                 "kernel_p99_us": med(k, lambda x: x["rtt_us"]["p99"]),
+                 "p50_ratio": paired(p, k, lambda x: x["rtt_us"]["p50"]),
+                 "retries": [count(p, "retries"), count(k, "retries")],
+                 "failed": [count(p, "failed"), count(k, "failed")]}
             summary.setdefault("latency", []).append(d)
             lrows.append((names[mode], f"{d['psb_p50_us']:.1f}", f"{d['psb_p99_us']:.1f}",
-                          f"{d['kernel_p50_us']:.1f}", f"{d['kernel_p99_us']:.1f}"))
+                          f"{d['kernel_p50_us']:.1f}", f"{d['kernel_p99_us']:.1f}",
+                          fmt_ratio(d["p50_ratio"], 3),
+                          "%d / %d" % tuple(d["retries"]), "%d / %d" % tuple(d["failed"])))
         text += ["## Round trip of one 64 B request at a time (us), median of runs", "",
-                 table(("request", "psb p50", "psb p99", "kernel p50", "kernel p99"), lrows), ""]
+                 md_table(("request", "psb p50", "psb p99", "kernel p50", "kernel p99",
+                           "psb/kernel p50, median of pairs [95 % CI]", "retried psb / kernel",
+                           "failed psb / kernel"), lrows), ""]
         p, k = load("rate-psb"), load("rate-kernel")
         rate = {"psb_ops": med(p, lambda x: x["requests_per_s"]),
-                "kernel_ops": med(k, lambda x: x["requests_per_s"])}
+                "kernel_ops": med(k, lambda x: x["requests_per_s"]),
+                "ratio": paired(p, k, lambda x: x["requests_per_s"]),
+                "retries": [count(p, "retries"), count(k, "retries")],
+                "failed": [count(p, "failed"), count(k, "failed")]}
         summary["rate_64b"] = rate
         text += ["## 64 B PUSHPULL requests per second, %d keys in flight, one server core" % p[0]["keys"],
-                 "", table(("", "psb", "kernel", "ratio"),
-                           [("requests/s", f"{rate['psb_ops']:,.0f}", f"{rate['kernel_ops']:,.0f}",
-                             f"{rate['psb_ops'] / rate['kernel_ops']:.1f}x")]), ""]
-        summary["aggbench"] = json.load(open(f"{out}/aggbench.json"))
+                 "", md_table(("", "psb", "kernel", "psb/kernel, median of pairs [95 % CI]",
+                               "retried psb / kernel", "failed psb / kernel"),
+                              [("requests/s", f"{rate['psb_ops']:,.0f}", f"{rate['kernel_ops']:,.0f}",
+                                fmt_ratio(rate["ratio"]), "%d / %d" % tuple(rate["retries"]),
+                                "%d / %d" % tuple(rate["failed"]))]), ""]
+        agg = json.load(open(f"{out}/aggbench.json"))
+        summary["aggbench"] = agg
         text += ["## Server-side summation vs a plain `a += b` loop (one core, GB/s of gradient input)", "",
                  "```", open(f"{out}/aggbench.txt").read().rstrip(), "```", ""]
+        text += targets_table(summary, agg)
+    plots = pushpull_plots(out, sizes, modes, names, summary, loaded, lat)
+    if plots:
+        text += ["Plots: " + ", ".join(f"[{f}]({f})" for f in plots), ""]
     return summary, "\n".join(text).split("\n"), True
 
+
+def targets_table(summary, agg):
+    """The figures pushpull.sh was made to show, against their targets."""
+    pts = {(x["size"], x["mode"]): x for x in summary["points"]}
+    lat = {x["mode"]: x for x in summary.get("latency", [])}
+    rows = []
+
+    def row(name, target, shown, ok):
+        rows.append((name, target, shown, "met" if ok else "missed"))
+    for size, key, label in ((4096, "4k_gbps", "4 KB"), (1 << 20, "1m_gbps", "1 MB")):
+        x = pts.get((size, 1))
+        if x:
+            row(f"{label} PUSH_PULL goodput", f">= {TARGETS[key]:g} Gbps",
+                f"{x['psb_gbps']:.1f} Gbps ({x['ratio']['median']:.1f}x the kernel baseline)",
+                x["psb_gbps"] >= TARGETS[key])
+    for m in ("PUSH_ONLY", "PULL_ONLY"):
+        x = lat.get(m)
+        if x:
+            row(f"64 B {m} round trip, one at a time",
+                f"p50 <= {TARGETS['rtt_p50_us']:g} us, p99 <= {TARGETS['rtt_p99_us']:g} us",
+                f"p50 {x['psb_p50_us']:.1f} us, p99 {x['psb_p99_us']:.1f} us",
+                x["psb_p50_us"] <= TARGETS["rtt_p50_us"] and x["psb_p99_us"] <= TARGETS["rtt_p99_us"])
+    r = summary.get("rate_64b")
+    if r:
+        row("64 B PUSHPULL requests/s, one server core, pipelined",
+            f">= {TARGETS['rate_ops'] / 1e6:g} M/s", f"{r['psb_ops'] / 1e6:.1f} M/s",
+            r["psb_ops"] >= TARGETS["rate_ops"])
+    shares = [v["vs_plain"] for v in agg.get("results", []) if v.get("impl") is not None]
+    if shares:
+        row("server summation against a plain `a += b` loop", f">= {TARGETS['agg_share']:.0%}",
+            f"{min(shares):.0%}-{max(shares):.0%} over the kernels",
+            min(shares) >= TARGETS["agg_share"])
+    summary["targets"] = [dict(zip(("figure", "target", "measured", "verdict"), x)) for x in rows]
+    return ["## The figures asked for, medians", "",
+            md_table(("figure", "target", "measured (psb)", ""), rows), ""]
+
+
+def pushpull_plots(out, sizes, modes, names, summary, loaded, lat):
+    """goodput.svg and rtt_cdf.svg beside the summary; returns the names written."""
+    from svgplot import line_plot, write_svg
+    written = []
+    colours = {"1": "#1f77b4", "2": "#d62728", "3": "#2ca02c"}
+    series = []
+    for mode in modes:
+        pts = [x for x in summary["points"] if x["mode"] == int(mode)]
+        for side, dash in (("psb", False), ("kernel", True)):
+            series.append({"name": f"{side} {names[mode]}", "color": colours.get(mode),
+                           "dash": dash, "points": [(x["size"], x[f"{side}_gbps"]) for x in pts]})
+    if len(sizes) > 1:
+        write_svg(os.path.join(out, "goodput.svg"), line_plot(
+            "Goodput against value size, median of %d runs (psb solid, kernel dashed)" % summary["runs"],
+            "value size per key", "goodput, Gbps (ps-lite formula)", series, logx=True, logy=True,
+            xticks=[(int(s), human_size(int(s))) for s in sizes]))
+        written.append("goodput.svg")
+    curves = []
+    for mode, (p, k) in sorted(lat.items()):
+        curves.append((f"64 B {names[mode]}, one at a time", p, k))
+    for (size, mode), (p, k) in loaded.items():
+        if size == "4096" and mode == "1":
+            curves.append(("4 KB PUSH_PULL, 40 keys", p, k))
+    series = []
+    palette = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd"]
+    for i, (label, p, k) in enumerate(curves):
+        for side, runs_, dash in (("psb", p, False), ("kernel", k, True)):
+            c = cdf_median(runs_)
+            if c:
+                series.append({"name": f"{side}: {label}", "color": palette[i % len(palette)],
+                               "dash": dash, "step": True, "markers": False,
+                               "points": [(us, pct) for pct, us in c]})
+    if series:
+        write_svg(os.path.join(out, "rtt_cdf.svg"), line_plot(
+            "Round-trip CDF, median of runs at each percentile (psb solid, kernel dashed)",
+            "round trip, us", "requests, %", series, logx=True, ylim=(0, 100)))
+        written.append("rtt_cdf.svg")
+    return written
 
 
 def ctl(out):
@@ -303,7 +468,37 @@ def ctl(out):
     return summary, L, True
 
 
-KINDS = {"revs": (revs, 2), "job": (job, 2), "soak": (soak, 1), "pushpull": (pushpull, 2), "ctl": (ctl, 2)}
+def ctl_hostile(out):
+    """scripts/bench/ctl_hostile.sh: raw/windows.json (per process and behaviour, the paired
+    windows' ratios), raw/plan.json (the value size), the revision from ABOUT.txt."""
+    raw = json.load(open(os.path.join(out, "raw", "windows.json")))
+    length = int(json.load(open(os.path.join(out, "raw", "plan.json")))["len"])
+    rev = "unknown"
+    for line in open(os.path.join(out, "ABOUT.txt")):
+        if line.startswith("revision "):
+            rev = line.split(None, 1)[1].strip()
+    summary = {"git_revision": rev, "len": length, "window_s": raw["window_s"],
+               "pairs": raw["pairs"], "goal": 0.90, "results": raw["summary"]}
+    L = ["psb %s, %d B PUSH_PULL flat out, %d pairs of %g s windows" %
+         (rev, length, raw["pairs"], raw["window_s"]), "",
+         "| hostile client of | behaviour | goodput with / without, median [95 % CI] | range | "
+         "lcore on control, without → with | hostile client's CPU | counted by psb, per s | "
+         "honest scrapes ok (slowest) |",
+         "|---|---|---|---|---|---|---|---|"]
+    for r in raw["summary"]:
+        lim = ", ".join("%s %.0f" % (k, v) for k, v in r["limits_per_s"].items() if v >= 0.5)
+        sc = r["scrapes"]
+        L.append("| %s | %s | **%.3f** [%.3f, %.3f]%s | %.2f–%.2f | %.2f %% → %.2f %% | %.1f %% | %s | %s |"
+                 % (r["target"], r["behaviour"], r["median_ratio"], r["ci95"][0], r["ci95"][1],
+                    "" if r["median_ratio"] >= 0.90 else " (below 0.90)", r["min_ratio"],
+                    r["max_ratio"], r["control_pct"]["off"], r["control_pct"]["on"],
+                    r["hostile_cpu_pct"], lim or "-",
+                    "%d / %d (%.3f s)" % (sc["ok"], sc["n"], sc["max_s"]) if sc["n"] else "-"))
+    return summary, L, True
+
+
+KINDS = {"revs": (revs, 2), "job": (job, 2), "soak": (soak, 1), "pushpull": (pushpull, 2), "ctl": (ctl, 2),
+         "ctl_hostile": (ctl_hostile, 2)}
 
 
 def summarize(kind, out):
