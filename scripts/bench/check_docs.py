@@ -122,6 +122,8 @@ def update_docs(root):
                 while k < len(lines) and lines[k].startswith("|"):
                     k += 1
                 out += tables[n - 1] if n <= len(tables) else lines[j:k]
+                if k == j and n <= len(tables) and k < len(lines) and lines[k].strip():
+                    out.append("")	# a new table: keep it apart from what follows
                 i = k
                 continue
             i += 1

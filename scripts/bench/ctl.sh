@@ -43,7 +43,7 @@ done
 [ -n "$OUT" ] || OUT=results/ctl-$(date +%Y%m%d-%H%M%S)
 [ -e "$OUT/summary.json" ] && { echo "ctl.sh: $OUT already holds results" >&2; exit 2; }
 mkdir -p "$OUT/raw"
-bench_about "$BUILD" "server lcore 0, worker lcore 1, memif on hugepages; psb-scrape unpinned" \
+bench_about "$BUILD" "server lcore 0, worker lcore 1, memif (psb on hugepages while free, as by default); psb-scrape unpinned" \
 	"$COMMAND" > "$OUT/ABOUT.txt"
 NAME=ctl.sh
 TAG=psbc

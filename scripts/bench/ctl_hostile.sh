@@ -51,7 +51,7 @@ done
 [ -n "$OUT" ] || OUT=results/ctl-hostile-$(date +%Y%m%d-%H%M%S)
 [ -e "$OUT/summary.json" ] && { echo "ctl_hostile.sh: $OUT already holds results" >&2; exit 2; }
 mkdir -p "$OUT/raw"
-bench_about "$BUILD" "server lcore 0, worker lcore 1, memif on hugepages; hostile clients unpinned" \
+bench_about "$BUILD" "server lcore 0, worker lcore 1, memif (psb on hugepages while free, as by default); hostile clients unpinned" \
 	"$COMMAND" > "$OUT/ABOUT.txt"
 python3 -c 'import json, sys; print(json.dumps({"len": int(sys.argv[1])}))' "$LEN" > "$OUT/raw/plan.json"
 NAME=ctl_hostile.sh

@@ -46,6 +46,7 @@ PY
 bench_machine() {
 	echo "date $(date -u +%FT%TZ)"
 	echo "cpu $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //')"
+	echo "simd $(grep -m1 '^flags' /proc/cpuinfo | tr ' ' '\n' | grep -xE 'sse4_2|avx|avx2|avx512f|avx512bw' | tr '\n' ' ' | sed 's/ $//')"
 	echo "cores $(nproc)"
 	echo "kernel $(uname -r)"
 	echo "dpdk $(pkg-config --modversion libdpdk 2>/dev/null || echo unknown)"

@@ -111,7 +111,7 @@ kernel_run() {
 
 echo "psb push/pull benchmark: $RUNS runs of ${SECONDS_PER_RUN}s per point; server on cpu $SRV_CPU, worker on cpu $WK_CPU"
 echo "results in $OUT"
-bench_about "$BUILD" "server cpu $SRV_CPU, worker cpu $WK_CPU (psb -l, kernel baseline taskset -c); psb over memif on hugepages, kernel baseline over loopback UDP" \
+bench_about "$BUILD" "server cpu $SRV_CPU, worker cpu $WK_CPU (psb -l, kernel baseline taskset -c); psb over memif (psb on hugepages while free, as by default), kernel baseline over loopback UDP" \
 	"$COMMAND" > "$OUT/ABOUT.txt"
 mkdir -p "$OUT/raw"
 python3 -c 'import json, sys; print(json.dumps({"sizes": sys.argv[1].split(), "modes": sys.argv[2].split(), "runs": int(sys.argv[3])}))' \

@@ -105,7 +105,7 @@ run() {
 	echo "base_$(bench_build "$(dirname "$(dirname "$(dirname "$PSB_A")")")")"
 	echo "head_$(bench_build "$(dirname "$(dirname "$(dirname "$PSB_B")")")")"
 	bench_machine
-	echo "pinning server lcore 0, worker lcore 1; memif on hugepages; mode $MODE PUSH_PULL, 40 keys"
+	echo "pinning server lcore 0, worker lcore 1; memif (psb on hugepages while free, as by default); mode $MODE PUSH_PULL, 40 keys"
 	echo "command scripts/bench/revs.sh --base $BASE ${HEAD:+--head $HEAD }--pairs $PAIRS --seconds $SECS --sizes \"$SIZES\" $([ $MODE = --sync ] && echo --sync) --out $OUT"
 } > "$OUT/ABOUT.txt"
 cat "$OUT/ABOUT.txt"

@@ -172,11 +172,10 @@ def soak(out):
         lines.append(f"| {r['process']} | {r['metric']} | {r['start']:.1f} | {r['end']:.1f} | "
                      f"{r['max']:.1f} | {r['slope_per_h']:+.2f} | {r['r2']:.2f} |")
     wk = summary["worker"]
-    lines.append("")
-    lines.append(f"worker, all {wk['windows']} windows between resets: {wk['requests']} requests, "
-                 f"{wk['retries']} retries, {wk['failed']} failed, {wk['verify_errors']} verify "
-                 f"errors; psb-scrape: "
-                 f"{summary['scrape']['rounds']} rounds, {summary['scrape']['errors']} errors")
+    lines += ["", "| worker windows between resets | requests | retried | failed | verify errors "
+              "| psb-scrape rounds | scrape errors |", "|---:|---:|---:|---:|---:|---:|---:|",
+              f"| {wk['windows']} | {wk['requests']} | {wk['retries']} | {wk['failed']} | "
+              f"{wk['verify_errors']} | {summary['scrape']['rounds']} | {summary['scrape']['errors']} |"]
     ok = wk["failed"] == 0 and wk["verify_errors"] == 0 and summary["scrape"]["errors"] == 0
     return summary, lines, ok
 
@@ -190,11 +189,12 @@ def human_size(n):
 
 
 def md_table(hdr, rows):
-    """A Markdown table with right-aligned, padded columns."""
+    """A Markdown table, padded: the first column (names) left-aligned, the others right."""
     w = [max(len(str(r[i])) for r in [hdr] + rows) for i in range(len(hdr))]
 
     def line(r):
-        return "| " + " | ".join(str(c).rjust(w[i]) for i, c in enumerate(r)) + " |"
+        return "| " + " | ".join(str(c).ljust(w[i]) if i == 0 else str(c).rjust(w[i])
+                                 for i, c in enumerate(r)) + " |"
     return "\n".join([line(hdr), "|" + "|".join("-" * (x + 2) for x in w) + "|"] +
                      [line(r) for r in rows])
 
@@ -343,6 +343,7 @@ def pushpull(out):
         text += ["## Server-side summation vs a plain `a += b` loop (one core, GB/s of gradient input)", "",
                  "```", open(f"{out}/aggbench.txt").read().rstrip(), "```", ""]
         text += targets_table(summary, agg)
+        text += headline_table(summary)
     plots = pushpull_plots(out, sizes, modes, names, summary, loaded, lat)
     if plots:
         text += ["Plots: " + ", ".join(f"[{f}]({f})" for f in plots), ""]
@@ -385,6 +386,30 @@ def targets_table(summary, agg):
             md_table(("figure", "target", "measured (psb)", ""), rows), ""]
 
 
+def headline_table(summary):
+    """The points the README quotes, psb beside the kernel-socket baseline."""
+    pts = {(x["size"], x["mode"]): x for x in summary["points"]}
+    rows = []
+    for size, label in ((4096, "4 KB"), (1 << 20, "1 MB")):
+        x = pts.get((size, 1))
+        if x:
+            rows.append((f"{label} PUSH_PULL, 40 keys, Gbps", f"{x['psb_gbps']:.1f}",
+                         f"{x['kernel_gbps']:.1f}", fmt_ratio(x["ratio"], 1)))
+    for x in summary.get("latency", []):
+        if x["mode"] == "PUSH_ONLY":
+            rows.append(("64 B push, one at a time, round trip p50 / p99, us",
+                         f"{x['psb_p50_us']:.1f} / {x['psb_p99_us']:.1f}",
+                         f"{x['kernel_p50_us']:.1f} / {x['kernel_p99_us']:.1f}",
+                         "p50: " + fmt_ratio(x["p50_ratio"], 2)))
+    r = summary.get("rate_64b")
+    if r:
+        rows.append(("64 B PUSHPULL requests/s, one server core, millions", f"{r['psb_ops'] / 1e6:.1f}",
+                     f"{r['kernel_ops'] / 1e6:.1f}", fmt_ratio(r["ratio"], 1)))
+    return ["## In short: medians of %d runs" % summary["runs"], "",
+            md_table(("workload", "psb", "kernel-socket baseline",
+                      "psb/kernel, median of pairs [95 % CI]"), rows), ""]
+
+
 def pushpull_plots(out, sizes, modes, names, summary, loaded, lat):
     """goodput.svg and rtt_cdf.svg beside the summary; returns the names written."""
     from svgplot import line_plot, write_svg
@@ -423,6 +448,23 @@ def pushpull_plots(out, sizes, modes, names, summary, loaded, lat):
             "round trip, us", "requests, %", series, logx=True, ylim=(0, 100)))
         written.append("rtt_cdf.svg")
     return written
+
+
+def ctl_short(p, lat):
+    """ctl.sh's figures against their targets, in short (the README's table)."""
+    within = p["median_ratio"] >= 0.98
+    sock, whole = lat["yield"]["socket_status"], lat["yield"]["psbctl_status"]
+    return ["| figure | measured | target |", "|---|---|---|",
+            "| goodput with / without monitoring, median of %d paired ratios [95 %% interval] "
+            "| %.3f [%.3f, %.3f] | within 2 %%: %s |" % (p["pairs"], p["median_ratio"], p["ci95"][0],
+                                                      p["ci95"][1], "met" if within else "missed"),
+            "| lcore time psb spends serving it, worker / server | %+.1f %% / %+.1f %% | |" %
+            tuple(p["control_pct"]["on"][i] - p["control_pct"]["off"][i] for i in (0, 1)),
+            "| `status` on an open control socket under full load, p50 / p99 | %.2f / %.2f ms | |"
+            % (sock["p50_ms"], sock["p99_ms"]),
+            "| a whole `psbctl status` process under full load, p50 / p99 | %.1f / %.1f ms "
+            "| p99 < 5 ms: %s |" % (whole["p50_ms"], whole["p99_ms"],
+                                    "met" if whole["p99_ms"] < 5 else "missed"), ""]
 
 
 def ctl(out):
@@ -465,6 +507,7 @@ def ctl(out):
             v = lat[tag][key]
             L.append("| %s | %s | %d | %.3f | %.3f | %.3f | %.3f |" %
                      (label, y, v["n"], v["p50_ms"], v["p90_ms"], v["p99_ms"], v["max_ms"]))
+    L += [""] + ctl_short(p, lat)[:-1]
     return summary, L, True
 
 
@@ -494,6 +537,15 @@ def ctl_hostile(out):
                     r["max_ratio"], r["control_pct"]["off"], r["control_pct"]["on"],
                     r["hostile_cpu_pct"], lim or "-",
                     "%d / %d (%.3f s)" % (sc["ok"], sc["n"], sc["max_s"]) if sc["n"] else "-"))
+    # the same ratios, one column per process the hostile client talked to
+    targets = list(dict.fromkeys(r["target"] for r in raw["summary"]))
+    by = {(r["behaviour"], r["target"]): r for r in raw["summary"]}
+    L += ["", "| behaviour | " + " | ".join("client of the %s" % t for t in targets) + " |",
+          "|---|" + "---|" * len(targets)]
+    for b in dict.fromkeys(r["behaviour"] for r in raw["summary"]):
+        L.append("| %s | " % b + " | ".join(
+            "%.3f [%.3f, %.3f]" % (by[b, t]["median_ratio"], *by[b, t]["ci95"]) if (b, t) in by
+            else "-" for t in targets) + " |")
     return summary, L, True
 
 
