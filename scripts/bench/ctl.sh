@@ -84,6 +84,8 @@ latency() {	# latency TAG EXTRA...
 	pushpull_doc 60
 	"$PSBCTL" --ctl "$WCTL" start "$TMP/exp.json" > /dev/null
 	sleep 2
+	# what the worker's control plane counted meanwhile (throttled_passes: its share spent)
+	"$PSBCTL" --ctl "$WCTL" --json counters control > "$OUT/raw/status-$tag-control-0.json"
 	python3 - "$WCTL" "$PSBCTL" > "$OUT/raw/status-$tag.json" <<'PY'
 import json, socket, subprocess, sys, time
 path, psbctl = sys.argv[1], sys.argv[2]
@@ -117,6 +119,7 @@ def pct(v, p):
 print(json.dumps({k: {"n": len(v), "p50_ms": pct(v, 50), "p90_ms": pct(v, 90),
                       "p99_ms": pct(v, 99), "max_ms": max(v)} for k, v in res.items()}))
 PY
+	"$PSBCTL" --ctl "$WCTL" --json counters control > "$OUT/raw/status-$tag-control-1.json"
 	"$PSBCTL" --ctl "$WCTL" stop > /dev/null || true
 	stop_pair
 }

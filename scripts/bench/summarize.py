@@ -464,7 +464,11 @@ def ctl_short(p, lat):
             % (sock["p50_ms"], sock["p99_ms"]),
             "| a whole `psbctl status` process under full load, p50 / p99 | %.1f / %.1f ms "
             "| p99 < 5 ms: %s |" % (whole["p50_ms"], whole["p99_ms"],
-                                    "met" if whole["p99_ms"] < 5 else "missed"), ""]
+                                    "met" if whole["p99_ms"] < 5 else "missed")] + \
+        (["| passes the worker served no client, its clients' share spent (throttled_passes), "
+          "during those %d requests | %d | |" % (lat["yield"]["control"]["socket_requests"],
+                                                lat["yield"]["control"]["throttled_passes"])]
+         if "control" in lat["yield"] else []) + [""]
 
 
 def ctl(out):
@@ -483,6 +487,12 @@ def ctl(out):
     p = json.load(open(os.path.join(out, "raw", "paired.json")))
     lat = {t: json.load(open(os.path.join(out, "raw", "status-%s.json" % t)))
            for t in ("yield", "noyield")}
+    for t in lat:	# the worker's control counters around its status runs, if recorded
+        c = [os.path.join(out, "raw", "status-%s-control-%d.json" % (t, i)) for i in (0, 1)]
+        if all(os.path.exists(x) for x in c):
+            a, b = (json.load(open(x))["counters"] for x in c)
+            lat[t]["control"] = {k: b[k] - a[k] for k in ("socket_requests", "throttled_passes",
+                                                          "socket_deferred")}
     sc = p["scraper"]
     summary = {"len": length, "paired": {k: v for k, v in p.items() if k != "windows"},
                "status_latency": lat}
