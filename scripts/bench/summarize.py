@@ -465,9 +465,10 @@ def ctl_short(p, lat):
             "| a whole `psbctl status` process under full load, p50 / p99 | %.1f / %.1f ms "
             "| p99 < 5 ms: %s |" % (whole["p50_ms"], whole["p99_ms"],
                                     "met" if whole["p99_ms"] < 5 else "missed")] + \
-        (["| passes the worker served no client, its clients' share spent (throttled_passes), "
-          "during those %d requests | %d | |" % (lat["yield"]["control"]["socket_requests"],
-                                                lat["yield"]["control"]["throttled_passes"])]
+        (["| worker passes that served no client, the clients' share spent (throttled_passes), "
+          "over the %d requests of the status runs | %d | |" % (
+              lat["yield"]["control"]["socket_requests"],
+              lat["yield"]["control"]["throttled_passes"])]
          if "control" in lat["yield"] else []) + [""]
 
 
