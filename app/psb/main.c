@@ -31,11 +31,6 @@
 
 #define MBUF_ROOM	(PSB_MAX_FRAME + RTE_PKTMBUF_HEADROOM)
 #define MBUF_PRIV	RTE_ALIGN(sizeof(struct psb_meta), RTE_MBUF_PRIV_ALIGN)
-#define TX_RING		8192
-#define TX_RING_SCHED	1024	/* a scheduler sends a view per node and barrier acks */
-#define AGENT_RING	256
-#define SCHED_RING	1024
-#define ROLE_RING	4096
 #define NB_DESC		1024
 #define HOLD_PER_SHARD	2048	/* packet buffers a server shard may keep for reassembly */
 #define MiB		(1024ull * 1024)
@@ -990,8 +985,6 @@ psb_app_fail(struct psb_app *app, const char *fmt, ...)
 	__atomic_store_n(&app->quit, 1, __ATOMIC_RELEASE);
 }
 
-static int hosts_sched(const struct psb_app *app);
-
 /* The waits psb gives up on, and when: said at start so that a run that fails is no surprise. */
 static void
 log_bounds(const struct psb_app *app)
@@ -1028,29 +1021,15 @@ log_bounds(const struct psb_app *app)
 	else if (app->node_role != PSB_NODE_SCHEDULER)
 		PSB_LOG(app, "liveness: a heartbeat to the scheduler every %.2f s (--heartbeat)",
 			app->heartbeat_ns / 1e9);
-	if (hosts_sched(app) && app->dead_after_ns == 0)
+	if (app->host_sched && app->dead_after_ns == 0)
 		PSB_LOG(app, "liveness: the scheduler holds no node dead (--dead-after 0)");
-	else if (hosts_sched(app))
+	else if (app->host_sched)
 		PSB_LOG(app, "liveness: a node whose heartbeats stop for %.1f s is dead "
 			"(--dead-after); a dead or restarted server ends the job",
 			app->dead_after_ns / 1e9);
 	if (app->node_role == PSB_NODE_SERVER)
 		PSB_LOG(app, "server epoch %08x: in every answer; a worker that sees it change "
 			"fails the job", app->epoch);
-}
-
-/* A scheduler runs here: the scheduler node's, or a server's that is at DMLC_PS_ROOT_URI. */
-static int
-hosts_sched(const struct psb_app *app)
-{
-	return app->node_role == PSB_NODE_SCHEDULER ||
-		(app->node_role == PSB_NODE_SERVER && app->sched_ip == app->me.ip);
-}
-
-static unsigned int
-tx_ring_size(const struct psb_app *app)
-{
-	return app->node_role == PSB_NODE_SCHEDULER ? TX_RING_SCHED : TX_RING;
 }
 
 /*
@@ -1063,48 +1042,12 @@ tx_ring_size(const struct psb_app *app)
 static uint64_t
 role_mbufs(const struct psb_app *app)
 {
-	uint64_t n = (uint64_t)app->nports * 2 * NB_DESC + tx_ring_size(app) + 4096;
+	uint64_t n = (uint64_t)app->nports * 2 * NB_DESC + psb_role_tx.ring_size(app) + 4096;
 
 	if (app->node_role == PSB_NODE_SCHEDULER)
-		return n + SCHED_RING;
-	return n + (uint64_t)(app->nshards + app->nlocal_workers + 2) * ROLE_RING +
+		return n + psb_role_scheduler.ring_size(app);
+	return n + (uint64_t)(app->nshards + app->nlocal_workers + 2) * PSB_ROLE_RING +
 		(uint64_t)app->budget.hold_max * app->nshards;
-}
-
-/* Roles this process runs, in table order. */
-static int
-plan_roles(struct psb_app *app)
-{
-	unsigned int n = 0, i;
-	struct psb_role_inst *r;
-
-	app->host_sched = hosts_sched(app);
-	app->nroles = 2 + app->host_sched + (app->node_role == PSB_NODE_SERVER ? 1 + app->nshards : 0)
-		+ (app->node_role == PSB_NODE_WORKER ? app->nlocal_workers : 0);
-	app->roles = rte_zmalloc("psb_roles", app->nroles * sizeof(*app->roles), RTE_CACHE_LINE_SIZE);
-	if (app->roles == NULL)
-		return -ENOMEM;
-	r = app->roles;
-	r[n++].role = &psb_role_rx;
-	r[n++].role = &psb_role_tx;
-	if (app->host_sched)
-		r[n++].role = &psb_role_scheduler;
-	if (app->node_role == PSB_NODE_SERVER) {
-		r[n++].role = &psb_role_agent;
-		for (i = 0; i < app->nshards; i++) {
-			r[n].idx = (int)i;
-			r[n++].role = &psb_role_server;
-		}
-	}
-	if (app->node_role == PSB_NODE_WORKER) {
-		for (i = 0; i < app->nlocal_workers; i++) {
-			r[n].idx = (int)i;
-			r[n++].role = &psb_role_worker;
-		}
-	}
-	for (i = 0; i < n; i++)
-		r[i].app = app;
-	return 0;
 }
 
 static struct rte_ring *
@@ -1118,6 +1061,53 @@ make_ring(const char *name, int idx, unsigned int size, unsigned int flags)
 	if (r == NULL)
 		psb_die("cannot create ring %s: %s", n, rte_strerror(rte_errno));
 	return r;
+}
+
+/*
+ * The roles this process runs: every role of psb_roles[] as many times as its count()
+ * says, in table order, each with its input ring; the roles that claim traffic become
+ * psb_dispatch's routes.
+ */
+static int
+plan_roles(struct psb_app *app)
+{
+	const struct psb_role *const *rp;
+	unsigned int n = 0, k;
+	struct psb_role_inst *r;
+
+	app->nroles = 0;
+	for (rp = psb_roles; *rp != NULL; rp++)
+		app->nroles += (*rp)->count(app);
+	if (app->nroles > PSB_MAX_ROLES)
+		psb_die("%u roles planned, at most %d", app->nroles, PSB_MAX_ROLES);
+	app->roles = rte_zmalloc("psb_roles", app->nroles * sizeof(*app->roles), RTE_CACHE_LINE_SIZE);
+	if (app->roles == NULL)
+		return -ENOMEM;
+	r = app->roles;
+	app->nroutes = 0;
+	for (rp = psb_roles; *rp != NULL; rp++) {
+		unsigned int count = (*rp)->count(app);
+		unsigned int ring = (*rp)->ring_size != NULL ? (*rp)->ring_size(app) : 0;
+
+		if (count == 0)
+			continue;
+		if ((*rp)->claim != NULL) {
+			RTE_VERIFY(app->nroutes < PSB_ROLE_KINDS && ring != 0);
+			app->routes[app->nroutes].role = *rp;
+			app->routes[app->nroutes++].first = &r[n];
+		}
+		for (k = 0; k < count; k++, n++) {
+			r[n].role = *rp;
+			r[n].idx = (int)k;
+			r[n].app = app;
+			if (ring != 0)
+				r[n].ring = make_ring((*rp)->name, (int)k, ring, RING_F_SC_DEQ);
+		}
+		if (*rp == &psb_role_tx)
+			app->tx_ring = r[n - 1].ring;
+	}
+	app->host_sched = psb_role_scheduler.count(app) != 0;
+	return 0;
 }
 
 /* Lcore body: poll the roles placed on this lcore until told to quit. */
@@ -1565,17 +1555,8 @@ main(int argc, char **argv)
 	app->parse.psb_port = 0;	/* ports are routed in psb_dispatch */
 	app->parse.check_ip_csum = 1;
 
-	app->tx_ring = make_ring("tx", 0, tx_ring_size(app), RING_F_SC_DEQ);
-	for (i = 0; i < app->nshards && app->node_role == PSB_NODE_SERVER; i++)
-		app->shard_ring[i] = make_ring("shard", (int)i, ROLE_RING, RING_F_SC_DEQ);
-	for (i = 0; i < app->nlocal_workers && app->node_role == PSB_NODE_WORKER; i++)
-		app->wk_ring[i] = make_ring("wk", (int)i, ROLE_RING, RING_F_SC_DEQ);
-	if (app->node_role == PSB_NODE_SERVER)
-		app->agent_ring = make_ring("agent", 0, AGENT_RING, RING_F_SC_DEQ);
 	if (plan_roles(app) != 0)
 		psb_die("out of memory");
-	if (app->host_sched)
-		app->sched_ring = make_ring("sched", 0, SCHED_RING, RING_F_SC_DEQ);
 
 	for (i = 0; i < app->nroles; i++) {
 		struct psb_role_inst *ri = &app->roles[i];

@@ -23,6 +23,8 @@
 #define PSB_MAX_SHARDS		16
 #define PSB_MAX_LOCAL_WORKERS	32
 #define PSB_MAX_ROLES		(4 + PSB_MAX_SHARDS + PSB_MAX_LOCAL_WORKERS)
+#define PSB_ROLE_KINDS		16	/* entries of psb_roles[] at most */
+#define PSB_ROLE_RING		4096	/* input ring of a server shard or a worker */
 #define PSB_BURST		32
 #define PSB_OUT_BUF		64
 #define PSB_NEIGH_MAX		256
@@ -126,8 +128,27 @@ struct psb_role_mbox {
 } __rte_cache_aligned;
 
 /* A role: one file under roles/, one line in the role table. */
+struct psb_app;
+
+/*
+ * A role: what planning needs (how many instances this node runs, the size of each one's
+ * input ring), which received traffic psb_dispatch hands it, and its life on an lcore.
+ * Planning, ring creation and dispatch walk psb_roles[] (roles/roles.c).
+ */
 struct psb_role {
 	const char *name;
+	/* Instances this node runs (0: none), from its settings. */
+	unsigned int (*count)(const struct psb_app *app);
+	/* Each instance's input ring: its size (a power of two), 0 for none. May be NULL. */
+	unsigned int (*ring_size)(const struct psb_app *app);
+	/*
+	 * Dispatch: the instance that takes the message f (parsed, for this node), -1 for none,
+	 * or PSB_ROLE_DELIVER: deliver() hands it on itself (split, copied). Asked in table
+	 * order; the first role that claims a message gets it. NULL: no received traffic.
+	 */
+	int (*claim)(const struct psb_app *app, const struct psb_frame *f);
+	/* For PSB_ROLE_DELIVER: 0 or -errno as for a ring (-ENOBUFS full, -ENOMEM). */
+	int (*deliver)(struct psb_role_inst *rx, struct rte_mbuf *m, const struct psb_frame *f);
 	int (*init)(struct psb_role_inst *ri);
 	/* One pass; returns the number of packets/events handled (0: idle). */
 	int (*poll)(struct psb_role_inst *ri);
@@ -136,7 +157,7 @@ struct psb_role {
 	int (*ctl)(struct psb_role_inst *ri, int op, const void *arg);
 };
 
-struct psb_app;
+#define PSB_ROLE_DELIVER	(-2)
 
 struct psb_role_inst {
 	struct psb_counters cnt;
@@ -145,6 +166,7 @@ struct psb_role_inst {
 	int idx;		/* shard or local worker index */
 	unsigned int lcore;
 	void *priv;
+	struct rte_ring *ring;	/* its input (role->ring_size), or NULL */
 	uint16_t ntx;
 	struct rte_mbuf *txbuf[PSB_OUT_BUF];
 	struct psb_role_mbox mbox;
@@ -304,11 +326,13 @@ struct psb_app {
 
 	/* Runtime. */
 	struct rte_mempool *pool;
-	struct rte_ring *tx_ring;
-	struct rte_ring *shard_ring[PSB_MAX_SHARDS];
-	struct rte_ring *wk_ring[PSB_MAX_LOCAL_WORKERS];
-	struct rte_ring *sched_ring;
-	struct rte_ring *agent_ring;
+	struct rte_ring *tx_ring;	/* the tx role's ring: every role sends into it */
+	/* Dispatch: the planned roles that claim traffic, in table order, and their first instance. */
+	unsigned int nroutes;
+	struct psb_route {
+		const struct psb_role *role;
+		struct psb_role_inst *first;
+	} routes[PSB_ROLE_KINDS];
 	struct psb_parse_cfg parse;
 	struct psb_neigh neigh[PSB_NEIGH_MAX];
 	double ns_per_tsc;
@@ -374,7 +398,9 @@ extern const struct psb_role psb_role_server;
 extern const struct psb_role psb_role_worker;
 extern const struct psb_role psb_role_scheduler;
 extern const struct psb_role psb_role_agent;
-extern const struct psb_role *const psb_roles[];
+extern const struct psb_role *const psb_roles[];	/* NULL-terminated */
+/* server: a BATCH whose records belong to several shards, split among them (psb_io.c) */
+int psb_dispatch_batch(struct psb_role_inst *rx, struct rte_mbuf *m, const struct psb_frame *f);
 
 /* Packet paths shared by roles (psb_io.c). */
 void psb_dispatch(struct psb_role_inst *ri, struct rte_mbuf *m);

@@ -209,6 +209,18 @@ handoff(struct rte_ring *r, struct rte_mbuf *m)
 	return 0;
 }
 
+/* The input ring of instance idx of role, NULL when this node does not run it. */
+static struct rte_ring *
+role_ring(const struct psb_app *app, const struct psb_role *role, unsigned int idx)
+{
+	unsigned int i;
+
+	for (i = 0; i < app->nroutes; i++)
+		if (app->routes[i].role == role)
+			return app->routes[i].first[idx].ring;
+	return NULL;
+}
+
 /* What became of a received message, counted once whatever it was split into. */
 static void
 count_handoff(struct psb_role_inst *ri, int rc)
@@ -247,8 +259,8 @@ message_alloc(struct psb_app *app, const struct psb_frame *f, const struct psb_h
  * shard, so that each store only ever sees its own keys. 0 when every part
  * reached its shard, else why one did not (the parts before it are served).
  */
-static int
-dispatch_batch(struct psb_role_inst *ri, struct rte_mbuf *m, const struct psb_frame *f)
+int
+psb_dispatch_batch(struct psb_role_inst *ri, struct rte_mbuf *m, const struct psb_frame *f)
 {
 	struct psb_app *app = ri->app;
 	unsigned int first = PSB_MAX_SHARDS, s;
@@ -268,7 +280,8 @@ dispatch_batch(struct psb_role_inst *ri, struct rte_mbuf *m, const struct psb_fr
 	}
 	if (off >= f->payload_len || used < 0) {
 		/* One shard (or a broken record the shard will count): no split. */
-		return handoff(app->shard_ring[first == PSB_MAX_SHARDS ? 0 : first], m);
+		return handoff(role_ring(app, &psb_role_server, first == PSB_MAX_SHARDS ? 0 : first),
+			       m);
 	}
 	for (s = 0; s < app->nshards; s++) {
 		struct psb_hdr h = f->hdr;
@@ -300,7 +313,7 @@ dispatch_batch(struct psb_role_inst *ri, struct rte_mbuf *m, const struct psb_fr
 		psb_frame_write_headers(p, &f->src, &f->dst, &h, len);
 		rte_pktmbuf_append(n, (uint16_t)(PSB_FRAME_HLEN + len));
 		psb_meta(n)->hdr = h;
-		prc = handoff(app->shard_ring[s], n);
+		prc = handoff(role_ring(app, &psb_role_server, s), n);
 		if (prc != 0 && rc == 0)
 			rc = prc;
 	}
@@ -349,7 +362,7 @@ bye_input(struct psb_role_inst *ri, struct rte_mbuf *m, const struct psb_frame *
 		struct rte_mbuf *b = message_alloc(app, f, &f->hdr, pid);
 
 		/* carries no frame: psb_meta is the whole message */
-		if (b == NULL || handoff(app->shard_ring[s], b) != 0)
+		if (b == NULL || handoff(role_ring(app, &psb_role_server, s), b) != 0)
 			ri->cnt.bye_lost++;
 	}
 	if (port_kind(app, pid) != PSB_PORT_MEMIF)
@@ -378,6 +391,7 @@ psb_dispatch(struct psb_role_inst *ri, struct rte_mbuf *m)
 	struct psb_frame f;
 	struct psb_meta *meta;
 	uint8_t *p;
+	unsigned int i;
 	uint16_t dport;
 	int rc;
 
@@ -443,28 +457,25 @@ psb_dispatch(struct psb_role_inst *ri, struct rte_mbuf *m)
 		psb_neigh_learn(app, f.src.ip, f.src.mac, m->port);
 	dport = f.dst.port;
 
-	if (dport == app->me.port) {
-		if (f.hdr.type == PSB_MSG_REGISTER_ACK || f.hdr.type == PSB_MSG_BARRIER_ACK ||
-		    f.hdr.type == PSB_MSG_FINALIZE || f.hdr.type == PSB_MSG_HEARTBEAT_ACK)
-			rc = handoff(app->agent_ring, m);
-		else if (f.hdr.version == PSB_VERSION && (f.hdr.type & PSB_MSG_RESP))
-			rc = handoff(NULL, m);	/* responses never go to a server port */
-		else if (app->node_role == PSB_NODE_SERVER && f.hdr.type == PSB_MSG_BATCH &&
-			 f.hdr.version == PSB_VERSION && app->nshards > 1)
-			rc = dispatch_batch(ri, m, &f);
-		else if (app->node_role == PSB_NODE_SERVER)
-			rc = handoff(app->shard_ring[psb_kv_shard_of(f.hdr.key, app->nshards)], m);
-		else
-			rc = handoff(NULL, m);
-	} else if (app->sched_ring != NULL && dport == app->sched_port) {
-		rc = handoff(app->sched_ring, m);
-	} else if (dport >= app->worker_port_base &&
-		   dport < app->worker_port_base + app->nlocal_workers) {
-		rc = handoff(app->wk_ring[dport - app->worker_port_base], m);
-	} else {
+	/* the first role that claims it, in table order (roles/roles.c) */
+	for (i = 0; i < app->nroutes; i++) {
+		const struct psb_route *rt = &app->routes[i];
+		int idx = rt->role->claim(app, &f);
+
+		if (idx == PSB_ROLE_DELIVER) {
+			count_handoff(ri, rt->role->deliver(ri, m, &f));
+			return;
+		}
+		if (idx >= 0) {
+			count_handoff(ri, handoff(rt->first[idx].ring, m));
+			return;
+		}
+	}
+	if (dport != app->me.port) {
 		ri->cnt.drops[PSB_DROP_PORT]++;
 		rte_pktmbuf_free(m);
 		return;
 	}
-	count_handoff(ri, rc);
+	/* for this node's data port, but no role of this node serves it */
+	count_handoff(ri, handoff(NULL, m));
 }

@@ -224,7 +224,7 @@ agent_poll(struct psb_role_inst *ri)
 	/* Registered: only a repeated ack can still come; look one pass in 256. */
 	if (ri->app->registered && (++ag->idle_passes & 255) != 0)
 		return 0;
-	n = rte_ring_dequeue_burst(ri->app->agent_ring, (void **)pkts, PSB_BURST, NULL);
+	n = rte_ring_dequeue_burst(ri->ring, (void **)pkts, PSB_BURST, NULL);
 	for (i = 0; i < n; i++) {
 		struct psb_meta *meta = psb_meta(pkts[i]);
 
@@ -265,8 +265,35 @@ agent_fini(struct psb_role_inst *ri)
 	ri->priv = NULL;
 }
 
+static unsigned int
+agent_count(const struct psb_app *app)
+{
+	return app->node_role == PSB_NODE_SERVER;
+}
+
+static unsigned int
+agent_ring_size(const struct psb_app *app)
+{
+	RTE_SET_USED(app);
+	return 256;
+}
+
+/* What the scheduler tells a server, at this node's data port. */
+static int
+agent_claim(const struct psb_app *app, const struct psb_frame *f)
+{
+	uint8_t t = f->hdr.type;
+
+	return f->dst.port == app->me.port &&
+		(t == PSB_MSG_REGISTER_ACK || t == PSB_MSG_BARRIER_ACK || t == PSB_MSG_FINALIZE ||
+		 t == PSB_MSG_HEARTBEAT_ACK) ? 0 : -1;
+}
+
 const struct psb_role psb_role_agent = {
 	.name = "agent",
+	.count = agent_count,
+	.ring_size = agent_ring_size,
+	.claim = agent_claim,
 	.init = agent_init,
 	.poll = agent_poll,
 	.fini = agent_fini,

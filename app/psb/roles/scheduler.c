@@ -163,7 +163,7 @@ sched_poll(struct psb_role_inst *ri)
 	struct sched_priv *sp = ri->priv;
 	unsigned int n, i;
 
-	n = rte_ring_dequeue_burst(ri->app->sched_ring, (void **)pkts, PSB_BURST, NULL);
+	n = rte_ring_dequeue_burst(ri->ring, (void **)pkts, PSB_BURST, NULL);
 	for (i = 0; i < n; i++) {
 		struct psb_meta *meta = psb_meta(pkts[i]);
 
@@ -201,8 +201,33 @@ psb_scheduler_sched(const struct psb_role_inst *ri)
 	return sp != NULL ? sp->s : NULL;
 }
 
+/* A scheduler node, or a server the job's scheduler address names (ps-lite's co-location). */
+static unsigned int
+sched_count(const struct psb_app *app)
+{
+	return app->node_role == PSB_NODE_SCHEDULER ||
+		(app->node_role == PSB_NODE_SERVER && app->sched_ip == app->me.ip);
+}
+
+static unsigned int
+sched_ring_size(const struct psb_app *app)
+{
+	RTE_SET_USED(app);
+	return 1024;
+}
+
+/* The scheduler's port; this node's data port is the agent's and the server's. */
+static int
+sched_claim(const struct psb_app *app, const struct psb_frame *f)
+{
+	return f->dst.port == app->sched_port && f->dst.port != app->me.port ? 0 : -1;
+}
+
 const struct psb_role psb_role_scheduler = {
 	.name = "scheduler",
+	.count = sched_count,
+	.ring_size = sched_ring_size,
+	.claim = sched_claim,
 	.init = sched_init,
 	.poll = sched_poll,
 	.fini = sched_fini,

@@ -248,7 +248,7 @@ server_poll(struct psb_role_inst *ri)
 	struct rte_mbuf *pkts[PSB_BURST];
 	unsigned int n, i;
 
-	n = rte_ring_dequeue_burst(ri->app->shard_ring[ri->idx], (void **)pkts, PSB_BURST, NULL);
+	n = rte_ring_dequeue_burst(ri->ring, (void **)pkts, PSB_BURST, NULL);
 	/* the clock of reassembly: with every burst, and now and then when idle */
 	if (n != 0 || ++sp->polls % TICK_IDLE_PASSES == 0) {
 		psb_kv_tick(sp->kv, psb_now_ns(ri->app));
@@ -321,8 +321,41 @@ psb_server_kv(const struct psb_role_inst *ri)
 	return sp != NULL ? sp->kv : NULL;
 }
 
+static unsigned int
+server_count(const struct psb_app *app)
+{
+	return app->node_role == PSB_NODE_SERVER ? app->nshards : 0;
+}
+
+static unsigned int
+server_ring_size(const struct psb_app *app)
+{
+	RTE_SET_USED(app);
+	return PSB_ROLE_RING;
+}
+
+/*
+ * Requests at this node's data port go to the shard of their key; a BATCH whose records
+ * may belong to several shards is split (psb_dispatch_batch). Responses never go to a
+ * server.
+ */
+static int
+server_claim(const struct psb_app *app, const struct psb_frame *f)
+{
+	if (f->dst.port != app->me.port ||
+	    (f->hdr.version == PSB_VERSION && (f->hdr.type & PSB_MSG_RESP)))
+		return -1;
+	if (f->hdr.type == PSB_MSG_BATCH && f->hdr.version == PSB_VERSION && app->nshards > 1)
+		return PSB_ROLE_DELIVER;
+	return (int)psb_kv_shard_of(f->hdr.key, app->nshards);
+}
+
 const struct psb_role psb_role_server = {
 	.name = "server",
+	.count = server_count,
+	.ring_size = server_ring_size,
+	.claim = server_claim,
+	.deliver = psb_dispatch_batch,
 	.init = server_init,
 	.poll = server_poll,
 	.fini = server_fini,

@@ -79,7 +79,7 @@ tx_poll(struct psb_role_inst *ri)
 		if (t->n != 0)
 			return sent;
 	}
-	n = (uint16_t)rte_ring_dequeue_burst(ri->app->tx_ring, (void **)t->pkts, TX_BACKLOG, NULL);
+	n = (uint16_t)rte_ring_dequeue_burst(ri->ring, (void **)t->pkts, TX_BACKLOG, NULL);
 	if (n == 0)
 		return 0;
 	sent = send_run(ri, t->pkts, n);
@@ -98,23 +98,39 @@ tx_fini(struct psb_role_inst *ri)
 	if (t == NULL)
 		return;
 	/* Last chance for what is queued (a pcap port writes it out). */
-	while (t->n != 0 || rte_ring_count(ri->app->tx_ring) != 0) {
+	while (t->n != 0 || rte_ring_count(ri->ring) != 0) {
 		uint16_t before = t->n;
-		unsigned int queued = rte_ring_count(ri->app->tx_ring);
+		unsigned int queued = rte_ring_count(ri->ring);
 
 		tx_poll(ri);
-		if (t->n == before && rte_ring_count(ri->app->tx_ring) == queued)
+		if (t->n == before && rte_ring_count(ri->ring) == queued)
 			break;
 	}
 	rte_pktmbuf_free_bulk(t->pkts, t->n);
-	while (rte_ring_dequeue(ri->app->tx_ring, (void **)&m) == 0)
+	while (rte_ring_dequeue(ri->ring, (void **)&m) == 0)
 		rte_pktmbuf_free(m);
 	rte_free(t);
 	ri->priv = NULL;
 }
 
+static unsigned int
+tx_count(const struct psb_app *app)
+{
+	RTE_SET_USED(app);
+	return 1;
+}
+
+/* What every role sends goes through one ring; a scheduler sends little. */
+static unsigned int
+tx_ring_size(const struct psb_app *app)
+{
+	return app->node_role == PSB_NODE_SCHEDULER ? 1024 : 8192;
+}
+
 const struct psb_role psb_role_tx = {
 	.name = "tx",
+	.count = tx_count,
+	.ring_size = tx_ring_size,
 	.init = tx_init,
 	.poll = tx_poll,
 	.fini = tx_fini,

@@ -530,7 +530,7 @@ worker_poll(struct psb_role_inst *ri)
 	uint16_t s;
 	int rc;
 
-	n = rte_ring_dequeue_burst(app->wk_ring[ri->idx], (void **)pkts, PSB_BURST, NULL);
+	n = rte_ring_dequeue_burst(ri->ring, (void **)pkts, PSB_BURST, NULL);
 	/*
 	 * Reading the TSC is not free on virtual machines. Answers get a fresh
 	 * time (their round trips are measured); a pass without answers reuses
@@ -635,8 +635,34 @@ worker_fini(struct psb_role_inst *ri)
 	ri->priv = NULL;
 }
 
+static unsigned int
+worker_count(const struct psb_app *app)
+{
+	return app->node_role == PSB_NODE_WORKER ? app->nlocal_workers : 0;
+}
+
+static unsigned int
+worker_ring_size(const struct psb_app *app)
+{
+	RTE_SET_USED(app);
+	return PSB_ROLE_RING;
+}
+
+/* Worker i has its own UDP port, worker_port_base + i. */
+static int
+worker_claim(const struct psb_app *app, const struct psb_frame *f)
+{
+	uint16_t d = f->dst.port;
+
+	return d >= app->worker_port_base && d < app->worker_port_base + app->nlocal_workers ?
+		d - app->worker_port_base : -1;
+}
+
 const struct psb_role psb_role_worker = {
 	.name = "worker",
+	.count = worker_count,
+	.ring_size = worker_ring_size,
+	.claim = worker_claim,
 	.init = worker_init,
 	.poll = worker_poll,
 	.fini = worker_fini,
