@@ -1042,10 +1042,10 @@ log_bounds(const struct psb_app *app)
 static uint64_t
 role_mbufs(const struct psb_app *app)
 {
-	uint64_t n = (uint64_t)app->nports * 2 * NB_DESC + psb_role_tx.ring_size(app) + 4096;
+	uint64_t n = (uint64_t)app->nports * 2 * NB_DESC + psb_role_ring(&psb_role_tx, app) + 4096;
 
 	if (app->node_role == PSB_NODE_SCHEDULER)
-		return n + psb_role_scheduler.ring_size(app);
+		return n + psb_role_ring(&psb_role_scheduler, app);
 	return n + (uint64_t)(app->nshards + app->nlocal_workers + 2) * PSB_ROLE_RING +
 		(uint64_t)app->budget.hold_max * app->nshards;
 }
@@ -1077,7 +1077,7 @@ plan_roles(struct psb_app *app)
 
 	app->nroles = 0;
 	for (rp = psb_roles; *rp != NULL; rp++)
-		app->nroles += (*rp)->count(app);
+		app->nroles += psb_role_count(*rp, app);
 	if (app->nroles > PSB_MAX_ROLES)
 		psb_die("%u roles planned, at most %d", app->nroles, PSB_MAX_ROLES);
 	app->roles = rte_zmalloc("psb_roles", app->nroles * sizeof(*app->roles), RTE_CACHE_LINE_SIZE);
@@ -1086,8 +1086,8 @@ plan_roles(struct psb_app *app)
 	r = app->roles;
 	app->nroutes = 0;
 	for (rp = psb_roles; *rp != NULL; rp++) {
-		unsigned int count = (*rp)->count(app);
-		unsigned int ring = (*rp)->ring_size != NULL ? (*rp)->ring_size(app) : 0;
+		unsigned int count = psb_role_count(*rp, app);
+		unsigned int ring = psb_role_ring(*rp, app);
 
 		if (count == 0)
 			continue;
@@ -1106,7 +1106,7 @@ plan_roles(struct psb_app *app)
 		if (*rp == &psb_role_tx)
 			app->tx_ring = r[n - 1].ring;
 	}
-	app->host_sched = psb_role_scheduler.count(app) != 0;
+	app->host_sched = psb_role_count(&psb_role_scheduler, app) != 0;
 	return 0;
 }
 

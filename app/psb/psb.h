@@ -137,9 +137,13 @@ struct psb_app;
  */
 struct psb_role {
 	const char *name;
-	/* Instances this node runs (0: none), from its settings. */
+	/* Instances this node runs (0: none), from its settings; NULL: one on every node. */
 	unsigned int (*count)(const struct psb_app *app);
-	/* Each instance's input ring: its size (a power of two), 0 for none. May be NULL. */
+	/*
+	 * Each instance's input ring, a power of two (0: none): ring, or ring_size() when
+	 * it depends on the node.
+	 */
+	unsigned int ring;
 	unsigned int (*ring_size)(const struct psb_app *app);
 	/*
 	 * Dispatch: the instance that takes the message f (parsed, for this node), -1 for none,
@@ -399,6 +403,18 @@ extern const struct psb_role psb_role_worker;
 extern const struct psb_role psb_role_scheduler;
 extern const struct psb_role psb_role_agent;
 extern const struct psb_role *const psb_roles[];	/* NULL-terminated */
+
+static inline unsigned int
+psb_role_count(const struct psb_role *r, const struct psb_app *app)
+{
+	return r->count != NULL ? r->count(app) : 1;
+}
+
+static inline unsigned int
+psb_role_ring(const struct psb_role *r, const struct psb_app *app)
+{
+	return r->ring_size != NULL ? r->ring_size(app) : r->ring;
+}
 /* server: a BATCH whose records belong to several shards, split among them (psb_io.c) */
 int psb_dispatch_batch(struct psb_role_inst *rx, struct rte_mbuf *m, const struct psb_frame *f);
 

@@ -271,13 +271,6 @@ agent_count(const struct psb_app *app)
 	return app->node_role == PSB_NODE_SERVER;
 }
 
-static unsigned int
-agent_ring_size(const struct psb_app *app)
-{
-	RTE_SET_USED(app);
-	return 256;
-}
-
 /* What the scheduler tells a server, at this node's data port. */
 static int
 agent_claim(const struct psb_app *app, const struct psb_frame *f)
@@ -292,7 +285,7 @@ agent_claim(const struct psb_app *app, const struct psb_frame *f)
 const struct psb_role psb_role_agent = {
 	.name = "agent",
 	.count = agent_count,
-	.ring_size = agent_ring_size,
+	.ring = 256,
 	.claim = agent_claim,
 	.init = agent_init,
 	.poll = agent_poll,

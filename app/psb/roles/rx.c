@@ -35,15 +35,7 @@ rx_poll(struct psb_role_inst *ri)
 	return total;
 }
 
-static unsigned int
-rx_count(const struct psb_app *app)
-{
-	RTE_SET_USED(app);
-	return 1;
-}
-
 const struct psb_role psb_role_rx = {
 	.name = "rx",
-	.count = rx_count,
 	.poll = rx_poll,
 };

@@ -209,13 +209,6 @@ sched_count(const struct psb_app *app)
 		(app->node_role == PSB_NODE_SERVER && app->sched_ip == app->me.ip);
 }
 
-static unsigned int
-sched_ring_size(const struct psb_app *app)
-{
-	RTE_SET_USED(app);
-	return 1024;
-}
-
 /* The scheduler's port; this node's data port is the agent's and the server's. */
 static int
 sched_claim(const struct psb_app *app, const struct psb_frame *f)
@@ -226,7 +219,7 @@ sched_claim(const struct psb_app *app, const struct psb_frame *f)
 const struct psb_role psb_role_scheduler = {
 	.name = "scheduler",
 	.count = sched_count,
-	.ring_size = sched_ring_size,
+	.ring = 1024,
 	.claim = sched_claim,
 	.init = sched_init,
 	.poll = sched_poll,

@@ -327,13 +327,6 @@ server_count(const struct psb_app *app)
 	return app->node_role == PSB_NODE_SERVER ? app->nshards : 0;
 }
 
-static unsigned int
-server_ring_size(const struct psb_app *app)
-{
-	RTE_SET_USED(app);
-	return PSB_ROLE_RING;
-}
-
 /*
  * Requests at this node's data port go to the shard of their key; a BATCH whose records
  * may belong to several shards is split (psb_dispatch_batch). Responses never go to a
@@ -353,7 +346,7 @@ server_claim(const struct psb_app *app, const struct psb_frame *f)
 const struct psb_role psb_role_server = {
 	.name = "server",
 	.count = server_count,
-	.ring_size = server_ring_size,
+	.ring = PSB_ROLE_RING,
 	.claim = server_claim,
 	.deliver = psb_dispatch_batch,
 	.init = server_init,

@@ -113,13 +113,6 @@ tx_fini(struct psb_role_inst *ri)
 	ri->priv = NULL;
 }
 
-static unsigned int
-tx_count(const struct psb_app *app)
-{
-	RTE_SET_USED(app);
-	return 1;
-}
-
 /* What every role sends goes through one ring; a scheduler sends little. */
 static unsigned int
 tx_ring_size(const struct psb_app *app)
@@ -129,7 +122,6 @@ tx_ring_size(const struct psb_app *app)
 
 const struct psb_role psb_role_tx = {
 	.name = "tx",
-	.count = tx_count,
 	.ring_size = tx_ring_size,
 	.init = tx_init,
 	.poll = tx_poll,

@@ -641,13 +641,6 @@ worker_count(const struct psb_app *app)
 	return app->node_role == PSB_NODE_WORKER ? app->nlocal_workers : 0;
 }
 
-static unsigned int
-worker_ring_size(const struct psb_app *app)
-{
-	RTE_SET_USED(app);
-	return PSB_ROLE_RING;
-}
-
 /* Worker i has its own UDP port, worker_port_base + i. */
 static int
 worker_claim(const struct psb_app *app, const struct psb_frame *f)
@@ -661,7 +654,7 @@ worker_claim(const struct psb_app *app, const struct psb_frame *f)
 const struct psb_role psb_role_worker = {
 	.name = "worker",
 	.count = worker_count,
-	.ring_size = worker_ring_size,
+	.ring = PSB_ROLE_RING,
 	.claim = worker_claim,
 	.init = worker_init,
 	.poll = worker_poll,
