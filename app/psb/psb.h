@@ -127,7 +127,6 @@ struct psb_role_mbox {
 	int rc;
 } __rte_cache_aligned;
 
-/* A role: one file under roles/, one line in the role table. */
 struct psb_app;
 
 /*
@@ -170,7 +169,7 @@ struct psb_role_inst {
 	int idx;		/* shard or local worker index */
 	unsigned int lcore;
 	void *priv;
-	struct rte_ring *ring;	/* its input (role->ring_size), or NULL */
+	struct rte_ring *ring;	/* its input (psb_role_ring), or NULL */
 	uint16_t ntx;
 	struct rte_mbuf *txbuf[PSB_OUT_BUF];
 	struct psb_role_mbox mbox;

@@ -23,7 +23,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from summarize import KINDS, summarize  # noqa: E402
+from summarize import KINDS, summarize, write_atomic  # noqa: E402
 
 DOCS = ("README.md", "docs/BENCHMARKS.md")
 MARK = re.compile(r"^<!-- summary: (docs/bench/[^ #]+/summary\.md)(?:#(\d+))? -->$")
@@ -127,10 +127,7 @@ def update_docs(root):
                 i = k
                 continue
             i += 1
-        text = "\n".join(out) + "\n"
-        with open(path + ".tmp", "w") as f:
-            f.write(text)
-        os.replace(path + ".tmp", path)
+        write_atomic(path, "\n".join(out) + "\n")
 
 
 def check_docs(root, errors):

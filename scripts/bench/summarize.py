@@ -22,7 +22,8 @@ from ctl_paired import median_ci  # noqa: E402
 
 
 def write_atomic(path, text):
-    with open(path + ".tmp", "w") as f:
+    """Summaries, plots, the docs' tables: whole or not at all (path + ".tmp", renamed)."""
+    with open(path + ".tmp", "w", encoding="utf-8", newline="\n") as f:
         f.write(text)
     os.replace(path + ".tmp", path)
 
@@ -37,6 +38,14 @@ def raw_index(out, pattern):
     return found
 
 
+def paired(p, k, f):
+    """Ratios f(p[r]) / f(k[r]) over the pairs of runs (psb/kernel, head/base): their median,
+    bootstrap 95 % interval and range."""
+    ratios = [f(a) / f(b) if f(b) else float("inf") for a, b in zip(p, k)]
+    med, lo, hi = median_ci(ratios)
+    return {"median": med, "ci95": [lo, hi], "min": min(ratios), "max": max(ratios)}
+
+
 def revs(out):
     """scripts/bench/revs.sh: raw/{a,b}-LEN-PAIR.json, base and head in pairs."""
     idx = raw_index(out, r"[ab]-(\d+)-(\d+)\.json")
@@ -48,15 +57,12 @@ def revs(out):
         b = [json.load(open(f"{out}/raw/b-{size}-{p}.json")) for p in range(1, pairs + 1)]
         for r in a + b:	# revs.sh stops at a run that fails
             assert r["failed"] == 0 and r.get("state", "done") == "done", r
-        ga = [r["goodput_gbps"] for r in a]
-        gb = [r["goodput_gbps"] for r in b]
-        ratios = [y / x for x, y in zip(ga, gb)]
-        med, lo, hi = median_ci(ratios)
+        ratio = paired(b, a, lambda r: r["goodput_gbps"])
         rows.append({"len": size, "pairs": pairs,
-                     "base_gbps_median": statistics.median(ga),
-                     "head_gbps_median": statistics.median(gb),
-                     "ratio_median": med, "ratio_ci95": [lo, hi],
-                     "ratio_min": min(ratios), "ratio_max": max(ratios),
+                     "base_gbps_median": statistics.median(r["goodput_gbps"] for r in a),
+                     "head_gbps_median": statistics.median(r["goodput_gbps"] for r in b),
+                     "ratio_median": ratio["median"], "ratio_ci95": ratio["ci95"],
+                     "ratio_min": ratio["min"], "ratio_max": ratio["max"],
                      "base_retries": sum(r["retries"] for r in a),
                      "head_retries": sum(r["retries"] for r in b)})
     lines = ["| len | pairs | base Gbps (median) | head Gbps (median) | head/base (median of pairs) | 95 % interval | pair range | retried base/head |",
@@ -108,12 +114,12 @@ def job(out):
                "psb_retries": sum(retried(f"psb-{size}-{r}") for r in range(1, runs + 1)),
                "kernel_retries": sum(retried(f"kernel-{size}-{r}") for r in range(1, runs + 1))}
         if pairs:
-            ratios = [a / b for a, b in pairs]
-            med, lo, hi = median_ci(ratios)
+            ratio = paired([a for a, _ in pairs], [b for _, b in pairs], lambda x: x)
             row.update({"psb_gbps_median": statistics.median(a for a, _ in pairs),
                         "kernel_gbps_median": statistics.median(b for _, b in pairs),
-                        "ratio_median": med, "ratio_ci95": [lo, hi],
-                        "ratio_min": min(ratios), "ratio_max": max(ratios), "pairs": len(pairs)})
+                        "ratio_median": ratio["median"], "ratio_ci95": ratio["ci95"],
+                        "ratio_min": ratio["min"], "ratio_max": ratio["max"],
+                        "pairs": len(pairs)})
         rows.append(row)
     lines = ["| len | pairs | psb job Gbps (median) | kernel job Gbps (median) | psb/kernel (median of pairs) | 95 % interval | pair range | retried psb/kernel | failed runs psb/kernel |",
              "|---:|---:|---:|---:|---:|---|---|---|---|"]
@@ -197,13 +203,6 @@ def md_table(hdr, rows):
                                  for i, c in enumerate(r)) + " |"
     return "\n".join([line(hdr), "|" + "|".join("-" * (x + 2) for x in w) + "|"] +
                      [line(r) for r in rows])
-
-
-def paired(p, k, f):
-    """psb/kernel ratios of f per pair of runs (run r of each): median, 95 % interval, range."""
-    ratios = [f(a) / f(b) if f(b) else float("inf") for a, b in zip(p, k)]
-    med, lo, hi = median_ci(ratios)
-    return {"median": med, "ci95": [lo, hi], "min": min(ratios), "max": max(ratios)}
 
 
 def fmt_ratio(r, prec=2):
@@ -412,7 +411,7 @@ def headline_table(summary):
 
 def pushpull_plots(out, sizes, modes, names, summary, loaded, lat):
     """goodput.svg and rtt_cdf.svg beside the summary; returns the names written."""
-    from svgplot import line_plot, write_svg
+    from svgplot import line_plot
     written = []
     colours = {"1": "#1f77b4", "2": "#d62728", "3": "#2ca02c"}
     series = []
@@ -422,7 +421,7 @@ def pushpull_plots(out, sizes, modes, names, summary, loaded, lat):
             series.append({"name": f"{side} {names[mode]}", "color": colours.get(mode),
                            "dash": dash, "points": [(x["size"], x[f"{side}_gbps"]) for x in pts]})
     if len(sizes) > 1:
-        write_svg(os.path.join(out, "goodput.svg"), line_plot(
+        write_atomic(os.path.join(out, "goodput.svg"), line_plot(
             "Goodput against value size, median of %d runs (psb solid, kernel dashed)" % summary["runs"],
             "value size per key", "goodput, Gbps (ps-lite formula)", series, logx=True, logy=True,
             xticks=[(int(s), human_size(int(s))) for s in sizes]))
@@ -443,7 +442,7 @@ def pushpull_plots(out, sizes, modes, names, summary, loaded, lat):
                                "dash": dash, "step": True, "markers": False,
                                "points": [(us, pct) for pct, us in c]})
     if series:
-        write_svg(os.path.join(out, "rtt_cdf.svg"), line_plot(
+        write_atomic(os.path.join(out, "rtt_cdf.svg"), line_plot(
             "Round-trip CDF, median of runs at each percentile (psb solid, kernel dashed)",
             "round trip, us", "requests, %", series, logx=True, ylim=(0, 100)))
         written.append("rtt_cdf.svg")

@@ -5,14 +5,12 @@
     svg = svgplot.line_plot("Goodput", "message size", "MB/s",
                             [{"name": "tcp", "points": [(64, 12.5), (4096, 800)]}],
                             logx=True, logy=True)
-    svgplot.write_svg("goodput.svg", svg)
 
 The output is deterministic: the same input gives the same bytes on any machine (coordinates
 with one decimal, no timestamps or random ids, series and points drawn in the given order).
-Run as a script it writes two demo charts to /tmp/svgplot-demo-a.svg and /tmp/svgplot-demo-b.svg.
+summarize.py draws the push/pull plots with it and writes them beside the summaries.
 """
 import math
-import os
 from xml.sax.saxutils import escape
 
 PALETTE = ["#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf"]
@@ -191,36 +189,3 @@ def line_plot(title, xlabel, ylabel, series, logx=False, logy=False,
     out.append('</svg>')
     return "\n".join(out) + "\n"
 
-
-def write_svg(path, text):
-    """Write text to path atomically (path + ".tmp", then os.replace)."""
-    with open(path + ".tmp", "w", encoding="utf-8", newline="\n") as f:
-        f.write(text)
-    os.replace(path + ".tmp", path)
-
-
-if __name__ == "__main__":
-    import statistics
-    sizes = [64, 4096, 65536, 1048576, 4194304]
-    labels = ["64 B", "4 KB", "64 KB", "1 MB", "4 MB"]
-    demo = []
-    kinds = [("tcp", 2000, 16384), ("unix", 5000, 8192), ("shm ring", 12000, 2048)]
-    for i, (name, peak, half) in enumerate(kinds):
-        for conns, dash in (("1 conn", False), ("8 conns", True)):
-            gp = [peak * (1 + 0.6 * dash) * s / (s + half) for s in sizes]
-            demo.append({"name": "%s, %s" % (name, conns), "color": PALETTE[i], "dash": dash,
-                         "points": list(zip(sizes, gp))})
-    write_svg("/tmp/svgplot-demo-a.svg", line_plot(
-        "Goodput vs message size", "message size", "goodput (MB/s)", demo, logx=True, logy=True,
-        xticks=list(zip(sizes, labels))))
-    cdf, n = [], 40
-    cases = [("idle", 1.5, 0.5), ("loaded", 3.0, 0.8), ("loaded + ctl", 3.2, 1.0),
-             ('hostile "ctl" & <scrape>', 4.5, 1.2)]
-    for name, mu, sigma in cases:
-        dist = statistics.NormalDist(mu, sigma)
-        lat = [math.exp(dist.inv_cdf((k + 0.5) / n)) for k in range(n)]
-        pts = [(lat[0], 0.0)] + [(v, 100.0 * (k + 1) / n) for k, v in enumerate(lat)]
-        cdf.append({"name": name, "step": True, "markers": False, "points": pts})
-    write_svg("/tmp/svgplot-demo-b.svg", line_plot(
-        "Request latency CDF", "latency (\u00b5s)", "requests (%)", cdf, logx=True,
-        xlim=(0.5, 10000), ylim=(0, 100)))
