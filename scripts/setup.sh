@@ -11,6 +11,7 @@ PKGS=(
 	libjansson-dev libpcap-dev libcmocka-dev libibverbs-dev libmicrohttpd-dev
 	clang libclang-rt-14-dev
 	tshark iproute2 iputils-ping tmux curl
+	prometheus python3-prometheus-client
 )
 HUGE_MB=${PSB_HUGE_MB:-1024}
 want_huge=1
@@ -34,6 +35,10 @@ if [ ${#missing[@]} -ne 0 ]; then
 	echo "wireshark-common wireshark-common/install-setuid boolean false" | debconf-set-selections
 	apt-get update -q >/dev/null
 	apt-get install -y -q --no-install-recommends "${missing[@]}" >/dev/null
+	# the tests need prometheus' promtool, not a Prometheus server on the benchmark host
+	if [[ " ${missing[*]} " == *" prometheus "* ]] && command -v systemctl >/dev/null; then
+		systemctl disable --now prometheus >/dev/null 2>&1 || true
+	fi
 	say "packages installed"
 else
 	say "packages present"

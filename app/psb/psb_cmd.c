@@ -7,6 +7,7 @@
 #include <rte_ethdev.h>
 
 #include "psb.h"
+#include "psb_counters.h"
 #include "psb_ctl.h"
 #include "psb_report.h"
 
@@ -198,6 +199,15 @@ cmd_counters(struct psb_app *app, const json_t *req, int *quit)
 	return ok(json_pack("{s:o}", "counters", part));
 }
 
+static json_t *
+cmd_metrics(struct psb_app *app, const json_t *req, int *quit)
+{
+	RTE_SET_USED(app);
+	RTE_SET_USED(req);
+	RTE_SET_USED(quit);
+	return ok(json_pack("{s:o}", "metrics", psb_metrics_json()));
+}
+
 int
 psb_cmd_exec_text(struct psb_app *app, const json_t *req, struct psb_text *t)
 {
@@ -340,6 +350,7 @@ static const struct {
 	{ "stop", cmd_stop, "stop the running experiment (its results are written)" },
 	{ "status", cmd_status, "the running or last experiment, with live figures" },
 	{ "counters", cmd_counters, "every counter, or {\"filter\": \"roles.worker0\"}" },
+	{ "metrics", cmd_metrics, "what each counter is: path, kind, unit, Prometheus name, help" },
 	{ "reset_state", cmd_reset, "zero counters, metrics and the store (after a warm-up)" },
 	{ "list", cmd_list, "experiments run so far, and the kinds" },
 	{ "set", cmd_set, "{\"param\": \"pushpull.rate\", \"value\": \"1Gbps\"}" },

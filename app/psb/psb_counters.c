@@ -7,6 +7,7 @@
 #include <rte_ethdev.h>
 
 #include "psb.h"
+#include "psb_counters.h"
 #include "psb_bench.h"
 #include "psb_conf.h"
 #include "psb_ctl.h"
@@ -61,26 +62,16 @@ xstats_read(struct xstats_cache *xc, uint16_t pid)
 	return 0;
 }
 
-static void
-port_emit(struct psb_emit *e, struct psb_app *app, unsigned int i)
+int
+psb_port_xstats(struct psb_app *app, unsigned int i, const struct rte_eth_xstat_name **names,
+		const struct rte_eth_xstat **vals)
 {
 	struct xstats_cache *xc = &xs_cache[i];
-	uint16_t pid = app->port_ids[i];
-	char name[16];
-	int n, k;
+	int n = xstats_read(xc, app->port_ids[i]);
 
-	snprintf(name, sizeof(name), "%u", pid);
-	psb_emit_open(e, name);
-	psb_report_port_emit(e, app, i);
-	psb_emit_bool(e, "paused", app->port_paused[pid] != 0);
-	psb_emit_open(e, "xstats");
-	n = xstats_read(xc, pid);
-	for (k = 0; k < n; k++)
-		if (xc->vals[k].id < (uint64_t)n)
-			psb_emit_int(e, xc->names[xc->vals[k].id].name,
-				(json_int_t)xc->vals[k].value);
-	psb_emit_close(e);
-	psb_emit_close(e);
+	*names = xc->names;
+	*vals = xc->vals;
+	return n;
 }
 
 void
@@ -98,120 +89,617 @@ psb_counters_fini(void)
 }
 
 /*
+ * The tables. A line says: the figure's name in JSON and telemetry, its kind, how it is
+ * stored, its unit, where it is, and its Prometheus name when that is not the JSON name
+ * with the unit's suffix (and _total for counters); "" keeps it out of Prometheus, where it
+ * is a label. Exports show the figures in the tables' order.
+ */
+#define FIG(st, f, k, t, u, pr, h) \
+	{ .name = #f, .kind = PSB_METRIC_##k, .type = PSB_MT_##t, .unit = PSB_MU_##u, \
+	  .off = offsetof(st, f), .prom = pr, .help = h }
+#define FIG_AT(st, nm, f, k, t, u, pr, h) \
+	{ .name = nm, .kind = PSB_METRIC_##k, .type = PSB_MT_##t, .unit = PSB_MU_##u, \
+	  .off = offsetof(st, f), .prom = pr, .help = h }
+#define FIG_BY(st, nm, f, nn, first_, lbl, fn, h) \
+	{ .name = nm, .kind = PSB_METRIC_COUNTER, .type = PSB_MT_U64, .unit = PSB_MU_NONE, \
+	  .off = offsetof(st, f), .n = nn, .first = first_, .label = lbl, .label_of = fn, \
+	  .help = h }
+
+static const char *
+drop_name(unsigned int k)
+{
+	return psb_drop_names[k];
+}
+
+static const char *
+status_name(unsigned int k)
+{
+	return psb_status_name((uint8_t)k);
+}
+
+static const char *
+discard_name(unsigned int k)
+{
+	return psb_kv_discard_names[k];
+}
+
+const char *
+psb_store_budget_label(unsigned int k)
+{
+	const char *n = psb_budget_name(k);
+
+	return n != NULL ? n + strlen("store.") : "allocation";
+}
+
+#define ROLE(f, k, t, u, pr, h)	FIG(struct psb_role_snap, f, k, t, u, pr, h)
+
+static const struct psb_metric role_figs[] = {
+	FIG_AT(struct psb_role_snap, "rx_pkts", c.rx_pkts, COUNTER, U64, PACKETS, "rx",
+		"Packets the role instance received"),
+	FIG_AT(struct psb_role_snap, "rx_bytes", c.rx_bytes, COUNTER, U64, BYTES, NULL,
+		"Bytes the role instance received"),
+	FIG_AT(struct psb_role_snap, "tx_pkts", c.tx_pkts, COUNTER, U64, PACKETS, "tx",
+		"Packets the role instance sent"),
+	FIG_AT(struct psb_role_snap, "tx_bytes", c.tx_bytes, COUNTER, U64, BYTES, NULL,
+		"Bytes the role instance sent"),
+	{ .name = "drops", .kind = PSB_METRIC_COUNTER, .type = PSB_MT_U64,
+	  .off = offsetof(struct psb_role_snap, c.drops), .n = PSB_DROP_MAX, .first = 1,
+	  .label = "reason", .label_of = drop_name,
+	  .help = "Frames the role instance dropped, by reason" },
+#define RC(f, u, h) FIG_AT(struct psb_role_snap, #f, c.f, COUNTER, U64, u, NULL, h)
+	RC(handed, NONE, "Received messages handed to the role serving them"),
+	RC(not_served, NONE, "Valid psb frames for a role this node does not run"),
+	RC(ring_full, NONE, "Received messages lost: the serving role's ring was full"),
+	RC(no_mbuf, NONE, "Packets not built: mbuf pool empty"),
+	RC(tx_ring_full, NONE, "Packets built to send, lost: the transmit ring was full"),
+	RC(tx_backlog, NONE, "Packets the port did not take at once"),
+	RC(paused_drops, NONE, "Packets dropped for a paused port"),
+	RC(byes, NONE, "BYEs accepted: from a known peer to the data port"),
+	RC(bye_ignored, NONE, "BYEs ignored: unknown source, or not to the data port"),
+	RC(bye_lost, NONE, "Accepted BYEs a server shard could not be told of"),
+	RC(arp_replies, NONE, "ARP replies sent"),
+	RC(arp_learned, NONE, "ARP replies received (sender learnt, nothing sent)"),
+	RC(icmp_replies, NONE, "ICMP echo replies sent"),
+	RC(busy_cycles, CYCLES, "TSC cycles of polls that found work"),
+	RC(idle_cycles, CYCLES, "TSC cycles of polls that found nothing"),
+	RC(polls, NONE, "Polls of the role instance"),
+#undef RC
+	ROLE(lcore, GAUGE, U64, NONE, "", "Lcore running the role instance"),
+	ROLE(busy_pct, GAUGE, DBL, PCT, "busy", "Busy share of the role's cycles since start"),
+};
+
+#define PORT(f, k, u, pr, h)	FIG(struct psb_port_snap, f, k, U64, u, pr, h)
+
+static const struct psb_metric port_figs[] = {
+	PORT(ipackets, COUNTER, PACKETS, "rx", "Packets received by the port"),
+	PORT(opackets, COUNTER, PACKETS, "tx", "Packets sent by the port"),
+	PORT(ibytes, COUNTER, BYTES, "rx", "Bytes received by the port"),
+	PORT(obytes, COUNTER, BYTES, "tx", "Bytes sent by the port"),
+	PORT(imissed, COUNTER, PACKETS, "rx_missed",
+		"Packets the port dropped: no room in its queues"),
+	PORT(ierrors, COUNTER, NONE, "rx_errors", "Erroneous packets received by the port"),
+	PORT(oerrors, COUNTER, NONE, "tx_errors", "Packets the port failed to send"),
+	PORT(rx_nombuf, COUNTER, NONE, NULL, "Receive failures for want of mbufs"),
+	PORT(bye_pauses, COUNTER, NONE, NULL, "BYEs of a known peer that paused the port (memif)"),
+	PORT(bye_pause_expiries, COUNTER, NONE, NULL,
+		"BYE pauses ended by time: the link stayed up, the peer did not leave"),
+	PORT(faults, COUNTER, NONE, NULL,
+		"Bursts that faulted on memory a leaving memif peer shared: port paused, not psb"),
+	{ .name = "kernel_packets", .kind = PSB_METRIC_COUNTER, .type = PSB_MT_U64,
+	  .unit = PSB_MU_PACKETS, .off = offsetof(struct psb_port_snap, kernel_packets),
+	  .cond = offsetof(struct psb_port_snap, afp) + 1,
+	  .help = "af_packet: frames the kernel passed to psb's socket, dropped ones included" },
+	{ .name = "kernel_drops", .kind = PSB_METRIC_COUNTER, .type = PSB_MT_U64,
+	  .off = offsetof(struct psb_port_snap, kernel_drops),
+	  .cond = offsetof(struct psb_port_snap, afp) + 1,
+	  .help = "af_packet: frames the kernel dropped, psb's socket ring being full" },
+	FIG(struct psb_port_snap, paused, GAUGE, BOOL, BOOL, NULL,
+		"1 while psb does not poll the port (link down, peer left)"),
+};
+
+static const struct psb_metric node_figs[] = {
+	FIG(struct psb_node_snap, uptime_s, GAUGE, DBL, S, "uptime", "Time since psb started"),
+	FIG(struct psb_node_snap, lcores, GAUGE, U64, NONE, NULL, "Lcores running roles"),
+	FIG(struct psb_node_snap, roles, GAUGE, U64, NONE, NULL, "Role instances"),
+};
+
+#define ST(nm, f, k, u, pr, h) FIG_AT(struct psb_store_snap, nm, f, k, U64, u, pr, h)
+#define STC(f, h) ST(#f, st.f, COUNTER, NONE, NULL, h)
+#define LIM(f, t, u, pr, h) FIG(struct psb_store_limits_snap, f, GAUGE, t, u, pr, h)
+
+static const struct psb_metric store_limit_figs[] = {
+	LIM(max_bytes, U64, BYTES, NULL, "The store's budget in effect: store.max_bytes"),
+	LIM(max_keys, U64, NONE, NULL, "The store's budget in effect: store.max_keys"),
+	LIM(reasm_bytes, U64, BYTES, NULL, "The store's budget in effect: store.reasm_bytes"),
+	LIM(reasm_sender_bytes, U64, BYTES, NULL,
+		"The store's budget in effect: store.reasm_sender_bytes"),
+	LIM(reasm_timeout_s, DBL, S, "reasm_timeout",
+		"The store's budget in effect: store.reasm_timeout"),
+	LIM(hold_max, U64, NONE, NULL, "The store's budget in effect: store.hold_max"),
+};
+
+static const struct psb_metric_block store_limit_block =
+	PSB_METRIC_BLOCK("limits", "psb_store_limit", store_limit_figs);
+
+static const struct psb_metric store_figs[] = {
+	ST("keys", keys, GAUGE, NONE, NULL, "Keys in the parameter store"),
+	ST("bytes", bytes, GAUGE, BYTES, NULL, "Value bytes in the parameter store"),
+	ST("push", st.req[PSB_MSG_PUSH], COUNTER, NONE, NULL, "PUSH requests served"),
+	ST("pull", st.req[PSB_MSG_PULL], COUNTER, NONE, NULL, "PULL requests served"),
+	ST("pushpull", st.req[PSB_MSG_PUSHPULL], COUNTER, NONE, NULL, "PUSHPULL requests served"),
+	STC(rounds_closed, "Synchronous rounds closed (every worker pushed)"),
+	ST("bytes_summed", st.bytes_summed, COUNTER, BYTES, "summed",
+		"Value bytes added into the store"),
+	STC(dup_segs, "Duplicate segments ignored"),
+	STC(retries_answered, "Resent requests answered again"),
+	STC(stale, "Requests for a round already closed"),
+	FIG_BY(struct psb_store_snap, "errors", st.errors, PSB_ST_MAX, 1, "status", status_name,
+		"Error replies of the store, by status"),
+	ST("bytes_sent", st.bytes_sent, COUNTER, BYTES, "sent",
+		"Value bytes sent back to workers"),
+	STC(batches, "BATCH messages served"),
+	STC(bad_records, "Malformed records in BATCH messages"),
+	STC(repairs, "REPAIR messages: a worker's request timed out"),
+	STC(repair_segs, "Answer segments sent again for REPAIR messages"),
+	STC(nacks, "REPAIR_RESP messages: push segments asked for again"),
+	STC(repair_bad, "REPAIR messages that made no sense"),
+	STC(values_copied, "Pushes added into a copy of the value because answers still read it"),
+	ST("mem", mem, GAUGE, BYTES, NULL, "Memory of the store counted against store.max_bytes"),
+	ST("staged", staged, GAUGE, NONE, NULL,
+		"Pushes being reassembled (nothing of them applied yet)"),
+	ST("staged_bytes", staged_bytes, GAUGE, BYTES, NULL,
+		"Reassembly budget the staged pushes hold (announced bytes and bookkeeping)"),
+	ST("held", held, GAUGE, NONE, NULL, "Packet buffers kept by staged pushes"),
+	STC(segs_held, "Segments kept by reference until their push was whole"),
+	STC(segs_copied, "Segments copied to be kept until their push was whole"),
+	FIG_BY(struct psb_store_snap, "discarded", st.discarded, PSB_KV_DISCARD_MAX, 0, "reason", discard_name,
+		"Unfinished pushes discarded without applying any of them, by reason"),
+	ST("discarded_bytes", st.discarded_bytes, COUNTER, BYTES, NULL,
+		"Value bytes the discarded pushes had delivered"),
+	FIG_BY(struct psb_store_snap, "refused", st.refused, PSB_BUDGET_MAX, 0, "budget", psb_store_budget_label,
+		"Requests refused by a budget of the store, by budget"),
+	STC(budget_drops, "Segments dropped while their push was refused"),
+	{ .name = "limits", .kind = PSB_METRIC_GROUP, .type = PSB_MT_BLOCK,
+	  .off = offsetof(struct psb_store_snap, limits), .prom = "limit",
+	  .help = "The store's budgets in effect", .sub = &store_limit_block },
+};
+
+#define SCH(f, h) FIG(struct psb_sched_stats, f, COUNTER, U64, NONE, NULL, h)
+
+static const struct psb_metric sched_figs[] = {
+	SCH(registered, "Nodes that took a rank with the scheduler"),
+	SCH(reregistered, "REGISTERs repeated by a node with a rank"),
+	SCH(rejected, "REGISTERs and BARRIERs refused: no place, unknown node or wrong barrier"),
+	SCH(barriers_released, "Barriers released"),
+	SCH(workers_finished, "Workers that said they finished (FINALIZE)"),
+	SCH(servers_ended, "Servers that acknowledged the end of the job"),
+	SCH(heartbeats, "HEARTBEATs from nodes of the job"),
+	SCH(servers_dead, "Servers held dead: no word from them for --dead-after"),
+	SCH(workers_dead, "Workers held dead: no word from them for --dead-after (each time)"),
+	SCH(servers_restarted, "Servers that registered again from a new process: their state "
+		"is lost"),
+};
+
+/*
  * What the control plane cost: the main lcore's share is main_cycles / tsc_hz per second of
  * uptime, the telemetry threads' telemetry_cpu_ns / 1e9; yield_cycles is the time lcores
- * left their CPU to other threads. Then the limits clients hit (struct psb_cp_stats).
+ * left their CPU to other threads. Then the limits clients hit (CONTROL.md, Limits).
  */
-#define CP_LIMIT(name, help) { #name, offsetof(struct psb_cp_stats, name), help }
+#define CTL(f, k, u, pr, h)	FIG(struct psb_control_snap, f, k, U64, u, pr, h)
+#define LIMIT(f, h)		FIG_AT(struct psb_control_snap, #f, cp.f, COUNTER, U64, NONE, \
+					NULL, h)
 
-const struct psb_cp_limit_desc psb_cp_limit_descs[] = {
-	CP_LIMIT(throttled_passes,
-		"Passes that served no client: their share of the main lcore was used"),
-	CP_LIMIT(socket_deferred,
-		"Passes that left control requests to the next: per-pass budget spent"),
-	CP_LIMIT(socket_busy, "Control connections refused: node.ctl_clients reached"),
-	CP_LIMIT(socket_too_large, "Control clients dropped: a request line over 64 KiB"),
-	CP_LIMIT(socket_overflows,
-		"Control clients dropped: replies not read over node.ctl_reply_max"),
-	CP_LIMIT(socket_idle_closed,
-		"Control clients dropped: no request for node.ctl_idle_timeout"),
-	CP_LIMIT(file_refused, "Files not read: not a regular file, or over node.file_max"),
-	CP_LIMIT(prometheus_timeouts,
-		"HTTP connections closed: no whole request and reply in node.prometheus_timeout"),
-	CP_LIMIT(prometheus_evicted, "HTTP connections closed to make room for a new one"),
-	CP_LIMIT(file_rotations, "Counters files moved to FILE.1: --counters-max or "
+static const struct psb_metric control_figs[] = {
+	CTL(main_cycles, COUNTER, CYCLES, NULL, "TSC cycles the main lcore spent on control work"),
+	CTL(telemetry_cpu_ns, COUNTER, NS, "telemetry_cpu", "CPU time of psb's telemetry callbacks"),
+	CTL(tsc_hz, GAUGE, HZ, "tsc", "TSC cycles per second"),
+	CTL(socket_requests, COUNTER, NONE, NULL, "Control-socket requests served"),
+	CTL(telemetry_requests, COUNTER, NONE, NULL, "Telemetry requests served"),
+	CTL(prometheus_requests, COUNTER, NONE, NULL, "Prometheus pages served"),
+	CTL(file_lines, COUNTER, NONE, NULL, "Counters-file lines written"),
+	CTL(yields, COUNTER, NONE, NULL, "Times polling lcores gave their CPU away (--yield)"),
+	CTL(yield_cycles, COUNTER, CYCLES, NULL, "TSC cycles the yields took"),
+	LIMIT(throttled_passes, "Passes that served no client: their share of the main lcore "
+		"was used"),
+	LIMIT(socket_deferred, "Passes that left control requests to the next: per-pass budget "
+		"spent"),
+	LIMIT(socket_busy, "Control connections refused: node.ctl_clients reached"),
+	LIMIT(socket_too_large, "Control clients dropped: a request line over 64 KiB"),
+	LIMIT(socket_overflows, "Control clients dropped: replies not read over "
+		"node.ctl_reply_max"),
+	LIMIT(socket_idle_closed, "Control clients dropped: no request for node.ctl_idle_timeout"),
+	LIMIT(file_refused, "Files not read: not a regular file, or over node.file_max"),
+	LIMIT(prometheus_timeouts, "HTTP connections closed: no whole request and reply in "
+		"node.prometheus_timeout"),
+	LIMIT(prometheus_evicted, "HTTP connections closed to make room for a new one"),
+	LIMIT(file_rotations, "Counters files moved to FILE.1: --counters-max or "
 		"output.counters_max reached"),
-	CP_LIMIT(file_reopens, "Counters files opened again: their path was renamed or removed"),
-	CP_LIMIT(prometheus_refused, "HTTP connections refused: all others were answering "
-		"requests"),
-	CP_LIMIT(prometheus_incomplete, "HTTP connections ended without a whole request: "
-		"dropped, or refused as too long (node.prometheus_request_max) or malformed"),
-	{ NULL, 0, NULL },
+	LIMIT(file_reopens, "Counters files opened again: their path was renamed or removed"),
+	LIMIT(prometheus_refused, "HTTP connections refused: all others were answering requests"),
+	LIMIT(prometheus_incomplete, "HTTP connections ended without a whole request: dropped, "
+		"or refused as too long (node.prometheus_request_max) or malformed"),
+};
+
+static const struct psb_metric exp_figs[] = {
+	FIG(struct psb_exp_snap, id, GAUGE, U64, NONE, NULL,
+		"Number of the experiment: 1, 2, ... (0: none yet)"),
+	FIG(struct psb_exp_snap, elapsed_s, GAUGE, DBL, S, "elapsed",
+		"Time the experiment ran so far"),
+};
+
+#define PP(f, k, t, u, pr, h)	FIG(struct psb_pp_snap, f, k, t, u, pr, h)
+
+static const struct psb_metric pp_figs[] = {
+	FIG_AT(struct psb_pp_snap, "iterations", all.iterations, COUNTER, U64, NONE, NULL,
+		"Iterations done"),
+	PP(repeat, GAUGE, U64, NONE, NULL, "Iterations the experiment asks for"),
+	PP(warming, GAUGE, BOOL, BOOL, NULL, "1 during the warm-up iterations"),
+	FIG_AT(struct psb_pp_snap, "requests", all.ops, COUNTER, U64, NONE, NULL, "Requests done"),
+	FIG_AT(struct psb_pp_snap, "goodput_gbps", all.goodput_gbps, GAUGE, DBL, GBPS, "goodput",
+		"Value goodput so far"),
+	FIG_AT(struct psb_pp_snap, "requests_per_s", all.ops_per_s, GAUGE, DBL, PER_S,
+		"requests", "Requests per second so far"),
+	PP(rtt_p50_us, GAUGE, DBL, US, "rtt_p50", "Median request round trip"),
+	PP(rtt_p99_us, GAUGE, DBL, US, "rtt_p99", "99th percentile request round trip"),
+	PP(rtt_mean_us, GAUGE, DBL, US, "rtt_mean", "Mean request round trip"),
+	PP(staleness_mean, GAUGE, DBL, VERSIONS, NULL, "Mean staleness of pushes, versions"),
+	PP(staleness_p99, GAUGE, U64, VERSIONS, NULL,
+		"99th percentile staleness of pushes, versions"),
+	PP(staleness_max, GAUGE, U64, VERSIONS, NULL, "Largest staleness of a push, versions"),
+	FIG_AT(struct psb_pp_snap, "retries", all.retries, COUNTER, U64, NONE, NULL,
+		"Requests resent"),
+	FIG_AT(struct psb_pp_snap, "failed", all.failed, COUNTER, U64, NONE, NULL,
+		"Requests given up"),
+	FIG_AT(struct psb_pp_snap, "verify_errors", all.verify_errors, COUNTER, U64, NONE, NULL,
+		"Answers whose values were not the exact sums (--verify)"),
+	PP(workers, GAUGE, U64, NONE, NULL, "Workers of the experiment in this process"),
+	PP(workers_done, GAUGE, U64, NONE, NULL, "Of them, those finished"),
+	{ .name = "rtt_hist_us", .kind = PSB_METRIC_HISTOGRAM, .type = PSB_MT_HIST,
+	  .unit = PSB_MU_US, .detail = 1, .off = offsetof(struct psb_pp_snap, all.rtt),
+	  .prom = "rtt", .help = "Request round trips", .bounds = &psb_bench_rtt_bounds },
+	{ .name = "staleness_hist", .kind = PSB_METRIC_HISTOGRAM, .type = PSB_MT_HIST,
+	  .unit = PSB_MU_VERSIONS, .detail = 1, .off = offsetof(struct psb_pp_snap, all.stale),
+	  .prom = "staleness", .help = "Staleness of pushes: versions of the key other workers "
+	  "pushed since the worker last got it", .bounds = &psb_bench_stale_bounds },
+};
+
+#define SRV(f, k, t, u, pr, h)	FIG(struct psb_serve_snap, f, k, t, u, pr, h)
+
+static const struct psb_metric serve_figs[] = {
+	SRV(elapsed_s, GAUGE, DBL, S, "window", "Time the figures cover: since the start or "
+		"the last reset_state"),
+	SRV(push, COUNTER, U64, NONE, NULL, "PUSH requests served in the window"),
+	SRV(pull, COUNTER, U64, NONE, NULL, "PULL requests served in the window"),
+	SRV(pushpull, COUNTER, U64, NONE, NULL, "PUSHPULL requests served in the window"),
+	SRV(rounds_closed, COUNTER, U64, NONE, NULL, "Synchronous rounds closed in the window"),
+	SRV(bytes_summed, COUNTER, U64, BYTES, "summed", "Value bytes added in the window"),
+	SRV(bytes_sent, COUNTER, U64, BYTES, "sent", "Value bytes sent back in the window"),
+	SRV(rx_pkts, COUNTER, U64, PACKETS, "rx", "Messages the shards received in the window"),
+	SRV(tx_pkts, COUNTER, U64, PACKETS, "tx", "Packets the shards sent in the window"),
+	SRV(stale, COUNTER, U64, NONE, NULL, "Requests for a round already closed, in the window"),
+	SRV(run_s, GAUGE, DBL, S, "run", "Time since the experiment started"),
+	SRV(resets, COUNTER, U64, NONE, NULL, "reset_state during the experiment"),
+};
+
+const struct psb_metric_block psb_node_block =
+	PSB_METRIC_BLOCK("node", "psb_node", node_figs);
+const struct psb_metric_block psb_role_block =
+	PSB_METRIC_BLOCK("roles", "psb_role", role_figs);
+const struct psb_metric_block psb_port_block =
+	PSB_METRIC_BLOCK("ports", "psb_port", port_figs);
+const struct psb_metric_block psb_store_block =
+	PSB_METRIC_BLOCK("store", "psb_store", store_figs);
+const struct psb_metric_block psb_sched_block =
+	PSB_METRIC_BLOCK("scheduler", "psb_scheduler", sched_figs);
+const struct psb_metric_block psb_control_block =
+	PSB_METRIC_BLOCK("control", "psb_control", control_figs);
+const struct psb_metric_block psb_exp_block =
+	PSB_METRIC_BLOCK("experiment", "psb_experiment", exp_figs);
+const struct psb_metric_block psb_pp_block =
+	PSB_METRIC_BLOCK("experiment.pushpull", "psb_experiment", pp_figs);
+const struct psb_metric_block psb_serve_block =
+	PSB_METRIC_BLOCK("experiment.serve", "psb_experiment", serve_figs);
+
+const struct psb_metric_block *const psb_blocks[] = {
+	&psb_node_block, &psb_port_block, &psb_role_block, &psb_store_block, &psb_sched_block,
+	&psb_control_block, &psb_exp_block, &psb_pp_block, &psb_serve_block, NULL,
+};
+
+void
+psb_snap_port(struct psb_app *app, unsigned int i, struct psb_port_snap *p)
+{
+	uint16_t pid = app->port_ids[i];
+	struct psb_afp_stats *afp = &app->afp[i];
+	struct rte_eth_stats ps;
+
+	memset(p, 0, sizeof(*p));
+	(void)psb_port_stats(app, i, &ps);
+	p->idx = i;
+	p->port = pid;
+	p->spec = app->specs[i].spec;
+	p->ipackets = ps.ipackets;
+	p->opackets = ps.opackets;
+	p->ibytes = ps.ibytes;
+	p->obytes = ps.obytes;
+	p->imissed = ps.imissed;
+	p->ierrors = ps.ierrors;
+	p->oerrors = ps.oerrors;
+	p->rx_nombuf = ps.rx_nombuf;
+	p->bye_pauses = app->bye[pid].pauses;
+	p->bye_pause_expiries = app->bye[pid].expiries;
+	p->faults = app->port_faults[pid];
+	p->paused = app->port_paused[pid] != 0;
+	if (afp->nfd != 0) {
+		psb_afp_stats_update(afp);
+		p->afp = 1;
+		p->kernel_packets = __atomic_load_n(&afp->packets, __ATOMIC_RELAXED);
+		p->kernel_drops = __atomic_load_n(&afp->drops, __ATOMIC_RELAXED);
+	}
+}
+
+void
+psb_snap_store(const struct psb_app *app, struct psb_store_snap *t)
+{
+	const struct psb_store_budget *b = &app->budget;
+	uint16_t i;
+
+	memset(t, 0, sizeof(*t));
+	for (i = 0; i < app->nroles; i++) {
+		const struct psb_kv *kv;
+		uint32_t n, h;
+		uint64_t by;
+
+		if (app->roles[i].role != &psb_role_server)
+			continue;
+		kv = psb_server_kv(&app->roles[i]);
+		if (kv == NULL)
+			continue;
+		psb_kv_stats_add(&t->st, psb_kv_stats(kv));
+		t->keys += psb_kv_nkeys(kv);
+		t->bytes += psb_kv_bytes(kv);
+		t->mem += psb_kv_mem(kv);
+		psb_kv_staged(kv, &n, &by, &h);
+		t->staged += n;
+		t->staged_bytes += by;
+		t->held += h;
+	}
+	t->limits.max_bytes = b->max_bytes;
+	t->limits.max_keys = b->max_keys;
+	t->limits.reasm_bytes = b->reasm_bytes;
+	t->limits.reasm_sender_bytes = b->reasm_sender_bytes;
+	t->limits.reasm_timeout_s = b->reasm_timeout_ns / 1e9;
+	t->limits.hold_max = b->hold_max;
+}
+
+int
+psb_snap_sched(const struct psb_app *app, struct psb_sched_stats *st)
+{
+	unsigned int i;
+
+	for (i = 0; i < app->nroles; i++) {
+		const struct psb_role_inst *ri = &app->roles[i];
+
+		if (ri->role == &psb_role_scheduler && psb_scheduler_sched(ri) != NULL) {
+			*st = *psb_sched_stats(psb_scheduler_sched(ri));
+			return 1;
+		}
+	}
+	return 0;
+}
+
+static void
+snap_control(const struct psb_app *app, struct psb_control_snap *c)
+{
+	c->cp = app->cp;
+	psb_lcores_yielded(&c->yields, &c->yield_cycles);
+	c->main_cycles = app->cp.main_cycles;
+	c->telemetry_cpu_ns = __atomic_load_n(&app->cp.telemetry_cpu_ns, __ATOMIC_RELAXED);
+	c->tsc_hz = rte_get_tsc_hz();
+	c->socket_requests = app->cp.socket_requests;
+	c->telemetry_requests = __atomic_load_n(&app->cp.telemetry_requests, __ATOMIC_RELAXED);
+	c->prometheus_requests = app->cp.prometheus_requests;
+	c->file_lines = app->cp.file_lines;
+}
+
+struct psb_snap *
+psb_snap_take(struct psb_app *app)
+{
+	static const char *const node_names[] = { "server", "worker", "scheduler" };
+	struct psb_snap *s = malloc(sizeof(*s));
+	unsigned int i;
+
+	if (s == NULL)
+		return NULL;
+	memset(&s->node, 0, sizeof(s->node));
+	snprintf(s->node.role, sizeof(s->node.role), "%s", node_names[app->node_role]);
+	psb_ip_str(app->me.ip, s->node.ip);
+	s->node.uptime_s = (double)psb_now_ns(app) / 1e9;
+	s->node.lcores = app->nworker_lcores == 0 ? 1 : app->nworker_lcores;
+	s->node.roles = app->nroles;
+	s->nports = app->nports;
+	for (i = 0; i < app->nports; i++)
+		psb_snap_port(app, i, &s->ports[i]);
+	s->nroles = app->nroles;
+	for (i = 0; i < app->nroles; i++) {
+		const struct psb_role_inst *ri = &app->roles[i];
+		struct psb_role_snap *r = &s->roles[i];
+		uint64_t cyc;
+
+		r->c = ri->cnt;
+		cyc = r->c.busy_cycles + r->c.idle_cycles;
+		r->lcore = ri->lcore;
+		r->busy_pct = cyc != 0 ? 100.0 * (double)r->c.busy_cycles / (double)cyc : 0.0;
+		r->role = ri->role->name;
+		r->idx = ri->idx;
+		snprintf(r->name, sizeof(r->name), "%s%d", ri->role->name, ri->idx);
+	}
+	/* not value_sum: it reads the whole store, far too much for a 10 Hz scrape */
+	s->has_store = app->node_role == PSB_NODE_SERVER;
+	if (s->has_store)
+		psb_snap_store(app, &s->store);
+	s->has_sched = app->host_sched && psb_snap_sched(app, &s->sched);
+	snap_control(app, &s->control);
+	psb_snap_exp(app, &s->exp);
+	return s;
+}
+
+void
+psb_snap_port_emit(struct psb_emit *e, struct psb_app *app, const struct psb_port_snap *p,
+		int xstats)
+{
+	const struct rte_eth_xstat_name *names;
+	const struct rte_eth_xstat *vals;
+	int n, k;
+
+	psb_emit_int(e, "port", (json_int_t)p->port);
+	psb_emit_str(e, "spec", p->spec);
+	psb_metric_emit(e, &psb_port_block, p, 1);
+	if (!xstats)
+		return;
+	psb_emit_open(e, "xstats");
+	n = psb_port_xstats(app, p->idx, &names, &vals);
+	for (k = 0; k < n; k++)
+		if (vals[k].id < (uint64_t)n)
+			psb_emit_int(e, names[vals[k].id].name, (json_int_t)vals[k].value);
+	psb_emit_close(e);
+}
+
+void
+psb_snap_exp_emit(struct psb_emit *e, const struct psb_exp_snap *x, const char *key, int detail)
+{
+	psb_emit_open(e, key);
+	psb_emit_int(e, "id", (json_int_t)x->id);
+	psb_emit_str(e, "name", x->name);
+	psb_emit_str(e, "kind", x->kind);
+	psb_emit_str(e, "state", x->state);
+	psb_emit_real(e, "elapsed_s", x->elapsed_s);
+	if (x->id != 0) {
+		if (x->results[0] != '\0')
+			psb_emit_str(e, "results", x->results);
+		if (x->error[0] != '\0')
+			psb_emit_str(e, "error", x->error);
+	}
+	if (x->has_pp) {
+		psb_emit_open(e, "pushpull");
+		psb_metric_emit(e, &psb_pp_block, &x->pp, detail);
+		psb_emit_close(e);
+	}
+	if (x->has_serve) {
+		psb_emit_open(e, "serve");
+		psb_emit_str(e, "shard", x->serve.shard);
+		psb_metric_emit(e, &psb_serve_block, &x->serve, detail);
+		psb_emit_close(e);
+	}
+	psb_emit_close(e);
+}
+
+void
+psb_snap_emit(struct psb_emit *e, struct psb_app *app, const struct psb_snap *s)
+{
+	char name[16];
+	unsigned int i;
+
+	psb_emit_open(e, NULL);
+	psb_emit_open(e, "node");
+	psb_emit_str(e, "role", s->node.role);
+	psb_emit_str(e, "ip", s->node.ip);
+	psb_metric_emit(e, &psb_node_block, &s->node, 1);
+	psb_emit_close(e);
+	psb_emit_open(e, "ports");
+	for (i = 0; i < s->nports; i++) {
+		snprintf(name, sizeof(name), "%u", (unsigned int)s->ports[i].port);
+		psb_emit_open(e, name);
+		psb_snap_port_emit(e, app, &s->ports[i], 1);
+		psb_emit_close(e);
+	}
+	psb_emit_close(e);
+	psb_emit_open(e, "roles");
+	for (i = 0; i < s->nroles; i++) {
+		psb_emit_open(e, s->roles[i].name);
+		psb_metric_emit(e, &psb_role_block, &s->roles[i], 1);
+		psb_emit_close(e);
+	}
+	psb_emit_close(e);
+	if (s->has_store) {
+		psb_emit_open(e, "store");
+		psb_metric_emit(e, &psb_store_block, &s->store, 1);
+		psb_emit_close(e);
+	}
+	if (s->has_sched) {
+		psb_emit_open(e, "scheduler");
+		psb_metric_emit(e, &psb_sched_block, &s->sched, 1);
+		psb_emit_close(e);
+	}
+	psb_emit_open(e, "control");
+	psb_metric_emit(e, &psb_control_block, &s->control, 1);
+	psb_emit_close(e);
+	psb_snap_exp_emit(e, &s->exp, "experiment", 1);
+	psb_emit_close(e);
+}
+
+/* Where a block's figures are in the counters: "roles.NAME", "store", ... */
+static const char *const block_paths[] = {
+	"node", "ports.N", "roles.NAME", "store", "scheduler", "control", "experiment",
+	"experiment.pushpull", "experiment.serve",
 };
 
 static void
-control_emit(struct psb_emit *e, const struct psb_app *app)
+describe(json_t *a, const char *path, const char *prefix, const struct psb_metric_block *b)
 {
-	const struct psb_cp_limit_desc *d;
-	uint64_t yields, ycyc;
+	const struct psb_metric *m;
+	char full[160], prom[160];
 
-	psb_lcores_yielded(&yields, &ycyc);
-	psb_emit_open(e, "control");
-	psb_emit_int(e, "main_cycles", (json_int_t)app->cp.main_cycles);
-	psb_emit_int(e, "telemetry_cpu_ns",
-		(json_int_t)__atomic_load_n(&app->cp.telemetry_cpu_ns, __ATOMIC_RELAXED));
-	psb_emit_int(e, "tsc_hz", (json_int_t)rte_get_tsc_hz());
-	psb_emit_int(e, "socket_requests", (json_int_t)app->cp.socket_requests);
-	psb_emit_int(e, "telemetry_requests",
-		(json_int_t)__atomic_load_n(&app->cp.telemetry_requests, __ATOMIC_RELAXED));
-	psb_emit_int(e, "prometheus_requests", (json_int_t)app->cp.prometheus_requests);
-	psb_emit_int(e, "file_lines", (json_int_t)app->cp.file_lines);
-	psb_emit_int(e, "yields", (json_int_t)yields);
-	psb_emit_int(e, "yield_cycles", (json_int_t)ycyc);
-	for (d = psb_cp_limit_descs; d->name != NULL; d++)
-		psb_emit_int(e, d->name, (json_int_t)*(const uint64_t *)((const char *)&app->cp +
-									d->offset));
-	psb_emit_close(e);
+	for (m = b->m; m < b->m + b->n; m++) {
+		snprintf(full, sizeof(full), "%s.%s", path, m->name);
+		psb_metric_prom_name(prom, sizeof(prom), prefix, m, NULL);
+		if (m->type == PSB_MT_BLOCK) {
+			describe(a, full, prom, m->sub);
+			continue;
+		}
+		json_array_append_new(a, json_pack("{s:s,s:s,s:s,s:s,s:s,s:s?,s:b,s:b,s:s}",
+			"path", full, "kind", psb_metric_kind_name(m->kind),
+			"unit", psb_metric_unit_name(m->unit), "type",
+			m->type == PSB_MT_DBL ? "real" : m->type == PSB_MT_BOOL ? "boolean" :
+			m->type == PSB_MT_HIST ? "histogram" : "integer",
+			"prometheus", prom, "label", m->n > 1 ? m->label : NULL,
+			"detail", m->detail != 0, "conditional", m->cond != 0, "help", m->help));
+	}
+}
+
+json_t *
+psb_metrics_json(void)
+{
+	json_t *a = json_array();
+	unsigned int i;
+
+	for (i = 0; psb_blocks[i] != NULL; i++)
+		describe(a, block_paths[i], psb_blocks[i]->prom, psb_blocks[i]);
+	return a;
+}
+
+static int
+counters_emit(struct psb_emit *e, struct psb_app *app)
+{
+	struct psb_snap *s = psb_snap_take(app);
+
+	if (s == NULL)
+		return -ENOMEM;
+	psb_snap_emit(e, app, s);
+	free(s);
+	return 0;
 }
 
 json_t *
 psb_counters_control_json(const struct psb_app *app)
 {
+	struct psb_control_snap c;
 	struct psb_emit e;
-	json_t *root, *c;
 
+	snap_control(app, &c);
 	psb_emit_tree(&e);
 	psb_emit_open(&e, NULL);
-	control_emit(&e, app);
-	root = psb_emit_done(&e);
-	c = json_incref(json_object_get(root, "control"));
-	json_decref(root);
-	return c;
-}
-
-static void
-counters_emit(struct psb_emit *e, struct psb_app *app)
-{
-	static const char *const node_names[] = { "server", "worker", "scheduler" };
-	char name[48], ip[16];
-	uint16_t i;
-
-	psb_ip_str(app->me.ip, ip);
-	psb_emit_open(e, NULL);
-	psb_emit_open(e, "node");
-	psb_emit_str(e, "role", node_names[app->node_role]);
-	psb_emit_str(e, "ip", ip);
-	psb_emit_real(e, "uptime_s", (double)psb_now_ns(app) / 1e9);
-	psb_emit_int(e, "lcores", app->nworker_lcores == 0 ? 1 : app->nworker_lcores);
-	psb_emit_int(e, "roles", app->nroles);
-	psb_emit_close(e);
-	psb_emit_open(e, "ports");
-	for (i = 0; i < app->nports; i++)
-		port_emit(e, app, i);
-	psb_emit_close(e);
-	psb_emit_open(e, "roles");
-	for (i = 0; i < app->nroles; i++) {
-		const struct psb_role_inst *ri = &app->roles[i];
-		const struct psb_counters *c = &ri->cnt;
-		uint64_t cyc = c->busy_cycles + c->idle_cycles;
-
-		snprintf(name, sizeof(name), "%s%d", ri->role->name, ri->idx);
-		psb_emit_open(e, name);
-		psb_report_counters_emit(e, c);
-		psb_emit_int(e, "lcore", ri->lcore);
-		psb_emit_real(e, "busy_pct", cyc != 0 ?
-			100.0 * (double)c->busy_cycles / (double)cyc : 0.0);
-		psb_emit_close(e);
-	}
-	psb_emit_close(e);
-	/* not value_sum: it reads the whole store, far too much for a 10 Hz scrape */
-	if (app->node_role == PSB_NODE_SERVER)
-		psb_emit_json(e, "store", psb_report_store_json(app, false));
-	if (app->host_sched)
-		psb_emit_json(e, "scheduler", psb_report_sched_json(app));
-	control_emit(e, app);
-	psb_run_emit(e, app, "experiment", 1);
-	psb_emit_close(e);
+	psb_metric_emit(&e, &psb_control_block, &c, 1);
+	return psb_emit_done(&e);
 }
 
 json_t *
@@ -220,7 +708,10 @@ psb_counters_json(struct psb_app *app)
 	struct psb_emit e;
 
 	psb_emit_tree(&e);
-	counters_emit(&e, app);
+	if (counters_emit(&e, app) != 0) {
+		json_decref(psb_emit_done(&e));
+		return NULL;
+	}
 	return psb_emit_done(&e);
 }
 
@@ -228,11 +719,12 @@ int
 psb_counters_text(struct psb_app *app, struct psb_text *t)
 {
 	struct psb_emit e;
+	int rc;
 
 	psb_emit_text(&e, t);
-	counters_emit(&e, app);
+	rc = counters_emit(&e, app);
 	psb_emit_done(&e);
-	return e.oom || t->oom ? -ENOMEM : 0;
+	return rc != 0 || e.oom || t->oom ? -ENOMEM : 0;
 }
 
 json_t *

@@ -26,18 +26,6 @@ json_t *psb_counters_json(struct psb_app *app);
 int psb_counters_text(struct psb_app *app, struct psb_text *t);
 /* The part of all at dotted path ("roles.worker0", "ports"); NULL with a message if absent. */
 json_t *psb_counters_get(json_t *all, const char *path, char *err, size_t errlen);
-/*
- * The limits of the control plane that clients hit (struct psb_cp_stats), one line each:
- * the counters JSON, Prometheus (psb_control_NAME) and the documents' help walk it.
- * NULL-terminated.
- */
-struct psb_cp_limit_desc {
-	const char *name;
-	size_t offset;		/* of a uint64_t in struct psb_cp_stats */
-	const char *help;
-};
-extern const struct psb_cp_limit_desc psb_cp_limit_descs[];
-
 /* The "control" part alone: what the control plane cost and the limits it hit. */
 json_t *psb_counters_control_json(const struct psb_app *app);
 /* Free what psb_counters_json keeps between calls (port xstats names), once no export runs. */
@@ -130,8 +118,10 @@ void psb_console_fini(struct psb_app *app);
 int psb_export_init(struct psb_app *app, char *err, size_t errlen);
 void psb_export_poll(struct psb_app *app, uint64_t now_ns);
 void psb_export_fini(struct psb_app *app);
-/* Counters as Prometheus text exposition: psb_<section>_<key>{labels}, counters and gauges
- * typed as such (malloc'd; takes ctl_lock itself). */
-char *psb_export_prometheus(struct psb_app *app);
+/*
+ * The counters as a Prometheus page, from the descriptor tables (psb_counters.h): text
+ * exposition 0.0.4, or OpenMetrics 1.0.0 (malloc'd; takes ctl_lock itself).
+ */
+char *psb_export_prometheus(struct psb_app *app, int openmetrics);
 
 #endif /* PSB_CTL_H */

@@ -14,10 +14,13 @@
 #include <unistd.h>
 
 #include <microhttpd.h>
+#include <rte_ethdev.h>
 #include <rte_telemetry.h>
 
 #include "psb.h"
+#include "psb_counters.h"
 #include "psb_ctl.h"
+#include "psb_prom.h"
 #include "psb_report.h"
 #include "psb_text.h"
 
@@ -32,7 +35,6 @@
 /* Scrapes come every few seconds: looking for them every ms costs nothing and is soon enough. */
 #define PROM_POLL_NS		1000000ull
 #define PROM_BACKLOG		64
-#define PROM_CONTENT_TYPE	"text/plain; version=0.0.4; charset=utf-8"
 
 #if MHD_VERSION >= 0x00097002
 typedef enum MHD_Result psb_mhd_result;
@@ -495,646 +497,108 @@ tel_init(struct psb_app *app, char *err, size_t errlen)
 	return 0;
 }
 
-/* Exposition 0.0.4 wants every sample of a metric after its one # HELP and # TYPE. */
-struct prom_family {
-	char name[128];
-	const char *type;
-	char help[192];
-	struct psb_text samples;
-};
-
-/* Families by name: open addressing over indexes + 1 (0: free), a page has ~100. */
-#define PROM_SLOTS	1024
-
-struct prom {
-	struct prom_family *fam;
-	unsigned int n, cap;
-	int oom;
-	uint16_t slot[PROM_SLOTS];
-};
-
-/* Types and help of the metrics psb knows; others: numbers are counters, reals gauges. */
-static const struct prom_desc {
-	const char *name;
-	const char *type;
-	const char *help;
-} prom_descs[] = {
-	{ "psb_node_info", "gauge", "Node of psb (role, ip), always 1" },
-	{ "psb_node_uptime_s", "gauge", "Seconds since psb started" },
-	{ "psb_node_lcores", "gauge", "Lcores running roles" },
-	{ "psb_node_roles", "gauge", "Role instances" },
-	{ "psb_port_info", "gauge", "Port of psb (spec), always 1" },
-	{ "psb_port_ipackets", "counter", "Packets received by the port" },
-	{ "psb_port_opackets", "counter", "Packets sent by the port" },
-	{ "psb_port_ibytes", "counter", "Bytes received by the port" },
-	{ "psb_port_obytes", "counter", "Bytes sent by the port" },
-	{ "psb_port_imissed", "counter", "Packets the port dropped: no room in its queues" },
-	{ "psb_port_ierrors", "counter", "Erroneous packets received by the port" },
-	{ "psb_port_oerrors", "counter", "Packets the port failed to send" },
-	{ "psb_port_rx_nombuf", "counter", "Receive failures for want of mbufs" },
-	{ "psb_port_paused", "gauge", "1 while psb does not poll the port (link down, peer left)" },
-	{ "psb_port_bye_pauses", "counter", "BYEs of a known peer that paused the port (memif)" },
-	{ "psb_port_bye_pause_expiries", "counter",
-		"BYE pauses ended by time: the link stayed up, the peer did not leave" },
-	{ "psb_port_faults", "counter",
-		"Bursts that faulted on memory a leaving memif peer shared: port paused, not psb" },
-	{ "psb_port_kernel_packets", "counter",
-		"af_packet: frames the kernel passed to psb's socket, dropped ones included" },
-	{ "psb_port_kernel_drops", "counter",
-		"af_packet: frames the kernel dropped, psb's socket ring being full" },
-	{ "psb_port_xstat", "counter", "Extended statistics of the port (rte_eth_xstats)" },
-	{ "psb_role_busy_pct", "gauge", "Busy share of the role's cycles since start, percent" },
-	{ "psb_scheduler_registered", "counter", "Nodes that took a rank with the scheduler" },
-	{ "psb_scheduler_reregistered", "counter", "REGISTERs repeated by a node with a rank" },
-	{ "psb_scheduler_rejected", "counter",
-		"REGISTERs and BARRIERs refused: no place, unknown node or wrong barrier" },
-	{ "psb_scheduler_barriers_released", "counter", "Barriers released" },
-	{ "psb_scheduler_workers_finished", "counter", "Workers that said they finished (FINALIZE)" },
-	{ "psb_scheduler_servers_ended", "counter", "Servers that acknowledged the end of the job" },
-	{ "psb_scheduler_heartbeats", "counter", "HEARTBEATs from nodes of the job" },
-	{ "psb_scheduler_servers_dead", "counter",
-		"Servers held dead: no word from them for --dead-after" },
-	{ "psb_scheduler_workers_dead", "counter",
-		"Workers held dead: no word from them for --dead-after (each time)" },
-	{ "psb_scheduler_servers_restarted", "counter",
-		"Servers that registered again from a new process: their state is lost" },
-	{ "psb_store_keys", "gauge", "Keys in the parameter store" },
-	{ "psb_store_bytes", "gauge", "Value bytes in the parameter store" },
-	{ "psb_store_push", "counter", "PUSH requests served" },
-	{ "psb_store_pull", "counter", "PULL requests served" },
-	{ "psb_store_pushpull", "counter", "PUSHPULL requests served" },
-	{ "psb_store_rounds_closed", "counter", "Synchronous rounds closed (every worker pushed)" },
-	{ "psb_store_bytes_summed", "counter", "Value bytes added into the store" },
-	{ "psb_store_bytes_sent", "counter", "Value bytes sent back to workers" },
-	{ "psb_store_dup_segs", "counter", "Duplicate segments ignored" },
-	{ "psb_store_retries_answered", "counter", "Resent requests answered again" },
-	{ "psb_store_stale", "counter", "Requests for a round already closed" },
-	{ "psb_store_batches", "counter", "BATCH messages served" },
-	{ "psb_store_bad_records", "counter", "Malformed records in BATCH messages" },
-	{ "psb_store_repairs", "counter", "REPAIR messages: a worker's request timed out" },
-	{ "psb_store_repair_segs", "counter", "Answer segments sent again for REPAIR messages" },
-	{ "psb_store_nacks", "counter", "REPAIR_RESP messages: push segments asked for again" },
-	{ "psb_store_repair_bad", "counter", "REPAIR messages that made no sense" },
-	{ "psb_store_values_copied", "counter",
-		"Pushes added into a copy of the value because answers still read it" },
-	{ "psb_store_errors", "counter", "Error replies of the store, by status" },
-	{ "psb_store_mem", "gauge", "Memory of the store counted against store.max_bytes, bytes" },
-	{ "psb_store_staged", "gauge", "Pushes being reassembled (nothing of them applied yet)" },
-	{ "psb_store_staged_bytes", "gauge",
-		"Reassembly budget the staged pushes hold (announced bytes and bookkeeping)" },
-	{ "psb_store_held", "gauge", "Packet buffers kept by staged pushes" },
-	{ "psb_store_segs_held", "counter", "Segments kept by reference until their push was whole" },
-	{ "psb_store_segs_copied", "counter", "Segments copied to be kept until their push was whole" },
-	{ "psb_store_discarded", "counter",
-		"Unfinished pushes discarded without applying any of them, by reason" },
-	{ "psb_store_discarded_bytes", "counter", "Value bytes the discarded pushes had delivered" },
-	{ "psb_store_refused", "counter", "Requests refused by a budget of the store, by budget" },
-	{ "psb_store_budget_drops", "counter", "Segments dropped while their push was refused" },
-	{ "psb_store_limits", "gauge", "The store's budgets in effect, by budget" },
-	{ "psb_experiment_info", "gauge", "The running or last experiment (id, state), always 1" },
-	{ "psb_experiment_running", "gauge", "1 while the experiment runs" },
-	{ "psb_experiment_id", "gauge", "Number of the experiment: 1, 2, ... (0: none yet)" },
-	{ "psb_experiment_elapsed_s", "gauge", "Seconds the experiment ran so far" },
-	{ "psb_experiment_repeat", "gauge", "Iterations the experiment asks for" },
-	{ "psb_experiment_workers", "gauge", "Workers of the experiment in this process" },
-	{ "psb_experiment_workers_done", "gauge", "Of them, those finished" },
-	{ "psb_experiment_warming", "gauge", "1 during the warm-up iterations" },
-	{ "psb_experiment_iterations", "counter", "Iterations done" },
-	{ "psb_experiment_requests", "counter", "Requests done" },
-	{ "psb_experiment_goodput_gbps", "gauge", "Value goodput so far, Gbit/s" },
-	{ "psb_experiment_requests_per_s", "gauge", "Requests per second so far" },
-	{ "psb_experiment_rtt_us", "gauge", "Request round trip, microseconds, by quantile" },
-	{ "psb_experiment_rtt_mean_us", "gauge", "Mean request round trip, microseconds" },
-	{ "psb_experiment_rtt_hist_us", "histogram", "Request round trips, microseconds" },
-	{ "psb_experiment_staleness_hist", "histogram",
-		"Staleness of pushes: versions of the key other workers pushed since the worker "
-		"last got it" },
-	{ "psb_experiment_staleness_mean", "gauge", "Mean staleness of pushes, versions" },
-	{ "psb_experiment_staleness_p99", "gauge", "99th percentile staleness of pushes, versions" },
-	{ "psb_experiment_staleness_max", "gauge", "Largest staleness of a push, versions" },
-	{ "psb_experiment_retries", "counter", "Requests resent" },
-	{ "psb_experiment_failed", "counter", "Requests given up" },
-	{ "psb_experiment_verify_errors", "counter",
-		"Answers whose values were not the exact sums (--verify)" },
-	{ "psb_control_main_cycles", "counter", "TSC cycles the main lcore spent on control work" },
-	{ "psb_control_telemetry_cpu_ns", "counter", "CPU time of psb's telemetry callbacks, ns" },
-	{ "psb_control_tsc_hz", "gauge", "TSC cycles per second" },
-	{ "psb_control_socket_requests", "counter", "Control-socket requests served" },
-	{ "psb_control_telemetry_requests", "counter", "Telemetry requests served" },
-	{ "psb_control_prometheus_requests", "counter", "Prometheus pages served" },
-	{ "psb_control_file_lines", "counter", "Counters-file lines written" },
-	{ "psb_control_yields", "counter", "Times polling lcores gave their CPU away (--yield)" },
-	{ "psb_control_yield_cycles", "counter", "TSC cycles the yields took" },
-};
-
-static uint32_t
-prom_hash(const char *s)
-{
-	uint32_t h = 2166136261u;	/* FNV-1a */
-
-	while (*s != '\0')
-		h = (h ^ (uint8_t)*s++) * 16777619u;
-	return h;
-}
-
-static int
-prom_desc_cmp(const void *a, const void *b)
-{
-	return strcmp(((const struct prom_desc *)a)->name, ((const struct prom_desc *)b)->name);
-}
-
-/* prom_descs stays in reading order; lookups go through a sorted copy. */
-static struct prom_desc prom_sorted[RTE_DIM(prom_descs)];
-static pthread_once_t prom_sorted_once = PTHREAD_ONCE_INIT;
-
+/* The figures of the experiment: its info, then those of its kind. */
 static void
-prom_sort_descs(void)
+prom_experiment(struct psb_prom *p, const struct psb_exp_snap *x)
 {
-	memcpy(prom_sorted, prom_descs, sizeof(prom_sorted));
-	qsort(prom_sorted, RTE_DIM(prom_sorted), sizeof(prom_sorted[0]), prom_desc_cmp);
-}
+	struct psb_prom_labels l = { "" }, li;
 
-static const struct prom_desc *
-prom_desc_find(const char *name)
-{
-	struct prom_desc key = { .name = name };
-
-	pthread_once(&prom_sorted_once, prom_sort_descs);
-	return bsearch(&key, prom_sorted, RTE_DIM(prom_sorted), sizeof(prom_sorted[0]),
-		prom_desc_cmp);
-}
-
-/* Help of psb_control_NAME when NAME is a limit of psb_cp_limit_descs (a counter). */
-static const char *
-prom_cp_limit_help(const char *name)
-{
-	static const char prefix[] = "psb_control_";
-	const struct psb_cp_limit_desc *d;
-
-	if (strncmp(name, prefix, sizeof(prefix) - 1) != 0)
-		return NULL;
-	for (d = psb_cp_limit_descs; d->name != NULL; d++)
-		if (strcmp(d->name, name + sizeof(prefix) - 1) == 0)
-			return d->help;
-	return NULL;
-}
-
-static struct prom_family *
-prom_family(struct prom *p, const char *name, const char *type, const char *path)
-{
-	const struct prom_desc *d;
-	const char *help;
-	struct prom_family *f;
-	unsigned int h;
-
-	for (h = prom_hash(name) % PROM_SLOTS; p->slot[h] != 0; h = (h + 1) % PROM_SLOTS) {
-		f = &p->fam[p->slot[h] - 1];
-		if (strcmp(f->name, name) == 0)
-			return f;
-	}
-	if (p->n + 1 >= PROM_SLOTS / 2) {
-		p->oom = 1;	/* a page this large is no page of psb's */
-		return NULL;
-	}
-	if (p->n == p->cap) {
-		unsigned int cap = p->cap != 0 ? 2 * p->cap : 64;
-
-		f = realloc(p->fam, cap * sizeof(*f));
-		if (f == NULL) {
-			p->oom = 1;
-			return NULL;
-		}
-		p->fam = f;
-		p->cap = cap;
-	}
-	f = &p->fam[p->n++];
-	p->slot[h] = (uint16_t)p->n;
-	memset(f, 0, sizeof(*f));
-	snprintf(f->name, sizeof(f->name), "%s", name);
-	d = prom_desc_find(name);
-	f->type = d != NULL ? d->type : type;
-	if (d != NULL)
-		snprintf(f->help, sizeof(f->help), "%s", d->help);
-	else if (strncmp(name, "psb_role_", 9) == 0 && psb_report_counter_help(name + 9) != NULL)
-		snprintf(f->help, sizeof(f->help), "%s", psb_report_counter_help(name + 9));
-	else if ((help = prom_cp_limit_help(name)) != NULL)
-		snprintf(f->help, sizeof(f->help), "%s", help);
-	else
-		snprintf(f->help, sizeof(f->help), "psb counter %s (see /psb/counters)", path);
-	return f;
-}
-
-/* Metric names take [a-zA-Z0-9_:]; what JSON keys have beyond that becomes '_'. */
-static void
-prom_name(char *dst, size_t len, const char *prefix, const char *key)
-{
-	size_t i = strlen(prefix), k;
-
-	if (i + 2 > len) {
-		dst[0] = '\0';
-		return;
-	}
-	memcpy(dst, prefix, i);
-	dst[i++] = '_';
-	for (k = 0; key[k] != '\0' && i + 1 < len; k++, i++)
-		dst[i] = isalnum((unsigned char)key[k]) || key[k] == '_' || key[k] == ':' ?
-			key[k] : '_';
-	dst[i] = '\0';
-}
-
-/* Labels as text ("a=\"x\",b=\"y\""), passed by value to add one for a single sample. */
-struct prom_labels {
-	char s[768];
-};
-
-static void
-prom_label(struct prom_labels *l, const char *name, const char *value)
-{
-	size_t n = strlen(l->s), nl = strlen(name);
-	const char *c;
-
-	if (n + nl + 4 >= sizeof(l->s))
-		return;
-	if (n != 0)
-		l->s[n++] = ',';
-	memcpy(l->s + n, name, nl);
-	n += nl;
-	l->s[n++] = '=';
-	l->s[n++] = '"';
-	for (c = value; *c != '\0' && n + 4 < sizeof(l->s); c++) {
-		if (*c == '\\' || *c == '"') {
-			l->s[n++] = '\\';
-			l->s[n++] = *c;
-		} else if (*c == '\n') {
-			l->s[n++] = '\\';
-			l->s[n++] = 'n';
-		} else {
-			l->s[n++] = *c;
-		}
-	}
-	l->s[n++] = '"';
-	l->s[n] = '\0';
-}
-
-static void
-prom_label_int(struct prom_labels *l, const char *name, json_int_t v)
-{
-	char buf[32];
-
-	snprintf(buf, sizeof(buf), "%" JSON_INTEGER_FORMAT, v);
-	prom_label(l, name, buf);
-}
-
-/* v as a sample value; 0 if v is no number (integer, real or boolean). Reals and booleans
- * are gauges whatever *type said. */
-static int
-prom_value(const json_t *v, char *val, size_t len, const char **type)
-{
-	double d;
-
-	if (json_is_integer(v)) {
-		/* most samples: digits without printf */
-		if (len <= PSB_TEXT_INT_MAX)
-			return 0;
-		val[psb_text_fmt_int(val, json_integer_value(v))] = '\0';
-	} else if (json_is_boolean(v)) {
-		snprintf(val, len, "%d", json_is_true(v));
-		*type = "gauge";
-	} else if (json_is_real(v)) {
-		d = json_real_value(v);
-		if (isnan(d))
-			snprintf(val, len, "NaN");
-		else if (isinf(d))
-			snprintf(val, len, "%sInf", d > 0 ? "+" : "-");
-		else
-			snprintf(val, len, "%.15g", d);
-		*type = "gauge";
-	} else {
-		return 0;
-	}
-	return 1;
-}
-
-/* name<suffix>{labels} val */
-static void
-prom_line(struct psb_text *b, const char *name, const char *suffix, const struct prom_labels *l,
-		const char *val)
-{
-	psb_text_puts(b, name);
-	psb_text_puts(b, suffix);
-	if (l->s[0] != '\0') {
-		psb_text_puts(b, "{");
-		psb_text_puts(b, l->s);
-		psb_text_puts(b, "}");
-	}
-	psb_text_puts(b, " ");
-	psb_text_puts(b, val);
-	psb_text_puts(b, "\n");
-}
-
-/* One sample of a number; other JSON values are no samples. */
-static void
-prom_sample(struct prom *p, const char *name, const char *deftype, const struct prom_labels *l,
-		const json_t *v, const char *path)
-{
-	struct prom_family *f;
-	char val[40];
-
-	if (!prom_value(v, val, sizeof(val), &deftype))
-		return;
-	f = prom_family(p, name, deftype, path);
-	if (f != NULL)
-		prom_line(&f->samples, name, "", l, val);
-}
-
-/*
- * A histogram of the counters JSON ({"le": {bound: cumulative count, ..., "+Inf": n},
- * "count": n, "sum": x}) as name_bucket{le=...}, name_sum and name_count.
- */
-static void
-prom_histogram(struct prom *p, const char *name, const struct prom_labels *l, json_t *h,
-		const char *path)
-{
-	const char *type = "histogram", *bound;
-	struct prom_family *f = prom_family(p, name, type, path);
-	struct prom_labels lb;
-	char val[40];
-	json_t *c;
-
-	if (f == NULL)
-		return;
-	json_object_foreach(json_object_get(h, "le"), bound, c) {
-		if (!prom_value(c, val, sizeof(val), &type))
-			continue;
-		lb = *l;
-		prom_label(&lb, "le", bound);
-		prom_line(&f->samples, name, "_bucket", &lb, val);
-	}
-	if (prom_value(json_object_get(h, "sum"), val, sizeof(val), &type))
-		prom_line(&f->samples, name, "_sum", l, val);
-	if (prom_value(json_object_get(h, "count"), val, sizeof(val), &type))
-		prom_line(&f->samples, name, "_count", l, val);
-}
-
-/* Label naming the keys of a nested object: ports.N.xstats.NAME, roles.R.drops.REASON... */
-static const char *
-prom_sublabel(const char *key)
-{
-	if (strcmp(key, "drops") == 0)
-		return "reason";
-	if (strcmp(key, "errors") == 0)
-		return "status";
-	if (strcmp(key, "xstats") == 0)
-		return "name";
-	if (strcmp(key, "discarded") == 0)
-		return "reason";
-	if (strcmp(key, "refused") == 0 || strcmp(key, "limits") == 0)
-		return "budget";
-	return "key";
-}
-
-/*
- * The numbers of o as <prefix>_<key>{labels}. A nested object is one metric whose samples
- * are told apart by a label (drops by reason); keys in skip are labels already.
- */
-static void
-prom_object(struct prom *p, const char *prefix, json_t *o, const struct prom_labels *l,
-		const char *deftype, const char *path, const char *const *skip)
-{
-	char name[128], sub[256];
-	struct prom_labels l2;
-	const char *key, *k2;
-	json_t *v, *v2;
-	unsigned int i;
-
-	json_object_foreach(o, key, v) {
-		for (i = 0; skip != NULL && skip[i] != NULL && strcmp(skip[i], key) != 0; i++)
-			;
-		if (skip != NULL && skip[i] != NULL)
-			continue;
-		/* one xstat metric per port, not one per xstats key as the JSON path would give */
-		prom_name(name, sizeof(name), prefix, strcmp(key, "xstats") == 0 ? "xstat" : key);
-		snprintf(sub, sizeof(sub), "%s.%s", path, key);
-		if (!json_is_object(v)) {
-			prom_sample(p, name, deftype, l, v, sub);
-			continue;
-		}
-		json_object_foreach(v, k2, v2) {
-			l2 = *l;
-			prom_label(&l2, prom_sublabel(key), k2);
-			if (json_is_object(v2))
-				prom_object(p, name, v2, &l2, deftype, sub, NULL);
-			else
-				prom_sample(p, name, deftype, &l2, v2, sub);
-		}
-	}
-}
-
-static const char *
-prom_str(json_t *o, const char *key)
-{
-	const char *s = json_string_value(json_object_get(o, key));
-
-	return s != NULL ? s : "";
-}
-
-static void
-prom_node(struct prom *p, json_t *node)
-{
-	static const char *const skip[] = { "role", "ip", NULL };
-	struct prom_labels l = { "" };
-	json_t *v = json_integer(1);
-
-	prom_label(&l, "role", prom_str(node, "role"));
-	prom_label(&l, "ip", prom_str(node, "ip"));
-	prom_sample(p, "psb_node_info", "gauge", &l, v, "node");
-	json_decref(v);
-	l.s[0] = '\0';
-	prom_object(p, "psb_node", node, &l, "gauge", "node", skip);
-}
-
-static void
-prom_ports(struct prom *p, json_t *ports)
-{
-	static const char *const skip[] = { "port", "spec", NULL };
-	struct prom_labels l, li;
-	const char *key;
-	json_t *port, *v = json_integer(1);
-
-	json_object_foreach(ports, key, port) {
-		l.s[0] = '\0';
-		prom_label(&l, "port", key);
-		li = l;
-		prom_label(&li, "spec", prom_str(port, "spec"));
-		prom_sample(p, "psb_port_info", "gauge", &li, v, "ports.N.spec");
-		prom_object(p, "psb_port", port, &l, "counter", "ports.N", skip);
-	}
-	json_decref(v);
-}
-
-static void
-prom_roles(struct prom *p, json_t *roles)
-{
-	static const char *const skip[] = { "lcore", NULL };
-	struct prom_labels l;
-	const char *key;
-	char role[48];
-	size_t n;
-	json_t *r;
-
-	json_object_foreach(roles, key, r) {
-		/* "worker12": role "worker", instance 12 (role names end in a letter) */
-		n = strlen(key);
-		while (n > 0 && isdigit((unsigned char)key[n - 1]))
-			n--;
-		snprintf(role, sizeof(role), "%.*s", (int)n, key);
-		l.s[0] = '\0';
-		prom_label(&l, "role", role);
-		prom_label(&l, "instance", key[n] != '\0' ? key + n : "0");
-		prom_label_int(&l, "lcore", json_integer_value(json_object_get(r, "lcore")));
-		prom_object(p, "psb_role", r, &l, "counter", "roles.NAME", skip);
-	}
-}
-
-/* rtt_p50_us, rtt_p999_us: quantile "0.5", "0.999" of psb_experiment_rtt_us. */
-static int
-prom_quantile(const char *key, char *q, size_t qlen)
-{
-	size_t n;
-
-	if (strncmp(key, "rtt_p", 5) != 0)
-		return 0;
-	n = strspn(key + 5, "0123456789");
-	if (n == 0 || strcmp(key + 5 + n, "_us") != 0 || n + 3 > qlen)
-		return 0;
-	snprintf(q, qlen, "0.%.*s", (int)n, key + 5);
-	/* trailing zeros: p50 is 0.5, p90 0.9 */
-	n = strlen(q);
-	while (n > 3 && q[n - 1] == '0')
-		q[--n] = '\0';
-	return 1;
-}
-
-static void
-prom_experiment(struct prom *p, json_t *e)
-{
-	static const char *const skip[] = { "name", "kind", "state", "results", "error",
-		"pushpull", "serve", NULL };
-	static const char *const figures[] = { "pushpull", "serve", NULL };
-	const char *state = prom_str(e, "state");
-	struct prom_labels l = { "" }, li, lq;
-	const char *key;
-	json_t *fig, *v;
-	char q[16], name[128];
-	unsigned int i;
-
-	prom_label(&l, "name", prom_str(e, "name"));
-	prom_label(&l, "kind", prom_str(e, "kind"));
+	psb_prom_label(&l, "name", x->name);
+	psb_prom_label(&l, "kind", x->kind);
 	li = l;
-	prom_label_int(&li, "id", json_integer_value(json_object_get(e, "id")));
-	prom_label(&li, "state", state);
-	v = json_integer(1);
-	prom_sample(p, "psb_experiment_info", "gauge", &li, v, "experiment");
-	json_decref(v);
-	v = json_integer(strcmp(state, "running") == 0);
-	prom_sample(p, "psb_experiment_running", "gauge", &l, v, "experiment.state");
-	json_decref(v);
-	prom_object(p, "psb_experiment", e, &l, "gauge", "experiment", skip);
-	/* the figures of the kind (pushpull or serve) are the experiment's own metrics */
-	for (i = 0; figures[i] != NULL; i++) {
-		fig = json_object_get(e, figures[i]);
-		if (!json_is_object(fig))
-			continue;
-		li = l;
-		if (json_is_string(json_object_get(fig, "shard")))
-			prom_label(&li, "shard", json_string_value(json_object_get(fig, "shard")));
-		json_object_foreach(fig, key, v) {
-			if (prom_quantile(key, q, sizeof(q))) {
-				lq = li;
-				prom_label(&lq, "quantile", q);
-				prom_sample(p, "psb_experiment_rtt_us", "gauge", &lq, v,
-					"experiment.rtt");
-			} else if (strcmp(key, "shard") != 0 && json_object_get(e, key) == NULL) {
-				prom_name(name, sizeof(name), "psb_experiment", key);
-				if (json_is_object(json_object_get(v, "le")))
-					prom_histogram(p, name, &li, v, "experiment");
-				else
-					prom_sample(p, name, "counter", &li, v, "experiment");
-			}
-		}
+	psb_prom_label_int(&li, "id", (long long)x->id);
+	psb_prom_label(&li, "state", x->state);
+	psb_prom_sample(p, "psb_experiment_info", PSB_METRIC_GAUGE, 1,
+		"The running or last experiment (id, state), always 1", &li, 1);
+	psb_prom_sample(p, "psb_experiment_running", PSB_METRIC_GAUGE, 0,
+		"1 while the experiment runs", &l, strcmp(x->state, "running") == 0);
+	psb_prom_block(p, &psb_exp_block, x, &l);
+	if (x->has_pp)
+		psb_prom_block(p, &psb_pp_block, &x->pp, &l);
+	if (x->has_serve) {
+		psb_prom_label(&l, "shard", x->serve.shard);
+		psb_prom_block(p, &psb_serve_block, &x->serve, &l);
 	}
 }
 
+/* Every port's counters, and its extended statistics by name. */
 static void
-prom_help(struct psb_text *b, const char *help)
+prom_ports(struct psb_prom *p, struct psb_app *app, const struct psb_snap *s)
 {
-	const char *c, *run = help;
+	const struct rte_eth_xstat_name *names;
+	const struct rte_eth_xstat *vals;
+	struct psb_prom_labels l, lx;
+	unsigned int i;
+	int n, k;
 
-	for (c = help; *c != '\0'; c++) {
-		if (*c != '\\' && *c != '\n')
-			continue;
-		psb_text_append(b, run, (size_t)(c - run));
-		psb_text_puts(b, *c == '\\' ? "\\\\" : "\\n");
-		run = c + 1;
+	for (i = 0; i < s->nports; i++) {
+		const struct psb_port_snap *ps = &s->ports[i];
+
+		l.s[0] = '\0';
+		psb_prom_label_int(&l, "port", (long long)ps->port);
+		lx = l;
+		psb_prom_label(&lx, "spec", ps->spec);
+		psb_prom_sample(p, "psb_port_info", PSB_METRIC_GAUGE, 1,
+			"Port of psb (spec), always 1", &lx, 1);
+		psb_prom_block(p, &psb_port_block, ps, &l);
+		n = psb_port_xstats(app, ps->idx, &names, &vals);
+		for (k = 0; k < n; k++) {
+			if (vals[k].id >= (uint64_t)n)
+				continue;
+			lx = l;
+			psb_prom_label(&lx, "name", names[vals[k].id].name);
+			psb_prom_sample(p, "psb_port_xstat_total", PSB_METRIC_COUNTER, 0,
+				"Extended statistics of the port (rte_eth_xstats)", &lx,
+				(double)vals[k].value);
+		}
 	}
-	psb_text_append(b, run, (size_t)(c - run));
 }
 
 char *
-psb_export_prometheus(struct psb_app *app)
+psb_export_prometheus(struct psb_app *app, int openmetrics)
 {
-	struct prom p = { 0 };
-	struct psb_text out = { 0 };
-	json_t *all, *store;
+	struct psb_prom *p = psb_prom_new();
+	struct psb_prom_labels l = { "" };
+	struct psb_snap *s;
+	char *page = NULL;
 	unsigned int i;
 
+	if (p == NULL)
+		return NULL;
 	pthread_mutex_lock(&app->ctl_lock);
-	all = psb_counters_json(app);
+	s = psb_snap_take(app);
+	if (s != NULL) {
+		psb_prom_label(&l, "role", s->node.role);
+		psb_prom_label(&l, "ip", s->node.ip);
+		psb_prom_sample(p, "psb_node_info", PSB_METRIC_GAUGE, 1,
+			"Node of psb (role, ip), always 1", &l, 1);
+		psb_prom_block(p, &psb_node_block, &s->node, NULL);
+		prom_ports(p, app, s);
+	}
 	pthread_mutex_unlock(&app->ctl_lock);
-	if (all == NULL)
-		return NULL;
-	prom_node(&p, json_object_get(all, "node"));
-	prom_ports(&p, json_object_get(all, "ports"));
-	prom_roles(&p, json_object_get(all, "roles"));
-	store = json_object_get(all, "store");
-	if (json_is_object(store)) {
-		struct prom_labels l = { "" };
-
-		prom_object(&p, "psb_store", store, &l, "counter", "store", NULL);
-	}
-	if (json_is_object(json_object_get(all, "scheduler"))) {
-		struct prom_labels l = { "" };
-
-		prom_object(&p, "psb_scheduler", json_object_get(all, "scheduler"), &l, "counter",
-			"scheduler", NULL);
-	}
-	if (json_is_object(json_object_get(all, "control"))) {
-		struct prom_labels l = { "" };
-
-		prom_object(&p, "psb_control", json_object_get(all, "control"), &l, "counter",
-			"control", NULL);
-	}
-	if (json_is_object(json_object_get(all, "experiment")))
-		prom_experiment(&p, json_object_get(all, "experiment"));
-	json_decref(all);
-
-	for (i = 0; i < p.n; i++) {
-		struct prom_family *f = &p.fam[i];
-
-		psb_text_printf(&out, "# HELP %s ", f->name);
-		prom_help(&out, f->help);
-		psb_text_printf(&out, "\n# TYPE %s %s\n", f->name, f->type);
-		if (f->samples.s != NULL)
-			psb_text_append(&out, f->samples.s, f->samples.len);
-		p.oom |= f->samples.oom;
-		free(f->samples.s);
-	}
-	free(p.fam);
-	if (p.oom || out.oom || out.s == NULL) {
-		free(out.s);
+	if (s == NULL) {
+		psb_prom_free(p);
 		return NULL;
 	}
-	return out.s;
+	for (i = 0; i < s->nroles; i++) {
+		const struct psb_role_snap *r = &s->roles[i];
+
+		l.s[0] = '\0';
+		psb_prom_label(&l, "role", r->role);
+		psb_prom_label_int(&l, "instance", r->idx);
+		psb_prom_label_int(&l, "lcore", (long long)r->lcore);
+		psb_prom_block(p, &psb_role_block, r, &l);
+	}
+	if (s->has_store)
+		psb_prom_block(p, &psb_store_block, &s->store, NULL);
+	if (s->has_sched)
+		psb_prom_block(p, &psb_sched_block, &s->sched, NULL);
+	psb_prom_block(p, &psb_control_block, &s->control, NULL);
+	prom_experiment(p, &s->exp);
+	free(s);
+	page = psb_prom_page(p, openmetrics);
+	psb_prom_free(p);
+	return page;
 }
 
 static psb_mhd_result
@@ -1173,7 +637,9 @@ prom_handler(void *cls, struct MHD_Connection *con, const char *url, const char 
 		void **req_cls)
 {
 	struct psb_app *app = cls;
+	const char *accept;
 	char *text;
+	int om;
 
 	static int first_call_seen;
 
@@ -1203,20 +669,25 @@ prom_handler(void *cls, struct MHD_Connection *con, const char *url, const char 
 		return prom_reply(con, MHD_HTTP_NOT_FOUND, "text/plain",
 			(char *)"not found: psb serves /metrics\n", MHD_RESPMEM_PERSISTENT);
 	app->cp.prometheus_requests++;
-	text = psb_export_prometheus(app);
+	/* OpenMetrics to whoever asks for it, as Prometheus does; the text format 0.0.4 else */
+	accept = MHD_lookup_connection_value(con, MHD_HEADER_KIND, MHD_HTTP_HEADER_ACCEPT);
+	om = accept != NULL && strstr(accept, "application/openmetrics-text") != NULL;
+	text = psb_export_prometheus(app, om);
 	if (text == NULL)
 		return prom_reply(con, MHD_HTTP_INTERNAL_SERVER_ERROR, "text/plain",
 			(char *)"out of memory\n", MHD_RESPMEM_PERSISTENT);
-	return prom_reply(con, MHD_HTTP_OK, PROM_CONTENT_TYPE, text, MHD_RESPMEM_MUST_FREE);
+	return prom_reply(con, MHD_HTTP_OK, om ? PSB_PROM_OM_CONTENT_TYPE : PSB_PROM_CONTENT_TYPE,
+		text, MHD_RESPMEM_MUST_FREE);
 }
 
 /*
- * "[IP:]PORT" or "[IPv6]:PORT". Loopback only: the endpoint has no authentication, and
- * counters tell a lot about a cluster; farther away it goes through a tunnel or a proxy.
+ * "[IP:]PORT" or "[IPv6]:PORT"; 127.0.0.1 when no IP is given. *loopback says whether the
+ * address is one: elsewhere anyone who reaches it reads the counters (no authentication),
+ * which psb says at start.
  */
 static int
-prom_addr(const char *spec, struct sockaddr_storage *ss, socklen_t *sslen, char *err,
-		size_t errlen)
+prom_addr(const char *spec, struct sockaddr_storage *ss, socklen_t *sslen, int *loopback,
+		char *err, size_t errlen)
 {
 	struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)ss;
 	struct sockaddr_in *s4 = (struct sockaddr_in *)ss;
@@ -1247,23 +718,18 @@ prom_addr(const char *spec, struct sockaddr_storage *ss, socklen_t *sslen, char 
 		s4->sin_family = AF_INET;
 		s4->sin_port = htons((uint16_t)pn);
 		*sslen = sizeof(*s4);
-		if ((ntohl(s4->sin_addr.s_addr) >> 24) == 127)
-			return 0;
+		*loopback = (ntohl(s4->sin_addr.s_addr) >> 24) == 127;
 	} else if (inet_pton(AF_INET6, host, &s6->sin6_addr) == 1) {
 		s6->sin6_family = AF_INET6;
 		s6->sin6_port = htons((uint16_t)pn);
 		*sslen = sizeof(*s6);
-		if (IN6_IS_ADDR_LOOPBACK(&s6->sin6_addr))
-			return 0;
+		*loopback = IN6_IS_ADDR_LOOPBACK(&s6->sin6_addr);
 	} else {
 		goto bad;
 	}
-	snprintf(err, errlen, "--prometheus %s: %s is not a loopback address; the endpoint has no "
-		 "authentication, so psb serves it on 127.0.0.0/8 or ::1 only (reach it from "
-		 "elsewhere through an SSH tunnel or a proxy)", spec, host);
-	return -EACCES;
+	return 0;
 bad:
-	snprintf(err, errlen, "--prometheus: expected [IP:]PORT (IP a loopback address, default "
+	snprintf(err, errlen, "--prometheus: expected [IP:]PORT or [IPv6]:PORT (IP default "
 		 "127.0.0.1; PORT 1-65535), got '%s'", spec);
 	return -EINVAL;
 }
@@ -1442,9 +908,9 @@ prom_init(struct psb_app *app, char *err, size_t errlen)
 	const struct psb_exp_node *node = &app->conf.node;
 	struct sockaddr_storage ss;
 	socklen_t sslen = 0;
-	int fd, on = 1, rc;
+	int fd, on = 1, rc, loopback = 0;
 
-	rc = prom_addr(app->prometheus, &ss, &sslen, err, errlen);
+	rc = prom_addr(app->prometheus, &ss, &sslen, &loopback, err, errlen);
 	if (rc != 0)
 		return rc;
 	/* psb binds itself: MHD would not say why it could not */
@@ -1491,8 +957,10 @@ prom_init(struct psb_app *app, char *err, size_t errlen)
 			app->prometheus);
 		return -EIO;
 	}
-	PSB_LOG(app, "Prometheus metrics on http://%s%s/metrics",
-		strchr(app->prometheus, ':') != NULL ? "" : "127.0.0.1:", app->prometheus);
+	PSB_LOG(app, "Prometheus metrics on http://%s%s/metrics%s",
+		strchr(app->prometheus, ':') != NULL ? "" : "127.0.0.1:", app->prometheus,
+		loopback ? "" : " (not a loopback address: whoever reaches it reads the counters; "
+		"there is no authentication)");
 	return 0;
 }
 

@@ -11,90 +11,48 @@
 #include <rte_ethdev.h>
 
 #include "psb.h"
+#include "psb_counters.h"
 #include "psb_ctl.h"
 #include "psb_kv.h"
 #include "psb_report.h"
 
-/* Which role instances the totals add a counter over. */
-enum {
-	TOT_ALL,	/* every one */
-	TOT_RX,		/* the rx role: what came from the ports (shards count it again) */
-	TOT_TX,		/* the tx role: what went out (other roles count what they queued) */
-};
-
 /*
- * Every counter of struct psb_counters, in the order exports show them: one line each, so
- * that the exports and the totals cannot leave one out. drops is an array by reason.
+ * Every counter summed over the role instances, but rx_pkts/rx_bytes (the rx role's: what came
+ * from the ports) and tx_pkts/tx_bytes (the tx role's: what went out), which other roles
+ * count again as it passes through them.
  */
-static const struct psb_counter_desc {
-	const char *name;
-	uint16_t off;
-	uint8_t total;
-	uint8_t per_reason;
-	const char *help;
-} cnt_descs[] = {
-#define CNT(f, t, h) { #f, offsetof(struct psb_counters, f), t, 0, h }
-	CNT(rx_pkts, TOT_RX, "Packets the role instance received"),
-	CNT(rx_bytes, TOT_RX, "Bytes the role instance received"),
-	CNT(tx_pkts, TOT_TX, "Packets the role instance sent"),
-	CNT(tx_bytes, TOT_TX, "Bytes the role instance sent"),
-	{ "drops", offsetof(struct psb_counters, drops), TOT_ALL, 1,
-		"Frames the role instance dropped, by reason" },
-	CNT(handed, TOT_ALL, "Received messages handed to the role serving them"),
-	CNT(not_served, TOT_ALL, "Valid psb frames for a role this node does not run"),
-	CNT(ring_full, TOT_ALL, "Received messages lost: the serving role's ring was full"),
-	CNT(no_mbuf, TOT_ALL, "Packets not built: mbuf pool empty"),
-	CNT(tx_ring_full, TOT_ALL, "Packets built to send, lost: the transmit ring was full"),
-	CNT(tx_backlog, TOT_ALL, "Packets the port did not take at once"),
-	CNT(paused_drops, TOT_ALL, "Packets dropped for a paused port"),
-	CNT(byes, TOT_ALL, "BYEs accepted: from a known peer to the data port"),
-	CNT(bye_ignored, TOT_ALL, "BYEs ignored: unknown source, or not to the data port"),
-	CNT(bye_lost, TOT_ALL, "Accepted BYEs a server shard could not be told of"),
-	CNT(arp_replies, TOT_ALL, "ARP replies sent"),
-	CNT(arp_learned, TOT_ALL, "ARP replies received (sender learnt, nothing sent)"),
-	CNT(icmp_replies, TOT_ALL, "ICMP echo replies sent"),
-	CNT(busy_cycles, TOT_ALL, "TSC cycles of polls that found work"),
-	CNT(idle_cycles, TOT_ALL, "TSC cycles of polls that found nothing"),
-	CNT(polls, TOT_ALL, "Polls of the role instance"),
-#undef CNT
-};
-
-static inline const uint64_t *
-cnt_field(const struct psb_counters *c, const struct psb_counter_desc *d)
-{
-	return (const uint64_t *)(const void *)((const uint8_t *)c + d->off);
-}
-
-const char *
-psb_report_counter_help(const char *name)
-{
-	unsigned int i;
-
-	for (i = 0; i < RTE_DIM(cnt_descs); i++)
-		if (strcmp(cnt_descs[i].name, name) == 0)
-			return cnt_descs[i].help;
-	return NULL;
-}
-
 void
 psb_report_totals(const struct psb_app *app, struct psb_counters *tot)
 {
-	const struct psb_counter_desc *d;
-	unsigned int k, n;
+	const struct psb_metric_block *b = &psb_role_block;
+	const struct psb_metric *m;
+	unsigned int k;
 	uint16_t i;
 
 	memset(tot, 0, sizeof(*tot));
 	for (i = 0; i < app->nroles; i++) {
 		const struct psb_role_inst *ri = &app->roles[i];
 
-		for (d = cnt_descs; d < cnt_descs + RTE_DIM(cnt_descs); d++) {
-			if ((d->total == TOT_RX && ri->role != &psb_role_rx) ||
-			    (d->total == TOT_TX && ri->role != &psb_role_tx))
+		for (m = b->m; m < b->m + b->n; m++) {
+			size_t off = m->off;	/* c is the role's first part */
+
+			if (off >= sizeof(struct psb_counters) || m->type != PSB_MT_U64)
 				continue;
-			n = d->per_reason ? PSB_DROP_MAX : 1;
-			for (k = 0; k < n; k++)
-				((uint64_t *)(void *)((uint8_t *)tot + d->off))[k] +=
-					cnt_field(&ri->cnt, d)[k];
+			for (k = 0; k < psb_metric_len(m); k++)
+				((uint64_t *)(void *)((uint8_t *)tot + off))[k] +=
+					((const uint64_t *)(const void *)((const uint8_t *)&ri->cnt +
+									  off))[k];
+		}
+	}
+	for (i = 0; i < app->nroles; i++) {
+		const struct psb_role_inst *ri = &app->roles[i];
+
+		if (ri->role == &psb_role_rx) {
+			tot->rx_pkts = ri->cnt.rx_pkts;
+			tot->rx_bytes = ri->cnt.rx_bytes;
+		} else if (ri->role == &psb_role_tx) {
+			tot->tx_pkts = ri->cnt.tx_pkts;
+			tot->tx_bytes = ri->cnt.tx_bytes;
 		}
 	}
 }
@@ -112,40 +70,6 @@ value_sum(const struct psb_app *app)
 	return sum;
 }
 
-/* The store figures of every server shard, summed. */
-struct store_sum {
-	struct psb_kv_stats st;
-	uint64_t nkeys, bytes, mem, staged_bytes;
-	uint32_t staged, held;
-};
-
-static void
-sum_kv(const struct psb_app *app, struct store_sum *t)
-{
-	uint16_t i;
-
-	memset(t, 0, sizeof(*t));
-	for (i = 0; i < app->nroles; i++) {
-		const struct psb_kv *kv;
-		uint32_t n, h;
-		uint64_t b;
-
-		if (app->roles[i].role != &psb_role_server)
-			continue;
-		kv = psb_server_kv(&app->roles[i]);
-		if (kv == NULL)
-			continue;
-		psb_kv_stats_add(&t->st, psb_kv_stats(kv));
-		t->nkeys += psb_kv_nkeys(kv);
-		t->bytes += psb_kv_bytes(kv);
-		t->mem += psb_kv_mem(kv);
-		psb_kv_staged(kv, &n, &b, &h);
-		t->staged += n;
-		t->staged_bytes += b;
-		t->held += h;
-	}
-}
-
 static uint64_t
 sum_drops(const struct psb_counters *c)
 {
@@ -157,19 +81,10 @@ sum_drops(const struct psb_counters *c)
 	return n;
 }
 
-/* A budget as the store's counters name it: "max_keys", ...; "allocation" for none. */
-static const char *
-refused_name(unsigned int budget)
-{
-	const char *n = psb_budget_name(budget);
-
-	return n != NULL ? n + strlen("store.") : "allocation";
-}
-
 void
 psb_report_print(const struct psb_app *app, FILE *out)
 {
-	struct store_sum t;
+	struct psb_store_snap t;
 	const struct psb_kv_stats *st = &t.st;
 	uint64_t drops[PSB_DROP_MAX] = { 0 }, discarded = 0, refused = 0;
 	uint16_t i;
@@ -210,10 +125,10 @@ psb_report_print(const struct psb_app *app, FILE *out)
 	}
 	if (app->node_role != PSB_NODE_SERVER)
 		return;
-	sum_kv(app, &t);
+	psb_snap_store(app, &t);
 	fprintf(out, "store: %llu keys, %llu B; push %llu, pull %llu, pushpull %llu; rounds %llu; "
 		"summed %llu B; duplicates %llu, retries answered %llu, stale %llu\n",
-		(unsigned long long)t.nkeys, (unsigned long long)t.bytes,
+		(unsigned long long)t.keys, (unsigned long long)t.bytes,
 		(unsigned long long)st->req[PSB_MSG_PUSH], (unsigned long long)st->req[PSB_MSG_PULL],
 		(unsigned long long)st->req[PSB_MSG_PUSHPULL], (unsigned long long)st->rounds_closed,
 		(unsigned long long)st->bytes_summed, (unsigned long long)st->dup_segs,
@@ -240,7 +155,7 @@ psb_report_print(const struct psb_app *app, FILE *out)
 		fprintf(out, "requests refused by a budget: %llu:", (unsigned long long)refused);
 		for (k = 0; k < PSB_BUDGET_MAX; k++)
 			if (st->refused[k] != 0)
-				fprintf(out, " %s %llu", refused_name(k),
+				fprintf(out, " %s %llu", psb_store_budget_label(k),
 					(unsigned long long)st->refused[k]);
 		fprintf(out, "\n");
 	}
@@ -323,48 +238,13 @@ psb_port_stats_clear(unsigned int i)
 void
 psb_report_counters_emit(struct psb_emit *e, const struct psb_counters *c)
 {
-	const struct psb_counter_desc *d;
-	unsigned int k;
+	struct psb_role_snap r = { .c = *c };
+	struct psb_metric_block b = psb_role_block;
 
-	for (d = cnt_descs; d < cnt_descs + RTE_DIM(cnt_descs); d++) {
-		if (!d->per_reason) {
-			psb_emit_int(e, d->name, (json_int_t)*cnt_field(c, d));
-			continue;
-		}
-		psb_emit_open(e, d->name);
-		for (k = 1; k < PSB_DROP_MAX; k++)
-			psb_emit_int(e, psb_drop_names[k], (json_int_t)cnt_field(c, d)[k]);
-		psb_emit_close(e);
-	}
-}
-
-void
-psb_report_port_emit(struct psb_emit *e, struct psb_app *app, unsigned int i)
-{
-	uint16_t pid = app->port_ids[i];
-	struct psb_afp_stats *afp = &app->afp[i];
-	struct rte_eth_stats ps;
-
-	(void)psb_port_stats(app, i, &ps);
-	psb_emit_int(e, "port", pid);
-	psb_emit_str(e, "spec", app->specs[i].spec);
-	psb_emit_int(e, "ipackets", (json_int_t)ps.ipackets);
-	psb_emit_int(e, "opackets", (json_int_t)ps.opackets);
-	psb_emit_int(e, "ibytes", (json_int_t)ps.ibytes);
-	psb_emit_int(e, "obytes", (json_int_t)ps.obytes);
-	psb_emit_int(e, "imissed", (json_int_t)ps.imissed);
-	psb_emit_int(e, "ierrors", (json_int_t)ps.ierrors);
-	psb_emit_int(e, "oerrors", (json_int_t)ps.oerrors);
-	psb_emit_int(e, "rx_nombuf", (json_int_t)ps.rx_nombuf);
-	psb_emit_int(e, "bye_pauses", (json_int_t)app->bye[pid].pauses);
-	psb_emit_int(e, "bye_pause_expiries", (json_int_t)app->bye[pid].expiries);
-	psb_emit_int(e, "faults", (json_int_t)app->port_faults[pid]);
-	if (afp->nfd == 0)
-		return;
-	psb_afp_stats_update(afp);
-	psb_emit_int(e, "kernel_packets",
-		(json_int_t)__atomic_load_n(&afp->packets, __ATOMIC_RELAXED));
-	psb_emit_int(e, "kernel_drops", (json_int_t)__atomic_load_n(&afp->drops, __ATOMIC_RELAXED));
+	/* the counters alone: not lcore and busy_pct, which follow them */
+	while (b.n > 0 && b.m[b.n - 1].off >= offsetof(struct psb_role_snap, lcore))
+		b.n--;
+	psb_metric_emit(e, &b, &r, 1);
 }
 
 json_t *
@@ -379,88 +259,14 @@ psb_report_counters_json(const struct psb_counters *c)
 }
 
 json_t *
-psb_report_sched_json(const struct psb_app *app)
+psb_report_block_json(const struct psb_metric_block *b, const void *base)
 {
-	const struct psb_sched_stats *st;
-	unsigned int i;
+	struct psb_emit e;
 
-	for (i = 0; i < app->nroles; i++) {
-		const struct psb_role_inst *ri = &app->roles[i];
-
-		if (ri->role != &psb_role_scheduler || psb_scheduler_sched(ri) == NULL)
-			continue;
-		st = psb_sched_stats(psb_scheduler_sched(ri));
-		return json_pack("{s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I}", "registered",
-			(json_int_t)st->registered, "reregistered", (json_int_t)st->reregistered,
-			"rejected", (json_int_t)st->rejected, "barriers_released",
-			(json_int_t)st->barriers_released, "workers_finished",
-			(json_int_t)st->workers_finished, "servers_ended",
-			(json_int_t)st->servers_ended, "heartbeats", (json_int_t)st->heartbeats,
-			"servers_dead", (json_int_t)st->servers_dead, "workers_dead",
-			(json_int_t)st->workers_dead, "servers_restarted",
-			(json_int_t)st->servers_restarted);
-	}
-	return NULL;
-}
-
-json_t *
-psb_report_store_json(const struct psb_app *app, bool with_value_sum)
-{
-	const struct psb_store_budget *b = &app->budget;
-	json_t *s, *e = json_object(), *d = json_object(), *r = json_object();
-	struct store_sum t;
-	const struct psb_kv_stats *st = &t.st;
-	unsigned int k;
-
-	sum_kv(app, &t);
-	for (k = 1; k < PSB_ST_MAX; k++)
-		json_object_set_new(e, psb_status_name((uint8_t)k),
-			json_integer((json_int_t)st->errors[k]));
-	for (k = 0; k < PSB_KV_DISCARD_MAX; k++)
-		json_object_set_new(d, psb_kv_discard_names[k],
-			json_integer((json_int_t)st->discarded[k]));
-	for (k = 0; k < PSB_BUDGET_MAX; k++)
-		json_object_set_new(r, refused_name(k), json_integer((json_int_t)st->refused[k]));
-	s = json_pack("{s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:o}",
-		"keys", (json_int_t)t.nkeys, "bytes", (json_int_t)t.bytes,
-		"push", (json_int_t)st->req[PSB_MSG_PUSH], "pull", (json_int_t)st->req[PSB_MSG_PULL],
-		"pushpull", (json_int_t)st->req[PSB_MSG_PUSHPULL],
-		"rounds_closed", (json_int_t)st->rounds_closed,
-		"bytes_summed", (json_int_t)st->bytes_summed,
-		"dup_segs", (json_int_t)st->dup_segs,
-		"retries_answered", (json_int_t)st->retries_answered,
-		"stale", (json_int_t)st->stale, "errors", e);
-	if (s == NULL) {
-		json_decref(d);
-		json_decref(r);
-		return NULL;
-	}
-	json_object_set_new(s, "bytes_sent", json_integer((json_int_t)st->bytes_sent));
-	json_object_set_new(s, "batches", json_integer((json_int_t)st->batches));
-	json_object_set_new(s, "bad_records", json_integer((json_int_t)st->bad_records));
-	json_object_set_new(s, "repairs", json_integer((json_int_t)st->repairs));
-	json_object_set_new(s, "repair_segs", json_integer((json_int_t)st->repair_segs));
-	json_object_set_new(s, "nacks", json_integer((json_int_t)st->nacks));
-	json_object_set_new(s, "repair_bad", json_integer((json_int_t)st->repair_bad));
-	json_object_set_new(s, "values_copied", json_integer((json_int_t)st->values_copied));
-	json_object_set_new(s, "mem", json_integer((json_int_t)t.mem));
-	json_object_set_new(s, "staged", json_integer((json_int_t)t.staged));
-	json_object_set_new(s, "staged_bytes", json_integer((json_int_t)t.staged_bytes));
-	json_object_set_new(s, "held", json_integer((json_int_t)t.held));
-	json_object_set_new(s, "segs_held", json_integer((json_int_t)st->segs_held));
-	json_object_set_new(s, "segs_copied", json_integer((json_int_t)st->segs_copied));
-	json_object_set_new(s, "discarded", d);
-	json_object_set_new(s, "discarded_bytes", json_integer((json_int_t)st->discarded_bytes));
-	json_object_set_new(s, "refused", r);
-	json_object_set_new(s, "budget_drops", json_integer((json_int_t)st->budget_drops));
-	json_object_set_new(s, "limits", json_pack("{s:I,s:I,s:I,s:I,s:f,s:I}",
-		"max_bytes", (json_int_t)b->max_bytes, "max_keys", (json_int_t)b->max_keys,
-		"reasm_bytes", (json_int_t)b->reasm_bytes,
-		"reasm_sender_bytes", (json_int_t)b->reasm_sender_bytes,
-		"reasm_timeout_s", b->reasm_timeout_ns / 1e9, "hold_max", (json_int_t)b->hold_max));
-	if (with_value_sum)
-		json_object_set_new(s, "value_sum", json_real(value_sum(app)));
-	return s;
+	psb_emit_tree(&e);
+	psb_emit_open(&e, NULL);
+	psb_metric_emit(&e, b, base, 1);
+	return psb_emit_done(&e);
 }
 
 /*
@@ -542,24 +348,33 @@ psb_report_write_json(struct psb_app *app, const char *path)
 	psb_report_totals(app, &tot);
 	json_object_set_new(root, "totals", psb_report_counters_json(&tot));
 	for (i = 0; i < app->nports; i++) {
+		struct psb_port_snap p;
+
+		psb_snap_port(app, i, &p);
 		psb_emit_tree(&e);
 		psb_emit_open(&e, NULL);
-		psb_report_port_emit(&e, app, i);
+		psb_snap_port_emit(&e, app, &p, 0);
 		json_array_append_new(ports, psb_emit_done(&e));
 	}
 	json_object_set_new(root, "ports", ports);
 	if (app->node_role == PSB_NODE_SERVER) {
-		json_t *st = psb_report_store_json(app, true);
+		struct psb_store_snap t;
+		json_t *st;
 
-		if (st != NULL)
+		psb_snap_store(app, &t);
+		st = psb_report_block_json(&psb_store_block, &t);
+		if (st != NULL) {
+			json_object_set_new(st, "value_sum", json_real(value_sum(app)));
 			json_object_set_new(st, "digest", store_digest_json(app));
+		}
 		json_object_set_new(root, "store", st);
 	}
 	if (app->host_sched) {
-		json_t *sc = psb_report_sched_json(app);
+		struct psb_sched_stats sc;
 
-		if (sc != NULL)
-			json_object_set_new(root, "scheduler", sc);
+		if (psb_snap_sched(app, &sc))
+			json_object_set_new(root, "scheduler",
+				psb_report_block_json(&psb_sched_block, &sc));
 	}
 	json_object_set_new(root, "process", json_pack("{s:I}", "rss_max_bytes",
 		(json_int_t)rss_max_bytes()));

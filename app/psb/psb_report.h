@@ -17,29 +17,18 @@ void psb_report_print(const struct psb_app *app, FILE *out);
 /* Written atomically (FILE.tmp + rename). 0 or -errno. */
 int psb_report_write_json(struct psb_app *app, const char *path);
 
-/*
- * One role instance's counters / the store summed over shards, as JSON objects. value_sum
- * (the sum of every stored float, for exact-sum checks) reads the whole store.
- */
+/* One role instance's counters as a JSON object; into the object open in e. */
 json_t *psb_report_counters_json(const struct psb_counters *c);
-/* The entries of psb_report_counters_json into the object open in e. */
 void psb_report_counters_emit(struct psb_emit *e, const struct psb_counters *c);
-json_t *psb_report_store_json(const struct psb_app *app, bool value_sum);
-/* The scheduler's registrations and barriers (NULL when this node hosts none). */
-json_t *psb_report_sched_json(const struct psb_app *app);
+struct psb_metric_block;
+/* The figures of the block at base as a JSON object. */
+json_t *psb_report_block_json(const struct psb_metric_block *b, const void *base);
 
 /*
  * The counters of every role instance added up: received packets and bytes are the rx
  * role's, sent ones the tx role's, every other counter is summed over all instances.
  */
 void psb_report_totals(const struct psb_app *app, struct psb_counters *tot);
-/* Help text of a role counter named as in psb_report_counters_emit, NULL if none. */
-const char *psb_report_counter_help(const char *name);
-/*
- * Port i (index into app->specs): DPDK statistics, what BYEs did to it, and on af_packet
- * ports the kernel's counts of its socket (read now), into the object open in e.
- */
-void psb_report_port_emit(struct psb_emit *e, struct psb_app *app, unsigned int i);
 /*
  * Port i's statistics over its whole life: a PMD's own counts can go back, as memif's
  * read 0 while no peer is connected (and a PMD may start again from 0 when one comes

@@ -9,6 +9,7 @@
 
 #include "psb.h"
 #include "psb_bench.h"
+#include "psb_counters.h"
 #include "psb_ctl.h"
 #include "psb_hist.h"
 #include "psb_kv.h"
@@ -230,68 +231,74 @@ serve_base(struct psb_app *app)
 }
 
 void
-psb_run_emit(struct psb_emit *e, struct psb_app *app, const char *key, int hists)
+psb_snap_exp(struct psb_app *app, struct psb_exp_snap *x)
 {
 	struct psb_run *r = &app->run;
 	uint64_t end = r->state == PSB_RUN_RUNNING ? psb_now_ns(app) : r->end_ns;
 
-	psb_emit_open(e, key);
-	psb_emit_int(e, "id", (int)r->id);
-	psb_emit_str(e, "name", r->id != 0 ? r->conf.name : "");
-	psb_emit_str(e, "kind", r->id != 0 ? psb_exp_kind_names[r->conf.kind] : "");
-	psb_emit_str(e, "state", state_names[r->state]);
-	psb_emit_real(e, "elapsed_s",
-		r->id != 0 && end > r->start_ns ? (end - r->start_ns) / 1e9 : 0.0);
-	if (r->id == 0) {
-		psb_emit_close(e);
+	x->id = r->id;
+	snprintf(x->name, sizeof(x->name), "%s", r->id != 0 ? r->conf.name : "");
+	x->kind = r->id != 0 ? psb_exp_kind_names[r->conf.kind] : "";
+	x->state = state_names[r->state];
+	x->elapsed_s = r->id != 0 && end > r->start_ns ? (end - r->start_ns) / 1e9 : 0.0;
+	snprintf(x->results, sizeof(x->results), "%s", r->results);
+	snprintf(x->error, sizeof(x->error), "%s", r->error);
+	x->has_pp = x->has_serve = 0;
+	if (r->id == 0)
 		return;
-	}
-	if (r->results[0] != '\0')
-		psb_emit_str(e, "results", r->results);
-	if (r->error[0] != '\0')
-		psb_emit_str(e, "error", r->error);
 	if (r->conf.kind == PSB_EXP_PUSHPULL && app->node_role == PSB_NODE_WORKER) {
-		/* 72 KB of stack, on threads with 8 MB: never the kernel's pages to map anew */
-		struct pp_sum sum, *s = &sum;
+		/* 72 KB: on the heap, never the kernel's stack pages to map anew */
+		struct pp_sum *s = malloc(sizeof(*s));
+		struct psb_pp_snap *pp = &x->pp;
 
+		if (s == NULL)
+			return;
 		s->each = NULL;
 		pp_collect(app, s);
-		psb_emit_open(e, "pushpull");
-		psb_emit_int(e, "iterations", (json_int_t)s->all.iterations);
-		psb_emit_int(e, "repeat", (json_int_t)s->repeat);
-		psb_emit_bool(e, "warming", s->warming != 0);
-		psb_emit_int(e, "requests", (json_int_t)s->all.ops);
-		psb_emit_real(e, "goodput_gbps", s->all.goodput_gbps);
-		psb_emit_real(e, "requests_per_s", s->all.ops_per_s);
-		psb_emit_real(e, "rtt_p50_us", psb_hist_percentile(&s->all.rtt, 50) / 1e3);
-		psb_emit_real(e, "rtt_p99_us", psb_hist_percentile(&s->all.rtt, 99) / 1e3);
-		psb_emit_real(e, "rtt_mean_us", psb_hist_mean(&s->all.rtt) / 1e3);
-		psb_emit_real(e, "staleness_mean", psb_hist_mean(&s->all.stale));
-		psb_emit_int(e, "staleness_p99", (json_int_t)psb_hist_percentile(&s->all.stale, 99));
-		psb_emit_int(e, "staleness_max", (json_int_t)s->all.stale.max);
-		psb_emit_int(e, "retries", (json_int_t)s->all.retries);
-		psb_emit_int(e, "failed", (json_int_t)s->all.failed);
-		psb_emit_int(e, "verify_errors", (json_int_t)s->all.verify_errors);
-		psb_emit_int(e, "workers", (int)s->nworkers);
-		psb_emit_int(e, "workers_done", (int)s->ndone);
-		if (hists) {
-			psb_bench_rtt_hist_emit(e, "rtt_hist_us", &s->all.rtt);
-			psb_bench_stale_hist_emit(e, "staleness_hist", &s->all.stale);
-		}
-		psb_emit_close(e);
-	} else if (r->conf.kind == PSB_EXP_SERVE && r->state != PSB_RUN_RUNNING) {
-		/* what the run did, as its results say: not what the store did since */
-		if (r->serve_final != NULL)
-			psb_emit_json(e, "serve", json_incref(r->serve_final));
+		pp->all = s->all;
+		pp->repeat = s->repeat;
+		pp->warming = s->warming != 0;
+		pp->workers = s->nworkers;
+		pp->workers_done = s->ndone;
+		pp->rtt_p50_us = psb_hist_percentile(&s->all.rtt, 50) / 1e3;
+		pp->rtt_p99_us = psb_hist_percentile(&s->all.rtt, 99) / 1e3;
+		pp->rtt_mean_us = psb_hist_mean(&s->all.rtt) / 1e3;
+		pp->staleness_mean = psb_hist_mean(&s->all.stale);
+		pp->staleness_p99 = psb_hist_percentile(&s->all.stale, 99);
+		pp->staleness_max = s->all.stale.max;
+		x->has_pp = 1;
+		free(s);
 	} else if (r->conf.kind == PSB_EXP_SERVE) {
-		json_t *rows = serve_rows(app, r->serve_base, (end - r->window_ns) / 1e9,
-			(end - r->start_ns) / 1e9);
+		/* done: what the run did, as its results say, not what the store did since */
+		json_t *rows = r->state != PSB_RUN_RUNNING ? NULL :
+			serve_rows(app, r->serve_base, (end - r->window_ns) / 1e9,
+				(end - r->start_ns) / 1e9);
+		const json_t *row = rows != NULL ? json_array_get(rows, json_array_size(rows) - 1) :
+			r->serve_final;
 
-		psb_emit_json(e, "serve", json_incref(json_array_get(rows,
-			json_array_size(rows) - 1)));
+		if (row != NULL) {
+			memset(&x->serve, 0, sizeof(x->serve));
+			psb_metric_read(&psb_serve_block, row, &x->serve);
+			snprintf(x->serve.shard, sizeof(x->serve.shard), "%s",
+				json_string_value(json_object_get(row, "shard")) ?: "");
+			x->has_serve = 1;
+		}
 		json_decref(rows);
 	}
-	psb_emit_close(e);
+}
+
+void
+psb_run_emit(struct psb_emit *e, struct psb_app *app, const char *key, int hists)
+{
+	struct psb_exp_snap *x = malloc(sizeof(*x));
+
+	if (x == NULL) {
+		e->oom = 1;
+		return;
+	}
+	psb_snap_exp(app, x);
+	psb_snap_exp_emit(e, x, key, hists);
+	free(x);
 }
 
 json_t *

@@ -817,75 +817,33 @@ static const char *const stale_le_names[] = {
 _Static_assert(ARRAY_LEN(rtt_le_ns) == ARRAY_LEN(rtt_le_us), "a label for every bound");
 _Static_assert(ARRAY_LEN(stale_le) == ARRAY_LEN(stale_le_names), "a label for every bound");
 
-/* An exported histogram: its bounds, their labels, and what its sum is divided by. */
-struct hist_bounds {
-	const uint64_t *le;
-	const char *const *names;
-	unsigned int n;
-	double div;
-};
-
-static const struct hist_bounds rtt_bounds = {
+const struct psb_metric_bounds psb_bench_rtt_bounds = {
 	rtt_le_ns, rtt_le_us, ARRAY_LEN(rtt_le_ns), 1000.0,
 };
-static const struct hist_bounds stale_bounds = {
+const struct psb_metric_bounds psb_bench_stale_bounds = {
 	stale_le, stale_le_names, ARRAY_LEN(stale_le), 1.0,
 };
 
-/* {"le": {bound: samples <= bound, ..., "+Inf": all}, "count": all, "sum": sum / div} */
-static void
-hist_le_emit(struct psb_emit *e, const char *key, const struct psb_hist *h,
-		const struct hist_bounds *b)
-{
-	uint64_t cum[32], total;
-	unsigned int i;
-
-	if (b->n > ARRAY_LEN(cum))
-		return;
-	total = psb_hist_cumulative(h, b->le, b->n, cum);
-	psb_emit_open(e, key);
-	psb_emit_open(e, "le");
-	for (i = 0; i < b->n; i++)
-		psb_emit_int(e, b->names[i], (json_int_t)cum[i]);
-	psb_emit_int(e, "+Inf", (json_int_t)total);
-	psb_emit_close(e);
-	psb_emit_int(e, "count", (json_int_t)total);
-	psb_emit_real(e, "sum", h->sum / b->div);
-	psb_emit_close(e);
-}
-
 static json_t *
-hist_le_json(const struct psb_hist *h, const struct hist_bounds *b)
+hist_le_json(const struct psb_hist *h, const struct psb_metric_bounds *b)
 {
 	struct psb_emit e;
 
 	psb_emit_tree(&e);
-	hist_le_emit(&e, NULL, h, b);
+	psb_metric_hist_emit(&e, NULL, h, b);
 	return psb_emit_done(&e);
-}
-
-void
-psb_bench_rtt_hist_emit(struct psb_emit *e, const char *key, const struct psb_hist *h)
-{
-	hist_le_emit(e, key, h, &rtt_bounds);
-}
-
-void
-psb_bench_stale_hist_emit(struct psb_emit *e, const char *key, const struct psb_hist *h)
-{
-	hist_le_emit(e, key, h, &stale_bounds);
 }
 
 json_t *
 psb_bench_rtt_hist_json(const struct psb_hist *h)
 {
-	return hist_le_json(h, &rtt_bounds);
+	return hist_le_json(h, &psb_bench_rtt_bounds);
 }
 
 json_t *
 psb_bench_stale_hist_json(const struct psb_hist *h)
 {
-	return hist_le_json(h, &stale_bounds);
+	return hist_le_json(h, &psb_bench_stale_bounds);
 }
 
 /* Round trips at fixed percentiles, [[percent, us], ...] from 0 (the fastest) to 100 (the

@@ -8,6 +8,7 @@
 #include <jansson.h>
 
 #include "psb_hist.h"
+#include "psb_metric.h"
 #include "psb_text.h"
 #include "psb_wk.h"
 
@@ -161,9 +162,9 @@ json_t *psb_bench_result_json(const struct psb_bench_result *r, const char *labe
  */
 json_t *psb_bench_rtt_hist_json(const struct psb_hist *h);
 json_t *psb_bench_stale_hist_json(const struct psb_hist *h);
-/* The same as the value of key, into an emitter (a tree or text). */
-void psb_bench_rtt_hist_emit(struct psb_emit *e, const char *key, const struct psb_hist *h);
-void psb_bench_stale_hist_emit(struct psb_emit *e, const char *key, const struct psb_hist *h);
+/* Their bounds, for psb_metric_hist_emit and the exports' descriptor tables. */
+extern const struct psb_metric_bounds psb_bench_rtt_bounds;
+extern const struct psb_metric_bounds psb_bench_stale_bounds;
 /*
  * JSON object of the result, with "state" ("done", "stopped", "failed") and, when not
  * NULL, "error" (why it failed); written to path atomically (path.tmp + rename). 0 or -errno.

@@ -49,6 +49,7 @@ done
 [ "$n" = "$N" ] || fail "psb took $n of the $N frames of the mix within 20 s"
 
 "$PSBCTL" -p "$PFX" --json counters >"$DIR/ctl.json" || fail "psbctl counters failed"
+"$PSBCTL" -p "$PFX" raw '{"cmd":"metrics"}' >"$DIR/metrics.json" || fail "psbctl metrics failed"
 tel "$PFX" /psb/counters,roles.rx0 /psb/counters,roles.tx0 /psb/counters,ports.0 \
 	>"$DIR/tel.out" || fail "dpdk-telemetry.py failed"
 curl -sf --max-time 5 "http://127.0.0.1:$PORT/metrics" >"$DIR/metrics.prom" ||
@@ -109,23 +110,30 @@ ok &= check("control socket", c["roles"]["rx0"], c["roles"]["tx0"], c["ports"]["
 t = [json.loads(l)["/psb/counters"] for l in open(d + "/tel.out").read().splitlines()]
 ok &= check("telemetry", t[0], t[1], t[2])
 
-# Prometheus: psb_role_NAME{role=,instance=,...[,reason=]} and psb_port_NAME{port=...}
+# Prometheus: psb_role_..{role=,instance=,...[,reason=]} and psb_port_..{port=...}, named
+# as the metrics command says
+names = {}
+for m in json.load(open(d + "/metrics.json"))["metrics"]:
+    sect, _, key = m["path"].partition(".")
+    if sect in ("roles", "ports") and m["prometheus"]:
+        names[m["prometheus"]] = key.partition(".")[2]
 prom = {"rx": {"drops": {}}, "tx": {"drops": {}}, "port": {}}
 for line in open(d + "/metrics.prom"):
-    m = re.match(r'(psb_role|psb_port)_(\w+)\{([^}]*)\} (\S+)$', line.strip())
-    if not m:
+    m = re.match(r'((psb_role|psb_port)_\w+)\{([^}]*)\} (\S+)$', line.strip())
+    if not m or m.group(1) not in names:
         continue
+    key = names[m.group(1)]
     labels = dict(re.findall(r'(\w+)="([^"]*)"', m.group(3)))
     v = int(float(m.group(4)))
-    if m.group(1) == "psb_port":
+    if m.group(2) == "psb_port":
         if labels.get("port") == "0":
-            prom["port"][m.group(2)] = v
+            prom["port"][key] = v
     elif labels.get("instance") == "0" and labels.get("role") in ("rx", "tx"):
         r = prom[labels["role"]]
-        if m.group(2) == "drops":
+        if key == "drops":
             r["drops"][labels["reason"]] = v
         else:
-            r[m.group(2)] = v
+            r[key] = v
 ok &= check("prometheus", prom["rx"], prom["tx"], prom["port"])
 
 # console: "counters roles.rx0:" then "  key value" lines, drops as drops.REASON

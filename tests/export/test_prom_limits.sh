@@ -30,11 +30,12 @@ wait $T1 || fail "trickling clients"
 wait $T2 || fail "silent clients"
 alive $DPID
 curl -sS --max-time 2 -o "$DIR/d.prom" "$URL" || fail "scrape after the hostile clients"
-$CHECK check "$DIR/d.prom" 'psb_control_prometheus_requests>10' \
-	'psb_control_prometheus_evicted>0' \
-	'psb_control_prometheus_refused=0' 'psb_control_socket_busy=0' || fail "counted limits"
-for t in 'psb_control_prometheus_timeouts counter' 'psb_control_tsc_hz gauge' \
-	'psb_control_socket_overflows counter' 'psb_control_throttled_passes counter'; do
+$CHECK check "$DIR/d.prom" 'psb_control_prometheus_requests_total>10' \
+	'psb_control_prometheus_evicted_total>0' \
+	'psb_control_prometheus_refused_total=0' 'psb_control_socket_busy_total=0' \
+	|| fail "counted limits"
+for t in 'psb_control_prometheus_timeouts_total counter' 'psb_control_tsc_hertz gauge' \
+	'psb_control_socket_overflows_total counter' 'psb_control_throttled_passes_total counter'; do
 	grep -qx "# TYPE $t" "$DIR/d.prom" || fail "no '# TYPE $t'"
 done
 echo "prom_limits: 10 honest scrapes answered among 28 hostile connections" \
@@ -64,8 +65,8 @@ code=$(curl -s -o /dev/null --max-time 5 -w '%{http_code}' \
 [ "$code" = 431 ] || fail "a 6 KB header: HTTP $code, expected 431"
 curl -sS --max-time 2 -o "$DIR/s.prom" "$URL" || fail "scrape after the refused ones"
 # the 408 and the 503 were psb's; the 431 and the two silent ones evict left behind were not
-$CHECK check "$DIR/s.prom" 'psb_control_prometheus_timeouts=1' \
-	'psb_control_prometheus_evicted=1' 'psb_control_prometheus_incomplete=3' ||
+$CHECK check "$DIR/s.prom" 'psb_control_prometheus_timeouts_total=1' \
+	'psb_control_prometheus_evicted_total=1' 'psb_control_prometheus_incomplete_total=3' ||
 	fail "counted in the small limits"
 stop_psb $SPID
 echo "prom_limits: ok"
