@@ -36,15 +36,19 @@ while [ $# -gt 0 ]; do
 done
 PSB=$BUILD/app/psb/psb
 PSBCTL=$BUILD/app/psbctl/psbctl
-SCRAPE=$BUILD/app/psb-scrape/psb-scrape
-for b in "$PSB" "$PSBCTL" "$SCRAPE"; do
+for b in "$PSB" "$PSBCTL"; do
 	[ -x "$b" ] || { echo "ctl.sh: $b not built (meson setup $BUILD && ninja -C $BUILD)" >&2; exit 1; }
 done
+# the scraper is this tree's, whichever psb $BUILD holds (provenance.sh)
+SCRAPE=$(bench_scraper ctl.sh)
 [ -n "$OUT" ] || OUT=results/ctl-$(date +%Y%m%d-%H%M%S)
 [ -e "$OUT/summary.json" ] && { echo "ctl.sh: $OUT already holds results" >&2; exit 2; }
 mkdir -p "$OUT/raw"
-bench_about "$BUILD" "server lcore 0, worker lcore 1, memif (psb on hugepages while free, as by default); psb-scrape unpinned" \
-	"$COMMAND" > "$OUT/ABOUT.txt"
+{
+	bench_about "$BUILD" "server lcore 0, worker lcore 1, memif (psb on hugepages while free, as by default); psb-scrape unpinned" \
+		"$COMMAND"
+	bench_scraper_about "$SCRAPE"
+} > "$OUT/ABOUT.txt"
 NAME=ctl.sh
 TAG=psbc
 . scripts/bench/pair.sh

@@ -1,8 +1,11 @@
 #!/usr/bin/env python3
 """Paired windows for scripts/bench/ctl.sh: does reading counters slow the data plane?
 
-  ctl_paired.py --pairs N --window S --scrape PSB_SCRAPE --ctl WORKER.ctl --ctl SERVER.ctl \
+  ctl_paired.py --pairs N --window S [--scrape PSB_SCRAPE] --ctl WORKER.ctl --ctl SERVER.ctl \
       [--hz 10] TARGET...
+
+PSB_SCRAPE is scripts/bench/scrape/'s program, by default this tree's build of it
+(build/scripts/bench/scrape/psb-scrape), whichever build of psb is measured.
 
 One experiment runs on the worker for the whole measurement. Windows of S seconds alternate
 without and with monitoring (order ABBA..., so a slow drift of the machine cancels out).
@@ -17,6 +20,7 @@ interval, the control plane's share of the lcore, and psb-scrape's own CPU time.
 """
 import argparse
 import json
+import os
 import random
 import socket
 import statistics
@@ -25,6 +29,9 @@ import sys
 import time
 
 OFF_PERIOD = "3600s"	# counters file "off": the next line in an hour
+# the scraper is tooling: this tree's build of it, not the build of psb under test
+SCRAPE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
+                      "build", "scripts", "bench", "scrape", "psb-scrape")
 
 
 class Ctl:
@@ -65,10 +72,12 @@ def main():
     ap.add_argument("--pairs", type=int, required=True)
     ap.add_argument("--window", type=float, required=True)
     ap.add_argument("--hz", type=int, default=10)
-    ap.add_argument("--scrape", required=True)
+    ap.add_argument("--scrape", default=os.path.normpath(SCRAPE))
     ap.add_argument("--ctl", action="append", required=True, help="worker first, then servers")
     ap.add_argument("targets", nargs="+")
     a = ap.parse_args()
+    if not os.access(a.scrape, os.X_OK):
+        raise SystemExit("ctl_paired: no psb-scrape at %s (ninja -C build, or --scrape PATH)" % a.scrape)
 
     ctls = [Ctl(p) for p in a.ctl]
     worker = ctls[0]

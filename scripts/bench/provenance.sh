@@ -55,6 +55,30 @@ bench_machine() {
 		"size_kb $(awk '/Hugepagesize/ {print $2}' /proc/meminfo)"
 }
 
+# bench_scraper NAME: the psb-scrape to use, printed. It is tooling, not the psb under test:
+# $PSB_SCRAPE if set, else this tree's build/scripts/bench/scrape/psb-scrape (brought up to
+# date first), whichever build $PSB_BUILD names: an older build of psb has none, or an old
+# one at app/psb-scrape/. Exits with a hint when there is none.
+bench_scraper() {
+	local s=${PSB_SCRAPE:-build/scripts/bench/scrape/psb-scrape}
+	if [ -z "${PSB_SCRAPE:-}" ] && [ -f build/build.ninja ]; then
+		ninja -C build scripts/bench/scrape/psb-scrape > /dev/null ||
+			{ echo "$1: cannot build psb-scrape (ninja -C build scripts/bench/scrape/psb-scrape)" >&2; exit 1; }
+	fi
+	[ -x "$s" ] || { echo "$1: no psb-scrape at $s (meson setup build && ninja -C build, or PSB_SCRAPE=PATH)" >&2; exit 1; }
+	echo "$s"
+}
+
+# bench_scraper_about SCRAPE: the ABOUT.txt line of the scraper a run used (its revision
+# may not be the psb's)
+bench_scraper_about() {
+	if [ -z "${PSB_SCRAPE:-}" ]; then
+		echo "scraper $1 revision $(bench_revision build)"
+	else
+		echo "scraper $1"
+	fi
+}
+
 # bench_about BUILD PINNING COMMAND: the ABOUT.txt of a run of BUILD's binaries
 bench_about() {
 	echo "revision $(bench_revision "$1")"

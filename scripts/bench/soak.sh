@@ -38,16 +38,18 @@ done
 	{ echo "soak.sh: --sample: seconds (got '$SAMPLE')" >&2; exit 2; }
 PSB=$BUILD/app/psb/psb
 PSBCTL=$BUILD/app/psbctl/psbctl
-SCRAPE=$BUILD/app/psb-scrape/psb-scrape
-for b in "$PSB" "$PSBCTL" "$SCRAPE"; do
+for b in "$PSB" "$PSBCTL"; do
 	[ -x "$b" ] || { echo "soak.sh: $b not built (meson setup $BUILD && ninja -C $BUILD)" >&2; exit 1; }
 done
+# the scraper is this tree's, whichever psb $BUILD holds (provenance.sh)
+SCRAPE=$(bench_scraper soak.sh)
 [ -n "$OUT" ] || OUT=results/soak-$(date +%Y%m%d-%H%M%S)
 [ -e "$OUT/summary.json" ] && { echo "soak.sh: $OUT already holds results" >&2; exit 2; }
 mkdir -p "$OUT/raw"
 {
 	bench_about "$BUILD" "server lcore 0, worker lcore 1; psb-scrape and the samplers unpinned" \
 		"$COMMAND"
+	bench_scraper_about "$SCRAPE"
 	echo "load memif, server lcore 0, worker lcore 1, --no-huge; $LEN B PUSH_PULL async, 40 keys," \
 		"--verify; psb-scrape 10 Hz of every export of both; counters files 10 Hz (16 MiB);" \
 		"worker reset_state" \

@@ -1,10 +1,11 @@
 #!/bin/bash
 # What serving counters costs psb, and psb-scrape reading them: psb counts the requests of
-# every export and the cycles they took (control.*); psb-scrape reads the control socket,
-# telemetry and Prometheus over connections it keeps (Prometheus included: keep-alive),
-# pauses and reports on stdin commands, and names bad targets. Polling lcores yield by
-# default (--yield) and not with --yield 0. A shorter counters period set live applies at
-# once.
+# every export and the cycles they took (control.*); psb-scrape (scripts/bench/scrape)
+# reads the control socket, telemetry and Prometheus over connections it keeps (Prometheus
+# included: libcurl's keep-alive), takes every reply psb gives as good (parsed, not
+# matched), pauses and reports on stdin commands, and names bad targets. Polling lcores
+# yield by default (--yield) and not with --yield 0. A shorter counters period set live
+# applies at once.
 source "$(dirname "$0")/common.sh" "$1"
 PSBCTL=$2
 SCRAPE=$3

@@ -1,47 +1,65 @@
-/* psb-scrape: reads psb's counter exports at a fixed rate, to measure what monitoring costs. */
-#include <arpa/inet.h>
-#include <ctype.h>
+/*
+ * psb-scrape: reads psb's counter exports at a fixed rate, to measure what monitoring costs.
+ * HTTP is libcurl's (one easy handle per target, kept with its connection between rounds);
+ * every reply is parsed (jansson for JSON) to tell a good one, and the report is made by
+ * jansson too.
+ */
 #include <errno.h>
 #include <getopt.h>
-#include <inttypes.h>
-#include <netinet/in.h>
+#include <math.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 
+#include <curl/curl.h>
+#include <jansson.h>
+
 #include "psb_cli.h"
 
 #define NS_PER_S	1000000000ull
 #define REQ_TIMEOUT_NS	(2 * NS_PER_S)
 #define MAX_REPLY	(64u << 20)	/* a counter export this large is not psb's */
-#define MAX_HEADER	(64u << 10)
 #define TEL_MIN_BUF	(256u << 10)	/* above DPDK 22.11's 16 KB: a newer one may send more */
 #define MIN_ROOM	4096
+#define EXCERPT		80		/* bytes of a bad reply quoted in its error */
 
 enum kind { K_CTL, K_TEL, K_HTTP };
+
+/* What is known of a Prometheus page as it comes in, without keeping it. */
+struct prom_page {
+	uint64_t len;
+	int sol;			/* bytes of "# TYPE " matched at a line's start, or -1 */
+	bool typed;			/* a "# TYPE" line came */
+	char last;			/* its last byte so far */
+};
 
 struct target {
 	enum kind kind;
 	const char *spec;		/* as given, to name the target in errors */
-	struct sockaddr_storage addr;
-	socklen_t addrlen;
-	char req[128];
+	int tried;			/* connected (or tried) before: the next is a reconnect */
+	/* ctl:, tel: a unix socket of psb's or DPDK's own protocol */
+	struct sockaddr_un addr;
+	char *req;
 	size_t reqlen;
 	int fd;
-	int tried;			/* connected (or tried) before: the next is a reconnect */
-	int reused;			/* the connection has carried a reply already */
 	char *buf;
 	size_t len, cap;
+	/* http: a libcurl handle kept between rounds, and with it its kept-alive connection */
+	char url[96];
+	CURL *curl;
+	char curl_err[CURL_ERROR_SIZE];
+	bool oversize;
+	struct prom_page page;
 };
 
 struct totals {
@@ -53,6 +71,7 @@ static sigset_t g_waitmask;	/* SIGINT and SIGTERM are taken only while waiting, 
 static struct totals g_tot;
 static char g_why[256];		/* why the current request failed */
 static char g_last_error[320];
+static struct curl_slist *g_http_headers;
 
 static void
 usage(FILE *out)
@@ -124,6 +143,21 @@ wait_why(int rc, const char *what)
 	return why(rc, "%s: %s", what, strerror(-rc));
 }
 
+/* A reply that is not what was asked for: why, with its first bytes. */
+static int
+bad_reply(const char *what, const char *buf, size_t n)
+{
+	return why(-EPROTO, "%s: %.*s", what, (int)(n < EXCERPT ? n : EXCERPT), buf);
+}
+
+/* A reply jansson could not parse: where and why, with its first bytes. */
+static int
+not_json(const json_error_t *err, const char *buf, size_t n)
+{
+	return why(-EPROTO, "reply not JSON (%s at byte %d): %.*s", err->text, err->position,
+		   (int)(n < EXCERPT ? n : EXCERPT), buf);
+}
+
 static struct timespec
 ts_of(uint64_t ns)
 {
@@ -169,7 +203,7 @@ reserve(struct target *t, size_t room)
 		return 0;
 	while (cap - t->len < room)
 		cap *= 2;
-	if (cap > MAX_REPLY + MAX_HEADER)
+	if (cap > MAX_REPLY + MIN_ROOM)
 		return why(-EMSGSIZE, "reply larger than %u MiB", MAX_REPLY >> 20);
 	b = realloc(t->buf, cap);
 	if (b == NULL)
@@ -245,6 +279,11 @@ send_all(struct target *t, uint64_t deadline)
 static void
 conn_close(struct target *t)
 {
+	if (t->curl != NULL) {
+		/* its connection goes with it: the next request opens a new one */
+		curl_easy_cleanup(t->curl);
+		t->curl = NULL;
+	}
 	if (t->fd >= 0)
 		close(t->fd);
 	t->fd = -1;
@@ -255,28 +294,32 @@ conn_close(struct target *t)
 static int
 tel_hello(struct target *t, uint64_t deadline)
 {
-	static const char key[] = "\"max_output_len\":";
 	size_t room = TEL_MIN_BUF;
-	const char *p;
+	json_error_t err;
+	json_t *hello, *max;
 	ssize_t n;
 	int rc;
 
 	rc = reserve(t, room);
 	if (rc < 0)
 		return rc;
-	n = recv_wait(t, t->buf, t->cap - 1, 0, deadline, "hello");
+	n = recv_wait(t, t->buf, t->cap, 0, deadline, "hello");
 	if (n < 0)
 		return (int)n;
 	if (n == 0)
 		return why(-ECONNRESET, "closed before its hello (too many clients?)");
-	t->buf[n] = '\0';
-	p = strstr(t->buf, key);
-	if (p != NULL) {
-		unsigned long long v = strtoull(p + sizeof(key) - 1, NULL, 10);
-
-		if (v >= room && v < MAX_REPLY)
-			room = (size_t)v + 1;
+	hello = json_loadb(t->buf, (size_t)n, 0, &err);
+	if (hello == NULL)
+		return not_json(&err, t->buf, (size_t)n);
+	if (!json_is_object(hello)) {
+		json_decref(hello);
+		return bad_reply("not a telemetry hello", t->buf, (size_t)n);
 	}
+	max = json_object_get(hello, "max_output_len");
+	if (json_is_integer(max) && json_integer_value(max) >= (json_int_t)room &&
+	    json_integer_value(max) < (json_int_t)MAX_REPLY)
+		room = (size_t)json_integer_value(max) + 1;
+	json_decref(hello);
 	return reserve(t, room);
 }
 
@@ -290,10 +333,10 @@ conn_open(struct target *t, uint64_t deadline)
 	if (t->tried)
 		g_tot.reconnects++;
 	t->tried = 1;
-	fd = socket(t->addr.ss_family, type | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	fd = socket(AF_UNIX, type | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return why(-errno, "socket: %s", strerror(errno));
-	if (connect(fd, (struct sockaddr *)&t->addr, t->addrlen) != 0) {
+	if (connect(fd, (struct sockaddr *)&t->addr, sizeof(t->addr)) != 0) {
 		if (errno != EINPROGRESS) {
 			rc = -errno;
 			close(fd);
@@ -311,7 +354,6 @@ conn_open(struct target *t, uint64_t deadline)
 	}
 	t->fd = fd;
 	t->len = 0;
-	t->reused = 0;
 	if (t->kind == K_TEL) {
 		rc = tel_hello(t, deadline);
 		if (rc < 0) {
@@ -322,11 +364,40 @@ conn_open(struct target *t, uint64_t deadline)
 	return 0;
 }
 
-/* psb's ok() adds "ok" after the command's own members, so a good reply ends with it. */
+/*
+ * Counters may be unsigned 64-bit: read as reals, so that one past INT64_MAX is a number
+ * and not a parse error (only the reply's shape matters here).
+ */
+#define COUNTERS_JSON	JSON_DECODE_INT_AS_REAL
+
+/* psb answers {"counters":{...},"ok":true}, or {"error":{"code":...,"message":...}}. */
+static int
+ctl_reply(const char *buf, size_t n)
+{
+	json_t *r, *e;
+	json_error_t err;
+	int rc;
+
+	r = json_loadb(buf, n, COUNTERS_JSON, &err);
+	if (r == NULL)
+		return not_json(&err, buf, n);
+	e = json_object_get(r, "error");
+	if (json_is_true(json_object_get(r, "ok")) &&
+	    json_is_object(json_object_get(r, "counters")))
+		rc = 0;
+	else if (json_is_object(e))
+		rc = why(-EPROTO, "psb refused: %s: %s",
+			 json_string_value(json_object_get(e, "code")) ?: "?",
+			 json_string_value(json_object_get(e, "message")) ?: "");
+	else
+		rc = bad_reply("not a counters reply", buf, n);
+	json_decref(r);
+	return rc;
+}
+
 static int
 req_ctl(struct target *t, uint64_t deadline, uint64_t *bytes)
 {
-	static const char head[] = "{\"counters\":", tail[] = ",\"ok\":true}";
 	size_t scanned = 0, n;
 	char *nl = NULL;
 	int rc;
@@ -348,21 +419,22 @@ req_ctl(struct target *t, uint64_t deadline, uint64_t *bytes)
 			return rc;
 	}
 	n = (size_t)(nl - t->buf);
-	if (n < sizeof(head) - 1 + sizeof(tail) - 1 ||
-	    memcmp(t->buf, head, sizeof(head) - 1) != 0 ||
-	    memcmp(nl - (sizeof(tail) - 1), tail, sizeof(tail) - 1) != 0)
-		return why(-EPROTO, "not a counters reply: %.*s", (int)(n < 80 ? n : 80), t->buf);
+	rc = ctl_reply(t->buf, n);
+	if (rc < 0)
+		return rc;
 	*bytes = n + 1;
 	t->len = 0;
 	return 0;
 }
 
+/* DPDK answers {"/psb/counters":{...}}; null in place of the object when it has no such
+ * command (not psb). */
 static int
 req_tel(struct target *t, uint64_t deadline, uint64_t *bytes)
 {
-	/* null, not an object, when the process has no /psb/counters: not psb */
-	static const char head[] = "{\"/psb/counters\":{";
+	json_error_t err;
 	ssize_t n;
+	json_t *r;
 	int rc;
 
 	rc = send_all(t, deadline);
@@ -376,260 +448,195 @@ req_tel(struct target *t, uint64_t deadline, uint64_t *bytes)
 		return why(-ECONNRESET, "closed before the reply");
 	if ((size_t)n > t->cap)
 		return why(-EMSGSIZE, "reply of %zd bytes does not fit in %zu", n, t->cap);
-	if ((size_t)n < sizeof(head) - 1 || memcmp(t->buf, head, sizeof(head) - 1) != 0)
-		return why(-EPROTO, "not a /psb/counters reply: %.*s", (int)(n < 80 ? n : 80),
-			   t->buf);
+	r = json_loadb(t->buf, (size_t)n, COUNTERS_JSON, &err);
+	if (r == NULL)
+		return not_json(&err, t->buf, (size_t)n);
+	rc = json_is_object(json_object_get(r, t->req)) ? 0 :
+		bad_reply("not a /psb/counters reply", t->buf, (size_t)n);
+	json_decref(r);
+	if (rc < 0)
+		return rc;
 	*bytes = (uint64_t)n;
 	return 0;
 }
 
-/* Offset of the next CRLF at or after from, reading more as needed; negative errno if none. */
-static long
-http_line(struct target *t, size_t from, uint64_t deadline)
+/*
+ * A Prometheus text page, checked as it comes: complete, it ends with a newline and has
+ * at least one "# TYPE" line. Once one came, only the page's last byte is looked at.
+ */
+static void
+prom_feed(struct prom_page *pg, const char *b, size_t n)
 {
-	const char *p;
-	int rc;
+	static const char type[] = "# TYPE ";
+	const char *end = b + n, *nl;
 
-	for (;;) {
-		if (t->len >= from + 2) {
-			p = memmem(t->buf + from, t->len - from, "\r\n", 2);
-			if (p != NULL)
-				return p - t->buf;
+	if (n == 0)
+		return;
+	pg->len += n;
+	pg->last = end[-1];
+	while (!pg->typed && b < end) {
+		if (pg->sol >= 0) {
+			while (b < end && pg->sol < (int)sizeof(type) - 1 && *b == type[pg->sol]) {
+				b++;
+				pg->sol++;
+			}
+			if (pg->sol == (int)sizeof(type) - 1)
+				pg->typed = true;
+			else if (b < end)
+				pg->sol = -1;	/* another line: on to its end (b may be it) */
+			continue;
 		}
-		if (t->len - from > MAX_HEADER)
-			return why(-EPROTO, "line longer than %u KiB", MAX_HEADER >> 10);
-		rc = fill(t, deadline);
-		if (rc == 0)
-			return why(-EPROTO, "closed in the middle of the body");
-		if (rc < 0)
-			return rc;
-	}
-}
-
-static int
-http_need(struct target *t, size_t want, uint64_t deadline)
-{
-	int rc;
-
-	while (t->len < want) {
-		rc = fill(t, deadline);
-		if (rc == 0)
-			return why(-EPROTO, "closed in the middle of the body");
-		if (rc < 0)
-			return rc;
-	}
-	return 0;
-}
-
-/* Decodes a chunked body in place from off; its length is left in *blen. */
-static int
-http_chunked(struct target *t, size_t off, size_t *blen, uint64_t deadline)
-{
-	size_t rd = off, wr = off, size;
-	long nl;
-	int rc;
-
-	for (;;) {
-		nl = http_line(t, rd, deadline);
-		if (nl < 0)
-			return (int)nl;
-		size = 0;
-		if (!isxdigit((unsigned char)t->buf[rd]))
-			return why(-EPROTO, "bad chunk size");
-		for (; rd < (size_t)nl; rd++) {
-			int c = t->buf[rd], d;
-
-			if (c >= '0' && c <= '9')
-				d = c - '0';
-			else if (c >= 'a' && c <= 'f')
-				d = c - 'a' + 10;
-			else if (c >= 'A' && c <= 'F')
-				d = c - 'A' + 10;
-			else if (c == ';' || c == ' ' || c == '\t')
-				break;	/* chunk extensions: nothing psb would send */
-			else
-				return why(-EPROTO, "bad chunk size");
-			size = size * 16 + (size_t)d;
-			if (size > MAX_REPLY)
-				return why(-EMSGSIZE, "reply larger than %u MiB", MAX_REPLY >> 20);
-		}
-		rd = (size_t)nl + 2;
-		if (size == 0)
+		nl = memchr(b, '\n', (size_t)(end - b));
+		if (nl == NULL)
 			break;
-		if (wr - off + size > MAX_REPLY)
-			return why(-EMSGSIZE, "reply larger than %u MiB", MAX_REPLY >> 20);
-		rc = http_need(t, rd + size + 2, deadline);
-		if (rc < 0)
-			return rc;
-		if (t->buf[rd + size] != '\r' || t->buf[rd + size + 1] != '\n')
-			return why(-EPROTO, "chunk not followed by CRLF");
-		memmove(t->buf + wr, t->buf + rd, size);
-		wr += size;
-		rd += size + 2;
+		b = nl + 1;
+		pg->sol = 0;
 	}
-	/* trailer fields up to an empty line */
-	for (;;) {
-		nl = http_line(t, rd, deadline);
-		if (nl < 0)
-			return (int)nl;
-		if ((size_t)nl == rd)
-			break;
-		rd = (size_t)nl + 2;
-	}
-	*blen = wr - off;
-	return 0;
 }
 
-/* The value of header line [p, end) if its name is name, NUL-terminated in val; else NULL. */
-static const char *
-http_header(const char *p, const char *end, const char *name, char *val, size_t vlen)
+static size_t
+http_body(char *p, size_t size, size_t nmemb, void *arg)
 {
-	size_t nlen = strlen(name), n;
+	struct target *t = arg;
+	size_t n = size * nmemb;
 
-	if ((size_t)(end - p) <= nlen || strncasecmp(p, name, nlen) != 0 || p[nlen] != ':')
-		return NULL;
-	p += nlen + 1;
-	while (p < end && (*p == ' ' || *p == '\t'))
-		p++;
-	n = (size_t)(end - p) < vlen - 1 ? (size_t)(end - p) : vlen - 1;
-	memcpy(val, p, n);
-	val[n] = '\0';
-	return val;
+	if (t->page.len + n > MAX_REPLY) {
+		t->oversize = true;
+		return 0;	/* curl ends the transfer with CURLE_WRITE_ERROR */
+	}
+	prom_feed(&t->page, p, n);
+	return n;
 }
+
+/* Every connection libcurl opens (or tries): after a target's first, a reconnect. */
+static curl_socket_t
+http_socket(void *arg, curlsocktype purpose, struct curl_sockaddr *a)
+{
+	struct target *t = arg;
+
+	if (t->tried)
+		g_tot.reconnects++;
+	t->tried = 1;
+	return socket(a->family, a->socktype | SOCK_CLOEXEC, a->protocol);
+}
+
+/* Called all along a transfer: a signal that ends the run ends it too. */
+static int
+http_progress(void *arg, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ultotal,
+	      curl_off_t ulnow)
+{
+	return g_stop != 0;
+}
+
+#define SETOPT(c, opt, val)	(curl_easy_setopt((c), (opt), (val)) != CURLE_OK ? #opt : NULL)
 
 /*
- * One GET on the open connection. *stale: it failed before any of the reply came on a
- * connection that had served before, which is how a server's closing an idle one shows.
+ * The target's handle. Its connection is kept alive and reused for as long as the server
+ * keeps it: one found closed when a request would reuse it is replaced by libcurl within
+ * that request (the retry once on a new one). GET /metrics HTTP/1.1 with only Host, as
+ * before libcurl; no proxy whatever the environment says.
  */
 static int
-http_once(struct target *t, uint64_t deadline, uint64_t *bytes, int *stale)
+http_open(struct target *t)
 {
-	size_t scanned = 0, hlen, blen = 0, clen = 0;
-	int rc, status, keep, chunked = 0, has_len = 0;
-	const char *end = NULL, *p, *eol;
-	char val[128];
+	const char *bad = NULL;
+	CURL *c;
 
-	*stale = 0;
-	t->len = 0;
-	rc = send_all(t, deadline);
-	if (rc < 0) {
-		*stale = t->reused && (rc == -EPIPE || rc == -ECONNRESET);
-		return rc;
+	c = curl_easy_init();
+	if (c == NULL)
+		return why(-ENOMEM, "curl_easy_init failed");
+	bad = bad ?: SETOPT(c, CURLOPT_URL, t->url);
+	bad = bad ?: SETOPT(c, CURLOPT_PROXY, "");
+	bad = bad ?: SETOPT(c, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_1_1);
+	bad = bad ?: SETOPT(c, CURLOPT_HTTPHEADER, g_http_headers);
+	bad = bad ?: SETOPT(c, CURLOPT_IPRESOLVE, (long)CURL_IPRESOLVE_V4);
+	bad = bad ?: SETOPT(c, CURLOPT_TIMEOUT_MS, (long)(REQ_TIMEOUT_NS / 1000000));
+	bad = bad ?: SETOPT(c, CURLOPT_NOSIGNAL, 1L);
+	/* kept as long as the server keeps it, not curl's default 118 s of idleness */
+	bad = bad ?: SETOPT(c, CURLOPT_MAXAGE_CONN, 365L * 86400);
+	bad = bad ?: SETOPT(c, CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)MAX_REPLY);
+	bad = bad ?: SETOPT(c, CURLOPT_WRITEFUNCTION, http_body);
+	bad = bad ?: SETOPT(c, CURLOPT_WRITEDATA, t);
+	bad = bad ?: SETOPT(c, CURLOPT_OPENSOCKETFUNCTION, http_socket);
+	bad = bad ?: SETOPT(c, CURLOPT_OPENSOCKETDATA, t);
+	bad = bad ?: SETOPT(c, CURLOPT_XFERINFOFUNCTION, http_progress);
+	bad = bad ?: SETOPT(c, CURLOPT_NOPROGRESS, 0L);
+	bad = bad ?: SETOPT(c, CURLOPT_ERRORBUFFER, t->curl_err);
+	if (bad != NULL) {
+		curl_easy_cleanup(c);
+		return why(-EINVAL, "libcurl %s refused %s",
+			   curl_version_info(CURLVERSION_NOW)->version, bad);
 	}
-	for (;;) {
-		if (t->len >= 4) {
-			end = memmem(t->buf + scanned, t->len - scanned, "\r\n\r\n", 4);
-			if (end != NULL)
-				break;
-			scanned = t->len - 3;
-		}
-		if (t->len > MAX_HEADER)
-			return why(-EPROTO, "headers longer than %u KiB", MAX_HEADER >> 10);
-		rc = fill(t, deadline);
-		if (rc == 0 || rc == -ECONNRESET) {
-			*stale = t->reused && t->len == 0;
-			return why(-ECONNRESET, "closed before the reply");
-		}
-		if (rc < 0)
-			return rc;
-	}
-	hlen = (size_t)(end - t->buf) + 4;
-	p = t->buf;
-	eol = memmem(p, hlen, "\r\n", 2);
-	if (eol - p < 12 || memcmp(p, "HTTP/1.", 7) != 0 || p[8] != ' ' ||
-	    !isdigit((unsigned char)p[9]) || !isdigit((unsigned char)p[10]) ||
-	    !isdigit((unsigned char)p[11]))
-		return why(-EPROTO, "not an HTTP/1 response: %.*s",
-			   (int)(eol - p < 40 ? eol - p : 40), p);
-	status = (p[9] - '0') * 100 + (p[10] - '0') * 10 + (p[11] - '0');
-	if (status != 200)
-		return why(-EPROTO, "HTTP status %d", status);
-	keep = p[7] == '1';
-	while (eol != NULL && eol < end) {
-		p = eol + 2;
-		eol = memmem(p, (size_t)(end + 2 - p), "\r\n", 2);
-		if (http_header(p, eol, "content-length", val, sizeof(val)) != NULL) {
-			char *e;
-
-			errno = 0;
-			clen = strtoull(val, &e, 10);
-			if (val[0] < '0' || val[0] > '9' || *e != '\0' || errno != 0)
-				return why(-EPROTO, "bad Content-Length '%s'", val);
-			has_len = 1;
-		} else if (http_header(p, eol, "transfer-encoding", val, sizeof(val)) != NULL) {
-			chunked = strcasestr(val, "chunked") != NULL;
-		} else if (http_header(p, eol, "connection", val, sizeof(val)) != NULL) {
-			if (strcasestr(val, "close") != NULL)
-				keep = 0;
-			else if (strcasestr(val, "keep-alive") != NULL)
-				keep = 1;
-		}
-	}
-	if (chunked) {
-		rc = http_chunked(t, hlen, &blen, deadline);
-		if (rc < 0)
-			return rc;
-	} else if (has_len) {
-		if (clen > MAX_REPLY)
-			return why(-EMSGSIZE, "reply larger than %u MiB", MAX_REPLY >> 20);
-		rc = http_need(t, hlen + clen, deadline);
-		if (rc < 0)
-			return rc;
-		blen = clen;
-	} else {
-		/* no length: the body is all until the server closes */
-		while ((rc = fill(t, deadline)) > 0)
-			;
-		if (rc < 0)
-			return rc;
-		blen = t->len - hlen;
-		keep = 0;
-	}
-	if (memmem(t->buf + hlen, blen, "psb_node_info", 13) == NULL)
-		return why(-EPROTO, "no psb_node_info in %zu bytes of metrics", blen);
-	*bytes = blen;
-	t->len = 0;
-	t->reused = 1;
-	if (!keep)
-		conn_close(t);
+	t->curl = c;
 	return 0;
 }
 
 static int
-req_http(struct target *t, uint64_t deadline, uint64_t *bytes)
+req_http(struct target *t, uint64_t *bytes)
 {
-	int rc, stale;
+	sigset_t blocked;
+	CURLcode res;
+	long status = 0;
+	size_t n;
+	int rc;
 
-	rc = http_once(t, deadline, bytes, &stale);
-	if (rc == 0 || !stale)
-		return rc;
-	conn_close(t);
-	deadline = now_ns() + REQ_TIMEOUT_NS;
-	rc = conn_open(t, deadline);
-	if (rc < 0)
-		return rc;
-	return http_once(t, deadline, bytes, &stale);
+	if (t->curl == NULL) {
+		rc = http_open(t);
+		if (rc < 0)
+			return rc;
+	}
+	memset(&t->page, 0, sizeof(t->page));
+	t->oversize = false;
+	t->curl_err[0] = '\0';
+	/*
+	 * SIGINT and SIGTERM are taken during the transfer: libcurl's poll() ends at one and
+	 * http_progress() aborts. One that lands between the check of g_stop and that poll()
+	 * waits for the reply, 2 s at most.
+	 */
+	sigprocmask(SIG_SETMASK, &g_waitmask, &blocked);
+	res = g_stop ? CURLE_ABORTED_BY_CALLBACK : curl_easy_perform(t->curl);
+	sigprocmask(SIG_SETMASK, &blocked, NULL);
+	if (res == CURLE_ABORTED_BY_CALLBACK && g_stop)
+		return why(-EINTR, "interrupted");
+	if ((res == CURLE_WRITE_ERROR && t->oversize) || res == CURLE_FILESIZE_EXCEEDED)
+		return why(-EMSGSIZE, "reply larger than %u MiB", MAX_REPLY >> 20);
+	if (res != CURLE_OK) {
+		n = strlen(t->curl_err);
+		while (n > 0 && t->curl_err[n - 1] == '\n')
+			t->curl_err[--n] = '\0';
+		return why(res == CURLE_OPERATION_TIMEDOUT ? -ETIMEDOUT : -EIO, "%s",
+			   n > 0 ? t->curl_err : curl_easy_strerror(res));
+	}
+	curl_easy_getinfo(t->curl, CURLINFO_RESPONSE_CODE, &status);
+	if (status != 200)
+		return why(-EPROTO, "HTTP status %ld", status);
+	if (t->page.len == 0 || t->page.last != '\n')
+		return why(-EPROTO, "metrics page of %llu bytes not ended by a newline",
+			   (unsigned long long)t->page.len);
+	if (!t->page.typed)
+		return why(-EPROTO, "no \"# TYPE\" line in %llu bytes of metrics",
+			   (unsigned long long)t->page.len);
+	*bytes = t->page.len;
+	return 0;
 }
 
 static int
 request(struct target *t, uint64_t *bytes)
 {
-	uint64_t deadline = now_ns() + REQ_TIMEOUT_NS;
+	uint64_t deadline;
 	int rc;
 
+	if (t->kind == K_HTTP)
+		return req_http(t, bytes);	/* libcurl keeps the time, 2 s too */
+	deadline = now_ns() + REQ_TIMEOUT_NS;
 	if (t->fd < 0) {
 		rc = conn_open(t, deadline);
 		if (rc < 0)
 			return rc;
 	}
-	switch (t->kind) {
-	case K_CTL:
+	if (t->kind == K_CTL)
 		return req_ctl(t, deadline, bytes);
-	case K_TEL:
-		return req_tel(t, deadline, bytes);
-	default:
-		return req_http(t, deadline, bytes);
-	}
+	return req_tel(t, deadline, bytes);
 }
 
 static void
@@ -658,57 +665,67 @@ scrape_round(struct target *ts, int nt)
 	g_tot.rounds++;
 }
 
-static void
-json_escape(const char *s, char *out, size_t len)
+/* s as a JSON string; a byte that is not UTF-8 (a path's, or one cut short) becomes '?'. */
+static json_t *
+json_text(const char *s)
 {
-	size_t o = 0;
+	json_t *j = json_string(s);
+	char *c, *p;
 
-	for (; *s != '\0' && o + 7 < len; s++) {
-		unsigned char c = (unsigned char)*s;
+	if (j != NULL)
+		return j;
+	c = strdup(s);
+	if (c == NULL)
+		return json_string("");
+	for (p = c; *p != '\0'; p++)
+		if ((unsigned char)*p >= 0x80)
+			*p = '?';
+	j = json_string(c);
+	free(c);
+	return j;
+}
 
-		if (c == '"' || c == '\\') {
-			out[o++] = '\\';
-			out[o++] = (char)c;
-		} else if (c < 0x20 || c == 0x7f) {
-			o += (size_t)snprintf(out + o, len - o, "\\u%04x", c);
-		} else {
-			out[o++] = (char)c;
-		}
-	}
-	out[o] = '\0';
+/* Seconds to the microsecond, as the report has always given them. */
+static double
+us(double s)
+{
+	return round(s * 1e6) / 1e6;
 }
 
 static void
 report(uint64_t start)
 {
-	char esc[sizeof(g_last_error) * 6 + 1];
 	struct rusage ru;
 	double cpu;
+	json_t *r;
 
 	getrusage(RUSAGE_SELF, &ru);
 	cpu = (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
 	      (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
-	json_escape(g_last_error, esc, sizeof(esc));
-	printf("{\"rounds\":%" PRIu64 ",\"replies\":%" PRIu64 ",\"bytes\":%" PRIu64
-	       ",\"errors\":%" PRIu64 ",\"reconnects\":%" PRIu64 ",\"cpu_s\":%.6f,\"wall_s\":%.6f"
-	       ",\"last_error\":\"%s\"}\n", g_tot.rounds, g_tot.replies, g_tot.bytes, g_tot.errors,
-	       g_tot.reconnects, cpu, (double)(now_ns() - start) / 1e9, esc);
+	r = json_pack("{s:I,s:I,s:I,s:I,s:I,s:f,s:f,s:o}",
+		      "rounds", (json_int_t)g_tot.rounds, "replies", (json_int_t)g_tot.replies,
+		      "bytes", (json_int_t)g_tot.bytes, "errors", (json_int_t)g_tot.errors,
+		      "reconnects", (json_int_t)g_tot.reconnects, "cpu_s", us(cpu),
+		      "wall_s", us((double)(now_ns() - start) / 1e9),
+		      "last_error", json_text(g_last_error));
+	/* 15 digits: a value to the microsecond prints as it is (0.0123, not 0.01229999...) */
+	if (r == NULL || json_dumpf(r, stdout, JSON_COMPACT | JSON_REAL_PRECISION(15)) != 0)
+		psb_die("cannot write the report");
+	json_decref(r);
+	putchar('\n');
 	fflush(stdout);
 }
 
 static void
 parse_unix(struct target *t, const char *path)
 {
-	struct sockaddr_un *un = (struct sockaddr_un *)&t->addr;
-
 	if (path[0] == '\0')
 		psb_die("%s: expected a socket path after the scheme", t->spec);
-	if (strlen(path) >= sizeof(un->sun_path))
+	if (strlen(path) >= sizeof(t->addr.sun_path))
 		psb_die("%s: path longer than %zu bytes, the most a unix socket address holds",
-			t->spec, sizeof(un->sun_path) - 1);
-	un->sun_family = AF_UNIX;
-	strcpy(un->sun_path, path);
-	t->addrlen = sizeof(*un);
+			t->spec, sizeof(t->addr.sun_path) - 1);
+	t->addr.sun_family = AF_UNIX;
+	strcpy(t->addr.sun_path, path);
 }
 
 static void
@@ -718,34 +735,40 @@ parse_target(struct target *t, const char *spec)
 	t->fd = -1;
 	t->spec = spec;
 	if (strncmp(spec, "ctl:", 4) == 0) {
+		json_t *req = json_pack("{s:s}", "cmd", "counters");
+		char *line = req != NULL ? json_dumps(req, JSON_COMPACT) : NULL;
+
 		t->kind = K_CTL;
 		parse_unix(t, spec + 4);
-		t->reqlen = (size_t)snprintf(t->req, sizeof(t->req), "{\"cmd\":\"counters\"}\n");
+		/* one request a line */
+		if (line == NULL || asprintf(&t->req, "%s\n", line) < 0)
+			psb_die("out of memory");
+		free(line);
+		json_decref(req);
 	} else if (strncmp(spec, "tel:", 4) == 0) {
 		t->kind = K_TEL;
 		parse_unix(t, spec + 4);
-		t->reqlen = (size_t)snprintf(t->req, sizeof(t->req), "/psb/counters");
+		t->req = strdup("/psb/counters");
+		if (t->req == NULL)
+			psb_die("out of memory");
 	} else if (strncmp(spec, "http:", 5) == 0) {
-		struct sockaddr_in *in = (struct sockaddr_in *)&t->addr;
 		const char *hp = spec + 5, *colon = strrchr(hp, ':');
 		char host[64];
+		uint64_t port;
 
 		if (colon == NULL || colon == hp || (size_t)(colon - hp) >= sizeof(host))
 			psb_die("%s: expected http:HOST:PORT, HOST an IPv4 address", spec);
 		memcpy(host, hp, (size_t)(colon - hp));
 		host[colon - hp] = '\0';
 		t->kind = K_HTTP;
-		in->sin_family = AF_INET;
-		in->sin_addr.s_addr = htonl(psb_cli_ip(spec, host));
-		in->sin_port = htons((uint16_t)psb_cli_u64(spec, colon + 1, 1, 65535));
-		t->addrlen = sizeof(*in);
-		t->reqlen = (size_t)snprintf(t->req, sizeof(t->req),
-					     "GET /metrics HTTP/1.1\r\nHost: %s\r\n\r\n", hp);
-		if (t->reqlen >= sizeof(t->req))
-			psb_die("%s: expected http:HOST:PORT, HOST an IPv4 address", spec);
+		psb_cli_ip(spec, host);		/* dotted quad: as it is in the URL */
+		port = psb_cli_u64(spec, colon + 1, 1, 65535);
+		snprintf(t->url, sizeof(t->url), "http://%s:%u/metrics", host, (unsigned int)port);
 	} else {
 		psb_die("%s: unknown target (expected ctl:PATH, tel:PATH or http:HOST:PORT)", spec);
 	}
+	if (t->req != NULL)
+		t->reqlen = strlen(t->req);
 }
 
 /* Like psb_cli_seconds_ns, also taking a unit as in "1.5s". */
@@ -898,6 +921,12 @@ main(int argc, char **argv)
 		psb_die("out of memory");
 	for (i = 0; i < nt; i++)
 		parse_target(&ts[i], argv[optind + i]);
+	if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
+		psb_die("libcurl: cannot initialise");
+	/* the request psb-scrape has always sent: GET with Host alone, no Accept */
+	g_http_headers = curl_slist_append(NULL, "Accept:");
+	if (g_http_headers == NULL)
+		psb_die("out of memory");
 
 	/*
 	 * No SA_RESTART: a signal must end a sleep or a wait for a reply at once. Blocked
@@ -944,7 +973,10 @@ main(int argc, char **argv)
 	for (i = 0; i < nt; i++) {
 		conn_close(&ts[i]);
 		free(ts[i].buf);
+		free(ts[i].req);
 	}
 	free(ts);
+	curl_slist_free_all(g_http_headers);
+	curl_global_cleanup();
 	return 0;
 }
