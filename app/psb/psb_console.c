@@ -15,9 +15,9 @@
 
 #include "psb.h"
 #include "psb_ctl.h"
+#include "psb_render.h"
 
 #define CON_PROMPT	"psb> "
-#define CON_KEY_WIDTH	30
 #define CON_CTRL_C	'\003'
 
 static struct {
@@ -94,18 +94,28 @@ reply_is_error(const json_t *res)
 	return json_object_get(res, "error") != NULL;
 }
 
-/* Print an error reply; 1 if res is one (and is released), 0 if it is a success. */
+/* Print an error reply as psbctl does; 1 if res is one (and is released), 0 if a success. */
 static int
 reply_failed(FILE *out, json_t *res)
 {
-	const char *msg;
-
-	if (!reply_is_error(res))
+	if (!psb_render_error(out, "error", res))
 		return 0;
-	msg = json_string_value(json_object_get(json_object_get(res, "error"), "message"));
-	fprintf(out, "error: %s\n", msg != NULL ? msg : "(no message)");
 	json_decref(res);
 	return 1;
+}
+
+/*
+ * Run req (released here) and write its reply as psbctl does, with psb_render_reply: the
+ * same reply reads the same through both.
+ */
+static void
+con_run(FILE *out, json_t *req)
+{
+	json_t *res = con_exec(json_incref(req));	/* req NULL: an error reply */
+
+	psb_render_reply(out, out, "error", req, res);
+	json_decref(res);
+	json_decref(req);
 }
 
 static json_int_t
@@ -126,54 +136,6 @@ get_str(const json_t *o, const char *key)
 	const char *s = json_string_value(json_object_get(o, key));
 
 	return s != NULL ? s : "";
-}
-
-static void
-print_value(FILE *out, json_t *v)
-{
-	switch (json_typeof(v)) {
-	case JSON_INTEGER:
-		fprintf(out, "%" JSON_INTEGER_FORMAT, json_integer_value(v));
-		break;
-	case JSON_REAL:
-		fprintf(out, "%.3f", json_real_value(v));
-		break;
-	case JSON_STRING:
-		fputs(json_string_value(v), out);
-		break;
-	case JSON_TRUE:
-		fputs("true", out);
-		break;
-	case JSON_FALSE:
-		fputs("false", out);
-		break;
-	case JSON_NULL:
-		fputs("-", out);
-		break;
-	default:
-		json_dumpf(v, out, JSON_COMPACT | JSON_ENCODE_ANY);
-		break;
-	}
-}
-
-/* Nested objects as one "dotted.path  value" line per leaf: readable, and easy to grep. */
-static void
-print_flat(FILE *out, const char *path, json_t *v)
-{
-	char sub[256];
-	const char *k;
-	json_t *x;
-
-	if (json_is_object(v) && json_object_size(v) != 0) {
-		json_object_foreach(v, k, x) {
-			snprintf(sub, sizeof(sub), "%s%s%s", path, *path != '\0' ? "." : "", k);
-			print_flat(out, sub, x);
-		}
-		return;
-	}
-	fprintf(out, "  %-*s ", CON_KEY_WIDTH, path);
-	print_value(out, v);
-	fputc('\n', out);
 }
 
 /* "worker12" -> role "worker", instance "12". */
@@ -291,46 +253,33 @@ static void
 show_counters(FILE *out, const char *what)
 {
 	char path[256];
-	json_t *res;
+	json_t *req = counters_req(what), *res, *alt, *alt_res;
 
-	res = con_exec(counters_req(what));
+	res = con_exec(json_incref(req));
 	if (reply_is_error(res) && *what != '\0' && strncmp(what, "roles.", 6) != 0) {
-		json_t *alt;
-
 		snprintf(path, sizeof(path), "roles.%s", what);
-		alt = con_exec(counters_req(path));
-		if (!reply_is_error(alt)) {
+		alt = counters_req(path);
+		alt_res = con_exec(json_incref(alt));
+		if (!reply_is_error(alt_res)) {
 			json_decref(res);
-			res = alt;
-			what = path;
+			json_decref(req);
+			res = alt_res;
+			req = alt;
 		} else {
+			json_decref(alt_res);
 			json_decref(alt);
 		}
 	}
-	if (reply_failed(out, res))
-		return;
-	if (*what != '\0')
-		fprintf(out, "counters %s:\n", what);
-	print_flat(out, "", json_object_get(res, "counters"));
+	psb_render_reply(out, out, "error", req, res);
 	json_decref(res);
+	json_decref(req);
 }
 
+/* As psbctl status: the node, then the experiment (every figure: show counters experiment). */
 static void
 show_experiment(FILE *out)
 {
-	json_t *res = con_exec(json_pack("{s:s}", "cmd", "status")), *exp;
-
-	if (reply_failed(out, res))
-		return;
-	exp = json_object_get(res, "experiment");
-	fprintf(out, "node %s, up %.1f s, %s\n", get_str(res, "role"), get_num(res, "uptime_s"),
-		json_is_true(json_object_get(res, "loaded")) ? "an experiment is loaded" :
-		"nothing loaded");
-	if (get_int(exp, "id") == 0)
-		fprintf(out, "no experiment has run yet\n");
-	else
-		print_flat(out, "", exp);
-	json_decref(res);
+	con_run(out, json_pack("{s:s}", "cmd", "status"));
 }
 
 struct res_show {
@@ -446,8 +395,11 @@ print_port(FILE *out, json_t *p, int xstats)
 	if (xstats) {
 		fprintf(out, "###### NIC extended statistics for port %" JSON_INTEGER_FORMAT
 			" (%s)\n", get_int(p, "port"), get_str(p, "spec"));
-		json_object_foreach(json_object_get(p, "xstats"), k, x)
-			fprintf(out, "%s: %" JSON_INTEGER_FORMAT "\n", k, json_integer_value(x));
+		json_object_foreach(json_object_get(p, "xstats"), k, x) {
+			fprintf(out, "%s: ", k);
+			psb_render_value(out, x);
+			fputc('\n', out);
+		}
 		return;
 	}
 	fprintf(out, "\n  ######## NIC statistics for port %-2" JSON_INTEGER_FORMAT " (%s)%s "
@@ -498,15 +450,10 @@ clear_port(struct cmdline *cl, int port)
 {
 	struct con_out o;
 	FILE *out = out_begin(&o);
-	json_t *res;
 
-	res = con_exec(port < 0 ? json_pack("{s:s,s:s}", "cmd", "clear_port_stats", "port", "all") :
+	con_run(out, port < 0 ?
+		json_pack("{s:s,s:s}", "cmd", "clear_port_stats", "port", "all") :
 		json_pack("{s:s,s:i}", "cmd", "clear_port_stats", "port", port));
-	if (!reply_failed(out, res)) {
-		fprintf(out, "statistics cleared on %" JSON_INTEGER_FORMAT " port(s)\n",
-			get_int(res, "cleared"));
-		json_decref(res);
-	}
 	out_end(&o, cl);
 }
 
@@ -643,17 +590,10 @@ do_start(struct cmdline *cl, const char *file)
 {
 	struct con_out o;
 	FILE *out = out_begin(&o);
-	json_t *res;
 
-	res = con_exec(file != NULL ? json_pack("{s:s,s:s}", "cmd", "start", "file", file) :
+	con_run(out, file != NULL ?
+		json_pack("{s:s,s:s}", "cmd", "start", "file", file) :
 		json_pack("{s:s}", "cmd", "start"));
-	if (!reply_failed(out, res)) {
-		json_t *e = json_object_get(res, "experiment");
-
-		fprintf(out, "experiment %" JSON_INTEGER_FORMAT " \"%s\" started\n",
-			get_int(e, "id"), get_str(e, "name"));
-		json_decref(res);
-	}
 	out_end(&o, cl);
 }
 
@@ -663,15 +603,9 @@ cb_load(void *parsed, struct cmdline *cl, void *data)
 	struct res_file *r = parsed;
 	struct con_out o;
 	FILE *out = out_begin(&o);
-	json_t *res;
 
 	RTE_SET_USED(data);
-	res = con_exec(json_pack("{s:s,s:s}", "cmd", "load", "file", trim(r->file)));
-	if (!reply_failed(out, res)) {
-		fprintf(out, "loaded \"%s\" (%s); \"start\" starts it\n", get_str(res, "name"),
-			get_str(res, "kind"));
-		json_decref(res);
-	}
+	con_run(out, json_pack("{s:s,s:s}", "cmd", "load", "file", trim(r->file)));
 	out_end(&o, cl);
 }
 
@@ -693,31 +627,14 @@ cb_start(void *parsed, struct cmdline *cl, void *data)
 }
 
 static void
-print_exp_end(FILE *out, json_t *exp)
-{
-	fprintf(out, "experiment %" JSON_INTEGER_FORMAT " \"%s\": %s after %.3f s\n",
-		get_int(exp, "id"), get_str(exp, "name"), get_str(exp, "state"),
-		get_num(exp, "elapsed_s"));
-	if (json_object_get(exp, "results") != NULL)
-		fprintf(out, "results: %s\n", get_str(exp, "results"));
-	if (json_object_get(exp, "error") != NULL)
-		fprintf(out, "error: %s\n", get_str(exp, "error"));
-}
-
-static void
 cb_stop(void *parsed, struct cmdline *cl, void *data)
 {
 	struct con_out o;
 	FILE *out = out_begin(&o);
-	json_t *res;
 
 	RTE_SET_USED(parsed);
 	RTE_SET_USED(data);
-	res = con_exec(json_pack("{s:s}", "cmd", "stop"));
-	if (!reply_failed(out, res)) {
-		print_exp_end(out, json_object_get(res, "experiment"));
-		json_decref(res);
-	}
+	con_run(out, json_pack("{s:s}", "cmd", "stop"));
 	out_end(&o, cl);
 }
 
@@ -726,15 +643,10 @@ cb_reset(void *parsed, struct cmdline *cl, void *data)
 {
 	struct con_out o;
 	FILE *out = out_begin(&o);
-	json_t *res;
 
 	RTE_SET_USED(parsed);
 	RTE_SET_USED(data);
-	res = con_exec(json_pack("{s:s}", "cmd", "reset_state"));
-	if (!reply_failed(out, res)) {
-		fprintf(out, "counters, metrics and store reset\n");
-		json_decref(res);
-	}
+	con_run(out, json_pack("{s:s}", "cmd", "reset_state"));
 	out_end(&o, cl);
 }
 
@@ -759,7 +671,7 @@ cb_wait(void *parsed, struct cmdline *cl, void *data)
 			fprintf(out, "wait: no experiment has run\n");
 		} else {
 			fprintf(out, "wait: nothing runs; ");
-			print_exp_end(out, exp);
+			psb_render_experiment(out, exp);
 		}
 		json_decref(res);
 	}
@@ -779,7 +691,7 @@ wait_done(int interrupted)
 	} else {
 		res = con_exec(json_pack("{s:s}", "cmd", "status"));
 		if (!reply_failed(out, res)) {
-			print_exp_end(out, json_object_get(res, "experiment"));
+			psb_render_experiment(out, json_object_get(res, "experiment"));
 			json_decref(res);
 		}
 	}
@@ -800,17 +712,10 @@ cb_set(void *parsed, struct cmdline *cl, void *data)
 	struct res_set *r = parsed;
 	struct con_out o;
 	FILE *out = out_begin(&o);
-	json_t *res;
 
 	RTE_SET_USED(data);
-	res = con_exec(json_pack("{s:s,s:s,s:s}", "cmd", "set", "param", r->param, "value",
-		trim(r->value)));
-	if (!reply_failed(out, res)) {
-		fprintf(out, "%s = %s (%s)\n", r->param, r->value,
-			json_is_true(json_object_get(res, "live")) ? "live, in the running experiment" :
-			"for the next start");
-		json_decref(res);
-	}
+	con_run(out, json_pack("{s:s,s:s,s:s}", "cmd", "set", "param", r->param,
+		"value", trim(r->value)));
 	out_end(&o, cl);
 }
 
@@ -819,13 +724,10 @@ cb_quit(void *parsed, struct cmdline *cl, void *data)
 {
 	struct con_out o;
 	FILE *out = out_begin(&o);
-	json_t *res;
 
 	RTE_SET_USED(parsed);
 	RTE_SET_USED(data);
-	res = con_exec(json_pack("{s:s}", "cmd", "quit"));
-	if (!reply_failed(out, res))
-		json_decref(res);
+	con_run(out, json_pack("{s:s}", "cmd", "quit"));
 	out_end(&o, cl);
 	/* no new prompt: the console ends here */
 	if (con.quit)

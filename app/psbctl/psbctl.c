@@ -8,30 +8,19 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
-#include <sys/stat.h>
-#include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <jansson.h>
 
 #include "psb_cli.h"
+#include "psb_ctl_client.h"
 #include "psb_exp.h"
-
-#define MAX_REPLY	(256u << 20)	/* a reply longer than this is not psb talking */
+#include "psb_render.h"
 
 /* Exit statuses: the appliance refused (1), psbctl could not ask it (2). */
 #define EXIT_REFUSED	1
 #define EXIT_USAGE	2
-
-struct conn {
-	int fd;
-	const char *path;
-	char *buf;		/* received, not yet returned as lines */
-	size_t len, cap;
-	json_int_t next_id;
-};
 
 static int g_timeout_ms = 5000;
 static int g_json;
@@ -133,257 +122,47 @@ find_socket(void)
 	return found;
 }
 
-static void
-conn_open(struct conn *c, const char *path)
+/* psbctl could not ask: the reason names the socket; a time that ran out, the option. */
+static void __attribute__((noreturn))
+conn_die(const struct psb_ctl_conn *c, int rc)
 {
-	uint64_t deadline = now_ms() + (uint64_t)g_timeout_ms;
-	struct sockaddr_un sa;
-	struct stat st;
-	int fd, rc;
-
-	memset(c, 0, sizeof(*c));
-	c->path = path;
-	c->next_id = 1;
-	memset(&sa, 0, sizeof(sa));
-	sa.sun_family = AF_UNIX;
-	if (strlen(path) >= sizeof(sa.sun_path))
-		psb_die("--ctl: path longer than %zu bytes: %s", sizeof(sa.sun_path) - 1, path);
-	strcpy(sa.sun_path, path);
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-	if (fd < 0)
-		psb_die("socket: %s", strerror(errno));
-	/* EAGAIN: psb's listen backlog is full; it drains as psb serves, so try again */
-	while ((rc = connect(fd, (struct sockaddr *)&sa, sizeof(sa))) != 0 && errno == EAGAIN &&
-	       now_ms() < deadline && !g_interrupted)
-		usleep(10000);
-	if (rc == 0) {
-		c->fd = fd;
-		return;
-	}
-	switch (errno) {
-	case EACCES:
-	case EPERM:
-		psb_die("cannot connect to %s: permission denied: not the owner of %s (run as root "
-			"or as the user running psb)", path, path);
-	case ENOENT:
-		psb_die("cannot connect to %s: no such socket (is psb running? with another --ctl "
-			"or --file-prefix?)", path);
-	case ECONNREFUSED:
-		if (stat(path, &st) == 0 && !S_ISSOCK(st.st_mode))
-			psb_die("cannot connect to %s: not a socket", path);
-		psb_die("cannot connect to %s: connection refused (nothing listens: psb exited and "
-			"left its socket behind?)", path);
-	case ENOTDIR:
-		psb_die("cannot connect to %s: a component of the path is not a directory", path);
-	case EAGAIN:
-		psb_die("cannot connect to %s: psb accepts no connection (its backlog stayed full "
-			"for %.1f s)", path, g_timeout_ms / 1e3);
-	default:
-		psb_die("cannot connect to %s: %s", path, strerror(errno));
-	}
+	psb_die("%s%s", c->err, rc == -ETIMEDOUT ? " (--timeout)" : "");
 }
 
 static void
-conn_close(struct conn *c)
+conn_open(struct psb_ctl_conn *c, const char *path)
 {
-	if (c->fd >= 0)
-		close(c->fd);
-	free(c->buf);
-	c->buf = NULL;
-	c->fd = -1;
+	int rc = psb_ctl_open(c, path, g_timeout_ms, &g_interrupted);
+
+	if (rc != 0)
+		conn_die(c, rc);
 }
 
-/*
- * Send one line. A send error is not fatal yet: psb may have answered and closed (denied,
- * too_large), and that answer is still there to be read.
- */
-static void
-conn_send(struct conn *c, const char *text)
-{
-	size_t len = strlen(text), off = 0;
-	char *line = malloc(len + 1);
-	uint64_t deadline = now_ms() + (uint64_t)g_timeout_ms;
-	struct pollfd pfd;
-	ssize_t n;
-
-	if (line == NULL)
-		psb_die("out of memory");
-	memcpy(line, text, len);
-	line[len++] = '\n';
-	while (off < len) {
-		n = send(c->fd, line + off, len - off, MSG_NOSIGNAL | MSG_DONTWAIT);
-		if (n > 0) {
-			off += (size_t)n;
-			continue;
-		}
-		if (n < 0 && errno != EAGAIN && errno != EINTR)
-			break;
-		if (g_interrupted)
-			break;
-		if (now_ms() >= deadline)
-			psb_die("%s: psb takes no request (sending timed out after %.1f s)", c->path,
-				g_timeout_ms / 1e3);
-		pfd.fd = c->fd;
-		pfd.events = POLLOUT;
-		poll(&pfd, 1, 100);
-	}
-	free(line);
-}
-
-/* The next reply line (malloc'd), or NULL once Ctrl-C was pressed. Dies on timeout and EOF. */
-static char *
-conn_read_line(struct conn *c)
-{
-	uint64_t deadline = now_ms() + (uint64_t)g_timeout_ms;
-	struct pollfd pfd;
-	char *nl, *line;
-	size_t used;
-	ssize_t n;
-	int rc;
-
-	for (;;) {
-		nl = c->len != 0 ? memchr(c->buf, '\n', c->len) : NULL;
-		if (nl != NULL) {
-			used = (size_t)(nl - c->buf);
-			line = malloc(used + 1);
-			if (line == NULL)
-				psb_die("out of memory");
-			memcpy(line, c->buf, used);
-			line[used] = '\0';
-			memmove(c->buf, nl + 1, c->len - used - 1);
-			c->len -= used + 1;
-			return line;
-		}
-		if (g_interrupted)
-			return NULL;
-		if (c->len == c->cap) {
-			if (c->cap >= MAX_REPLY)
-				psb_die("%s: reply longer than %u bytes without a newline", c->path,
-					MAX_REPLY);
-			c->cap = c->cap != 0 ? c->cap * 2 : 65536;
-			c->buf = realloc(c->buf, c->cap);
-			if (c->buf == NULL)
-				psb_die("out of memory");
-		}
-		n = recv(c->fd, c->buf + c->len, c->cap - c->len, MSG_DONTWAIT);
-		if (n > 0) {
-			c->len += (size_t)n;
-			continue;
-		}
-		if (n == 0 || (n < 0 && errno == ECONNRESET))
-			psb_die("%s: psb closed the connection without replying (did it exit?)",
-				c->path);
-		if (errno != EAGAIN && errno != EINTR)
-			psb_die("%s: reading the reply: %s", c->path, strerror(errno));
-		if (now_ms() >= deadline)
-			psb_die("%s: no reply from psb within %.1f s (--timeout)", c->path,
-				g_timeout_ms / 1e3);
-		pfd.fd = c->fd;
-		pfd.events = POLLIN;
-		rc = poll(&pfd, 1, (int)(deadline - now_ms()));
-		if (rc < 0 && errno != EINTR)
-			psb_die("poll: %s", strerror(errno));
-	}
-}
-
-/* psb's word that it closed this connection for asking nothing (node.ctl_idle_timeout). */
-static int
-idle_closed(const json_t *reply)
-{
-	const char *code = json_string_value(json_object_get(json_object_get(reply, "error"),
-							     "code"));
-
-	return json_object_get(reply, "id") == NULL && code != NULL &&
-		strcmp(code, "idle_timeout") == 0;
-}
-
-static void
-conn_reopen(struct conn *c)
-{
-	json_int_t next = c->next_id;
-
-	conn_close(c);
-	conn_open(c, c->path);
-	c->next_id = next;
-}
-
-/*
- * One request and its reply: psb answers every line in order and echoes "id"; a reply
- * without one is psb refusing the connection itself (denied, too_large, busy, bad_json).
- * Without with_id the request goes without "id", for replies that have an "id" of their
- * own (start: the experiment's, which an echoed id would overwrite), and the next line is
- * the reply. NULL once Ctrl-C was pressed.
- */
+/* The reply to req (left as it was), or NULL once Ctrl-C was pressed. */
 static json_t *
-request_id(struct conn *c, json_t *req, int with_id)
+request(struct psb_ctl_conn *c, const json_t *req)
 {
-	json_int_t id = c->next_id++;
-	json_error_t je;
 	json_t *reply;
-	char *text, *line;
+	int rc = psb_ctl_request(c, req, 1, &reply);
 
-	if (with_id)
-		json_object_set_new(req, "id", json_integer(id));
-	text = json_dumps(req, JSON_COMPACT);
-	json_decref(req);
-	if (text == NULL)
-		psb_die("out of memory");
-	conn_send(c, text);
-	for (;;) {
-		line = conn_read_line(c);
-		if (line == NULL) {
-			free(text);
-			return NULL;
-		}
-		reply = json_loads(line, 0, &je);
-		if (reply == NULL || !json_is_object(reply))
-			psb_die("%s: not a JSON reply (%s): %.200s", c->path,
-				reply == NULL ? je.text : "not an object", line);
-		free(line);
-		if (idle_closed(reply)) {
-			/* psb let go of the connection while --watch slept: again, anew */
-			json_decref(reply);
-			conn_reopen(c);
-			conn_send(c, text);
-			continue;
-		}
-		if (!with_id)
-			break;
-		if (json_integer_value(json_object_get(reply, "id")) == id ||
-		    (json_object_get(reply, "id") == NULL && json_object_get(reply, "error") != NULL))
-			break;
-		json_decref(reply);	/* an answer to someone else's id: not ours */
-	}
-	free(text);
-	if (with_id)
-		json_object_del(reply, "id");
+	if (rc == PSB_CTL_INTERRUPTED)
+		return NULL;
+	if (rc != 0)
+		conn_die(c, rc);
 	return reply;
-}
-
-static json_t *
-request(struct conn *c, json_t *req)
-{
-	return request_id(c, req, 1);
 }
 
 /* 1 (and the error on stderr) when psb refused the request, else 0. */
 static int
 reply_error(const json_t *reply)
 {
-	const json_t *e = json_object_get(reply, "error");
-
-	if (e == NULL)
-		return 0;
-	fprintf(stderr, "psbctl: %s: %s\n",
-		json_string_value(json_object_get(e, "code")) ?: "error",
-		json_string_value(json_object_get(e, "message")) ?: "(no message)");
-	return 1;
+	return psb_render_error(stderr, "psbctl", reply);
 }
 
 static void
 print_json(const json_t *j)
 {
-	char *text = json_dumps(j, JSON_COMPACT | JSON_ENCODE_ANY);
+	char *text = json_dumps(j, JSON_COMPACT | JSON_ENCODE_ANY);	/* exactly JSON */
 
 	if (text == NULL)
 		psb_die("out of memory");
@@ -392,60 +171,10 @@ print_json(const json_t *j)
 	free(text);
 }
 
-/* A scalar for a human: numbers short but exact enough, strings bare. */
-static void
-print_scalar(FILE *out, const json_t *v)
-{
-	switch (json_typeof(v)) {
-	case JSON_STRING: fputs(json_string_value(v), out); break;
-	case JSON_INTEGER: fprintf(out, "%" JSON_INTEGER_FORMAT, json_integer_value(v)); break;
-	case JSON_REAL: fprintf(out, "%.10g", json_real_value(v)); break;
-	case JSON_TRUE: fputs("true", out); break;
-	case JSON_FALSE: fputs("false", out); break;
-	case JSON_NULL: fputs("null", out); break;
-	case JSON_OBJECT: fputs("{}", out); break;
-	case JSON_ARRAY: fputs("[]", out); break;
-	}
-}
-
-/* "path value" lines, one per leaf, so that grep and awk find counters by name. */
-static void
-flatten(const char *prefix, const json_t *v)
-{
-	char path[1024];
-	const char *key;
-	const json_t *x;
-	size_t i;
-
-	if (json_is_object(v) && json_object_size(v) != 0) {
-		json_object_foreach((json_t *)v, key, x) {
-			snprintf(path, sizeof(path), "%s%s%s", prefix, prefix[0] ? "." : "", key);
-			flatten(path, x);
-		}
-		return;
-	}
-	if (json_is_array(v) && json_array_size(v) != 0) {
-		json_array_foreach(v, i, x) {
-			snprintf(path, sizeof(path), "%s%s%zu", prefix, prefix[0] ? "." : "", i);
-			flatten(path, x);
-		}
-		return;
-	}
-	printf("%s ", prefix[0] ? prefix : ".");
-	print_scalar(stdout, v);
-	putchar('\n');
-}
-
 static const char *
 jstr(const json_t *o, const char *key)
 {
 	return json_string_value(json_object_get(o, key)) ?: "";
-}
-
-static double
-jnum(const json_t *o, const char *key)
-{
-	return json_number_value(json_object_get(o, key));
 }
 
 static json_int_t
@@ -454,35 +183,6 @@ jint(const json_t *o, const char *key)
 	const json_t *v = json_object_get(o, key);
 
 	return json_is_integer(v) ? json_integer_value(v) : (json_int_t)json_number_value(v);
-}
-
-/* One line on how the experiment of a status reply is doing. */
-static void
-progress_line(const json_t *exp, char *buf, size_t len)
-{
-	const json_t *pp = json_object_get(exp, "pushpull");
-	const json_t *sv = json_object_get(exp, "serve");
-	int n;
-
-	if (jint(exp, "id") == 0) {
-		snprintf(buf, len, "no experiment yet");
-		return;
-	}
-	n = snprintf(buf, len, "%s %s %.1f s", jstr(exp, "name"), jstr(exp, "state"),
-		     jnum(exp, "elapsed_s"));
-	if (n < 0 || (size_t)n >= len)
-		return;
-	if (pp != NULL)
-		snprintf(buf + n, len - (size_t)n, ": %" JSON_INTEGER_FORMAT "/%" JSON_INTEGER_FORMAT
-			 " iterations, %.3f Gbps, %.0f req/s, p50 %.1f us, p99 %.1f us%s",
-			 jint(pp, "iterations"), jint(pp, "repeat"), jnum(pp, "goodput_gbps"),
-			 jnum(pp, "requests_per_s"), jnum(pp, "rtt_p50_us"), jnum(pp, "rtt_p99_us"),
-			 json_is_true(json_object_get(pp, "warming")) ? " (warming up)" : "");
-	else if (sv != NULL)
-		snprintf(buf + n, len - (size_t)n, ": push %" JSON_INTEGER_FORMAT ", pull %"
-			 JSON_INTEGER_FORMAT ", pushpull %" JSON_INTEGER_FORMAT ", rounds %"
-			 JSON_INTEGER_FORMAT, jint(sv, "push"), jint(sv, "pull"),
-			 jint(sv, "pushpull"), jint(sv, "rounds_closed"));
 }
 
 /* Progress in place on a terminal (\r), one line per sample elsewhere (logs, pipes). */
@@ -494,43 +194,6 @@ show_progress(const char *line, int tty)
 	else
 		printf("%s\n", line);
 	fflush(stdout);
-}
-
-static void
-print_experiment(const json_t *exp)
-{
-	const json_t *pp = json_object_get(exp, "pushpull");
-	const json_t *sv = json_object_get(exp, "serve");
-
-	if (jint(exp, "id") == 0) {
-		printf("experiment: none yet\n");
-		return;
-	}
-	printf("experiment %" JSON_INTEGER_FORMAT " \"%s\" (%s): %s, %.3f s\n", jint(exp, "id"),
-	       jstr(exp, "name"), jstr(exp, "kind"), jstr(exp, "state"), jnum(exp, "elapsed_s"));
-	if (pp != NULL) {
-		printf("  iterations %" JSON_INTEGER_FORMAT "/%" JSON_INTEGER_FORMAT "%s, requests %"
-		       JSON_INTEGER_FORMAT ", %.3f Gbps, %.0f req/s\n", jint(pp, "iterations"),
-		       jint(pp, "repeat"), json_is_true(json_object_get(pp, "warming")) ?
-		       " (warming up)" : "", jint(pp, "requests"), jnum(pp, "goodput_gbps"),
-		       jnum(pp, "requests_per_s"));
-		printf("  rtt p50 %.1f us, p99 %.1f us, mean %.1f us; retries %" JSON_INTEGER_FORMAT
-		       ", failed %" JSON_INTEGER_FORMAT "\n", jnum(pp, "rtt_p50_us"),
-		       jnum(pp, "rtt_p99_us"), jnum(pp, "rtt_mean_us"), jint(pp, "retries"),
-		       jint(pp, "failed"));
-		printf("  staleness of pushes (versions): mean %.2f, p99 %" JSON_INTEGER_FORMAT
-		       ", max %" JSON_INTEGER_FORMAT "\n", jnum(pp, "staleness_mean"),
-		       jint(pp, "staleness_p99"), jint(pp, "staleness_max"));
-	}
-	if (sv != NULL)
-		printf("  push %" JSON_INTEGER_FORMAT ", pull %" JSON_INTEGER_FORMAT ", pushpull %"
-		       JSON_INTEGER_FORMAT ", rounds %" JSON_INTEGER_FORMAT ", summed %"
-		       JSON_INTEGER_FORMAT " B\n", jint(sv, "push"), jint(sv, "pull"),
-		       jint(sv, "pushpull"), jint(sv, "rounds_closed"), jint(sv, "bytes_summed"));
-	if (json_object_get(exp, "results") != NULL)
-		printf("results: %s\n", jstr(exp, "results"));
-	if (json_object_get(exp, "error") != NULL)
-		printf("error: %s\n", jstr(exp, "error"));
 }
 
 /* Sleep ms, or less when Ctrl-C comes. */
@@ -574,11 +237,45 @@ read_doc(const char *file)
 	return doc;
 }
 
+/* The reply to req, for a human (or as JSON with --json); EXIT_REFUSED for an error. */
 static int
-do_start(struct conn *c, const char *file, int wait)
+show_reply(const json_t *req, const json_t *reply)
+{
+	if (reply_error(reply))
+		return EXIT_REFUSED;
+	if (g_json)
+		print_json(reply);
+	else
+		psb_render_reply(stdout, stderr, "psbctl", req, reply);
+	fflush(stdout);
+	return 0;
+}
+
+/* The experiment of a status reply; NULL (after saying why) if psb refused or Ctrl-C. */
+static json_t *
+status_exp(struct psb_ctl_conn *c, int *rc)
+{
+	json_t *req = cmd("status"), *reply, *exp;
+
+	reply = request(c, req);
+	json_decref(req);
+	*rc = 0;
+	if (reply == NULL)
+		return NULL;
+	if (reply_error(reply)) {
+		json_decref(reply);
+		*rc = EXIT_REFUSED;
+		return NULL;
+	}
+	exp = json_incref(json_object_get(reply, "experiment"));
+	json_decref(reply);
+	return exp;
+}
+
+static int
+do_start(struct psb_ctl_conn *c, const char *file, int wait)
 {
 	char line[512];
-	const char *name;
 	json_t *req = cmd("start"), *reply, *exp = NULL;
 	json_int_t id;
 	int tty = isatty(STDOUT_FILENO), rc;
@@ -586,24 +283,17 @@ do_start(struct conn *c, const char *file, int wait)
 
 	if (file != NULL)
 		json_object_set_new(req, "experiment", read_doc(file));
-	reply = request_id(c, req, 1);
-	if (reply == NULL)
+	reply = request(c, req);
+	if (reply == NULL) {
+		json_decref(req);
 		return 130;
-	if (reply_error(reply)) {
-		json_decref(reply);
-		return EXIT_REFUSED;
 	}
+	rc = show_reply(req, reply);
 	id = jint(json_object_get(reply, "experiment"), "id");
-	name = jstr(json_object_get(reply, "experiment"), "name");
-	if (g_json)
-		print_json(reply);
-	else
-		printf("experiment %" JSON_INTEGER_FORMAT " \"%s\" started; results will go to "
-		       "%s\n", id, name, jstr(json_object_get(reply, "experiment"), "results"));
-	fflush(stdout);
+	json_decref(req);
 	json_decref(reply);
-	if (!wait)
-		return 0;
+	if (rc != 0 || !wait)
+		return rc;
 
 	/* sample each second, faster on a terminal where the line is redrawn in place */
 	next = now_ms();
@@ -612,15 +302,11 @@ do_start(struct conn *c, const char *file, int wait)
 		if (g_interrupted)
 			break;
 		next += tty ? 250 : 1000;
-		reply = request(c, cmd("status"));
-		if (reply == NULL)
+		exp = status_exp(c, &rc);
+		if (rc != 0)
+			return rc;
+		if (exp == NULL)
 			break;
-		if (reply_error(reply)) {
-			json_decref(reply);
-			return EXIT_REFUSED;
-		}
-		exp = json_incref(json_object_get(reply, "experiment"));
-		json_decref(reply);
 		if (jint(exp, "id") != id) {
 			if (tty)
 				putchar('\n');
@@ -633,7 +319,7 @@ do_start(struct conn *c, const char *file, int wait)
 		if (strcmp(jstr(exp, "state"), "running") != 0)
 			break;
 		if (!g_json) {
-			progress_line(exp, line, sizeof(line));
+			psb_render_progress(line, sizeof(line), exp);
 			show_progress(line, tty);
 		}
 		json_decref(exp);
@@ -647,18 +333,11 @@ do_start(struct conn *c, const char *file, int wait)
 			"('psbctl stop' ends it)\n", id);
 		return 130;
 	}
-	if (g_json) {
+	if (g_json)
 		print_json(exp);
-	} else {
-		printf("experiment %" JSON_INTEGER_FORMAT " \"%s\": %s after %.3f s\n", id,
-		       jstr(exp, "name"), jstr(exp, "state"), jnum(exp, "elapsed_s"));
-		progress_line(exp, line, sizeof(line));
-		printf("%s\n", line);
-		if (json_object_get(exp, "results") != NULL)
-			printf("results: %s\n", jstr(exp, "results"));
-		if (json_object_get(exp, "error") != NULL)
-			printf("error: %s\n", jstr(exp, "error"));
-	}
+	else
+		psb_render_experiment(stdout, exp);
+	fflush(stdout);
 	rc = strcmp(jstr(exp, "state"), "failed") == 0 ? EXIT_REFUSED : 0;
 	if (rc != 0)
 		fprintf(stderr, "psbctl: experiment %" JSON_INTEGER_FORMAT " failed%s%s\n", id,
@@ -669,115 +348,54 @@ do_start(struct conn *c, const char *file, int wait)
 
 /* status and counters, once or every watch_ms over one connection until Ctrl-C. */
 static int
-do_show(struct conn *c, const char *what, const char *filter, int watch_ms)
+do_show(struct psb_ctl_conn *c, const char *what, const char *filter, int watch_ms)
 {
-	int tty = isatty(STDOUT_FILENO);
+	int tty = isatty(STDOUT_FILENO), rc = 0;
 	uint64_t next = now_ms();
 	char line[512], stamp[32];
-	json_t *req, *reply;
+	json_t *req = cmd(what), *reply;
 	time_t t;
 
+	if (filter != NULL)
+		json_object_set_new(req, "filter", json_string(filter));
 	for (;;) {
-		req = cmd(what);
-		if (filter != NULL)
-			json_object_set_new(req, "filter", json_string(filter));
 		reply = request(c, req);
 		if (reply == NULL)
 			break;
 		if (reply_error(reply)) {
 			json_decref(reply);
-			return EXIT_REFUSED;
+			rc = EXIT_REFUSED;
+			break;
 		}
-		if (g_json) {
-			print_json(reply);
-		} else if (strcmp(what, "counters") == 0) {
-			if (watch_ms != 0) {
-				t = time(NULL);
-				strftime(stamp, sizeof(stamp), "%H:%M:%S", localtime(&t));
-				printf("--- %s\n", stamp);
-			}
-			flatten(filter != NULL ? filter : "", json_object_get(reply, "counters"));
-			fflush(stdout);
-		} else if (watch_ms != 0) {
-			progress_line(json_object_get(reply, "experiment"), line, sizeof(line));
+		if (watch_ms != 0 && !g_json && strcmp(what, "counters") == 0) {
+			t = time(NULL);
+			strftime(stamp, sizeof(stamp), "%H:%M:%S", localtime(&t));
+			printf("--- %s\n", stamp);
+		}
+		if (watch_ms != 0 && !g_json && strcmp(what, "status") == 0) {
+			psb_render_progress(line, sizeof(line),
+					    json_object_get(reply, "experiment"));
 			show_progress(line, tty);
 		} else {
-			printf("role: %s, up %.1f s%s\n", jstr(reply, "role"), jnum(reply, "uptime_s"),
-			       json_is_true(json_object_get(reply, "loaded")) ?
-			       ", an experiment is loaded" : "");
-			print_experiment(json_object_get(reply, "experiment"));
+			show_reply(req, reply);
 		}
 		json_decref(reply);
 		if (watch_ms == 0)
-			return 0;
+			break;
 		next += (uint64_t)watch_ms;
 		nap((int)(next > now_ms() ? next - now_ms() : 0));
 		if (g_interrupted)
 			break;
 	}
-	if (tty && !g_json && strcmp(what, "status") == 0)
+	json_decref(req);
+	if (watch_ms != 0 && tty && !g_json && strcmp(what, "status") == 0)
 		putchar('\n');
-	return 0;
-}
-
-static int
-print_list(const json_t *reply)
-{
-	const json_t *exps = json_object_get(reply, "experiments"), *e, *k;
-	size_t i;
-
-	if (json_array_size(exps) == 0)
-		printf("no experiments yet\n");
-	else
-		printf("%-4s %-24s %-9s %-8s %10s  %s\n", "id", "name", "kind", "state", "elapsed_s",
-		       "results");
-	json_array_foreach(exps, i, e)
-		printf("%-4" JSON_INTEGER_FORMAT " %-24s %-9s %-8s %10.3f  %s\n", jint(e, "id"),
-		       jstr(e, "name"), jstr(e, "kind"), jstr(e, "state"), jnum(e, "elapsed_s"),
-		       jstr(e, "results"));
-	printf("kinds:");
-	json_array_foreach(json_object_get(reply, "kinds"), i, k)
-		printf("%s %s", i ? "," : "", json_string_value(k));
-	printf("\n");
-	if (json_is_string(json_object_get(reply, "loaded")))
-		printf("loaded: %s\n", jstr(reply, "loaded"));
-	return 0;
-}
-
-static void
-print_human(const char *name, const json_t *reply, char *const *args)
-{
-	const json_t *exp = json_object_get(reply, "experiment"), *cmds;
-	const char *key;
-	const json_t *v;
-
-	if (strcmp(name, "stop") == 0) {
-		print_experiment(exp);
-	} else if (strcmp(name, "reset_state") == 0) {
-		printf("state reset: counters and metrics zeroed (servers: and the store)\n");
-	} else if (strcmp(name, "list") == 0) {
-		print_list(reply);
-	} else if (strcmp(name, "set") == 0) {
-		printf("%s = %s (%s)\n", args[0], args[1], json_is_true(json_object_get(reply,
-		       "live")) ? "changed in the running experiment" : "for the next experiment");
-	} else if (strcmp(name, "load") == 0) {
-		printf("loaded \"%s\" (%s); 'psbctl start' runs it\n", jstr(reply, "name"),
-		       jstr(reply, "kind"));
-	} else if (strcmp(name, "clear_port_stats") == 0) {
-		printf("port statistics cleared on %" JSON_INTEGER_FORMAT " port(s)\n",
-		       jint(reply, "cleared"));
-	} else if (strcmp(name, "quit") == 0) {
-		printf("psb is quitting\n");
-	} else if (strcmp(name, "help") == 0) {
-		cmds = json_object_get(reply, "commands");
-		json_object_foreach((json_t *)cmds, key, v)
-			printf("  %-18s %s\n", key, json_string_value(v));
-	}
+	return rc;
 }
 
 /* raw: the line goes as typed and the reply line comes back as sent. */
 static int
-do_raw(struct conn *c, const char *text)
+do_raw(struct psb_ctl_conn *c, const char *text)
 {
 	json_t *reply;
 	char *line;
@@ -785,10 +403,13 @@ do_raw(struct conn *c, const char *text)
 
 	if (strchr(text, '\n') != NULL)
 		psb_die("raw: one request line expected (no newline in it)");
-	conn_send(c, text);
-	line = conn_read_line(c);
-	if (line == NULL)
+	rc = psb_ctl_send(c, text);
+	if (rc == 0)
+		rc = psb_ctl_read_line(c, &line);
+	if (rc == PSB_CTL_INTERRUPTED)
 		return 130;
+	if (rc != 0)
+		conn_die(c, rc);
 	puts(line);
 	fflush(stdout);
 	reply = json_loads(line, 0, NULL);
@@ -907,7 +528,7 @@ main(int argc, char **argv)
 	uint64_t older = 0;
 	uint64_t ns;
 	struct sigaction sa;
-	struct conn c;
+	struct psb_ctl_conn c;
 	json_t *req, *reply;
 	char **args;
 	size_t i;
@@ -999,18 +620,11 @@ main(int argc, char **argv)
 				args[0], 0, 65535)));
 		}
 		reply = request(&c, req);
-		if (reply == NULL) {
-			rc = 130;
-		} else {
-			rc = reply_error(reply);
-			if (rc == 0 && g_json)
-				print_json(reply);
-			else if (rc == 0)
-				print_human(name, reply, args);
-			json_decref(reply);
-		}
+		rc = reply != NULL ? show_reply(req, reply) : 130;
+		json_decref(reply);
+		json_decref(req);
 	}
-	conn_close(&c);
+	psb_ctl_close(&c);
 	free(found);
 	return rc;
 }

@@ -51,17 +51,20 @@ expect "$A" '^  RX-packets: [0-9]+ +RX-missed: [0-9]+ +RX-bytes: [0-9]+$' "show 
 expect "$A" '^  TX-packets: [0-9]+ +TX-errors: [0-9]+ +TX-bytes: [0-9]+$' "show port stats: TX line"
 expect "$A" '^LCORE +BUSY% +ROLES$' "show lcores: header"
 expect "$A" '^ +0 +[0-9.]+ +rx0 tx0 agent0 server0$' "show lcores: lcore 0 does not run all roles"
-expect "$A" '^counters roles\.rx0:$' "show counters rx0: not the roles.rx0 counters"
-expect "$A" '^  rx_pkts +[0-9]+$' "show counters rx0: no rx_pkts"
-expect "$A" '^  drops\.ethertype +[0-9]+$' "show counters rx0: drops not flattened"
-expect "$A" '^  lcore +0$' "show counters rx0: no lcore"
-expect "$A" '^counters store:$' "show counters store: a top-level path"
-expect "$A" '^  rounds_closed +0$' "show counters store: no store counters"
-expect "$A" '^error: pushpull\.len: .*banana' "set with a bad value: the error names no parameter"
-expect "$A" '^error: no counters at "ports\.9"' "show port stats 9: no error for a missing port"
+# counters as psbctl prints them: "path value", the whole path (rx0 is found under roles)
+expect "$A" '^roles\.rx0\.rx_pkts [0-9]+$' "show counters rx0: not the roles.rx0 counters"
+expect "$A" '^roles\.rx0\.drops\.ethertype [0-9]+$' "show counters rx0: drops not flattened"
+expect "$A" '^roles\.rx0\.lcore 0$' "show counters rx0: no lcore"
+expect "$A" '^roles\.rx0\.busy_pct [0-9.]+$' "show counters rx0: busy_pct"
+expect "$A" '^store\.rounds_closed 0$' "show counters store: a top-level path"
+expect "$A" '^error: invalid: pushpull\.len: .*banana' \
+	"set with a bad value: the error names no parameter"
+expect "$A" '^error: not_found: no counters at "ports\.9"' \
+	"show port stats 9: no error for a missing port"
 expect "$A" '^Command not found$' "an unknown command is not refused"
-expect "$A" '^statistics cleared on 1 port\(s\)$' "clear port stats all"
-expect_not "$A" '^node server' "a command after quit ran"
+expect "$A" '^port statistics cleared on 1 port\(s\)$' "clear port stats all"
+expect "$A" '^psb is quitting$' "quit"
+expect_not "$A" '^role: server' "a command after quit ran"
 echo "console: piped commands ok"
 
 # 2. The end of piped input ends the console, and psb with it.
@@ -77,8 +80,8 @@ timeout -k 5 30 "$PSB" "${NULLSRV[@]}" --file-prefix "$PFX-c" --cmdline-file "$D
 	fail "psb --cmdline-file exited with $?: $(cat "$DIR/c.err")"
 expect "$DIR/c.out" '^psb> show roles$' "--cmdline-file: commands not echoed"
 expect "$DIR/c.out" '^rx +0 +0 ' "--cmdline-file: show roles did not run"
-expect "$DIR/c.out" '^error: pushpull\.repeat: ' "--cmdline-file: set error"
-expect "$DIR/c.out" '^  role +server$' "--cmdline-file: show counters node"
+expect "$DIR/c.out" '^error: invalid: pushpull\.repeat: ' "--cmdline-file: set error"
+expect "$DIR/c.out" '^node\.role server$' "--cmdline-file: show counters node"
 expect "$DIR/c.out" '^psb> quit$' "--cmdline-file: the last line did not run"
 
 # --cmdline-file with -i: the script first, then stdin.
@@ -86,8 +89,8 @@ printf 'show lcores\n' >"$DIR/script2"
 printf 'show experiment\nquit\n' | timeout -k 5 30 "$PSB" "${NULLSRV[@]}" --file-prefix "$PFX-d" \
 	--cmdline-file "$DIR/script2" -i 2>"$DIR/d.err" | tr -d '\r' >"$DIR/d.out" ||
 	fail "psb --cmdline-file -i exited with $?: $(cat "$DIR/d.err")"
-grep -Eo '^(LCORE|node server)' "$DIR/d.out" | tr '\n' ' ' >"$DIR/d.order"
-[ "$(cat "$DIR/d.order")" = "LCORE node server " ] ||
+grep -Eo '^(LCORE|role: server)' "$DIR/d.out" | tr '\n' ' ' >"$DIR/d.order"
+[ "$(cat "$DIR/d.order")" = "LCORE role: server " ] ||
 	{ cat "$DIR/d.out" >&2; fail "--cmdline-file -i: script then stdin, got: $(cat "$DIR/d.order")"; }
 expect "$DIR/d.out" 'nothing loaded' "--cmdline-file -i: show experiment from stdin"
 
@@ -119,9 +122,10 @@ expect "$DIR/f.err" "^psb: --cmdline-file $DIR/long-script: 3600 bytes, over the
 printf '%s\n' "load $DIR/fifo" "load /dev/zero" "start $DIR" 'show experiment' quit |
 	timeout -k 5 30 "$PSB" "${NULLSRV[@]}" --file-prefix "$PFX-g" -i 2>"$DIR/g.err" |
 	tr -d '\r' >"$DIR/g.out" || fail "psb -i with load FIFO exited with $?: $(cat "$DIR/g.err")"
-expect "$DIR/g.out" "^error: $DIR/fifo: is a FIFO, not a regular file" "load FIFO at the prompt"
-expect "$DIR/g.out" "^error: /dev/zero: is a character device, not a regular file" "load /dev/zero"
-expect "$DIR/g.out" "^error: $DIR: is a directory, not a regular file" "start DIRECTORY"
+expect "$DIR/g.out" "^error: invalid: $DIR/fifo: is a FIFO, not a regular file" "load FIFO at the prompt"
+expect "$DIR/g.out" "^error: invalid: /dev/zero: is a character device, not a regular file" \
+	"load /dev/zero"
+expect "$DIR/g.out" "^error: invalid: $DIR: is a directory, not a regular file" "start DIRECTORY"
 expect "$DIR/g.out" 'nothing loaded' "the console goes on after refused files"
 echo "console: --cmdline-file ok"
 
@@ -175,7 +179,7 @@ wait_pane 'NIC statistics for port 0' "show port st<Tab> al<Tab>"
 # and Ctrl-C at the terminal gives the console back.
 printf '{"name": "sv", "kind": "serve", "output": {"dir": "results"}}\n' >"$DIR/serve.json"
 "${TMX[@]}" send-keys -t con "start $DIR/serve.json" Enter
-wait_pane '^experiment 1 "sv" started$' "start FILE"
+wait_pane "^experiment 1 \"sv\" started; results will go to $DIR/results/sv\$" "start FILE"
 "${TMX[@]}" send-keys -t con 'wait' Enter
 wait_pane '^waiting for experiment 1 "sv" to end$' "wait"
 ctl '{"cmd": "status"}' >"$DIR/ctl3"
@@ -193,7 +197,7 @@ wait_pane '^wait: interrupted' "Ctrl-C does not end wait"
 for _ in $(seq 50); do pane; [ "$(grep -c '^ROLE ' "$DIR/pane.txt")" = 2 ] && break; sleep 0.1; done
 [ "$(grep -c '^ROLE ' "$DIR/pane.txt")" = 2 ] || fail "terminal: what was typed during wait is lost"
 "${TMX[@]}" send-keys -t con 'stop' Enter
-wait_pane '^experiment 1 "sv": stopped after [0-9.]+ s$' "stop"
+wait_pane '^experiment 1 "sv" \(serve\): stopped after [0-9.]+ s$' "stop"
 [ -s "$DIR/results/sv/result.json" ] || fail "terminal: stop wrote no results"
 "${TMX[@]}" send-keys -t con 'quit' Enter
 for _ in $(seq 100); do [ -s "$DIR/t.rc" ] && [ -s "$DIR/tty.after" ] && break; sleep 0.1; done
@@ -231,17 +235,21 @@ printf '%s\n' 'show experiment' "load $DIR/worker.json" start wait 'show experim
 W=$DIR/w.out
 expect "$W" '^no experiment has run yet$' "experiment: started before start"
 expect "$W" '^loaded "w1" \(pushpull\)' "experiment: load"
-expect "$W" '^experiment 1 "w1" started$' "experiment: start"
+expect "$W" "^experiment 1 \"w1\" started; results will go to $DIR/results/w1\$" "experiment: start"
 expect "$W" '^waiting for experiment 1 "w1" to end$' "experiment: wait"
-expect "$W" '^experiment 1 "w1": done after [0-9.]+ s$' "experiment: the end of the wait"
+expect "$W" '^experiment 1 "w1" \(pushpull\): done after [0-9.]+ s$' "experiment: the end of the wait"
 # what follows wait ran after the experiment ended
 sed -n '/^waiting for experiment/,$p' "$W" | sed -n '/^psb> show experiment$/,$p' >"$DIR/w.tail"
-expect "$DIR/w.tail" '^  state +done$' "experiment: show experiment after wait: not done"
-expect "$DIR/w.tail" "^  results +$DIR/results/w1$" "experiment: show experiment: results"
-expect "$DIR/w.tail" '^  pushpull\.iterations +200$' "experiment: show experiment: iterations"
-expect "$DIR/w.tail" '^  pushpull\.failed +0$' "experiment: show experiment: failures"
-expect "$DIR/w.tail" '^counters roles\.worker0:$' "experiment: show counters worker0"
-expect "$DIR/w.tail" '^  rx_pkts +[1-9][0-9]*$' "experiment: the worker received no answers"
+# show experiment is psbctl status: the summary (every figure: show counters experiment)
+expect "$DIR/w.tail" '^role: worker, up [0-9.]+ s, an experiment is loaded$' \
+	"experiment: show experiment: the node"
+expect "$DIR/w.tail" '^experiment 1 "w1" \(pushpull\): done after [0-9.]+ s$' \
+	"experiment: show experiment after wait: not done"
+expect "$DIR/w.tail" "^results: $DIR/results/w1\$" "experiment: show experiment: results"
+expect "$DIR/w.tail" '^  iterations 200/200, ' "experiment: show experiment: iterations"
+expect "$DIR/w.tail" '; retries [0-9]+, failed 0$' "experiment: show experiment: failures"
+expect "$DIR/w.tail" '^roles\.worker0\.rx_pkts [1-9][0-9]*$' \
+	"experiment: show counters worker0: the worker received no answers"
 [ -s "$DIR/results/w1/result.json" ] || fail "experiment: no results in $DIR/results/w1"
 kill -TERM "$SPID"
 for _ in $(seq 100); do kill -0 "$SPID" 2>/dev/null || break; sleep 0.1; done

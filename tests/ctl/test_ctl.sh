@@ -11,7 +11,8 @@ start_pair
 expect_rc 0 "$O" "$E" ctl "$W" help
 grep -q '^  start ' "$O" && grep -q '^  counters ' "$O" || fail "help: $(cat "$O")"
 expect_rc 0 "$O" "$E" ctl "$W" status
-grep -q '^role: worker' "$O" && grep -q '^experiment: none yet' "$O" || fail "status: $(cat "$O")"
+grep -q '^role: worker, up [0-9.]* s, nothing loaded$' "$O" &&
+	grep -q '^no experiment has run yet$' "$O" || fail "status: $(cat "$O")"
 [ "$(ctl "$W" --json status | jq_ 'd["experiment"]["state"]')" = idle ] || fail "not idle"
 expect_rc 0 "$O" "$E" ctl "$W" list
 grep -q '^no experiments yet' "$O" || fail "list: $(cat "$O")"
@@ -23,7 +24,8 @@ write_doc "$DIR/here/small.json" small 200 0 results
 	fail "start --wait: exit $?: $(cat "$O" "$E")"
 R="$DIR/results/small"
 grep -q "^experiment 1 \"small\" started; results will go to $R\$" "$O" || fail "start: $(cat "$O")"
-grep -q '^experiment 1 "small": done after' "$O" || fail "start --wait end: $(cat "$O")"
+grep -q '^experiment 1 "small" (pushpull): done after' "$O" || fail "start --wait end: $(cat "$O")"
+grep -q '^  iterations 200/200, ' "$O" || fail "start --wait figures: $(cat "$O")"
 grep -q "^results: $R\$" "$O" || fail "start --wait results: $(cat "$O")"
 for f in result.json result.csv result.txt; do [ -s "$R/$f" ] || fail "no $R/$f"; done
 jq_ 'd["state"] == "done" and d["rows"][0]["iterations"] == 200' <"$R/result.json" |
@@ -146,7 +148,7 @@ jq_ 'd["state"]' <"$DIR/results/long/result.json" | grep -qx stopped || fail "lo
 RC=0
 wait $WAITER || RC=$?
 [ $RC -eq 0 ] || fail "start --wait exited $RC: $(cat "$DIR/wait.out" "$DIR/wait.err")"
-grep -q '^experiment 2 "long": stopped after' "$DIR/wait.out" &&
+grep -q '^experiment 2 "long" (pushpull): stopped after' "$DIR/wait.out" &&
 	grep -q "^results: $DIR/results/long\$" "$DIR/wait.out" ||
 	fail "start --wait after stop: $(cat "$DIR/wait.out")"
 # not a terminal: one progress line per second, not \r
@@ -158,7 +160,9 @@ grep -q '^psbctl: not_running: no experiment is running' "$E" || fail "stop agai
 
 # list: both experiments
 expect_rc 0 "$O" "$E" ctl "$W" list
-grep -Eq '^1 +small +pushpull +done ' "$O" && grep -Eq '^2 +long +pushpull +stopped ' "$O" ||
+grep -Eq '^id +name +kind +state +elapsed_s +results$' "$O" &&
+	grep -Eq '^ *1 +small +pushpull +done +[0-9.]+ +/' "$O" &&
+	grep -Eq '^ *2 +long +pushpull +stopped +[0-9.]+ +/' "$O" ||
 	fail "list: $(cat "$O")"
 
 # reset_state on the server: the store's counters go to 0
@@ -176,7 +180,7 @@ grep -q '^loaded "loaded" (pushpull)' "$O" || fail "load: $(cat "$O")"
 expect_rc 0 "$O" "$E" ctl "$W" set pushpull.repeat 150
 grep -q '(for the next experiment)' "$O" || fail "set idle: $(cat "$O")"
 expect_rc 0 "$O" "$E" ctl "$W" start --wait
-grep -q '^experiment 3 "loaded": done' "$O" || fail "start loaded: $(cat "$O")"
+grep -q '^experiment 3 "loaded" (pushpull): done' "$O" || fail "start loaded: $(cat "$O")"
 jq_ 'd["rows"][0]["iterations"]' <"$DIR/results/loaded/result.json" | grep -qx 150 ||
 	fail "loaded run did not take the set repeat"
 
@@ -187,7 +191,7 @@ wait $SERVER_PID || fail "server exited with $? after quit"
 printf '{"name": "fails", "kind": "pushpull", "pushpull": {"len": "4KiB", "repeat": 10,
  "timeout": "1ms", "max_retries": 2}, "output": {"dir": "%s"}}\n' results >"$DIR/f.json"
 expect_rc 1 "$O" "$E" ctl "$W" start "$DIR/f.json" --wait
-grep -q '^experiment 4 "fails": failed' "$O" && grep -q '^psbctl: experiment 4 failed' "$E" ||
+grep -q '^experiment 4 "fails" (pushpull): failed' "$O" && grep -q '^psbctl: experiment 4 failed' "$E" ||
 	fail "failed run: $(cat "$O" "$E")"
 
 # quit: the appliance exits (1: its last experiment failed) and removes its socket

@@ -136,22 +136,17 @@ for line in open(d + "/metrics.prom"):
             r[key] = v
 ok &= check("prometheus", prom["rx"], prom["tx"], prom["port"])
 
-# console: "counters roles.rx0:" then "  key value" lines, drops as drops.REASON
-con, cur = {}, None
+# console: "path value" lines with the whole path, as psbctl's (roles.rx0.drops.REASON 3)
+con = {}
 for line in open(d + "/console.out").read().replace("\r", "").splitlines():
-    m = re.match(r'(?:psb> )?counters (\S+):$', line)
+    m = re.match(r'(roles\.[a-z]+\d+|ports\.\d+)\.(\S+) (-?\d+)$', line)
     if m:
         cur = con.setdefault(m.group(1), {"drops": {}})
-        continue
-    m = re.match(r'  (\S+) +(-?\d+)$', line)
-    if m and cur is not None:
-        k, v = m.group(1), int(m.group(2))
+        k, v = m.group(2), int(m.group(3))
         if k.startswith("drops."):
             cur["drops"][k[6:]] = v
         else:
             cur[k] = v
-    elif not line.startswith("  "):
-        cur = None
 ok &= check("console", con.get("roles.rx0", {}), con.get("roles.tx0", {}),
             con.get("ports.0", {}))
 

@@ -147,7 +147,7 @@ for node in "swa":
     if node == "s":
         con = set()
         for l in open(d + "/console.out").read().replace("\r", "").splitlines():
-            m = re.match(r"  (\S+) ", l)
+            m = re.match(r"(?:psb> )?(\S+) ", l)
             if m:
                 con.add(m.group(1))
     for m in metrics:
@@ -172,9 +172,8 @@ for node in "swa":
                 bad.append("%s: %s not in telemetry /psb/counters,%s" %
                            (node, dotted, parts[0]))
             if con is not None:
-                # show counters SECTION prints keys below the section
-                key = ".".join(parts[1:])
-                if not any(c == key or c.startswith(key + ".") for c in con):
+                # show counters SECTION prints a "path value" line per figure
+                if not any(c == dotted or c.startswith(dotted + ".") for c in con):
                     bad.append("%s: %s not in the console's show counters" % (node, dotted))
             name = m["prometheus"]
             if not name:
