@@ -3,29 +3,22 @@
  * async, one worker), and on stdout, as JSON, what psb must count for them: every frame once,
  * answered, handed on, or dropped with its reason. test_accounting.sh checks every export.
  */
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
-#include <pcap/pcap.h>
-
-#include "psb_proto.h"
+#include "psb_testframe.h"
 
 #define PSB_IP		0xc6120001u	/* 198.18.0.1 */
 #define W0_IP		0xc612000au	/* 198.18.0.10 */
 
-static pcap_dumper_t *dumper;
+static struct tf_pcap pcap;
 static uint8_t frame[PSB_MAX_FRAME + 128];
 static unsigned int nframes;
 
-static const struct psb_addr psb = {
-	.mac = { 0x02, 0, 0, 0, 0, 0x01 }, .ip = PSB_IP, .port = PSB_UDP_PORT,
-};
-static const struct psb_addr w0 = {
-	.mac = { 0x02, 0, 0, 0, 0, 0x10 }, .ip = W0_IP, .port = 9432,
-};
-static const struct psb_addr w1 = {
-	.mac = { 0x02, 0, 0, 0, 0, 0x11 }, .ip = 0xc612000bu, .port = 9432,
-};
+static const struct psb_addr psb = TF_ADDR(0x01, PSB_IP, PSB_UDP_PORT);
+static const struct psb_addr w0 = TF_ADDR(0x10, W0_IP, 9432);
+static const struct psb_addr w1 = TF_ADDR(0x11, 0xc612000bu, 9432);
 
 /* What each outcome counter must read; drops by enum psb_drop. */
 static struct {
@@ -37,26 +30,14 @@ static struct {
 static void
 emit(size_t len)
 {
-	struct pcap_pkthdr ph;
-
-	memset(&ph, 0, sizeof(ph));
-	ph.ts.tv_sec = 1700000000;
-	ph.ts.tv_usec = nframes;
-	ph.caplen = (bpf_u_int32)len;
-	ph.len = (bpf_u_int32)len;
-	pcap_dump((u_char *)dumper, &ph, frame);
+	tf_pcap_put(&pcap, frame, len, 1700000000, nframes);
 	nframes++;
 }
 
 static void
 fix_ip_csum(void)
 {
-	uint16_t c;
-
-	frame[24] = frame[25] = 0;
-	c = (uint16_t)~psb_csum_partial(frame + PSB_ETH_HLEN, PSB_IP_HLEN, 0);
-	frame[24] = (uint8_t)(c >> 8);
-	frame[25] = (uint8_t)c;
+	tf_fix_ip_csum(frame + PSB_ETH_HLEN);
 }
 
 /* A one-segment message from src to dst carrying len value bytes (a multiple of 4). */
@@ -65,14 +46,11 @@ msg(const struct psb_addr *src, const struct psb_addr *dst, uint8_t type, uint64
 		uint32_t req, uint16_t len)
 {
 	static uint8_t value[PSB_MAX_FRAME];
-	struct psb_hdr h;
+	struct psb_hdr h = tf_hdr(type, 0, 0, req, 0, key);
 
-	psb_hdr_init(&h, type);
-	h.req_id = req;
-	h.key = key;
-	h.total_len = len;
-	h.seg_len = len;
-	h.seg_size = len != 0 ? len : 1432;
+	tf_whole(&h, len);
+	if (len == 0)
+		h.seg_size = 1432;
 	memset(value, 0x3f, len);
 	return psb_frame_build(frame, src, dst, &h, value, len);
 }
@@ -89,27 +67,20 @@ icmp(uint8_t type)
 {
 	size_t len = msg(&w0, &psb, PSB_MSG_PULL, 0, 0, 0);
 	uint8_t *ic = frame + PSB_ETH_HLEN + PSB_IP_HLEN;
-	uint16_t c;
 
 	frame[PSB_ETH_HLEN + 9] = 1;
 	fix_ip_csum();
 	memset(ic, 0, 8);
 	ic[0] = type;
-	c = (uint16_t)~psb_csum_partial(ic, len - PSB_ETH_HLEN - PSB_IP_HLEN, 0);
-	ic[2] = (uint8_t)(c >> 8);
-	ic[3] = (uint8_t)c;
+	tf_fix_icmp_csum(ic, len - PSB_ETH_HLEN - PSB_IP_HLEN);
 	return len;
 }
 
 static size_t
 bye(const struct psb_addr *src, uint32_t dst_ip, uint16_t dst_port)
 {
-	struct psb_addr dst = psb;
+	struct psb_addr dst = tf_bye_dst(&psb, dst_ip, dst_port);
 
-	dst.ip = dst_ip;
-	dst.port = dst_port;
-	if (dst_ip == 0xffffffffu)
-		memset(dst.mac, 0xff, 6);
 	return msg(src, &dst, PSB_MSG_BYE, 0, 0, 0);
 }
 
@@ -156,17 +127,14 @@ int
 main(int argc, char **argv)
 {
 	struct psb_addr stranger = w0, forged = w0;
-	pcap_t *p;
 	unsigned int i;
 
 	if (argc != 2) {
 		fprintf(stderr, "usage: gen_mix OUT.pcap\n");
 		return 2;
 	}
-	p = pcap_open_dead(DLT_EN10MB, 65535);
-	dumper = p != NULL ? pcap_dump_open(p, argv[1]) : NULL;
-	if (dumper == NULL) {
-		fprintf(stderr, "gen_mix: cannot write %s\n", argv[1]);
+	if (tf_pcap_open(&pcap, argv[1]) != 0) {
+		fprintf(stderr, "gen_mix: cannot write %s: %s\n", argv[1], strerror(errno));
 		return 1;
 	}
 	stranger.ip = 0xc6120063u;
@@ -221,8 +189,10 @@ main(int argc, char **argv)
 	drops(PSB_DROP_ICMP, 13, mk_icmp);
 	drops(PSB_DROP_OVERSIZE, 14, mk_oversize);
 
-	pcap_dump_close(dumper);
-	pcap_close(p);
+	if (tf_pcap_close(&pcap) != 0) {
+		fprintf(stderr, "gen_mix: cannot write %s\n", argv[1]);
+		return 1;
+	}
 	printf("{\"frames\": %u, \"answers\": %u, \"handed\": %u, \"not_served\": %u, "
 		"\"ring_full\": 0, \"no_mbuf\": 0, \"arp_replies\": %u, \"arp_learned\": %u, "
 		"\"icmp_replies\": %u, \"byes\": %u, \"bye_ignored\": %u, \"drops\": {", nframes,

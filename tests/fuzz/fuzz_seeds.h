@@ -5,10 +5,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Addresses used by the seeds; the fuzz target's parse configs match them. */
-#define FUZZ_WORKER_IP		0xc6120001u	/* 198.18.0.1 */
-#define FUZZ_SERVER_IP		0xc6120002u	/* 198.18.0.2 */
-#define FUZZ_WORKER_PORT	40001
+#include "psb_testframe.h"
+
+/* The seeds are tf_worker's and tf_server's; the fuzz target's parse configs match them. */
+#define FUZZ_WORKER_IP		TF_WORKER_IP
+#define FUZZ_SERVER_IP		TF_SERVER_IP
+#define FUZZ_WORKER_PORT	TF_WORKER_PORT
 
 /* Largest seed frame (a 9000-byte MTU frame), with room for Ethernet padding. */
 #define FUZZ_SEED_MAX		(14 + 4 + 9000 + 64)

@@ -36,13 +36,7 @@ static uint32_t rng_state = 0x2545f491u;
 static uint32_t
 rng_next(void)
 {
-	uint32_t x = rng_state;
-
-	x ^= x << 13;
-	x ^= x >> 17;
-	x ^= x << 5;
-	rng_state = x;
-	return x;
+	return tf_xorshift32(&rng_state);
 }
 
 static void

@@ -11,33 +11,19 @@ TESTPMD=${DPDK_TESTPMD:-dpdk-testpmd}
 command -v "$TESTPMD" >/dev/null || fail "$TESTPMD not found (package dpdk-dev)"
 
 # The peer's frames: a push of key 1 and its BYE, both from 198.18.0.2 (02:00:00:00:00:02).
-python3 - "$DIR/in.pcap" <<'EOF'
-import socket, struct, sys
-
-def csum(b):
-    s = sum(struct.unpack("!%dH" % (len(b) // 2), b))
-    while s >> 16:
-        s = (s & 0xffff) + (s >> 16)
-    return ~s & 0xffff
+PYTHONPATH="$HERE/../lib" python3 - "$DIR/in.pcap" <<'EOF'
+import struct, sys
+import psbframe as pf
 
 def frame(dmac, dip, mtype, key, req, value):
-    # psb header: magic version type flags status sender req_id round key total offset
-    # seg_len seg_size aux
     n = len(value)
-    h = struct.pack("!HBBBBHIIQIIHHI", 0x5053, 1, mtype, 0, 0, 0, req, 0, key, n, 0, n,
-                    n if n else 1432, 0)
-    udp = struct.pack("!HHHH", 9432, 9430, 8 + len(h) + n, 0) + h + value
-    ip = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + len(udp), 0, 0x4000, 64, 17, 0,
-                     socket.inet_aton("198.18.0.2"), socket.inet_aton(dip))
-    ip = ip[:10] + struct.pack("!H", csum(ip)) + ip[12:]
-    return dmac + b"\x02\0\0\0\0\x02\x08\x00" + ip + udp
+    h = pf.hdr(mtype, req=req, key=key, total=n, seg_len=n, seg_size=n if n else 1432)
+    return pf.udp_frame(dmac, "02:00:00:00:00:02", "198.18.0.2", dip, 9432, pf.UDP_PORT,
+                        h + value)
 
-frames = [frame(b"\x02\0\0\0\0\x01", "198.18.0.1", 0x01, 1, 1, struct.pack("<4f", 1, 2, 3, 4)),
-          frame(b"\xff" * 6, "255.255.255.255", 0x12, 0, 0, b"")]
-with open(sys.argv[1], "wb") as f:
-    f.write(struct.pack("<IHHiIII", 0xa1b2c3d4, 2, 4, 0, 0, 65535, 1))
-    for i, fr in enumerate(frames):
-        f.write(struct.pack("<IIII", 1700000000, i, len(fr), len(fr)) + fr)
+pf.write_pcap(sys.argv[1], [
+    frame("02:00:00:00:00:01", "198.18.0.1", 0x01, 1, 1, struct.pack("<4f", 1, 2, 3, 4)),
+    frame("ff:ff:ff:ff:ff:ff", "255.255.255.255", pf.BYE, 0, 0, b"")])
 EOF
 
 start_psb server --role server --port "memif:server:$DIR/m.sock" --ip 198.18.0.1 \

@@ -17,7 +17,7 @@
 #include <jansson.h>
 #include <pcap/pcap.h>
 
-#include "psb_proto.h"
+#include "psb_testframe.h"
 
 #define PSB_IP		0xc6120001u	/* 198.18.0.1 */
 #define W0_IP		0xc612000au	/* 198.18.0.10 */
@@ -34,7 +34,8 @@ static uint32_t req_epoch;
  * (tests keep theirs static: a failed assertion leaves the test's stack frame for good).
  */
 static struct scen *cur;
-static const uint8_t psb_mac[6] = { 0x02, 0, 0, 0, 0, 0x01 };
+/* psb, and where worker w sends from (w0 198.18.0.10, w1 198.18.0.11). */
+static const struct psb_addr psb_node = TF_ADDR(0x01, PSB_IP, PSB_UDP_PORT);
 
 struct frame {
 	size_t len;
@@ -45,8 +46,7 @@ struct frame {
 struct scen {
 	char dir[64];
 	char in[128], out[128], stats[128];
-	pcap_t *dead;
-	pcap_dumper_t *dump;
+	struct tf_pcap dump;
 	struct frame *outf;
 	unsigned int nout;
 	json_t *st;
@@ -62,10 +62,7 @@ scen_open(struct scen *s)
 	snprintf(s->in, sizeof(s->in), "%s/in.pcap", s->dir);
 	snprintf(s->out, sizeof(s->out), "%s/out.pcap", s->dir);
 	snprintf(s->stats, sizeof(s->stats), "%s/stats.json", s->dir);
-	s->dead = pcap_open_dead(DLT_EN10MB, 65535);
-	assert_non_null(s->dead);
-	s->dump = pcap_dump_open(s->dead, s->in);
-	assert_non_null(s->dump);
+	assert_int_equal(tf_pcap_open(&s->dump, s->in), 0);
 	s->outf = calloc(MAX_FRAMES, sizeof(*s->outf));
 	assert_non_null(s->outf);
 	cur = s;
@@ -82,12 +79,8 @@ scen_close(struct scen *s)
 	if (s->st != NULL)
 		json_decref(s->st);
 	s->st = NULL;
-	if (s->dump != NULL)
-		pcap_dump_close(s->dump);
-	s->dump = NULL;
-	if (s->dead != NULL)
-		pcap_close(s->dead);
-	s->dead = NULL;
+	if (s->dump.fp != NULL)
+		tf_pcap_close(&s->dump);
 	if (getenv("PSB_TEST_KEEP") != NULL) {
 		fprintf(stderr, "kept %s\n", s->dir);
 		return;
@@ -102,33 +95,21 @@ scen_close(struct scen *s)
 static void
 put_frame(struct scen *s, const uint8_t *buf, size_t len)
 {
-	struct pcap_pkthdr ph;
-	static int usec;
+	static uint32_t usec;
 
-	memset(&ph, 0, sizeof(ph));
-	ph.ts.tv_usec = ++usec;
-	ph.caplen = (bpf_u_int32)len;
-	ph.len = (bpf_u_int32)len;
-	pcap_dump((u_char *)s->dump, &ph, buf);
+	tf_pcap_put(&s->dump, buf, len, 0, ++usec);
 }
 
 static void
 worker_addr(struct psb_addr *a, int w)
 {
-	memset(a, 0, sizeof(*a));
-	a->mac[0] = 0x02;
-	a->mac[5] = (uint8_t)(0x10 + w);
-	a->ip = w == 0 ? W0_IP : W1_IP;
-	a->port = W_PORT;
+	*a = tf_addr((uint16_t)(0x10 + w), w == 0 ? W0_IP : W1_IP, W_PORT);
 }
 
 static void
 psb_addr_of(struct psb_addr *a)
 {
-	memset(a, 0, sizeof(*a));
-	memcpy(a->mac, psb_mac, 6);
-	a->ip = PSB_IP;
-	a->port = PSB_UDP_PORT;
+	*a = psb_node;
 }
 
 /* Put a whole request from worker w: every segment, in the given order (NULL: in order). */
@@ -137,30 +118,21 @@ put_request(struct scen *s, int w, uint8_t type, uint64_t key, uint32_t req, uin
 		const float *val, uint32_t nfloat, const int *order, int nseg_order)
 {
 	struct psb_addr src, dst;
-	struct psb_hdr h;
+	struct psb_hdr h = tf_hdr(type, PSB_F_SYNC, (uint16_t)w, req, round, key);
 	uint8_t buf[9100];
 	uint32_t total = nfloat * 4, nseg = psb_seg_count(total, SEG), i;
 
 	worker_addr(&src, w);
 	psb_addr_of(&dst);
-	psb_hdr_init(&h, type);
-	h.flags = PSB_F_SYNC;
-	h.sender = (uint16_t)w;
-	h.req_id = req;
-	h.round = round;
-	h.key = key;
 	h.aux = req_epoch;
 	if (type == PSB_MSG_PULL || val == NULL) {
 		put_frame(s, buf, psb_frame_build(buf, &src, &dst, &h, NULL, 0));
 		return;
 	}
-	h.total_len = total;
-	h.seg_size = SEG;
 	for (i = 0; i < (order != NULL ? (uint32_t)nseg_order : nseg); i++) {
 		uint32_t idx = order != NULL ? (uint32_t)order[i] : i;
 
-		h.offset = idx * SEG;
-		h.seg_len = (uint16_t)(total - h.offset < SEG ? total - h.offset : SEG);
+		tf_seg(&h, total, idx * SEG, SEG);
 		put_frame(s, buf, psb_frame_build(buf, &src, &dst, &h, (const uint8_t *)val + h.offset,
 			h.seg_len));
 	}
@@ -179,8 +151,7 @@ scen_run_shards(struct scen *s, const char *mode, int nworkers, int shards)
 	pid_t pid;
 	int status, rc;
 
-	pcap_dump_close(s->dump);
-	s->dump = NULL;
+	assert_int_equal(tf_pcap_close(&s->dump), 0);
 	snprintf(port, sizeof(port), "pcap:%s:%s", s->in, s->out);
 	snprintf(nw, sizeof(nw), "%d", nworkers);
 	snprintf(ns, sizeof(ns), "%d", shards);
@@ -278,7 +249,7 @@ out_psb(struct scen *s, unsigned int i, int w, struct psb_frame *f)
 		PSB_FRAME_PSB);
 	worker_addr(&wa, w);
 	assert_memory_equal(f->dst.mac, wa.mac, 6);
-	assert_memory_equal(f->src.mac, psb_mac, 6);
+	assert_memory_equal(f->src.mac, psb_node.mac, 6);
 	assert_int_equal(f->src.ip, PSB_IP);
 	assert_int_equal(f->dst.ip, wa.ip);
 	assert_int_equal(f->src.port, PSB_UDP_PORT);
@@ -471,16 +442,12 @@ put_raw_psb(struct scen *s, uint8_t version, uint8_t type, uint16_t sender, uint
 		uint32_t req, uint32_t total, const void *payload, uint16_t plen)
 {
 	struct psb_addr src, dst;
-	struct psb_hdr h;
+	struct psb_hdr h = tf_hdr(type, 0, sender, req, 0, key);
 	uint8_t buf[9100];
 
 	worker_addr(&src, 0);
 	psb_addr_of(&dst);
-	psb_hdr_init(&h, type);
 	h.version = version;
-	h.sender = sender;
-	h.req_id = req;
-	h.key = key;
 	h.total_len = total;
 	h.seg_len = plen;
 	h.seg_size = plen != 0 ? (uint16_t)((plen + 3) & ~3) : 0;
@@ -512,17 +479,12 @@ test_error_replies(void **state)
 	{
 		/* First segment of a value larger than the server's --max-value (64 MiB). */
 		struct psb_addr src, dst;
-		struct psb_hdr h;
+		struct psb_hdr h = tf_hdr(PSB_MSG_PUSH, 0, 0, 7, 0, 6);
 		uint8_t buf[200];
 
 		worker_addr(&src, 0);
 		psb_addr_of(&dst);
-		psb_hdr_init(&h, PSB_MSG_PUSH);
-		h.req_id = 7;
-		h.key = 6;
-		h.total_len = 128u << 20;
-		h.seg_size = 32;
-		h.seg_len = 32;
+		tf_seg(&h, 128u << 20, 0, 32);
 		put_frame(&s, buf, psb_frame_build(buf, &src, &dst, &h, v, 32));
 	}
 	scen_run(&s, "--async", 1);
@@ -550,8 +512,12 @@ test_error_replies(void **state)
 static void
 test_arp_icmp(void **state)
 {
-	uint8_t buf[200];
-	uint8_t mac0[6] = { 0x02, 0, 0, 0, 0, 0x10 };
+	uint8_t buf[200], data[56];
+	struct psb_addr w0;
+	const uint8_t *mac0 = w0.mac;
+	/* ICMP echo request, 56 bytes of data, id 0x1234 seq 7. */
+	const struct tf_echo echo = { .ttl = 64, .ident = 0x1234, .seq = 7, .data = data,
+		.data_len = sizeof(data) };
 	struct psb_frame f;
 	struct psb_parse_cfg cfg = { .my_ip = W0_IP };
 	static struct scen s;
@@ -559,46 +525,22 @@ test_arp_icmp(void **state)
 	uint16_t i;
 
 	(void)state;
+	worker_addr(&w0, 0);
 	scen_open(&s);
 	len = psb_arp_request(buf, mac0, W0_IP, PSB_IP);
 	put_frame(&s, buf, len);
 	len = psb_arp_request(buf, mac0, W0_IP, 0xc6120063u);	/* someone else */
 	put_frame(&s, buf, len);
-	/* ICMP echo request, 56 bytes of data, id 0x1234 seq 7. */
-	{
-		uint8_t *ip = buf + 14, *ic = buf + 34;
-		uint16_t c;
-
-		memset(buf, 0, sizeof(buf));
-		memcpy(buf, psb_mac, 6);
-		memcpy(buf + 6, mac0, 6);
-		buf[12] = 0x08;
-		ip[0] = 0x45;
-		ip[2] = 0;
-		ip[3] = 84;
-		ip[8] = 64;
-		ip[9] = 1;
-		ip[12] = 198; ip[13] = 18; ip[14] = 0; ip[15] = 10;
-		ip[16] = 198; ip[17] = 18; ip[18] = 0; ip[19] = 1;
-		c = (uint16_t)~psb_csum_partial(ip, 20, 0);
-		ip[10] = c >> 8;
-		ip[11] = c & 0xff;
-		ic[0] = 8;
-		ic[4] = 0x12; ic[5] = 0x34; ic[7] = 7;
-		for (i = 0; i < 56; i++)
-			ic[8 + i] = (uint8_t)i;
-		c = (uint16_t)~psb_csum_partial(ic, 64, 0);
-		ic[2] = c >> 8;
-		ic[3] = c & 0xff;
-		put_frame(&s, buf, 98);
-	}
+	for (i = 0; i < sizeof(data); i++)
+		data[i] = (uint8_t)i;
+	put_frame(&s, buf, tf_icmp_echo(buf, &w0, &psb_node, &echo));
 	scen_run(&s, "--async", 1);
 
 	assert_int_equal(s.nout, 2);
 	/* ARP reply: to the asker, from psb, op 2, sender = psb. */
 	assert_int_equal(psb_frame_parse(s.outf[0].data, s.outf[0].len, &cfg, &f),
 		PSB_FRAME_ARP_REPLY);
-	assert_memory_equal(f.src.mac, psb_mac, 6);
+	assert_memory_equal(f.src.mac, psb_node.mac, 6);
 	assert_int_equal(f.src.ip, PSB_IP);
 	assert_memory_equal(f.dst.mac, mac0, 6);
 	assert_int_equal(f.dst.ip, W0_IP);
@@ -609,7 +551,7 @@ test_arp_icmp(void **state)
 
 		assert_int_equal(s.outf[1].len, 98);
 		assert_memory_equal(o, mac0, 6);
-		assert_memory_equal(o + 6, psb_mac, 6);
+		assert_memory_equal(o + 6, psb_node.mac, 6);
 		assert_int_equal(psb_csum_partial(o + 14, 20, 0), 0xffff);
 		assert_int_equal(o[26], 198);
 		assert_int_equal(o[29], 1);
@@ -645,12 +587,8 @@ test_malformed_dropped(void **state)
 	scen_open(&s);
 	worker_addr(&src, 0);
 	psb_addr_of(&dst);
-	psb_hdr_init(&h, PSB_MSG_PUSH);
-	h.req_id = 1;
-	h.key = 9;
-	h.total_len = 16;
-	h.seg_len = 16;
-	h.seg_size = 16;
+	h = tf_hdr(PSB_MSG_PUSH, 0, 0, 1, 0, 9);
+	tf_whole(&h, 16);
 	len = psb_frame_build(good, &src, &dst, &h, v, 16);
 
 	put_frame(&s, good, 20);				/* truncated */
@@ -665,13 +603,7 @@ test_malformed_dropped(void **state)
 	put_frame(&s, bad, len);
 	memcpy(bad, good, len);
 	bad[14 + 6] = 0x20;					/* more fragments */
-	bad[14 + 10] = bad[14 + 11] = 0;
-	{
-		uint16_t c = (uint16_t)~psb_csum_partial(bad + 14, 20, 0);
-
-		bad[24] = c >> 8;
-		bad[25] = c & 0xff;
-	}
+	tf_fix_ip_csum(bad + 14);
 	put_frame(&s, bad, len);
 	memcpy(bad, good, len);
 	bad[12] = 0x86;						/* IPv6 ethertype */
@@ -729,24 +661,15 @@ test_batch(void **state)
 
 	(void)state;
 	scen_open(&s);
-	for (i = 0; i < 4; i++) {
-		memset(&r, 0, sizeof(r));
-		r.type = reqs[i].type;
-		r.len = reqs[i].value ? sizeof(v) : 0;
-		r.req_id = 100 + i;
-		r.key = reqs[i].key;
-		psb_rec_encode(payload + len, &r);
-		memcpy(payload + len + PSB_REC_HLEN, v, r.len);
-		len += PSB_REC_HLEN + r.len;
-	}
+	for (i = 0; i < 4; i++)
+		len += tf_rec_put(payload + len, &(struct psb_rec){ .type = reqs[i].type,
+			.len = reqs[i].value ? sizeof(v) : 0, .req_id = 100 + i,
+			.key = reqs[i].key }, v);
 	worker_addr(&src, 0);
 	psb_addr_of(&dst);
-	psb_hdr_init(&h, PSB_MSG_BATCH);
-	h.req_id = 77;
+	h = tf_hdr(PSB_MSG_BATCH, 0, 0, 77, 0, 0);
 	h.aux = 0x1234;
-	h.total_len = (uint32_t)len;
-	h.seg_len = (uint16_t)len;
-	h.seg_size = (uint16_t)len;
+	tf_whole(&h, (uint32_t)len);
 	put_frame(&s, buf, psb_frame_build(buf, &src, &dst, &h, payload, (uint16_t)len));
 	scen_run(&s, "--async", 1);
 
@@ -783,15 +706,10 @@ test_batch(void **state)
 static void
 put_bye(struct scen *s, const struct psb_addr *src, uint32_t dst_ip, uint16_t dst_port)
 {
-	struct psb_addr dst;
+	struct psb_addr dst = tf_bye_dst(&psb_node, dst_ip, dst_port);
 	struct psb_hdr h;
 	uint8_t buf[128];
 
-	psb_addr_of(&dst);
-	dst.ip = dst_ip;
-	dst.port = dst_port;
-	if (dst_ip == 0xffffffffu)
-		memset(dst.mac, 0xff, 6);
 	psb_hdr_init(&h, PSB_MSG_BYE);
 	put_frame(s, buf, psb_frame_build(buf, src, &dst, &h, NULL, 0));
 }
@@ -997,13 +915,8 @@ test_flood_budgets(void **state)
 	psb_addr_of(&dst);
 	/* 24 first segments of 64 MiB values, from ranks 1..24 */
 	for (i = 0; i < 24; i++) {
-		psb_hdr_init(&h, PSB_MSG_PUSH);
-		h.sender = (uint16_t)(1 + i);
-		h.req_id = 1;
-		h.key = 1000000 + i;
-		h.total_len = 64u << 20;
-		h.seg_size = SEG;
-		h.seg_len = SEG;
+		h = tf_hdr(PSB_MSG_PUSH, 0, (uint16_t)(1 + i), 1, 0, 1000000 + i);
+		tf_seg(&h, 64u << 20, 0, SEG);
 		put_frame(&s, buf, psb_frame_build(buf, &src, &dst, &h, big, SEG));
 	}
 	/* 2000 new keys from rank 0: the first 1000 fit */

@@ -60,10 +60,11 @@ dmlc_exec() {
 		DMLC_INTERFACE="${vp}a$n" ${host:+DMLC_NODE_HOST=$host} "$@"
 }
 
-# bridge_test TAG TAIL NODE...: the frame of a test whose psb nodes meet on a bridge (as root:
-# exits 77 without). Sets DIR (scratch), BR, NSP (namespace NSP-NODE, interface NSPaNODE),
-# PFX (the start of every psb --file-prefix) and PIDS (what to kill), builds the bridge, and
-# at exit kills and removes all of it. fail MSG prints the logs' last TAIL lines, exits 1.
+# bridge_test TAG TAIL [NODE...]: the frame of a test whose psb nodes meet on a bridge (as
+# root: exits 77 without). Sets DIR (scratch), BR, NSP (namespace NSP-NODE, interface
+# NSPaNODE), PFX (the start of every psb --file-prefix) and PIDS (what to kill), builds the
+# bridge (without NODEs: once bridge_nodes is called), and at exit kills and removes all of
+# it. fail MSG prints the logs' last TAIL lines, exits 1.
 bridge_test() {
 	if [ "$(id -u)" != 0 ] || ! command -v ip >/dev/null; then
 		echo "SKIP: needs root and iproute2"
@@ -76,8 +77,14 @@ bridge_test() {
 	PFX=psbt-$1$$-
 	PIDS=()
 	shift 2
-	BT_NODES=("$@")
+	BT_NODES=()
 	trap bridge_test_cleanup EXIT
+	[ $# -eq 0 ] || bridge_nodes "$@"
+}
+
+# bridge_nodes NODE...: the bridge and the nodes' namespaces of a bridge_test begun without.
+bridge_nodes() {
+	BT_NODES=("$@")
 	bridge_up "$BR" "$NSP" "$NSP" "$@" || fail "cannot build the bridge and namespaces"
 }
 

@@ -58,3 +58,7 @@ netns_cleanup() {
 	[ -n "$tmp" ] && rm -rf "$tmp"
 	exit $rc
 }
+
+# What python3 needs on PYTHONPATH to build frames with tests/lib/psbframe.py.
+# shellcheck disable=SC2034	# the tests' own
+test_lib=$(cd "$(dirname "${BASH_SOURCE[0]}")/../lib" && pwd)

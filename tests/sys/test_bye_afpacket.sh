@@ -55,29 +55,18 @@ ip netns exec "$ns" sysctl -qw "net.ipv6.conf.$vn.disable_ipv6=1"
 psb_mac=$(cat "/sys/class/net/$vr/address")
 client_mac=$(ip netns exec "$ns" cat "/sys/class/net/$vn/address")
 
-# send KIND SRC_MAC SRC_IP DST_MAC DST_IP DST_PORT [COUNT]: raw frames out of $vn, KIND bye
-# (a psb BYE) or udp (a datagram of 64 zero bytes)
+# send KIND SRC_MAC SRC_IP DST_MAC DST_IP DST_PORT [COUNT]: raw frames (from port 9430) out
+# of $vn, KIND bye (a psb BYE) or udp (a datagram of 64 zero bytes)
 send() {
-	ip netns exec "$ns" python3 - "$vn" "$@" <<'EOF'
-import socket, struct, sys
+	ip netns exec "$ns" env PYTHONPATH="$test_lib" python3 - "$vn" "$@" <<'EOF'
+import socket, sys
+import psbframe as pf
 
 ifname, kind, smac, sip, dmac, dip, dport = sys.argv[1:8]
 count = int(sys.argv[8]) if len(sys.argv) > 8 else 1
-
-def csum(b):
-    s = sum(struct.unpack("!%dH" % (len(b) // 2), b))
-    while s >> 16:
-        s = (s & 0xffff) + (s >> 16)
-    return ~s & 0xffff
-
-# psb header: magic, version 1, type BYE (0x12), everything else 0
-payload = struct.pack("!HBB36x", 0x5053, 1, 0x12) if kind == "bye" else bytes(64)
-udp = struct.pack("!HHHH", 9430, int(dport), 8 + len(payload), 0) + payload
-ip = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + len(udp), 0, 0x4000, 64, 17, 0,
-                 socket.inet_aton(sip), socket.inet_aton(dip))
-ip = ip[:10] + struct.pack("!H", csum(ip)) + ip[12:]
-mac = lambda m: bytes(int(x, 16) for x in m.split(":"))
-frame = mac(dmac) + mac(smac) + b"\x08\x00" + ip + udp
+# psb header: magic, version 1, type BYE, everything else 0
+payload = pf.hdr(pf.BYE) if kind == "bye" else bytes(64)
+frame = pf.udp_frame(dmac, smac, sip, dip, pf.UDP_PORT, int(dport), payload)
 s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW)
 s.bind((ifname, 0))
 for _ in range(count):

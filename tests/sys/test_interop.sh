@@ -47,18 +47,11 @@ ns_ping() {
 		ip netns exec "$ns" ping -c "$1" -W 1 "$2"
 		return
 	fi
-	ip netns exec "$ns" python3 - "$1" "$2" <<'EOF'
+	ip netns exec "$ns" env PYTHONPATH="$test_lib" python3 - "$1" "$2" <<'EOF'
 import os, socket, struct, sys, time
+from psbframe import csum
 
 count, dst = int(sys.argv[1]), sys.argv[2]
-
-def csum(b):
-    if len(b) % 2:
-        b += b"\0"
-    s = sum(struct.unpack("!%dH" % (len(b) // 2), b))
-    while s >> 16:
-        s = (s & 0xffff) + (s >> 16)
-    return ~s & 0xffff
 
 sock = socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_ICMP)
 ident, ok = os.getpid() & 0xffff, 0

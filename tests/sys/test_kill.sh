@@ -18,33 +18,15 @@ PSBCTL=$2
 shift 2
 KINDS=("${@:-memif}")
 [ $# -eq 0 ] && KINDS=(memif af_packet)
-if [ "$(id -u)" != 0 ] || ! command -v ip >/dev/null; then
-	echo "SKIP: needs root and iproute2"
-	exit 77
-fi
 . "$(dirname "$0")/bridge.sh"
-DIR=$(mktemp -d /tmp/psb-kill-XXXXXX)
-BR=psbk$$
-PIDS=()
-cleanup() {
-	for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null || true; done
-	pkill -9 -f -- "--file-prefix psbt-k$$-" 2>/dev/null || true
-	wait 2>/dev/null || true
-	bridge_down "$BR" "pk$$" "pk$$" s a b
-	rm -rf "$DIR" /var/run/dpdk/psbt-k$$-*
-}
-trap cleanup EXIT
-fail() {
-	echo "FAIL: $*" >&2
-	for f in "$DIR"/*.log; do [ -f "$f" ] && { echo "== $f"; tail -8 "$f"; }; done >&2
-	exit 1
-}
+# the bridge (BR) and the namespaces NSP-s, -a, -b only for af_packet (bridge_nodes below)
+bridge_test k 8
 
 # node KIND WHO: the command prefix and port options of node WHO (s, a, b).
 node() {
 	local kind=$1 who=$2
 	if [ "$kind" = af_packet ]; then
-		echo "ip netns exec pk$$-$who"
+		echo "ip netns exec $NSP-$who"
 		return
 	fi
 	echo ""
@@ -52,7 +34,7 @@ node() {
 port() {
 	local kind=$1 who=$2
 	if [ "$kind" = af_packet ]; then
-		echo "--port af_packet:pk$$a$who"
+		echo "--port af_packet:${NSP}a$who"
 	elif [ "$who" = s ]; then
 		echo "--port memif:server:$DIR/a.sock --port memif:server:$DIR/b.sock"
 	else
@@ -71,7 +53,7 @@ worker() {
 	# shellcheck disable=SC2046
 	timeout -k 5 60 $(node "$kind" "$who") "$PSB" --role worker $(port "$kind" "$who") \
 		--ip "198.18.11.1$rank" --server 198.18.11.1 --rank "$rank" --num-workers 2 \
-		"$sync" -l "$rank" --no-huge --file-prefix "psbt-k$$-$tag" \
+		"$sync" -l "$rank" --no-huge --file-prefix "$PFX$tag" \
 		--keys $KEYS --len "$LEN" --repeat "$repeat" --mode 1 --verify \
 		--results "$DIR/$tag.json" --log-every 1 > "$DIR/$tag.log" 2>&1 &
 	WPID=$!
@@ -81,7 +63,7 @@ worker() {
 # psb_pid TAG: the pid of the psb process (not its timeout) started with that tag.
 psb_pid() {
 	local p
-	for p in $(pgrep -f -- "--file-prefix psbt-k$$-$1 "); do
+	for p in $(pgrep -f -- "--file-prefix $PFX$1 "); do
 		[ "$(cat "/proc/$p/comm" 2>/dev/null)" = psb ] && { echo "$p"; return; }
 	done
 }
@@ -119,15 +101,15 @@ kill_mid_push() {
 run() {	# run KIND SYNC
 	local kind=$1 sync=$2 t="$1$2" spid bpid apid rc ctl
 	rm -f "$DIR"/*.sock
-	ctl=/var/run/dpdk/psbt-k$$-s$t/psb.ctl
+	ctl=/var/run/dpdk/${PFX}s$t/psb.ctl
 	# shellcheck disable=SC2046
 	timeout -k 5 120 $(node "$kind" s) "$PSB" --role server $(port "$kind" s) \
 		--ip 198.18.11.1 --num-workers 2 "$sync" -l 0 --no-huge \
-		--file-prefix "psbt-k$$-s$t" --stats-file "$DIR/s$t.json" -q \
+		--file-prefix "${PFX}s$t" --stats-file "$DIR/s$t.json" -q \
 		> "$DIR/s$t.log" 2>&1 &
 	spid=$!
 	PIDS+=($spid)
-	wait_ctl "psbt-k$$-s$t"
+	wait_ctl "${PFX}s$t"
 	if [ "$sync" = --sync ]; then
 		# Both push every round until stopped. Once worker 0 is stopped, worker 1 has
 		# pushed the open round whole and waits: what is staged then is worker 0's.
@@ -200,7 +182,7 @@ for kind in "${KINDS[@]}"; do
 	memif) LEN=33554432 KEYS=1 ;;	# 3757 jumbo segments, more than the memif ring holds; one
 		# key: the other worker has pushed its one request whole while this one is stopped
 	af_packet) LEN=65536 KEYS=8	# 46 segments of 1432 B, every node on a bridge
-		bridge_up "$BR" "pk$$" "pk$$" s a b || fail "cannot build the bridge and namespaces" ;;
+		bridge_nodes s a b ;;
 	*) fail "unknown port kind $kind" ;;
 	esac
 	run "$kind" --sync

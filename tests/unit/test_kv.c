@@ -10,8 +10,9 @@
 #include <cmocka.h>
 
 #include "psb_kv.h"
+#include "psb_testcap.h"
+#include "psb_testframe.h"
 
-#define CAP_MAX		64
 #define SEG		16	/* segment stride of every test: 4 floats */
 
 /* Requests carry PSB_F_SYNC while a test drives a synchronous store. */
@@ -19,61 +20,12 @@ static int sync_flag;
 /* The epoch of the store under test: every answer but ERROR carries it (aux). */
 static uint32_t cur_epoch;
 
-/* One response as the emit callback saw it. */
-struct cap_msg {
-	struct psb_addr to;
-	struct psb_hdr h;
-	uint8_t *val;		/* copy of h.total_len value bytes, NULL when none */
-	int val_null;		/* emit got value == NULL */
-};
-
-struct cap {
-	struct cap_msg m[CAP_MAX];
-	unsigned int n;
-};
-
-static void
-cap_emit(void *arg, const struct psb_addr *to, struct psb_hdr *h, const void *value)
-{
-	struct cap *c = arg;
-	struct cap_msg *m;
-
-	assert_true(c->n < CAP_MAX);
-	m = &c->m[c->n++];
-	m->to = *to;
-	m->h = *h;
-	m->val = NULL;
-	m->val_null = value == NULL;
-	if (h->total_len != 0) {
-		assert_non_null(value);
-		m->val = malloc(h->total_len);
-		assert_non_null(m->val);
-		memcpy(m->val, value, h->total_len);
-	}
-}
-
-static void
-cap_clear(struct cap *c)
-{
-	unsigned int i;
-
-	for (i = 0; i < c->n; i++)
-		free(c->m[i].val);
-	c->n = 0;
-}
-
 /* The address worker w sends from. */
 static struct psb_addr
 waddr(uint16_t w)
 {
-	struct psb_addr a;
-
-	memset(&a, 0, sizeof(a));
-	a.mac[0] = 0x02;
-	a.mac[5] = (uint8_t)(w + 1);
-	a.ip = 0xc6120000u + w + 10;	/* 198.18.0.(10 + w) */
-	a.port = (uint16_t)(PSB_UDP_PORT + 2 + w);
-	return a;
+	return tf_addr((uint8_t)(w + 1), 0xc6120000u + w + 10,	/* 198.18.0.(10 + w) */
+		(uint16_t)(PSB_UDP_PORT + 2 + w));
 }
 
 static struct psb_kv *
@@ -100,13 +52,8 @@ static struct psb_hdr
 req_hdr(uint8_t type, uint16_t sender, uint32_t req_id, uint32_t round, uint64_t key,
 		uint32_t total_len)
 {
-	struct psb_hdr h;
+	struct psb_hdr h = tf_hdr(type, 0, sender, req_id, round, key);
 
-	psb_hdr_init(&h, type);
-	h.sender = sender;
-	h.req_id = req_id;
-	h.round = round;
-	h.key = key;
 	h.total_len = total_len;
 	h.seg_size = total_len != 0 ? SEG : 0;
 	return h;
@@ -114,25 +61,22 @@ req_hdr(uint8_t type, uint16_t sender, uint32_t req_id, uint32_t round, uint64_t
 
 /* Send segment idx of a push-type request carrying val (total_len bytes). */
 static int
-send_seg(struct psb_kv *kv, struct cap *c, uint8_t type, uint16_t w, uint32_t req_id,
+send_seg(struct psb_kv *kv, struct tf_cap *c, uint8_t type, uint16_t w, uint32_t req_id,
 		uint32_t round, uint64_t key, const float *val, uint32_t total_len, uint32_t idx)
 {
 	struct psb_hdr h = req_hdr(type, w, req_id, round, key, total_len);
 	struct psb_addr a = waddr(w);
-	uint32_t rest;
 
-	h.offset = idx * SEG;
-	assert_true(h.offset < total_len);
-	rest = total_len - h.offset;
-	h.seg_len = (uint16_t)(rest < SEG ? rest : SEG);
+	assert_true(idx * SEG < total_len);
+	tf_seg(&h, total_len, idx * SEG, SEG);
 	if (sync_flag)
 		h.flags |= PSB_F_SYNC;
-	return psb_kv_handle(kv, &h, (const uint8_t *)val + h.offset, &a, cap_emit, c);
+	return psb_kv_handle(kv, &h, (const uint8_t *)val + h.offset, &a, tf_cap_emit, c);
 }
 
 /* Send a whole push-type request, segments in order. */
 static void
-send_value(struct psb_kv *kv, struct cap *c, uint8_t type, uint16_t w, uint32_t req_id,
+send_value(struct psb_kv *kv, struct tf_cap *c, uint8_t type, uint16_t w, uint32_t req_id,
 		uint32_t round, uint64_t key, const float *val, uint32_t total_len)
 {
 	uint32_t i, nseg = psb_seg_count(total_len, SEG);
@@ -143,7 +87,7 @@ send_value(struct psb_kv *kv, struct cap *c, uint8_t type, uint16_t w, uint32_t 
 }
 
 static void
-send_pull(struct psb_kv *kv, struct cap *c, uint16_t w, uint32_t req_id, uint32_t round,
+send_pull(struct psb_kv *kv, struct tf_cap *c, uint16_t w, uint32_t req_id, uint32_t round,
 		uint64_t key)
 {
 	struct psb_hdr h = req_hdr(PSB_MSG_PULL, w, req_id, round, key, 0);
@@ -151,12 +95,12 @@ send_pull(struct psb_kv *kv, struct cap *c, uint16_t w, uint32_t req_id, uint32_
 
 	if (sync_flag)
 		h.flags |= PSB_F_SYNC;
-	assert_int_equal(psb_kv_handle(kv, &h, NULL, &a, cap_emit, c), 0);
+	assert_int_equal(psb_kv_handle(kv, &h, NULL, &a, tf_cap_emit, c), 0);
 }
 
 /* Check response m: type, addressed to worker w, echoing req_id and key, with round. */
 static void
-check_resp(const struct cap_msg *m, uint8_t type, uint16_t w, uint32_t req_id, uint64_t key,
+check_resp(const struct tf_cap_msg *m, uint8_t type, uint16_t w, uint32_t req_id, uint64_t key,
 		uint32_t round)
 {
 	struct psb_addr a = waddr(w);
@@ -183,7 +127,7 @@ check_resp(const struct cap_msg *m, uint8_t type, uint16_t w, uint32_t req_id, u
 
 /* Check that m carries exactly the n floats of want. */
 static void
-check_val(const struct cap_msg *m, const float *want, uint32_t n)
+check_val(const struct tf_cap_msg *m, const float *want, uint32_t n)
 {
 	uint32_t i;
 	float got;
@@ -197,7 +141,7 @@ check_val(const struct cap_msg *m, const float *want, uint32_t n)
 }
 
 static void
-check_error(const struct cap_msg *m, uint8_t status, uint32_t aux, const struct psb_addr *to,
+check_error(const struct tf_cap_msg *m, uint8_t status, uint32_t aux, const struct psb_addr *to,
 		uint16_t sender, uint32_t req_id, uint64_t key)
 {
 	assert_int_equal(m->h.type, PSB_MSG_ERROR);
@@ -230,7 +174,7 @@ static void
 test_async_push_pull(void **state)
 {
 	struct psb_kv *kv = kv_new(2, 0, 0, 0);
-	struct cap c = { .n = 0 };
+	struct tf_cap c = { .n = 0 };
 	const float a[2] = { 1.5f, 2.25f }, b[2] = { 0.5f, -1.0f }, d[2] = { 1.0f, 1.0f };
 	const float s1[2] = { 2.0f, 1.25f }, s2[2] = { 3.0f, 2.25f };
 	const struct psb_kv_stats *st = psb_kv_stats(kv);
@@ -277,7 +221,7 @@ test_async_push_pull(void **state)
 	assert_int_equal(st->dup_segs, 0);
 	assert_int_equal(st->stale, 0);
 	assert_true(psb_kv_get(kv, 9, NULL, NULL) == NULL);
-	cap_clear(&c);
+	tf_cap_clear(&c);
 	psb_kv_free(kv);
 }
 
@@ -302,7 +246,7 @@ static void
 ms_push(struct psb_kv *kv, uint64_t key, const uint32_t *seq, const unsigned int *acks,
 		unsigned int n, uint32_t expect_dups)
 {
-	struct cap c = { .n = 0 };
+	struct tf_cap c = { .n = 0 };
 	float v[MS_N], junk[MS_N], twice[MS_N];
 	const struct psb_kv_stats *st = psb_kv_stats(kv);
 	uint64_t dup0 = st->dup_segs;
@@ -327,7 +271,7 @@ ms_push(struct psb_kv *kv, uint64_t key, const uint32_t *seq, const unsigned int
 		check_resp(&c.m[i], PSB_MSG_PUSH_ACK, 0, 1, key, 1);
 	assert_int_equal(st->dup_segs - dup0, expect_dups);
 	check_stored(kv, key, v, MS_N, 1);
-	cap_clear(&c);
+	tf_cap_clear(&c);
 
 	/* a second push (other worker) adds, and a pull returns all three segments */
 	send_value(kv, &c, PSB_MSG_PUSH, 1, 1, 0, key, v, sizeof(v));
@@ -337,7 +281,7 @@ ms_push(struct psb_kv *kv, uint64_t key, const uint32_t *seq, const unsigned int
 	assert_int_equal(c.n, 2);
 	check_resp(&c.m[1], PSB_MSG_PULL_RESP, 1, 2, key, 2);
 	check_val(&c.m[1], twice, MS_N);
-	cap_clear(&c);
+	tf_cap_clear(&c);
 }
 
 static void
@@ -371,31 +315,30 @@ test_multiseg(void **state)
  * for the bits set in bits (nbits of them) are what the worker lacks of the answer.
  */
 static void
-send_repair(struct psb_kv *kv, struct cap *c, uint16_t w, uint32_t req_id, uint64_t key,
+send_repair(struct psb_kv *kv, struct tf_cap *c, uint16_t w, uint32_t req_id, uint64_t key,
 		uint8_t req_type, int with_round, uint32_t round, uint32_t base, uint32_t nbits,
 		uint32_t bits)
 {
+	/* bit i of byte i/8 */
+	const uint8_t map[4] = { (uint8_t)bits, (uint8_t)(bits >> 8), (uint8_t)(bits >> 16),
+		(uint8_t)(bits >> 24) };
 	uint8_t buf[PSB_REPAIR_HLEN + 8];
 	struct psb_repair rp = { .req_type = req_type, .flags = with_round ? PSB_REPAIR_ROUND : 0,
-		.base = base, .nbits = nbits, .round = round };
+		.base = base, .nbits = nbits, .round = round, .bits = map };
 	struct psb_hdr h = req_hdr(PSB_MSG_REPAIR, w, req_id, 0, key, 0);
 	struct psb_addr a = waddr(w);
 
-	memset(buf, 0, sizeof(buf));
-	psb_repair_encode(buf, &rp);
-	memcpy(buf + PSB_REPAIR_HLEN, &bits, sizeof(bits));	/* little-endian: bit i of byte i/8 */
-	h.total_len = psb_repair_len(nbits);
-	h.seg_len = (uint16_t)h.total_len;
-	h.seg_size = (uint16_t)h.total_len;
+	assert_true(nbits <= 32);
+	tf_whole(&h, (uint32_t)tf_repair(buf, &rp));
 	if (sync_flag)
 		h.flags |= PSB_F_SYNC;
 	assert_int_equal(psb_hdr_check_segment(&h, h.seg_len), 0);
-	assert_int_equal(psb_kv_handle(kv, &h, buf, &a, cap_emit, c), 0);
+	assert_int_equal(psb_kv_handle(kv, &h, buf, &a, tf_cap_emit, c), 0);
 }
 
 /* The REPAIR_RESP in m: its bitmap as a number (at most 32 bits), base and flags. */
 static uint32_t
-nack_bits(const struct cap_msg *m, uint32_t *base, uint32_t *nbits, uint8_t *flags)
+nack_bits(const struct tf_cap_msg *m, uint32_t *base, uint32_t *nbits, uint8_t *flags)
 {
 	struct psb_repair rp;
 	uint32_t v = 0, i;
@@ -418,7 +361,7 @@ test_repair(void **state)
 {
 	struct psb_kv *kv = kv_new(1, 0, 0, 0);
 	const struct psb_kv_stats *st = psb_kv_stats(kv);
-	struct cap c = { .n = 0 };
+	struct tf_cap c = { .n = 0 };
 	float v[20], two[20];
 	uint32_t base, nbits, i;
 	uint8_t flags;
@@ -503,12 +446,12 @@ test_repair(void **state)
 		psb_repair_encode(buf, &rp);
 		h.seg_len = sizeof(buf);
 		h.seg_size = sizeof(buf);
-		assert_int_equal(psb_kv_handle(kv, &h, buf, &a, cap_emit, &c), 0);
+		assert_int_equal(psb_kv_handle(kv, &h, buf, &a, tf_cap_emit, &c), 0);
 	}
 	assert_int_equal(c.n, 9);
 	assert_int_equal(st->repair_bad, 2);
 	check_stored(kv, 7, two, 20, 2);
-	cap_clear(&c);
+	tf_cap_clear(&c);
 	psb_kv_free(kv);
 
 	/* sync: a push waiting for its round is answered when the round closes, not before */
@@ -520,7 +463,7 @@ test_repair(void **state)
 	send_value(kv, &c, PSB_MSG_PUSHPULL, 1, 1, 0, 3, v, sizeof(v));
 	assert_int_equal(c.n, 2);
 	sync_flag = 0;
-	cap_clear(&c);
+	tf_cap_clear(&c);
 	psb_kv_free(kv);
 }
 
@@ -557,7 +500,7 @@ test_copy_on_write(void **state)
 		.value_busy = cow_busy, .value_free = cow_free,
 	};
 	struct psb_kv *kv;
-	struct cap c = { .n = 0 };
+	struct tf_cap c = { .n = 0 };
 	float v[6] = { 1, 2, 3, 4, 5, 6 }, two[6], snap[6];
 	const float *before, *after;
 	uint32_t len, round, i;
@@ -597,14 +540,14 @@ test_copy_on_write(void **state)
 	busy_answer = 0;
 	psb_kv_free(kv);
 	assert_int_equal(freed, 2);
-	cap_clear(&c);
+	tf_cap_clear(&c);
 }
 
 static void
 test_retry(void **state)
 {
 	struct psb_kv *kv = kv_new(2, 0, 0, 0);
-	struct cap c = { .n = 0 };
+	struct tf_cap c = { .n = 0 };
 	float v[6] = { 1, 2, 3, 4, 5, 6 };
 	const struct psb_kv_stats *st = psb_kv_stats(kv);
 
@@ -657,7 +600,7 @@ test_retry(void **state)
 	assert_int_equal(c.n, 6);
 	assert_int_equal(st->stale, 3);	/* two push segments, one pull */
 	assert_int_equal(st->bytes_summed, 2 * sizeof(v));
-	cap_clear(&c);
+	tf_cap_clear(&c);
 	psb_kv_free(kv);
 }
 
@@ -665,7 +608,7 @@ static void
 test_req_id_wrap(void **state)
 {
 	struct psb_kv *kv = kv_new(1, 0, 0, 0);
-	struct cap c = { .n = 0 };
+	struct tf_cap c = { .n = 0 };
 	const float one[1] = { 1.0f }, three[1] = { 3.0f };
 
 	(void)state;
@@ -680,7 +623,7 @@ test_req_id_wrap(void **state)
 	assert_int_equal(c.n, 3);
 	assert_int_equal(psb_kv_stats(kv)->stale, 1);
 	check_stored(kv, 5, three, 1, 3);
-	cap_clear(&c);
+	tf_cap_clear(&c);
 	psb_kv_free(kv);
 }
 
@@ -688,7 +631,7 @@ static void
 test_sync_rounds(void **state)
 {
 	struct psb_kv *kv = kv_new(3, 1, 0, 0);
-	struct cap c = { .n = 0 };
+	struct tf_cap c = { .n = 0 };
 	const struct psb_kv_stats *st = psb_kv_stats(kv);
 	float v[3][6], r1[6], r2[6], r3[6], zero[6];
 	unsigned int i, w;
@@ -722,7 +665,7 @@ test_sync_rounds(void **state)
 		int seen[3] = { 0, 0, 0 };
 
 		for (i = 0; i < 3; i++) {
-			const struct cap_msg *m = &c.m[i];
+			const struct tf_cap_msg *m = &c.m[i];
 
 			assert_true(m->h.sender < 3);
 			seen[m->h.sender]++;
@@ -737,14 +680,14 @@ test_sync_rounds(void **state)
 		assert_int_equal(seen[0] + seen[1] + seen[2], 3);
 		assert_true(seen[0] == 1 && seen[1] == 1 && seen[2] == 1);
 	}
-	cap_clear(&c);
+	tf_cap_clear(&c);
 
 	/* a pull for an already closed round is answered at once */
 	send_pull(kv, &c, 0, 2, 1, 9);
 	assert_int_equal(c.n, 1);
 	check_resp(&c.m[0], PSB_MSG_PULL_RESP, 0, 2, 9, 1);
 	check_val(&c.m[0], r1, 6);
-	cap_clear(&c);
+	tf_cap_clear(&c);
 
 	/* round 1: w2 pushes, then (newer request) pulls for round 3: it must wait */
 	send_value(kv, &c, PSB_MSG_PUSH, 2, 2, 1, 9, v[2], sizeof(v[2]));
@@ -760,14 +703,14 @@ test_sync_rounds(void **state)
 		assert_true(c.m[i].h.sender != 2);
 	}
 	check_stored(kv, 9, r2, 6, 2);
-	cap_clear(&c);
+	tf_cap_clear(&c);
 
 	/* a pull for round 2 (closed) is answered immediately */
 	send_pull(kv, &c, 2, 4, 2, 9);
 	assert_int_equal(c.n, 1);
 	check_resp(&c.m[0], PSB_MSG_PULL_RESP, 2, 4, 9, 2);
 	check_val(&c.m[0], r2, 6);
-	cap_clear(&c);
+	tf_cap_clear(&c);
 
 	/* round 2: w2 pushes and then pulls for round 3: answered when round 2 closes */
 	send_value(kv, &c, PSB_MSG_PUSH, 2, 5, 2, 9, v[2], sizeof(v[2]));
@@ -780,7 +723,7 @@ test_sync_rounds(void **state)
 	for (i = 0; i < 6; i++)
 		r3[i] = r2[i] + r1[i];
 	for (i = 0; i < 3; i++) {
-		const struct cap_msg *m = &c.m[i];
+		const struct tf_cap_msg *m = &c.m[i];
 
 		if (m->h.sender == 2) {
 			check_resp(m, PSB_MSG_PULL_RESP, 2, 6, 9, 3);
@@ -791,7 +734,7 @@ test_sync_rounds(void **state)
 		}
 	}
 	check_stored(kv, 9, r3, 6, 3);
-	cap_clear(&c);
+	tf_cap_clear(&c);
 
 	/* a push for the wrong round: STALE with the current round in aux */
 	send_value(kv, &c, PSB_MSG_PUSH, 0, 5, 0, 9, v[0], sizeof(v[0]));
@@ -807,7 +750,7 @@ test_sync_rounds(void **state)
 	assert_int_equal(c.m[1].h.aux, 3);
 	assert_int_equal(st->errors[PSB_ST_STALE], 2);
 	check_stored(kv, 9, r3, 6, 3);
-	cap_clear(&c);
+	tf_cap_clear(&c);
 	sync_flag = 0;
 	psb_kv_free(kv);
 }
@@ -817,7 +760,7 @@ static void
 test_sync_pull_waits(void **state)
 {
 	struct psb_kv *kv = kv_new(3, 1, 0, 0);
-	struct cap c = { .n = 0 };
+	struct tf_cap c = { .n = 0 };
 	const float one[2] = { 1.0f, 2.0f }, three[2] = { 3.0f, 6.0f };
 
 	(void)state;
@@ -834,7 +777,7 @@ test_sync_pull_waits(void **state)
 	check_val(&c.m[2], three, 2);
 	assert_int_equal(c.m[0].h.type, PSB_MSG_PUSH_ACK);
 	assert_int_equal(c.m[1].h.type, PSB_MSG_PUSH_ACK);
-	cap_clear(&c);
+	tf_cap_clear(&c);
 	sync_flag = 0;
 	psb_kv_free(kv);
 }
@@ -843,7 +786,7 @@ static void
 test_errors(void **state)
 {
 	struct psb_kv *kv = kv_new(2, 0, 64, 0);
-	struct cap c = { .n = 0 };
+	struct tf_cap c = { .n = 0 };
 	const struct psb_kv_stats *st = psb_kv_stats(kv);
 	struct psb_addr a = waddr(1);
 	float v[32];
@@ -858,33 +801,33 @@ test_errors(void **state)
 	h = req_hdr(PSB_MSG_PUSH, 1, 11, 0, 1, 8);
 	h.seg_len = 8;
 	h.version = PSB_VERSION + 1;
-	assert_int_equal(psb_kv_handle(kv, &h, v, &a, cap_emit, &c), 0);
+	assert_int_equal(psb_kv_handle(kv, &h, v, &a, tf_cap_emit, &c), 0);
 	assert_int_equal(c.n, 1);
 	check_error(&c.m[0], PSB_ST_BAD_VERSION, PSB_VERSION, &a, 1, 11, 1);
 
 	/* unknown request type */
 	h = req_hdr(0x06, 1, 12, 0, 1, 0);
-	assert_int_equal(psb_kv_handle(kv, &h, NULL, &a, cap_emit, &c), 0);
+	assert_int_equal(psb_kv_handle(kv, &h, NULL, &a, tf_cap_emit, &c), 0);
 	h = req_hdr(PSB_MSG_REGISTER, 1, 13, 0, 1, 0);
-	assert_int_equal(psb_kv_handle(kv, &h, NULL, &a, cap_emit, &c), 0);
+	assert_int_equal(psb_kv_handle(kv, &h, NULL, &a, tf_cap_emit, &c), 0);
 	assert_int_equal(c.n, 3);
 	check_error(&c.m[1], PSB_ST_BAD_TYPE, 0, &a, 1, 12, 1);
 	check_error(&c.m[2], PSB_ST_BAD_TYPE, 0, &a, 1, 13, 1);
 
 	/* responses are not requests: -EINVAL, nothing emitted */
 	h = req_hdr(PSB_MSG_PUSH_ACK, 1, 14, 0, 1, 0);
-	assert_int_equal(psb_kv_handle(kv, &h, NULL, &a, cap_emit, &c), -EINVAL);
+	assert_int_equal(psb_kv_handle(kv, &h, NULL, &a, tf_cap_emit, &c), -EINVAL);
 	h = req_hdr(PSB_MSG_PULL_RESP, 1, 14, 0, 1, 8);
 	h.seg_len = 8;
-	assert_int_equal(psb_kv_handle(kv, &h, v, &a, cap_emit, &c), -EINVAL);
+	assert_int_equal(psb_kv_handle(kv, &h, v, &a, tf_cap_emit, &c), -EINVAL);
 	h = req_hdr(PSB_MSG_ERROR, 1, 14, 0, 1, 0);
-	assert_int_equal(psb_kv_handle(kv, &h, NULL, &a, cap_emit, &c), -EINVAL);
+	assert_int_equal(psb_kv_handle(kv, &h, NULL, &a, tf_cap_emit, &c), -EINVAL);
 	assert_int_equal(c.n, 3);
 
 	/* sender out of range */
 	h = req_hdr(PSB_MSG_PUSH, 2, 15, 0, 1, 8);
 	h.seg_len = 8;
-	assert_int_equal(psb_kv_handle(kv, &h, v, &a, cap_emit, &c), 0);
+	assert_int_equal(psb_kv_handle(kv, &h, v, &a, tf_cap_emit, &c), 0);
 	assert_int_equal(c.n, 4);
 	check_error(&c.m[3], PSB_ST_BAD_SENDER, 2, &a, 2, 15, 1);
 
@@ -917,9 +860,9 @@ test_errors(void **state)
 	/* not a whole number of floats, or empty */
 	h = req_hdr(PSB_MSG_PUSH, 1, 22, 0, 4, 6);
 	h.seg_len = 6;
-	assert_int_equal(psb_kv_handle(kv, &h, v, &a, cap_emit, &c), 0);
+	assert_int_equal(psb_kv_handle(kv, &h, v, &a, tf_cap_emit, &c), 0);
 	h = req_hdr(PSB_MSG_PUSH, 1, 23, 0, 4, 0);
-	assert_int_equal(psb_kv_handle(kv, &h, NULL, &a, cap_emit, &c), 0);
+	assert_int_equal(psb_kv_handle(kv, &h, NULL, &a, tf_cap_emit, &c), 0);
 	assert_int_equal(c.n, 12);
 	check_error(&c.m[10], PSB_ST_LEN_MISMATCH, 0, &a, 1, 22, 4);
 	check_error(&c.m[11], PSB_ST_LEN_MISMATCH, 0, &a, 1, 23, 4);
@@ -937,7 +880,7 @@ test_errors(void **state)
 
 		check_stored(kv, 2, first, 2, 1);
 	}
-	cap_clear(&c);
+	tf_cap_clear(&c);
 	psb_kv_free(kv);
 }
 
@@ -978,7 +921,7 @@ static void
 test_growth(void **state)
 {
 	struct psb_kv *kv = kv_new(1, 0, 0, 16);
-	struct cap c = { .n = 0 };
+	struct tf_cap c = { .n = 0 };
 	uint32_t i;
 	double want_sum = 0;
 
@@ -990,7 +933,7 @@ test_growth(void **state)
 		assert_int_equal(c.n, 1);
 		assert_int_equal(c.m[0].h.type, PSB_MSG_PUSH_ACK);
 		assert_true(c.m[0].h.key == grow_key(i));
-		cap_clear(&c);
+		tf_cap_clear(&c);
 		want_sum += (double)i + (double)(i % 7);
 	}
 	assert_int_equal(psb_kv_nkeys(kv), GROW_N);
@@ -1009,7 +952,7 @@ test_growth(void **state)
 		assert_int_equal(c.n, 1);
 		check_resp(&c.m[0], PSB_MSG_PULL_RESP, 0, GROW_N + 1 + i, grow_key(i), 1);
 		check_val(&c.m[0], v, 2);
-		cap_clear(&c);
+		tf_cap_clear(&c);
 	}
 	assert_null(psb_kv_get(kv, 12345, NULL, NULL));
 	psb_kv_free(kv);
@@ -1019,7 +962,7 @@ static void
 test_reset_and_sum(void **state)
 {
 	struct psb_kv *kv = kv_new(2, 1, 0, 0);
-	struct cap c = { .n = 0 };
+	struct tf_cap c = { .n = 0 };
 	const float a[3] = { 1.0f, 2.0f, 3.0f }, b[1] = { 0.5f };
 	const float sa[3] = { 2.0f, 4.0f, 6.0f }, sb[1] = { 1.0f };
 	uint64_t mem0 = psb_kv_mem(kv);
@@ -1033,7 +976,7 @@ test_reset_and_sum(void **state)
 	send_value(kv, &c, PSB_MSG_PUSH, 0, 11, 0, 2, b, sizeof(b));
 	send_value(kv, &c, PSB_MSG_PUSH, 1, 11, 0, 2, b, sizeof(b));
 	assert_int_equal(c.n, 4);
-	cap_clear(&c);
+	tf_cap_clear(&c);
 	check_stored(kv, 1, sa, 3, 1);
 	check_stored(kv, 2, sb, 1, 1);
 	assert_true(psb_kv_value_sum(kv) == 13.0);
@@ -1065,7 +1008,7 @@ test_reset_and_sum(void **state)
 	assert_int_equal(c.n, 3);
 	assert_int_equal(c.m[2].h.status, PSB_ST_NO_KEY);
 	assert_true(psb_kv_value_sum(kv) == 12.0);
-	cap_clear(&c);
+	tf_cap_clear(&c);
 	sync_flag = 0;
 	psb_kv_free(kv);
 }
@@ -1110,7 +1053,7 @@ kv_budget(uint16_t nw, int sync, const struct psb_kv_cfg *b)
 
 /* Segment idx of a push from worker w with epoch; ref: the buffer it comes in, or NULL. */
 static int
-seg_ref(struct psb_kv *kv, struct cap *c, uint8_t type, uint16_t w, uint32_t epoch,
+seg_ref(struct psb_kv *kv, struct tf_cap *c, uint8_t type, uint16_t w, uint32_t epoch,
 		uint32_t req_id, uint32_t round, uint64_t key, const float *val, uint32_t total_len,
 		uint32_t idx, struct fake_ref *ref)
 {
@@ -1124,7 +1067,7 @@ seg_ref(struct psb_kv *kv, struct cap *c, uint8_t type, uint16_t w, uint32_t epo
 	h.seg_len = (uint16_t)(rest < SEG ? rest : SEG);
 	if (sync_flag)
 		h.flags |= PSB_F_SYNC;
-	return psb_kv_handle_ref(kv, &h, (const uint8_t *)val + h.offset, ref, &a, cap_emit, c);
+	return psb_kv_handle_ref(kv, &h, (const uint8_t *)val + h.offset, ref, &a, tf_cap_emit, c);
 }
 
 static void
@@ -1145,7 +1088,7 @@ fill_f(float *v, unsigned int n, float base)
 static void
 test_partial_then_restart(void **state)
 {
-	static struct cap c;
+	static struct tf_cap c;
 	struct psb_kv_cfg b = { 0 };
 	float a[10], x[10], want[10];
 	const struct psb_kv_stats *st;
@@ -1159,7 +1102,7 @@ test_partial_then_restart(void **state)
 		sync_flag = sync;
 		kv = kv_budget(2, sync, &b);
 		st = psb_kv_stats(kv);
-		cap_clear(&c);
+		tf_cap_clear(&c);
 		/* worker 1's push of round 0 is in */
 		for (i = 0; i < 3; i++)
 			assert_int_equal(seg_ref(kv, &c, PSB_MSG_PUSH, 1, 0x11, 1, 0, 5, a, 40, i,
@@ -1186,7 +1129,7 @@ test_partial_then_restart(void **state)
 		assert_int_equal(st->req[PSB_MSG_PUSH], 2);
 		psb_kv_staged(kv, (uint32_t *)&i, NULL, NULL);
 		assert_int_equal(i, 0);
-		cap_clear(&c);
+		tf_cap_clear(&c);
 		psb_kv_free(kv);
 	}
 	sync_flag = 0;
@@ -1196,7 +1139,7 @@ test_partial_then_restart(void **state)
 static void
 test_stage_timeout(void **state)
 {
-	static struct cap c;
+	static struct tf_cap c;
 	struct psb_kv_cfg b = { .reasm_timeout_ns = 1000 };
 	float a[10];
 	const struct psb_kv_stats *st;
@@ -1230,7 +1173,7 @@ test_stage_timeout(void **state)
 	assert_int_equal(c.n, 1);
 	check_resp(&c.m[0], PSB_MSG_PUSH_ACK, 0, 7, 3, 1);
 	check_stored(kv, 3, a, 10, 1);
-	cap_clear(&c);
+	tf_cap_clear(&c);
 	psb_kv_free(kv);
 }
 
@@ -1238,7 +1181,7 @@ test_stage_timeout(void **state)
 static void
 test_peer_left(void **state)
 {
-	static struct cap c;
+	static struct tf_cap c;
 	struct psb_kv_cfg b = { 0 };
 	float a[10];
 	struct psb_kv *kv = kv_budget(2, 0, &b);
@@ -1260,7 +1203,7 @@ test_peer_left(void **state)
 		assert_int_equal(seg_ref(kv, &c, PSB_MSG_PUSH, 1, 2, 1, 0, 3, a, 40, n, NULL), 0);
 	assert_int_equal(c.n, 1);
 	check_stored(kv, 3, a, 10, 1);
-	cap_clear(&c);
+	tf_cap_clear(&c);
 	psb_kv_free(kv);
 }
 
@@ -1268,7 +1211,7 @@ test_peer_left(void **state)
 static void
 test_superseded(void **state)
 {
-	static struct cap c;
+	static struct tf_cap c;
 	struct psb_kv_cfg b = { 0 };
 	float a[10], x[10];
 	struct psb_kv *kv = kv_budget(1, 0, &b);
@@ -1296,11 +1239,11 @@ test_superseded(void **state)
 		struct psb_addr wa = waddr(0);
 
 		h.aux = 1;
-		assert_int_equal(psb_kv_handle(kv, &h, NULL, &wa, cap_emit, &c), 0);
+		assert_int_equal(psb_kv_handle(kv, &h, NULL, &wa, tf_cap_emit, &c), 0);
 	}
 	assert_int_equal(st->discarded[PSB_KV_DISCARD_SUPERSEDED], 2);
 	check_val(&c.m[c.n - 1], a, 10);
-	cap_clear(&c);
+	tf_cap_clear(&c);
 	psb_kv_free(kv);
 }
 
@@ -1308,7 +1251,7 @@ test_superseded(void **state)
 static void
 test_held_refs(void **state)
 {
-	static struct cap c;
+	static struct tf_cap c;
 	struct psb_kv_cfg b = { .hold_max = 3, .reasm_timeout_ns = 10 };
 	static struct fake_ref r[64];
 	float a[40];
@@ -1356,7 +1299,7 @@ test_held_refs(void **state)
 	assert_int_equal(releases, 8);
 	for (i = 12; i <= 15; i++)
 		assert_int_equal(r[i].released, 1);
-	cap_clear(&c);
+	tf_cap_clear(&c);
 
 	/* a reference that would pin far more memory than it carries is copied instead */
 	b.hold_cost = 4 * SEG + 4;
@@ -1371,7 +1314,7 @@ test_held_refs(void **state)
 static void
 test_budget_store(void **state)
 {
-	static struct cap c;
+	static struct tf_cap c;
 	struct psb_kv_cfg b = { .max_keys = 2 };
 	float a[10];
 	struct psb_addr w0 = waddr(0);
@@ -1399,7 +1342,7 @@ test_budget_store(void **state)
 	psb_kv_reset(kv);
 	send_value(kv, &c, PSB_MSG_PUSH, 0, 1, 0, 3, a, 40);
 	assert_int_equal(c.m[c.n - 1].h.type, PSB_MSG_PUSH_ACK);
-	cap_clear(&c);
+	tf_cap_clear(&c);
 	psb_kv_free(kv);
 
 	/* bytes: what a key costs is counted; the one that does not fit is refused */
@@ -1417,7 +1360,7 @@ test_budget_store(void **state)
 	assert_int_equal(c.n, 3);
 	check_error(&c.m[2], PSB_ST_NO_MEM, PSB_BUDGET_BYTES, &w0, 0, 3, 3);
 	assert_true(psb_kv_mem(kv) <= b.max_bytes);
-	cap_clear(&c);
+	tf_cap_clear(&c);
 	psb_kv_free(kv);
 	sync_flag = 0;
 }
@@ -1430,7 +1373,7 @@ test_budget_store(void **state)
 static void
 test_budget_reasm(void **state)
 {
-	static struct cap c;
+	static struct tf_cap c;
 	struct psb_kv_cfg b = { .max_value = 1u << 30, .reasm_sender_bytes = 0,
 		.reasm_bytes = 0 };
 	float a[10];
@@ -1466,7 +1409,7 @@ test_budget_reasm(void **state)
 	check_stored(kv, 2, a, 10, 1);
 	assert_int_equal(psb_kv_stats(kv)->refused[PSB_BUDGET_REASM_SENDER], 1);
 	assert_int_equal(psb_kv_stats(kv)->refused[PSB_BUDGET_REASM], 1);
-	cap_clear(&c);
+	tf_cap_clear(&c);
 	psb_kv_free(kv);
 
 	/*
@@ -1488,7 +1431,7 @@ test_budget_reasm(void **state)
 	assert_int_equal(psb_kv_nkeys(kv), 0);
 	seg_ref(kv, &c, PSB_MSG_PUSH, 1, 1, 2, 0, 999, a, 1u << 30, 0, NULL);
 	assert_int_equal(psb_kv_stats(kv)->refused[PSB_BUDGET_REASM], 64);
-	cap_clear(&c);
+	tf_cap_clear(&c);
 	psb_kv_free(kv);
 }
 
@@ -1533,7 +1476,7 @@ test_shard_of(void **state)
 
 /* Push one single-segment value with an explicit sender epoch. */
 static void
-push_epoch(struct psb_kv *kv, struct cap *c, uint16_t w, uint32_t epoch, uint32_t req_id,
+push_epoch(struct psb_kv *kv, struct tf_cap *c, uint16_t w, uint32_t epoch, uint32_t req_id,
 		uint32_t round, const float *val, uint32_t n)
 {
 	struct psb_hdr h = req_hdr(PSB_MSG_PUSH, w, req_id, round, 77, n * 4);
@@ -1543,14 +1486,14 @@ push_epoch(struct psb_kv *kv, struct cap *c, uint16_t w, uint32_t epoch, uint32_
 	h.seg_len = (uint16_t)(n * 4);
 	if (sync_flag)
 		h.flags |= PSB_F_SYNC;
-	assert_int_equal(psb_kv_handle(kv, &h, val, &a, cap_emit, c), 0);
+	assert_int_equal(psb_kv_handle(kv, &h, val, &a, tf_cap_emit, c), 0);
 }
 
 /* A restarted worker (new epoch) starts its ids over; sync rounds still take one push each. */
 static void
 test_epoch_restart(void **state)
 {
-	static struct cap c;
+	static struct tf_cap c;
 	float a[4] = { 1, 2, 3, 4 }, b[4] = { 10, 20, 30, 40 }, want[4];
 	struct psb_kv *kv;
 	unsigned int i;
@@ -1559,7 +1502,7 @@ test_epoch_restart(void **state)
 	/* Async: the new incarnation's low request id is not taken for a stale repeat. */
 	sync_flag = 0;
 	kv = kv_new(1, 0, 0, 0);
-	cap_clear(&c);
+	tf_cap_clear(&c);
 	push_epoch(kv, &c, 0, 0xaaaa, 5000, 0, a, 4);
 	push_epoch(kv, &c, 0, 0xbbbb, 1, 0, a, 4);
 	assert_int_equal(c.n, 2);
@@ -1573,7 +1516,7 @@ test_epoch_restart(void **state)
 	/* Sync: worker 0 restarts after pushing round 0; its first push stands, once. */
 	sync_flag = 1;
 	kv = kv_new(2, 1, 0, 0);
-	cap_clear(&c);
+	tf_cap_clear(&c);
 	push_epoch(kv, &c, 0, 0xaaaa, 7, 0, a, 4);
 	push_epoch(kv, &c, 0, 0xbbbb, 1, 0, b, 4);
 	assert_int_equal(c.n, 0);
@@ -1590,7 +1533,7 @@ test_epoch_restart(void **state)
 	 * (as a worker rejoining a job does). Its old push stands: the new one waits for the
 	 * round instead of being summed as worker 0's second push of it.
 	 */
-	cap_clear(&c);
+	tf_cap_clear(&c);
 	push_epoch(kv, &c, 0, 0xbbbb, 2, 1, a, 4);
 	push_epoch(kv, &c, 0, 0xdddd, 1, 0, b, 4);
 	assert_int_equal(c.n, 0);
@@ -1603,7 +1546,7 @@ test_epoch_restart(void **state)
 	check_stored(kv, 77, want, 4, 2);
 
 	/* A push for the wrong round gets STALE, and so does its retry. */
-	cap_clear(&c);
+	tf_cap_clear(&c);
 	push_epoch(kv, &c, 1, 0xcccc, 6, 9, b, 4);
 	push_epoch(kv, &c, 1, 0xcccc, 6, 9, b, 4);
 	assert_int_equal(c.n, 2);
@@ -1637,24 +1580,16 @@ static void
 batch_add(struct batch *bt, uint8_t type, uint32_t req_id, uint32_t round, uint64_t key,
 		const float *val, uint16_t len)
 {
-	struct psb_rec r;
+	const struct psb_rec r = { .type = type, .len = len, .req_id = req_id, .round = round,
+		.key = key };
 
 	assert_true(bt->len + PSB_REC_HLEN + len <= sizeof(bt->b));
-	memset(&r, 0, sizeof(r));
-	r.type = type;
-	r.len = len;
-	r.req_id = req_id;
-	r.round = round;
-	r.key = key;
-	psb_rec_encode(bt->b + bt->len, &r);
-	if (len != 0)
-		memcpy(bt->b + bt->len + PSB_REC_HLEN, val, len);
-	bt->len += PSB_REC_HLEN + len;
+	bt->len += tf_rec_put(bt->b + bt->len, &r, val);
 }
 
 /* Hand bt to the store as worker w's BATCH; answers that fit go to out (cap bytes). */
 static int
-send_batch(struct psb_kv *kv, struct cap *c, uint16_t w, const struct batch *bt, uint8_t *out,
+send_batch(struct psb_kv *kv, struct tf_cap *c, uint16_t w, const struct batch *bt, uint8_t *out,
 		size_t cap, size_t *out_len)
 {
 	struct psb_hdr h;
@@ -1666,13 +1601,11 @@ send_batch(struct psb_kv *kv, struct cap *c, uint16_t w, const struct batch *bt,
 	h.req_id = 0xbbbb;
 	if (bt->len >= PSB_REC_HLEN && psb_rec_decode(&first, bt->b, bt->len) > 0)
 		h.key = first.key;
-	h.total_len = (uint32_t)bt->len;
-	h.seg_len = (uint16_t)bt->len;
-	h.seg_size = (uint16_t)bt->len;
+	tf_whole(&h, (uint32_t)bt->len);
 	if (sync_flag)
 		h.flags |= PSB_F_SYNC;
 	*out_len = 0xdead;
-	return psb_kv_handle_batch(kv, &h, bt->b, &a, out, cap, out_len, cap_emit, c);
+	return psb_kv_handle_batch(kv, &h, bt->b, &a, out, cap, out_len, tf_cap_emit, c);
 }
 
 /* Read the answer records of a BATCH_RESP; they must use up its bytes exactly. */
@@ -1722,7 +1655,7 @@ test_batch_async(void **state)
 {
 	static struct batch bt;
 	struct psb_kv *kv = kv_new(2, 0, 0, 0);
-	struct cap c = { .n = 0 };
+	struct tf_cap c = { .n = 0 };
 	const struct psb_kv_stats *st = psb_kv_stats(kv);
 	const float a[2] = { 1.0f, 2.0f }, b[4] = { 3.0f, 4.0f, 5.0f, 6.0f };
 	const float d[2] = { 10.0f, 20.0f }, e[4] = { 0.5f, 0.5f, 0.5f, 0.5f };
@@ -1781,7 +1714,7 @@ test_batch_async(void **state)
 	assert_int_equal(send_batch(kv, &c, 0, &bt, out, BATCH_MAX, &len), 0);
 	assert_int_equal(len, 0);
 	assert_int_equal(st->batches, 3);
-	cap_clear(&c);
+	tf_cap_clear(&c);
 	psb_kv_free(kv);
 }
 
@@ -1791,7 +1724,7 @@ test_batch_retry(void **state)
 {
 	static struct batch bt;
 	struct psb_kv *kv = kv_new(2, 0, 0, 0);
-	struct cap c = { .n = 0 };
+	struct tf_cap c = { .n = 0 };
 	const struct psb_kv_stats *st = psb_kv_stats(kv);
 	const float a[2] = { 1.0f, 2.0f }, b[3] = { 4.0f, 5.0f, 6.0f };
 	const float p[4] = { 7.0f, 8.0f, 9.0f, 10.0f };
@@ -1805,7 +1738,7 @@ test_batch_retry(void **state)
 	/* key 12 exists before the batch: an ordinary push */
 	send_value(kv, &c, PSB_MSG_PUSH, 1, 1, 0, 12, p, sizeof(p));
 	assert_int_equal(c.n, 1);
-	cap_clear(&c);
+	tf_cap_clear(&c);
 
 	memset(&bt, 0, sizeof(bt));
 	batch_add(&bt, PSB_MSG_PUSH, 100, 0, 10, a, sizeof(a));
@@ -1842,7 +1775,7 @@ test_batch_retry(void **state)
 	check_val(&c.m[0], b, 3);
 	check_stored(kv, 11, b, 3, 1);
 	assert_int_equal(st->retries_answered, 7);
-	cap_clear(&c);
+	tf_cap_clear(&c);
 	psb_kv_free(kv);
 }
 
@@ -1856,7 +1789,7 @@ test_batch_bad_records(void **state)
 		PSB_MSG_BATCH_RESP, PSB_MSG_REGISTER, 0x00, 0x05,
 	};
 	struct psb_kv *kv = kv_new(1, 0, 0, 0);
-	struct cap c = { .n = 0 };
+	struct tf_cap c = { .n = 0 };
 	const struct psb_kv_stats *st = psb_kv_stats(kv);
 	const float a[2] = { 1.0f, 2.0f };
 	float five[2];
@@ -1948,7 +1881,7 @@ test_batch_bad_records(void **state)
 		h.seg_len = 8;
 		len = 77;
 		assert_int_equal(psb_kv_handle_batch(kv, &h, (const uint8_t *)a, &wa, out,
-			sizeof(out), &len, cap_emit, &c), -EINVAL);
+			sizeof(out), &len, tf_cap_emit, &c), -EINVAL);
 		assert_int_equal(len, 0);
 		assert_int_equal(st->batches, batches);
 	}
@@ -1958,7 +1891,7 @@ test_batch_bad_records(void **state)
 	for (i = 0; i < 2; i++)
 		five[i] = (float)sizeof(wrong) * a[i];
 	check_stored(kv, 5, five, 2, sizeof(wrong));
-	cap_clear(&c);
+	tf_cap_clear(&c);
 	psb_kv_free(kv);
 }
 
@@ -1968,7 +1901,7 @@ test_batch_small_cap(void **state)
 {
 	static struct batch bt;
 	struct psb_kv *kv = kv_new(1, 0, 0, 0);
-	struct cap c = { .n = 0 };
+	struct tf_cap c = { .n = 0 };
 	const float a[2] = { 1.0f, 2.0f }, p[4] = { 3.0f, 4.0f, 5.0f, 6.0f };
 	const float b[2] = { -1.0f, 0.5f };
 	uint8_t out[BATCH_MAX];
@@ -1978,7 +1911,7 @@ test_batch_small_cap(void **state)
 	(void)state;
 	sync_flag = 0;
 	send_value(kv, &c, PSB_MSG_PUSH, 0, 1, 0, 21, p, sizeof(p));
-	cap_clear(&c);
+	tf_cap_clear(&c);
 
 	/* answers take 24, 40, 32 and 24 bytes: with 56, the first and third fit */
 	memset(&bt, 0, sizeof(bt));
@@ -1997,7 +1930,7 @@ test_batch_small_cap(void **state)
 	check_resp(&c.m[0], PSB_MSG_PULL_RESP, 0, 11, 21, 1);
 	check_val(&c.m[0], p, 4);
 	check_resp(&c.m[1], PSB_MSG_PUSH_ACK, 0, 13, 23, 1);
-	cap_clear(&c);
+	tf_cap_clear(&c);
 
 	/* no room at all: every answer is an ordinary message */
 	memset(&bt, 0, sizeof(bt));
@@ -2016,7 +1949,7 @@ test_batch_small_cap(void **state)
 
 		check_val(&c.m[2], bb, 2);
 	}
-	cap_clear(&c);
+	tf_cap_clear(&c);
 
 	/* room for exactly one header-only answer */
 	memset(&bt, 0, sizeof(bt));
@@ -2027,7 +1960,7 @@ test_batch_small_cap(void **state)
 	check_orec(&o[0], PSB_MSG_PUSH_ACK, 31, 23, 2, NULL, 0);
 	assert_int_equal(c.n, 1);
 	check_resp(&c.m[0], PSB_MSG_PULL_RESP, 0, 30, 21, 1);
-	cap_clear(&c);
+	tf_cap_clear(&c);
 	psb_kv_free(kv);
 }
 
@@ -2041,7 +1974,7 @@ test_batch_sync(void **state)
 {
 	static struct batch b0, b1;
 	struct psb_kv *kv = kv_new(2, 1, 0, 0);
-	struct cap c = { .n = 0 };
+	struct tf_cap c = { .n = 0 };
 	const struct psb_kv_stats *st = psb_kv_stats(kv);
 	const float a[4] = { 1, 2, 3, 4 }, b[2] = { 10, 20 }, d[4] = { 0.5f, 0.5f, 1, 1 };
 	const float e[2] = { 5, 6 }, ad[4] = { 1.5f, 2.5f, 4, 5 }, be[2] = { 15, 26 };
@@ -2077,7 +2010,7 @@ test_batch_sync(void **state)
 		assert_int_equal(c.m[i].h.flags & PSB_F_SYNC, PSB_F_SYNC);
 	check_stored(kv, 30, ad, 4, 1);
 	check_stored(kv, 31, be, 2, 1);
-	cap_clear(&c);
+	tf_cap_clear(&c);
 
 	/* round 1, the other way round: worker 1 waits, worker 0's batch closes it */
 	memset(&b0, 0, sizeof(b0));
@@ -2109,7 +2042,7 @@ test_batch_sync(void **state)
 	assert_int_equal(o[0].r.aux, 1);
 	assert_int_equal(o[0].r.req_id, 103);
 	assert_int_equal(c.n, 1);
-	cap_clear(&c);
+	tf_cap_clear(&c);
 	sync_flag = 0;
 	psb_kv_free(kv);
 }
@@ -2120,7 +2053,7 @@ test_batch_errors(void **state)
 {
 	static struct batch bt;
 	struct psb_kv *kv = kv_new(2, 0, 64, 0);
-	struct cap c = { .n = 0 };
+	struct tf_cap c = { .n = 0 };
 	const struct psb_kv_stats *st = psb_kv_stats(kv);
 	float v[32];
 	uint8_t out[BATCH_MAX];
@@ -2184,7 +2117,7 @@ test_batch_errors(void **state)
 	}
 	assert_int_equal(st->errors[PSB_ST_BAD_SENDER], 2);
 	check_stored(kv, 40, v, 2, 1);
-	cap_clear(&c);
+	tf_cap_clear(&c);
 	psb_kv_free(kv);
 }
 

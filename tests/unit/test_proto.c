@@ -9,25 +9,13 @@
 
 #include <cmocka.h>
 
-#include "psb_proto.h"
+#include "psb_testframe.h"
 
 /* Byte offsets inside an untagged frame built by psb_frame_build. */
 #define OFF_IP		PSB_ETH_HLEN
 #define OFF_UDP		(OFF_IP + PSB_IP_HLEN)
 #define OFF_HDR		(OFF_UDP + PSB_UDP_HLEN)
 #define FRAME_MAX	(PSB_ETH_HLEN + 9000 + 64)
-
-static const struct psb_addr worker = {
-	.mac = { 0x02, 0x00, 0x00, 0x00, 0x00, 0x01 },
-	.ip = 0xc6120001,	/* 198.18.0.1 */
-	.port = 40001,
-};
-
-static const struct psb_addr server = {
-	.mac = { 0x02, 0x00, 0x00, 0x00, 0x00, 0x02 },
-	.ip = 0xc6120002,	/* 198.18.0.2 */
-	.port = PSB_UDP_PORT,
-};
 
 /* Frame buffers are static: several are larger than a comfortable stack frame. */
 static uint8_t frame[FRAME_MAX];
@@ -44,20 +32,6 @@ static uint32_t
 get32(const uint8_t *p)
 {
 	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
-}
-
-static void
-put16(uint8_t *p, uint16_t v)
-{
-	p[0] = (uint8_t)(v >> 8);
-	p[1] = (uint8_t)v;
-}
-
-static void
-put32(uint8_t *p, uint32_t v)
-{
-	put16(p, (uint16_t)(v >> 16));
-	put16(p + 2, (uint16_t)v);
 }
 
 static struct psb_parse_cfg
@@ -83,19 +57,6 @@ fill_pattern(uint8_t *p, size_t n, uint32_t seed)
 		p[i] = (uint8_t)((i * 131u + seed * 7u + (i >> 8)) ^ seed);
 }
 
-/* Recompute the IPv4 header checksum after a test edited the header. */
-static void
-fix_ip_csum(uint8_t *buf, size_t l3)
-{
-	uint8_t *ip = buf + l3;
-	size_t ihl = (ip[0] & 0x0fu) * 4u;
-
-	if (ihl < PSB_IP_HLEN)
-		ihl = PSB_IP_HLEN;
-	put16(ip + 10, 0);
-	put16(ip + 10, (uint16_t)~psb_csum_partial(ip, ihl, 0));
-}
-
 static int
 ip_csum_ok(const uint8_t *buf, size_t l3)
 {
@@ -111,11 +72,7 @@ seg_hdr(uint8_t type, uint32_t total, uint32_t offset, uint16_t seg_size)
 	struct psb_hdr h;
 
 	psb_hdr_init(&h, type);
-	h.total_len = total;
-	h.offset = offset;
-	h.seg_size = seg_size;
-	if (total != 0)
-		h.seg_len = (uint16_t)(total - offset < seg_size ? total - offset : seg_size);
+	tf_seg(&h, total, offset, seg_size);
 	return h;
 }
 
@@ -124,7 +81,7 @@ static size_t
 build(uint8_t *out, const struct psb_hdr *h, uint16_t payload_len)
 {
 	fill_pattern(value, payload_len, h->offset);
-	return psb_frame_build(out, &worker, &server, h, value, payload_len);
+	return psb_frame_build(out, &tf_worker, &tf_server, h, value, payload_len);
 }
 
 static size_t
@@ -143,47 +100,17 @@ parse_as(const uint8_t *buf, size_t len, const struct psb_addr *me, struct psb_f
 	return psb_frame_parse(buf, len, &c, f);
 }
 
-/* Insert an 802.1Q tag after the MAC addresses of an untagged frame. */
-static size_t
-add_vlan(uint8_t *out, const uint8_t *in, size_t len, uint16_t tci)
-{
-	memcpy(out, in, 12);
-	put16(out + 12, 0x8100);
-	put16(out + 14, tci);
-	memcpy(out + 16, in + 12, len - 12);
-	return len + 4;
-}
-
 /* An ICMP echo request from src to dst with payload_len pattern bytes. */
 static size_t
 build_icmp_echo(uint8_t *out, const struct psb_addr *src, const struct psb_addr *dst,
 		uint16_t payload_len)
 {
-	uint8_t *ip = out + OFF_IP;
-	uint8_t *ic = out + OFF_UDP;
-	uint16_t ip_len = PSB_IP_HLEN + 8 + payload_len;
+	static uint8_t data[FRAME_MAX];
+	const struct tf_echo e = { .ip_id = 0x1234, .ip_frag = 0x4000, .ttl = 17,
+		.ident = 0xbeef, .seq = 0x0102, .data = data, .data_len = payload_len };
 
-	memcpy(out, dst->mac, 6);
-	memcpy(out + 6, src->mac, 6);
-	put16(out + 12, 0x0800);
-	ip[0] = 0x45;
-	ip[1] = 0;
-	put16(ip + 2, ip_len);
-	put16(ip + 4, 0x1234);
-	put16(ip + 6, 0x4000);
-	ip[8] = 17;
-	ip[9] = 1;
-	put32(ip + 12, src->ip);
-	put32(ip + 16, dst->ip);
-	fix_ip_csum(out, OFF_IP);
-	ic[0] = 8;
-	ic[1] = 0;
-	put16(ic + 2, 0);
-	put16(ic + 4, 0xbeef);	/* identifier */
-	put16(ic + 6, 0x0102);	/* sequence */
-	fill_pattern(ic + 8, payload_len, 99);
-	put16(ic + 2, (uint16_t)~psb_csum_partial(ic, 8u + payload_len, 0));
-	return OFF_IP + ip_len;
+	fill_pattern(data, payload_len, 99);
+	return tf_icmp_echo(out, src, dst, &e);
 }
 
 static void
@@ -315,61 +242,43 @@ test_hdr_init(void **state)
 	assert_int_equal(out[3], PSB_MSG_PULL);
 }
 
-struct rt_case {
-	const char *name;
-	uint8_t type;
-	int to_server;		/* request (worker -> server) or response */
-	uint16_t dport;		/* destination port when not the psb port */
-	uint8_t flags;
-	uint8_t status;
-	uint32_t total;
-	uint32_t offset;
-	uint16_t seg_size;
-	uint32_t aux;
-};
-
 /* Frame: build -> parse of every message type keeps every field and the payload. */
 static void
 test_frame_roundtrip(void **state)
 {
-	static const struct rt_case cases[] = {
-		{ "push first", PSB_MSG_PUSH, 1, 0, PSB_F_SYNC, 0, 4096, 0, 1432, 0 },
-		{ "push middle", PSB_MSG_PUSH, 1, 0, PSB_F_SYNC, 0, 4096, 1432, 1432, 0 },
-		{ "push last", PSB_MSG_PUSH, 1, 0, 0, 0, 4096, 2864, 1432, 0 },
-		{ "push jumbo", PSB_MSG_PUSH, 1, 0, 0, 0, 100000, 8932, 8932, 0 },
-		{ "push max value", PSB_MSG_PUSH, 1, 0, 0, 0, PSB_MAX_VALUE,
+	/* name, type, to_server, dport, version, flags, status, total, offset, seg_size, aux */
+	static const struct tf_msg cases[] = {
+		{ "push first", PSB_MSG_PUSH, 1, 0, 0, PSB_F_SYNC, 0, 4096, 0, 1432, 0 },
+		{ "push middle", PSB_MSG_PUSH, 1, 0, 0, PSB_F_SYNC, 0, 4096, 1432, 1432, 0 },
+		{ "push last", PSB_MSG_PUSH, 1, 0, 0, 0, 0, 4096, 2864, 1432, 0 },
+		{ "push jumbo", PSB_MSG_PUSH, 1, 0, 0, 0, 0, 100000, 8932, 8932, 0 },
+		{ "push max value", PSB_MSG_PUSH, 1, 0, 0, 0, 0, PSB_MAX_VALUE,
 			PSB_MAX_VALUE / 1432 * 1432, 1432, 0 },
-		{ "pull", PSB_MSG_PULL, 1, 0, PSB_F_SYNC, 0, 0, 0, 1432, 0 },
-		{ "pushpull", PSB_MSG_PUSHPULL, 1, 0, 0, 0, 1000, 0, 1432, 0 },
-		{ "push_ack", PSB_MSG_PUSH_ACK, 0, 0, PSB_F_SYNC, 0, 0, 0, 0, 0 },
-		{ "pull_resp", PSB_MSG_PULL_RESP, 0, 0, 0, 0, 4096, 1432, 1432, 0 },
-		{ "pushpull_resp", PSB_MSG_PUSHPULL_RESP, 0, 0, 0, 0, 4096, 2864, 1432, 0 },
-		{ "error", PSB_MSG_ERROR, 0, 0, 0, PSB_ST_NO_KEY, 0, 0, 0, 0 },
-		{ "register", PSB_MSG_REGISTER, 1, PSB_SCHED_PORT, PSB_F_WORKER, 0, 0, 0, 0, 0 },
-		{ "register_ack", PSB_MSG_REGISTER_ACK, 0, 0, 0, 0, 24, 0, 1432, 3 },
-		{ "barrier", PSB_MSG_BARRIER, 1, PSB_SCHED_PORT, 0, 0, 0, 0, 0, 7 },
-		{ "barrier_ack", PSB_MSG_BARRIER_ACK, 0, 0, 0, 0, 0, 0, 0, 7 },
+		{ "pull", PSB_MSG_PULL, 1, 0, 0, PSB_F_SYNC, 0, 0, 0, 1432, 0 },
+		{ "pushpull", PSB_MSG_PUSHPULL, 1, 0, 0, 0, 0, 1000, 0, 1432, 0 },
+		{ "push_ack", PSB_MSG_PUSH_ACK, 0, 0, 0, PSB_F_SYNC, 0, 0, 0, 0, 0 },
+		{ "pull_resp", PSB_MSG_PULL_RESP, 0, 0, 0, 0, 0, 4096, 1432, 1432, 0 },
+		{ "pushpull_resp", PSB_MSG_PUSHPULL_RESP, 0, 0, 0, 0, 0, 4096, 2864, 1432, 0 },
+		{ "error", PSB_MSG_ERROR, 0, 0, 0, 0, PSB_ST_NO_KEY, 0, 0, 0, 0 },
+		{ "register", PSB_MSG_REGISTER, 1, PSB_SCHED_PORT, 0, PSB_F_WORKER, 0, 0, 0, 0, 0 },
+		{ "register_ack", PSB_MSG_REGISTER_ACK, 0, 0, 0, 0, 0, 24, 0, 1432, 3 },
+		{ "barrier", PSB_MSG_BARRIER, 1, PSB_SCHED_PORT, 0, 0, 0, 0, 0, 0, 7 },
+		{ "barrier_ack", PSB_MSG_BARRIER_ACK, 0, 0, 0, 0, 0, 0, 0, 0, 7 },
 	};
 	unsigned int i;
 
 	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		const struct rt_case *c = &cases[i];
-		struct psb_addr src = c->to_server ? worker : server;
-		struct psb_addr dst = c->to_server ? server : worker;
-		struct psb_hdr h = seg_hdr(c->type, c->total, c->offset, c->seg_size);
+		const struct tf_msg *c = &cases[i];
+		struct psb_addr src, dst;
+		struct psb_hdr h = tf_msg_hdr(c, &src, &dst);
 		struct psb_frame f;
 		size_t len;
 		int rc;
 
-		if (c->dport != 0)
-			dst.port = c->dport;
-		h.flags = c->flags;
-		h.status = c->status;
 		h.sender = 0x0102 + (uint16_t)i;
 		h.req_id = 0xa0000000u + i;
 		h.round = 77 + i;
 		h.key = 0xfeedface00000000ull | i;
-		h.aux = c->aux;
 		fill_pattern(value, h.seg_len, i);
 		len = psb_frame_build(frame, &src, &dst, &h, value, h.seg_len);
 		assert_int_equal(len, PSB_FRAME_HLEN + h.seg_len);
@@ -441,16 +350,16 @@ test_truncation(void **state)
 	size_t len;
 
 	len = build_seg(frame, PSB_MSG_PUSH, 4096, 2864, 1432);
-	check_all_truncations("push", frame, len, &server);
+	check_all_truncations("push", frame, len, &tf_server);
 	len = build_seg(frame, PSB_MSG_PULL, 0, 0, 1432);
-	check_all_truncations("pull", frame, len, &server);
+	check_all_truncations("pull", frame, len, &tf_server);
 	len = build_seg(frame, PSB_MSG_PUSH, 100, 0, 1432);
-	len = add_vlan(frame2, frame, len, 5);
-	check_all_truncations("vlan push", frame2, len, &server);
-	len = psb_arp_request(frame, worker.mac, worker.ip, server.ip);
-	check_all_truncations("arp request", frame, len, &server);
-	len = build_icmp_echo(frame, &worker, &server, 56);
-	check_all_truncations("icmp echo", frame, len, &server);
+	len = tf_add_vlan(frame2, frame, len, 5);
+	check_all_truncations("vlan push", frame2, len, &tf_server);
+	len = psb_arp_request(frame, tf_worker.mac, tf_worker.ip, tf_server.ip);
+	check_all_truncations("arp request", frame, len, &tf_server);
+	len = build_icmp_echo(frame, &tf_worker, &tf_server, 56);
+	check_all_truncations("icmp echo", frame, len, &tf_server);
 }
 
 /* The UDP datagram is complete but shorter than a psb header. */
@@ -462,17 +371,17 @@ test_short_udp_payload(void **state)
 
 	len = build_seg(frame, PSB_MSG_PULL, 0, 0, 1432);
 	len -= 20;
-	put16(frame + OFF_IP + 2, (uint16_t)(len - OFF_IP));
-	fix_ip_csum(frame, OFF_IP);
-	put16(frame + OFF_UDP + 4, (uint16_t)(len - OFF_UDP));
-	assert_int_equal(parse_as(frame, len, &server, &f), -PSB_DROP_TRUNCATED);
+	tf_put16(frame + OFF_IP + 2, (uint16_t)(len - OFF_IP));
+	tf_fix_ip_csum(frame + OFF_IP);
+	tf_put16(frame + OFF_UDP + 4, (uint16_t)(len - OFF_UDP));
+	assert_int_equal(parse_as(frame, len, &tf_server, &f), -PSB_DROP_TRUNCATED);
 
 	/* UDP header only. */
 	len = OFF_UDP + PSB_UDP_HLEN;
-	put16(frame + OFF_IP + 2, (uint16_t)(len - OFF_IP));
-	fix_ip_csum(frame, OFF_IP);
-	put16(frame + OFF_UDP + 4, PSB_UDP_HLEN);
-	assert_int_equal(parse_as(frame, len, &server, &f), -PSB_DROP_TRUNCATED);
+	tf_put16(frame + OFF_IP + 2, (uint16_t)(len - OFF_IP));
+	tf_fix_ip_csum(frame + OFF_IP);
+	tf_put16(frame + OFF_UDP + 4, PSB_UDP_HLEN);
+	assert_int_equal(parse_as(frame, len, &tf_server, &f), -PSB_DROP_TRUNCATED);
 }
 
 static void
@@ -485,14 +394,14 @@ test_ethertype(void **state)
 
 	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		len = build_seg(frame, PSB_MSG_PULL, 0, 0, 1432);
-		put16(frame + 12, bad[i]);
-		assert_int_equal(parse_as(frame, len, &server, &f), -PSB_DROP_ETHERTYPE);
+		tf_put16(frame + 12, bad[i]);
+		assert_int_equal(parse_as(frame, len, &tf_server, &f), -PSB_DROP_ETHERTYPE);
 	}
 	/* A VLAN tag around something other than IPv4 or ARP. */
 	len = build_seg(frame, PSB_MSG_PULL, 0, 0, 1432);
-	len = add_vlan(frame2, frame, len, 1);
-	put16(frame2 + 16, 0x86dd);
-	assert_int_equal(parse_as(frame2, len, &server, &f), -PSB_DROP_ETHERTYPE);
+	len = tf_add_vlan(frame2, frame, len, 1);
+	tf_put16(frame2 + 16, 0x86dd);
+	assert_int_equal(parse_as(frame2, len, &tf_server, &f), -PSB_DROP_ETHERTYPE);
 }
 
 static void
@@ -502,18 +411,18 @@ test_vlan_ipv4(void **state)
 	size_t len, vlen;
 
 	len = build_seg(frame, PSB_MSG_PUSH, 4096, 1432, 1432);
-	assert_int_equal(parse_as(frame, len, &server, &g), PSB_FRAME_PSB);
-	vlen = add_vlan(frame2, frame, len, 0x2064);
+	assert_int_equal(parse_as(frame, len, &tf_server, &g), PSB_FRAME_PSB);
+	vlen = tf_add_vlan(frame2, frame, len, 0x2064);
 	assert_int_equal(vlen, len + 4);
-	assert_int_equal(parse_as(frame2, vlen, &server, &f), PSB_FRAME_PSB);
+	assert_int_equal(parse_as(frame2, vlen, &tf_server, &f), PSB_FRAME_PSB);
 	assert_int_equal(f.l3_off, OFF_IP + 4);
 	assert_int_equal(f.l4_off, OFF_UDP + 4);
 	assert_hdr_equal(&f.hdr, &g.hdr);
 	assert_ptr_equal(f.payload, frame2 + PSB_FRAME_HLEN + 4);
 	assert_int_equal(f.payload_len, 1432);
 	assert_memory_equal(f.payload, g.payload, 1432);
-	assert_memory_equal(f.src.mac, worker.mac, 6);
-	assert_int_equal(f.src.port, worker.port);
+	assert_memory_equal(f.src.mac, tf_worker.mac, 6);
+	assert_int_equal(f.src.port, tf_worker.port);
 }
 
 static void
@@ -524,44 +433,44 @@ test_ip_header_errors(void **state)
 
 	len = build_seg(frame, PSB_MSG_PULL, 0, 0, 1432);
 	frame[OFF_IP] = 0x65;	/* version 6 */
-	fix_ip_csum(frame, OFF_IP);
-	assert_int_equal(parse_as(frame, len, &server, &f), -PSB_DROP_IP_HDR);
+	tf_fix_ip_csum(frame + OFF_IP);
+	assert_int_equal(parse_as(frame, len, &tf_server, &f), -PSB_DROP_IP_HDR);
 
 	len = build_seg(frame, PSB_MSG_PULL, 0, 0, 1432);
 	frame[OFF_IP] = 0x44;	/* ihl 16 bytes */
-	fix_ip_csum(frame, OFF_IP);
-	assert_int_equal(parse_as(frame, len, &server, &f), -PSB_DROP_IP_HDR);
+	tf_fix_ip_csum(frame + OFF_IP);
+	assert_int_equal(parse_as(frame, len, &tf_server, &f), -PSB_DROP_IP_HDR);
 
 	len = build_seg(frame, PSB_MSG_PULL, 0, 0, 1432);
 	frame[OFF_IP] = 0x40;	/* ihl 0 */
-	assert_int_equal(parse_as(frame, len, &server, &f), -PSB_DROP_IP_HDR);
+	assert_int_equal(parse_as(frame, len, &tf_server, &f), -PSB_DROP_IP_HDR);
 
 	/* Total length shorter than the IP header itself. */
 	len = build_seg(frame, PSB_MSG_PULL, 0, 0, 1432);
-	put16(frame + OFF_IP + 2, 19);
-	fix_ip_csum(frame, OFF_IP);
-	assert_int_equal(parse_as(frame, len, &server, &f), -PSB_DROP_IP_HDR);
-	put16(frame + OFF_IP + 2, 0);
-	fix_ip_csum(frame, OFF_IP);
-	assert_int_equal(parse_as(frame, len, &server, &f), -PSB_DROP_IP_HDR);
+	tf_put16(frame + OFF_IP + 2, 19);
+	tf_fix_ip_csum(frame + OFF_IP);
+	assert_int_equal(parse_as(frame, len, &tf_server, &f), -PSB_DROP_IP_HDR);
+	tf_put16(frame + OFF_IP + 2, 0);
+	tf_fix_ip_csum(frame + OFF_IP);
+	assert_int_equal(parse_as(frame, len, &tf_server, &f), -PSB_DROP_IP_HDR);
 
 	/* Total length longer than the frame. */
 	len = build_seg(frame, PSB_MSG_PULL, 0, 0, 1432);
-	put16(frame + OFF_IP + 2, (uint16_t)(len - OFF_IP + 1));
-	fix_ip_csum(frame, OFF_IP);
-	assert_int_equal(parse_as(frame, len, &server, &f), -PSB_DROP_TRUNCATED);
+	tf_put16(frame + OFF_IP + 2, (uint16_t)(len - OFF_IP + 1));
+	tf_fix_ip_csum(frame + OFF_IP);
+	assert_int_equal(parse_as(frame, len, &tf_server, &f), -PSB_DROP_TRUNCATED);
 
 	/* Total length leaves no room for the UDP header. */
 	len = build_seg(frame, PSB_MSG_PULL, 0, 0, 1432);
-	put16(frame + OFF_IP + 2, PSB_IP_HLEN + 4);
-	fix_ip_csum(frame, OFF_IP);
-	assert_int_equal(parse_as(frame, len, &server, &f), -PSB_DROP_TRUNCATED);
+	tf_put16(frame + OFF_IP + 2, PSB_IP_HLEN + 4);
+	tf_fix_ip_csum(frame + OFF_IP);
+	assert_int_equal(parse_as(frame, len, &tf_server, &f), -PSB_DROP_TRUNCATED);
 
 	/* Total length cuts into the psb header: the UDP length no longer fits. */
 	len = build_seg(frame, PSB_MSG_PULL, 0, 0, 1432);
-	put16(frame + OFF_IP + 2, PSB_IP_HLEN + PSB_UDP_HLEN + 10);
-	fix_ip_csum(frame, OFF_IP);
-	assert_int_equal(parse_as(frame, len, &server, &f), -PSB_DROP_UDP_LEN);
+	tf_put16(frame + OFF_IP + 2, PSB_IP_HLEN + PSB_UDP_HLEN + 10);
+	tf_fix_ip_csum(frame + OFF_IP);
+	assert_int_equal(parse_as(frame, len, &tf_server, &f), -PSB_DROP_UDP_LEN);
 }
 
 /* IPv4 options move the UDP header; ihl is honoured. */
@@ -572,13 +481,8 @@ test_ip_options(void **state)
 	size_t len;
 
 	len = build_seg(frame, PSB_MSG_PUSH, 300, 0, 1432);
-	memcpy(frame2, frame, OFF_UDP);
-	memset(frame2 + OFF_UDP, 0x01, 4);	/* four NOP options */
-	memcpy(frame2 + OFF_UDP + 4, frame + OFF_UDP, len - OFF_UDP);
-	frame2[OFF_IP] = 0x46;
-	put16(frame2 + OFF_IP + 2, (uint16_t)(len - OFF_IP + 4));
-	fix_ip_csum(frame2, OFF_IP);
-	assert_int_equal(parse_as(frame2, len + 4, &server, &f), PSB_FRAME_PSB);
+	tf_add_ip_options(frame2, frame, len);	/* four NOP options */
+	assert_int_equal(parse_as(frame2, len + 4, &tf_server, &f), PSB_FRAME_PSB);
 	assert_int_equal(f.l4_off, OFF_UDP + 4);
 	assert_int_equal(f.hdr.total_len, 300);
 	assert_ptr_equal(f.payload, frame2 + PSB_FRAME_HLEN + 4);
@@ -587,13 +491,13 @@ test_ip_options(void **state)
 
 	/* The checksum covers the options too. */
 	frame2[OFF_UDP] = 0x00;
-	assert_int_equal(parse_as(frame2, len + 4, &server, &f), -PSB_DROP_IP_CSUM);
+	assert_int_equal(parse_as(frame2, len + 4, &tf_server, &f), -PSB_DROP_IP_CSUM);
 }
 
 static void
 test_ip_checksum(void **state)
 {
-	struct psb_parse_cfg c = cfg_for(&server);
+	struct psb_parse_cfg c = cfg_for(&tf_server);
 	struct psb_frame f;
 	size_t len;
 
@@ -622,32 +526,32 @@ test_ip_fragments(void **state)
 
 	for (i = 0; i < sizeof(frag) / sizeof(frag[0]); i++) {
 		len = build_seg(frame, PSB_MSG_PUSH, 64, 0, 1432);
-		put16(frame + OFF_IP + 6, frag[i]);
-		fix_ip_csum(frame, OFF_IP);
-		if (parse_as(frame, len, &server, &f) != -PSB_DROP_IP_FRAG)
+		tf_put16(frame + OFF_IP + 6, frag[i]);
+		tf_fix_ip_csum(frame + OFF_IP);
+		if (parse_as(frame, len, &tf_server, &f) != -PSB_DROP_IP_FRAG)
 			fail_msg("frag field 0x%04x not dropped as fragment", frag[i]);
 	}
 	/* DF alone, or nothing, is a whole datagram. */
 	len = build_seg(frame, PSB_MSG_PUSH, 64, 0, 1432);
-	put16(frame + OFF_IP + 6, 0);
-	fix_ip_csum(frame, OFF_IP);
-	assert_int_equal(parse_as(frame, len, &server, &f), PSB_FRAME_PSB);
+	tf_put16(frame + OFF_IP + 6, 0);
+	tf_fix_ip_csum(frame + OFF_IP);
+	assert_int_equal(parse_as(frame, len, &tf_server, &f), PSB_FRAME_PSB);
 }
 
 static void
 test_not_mine(void **state)
 {
-	struct psb_parse_cfg c = cfg_for(&server);
+	struct psb_parse_cfg c = cfg_for(&tf_server);
 	struct psb_frame f;
 	size_t len;
 
 	len = build_seg(frame, PSB_MSG_PUSH, 64, 0, 1432);
 	c.my_ip = 0xc6120009;
 	assert_int_equal(psb_frame_parse(frame, len, &c, &f), -PSB_DROP_NOT_MINE);
-	assert_int_equal(parse_as(frame, len, &worker, &f), -PSB_DROP_NOT_MINE);
+	assert_int_equal(parse_as(frame, len, &tf_worker, &f), -PSB_DROP_NOT_MINE);
 	c.my_ip = 0;	/* any */
 	assert_int_equal(psb_frame_parse(frame, len, &c, &f), PSB_FRAME_PSB);
-	assert_int_equal(f.dst.ip, server.ip);
+	assert_int_equal(f.dst.ip, tf_server.ip);
 }
 
 static void
@@ -661,8 +565,8 @@ test_ip_protocol(void **state)
 	for (i = 0; i < sizeof(protos); i++) {
 		len = build_seg(frame, PSB_MSG_PUSH, 64, 0, 1432);
 		frame[OFF_IP + 9] = protos[i];
-		fix_ip_csum(frame, OFF_IP);
-		assert_int_equal(parse_as(frame, len, &server, &f), -PSB_DROP_PROTO);
+		tf_fix_ip_csum(frame + OFF_IP);
+		assert_int_equal(parse_as(frame, len, &tf_server, &f), -PSB_DROP_PROTO);
 	}
 }
 
@@ -675,37 +579,37 @@ test_udp_length(void **state)
 
 	len = build_seg(frame, PSB_MSG_PUSH, 64, 0, 1432);
 	ulen = get16(frame + OFF_UDP + 4);
-	put16(frame + OFF_UDP + 4, ulen + 1);
-	assert_int_equal(parse_as(frame, len, &server, &f), -PSB_DROP_UDP_LEN);
-	put16(frame + OFF_UDP + 4, ulen - 1);
-	assert_int_equal(parse_as(frame, len, &server, &f), -PSB_DROP_UDP_LEN);
-	put16(frame + OFF_UDP + 4, PSB_UDP_HLEN - 1);
-	assert_int_equal(parse_as(frame, len, &server, &f), -PSB_DROP_UDP_LEN);
-	put16(frame + OFF_UDP + 4, 0);
-	assert_int_equal(parse_as(frame, len, &server, &f), -PSB_DROP_UDP_LEN);
-	put16(frame + OFF_UDP + 4, 0xffff);
-	assert_int_equal(parse_as(frame, len, &server, &f), -PSB_DROP_UDP_LEN);
-	put16(frame + OFF_UDP + 4, ulen);
-	assert_int_equal(parse_as(frame, len, &server, &f), PSB_FRAME_PSB);
+	tf_put16(frame + OFF_UDP + 4, ulen + 1);
+	assert_int_equal(parse_as(frame, len, &tf_server, &f), -PSB_DROP_UDP_LEN);
+	tf_put16(frame + OFF_UDP + 4, ulen - 1);
+	assert_int_equal(parse_as(frame, len, &tf_server, &f), -PSB_DROP_UDP_LEN);
+	tf_put16(frame + OFF_UDP + 4, PSB_UDP_HLEN - 1);
+	assert_int_equal(parse_as(frame, len, &tf_server, &f), -PSB_DROP_UDP_LEN);
+	tf_put16(frame + OFF_UDP + 4, 0);
+	assert_int_equal(parse_as(frame, len, &tf_server, &f), -PSB_DROP_UDP_LEN);
+	tf_put16(frame + OFF_UDP + 4, 0xffff);
+	assert_int_equal(parse_as(frame, len, &tf_server, &f), -PSB_DROP_UDP_LEN);
+	tf_put16(frame + OFF_UDP + 4, ulen);
+	assert_int_equal(parse_as(frame, len, &tf_server, &f), PSB_FRAME_PSB);
 }
 
 static void
 test_udp_port(void **state)
 {
-	struct psb_parse_cfg c = cfg_for(&server);
+	struct psb_parse_cfg c = cfg_for(&tf_server);
 	struct psb_frame f;
 	size_t len;
 
 	len = build_seg(frame, PSB_MSG_PUSH, 64, 0, 1432);
-	put16(frame + OFF_UDP + 2, 9999);
+	tf_put16(frame + OFF_UDP + 2, 9999);
 	assert_int_equal(psb_frame_parse(frame, len, &c, &f), -PSB_DROP_PORT);
 	/* The source port does not matter. */
-	put16(frame + OFF_UDP + 2, PSB_UDP_PORT);
-	put16(frame + OFF_UDP, 9999);
+	tf_put16(frame + OFF_UDP + 2, PSB_UDP_PORT);
+	tf_put16(frame + OFF_UDP, 9999);
 	assert_int_equal(psb_frame_parse(frame, len, &c, &f), PSB_FRAME_PSB);
 
 	/* The scheduler port is served only when configured. */
-	put16(frame + OFF_UDP + 2, PSB_SCHED_PORT);
+	tf_put16(frame + OFF_UDP + 2, PSB_SCHED_PORT);
 	assert_int_equal(psb_frame_parse(frame, len, &c, &f), PSB_FRAME_PSB);
 	assert_int_equal(f.dst.port, PSB_SCHED_PORT);
 	c.sched_port = 0;
@@ -713,7 +617,7 @@ test_udp_port(void **state)
 
 	/* psb_port 0 accepts any port. */
 	c.psb_port = 0;
-	put16(frame + OFF_UDP + 2, 9999);
+	tf_put16(frame + OFF_UDP + 2, 9999);
 	assert_int_equal(psb_frame_parse(frame, len, &c, &f), PSB_FRAME_PSB);
 	assert_int_equal(f.dst.port, 9999);
 }
@@ -731,14 +635,14 @@ test_bad_magic(void **state)
 		h = seg_hdr(PSB_MSG_PUSH, 64, 0, 1432);
 		h.magic = bad[i];
 		len = build(frame, &h, 64);
-		assert_int_equal(parse_as(frame, len, &server, &f), -PSB_DROP_MAGIC);
+		assert_int_equal(parse_as(frame, len, &tf_server, &f), -PSB_DROP_MAGIC);
 	}
 	/* Magic is checked before the version. */
 	h = seg_hdr(PSB_MSG_PUSH, 64, 0, 1432);
 	h.magic = 0x1234;
 	h.version = 9;
 	len = build(frame, &h, 64);
-	assert_int_equal(parse_as(frame, len, &server, &f), -PSB_DROP_MAGIC);
+	assert_int_equal(parse_as(frame, len, &tf_server, &f), -PSB_DROP_MAGIC);
 }
 
 struct seg_case {
@@ -820,7 +724,7 @@ test_segment_frames(void **state)
 		h.seg_len = c->seg_len;
 		h.seg_size = c->seg_size;
 		len = build(frame, &h, c->payload);
-		rc = parse_as(frame, len, &server, &f);
+		rc = parse_as(frame, len, &tf_server, &f);
 		if (rc != (c->ok ? PSB_FRAME_PSB : -PSB_DROP_SEGMENT))
 			fail_msg("%s: psb_frame_parse returned %d", c->what, rc);
 		if (c->ok)
@@ -847,7 +751,7 @@ test_foreign_version(void **state)
 		h.seg_size = 7;
 		h.req_id = 55;
 		len = build(frame, &h, 5);
-		assert_int_equal(parse_as(frame, len, &server, &f), PSB_FRAME_PSB);
+		assert_int_equal(parse_as(frame, len, &tf_server, &f), PSB_FRAME_PSB);
 		assert_int_equal(f.hdr.version, versions[i]);
 		assert_int_equal(f.hdr.req_id, 55);
 		assert_int_equal(f.payload_len, 5);
@@ -856,7 +760,7 @@ test_foreign_version(void **state)
 	/* The same header with the current version is rejected. */
 	h.version = PSB_VERSION;
 	len = build(frame, &h, 5);
-	assert_int_equal(parse_as(frame, len, &server, &f), -PSB_DROP_SEGMENT);
+	assert_int_equal(parse_as(frame, len, &tf_server, &f), -PSB_DROP_SEGMENT);
 }
 
 /* Bytes after the IP packet (Ethernet padding, a kept FCS) are ignored. */
@@ -868,25 +772,25 @@ test_ethernet_padding(void **state)
 
 	len = build_seg(frame, PSB_MSG_PUSH, 64, 0, 1432);
 	memset(frame + len, 0x5a, 4);
-	assert_int_equal(parse_as(frame, len + 4, &server, &f), PSB_FRAME_PSB);
+	assert_int_equal(parse_as(frame, len + 4, &tf_server, &f), PSB_FRAME_PSB);
 	assert_int_equal(f.payload_len, 64);
 
 	/* A bare PULL padded well past its end. */
 	len = build_seg(frame, PSB_MSG_PULL, 0, 0, 1432);
 	memset(frame + len, 0xff, 100);
-	assert_int_equal(parse_as(frame, len + 100, &server, &f), PSB_FRAME_PSB);
+	assert_int_equal(parse_as(frame, len + 100, &tf_server, &f), PSB_FRAME_PSB);
 	assert_int_equal(f.payload_len, 0);
 
 	/* ARP padded to the 60-byte Ethernet minimum. */
-	len = psb_arp_request(frame, worker.mac, worker.ip, server.ip);
+	len = psb_arp_request(frame, tf_worker.mac, tf_worker.ip, tf_server.ip);
 	memset(frame + len, 0, 60 - len);
-	assert_int_equal(parse_as(frame, 60, &server, &f), PSB_FRAME_ARP_REQUEST);
+	assert_int_equal(parse_as(frame, 60, &tf_server, &f), PSB_FRAME_ARP_REQUEST);
 
 	/* ICMP echo padded: the checksum covers only the IP payload. */
-	len = build_icmp_echo(frame, &worker, &server, 0);
+	len = build_icmp_echo(frame, &tf_worker, &tf_server, 0);
 	assert_int_equal(len, 42);
 	memset(frame + len, 0xc3, 60 - len);
-	assert_int_equal(parse_as(frame, 60, &server, &f), PSB_FRAME_ICMP_ECHO);
+	assert_int_equal(parse_as(frame, 60, &tf_server, &f), PSB_FRAME_ICMP_ECHO);
 	assert_int_equal(psb_icmp_echo_reply(frame, 60, &f), 0);
 	assert_int_equal(frame[OFF_UDP], 0);
 	assert_int_equal(psb_csum_partial(frame + OFF_UDP, 8, 0), 0xffff);
@@ -904,17 +808,17 @@ test_oversize(void **state)
 
 	len = build_seg(frame, PSB_MSG_PUSH, 8932, 0, 8932);
 	assert_int_equal(len, PSB_ETH_HLEN + 9000);
-	len = add_vlan(big, frame, len, 7);
-	assert_int_equal(parse_as(big, len, &server, &f), PSB_FRAME_PSB);
+	len = tf_add_vlan(big, frame, len, 7);
+	assert_int_equal(parse_as(big, len, &tf_server, &f), PSB_FRAME_PSB);
 	assert_int_equal(f.payload_len, 8932);
 	/* Padded to the buffer's size it is still the same frame. */
 	memset(big + len, 0xa5, PSB_MAX_FRAME + 1 - len);
-	assert_int_equal(parse_as(big, PSB_MAX_FRAME, &server, &f), PSB_FRAME_PSB);
-	assert_int_equal(parse_as(big, PSB_MAX_FRAME + 1, &server, &f), -PSB_DROP_OVERSIZE);
+	assert_int_equal(parse_as(big, PSB_MAX_FRAME, &tf_server, &f), PSB_FRAME_PSB);
+	assert_int_equal(parse_as(big, PSB_MAX_FRAME + 1, &tf_server, &f), -PSB_DROP_OVERSIZE);
 	/* Whatever it holds: an ARP request that long is not answered either. */
-	len = psb_arp_request(big, worker.mac, worker.ip, server.ip);
-	assert_int_equal(parse_as(big, len, &server, &f), PSB_FRAME_ARP_REQUEST);
-	assert_int_equal(parse_as(big, PSB_MAX_FRAME + 1, &server, &f), -PSB_DROP_OVERSIZE);
+	len = psb_arp_request(big, tf_worker.mac, tf_worker.ip, tf_server.ip);
+	assert_int_equal(parse_as(big, len, &tf_server, &f), PSB_FRAME_ARP_REQUEST);
+	assert_int_equal(parse_as(big, PSB_MAX_FRAME + 1, &tf_server, &f), -PSB_DROP_OVERSIZE);
 	assert_string_equal(psb_drop_names[PSB_DROP_OVERSIZE], "oversize");
 }
 
@@ -940,12 +844,12 @@ test_arp(void **state)
 		0x02, 0x00, 0x00, 0x00, 0x00, 0x01, 0xc6, 0x12, 0x00, 0x01,
 	};
 	uint8_t req[64], out[64], inplace[64];
-	struct psb_parse_cfg c = cfg_for(&server);
+	struct psb_parse_cfg c = cfg_for(&tf_server);
 	struct psb_frame f;
 	size_t len;
 
 	memset(req, 0xee, sizeof(req));
-	len = psb_arp_request(req, worker.mac, worker.ip, server.ip);
+	len = psb_arp_request(req, tf_worker.mac, tf_worker.ip, tf_server.ip);
 	assert_int_equal(len, 42);
 	assert_memory_equal(req, want_req, 42);
 	assert_int_equal(req[42], 0xee);
@@ -953,40 +857,40 @@ test_arp(void **state)
 	assert_int_equal(psb_frame_parse(req, len, &c, &f), PSB_FRAME_ARP_REQUEST);
 	assert_int_equal(f.kind, PSB_FRAME_ARP_REQUEST);
 	assert_int_equal(f.l3_off, OFF_IP);
-	assert_memory_equal(f.src.mac, worker.mac, 6);
-	assert_int_equal(f.src.ip, worker.ip);
-	assert_int_equal(f.dst.ip, server.ip);
+	assert_memory_equal(f.src.mac, tf_worker.mac, 6);
+	assert_int_equal(f.src.ip, tf_worker.ip);
+	assert_int_equal(f.dst.ip, tf_server.ip);
 
 	memset(out, 0xee, sizeof(out));
-	assert_int_equal(psb_arp_reply(out, req, len, server.mac, server.ip), 42);
+	assert_int_equal(psb_arp_reply(out, req, len, tf_server.mac, tf_server.ip), 42);
 	assert_memory_equal(out, want_reply, 42);
 	assert_int_equal(out[42], 0xee);
 
 	/* In place: the request is overwritten by its reply. */
 	memcpy(inplace, req, len);
-	assert_int_equal(psb_arp_reply(inplace, inplace, len, server.mac, server.ip), 42);
+	assert_int_equal(psb_arp_reply(inplace, inplace, len, tf_server.mac, tf_server.ip), 42);
 	assert_memory_equal(inplace, want_reply, 42);
 
 	/* The requester learns the server from the reply. */
-	assert_int_equal(parse_as(out, 42, &worker, &f), PSB_FRAME_ARP_REPLY);
-	assert_memory_equal(f.src.mac, server.mac, 6);
-	assert_int_equal(f.src.ip, server.ip);
-	assert_int_equal(f.dst.ip, worker.ip);
+	assert_int_equal(parse_as(out, 42, &tf_worker, &f), PSB_FRAME_ARP_REPLY);
+	assert_memory_equal(f.src.mac, tf_server.mac, 6);
+	assert_int_equal(f.src.ip, tf_server.ip);
+	assert_int_equal(f.dst.ip, tf_worker.ip);
 
 	/* A VLAN-tagged request is answered with the same (untagged) reply. */
-	len = add_vlan(frame, req, 42, 7);
+	len = tf_add_vlan(frame, req, 42, 7);
 	assert_int_equal(psb_frame_parse(frame, len, &c, &f), PSB_FRAME_ARP_REQUEST);
 	assert_int_equal(f.l3_off, OFF_IP + 4);
-	assert_int_equal(psb_arp_reply(out, frame, len, server.mac, server.ip), 42);
+	assert_int_equal(psb_arp_reply(out, frame, len, tf_server.mac, tf_server.ip), 42);
 	assert_memory_equal(out, want_reply, 42);
 
 	/* Requests for another address, or with no address configured. */
-	len = psb_arp_request(req, worker.mac, worker.ip, 0xc6120009);
+	len = psb_arp_request(req, tf_worker.mac, tf_worker.ip, 0xc6120009);
 	assert_int_equal(psb_frame_parse(req, len, &c, &f), -PSB_DROP_NOT_MINE);
-	len = psb_arp_request(req, worker.mac, worker.ip, server.ip);
+	len = psb_arp_request(req, tf_worker.mac, tf_worker.ip, tf_server.ip);
 	c.my_ip = 0;
 	assert_int_equal(psb_frame_parse(req, len, &c, &f), -PSB_DROP_NOT_MINE);
-	c.my_ip = server.ip;
+	c.my_ip = tf_server.ip;
 
 	/* Malformed: hardware type, protocol type, address lengths, opcode. */
 	req[OFF_IP + 1] = 6;
@@ -1041,31 +945,31 @@ test_icmp_echo(void **state)
 	size_t len;
 
 	for (i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
-		len = build_icmp_echo(frame, &worker, &server, sizes[i]);
+		len = build_icmp_echo(frame, &tf_worker, &tf_server, sizes[i]);
 		memcpy(req, frame, len);
-		assert_int_equal(parse_as(frame, len, &server, &f), PSB_FRAME_ICMP_ECHO);
+		assert_int_equal(parse_as(frame, len, &tf_server, &f), PSB_FRAME_ICMP_ECHO);
 		assert_int_equal(f.l3_off, OFF_IP);
 		assert_int_equal(f.l4_off, OFF_UDP);
-		assert_int_equal(f.src.ip, worker.ip);
-		assert_int_equal(f.dst.ip, server.ip);
+		assert_int_equal(f.src.ip, tf_worker.ip);
+		assert_int_equal(f.dst.ip, tf_server.ip);
 		assert_int_equal(psb_icmp_echo_reply(frame, len, &f), 0);
 		check_echo_reply(frame, req, len, OFF_IP);
 		/* An echo reply is not something psb answers. */
-		assert_int_equal(parse_as(frame, len, &worker, &f), -PSB_DROP_ICMP);
+		assert_int_equal(parse_as(frame, len, &tf_worker, &f), -PSB_DROP_ICMP);
 	}
 
 	/* VLAN-tagged request. */
-	len = build_icmp_echo(frame, &worker, &server, 20);
-	len = add_vlan(req, frame, len, 3);
+	len = build_icmp_echo(frame, &tf_worker, &tf_server, 20);
+	len = tf_add_vlan(req, frame, len, 3);
 	memcpy(frame, req, len);
-	assert_int_equal(parse_as(frame, len, &server, &f), PSB_FRAME_ICMP_ECHO);
+	assert_int_equal(parse_as(frame, len, &tf_server, &f), PSB_FRAME_ICMP_ECHO);
 	assert_int_equal(f.l4_off, OFF_UDP + 4);
 	assert_int_equal(psb_icmp_echo_reply(frame, len, &f), 0);
 	check_echo_reply(frame, req, len, OFF_IP + 4);
 
 	/* A buffer shorter than the IP length claims is refused. */
-	len = build_icmp_echo(frame, &worker, &server, 20);
-	assert_int_equal(parse_as(frame, len, &server, &f), PSB_FRAME_ICMP_ECHO);
+	len = build_icmp_echo(frame, &tf_worker, &tf_server, 20);
+	assert_int_equal(parse_as(frame, len, &tf_server, &f), PSB_FRAME_ICMP_ECHO);
 	assert_int_equal(psb_icmp_echo_reply(frame, len - 1, &f), -EINVAL);
 }
 
@@ -1075,30 +979,28 @@ test_icmp_drops(void **state)
 	struct psb_frame f;
 	size_t len;
 
-	len = build_icmp_echo(frame, &worker, &server, 8);
+	len = build_icmp_echo(frame, &tf_worker, &tf_server, 8);
 	frame[OFF_UDP + 8] ^= 0x40;	/* data no longer matches the checksum */
-	assert_int_equal(parse_as(frame, len, &server, &f), -PSB_DROP_ICMP);
+	assert_int_equal(parse_as(frame, len, &tf_server, &f), -PSB_DROP_ICMP);
 
-	len = build_icmp_echo(frame, &worker, &server, 8);
+	len = build_icmp_echo(frame, &tf_worker, &tf_server, 8);
 	frame[OFF_UDP] = 13;	/* timestamp request */
-	put16(frame + OFF_UDP + 2, 0);
-	put16(frame + OFF_UDP + 2, (uint16_t)~psb_csum_partial(frame + OFF_UDP, 16, 0));
-	assert_int_equal(parse_as(frame, len, &server, &f), -PSB_DROP_ICMP);
+	tf_fix_icmp_csum(frame + OFF_UDP, 16);
+	assert_int_equal(parse_as(frame, len, &tf_server, &f), -PSB_DROP_ICMP);
 
-	len = build_icmp_echo(frame, &worker, &server, 8);
+	len = build_icmp_echo(frame, &tf_worker, &tf_server, 8);
 	frame[OFF_UDP + 1] = 1;	/* code must be 0 */
-	put16(frame + OFF_UDP + 2, 0);
-	put16(frame + OFF_UDP + 2, (uint16_t)~psb_csum_partial(frame + OFF_UDP, 16, 0));
-	assert_int_equal(parse_as(frame, len, &server, &f), -PSB_DROP_ICMP);
+	tf_fix_icmp_csum(frame + OFF_UDP, 16);
+	assert_int_equal(parse_as(frame, len, &tf_server, &f), -PSB_DROP_ICMP);
 
-	len = build_icmp_echo(frame, &worker, &server, 8);
-	assert_int_equal(parse_as(frame, len, &worker, &f), -PSB_DROP_NOT_MINE);
+	len = build_icmp_echo(frame, &tf_worker, &tf_server, 8);
+	assert_int_equal(parse_as(frame, len, &tf_worker, &f), -PSB_DROP_NOT_MINE);
 
 	/* An IP packet too short for an ICMP header. */
-	len = build_icmp_echo(frame, &worker, &server, 0);
-	put16(frame + OFF_IP + 2, PSB_IP_HLEN + 4);
-	fix_ip_csum(frame, OFF_IP);
-	assert_int_equal(parse_as(frame, len, &server, &f), -PSB_DROP_TRUNCATED);
+	len = build_icmp_echo(frame, &tf_worker, &tf_server, 0);
+	tf_put16(frame + OFF_IP + 2, PSB_IP_HLEN + 4);
+	tf_fix_ip_csum(frame + OFF_IP);
+	assert_int_equal(parse_as(frame, len, &tf_server, &f), -PSB_DROP_TRUNCATED);
 }
 
 static void
@@ -1441,21 +1343,15 @@ test_batch_frame(void **state)
 		for (i = 0; i < nrec; i++)
 			put_rec(payload, &off, &recs[i], i + 1);
 		assert_int_equal(off % 4, 0);
-		psb_hdr_init(&h, pass == 0 ? PSB_MSG_BATCH : PSB_MSG_BATCH_RESP);
-		h.flags = PSB_F_SYNC;
-		h.sender = 3;
-		h.req_id = 42;
-		h.key = recs[0].key;
+		h = tf_hdr(pass == 0 ? PSB_MSG_BATCH : PSB_MSG_BATCH_RESP, PSB_F_SYNC, 3, 42, 0,
+			recs[0].key);
 		h.aux = 0xe90c;
-		h.total_len = (uint32_t)off;
-		h.seg_len = (uint16_t)off;
-		h.seg_size = (uint16_t)off;
-		if (pass == 0)
-			len = psb_frame_build(frame, &worker, &server, &h, payload, (uint16_t)off);
-		else
-			len = psb_frame_build(frame, &server, &worker, &h, payload, (uint16_t)off);
+		tf_whole(&h, (uint32_t)off);
+		len = pass == 0 ?
+			psb_frame_build(frame, &tf_worker, &tf_server, &h, payload, (uint16_t)off) :
+			psb_frame_build(frame, &tf_server, &tf_worker, &h, payload, (uint16_t)off);
 		assert_int_equal(len, PSB_FRAME_HLEN + off);
-		assert_int_equal(parse_as(frame, len, pass == 0 ? &server : &worker, &f),
+		assert_int_equal(parse_as(frame, len, pass == 0 ? &tf_server : &tf_worker, &f),
 			PSB_FRAME_PSB);
 		assert_hdr_equal(&f.hdr, &h);
 		assert_int_equal(f.payload_len, off);
@@ -1477,8 +1373,9 @@ test_batch_frame(void **state)
 
 		/* a BATCH cut by the segment fields is a bad segment like any other */
 		h.seg_size = (uint16_t)(off - 4);
-		len = psb_frame_build(frame, &worker, &server, &h, payload, (uint16_t)off);
-		assert_int_equal(parse_as(frame, len, &server, &f), -PSB_DROP_SEGMENT);
+		len = psb_frame_build(frame, &tf_worker, &tf_server, &h, payload,
+			(uint16_t)off);
+		assert_int_equal(parse_as(frame, len, &tf_server, &f), -PSB_DROP_SEGMENT);
 	}
 }
 

@@ -10,6 +10,7 @@
 #include <cmocka.h>
 
 #include "psb_reasm.h"
+#include "psb_testframe.h"
 
 /* Fixed-seed xorshift32: shuffles and loss patterns are the same on every run. */
 static uint32_t rng_state;
@@ -17,13 +18,7 @@ static uint32_t rng_state;
 static uint32_t
 rng_next(void)
 {
-	uint32_t x = rng_state;
-
-	x ^= x << 13;
-	x ^= x >> 17;
-	x ^= x << 5;
-	rng_state = x;
-	return x;
+	return tf_xorshift32(&rng_state);
 }
 
 static void
@@ -40,14 +35,9 @@ static struct psb_hdr
 seg_hdr(uint32_t total, uint16_t seg_size, uint32_t idx)
 {
 	struct psb_hdr h;
-	uint32_t rest;
 
 	psb_hdr_init(&h, PSB_MSG_PULL_RESP);
-	h.total_len = total;
-	h.seg_size = seg_size;
-	h.offset = idx * seg_size;
-	rest = total - h.offset;
-	h.seg_len = (uint16_t)(total == 0 ? 0 : (rest < seg_size ? rest : seg_size));
+	tf_seg(&h, total, idx * seg_size, seg_size);
 	assert_int_equal(psb_hdr_check_segment(&h, h.seg_len), 0);
 	return h;
 }

@@ -10,67 +10,24 @@
 #include <cmocka.h>
 
 #include "psb_sched.h"
+#include "psb_testcap.h"
+#include "psb_testframe.h"
 
-#define CAP_MAX		32
 #define NW		3
 #define NS		2
-
-/* One message as the emit callback saw it, payload copied. */
-struct cap_msg {
-	struct psb_addr to;
-	struct psb_hdr h;
-	uint8_t payload[4 + PSB_SCHED_MAX_NODES * 24];
-};
-
-struct cap {
-	struct cap_msg m[CAP_MAX];
-	unsigned int n;
-};
-
-static void
-cap_emit(void *arg, const struct psb_addr *to, struct psb_hdr *h, const void *payload)
-{
-	struct cap *c = arg;
-	struct cap_msg *m;
-
-	assert_true(c->n < CAP_MAX);
-	m = &c->m[c->n++];
-	m->to = *to;
-	m->h = *h;
-	assert_true(h->seg_len <= sizeof(m->payload));
-	if (h->seg_len != 0) {
-		assert_non_null(payload);
-		memcpy(m->payload, payload, h->seg_len);
-	}
-}
 
 /* Distinct node addresses: servers 198.18.1.x:9430, workers 198.18.2.x:9432+. */
 static struct psb_addr
 saddr(unsigned int i)
 {
-	struct psb_addr a;
-
-	memset(&a, 0, sizeof(a));
-	a.mac[0] = 0x02;
-	a.mac[4] = 1;
-	a.mac[5] = (uint8_t)i;
-	a.ip = 0xc6120100u + 10 + i;
-	a.port = PSB_UDP_PORT;
-	return a;
+	return tf_addr((uint16_t)(0x100 | (uint8_t)i), 0xc6120100u + 10 + i, PSB_UDP_PORT);
 }
 
 static struct psb_addr
 waddr(unsigned int i)
 {
-	struct psb_addr a;
-
-	memset(&a, 0, sizeof(a));
-	a.mac[0] = 0x02;
-	a.mac[4] = 2;
-	a.mac[5] = (uint8_t)i;
-	a.ip = 0xc6120200u + 10 + i;
-	a.port = (uint16_t)(PSB_UDP_PORT + 2 + i);
-	return a;
+	return tf_addr((uint16_t)(0x200 | (uint8_t)i), 0xc6120200u + 10 + i,
+		(uint16_t)(PSB_UDP_PORT + 2 + i));
 }
 
 static int
@@ -80,28 +37,22 @@ addr_eq(const struct psb_addr *a, const struct psb_addr *b)
 }
 
 static int
-reg(struct psb_sched *s, struct cap *c, const struct psb_addr *from, uint8_t flags,
+reg(struct psb_sched *s, struct tf_cap *c, const struct psb_addr *from, uint8_t flags,
 		uint32_t req_id)
 {
-	struct psb_hdr h;
+	struct psb_hdr h = tf_hdr(PSB_MSG_REGISTER, flags, 0, req_id, 0, 0);
 
-	psb_hdr_init(&h, PSB_MSG_REGISTER);
-	h.flags = flags;
-	h.req_id = req_id;
-	return psb_sched_handle(s, &h, from, cap_emit, c);
+	return psb_sched_handle(s, &h, from, tf_cap_emit_seg, c);
 }
 
 static int
-barrier(struct psb_sched *s, struct cap *c, const struct psb_addr *from, uint32_t group,
+barrier(struct psb_sched *s, struct tf_cap *c, const struct psb_addr *from, uint32_t group,
 		uint32_t seq, uint32_t req_id)
 {
-	struct psb_hdr h;
+	struct psb_hdr h = tf_hdr(PSB_MSG_BARRIER, 0, 0, req_id, seq, 0);
 
-	psb_hdr_init(&h, PSB_MSG_BARRIER);
 	h.aux = group;
-	h.round = seq;
-	h.req_id = req_id;
-	return psb_sched_handle(s, &h, from, cap_emit, c);
+	return psb_sched_handle(s, &h, from, tf_cap_emit_seg, c);
 }
 
 static struct psb_sched *
@@ -116,7 +67,7 @@ sched_new(void)
 
 /* Register 2 servers and 3 workers, interleaved; returns with every ack captured. */
 static void
-register_all(struct psb_sched *s, struct cap *c)
+register_all(struct psb_sched *s, struct tf_cap *c)
 {
 	struct psb_addr w0 = waddr(0), w1 = waddr(1), w2 = waddr(2);
 	struct psb_addr s0 = saddr(0), s1 = saddr(1);
@@ -136,7 +87,7 @@ register_all(struct psb_sched *s, struct cap *c)
 
 /* Check a REGISTER_ACK: rank, role, and the cluster view it carries. */
 static void
-check_ack(const struct cap_msg *m, int server, uint16_t rank, uint32_t req_id)
+check_ack(const struct tf_cap_msg *m, int server, uint16_t rank, uint32_t req_id)
 {
 	struct psb_sched_view v;
 	/* servers rank by registration order: s1 came first */
@@ -156,7 +107,7 @@ check_ack(const struct cap_msg *m, int server, uint16_t rank, uint32_t req_id)
 	/* one segment a receiver's frame checks accept */
 	assert_int_equal(psb_hdr_check_segment(&m->h, m->h.seg_len), 0);
 
-	assert_int_equal(psb_sched_view_decode(&v, m->payload, m->h.seg_len), 0);
+	assert_int_equal(psb_sched_view_decode(&v, m->val, m->h.seg_len), 0);
 	assert_int_equal(v.num_servers, NS);
 	assert_int_equal(v.num_workers, NW);
 	for (i = 0; i < NS; i++) {
@@ -195,7 +146,7 @@ test_events(void **state)
 	struct psb_sched_cfg cfg = { .num_workers = NW, .num_servers = NS, .on_event = on_event,
 				     .ctx = &l };
 	struct psb_sched *s = psb_sched_create(&cfg);
-	struct cap *c = calloc(1, sizeof(*c));
+	struct tf_cap *c = calloc(1, sizeof(*c));
 	struct psb_addr w1 = waddr(1), s1 = saddr(1), w3 = waddr(3);
 
 	(void)state;
@@ -225,6 +176,7 @@ test_events(void **state)
 	assert_int_equal(l.n, 7);
 	assert_int_equal(l.ev[6].kind, PSB_SCHED_EV_REFUSED);
 	assert_true(addr_eq(&l.ev[6].addr, &w3));
+	tf_cap_clear(c);
 	free(c);
 	psb_sched_free(s);
 }
@@ -233,7 +185,7 @@ static void
 test_register(void **state)
 {
 	struct psb_sched *s = sched_new();
-	struct cap *c = calloc(1, sizeof(*c));
+	struct tf_cap *c = calloc(1, sizeof(*c));
 	const struct psb_sched_stats *st = psb_sched_stats(s);
 	struct psb_addr nodes[5] = { waddr(0), waddr(1), waddr(2), saddr(0), saddr(1) };
 	/* expected role and rank of nodes[] */
@@ -267,7 +219,7 @@ test_register(void **state)
 	 * a re-REGISTER after ready (lost ack, or the node restarted) is answered again, same
 	 * rank, echoing req_id, with REJOIN (check_ack: req_id 77 and on)
 	 */
-	c->n = 0;
+	tf_cap_clear(c);
 	assert_int_equal(reg(s, c, &nodes[2], PSB_F_WORKER, 77), 0);
 	assert_int_equal(reg(s, c, &nodes[4], PSB_F_SERVER, 78), 0);
 	assert_int_equal(c->n, 2);
@@ -279,7 +231,7 @@ test_register(void **state)
 	assert_int_equal(st->registered, 5);
 
 	/* a 4th worker, a 3rd server and a node of no role are rejected */
-	c->n = 0;
+	tf_cap_clear(c);
 	{
 		struct psb_addr w3 = waddr(3), s2 = saddr(2), x = waddr(9);
 
@@ -296,11 +248,12 @@ test_register(void **state)
 		struct psb_hdr h;
 
 		psb_hdr_init(&h, PSB_MSG_PUSH);
-		assert_int_equal(psb_sched_handle(s, &h, &nodes[0], cap_emit, c), -EINVAL);
+		assert_int_equal(psb_sched_handle(s, &h, &nodes[0], tf_cap_emit_seg, c), -EINVAL);
 		psb_hdr_init(&h, PSB_MSG_REGISTER_ACK);
-		assert_int_equal(psb_sched_handle(s, &h, &nodes[0], cap_emit, c), -EINVAL);
+		assert_int_equal(psb_sched_handle(s, &h, &nodes[0], tf_cap_emit_seg, c), -EINVAL);
 	}
 	assert_int_equal(c->n, 0);
+	tf_cap_clear(c);
 	free(c);
 	psb_sched_free(s);
 }
@@ -309,7 +262,7 @@ static void
 test_barrier(void **state)
 {
 	struct psb_sched *s = sched_new();
-	struct cap *c = calloc(1, sizeof(*c));
+	struct tf_cap *c = calloc(1, sizeof(*c));
 	const struct psb_sched_stats *st = psb_sched_stats(s);
 	struct psb_addr w[NW] = { waddr(0), waddr(1), waddr(2) };
 	struct psb_addr s0 = saddr(0), stranger = waddr(7);
@@ -324,7 +277,7 @@ test_barrier(void **state)
 	assert_int_equal(reg(s, c, &w[0], PSB_F_WORKER, 1), 0);
 	assert_int_equal(barrier(s, c, &w[0], PSB_GROUP_WORKERS, 0, 1), 0);
 	assert_int_equal(st->rejected, 1);
-	c->n = 0;
+	tf_cap_clear(c);
 	{
 		struct psb_addr w1 = waddr(1), w2 = waddr(2), s1 = saddr(1);
 
@@ -334,7 +287,7 @@ test_barrier(void **state)
 		assert_int_equal(reg(s, c, &w2, PSB_F_WORKER, 1), 0);
 	}
 	assert_int_equal(psb_sched_ready(s), 1);
-	c->n = 0;
+	tf_cap_clear(c);
 	rej = st->rejected;
 
 	/* w2 and w0 enter (w0 twice: counted once); nothing released yet */
@@ -368,7 +321,7 @@ test_barrier(void **state)
 		assert_int_equal(seen[j], 1);
 
 	/* w0 lost its ack and asks again: only w0 is answered */
-	c->n = 0;
+	tf_cap_clear(c);
 	assert_int_equal(barrier(s, c, &w[0], PSB_GROUP_WORKERS, 0, 15), 0);
 	assert_int_equal(c->n, 1);
 	assert_true(addr_eq(&c->m[0].to, &w[0]));
@@ -378,7 +331,7 @@ test_barrier(void **state)
 	assert_int_equal(st->barriers_released, 1);
 
 	/* the next barrier (seq 1) gathers afresh */
-	c->n = 0;
+	tf_cap_clear(c);
 	assert_int_equal(barrier(s, c, &w[0], PSB_GROUP_WORKERS, 1, 20), 0);
 	assert_int_equal(barrier(s, c, &w[1], PSB_GROUP_WORKERS, 1, 21), 0);
 	/* a late repeat of seq 0 from w2 is re-acked and does not count for seq 1 */
@@ -395,7 +348,7 @@ test_barrier(void **state)
 	assert_int_equal(st->barriers_released, 2);
 
 	/* the server group is separate: both servers needed */
-	c->n = 0;
+	tf_cap_clear(c);
 	{
 		struct psb_addr s1 = saddr(1);
 
@@ -411,7 +364,7 @@ test_barrier(void **state)
 	}
 
 	/* servers + workers: all five */
-	c->n = 0;
+	tf_cap_clear(c);
 	for (i = 0; i < NW; i++)
 		assert_int_equal(barrier(s, c, &w[i], PSB_GROUP_SERVERS | PSB_GROUP_WORKERS, 0,
 			40), 0);
@@ -425,17 +378,18 @@ test_barrier(void **state)
 	}
 	assert_int_equal(c->n, NW + NS);
 	assert_int_equal(st->barriers_released, 4);
+	tf_cap_clear(c);
 	free(c);
 	psb_sched_free(s);
 }
 
 static int
-fin(struct psb_sched *s, struct cap *c, const struct psb_addr *from, uint8_t type)
+fin(struct psb_sched *s, struct tf_cap *c, const struct psb_addr *from, uint8_t type)
 {
 	struct psb_hdr h;
 
 	psb_hdr_init(&h, type);
-	return psb_sched_handle(s, &h, from, cap_emit, c);
+	return psb_sched_handle(s, &h, from, tf_cap_emit_seg, c);
 }
 
 /*
@@ -450,7 +404,7 @@ test_finalize(void **state)
 	struct psb_addr w0 = waddr(0), w1 = waddr(1), w2 = waddr(2), s0 = saddr(0), s1 = saddr(1);
 	struct psb_addr stranger = waddr(9);
 	const struct psb_sched_stats *st;
-	struct cap c = { .n = 0 };
+	struct tf_cap c = { .n = 0 };
 	struct psb_sched *s;
 	unsigned int i;
 
@@ -463,7 +417,7 @@ test_finalize(void **state)
 		/* before the job formed, and from a stranger: refused, unanswered */
 		assert_int_equal(fin(s, &c, &w0, PSB_MSG_FINALIZE), 0);
 		register_all(s, &c);
-		c.n = 0;
+		tf_cap_clear(&c);
 		assert_int_equal(fin(s, &c, &stranger, PSB_MSG_FINALIZE), 0);
 		assert_int_equal(fin(s, &c, &s0, PSB_MSG_FINALIZE), 0);	/* a server is no worker */
 		assert_int_equal(c.n, 0);
@@ -478,20 +432,20 @@ test_finalize(void **state)
 		assert_true(addr_eq(&c.m[0].to, &w1) && addr_eq(&c.m[2].to, &w0));
 		assert_int_equal(st->workers_finished, 2);
 		assert_int_equal(psb_sched_finished(s), 0);
-		assert_int_equal(psb_sched_end_servers(s, cap_emit, &c), 0);
+		assert_int_equal(psb_sched_end_servers(s, tf_cap_emit_seg, &c), 0);
 		/* a server's ack before the end: refused */
 		assert_int_equal(fin(s, &c, &s0, PSB_MSG_FINALIZE_ACK), 0);
 		assert_int_equal(st->rejected, 4);
 		/* the last worker: acked, and the servers told (unless they keep serving) */
-		c.n = 0;
+		tf_cap_clear(&c);
 		assert_int_equal(fin(s, &c, &w2, PSB_MSG_FINALIZE), 0);
 		assert_int_equal(psb_sched_finished(s), 1);
 		assert_int_equal(c.n, keep ? 1 : 1 + NS);
 		assert_int_equal(c.m[0].h.type, PSB_MSG_FINALIZE_ACK);
 		if (keep) {
-			assert_int_equal(psb_sched_end_servers(s, cap_emit, &c), 0);
+			assert_int_equal(psb_sched_end_servers(s, tf_cap_emit_seg, &c), 0);
 			psb_sched_free(s);
-			c.n = 0;
+			tf_cap_clear(&c);
 			continue;
 		}
 		for (i = 1; i < c.n; i++)
@@ -501,34 +455,34 @@ test_finalize(void **state)
 		assert_int_equal(fin(s, &c, &s1, PSB_MSG_FINALIZE_ACK), 0);
 		assert_int_equal(fin(s, &c, &s1, PSB_MSG_FINALIZE_ACK), 0);
 		assert_int_equal(st->servers_ended, 1);
-		c.n = 0;
-		assert_int_equal(psb_sched_end_servers(s, cap_emit, &c), 1);
+		tf_cap_clear(&c);
+		assert_int_equal(psb_sched_end_servers(s, tf_cap_emit_seg, &c), 1);
 		assert_int_equal(c.n, 1);
 		assert_true(addr_eq(&c.m[0].to, &s0));
 		assert_int_equal(fin(s, &c, &s0, PSB_MSG_FINALIZE_ACK), 0);
-		assert_int_equal(psb_sched_end_servers(s, cap_emit, &c), 0);
+		assert_int_equal(psb_sched_end_servers(s, tf_cap_emit_seg, &c), 0);
 		assert_int_equal(st->servers_ended, 2);
 		psb_sched_free(s);
-		c.n = 0;
+		tf_cap_clear(&c);
 	}
 }
 
 static int
-beat(struct psb_sched *s, struct cap *c, const struct psb_addr *from)
+beat(struct psb_sched *s, struct tf_cap *c, const struct psb_addr *from)
 {
 	struct psb_hdr h;
 
 	psb_hdr_init(&h, PSB_MSG_HEARTBEAT);
 	h.aux = 500;
-	return psb_sched_handle(s, &h, from, cap_emit, c);
+	return psb_sched_handle(s, &h, from, tf_cap_emit_seg, c);
 }
 
 /* The lost servers a HEARTBEAT_ACK carries. */
 static int
-ack_lost(const struct cap_msg *m, struct psb_sched_lost *l, unsigned int n)
+ack_lost(const struct tf_cap_msg *m, struct psb_sched_lost *l, unsigned int n)
 {
 	assert_int_equal(m->h.type, PSB_MSG_HEARTBEAT_ACK);
-	return psb_sched_lost_decode(l, n, m->payload, m->h.seg_len);
+	return psb_sched_lost_decode(l, n, m->val, m->h.seg_len);
 }
 
 #define MS	1000000ull
@@ -550,7 +504,7 @@ test_liveness(void **state)
 	struct psb_addr stranger = waddr(9);
 	struct psb_sched_lost l[4];
 	const struct psb_sched_stats *st;
-	struct cap c = { .n = 0 };
+	struct tf_cap c = { .n = 0 };
 	struct psb_sched *s = psb_sched_create(&cfg);
 	uint64_t t = 1000 * MS;
 
@@ -565,7 +519,7 @@ test_liveness(void **state)
 	assert_int_equal(reg(s, &c, &w1, PSB_F_WORKER | PSB_F_BEATS, 0), 0);
 	assert_int_equal(reg(s, &c, &w2, PSB_F_WORKER, 0), 0);	/* never watched */
 	assert_int_equal(psb_sched_ready(s), 1);
-	c.n = 0;
+	tf_cap_clear(&c);
 	/* a stranger's HEARTBEAT: refused, unanswered */
 	assert_int_equal(beat(s, &c, &stranger), 0);
 	assert_int_equal(c.n, 0);
@@ -573,7 +527,7 @@ test_liveness(void **state)
 	/* every node alive: an ack with no lost server */
 	for (t += 500 * MS; t < 4000 * MS; t += 500 * MS) {
 		assert_int_equal(psb_sched_tick(s, t), 0);
-		c.n = 0;
+		tf_cap_clear(&c);
 		assert_int_equal(beat(s, &c, &s0), 0);
 		assert_int_equal(beat(s, &c, &s1), 0);
 		assert_int_equal(beat(s, &c, &w0), 0);
@@ -589,7 +543,7 @@ test_liveness(void **state)
 		psb_sched_tick(s, t);
 		beat(s, &c, &s1);
 		beat(s, &c, &w0);
-		c.n = 0;
+		tf_cap_clear(&c);
 	}
 	assert_int_equal(st->servers_dead, 0);
 	assert_int_equal(psb_sched_tick(s, t += 200 * MS), 1);	/* 3.3 s since s0's last */
@@ -601,7 +555,7 @@ test_liveness(void **state)
 	assert_true(log.ev[0].silent_ns > 3000 * MS && log.ev[0].silent_ns < 3400 * MS);
 	assert_true(log.ev[1].server == 0 && addr_eq(&log.ev[1].addr, &w1));
 	/* every ack names it */
-	c.n = 0;
+	tf_cap_clear(&c);
 	beat(s, &c, &w0);
 	assert_int_equal(c.m[0].h.aux, 1);
 	assert_int_equal(ack_lost(&c.m[0], l, 4), 1);
@@ -616,7 +570,7 @@ test_liveness(void **state)
 	assert_int_equal(log.ev[1].kind, PSB_SCHED_EV_BACK);
 	assert_int_equal(psb_sched_tick(s, t += 200 * MS), 1);
 	/* s1 registers again: the same epoch (a lost ack) is no restart, another one is */
-	c.n = 0;
+	tf_cap_clear(&c);
 	assert_int_equal(reg(s, &c, &s1, PSB_F_SERVER | PSB_F_BEATS, 0xaaaa), 0);
 	assert_int_equal(st->servers_restarted, 0);
 	assert_int_equal(c.m[0].h.type, PSB_MSG_REGISTER_ACK);
@@ -627,7 +581,7 @@ test_liveness(void **state)
 	assert_int_equal(log.n, 1);
 	assert_int_equal(log.ev[0].kind, PSB_SCHED_EV_RESTARTED);
 	assert_int_equal(psb_sched_tick(s, t += 200 * MS), 2);
-	c.n = 0;
+	tf_cap_clear(&c);
 	beat(s, &c, &w0);
 	assert_int_equal(c.m[0].h.aux, 2);
 	assert_int_equal(ack_lost(&c.m[0], l, 4), 2);
@@ -640,7 +594,7 @@ test_liveness(void **state)
 	psb_sched_tick(s, t);
 	assert_int_equal(log.n, 0);
 	/* w0 finishes, w1 goes silent again: the job is over without it; s0 (dead) not told */
-	c.n = 0;
+	tf_cap_clear(&c);
 	assert_int_equal(fin(s, &c, &w0, PSB_MSG_FINALIZE), 0);
 	assert_int_equal(fin(s, &c, &w2, PSB_MSG_FINALIZE), 0);
 	assert_int_equal(psb_sched_finished(s), 0);
@@ -648,18 +602,19 @@ test_liveness(void **state)
 		psb_sched_tick(s, t);
 		beat(s, &c, &s1);
 		beat(s, &c, &s0);
-		c.n = 0;
+		tf_cap_clear(&c);
 	}
 	assert_int_equal(psb_sched_finished(s), 1);
 	assert_int_equal(st->workers_dead, 2);
 	/* s0 was heard to the end here, so both are told; then s0 dies and is not waited for */
-	assert_int_equal(psb_sched_end_servers(s, cap_emit, &c), 2);
+	assert_int_equal(psb_sched_end_servers(s, tf_cap_emit_seg, &c), 2);
 	for (t += 200 * MS; t < 40000 * MS; t += 200 * MS) {
 		psb_sched_tick(s, t);
 		beat(s, &c, &s1);
-		c.n = 0;
+		tf_cap_clear(&c);
 	}
-	assert_int_equal(psb_sched_end_servers(s, cap_emit, &c), 1);
+	assert_int_equal(psb_sched_end_servers(s, tf_cap_emit_seg, &c), 1);
+	tf_cap_clear(&c);
 	psb_sched_free(s);
 }
 

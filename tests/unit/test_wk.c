@@ -16,6 +16,7 @@
 
 #include "psb_bench.h"
 #include "psb_kv.h"
+#include "psb_testframe.h"
 #include "psb_wk.h"
 
 #define SEG		16		/* segment stride on both sides: 4 floats */
@@ -97,14 +98,7 @@ struct port {
 static struct psb_addr
 waddr(uint16_t r)
 {
-	struct psb_addr a;
-
-	memset(&a, 0, sizeof(a));
-	a.mac[0] = 0x02;
-	a.mac[5] = (uint8_t)(r + 1);
-	a.ip = 0xc6120000u + 10 + r;
-	a.port = (uint16_t)(WPORT + r);
-	return a;
+	return tf_addr((uint8_t)(r + 1), 0xc6120000u + 10 + r, (uint16_t)(WPORT + r));
 }
 
 static int

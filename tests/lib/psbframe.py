@@ -1,0 +1,52 @@
+"""psb frames for the shell tests, as psb_testframe.c makes them for the C ones.
+
+A psb header, an Ethernet + IPv4 + UDP frame around it (IPv4 checksum right, UDP checksum
+0 as psb sends), the Internet checksum, and pcap files as libpcap writes them. Import it
+with tests/lib on PYTHONPATH.
+"""
+import socket
+import struct
+
+MAGIC = 0x5053
+VERSION = 1
+UDP_PORT = 9430
+BYE = 0x12
+
+
+def csum(b):
+    """The Internet checksum of b (an odd length padded with a zero byte)."""
+    if len(b) % 2:
+        b += b"\0"
+    s = sum(struct.unpack("!%dH" % (len(b) // 2), b))
+    while s >> 16:
+        s = (s & 0xffff) + (s >> 16)
+    return ~s & 0xffff
+
+
+def mac(m):
+    """aa:bb:cc:dd:ee:ff as 6 bytes (bytes pass through)."""
+    return m if isinstance(m, bytes) else bytes(int(x, 16) for x in m.split(":"))
+
+
+def hdr(mtype, flags=0, status=0, sender=0, req=0, rnd=0, key=0, total=0, offset=0,
+        seg_len=0, seg_size=0, aux=0, version=VERSION):
+    """A 40-byte psb header."""
+    return struct.pack("!HBBBBHIIQIIHHI", MAGIC, version, mtype, flags, status, sender, req,
+                       rnd, key, total, offset, seg_len, seg_size, aux)
+
+
+def udp_frame(dmac, smac, sip, dip, sport, dport, payload):
+    """An Ethernet + IPv4 + UDP frame carrying payload (IP id 0, DF, TTL 64)."""
+    udp = struct.pack("!HHHH", sport, dport, 8 + len(payload), 0) + payload
+    ip = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + len(udp), 0, 0x4000, 64, 17, 0,
+                     socket.inet_aton(sip), socket.inet_aton(dip))
+    ip = ip[:10] + struct.pack("!H", csum(ip)) + ip[12:]
+    return mac(dmac) + mac(smac) + b"\x08\x00" + ip + udp
+
+
+def write_pcap(path, frames, sec=1700000000):
+    """frames into a pcap file, frame i at sec seconds and i microseconds."""
+    with open(path, "wb") as f:
+        f.write(struct.pack("<IHHiIII", 0xa1b2c3d4, 2, 4, 0, 0, 65535, 1))
+        for i, fr in enumerate(frames):
+            f.write(struct.pack("<IIII", sec, i, len(fr), len(fr)) + fr)
