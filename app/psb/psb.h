@@ -108,10 +108,10 @@ struct psb_role_inst;
 
 /* Control requests to roles, carried out by the role on its own lcore. */
 enum psb_role_op {
-	PSB_OP_START = 1,	/* arg: the experiment (struct psb_exp_conf), stable while it runs */
+	PSB_OP_START = 1,	/* arg: the experiment (struct psb_exp_conf): the role copies it */
 	PSB_OP_STOP,		/* end the running experiment now */
 	PSB_OP_RESET,		/* zero metrics and state (the generic counters are zeroed for it) */
-	PSB_OP_SET,		/* arg: the experiment with live parameters changed */
+	PSB_OP_SET,		/* arg: the experiment with live parameters changed: copied too */
 };
 
 /*
@@ -175,24 +175,6 @@ struct psb_role_inst {
 	struct psb_role_mbox mbox;
 } __rte_cache_aligned;
 
-/* Benchmark / worker settings (ps-lite's test_benchmark arguments and more). */
-struct psb_bench_opts {
-	uint32_t len;
-	uint64_t repeat;
-	int mode;
-	uint32_t keys_per_server;
-	int verify;
-	uint64_t max_time_ns;
-	uint64_t window_bytes;
-	uint32_t batch;		/* values up to this many bytes go in BATCH messages */
-	uint64_t timeout_ns;
-	uint32_t max_retries;
-	uint64_t log_every_ns;
-	const char *results;	/* JSON result file */
-	uint64_t warmup;	/* iterations before the metrics are reset */
-	uint64_t rate_bps;	/* value bits/s at most, 0: unlimited */
-};
-
 /* The experiment the appliance runs or ran last (psb_run.c; main lcore). */
 enum psb_run_state {
 	PSB_RUN_IDLE,		/* nothing started yet */
@@ -216,6 +198,9 @@ struct psb_run_rec {
 struct psb_run {
 	struct psb_exp_conf conf;	/* the running (or last) experiment */
 	struct psb_exp_conf loaded;	/* "load": the one "start" starts */
+	struct psb_exp_conf *handed;	/* the copy the workers were handed last */
+	struct psb_exp_conf *late;	/* one before, kept: a role had not taken it */
+	int handed_late;
 	int have_loaded;
 	int from_doc;			/* started from a document: write a results directory */
 	int state;			/* enum psb_run_state */
@@ -263,7 +248,10 @@ struct psb_cp_stats {
 };
 
 struct psb_app {
-	/* Options. */
+	/*
+	 * The node as app->conf.node says (psb_opts.c derives these views once at start; the
+	 * document is the only store of settings), then what start-up found.
+	 */
 	enum psb_node_role node_role;
 	struct psb_addr me;
 	int mac_given;
@@ -292,7 +280,8 @@ struct psb_app {
 		uint32_t hold_max;	/* segments a shard keeps in packet buffers */
 		uint32_t hold_cost;	/* memory one packet buffer pins */
 	} budget;
-	struct psb_bench_opts bench;
+	/* The process's own options. */
+	const char *results_file;	/* --results: the worker's result as JSON */
 	int verbose;
 	uint64_t idle_exit_ns;
 	uint64_t duration_ns;

@@ -311,6 +311,34 @@ psb_run_json(struct psb_app *app, int hists)
 	return psb_emit_done(&e);
 }
 
+/*
+ * Hand the workers op (START, SET) with a copy of the experiment they copy in turn, on their
+ * lcores: what the control plane changes later (a set, the next start) never changes what
+ * a running worker reads. The copy lives until the next one is handed, or longer if a role
+ * had not taken it within psb_roles_call's wait.
+ */
+static int
+run_hand(struct psb_app *app, int op, const struct psb_exp_conf *c)
+{
+	struct psb_run *r = &app->run;
+	struct psb_exp_conf *copy = malloc(sizeof(*copy));
+	int rc;
+
+	if (copy == NULL)
+		return -ENOMEM;
+	*copy = *c;
+	rc = psb_roles_call(app, &psb_role_worker, op, copy);
+	if (r->handed_late) {
+		free(r->late);		/* an older one a late role may read: at most one kept */
+		r->late = r->handed;
+	} else {
+		free(r->handed);
+	}
+	r->handed = copy;
+	r->handed_late = rc == -ETIMEDOUT;
+	return rc;
+}
+
 /* The experiment ended (state): results, history, log. */
 static void
 run_finish(struct psb_app *app, int state)
@@ -512,7 +540,7 @@ psb_run_start(struct psb_app *app, const struct psb_exp_conf *c, int from_doc, c
 	PSB_LOG(app, "experiment %u \"%s\" (%s) started", r->id, c->name,
 		psb_exp_kind_names[c->kind]);
 	if (c->kind == PSB_EXP_PUSHPULL) {
-		rc = psb_roles_call(app, &psb_role_worker, PSB_OP_START, &r->conf);
+		rc = run_hand(app, PSB_OP_START, &r->conf);
 		if (rc != 0) {
 			snprintf(r->error, sizeof(r->error), "workers did not start: %s",
 				 strerror(-rc));
@@ -605,7 +633,7 @@ psb_run_set(struct psb_app *app, const char *param, const char *value, char *err
 		if (r->next_counters_ns > now + r->conf.output.counters_every)
 			r->next_counters_ns = now + r->conf.output.counters_every;
 		if (r->conf.kind == PSB_EXP_PUSHPULL)
-			rc = psb_roles_call(app, &psb_role_worker, PSB_OP_SET, &r->conf);
+			rc = run_hand(app, PSB_OP_SET, &r->conf);
 	} else {
 		r->loaded = *tmp;
 		r->have_loaded = 1;
@@ -648,7 +676,7 @@ psb_run_poll(struct psb_app *app, uint64_t now_ns)
 void
 psb_run_results_file(const struct psb_app *app, unsigned int rank, char *out, size_t len)
 {
-	const char *f = app->bench.results, *dot;
+	const char *f = app->results_file, *dot;
 
 	if (app->nlocal_workers <= 1) {
 		snprintf(out, len, "%s", f);
@@ -686,7 +714,7 @@ psb_run_fail_early(struct psb_app *app, int from_doc, const char *fmt, ...)
 		json_array_append_new(workers, psb_bench_result_json(&r, label));
 		snprintf(label, sizeof(label), "worker %u", (unsigned int)(app->rank_base + i));
 		psb_run_results_file(app, app->rank_base + i, path, sizeof(path));
-		if (!from_doc && app->bench.results != NULL &&
+		if (!from_doc && app->results_file != NULL &&
 		    psb_bench_write_json(&r, label, "failed", reason, path) != 0)
 			fprintf(stderr, "psb: %s: cannot write results to %s\n", label, path);
 	}

@@ -73,7 +73,11 @@ for _ in $(seq 100); do
 	alive $WPID
 	curl -sS --max-time 10 -o "$DIR/w.prom" "$WURL" || fail "worker scrape"
 	n=$($CHECK get "$DIR/w.prom" 'psb_experiment_requests_total{name="cli",kind="pushpull"}')
-	[ "$n" != none ] && [ "${n%%.*}" -gt 1000 ] && break
+	t=$($CHECK get "$DIR/w.prom" \
+		'psb_role_tx_packets_total{role="worker",instance="0",lcore="1"}')
+	# both workers' requests, and worker 0's packets (the two need not go alike)
+	[ "$n" != none ] && [ "${n%%.*}" -gt 1000 ] && [ "$t" != none ] &&
+		[ "${t%%.*}" -gt 1000 ] && break
 	sleep 0.05
 done
 E='name="cli",kind="pushpull"'

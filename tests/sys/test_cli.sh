@@ -1,6 +1,8 @@
 #!/bin/bash
 # psb refuses bad command lines and environments with a message naming what is
-# wrong, and refuses memory that cannot hold its pools, before touching a port.
+# wrong (the option or variable, and the document path it sets: options and documents are
+# checked by one schema), and refuses memory that cannot hold its pools, before touching
+# a port.
 set -uo pipefail
 PSB=$1
 fails=0
@@ -26,25 +28,25 @@ expect_error() {
 
 base=(--port null --ip 198.18.0.1 --no-huge --file-prefix "psbt-cli-$$")
 expect_error "--mem 16" "cannot hold the packet pool" -- "${base[@]}" --mem 16
-expect_error "--mem" "expected an integer" -- "${base[@]}" --mem lots
+expect_error "--mem" "node.mem_mb" "integer" -- "${base[@]}" --mem lots
 expect_error "--port" "unknown kind 'nic'" -- --port nic:0 --ip 198.18.0.1
 expect_error "memif socket must be an absolute path" -- --port memif:server:rel.sock --ip 198.18.0.1
-expect_error "no address given" -- --port null
-expect_error "no port given" -- --ip 198.18.0.1
+expect_error "node.ip" "--ip" -- --port null
+expect_error "node.ports" "--port" -- --ip 198.18.0.1
 expect_error "--ip" "198.18.0.1" -- --port null --ip 198.18.0
 expect_error "--mode" "PUSH_PULL" -- "${base[@]}" --role worker --server 198.18.0.2 --mode 7
 expect_error "len" "multiple of 4" -- "${base[@]}" --role worker --server 198.18.0.2 1023
-expect_error "worker" "--scheduler" -- "${base[@]}" --role worker
-expect_error "--role" "server, worker or scheduler" -- "${base[@]}" --role boss
-DMLC_ROLE=boss expect_error "DMLC_ROLE" "server, worker or scheduler" -- "${base[@]}"
-DMLC_NUM_WORKER=0 expect_error "DMLC_NUM_WORKER" "expected an integer" -- "${base[@]}"
+expect_error "worker" "node.scheduler" -- "${base[@]}" --role worker
+expect_error "--role" "node.role" "server, worker, scheduler" -- "${base[@]}" --role boss
+DMLC_ROLE=boss expect_error "DMLC_ROLE" "server, worker, scheduler" -- "${base[@]}"
+DMLC_NUM_WORKER=0 expect_error "DMLC_NUM_WORKER" "node.num_workers" "[1, 1024]" -- "${base[@]}"
 DMLC_PS_ROOT_URI=localhost expect_error "DMLC_PS_ROOT_URI" "IPv4" -- "${base[@]}"
 # --mem is mostly the store's; the EAL asks for what the pools need, so make those
 # need more hugepages than any machine has free (16M mbufs: ~150 GB)
 expect_error "--huge" "free hugepages" -- --port null --ip 198.18.0.1 --huge --mbufs 16777216
-expect_error "--connect-timeout" "[0, 3600]" -- "${base[@]}" --connect-timeout 9999
-expect_error "--connect-timeout" "expected seconds" -- "${base[@]}" --connect-timeout soon
-expect_error "--mtu" "576" -- "${base[@]}" --mtu 100
+expect_error "--connect-timeout" "node.connect_timeout" "[0ns, 60m]" -- "${base[@]}" --connect-timeout 9999
+expect_error "--connect-timeout" "expected a duration" -- "${base[@]}" --connect-timeout soon
+expect_error "node.mtu" "--mtu" "576" -- "${base[@]}" --mtu 100
 
 rm -rf /var/run/dpdk/psbt-cli-$$
 [ $fails -eq 0 ] && echo "cli: every bad input refused with a message naming it"

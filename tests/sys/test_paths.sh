@@ -40,9 +40,9 @@ refused() {
 # --- a prefix with '/' or '..' names another directory: refused before anything is touched
 mkdir -p "$DECOY"
 echo keep >"$DECOY/precious"
-refused 2 "--file-prefix: expected a name" -- "$PSB" "${NULL[@]}" --duration 0.5 \
+refused 2 "node.file_prefix: expected a name" -- "$PSB" "${NULL[@]}" --duration 0.5 \
 	--file-prefix "../psbt-decoy$$"
-refused 2 "--file-prefix: expected a name" -- "$PSB" "${NULL[@]}" --duration 0.5 \
+refused 2 "node.file_prefix: expected a name" -- "$PSB" "${NULL[@]}" --duration 0.5 \
 	--file-prefix "$DECOY"
 refused 2 "EAL option --file-prefix after --" -- "$PSB" "${NULL[@]}" --duration 0.5 \
 	-- --file-prefix="../psbt-decoy$$"

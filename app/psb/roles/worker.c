@@ -33,7 +33,12 @@ struct worker_priv {
 	uint64_t key_end[PSB_SCHED_MAX_NODES];
 	uint64_t *keys;
 	struct psb_bench *bench;
-	const struct psb_exp_conf *exp;	/* experiment to run / running */
+	/*
+	 * The experiment to run or running: the worker's own copy, made on its lcore when a
+	 * START or SET hands it one, so nothing the control plane does meanwhile changes it.
+	 */
+	struct psb_exp_conf exp;
+	int have_exp;
 	uint32_t exp_id;
 	uint32_t pending_id;		/* START arrived before the servers were known */
 	uint64_t next_pub_ns;
@@ -122,15 +127,15 @@ publish(struct psb_role_inst *ri, uint64_t now, int running, int done, int rc)
 	sn->pub.running = running;
 	sn->pub.done = done;
 	sn->pub.rc = rc;
-	sn->pub.repeat = wp->exp != NULL ? wp->exp->pushpull.repeat : 0;
+	sn->pub.repeat = wp->have_exp ? wp->exp.pushpull.repeat : 0;
 	sn->pub.warming = wp->bench != NULL && psb_bench_warming(wp->bench);
 	snprintf(sn->pub.reason, sizeof(sn->pub.reason), "%s", rc < 0 ? wp->reason : "");
 	if (wp->bench != NULL) {
 		psb_bench_result(wp->bench, now, &sn->r);
-	} else if (wp->exp != NULL) {
+	} else if (wp->have_exp) {
 		/* nothing ran (the servers never answered): no figures, but what was asked */
-		psb_bench_result_empty(&sn->r, wp->exp->pushpull.mode,
-			(uint32_t)wp->exp->pushpull.len);
+		psb_bench_result_empty(&sn->r, wp->exp.pushpull.mode,
+			(uint32_t)wp->exp.pushpull.len);
 	}
 	rte_smp_wmb();
 	__atomic_store_n(&sn->seq, sn->seq + 1, __ATOMIC_RELEASE);
@@ -167,7 +172,7 @@ start_bench(struct psb_role_inst *ri)
 {
 	struct psb_app *app = ri->app;
 	struct worker_priv *wp = ri->priv;
-	const struct psb_exp_pushpull *bo = &wp->exp->pushpull;
+	const struct psb_exp_pushpull *bo = &wp->exp.pushpull;
 	uint32_t nkeys = (uint32_t)bo->keys * wp->nservers, k = 0, i;
 	uint16_t s;
 	struct psb_bench_cfg bc;
@@ -197,7 +202,7 @@ start_bench(struct psb_role_inst *ri)
 	bc.warmup = bo->warmup;
 	bc.rate_bps = bo->rate;
 	bc.rejoin = wp->ag.rejoin;
-	bc.log_every_ns = app->quiet ? 0 : wp->exp->output.log_every;
+	bc.log_every_ns = app->quiet ? 0 : wp->exp.output.log_every;
 	bc.log = stdout;
 	bc.label = wp->label;
 	memset(&wc, 0, sizeof(wc));
@@ -230,7 +235,7 @@ write_results(struct psb_role_inst *ri, const struct psb_bench_result *r, const 
 	struct worker_priv *wp = ri->priv;
 	char path[PATH_MAX];
 
-	if (app->bench.results == NULL || app->run.from_doc)
+	if (app->results_file == NULL || app->run.from_doc)
 		return;
 	psb_run_results_file(app, wp->ag.rank, path, sizeof(path));
 	if (psb_bench_write_json(r, wp->label, state, error, path) != 0)
@@ -274,8 +279,8 @@ failure_reason(struct psb_role_inst *ri, const struct psb_bench_result *r)
 			 "--max-retries %u)", wp->label, rank, psb_ip_str(srv->ip, ip), srv->port,
 			 psb_msg_type_name(r->first_error_type), (unsigned long long)r->first_error_key,
 			 r->first_error_wait_ns / 1e9, r->first_error_retries + 1,
-			 (unsigned long long)(wp->exp->pushpull.timeout / 1000),
-			 (unsigned int)wp->exp->pushpull.max_retries);
+			 (unsigned long long)(wp->exp.pushpull.timeout / 1000),
+			 (unsigned int)wp->exp.pushpull.max_retries);
 	else if (r->first_error != 0)
 		snprintf(wp->reason, sizeof(wp->reason), "%s: server %d (%s:%u) refused %s of key "
 			 "%llu: %s", wp->label, rank, psb_ip_str(srv->ip, ip), srv->port,
@@ -422,7 +427,8 @@ worker_ctl(struct psb_role_inst *ri, int op, const void *arg)
 	case PSB_OP_START:
 		if (wp->st == W_RUN)
 			return -EBUSY;
-		wp->exp = c;
+		wp->exp = *c;
+		wp->have_exp = 1;
 		wp->exp_id = ri->app->run.id;
 		if (wp->st != W_READY) {
 			wp->pending_id = wp->exp_id;	/* starts once the servers are known */
@@ -464,9 +470,12 @@ worker_ctl(struct psb_role_inst *ri, int op, const void *arg)
 		}
 		return 0;
 	case PSB_OP_SET:
+		if (wp->have_exp)
+			wp->exp = *c;
 		if (wp->bench != NULL) {
-			psb_bench_set_rate(wp->bench, c->pushpull.rate, now);
-			psb_bench_set_log_every(wp->bench, ri->app->quiet ? 0 : c->output.log_every);
+			psb_bench_set_rate(wp->bench, wp->exp.pushpull.rate, now);
+			psb_bench_set_log_every(wp->bench, ri->app->quiet ? 0 :
+				wp->exp.output.log_every);
 		}
 		return 0;
 	}
