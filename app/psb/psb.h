@@ -147,7 +147,9 @@ struct psb_role {
 	/*
 	 * Dispatch: the instance that takes the message f (parsed, for this node), -1 for none,
 	 * or PSB_ROLE_DELIVER: deliver() hands it on itself (split, copied). Asked in table
-	 * order; the first role that claims a message gets it. NULL: no received traffic.
+	 * order, also on nodes that do not run the role; the first role that claims a message
+	 * owns it: it gets it, or where it does not run the message is not served. NULL: no
+	 * received traffic.
 	 */
 	int (*claim)(const struct psb_app *app, const struct psb_frame *f);
 	/* For PSB_ROLE_DELIVER: 0 or -errno as for a ring (-ENOBUFS full, -ENOMEM). */
@@ -330,7 +332,10 @@ struct psb_app {
 	/* Runtime. */
 	struct rte_mempool *pool;
 	struct rte_ring *tx_ring;	/* the tx role's ring: every role sends into it */
-	/* Dispatch: the planned roles that claim traffic, in table order, and their first instance. */
+	/*
+	 * Dispatch: every role that claims traffic, in table order, and its first instance
+	 * (NULL: this node does not run it).
+	 */
 	unsigned int nroutes;
 	struct psb_route {
 		const struct psb_role *role;
