@@ -67,6 +67,8 @@ usage(FILE *out)
 "  --connect-timeout S  each wait of the setup at most: a memif server, ARP of the\n"
 "                       scheduler and servers, REGISTER, BARRIER (default 60; 0: forever)\n"
 "  --max-value BYTES    largest value a server accepts (default 64 MiB)\n"
+"  --echo               answer psb ECHO requests at the data port (1 KiB, 1000 a second\n"
+"                       at most; docs/PROTOCOL.md, Echo)\n"
 "Store budgets (server; 0 or absent: derived from --mem or half the machine's memory):\n"
 "  --store-max-bytes SIZE   memory of the store; pushes to new keys beyond it get\n"
 "                       ERROR no_memory (store.max_bytes)\n"
@@ -187,6 +189,7 @@ enum {
 	OPT_COUNTERS_EVERY, OPT_COUNTERS_MAX, OPT_PROMETHEUS, OPT_WARMUP, OPT_RATE, OPT_YIELD, OPT_STORE_BYTES,
 	OPT_STORE_KEYS, OPT_REASM_BYTES, OPT_REASM_SENDER, OPT_REASM_TIMEOUT, OPT_FILE_MAX,
 	OPT_OUTPUT_DIR, OPT_CONNECT_TIMEOUT, OPT_KEEP_SERVING, OPT_HEARTBEAT, OPT_DEAD_AFTER,
+	OPT_ECHO,
 };
 
 static const struct option long_opts[] = {
@@ -233,6 +236,7 @@ static const struct option long_opts[] = {
 	{ "cmdline-file", required_argument, NULL, OPT_CMDLINE_FILE },
 	{ "wait", no_argument, NULL, OPT_WAIT },
 	{ "keep-serving", no_argument, NULL, OPT_KEEP_SERVING },
+	{ "echo", no_argument, NULL, OPT_ECHO },
 	{ "heartbeat", required_argument, NULL, OPT_HEARTBEAT },
 	{ "dead-after", required_argument, NULL, OPT_DEAD_AFTER },
 	{ "ctl", required_argument, NULL, OPT_CTL },
@@ -441,6 +445,7 @@ parse_args(struct psb_app *app, struct run_opts *ro, int argc, char **argv)
 		case OPT_CMDLINE_FILE: app->cmdline_file = optarg; break;
 		case OPT_WAIT: app->stay = 1; break;
 		case OPT_KEEP_SERVING: app->keep_serving = 1; break;
+		case OPT_ECHO: app->echo = 1; break;
 		case OPT_HEARTBEAT:
 			app->heartbeat_ns = liveness_ns("--heartbeat", optarg);
 			break;
@@ -568,6 +573,7 @@ conf_to_app(struct psb_app *app, struct run_opts *ro, const struct psb_exp_conf 
 	app->heartbeat_ns = n->heartbeat;
 	app->dead_after_ns = n->dead_after;
 	app->keep_serving = n->keep_serving;
+	app->echo = n->echo;
 	if (n->file_prefix[0] != '\0') {
 		snprintf(ro->prefix, sizeof(ro->prefix), "%s", n->file_prefix);
 		ro->eal.file_prefix = ro->prefix;
@@ -625,6 +631,7 @@ app_to_conf(const struct psb_app *app, const struct run_opts *ro, struct psb_exp
 	n->heartbeat = app->heartbeat_ns;
 	n->dead_after = app->dead_after_ns;
 	n->keep_serving = app->keep_serving;
+	n->echo = app->echo;
 	n->huge = ro->eal.force_huge ? PSB_EXP_HUGE_YES :
 		ro->eal.force_no_huge ? PSB_EXP_HUGE_NO : PSB_EXP_HUGE_AUTO;
 	snprintf(n->file_prefix, sizeof(n->file_prefix), "%s",

@@ -12,6 +12,7 @@ const struct psb_role *const psb_roles[] = {
 	&psb_role_worker,
 	&psb_role_scheduler,
 	&psb_role_agent,
+	&psb_role_echo,
 	&psb_role_server,
 	NULL,
 };
