@@ -16,10 +16,12 @@ local DEFAULT_PORT = 9430
 local DEFAULT_SCHED_PORT = 9431
 local MAX_FLOAT_ITEMS = 16	-- individual floats shown per segment
 local MAX_FRAME = 9216		-- PSB_MAX_FRAME: psb's receive buffers; longer frames are dropped
+local ECHO_MAX_LEN = 1024	-- PSB_ECHO_MAX_LEN: the longest ECHO psb answers
 
 -- enum psb_msg_type
 local T_PUSH, T_PULL, T_PUSHPULL, T_BATCH, T_REPAIR = 0x01, 0x02, 0x03, 0x04, 0x05
 local T_REGISTER, T_BARRIER, T_BYE, T_FINALIZE, T_HEARTBEAT = 0x10, 0x11, 0x12, 0x13, 0x14
+local T_ECHO, T_ECHO_RESP = 0x15, 0x95
 local T_PUSH_ACK, T_PULL_RESP, T_PUSHPULL_RESP, T_BATCH_RESP = 0x81, 0x82, 0x83, 0x84
 local T_REPAIR_RESP = 0x85
 local T_REGISTER_ACK, T_BARRIER_ACK, T_FINALIZE_ACK, T_HEARTBEAT_ACK = 0x90, 0x91, 0x93, 0x94
@@ -36,6 +38,7 @@ local type_names = {
 	[T_BYE] = "BYE",
 	[T_FINALIZE] = "FINALIZE",
 	[T_HEARTBEAT] = "HEARTBEAT",
+	[T_ECHO] = "ECHO",
 	[T_PUSH_ACK] = "PUSH_ACK",
 	[T_PULL_RESP] = "PULL_RESP",
 	[T_PUSHPULL_RESP] = "PUSHPULL_RESP",
@@ -45,6 +48,7 @@ local type_names = {
 	[T_BARRIER_ACK] = "BARRIER_ACK",
 	[T_FINALIZE_ACK] = "FINALIZE_ACK",
 	[T_HEARTBEAT_ACK] = "HEARTBEAT_ACK",
+	[T_ECHO_RESP] = "ECHO_RESP",
 	[T_ERROR] = "ERROR",
 }
 
@@ -195,11 +199,14 @@ local ex = {
 	oversize = ProtoExpert.new("psb.oversize",
 		"Frame longer than psb's 9216-byte receive buffers (psb drops it: oversize)",
 		expert.group.MALFORMED, expert.severity.ERROR),
+	echo = ProtoExpert.new("psb.echo_refused",
+		"ECHO longer than 1024 bytes or not one whole segment (psb does not answer it: " ..
+		"echo refused)", expert.group.PROTOCOL, expert.severity.WARN),
 }
 
 psb.experts = {
 	ex.short, ex.bad_magic, ex.seg_len, ex.segment, ex.version, ex.error, ex.table, ex.oversize,
-	ex.repair, ex.lost,
+	ex.repair, ex.lost, ex.echo,
 }
 
 psb.prefs.port = Pref.uint("Data UDP port", DEFAULT_PORT, "UDP port of psb servers and workers")
@@ -442,6 +449,11 @@ function psb.dissector(tvb, pinfo, tree)
 		end
 	end
 
+	if mtype == T_ECHO and version == VERSION and
+			(seg_len > ECHO_MAX_LEN or total ~= seg_len or offset ~= 0) then
+		root:add_proto_expert_info(ex.echo)
+	end
+
 	local rtext = ""
 	if plen > 0 then
 		local payload = tvb(HDR_LEN, plen)
@@ -496,7 +508,7 @@ function psb.dissector(tvb, pinfo, tree)
 		else
 			info = info .. string.format(" req=%d", req_id)
 		end
-	elseif carries_epoch[mtype] then
+	elseif carries_epoch[mtype] or mtype == T_ECHO or mtype == T_ECHO_RESP then
 		info = info .. string.format(" req=%d", req_id)
 	else
 		info = info .. string.format(" group=%d seq=%d req=%d", aux, round, req_id)

@@ -369,8 +369,8 @@ make_ring(const char *name, int idx, unsigned int size, unsigned int flags)
 
 /*
  * The roles this process runs: every role of psb_roles[] as many times as its count()
- * says, in table order, each with its input ring; the roles that claim traffic become
- * psb_dispatch's routes.
+ * says, in table order, each with its input ring. Every role that claims traffic becomes
+ * one of psb_dispatch's routes, whether this node runs it or not.
  */
 static int
 plan_roles(struct psb_app *app)
@@ -393,13 +393,14 @@ plan_roles(struct psb_app *app)
 		unsigned int count = psb_role_count(*rp, app);
 		unsigned int ring = psb_role_ring(*rp, app);
 
+		if ((*rp)->claim != NULL) {
+			/* one this node does not run still owns what it claims (psb_dispatch) */
+			RTE_VERIFY(app->nroutes < PSB_ROLE_KINDS && (count == 0 || ring != 0));
+			app->routes[app->nroutes].role = *rp;
+			app->routes[app->nroutes++].first = count != 0 ? &r[n] : NULL;
+		}
 		if (count == 0)
 			continue;
-		if ((*rp)->claim != NULL) {
-			RTE_VERIFY(app->nroutes < PSB_ROLE_KINDS && ring != 0);
-			app->routes[app->nroutes].role = *rp;
-			app->routes[app->nroutes++].first = &r[n];
-		}
 		for (k = 0; k < count; k++, n++) {
 			r[n].role = *rp;
 			r[n].idx = (int)k;

@@ -22,7 +22,7 @@
 
 #define PSB_MAX_SHARDS		16
 #define PSB_MAX_LOCAL_WORKERS	32
-#define PSB_MAX_ROLES		(4 + PSB_MAX_SHARDS + PSB_MAX_LOCAL_WORKERS)
+#define PSB_MAX_ROLES		(5 + PSB_MAX_SHARDS + PSB_MAX_LOCAL_WORKERS)
 #define PSB_ROLE_KINDS		16	/* entries of psb_roles[] at most */
 #define PSB_ROLE_RING		4096	/* input ring of a server shard or a worker */
 #define PSB_BURST		32
@@ -45,7 +45,7 @@ psb_meta(struct rte_mbuf *m)
 
 /*
  * Counters of one role instance: written only by the lcore running it, summed by readers.
- * One line each in the descriptor table of psb_report.c, which every export walks.
+ * One line each in the descriptor table of psb_counters.c, which every export walks.
  *
  * Every frame the rx role takes from a port ends in exactly one of: a drop reason, handed,
  * not_served, ring_full, no_mbuf, arp_replies, arp_learned, icmp_replies, byes, bye_ignored.
@@ -69,6 +69,8 @@ struct psb_counters {
 	uint64_t arp_replies;
 	uint64_t arp_learned;	/* ARP replies received: their sender learnt, nothing sent */
 	uint64_t icmp_replies;
+	uint64_t refused;	/* requests the role would not serve: out of its bounds */
+	uint64_t rate_limited;	/* requests the role dropped: its rate budget was spent */
 	uint64_t busy_cycles;
 	uint64_t idle_cycles;
 	uint64_t polls;
@@ -147,7 +149,9 @@ struct psb_role {
 	/*
 	 * Dispatch: the instance that takes the message f (parsed, for this node), -1 for none,
 	 * or PSB_ROLE_DELIVER: deliver() hands it on itself (split, copied). Asked in table
-	 * order; the first role that claims a message gets it. NULL: no received traffic.
+	 * order, also on nodes that do not run the role; the first role that claims a message
+	 * owns it: it gets it, or where it does not run the message is not served. NULL: no
+	 * received traffic.
 	 */
 	int (*claim)(const struct psb_app *app, const struct psb_frame *f);
 	/* For PSB_ROLE_DELIVER: 0 or -errno as for a ring (-ENOBUFS full, -ENOMEM). */
@@ -319,7 +323,10 @@ struct psb_app {
 	/* Runtime. */
 	struct rte_mempool *pool;
 	struct rte_ring *tx_ring;	/* the tx role's ring: every role sends into it */
-	/* Dispatch: the planned roles that claim traffic, in table order, and their first instance. */
+	/*
+	 * Dispatch: every role that claims traffic, in table order, and its first instance
+	 * (NULL: this node does not run it).
+	 */
 	unsigned int nroutes;
 	struct psb_route {
 		const struct psb_role *role;
@@ -339,6 +346,7 @@ struct psb_app {
 	 * scheduler ends the servers and itself, unless keep_serving.
 	 */
 	int keep_serving;
+	int echo;			/* answer psb ECHO requests (roles/echo.c) */
 	volatile int finalizing;
 	volatile uint32_t finalized;
 	volatile uint32_t wk_registered;	/* worker roles that registered, once each */
@@ -390,6 +398,7 @@ extern const struct psb_role psb_role_server;
 extern const struct psb_role psb_role_worker;
 extern const struct psb_role psb_role_scheduler;
 extern const struct psb_role psb_role_agent;
+extern const struct psb_role psb_role_echo;
 extern const struct psb_role *const psb_roles[];	/* NULL-terminated */
 
 static inline unsigned int

@@ -160,6 +160,10 @@ static const struct psb_metric role_figs[] = {
 	RC(arp_replies, NONE, "ARP replies sent"),
 	RC(arp_learned, NONE, "ARP replies received (sender learnt, nothing sent)"),
 	RC(icmp_replies, NONE, "ICMP echo replies sent"),
+	RC(refused, NONE, "Requests the role would not serve: out of its bounds (echo: longer "
+		"than 1 KiB, several segments, a source that takes no answer)"),
+	RC(rate_limited, NONE, "Requests the role dropped: its rate budget was spent (echo: "
+		"1000 answers a second)"),
 	RC(busy_cycles, CYCLES, "TSC cycles of polls that found work"),
 	RC(idle_cycles, CYCLES, "TSC cycles of polls that found nothing"),
 	RC(polls, NONE, "Polls of the role instance"),

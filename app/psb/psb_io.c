@@ -217,7 +217,7 @@ role_ring(const struct psb_app *app, const struct psb_role *role, unsigned int i
 
 	for (i = 0; i < app->nroutes; i++)
 		if (app->routes[i].role == role)
-			return app->routes[i].first[idx].ring;
+			return app->routes[i].first != NULL ? app->routes[i].first[idx].ring : NULL;
 	return NULL;
 }
 
@@ -457,19 +457,18 @@ psb_dispatch(struct psb_role_inst *ri, struct rte_mbuf *m)
 		psb_neigh_learn(app, f.src.ip, f.src.mac, m->port);
 	dport = f.dst.port;
 
-	/* the first role that claims it, in table order (roles/roles.c) */
+	/* the role that owns it: the first that claims it, in table order (roles/roles.c) */
 	for (i = 0; i < app->nroutes; i++) {
 		const struct psb_route *rt = &app->routes[i];
 		int idx = rt->role->claim(app, &f);
 
-		if (idx == PSB_ROLE_DELIVER) {
-			count_handoff(ri, rt->role->deliver(ri, m, &f));
-			return;
-		}
-		if (idx >= 0) {
-			count_handoff(ri, handoff(rt->first[idx].ring, m));
-			return;
-		}
+		if (idx == -1)
+			continue;
+		if (rt->first == NULL)
+			break;	/* its role does not run here: no later role may take it */
+		count_handoff(ri, idx == PSB_ROLE_DELIVER ? rt->role->deliver(ri, m, &f) :
+			      handoff(rt->first[idx].ring, m));
+		return;
 	}
 	if (dport != app->me.port) {
 		ri->cnt.drops[PSB_DROP_PORT]++;

@@ -46,6 +46,8 @@ usage(FILE *out)
 "  --connect-timeout S  each wait of the setup at most: a memif server, ARP of the\n"
 "                       scheduler and servers, REGISTER, BARRIER (default 60; 0: forever)\n"
 "  --max-value BYTES    largest value a server accepts (default 64 MiB)\n"
+"  --echo               answer psb ECHO requests at the data port (1 KiB, 1000 a second\n"
+"                       at most; docs/PROTOCOL.md, Echo)\n"
 "Store budgets (server; 0 or absent: derived from --mem or half the machine's memory):\n"
 "  --store-max-bytes SIZE   memory of the store; pushes to new keys beyond it get\n"
 "                       ERROR no_memory (store.max_bytes)\n"
@@ -233,6 +235,7 @@ static const struct conf_opt conf_opts[] = {
 	{ "max-value", 1, "node.max_value", NULL, NULL, NULL },
 	{ "connect-timeout", 1, "node.connect_timeout", NULL, NULL, NULL },
 	{ "keep-serving", 0, "node.keep_serving", "true", NULL, NULL },
+	{ "echo", 0, "node.echo", "true", NULL, NULL },
 	{ "heartbeat", 1, "node.heartbeat", NULL, NULL, "PS_HEARTBEAT_INTERVAL" },
 	{ "dead-after", 1, "node.dead_after", NULL, NULL, "PS_HEARTBEAT_TIMEOUT" },
 	{ "lcores", 1, "node.lcores", NULL, NULL, NULL },
@@ -564,6 +567,7 @@ derive(struct psb_app *app, struct psb_run_opts *ro)
 	app->heartbeat_ns = n->heartbeat;
 	app->dead_after_ns = n->dead_after;
 	app->keep_serving = n->keep_serving;
+	app->echo = n->echo;
 	snprintf(ro->lcores, sizeof(ro->lcores), "%s", n->lcores);
 	ro->eal.lcores = ro->lcores[0] != '\0' ? ro->lcores : NULL;
 	ro->mem_given = n->mem_mb != 0;

@@ -82,6 +82,9 @@ const struct psb_conf_field psb_exp_node_table[] = {
 	{ "keep_serving", PSB_CONF_BOOL, OFF(psb_exp_node, keep_serving), 0, 0, "false", 0, 0,
 	  NULL, NULL, "scheduler, servers: stay once every worker of the job finished (false: "
 	  "the job ends then, as ps-lite's Finalize ends it)" },
+	{ "echo", PSB_CONF_BOOL, OFF(psb_exp_node, echo), 0, 0, "false", 0, 0, NULL, NULL,
+	  "answer psb ECHO requests at the data port: 1 KiB, 1000 a second at most (the echo "
+	  "role)" },
 	{ "file_prefix", PSB_CONF_STRING, OFF(psb_exp_node, file_prefix),
 	  sizeof(((struct psb_exp_node *)0)->file_prefix), 0, "", 0, 0, NULL, NULL,
 	  "DPDK runtime prefix (\"\": psb-PID)" },

@@ -60,6 +60,7 @@ struct psb_exp_node {
 	uint64_t dead_after;		/* ns of silence after which the scheduler holds a node
 					 * dead, 0: never */
 	bool keep_serving;		/* scheduler, servers: stay once every worker finished */
+	bool echo;			/* answer psb ECHO requests (the echo role) */
 	char file_prefix[64];
 	/* Control-plane limits: what clients and files may cost the process (CONTROL.md). */
 	uint64_t ctl_requests_per_pass;	/* control requests (and new connections) per pass */

@@ -448,6 +448,16 @@ psb_repair_decode(struct psb_repair *r, const uint8_t *in, size_t len)
 	return 0;
 }
 
+int
+psb_echo_answerable(const struct psb_hdr *h, const struct psb_addr *src, uint32_t my_ip)
+{
+	/* 224.0.0.0/4 is multicast; 240.0.0.0/4, broadcast included, is no host's */
+	int group = (src->mac[0] & 1) != 0 || src->ip >> 28 >= 14;
+
+	return h->seg_len <= PSB_ECHO_MAX_LEN && h->total_len == h->seg_len && h->offset == 0 &&
+		!group && src->ip != 0 && src->ip != my_ip && src->port != 0;
+}
+
 uint32_t
 psb_epoch_new(void)
 {
@@ -477,6 +487,8 @@ psb_msg_type_name(uint8_t type)
 	case PSB_MSG_FINALIZE_ACK: return "FINALIZE_ACK";
 	case PSB_MSG_HEARTBEAT: return "HEARTBEAT";
 	case PSB_MSG_HEARTBEAT_ACK: return "HEARTBEAT_ACK";
+	case PSB_MSG_ECHO: return "ECHO";
+	case PSB_MSG_ECHO_RESP: return "ECHO_RESP";
 	case PSB_MSG_PUSH_ACK: return "PUSH_ACK";
 	case PSB_MSG_PULL_RESP: return "PULL_RESP";
 	case PSB_MSG_PUSHPULL_RESP: return "PUSHPULL_RESP";

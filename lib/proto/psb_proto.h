@@ -42,6 +42,7 @@ enum psb_msg_type {
 	PSB_MSG_FINALIZE = 0x13,	/* worker -> scheduler: finished; scheduler -> server: the
 					 * job is over (ps-lite's Finalize) */
 	PSB_MSG_HEARTBEAT = 0x14,	/* node -> scheduler: alive (ps-lite's heartbeat) */
+	PSB_MSG_ECHO = 0x15,		/* anyone -> a node's data port: answer me (--echo) */
 	PSB_MSG_RESP = 0x80,		/* bit set on every response */
 	PSB_MSG_PUSH_ACK = 0x81,
 	PSB_MSG_PULL_RESP = 0x82,
@@ -52,6 +53,7 @@ enum psb_msg_type {
 	PSB_MSG_BARRIER_ACK = 0x91,
 	PSB_MSG_FINALIZE_ACK = 0x93,
 	PSB_MSG_HEARTBEAT_ACK = 0x94,	/* the servers lost so far (struct psb_sched_lost) */
+	PSB_MSG_ECHO_RESP = 0x95,	/* the ECHO's header and payload, sent back */
 	PSB_MSG_ERROR = 0xff,		/* status holds an enum psb_status */
 };
 
@@ -336,6 +338,18 @@ psb_repair_bit(const struct psb_repair *r, uint32_t i)
 {
 	return (r->bits[i / 8] >> (i % 8)) & 1;
 }
+
+/*
+ * ECHO: a node with the echo role sends the request's header (type ECHO_RESP) and payload
+ * back to where it came from, once. It answers only requests it cannot be made to amplify:
+ * one whole segment (total_len = seg_len) of PSB_ECHO_MAX_LEN bytes at most, from a source
+ * that takes an answer: a unicast MAC and IPv4 address other than its own, a port other
+ * than 0.
+ */
+#define PSB_ECHO_MAX_LEN	1024
+
+/* 1 when the echo role answers the ECHO h from src at a node of address my_ip, else 0. */
+int psb_echo_answerable(const struct psb_hdr *h, const struct psb_addr *src, uint32_t my_ip);
 
 const char *psb_msg_type_name(uint8_t type);
 const char *psb_status_name(uint8_t status);

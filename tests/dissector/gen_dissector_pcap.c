@@ -34,6 +34,9 @@
  * 22  HEARTBEAT_ACK, count 2, one entry                                            20 B
  * 23  REGISTER       srv->sched   0      0x5eed1234  0          0                  - (beats)
  * 24  PUSH_ACK       srv->w0      3      9           3          7                  - (epoch)
+ * 25  ECHO           w0->srv      3      10          5          0x5eed             16 B: 0..15
+ * 26  ECHO_RESP      srv->w0      3      10          5          0x5eed             16 B: 0..15
+ * 27  ECHO, 1028 B, longer than psb answers                                        1028 B
  *
  * w0, srv and sched are tf_worker (198.18.0.1), tf_server (198.18.0.2) and tf_sched
  * (198.18.0.10). The REGISTER_ACK and HEARTBEAT_ACK payloads are tf_register_ack's and
@@ -233,6 +236,18 @@ main(int argc, char **argv)
 	h.seg_size = 1432;
 	h.aux = 0x5eed1234;
 	emit(psb_frame_build(frame, &tf_server, &tf_worker, &h, NULL, 0));
+
+	/* 25, 26: an echo and its answer, the same but for the type; 27: one too long */
+	for (i = 0; i < 1028; i++)
+		value[i] = (uint8_t)i;
+	h = tf_hdr(PSB_MSG_ECHO, 0, 3, 10, 5, 0x5eed);
+	tf_whole(&h, 16);
+	emit(psb_frame_build(frame, &tf_worker, &tf_server, &h, value, 16));
+	h.type = PSB_MSG_ECHO_RESP;
+	emit(psb_frame_build(frame, &tf_server, &tf_worker, &h, value, 16));
+	h.type = PSB_MSG_ECHO;
+	tf_whole(&h, 1028);
+	emit(psb_frame_build(frame, &tf_worker, &tf_server, &h, value, 1028));
 
 	if (tf_pcap_close(&pcap) != 0) {
 		fprintf(stderr, "gen_dissector_pcap: %s: write failed\n", argv[1]);

@@ -74,9 +74,12 @@ cat >"$tmp/want.csv" <<'EOF'
 22,0x5053,1,0x94,0x04,0,0,1,0,0,0,0,0,20,0,20,20,2,,,,,,,,,Lost-server list shorter than its count (a psb worker ignores the HEARTBEAT_ACK),HEARTBEAT_ACK worker lost=2: server 1 198.18.0.3:9440 dead after 3100ms [short lost list]
 23,0x5053,1,0x10,0x12,0,1,0,0,0,1592594996,0,0,0,0,0,0,0,,,,,,,,,,REGISTER server beats req=1592594996
 24,0x5053,1,0x81,0x01,1,0,0,0,3,9,3,7,0,0,0,1432,1592594996,,,,,,,,,,PUSH_ACK key=7 req=9 epoch=0x5eed1234
+25,0x5053,1,0x15,0x00,0,0,0,0,3,10,5,24301,16,0,16,16,0,,,,,,,,,,ECHO req=10 seg 0-16/16
+26,0x5053,1,0x95,0x00,0,0,0,0,3,10,5,24301,16,0,16,16,0,,,,,,,,,,ECHO_RESP req=10 seg 0-16/16
+27,0x5053,1,0x15,0x00,0,0,0,0,3,10,5,24301,1028,0,1028,1028,0,,,,,,,,,ECHO longer than 1024 bytes or not one whole segment (psb does not answer it: echo refused),ECHO req=10 seg 0-1028/1028
 EOF
 
-# The value bytes, in a pass of their own: frames 1 and 17 alone carry 1432 and 9216.
+# The value bytes, in a pass of their own: frames 1, 17 and 27 alone carry 1432, 9216, 1028.
 {
 	printf '1,'
 	for ((i = 0; i < 358; i++)); do
@@ -113,6 +116,13 @@ EOF
 	echo 22,0002000000010100c612000324e0000000000c1c
 	echo 23,
 	echo 24,
+	echo 25,000102030405060708090a0b0c0d0e0f
+	echo 26,000102030405060708090a0b0c0d0e0f
+	printf '27,'
+	for ((i = 0; i < 1028; i++)); do
+		printf '%02x' $((i % 256))	# bytes 0, 1, ... 255, 0, ...
+	done
+	printf '\n'
 } >"$tmp/want_value.csv"
 
 # The repair records of frames 18 and 19.
@@ -126,7 +136,8 @@ printf '%s\n' 21,2,1\;0,1\;2,198.18.0.3\;198.18.0.2,9440\;9430,3100\;0 \
 # server other than ERROR (0: the server does not say), of every frame.
 printf '%s\n' 1,0, 2,0, 3,0, 4,0,0x00000000 5,0,0x00000000 6,0,0x00000000 7,0, 8,0, 9,0, \
 	10,0, 11,0, 12,0,0x00000000 13,0,0x00000000 14,0,0x00000000 15,0, 16,0, 17,0, 18,0, \
-	19,0,0x00000000 20,0, 21,0, 22,0, 23,1, 24,0,0x5eed1234 >"$tmp/want_epoch.csv"
+	19,0,0x00000000 20,0, 21,0, 22,0, 23,1, 24,0,0x5eed1234 25,0, 26,0, 27,0, \
+	>"$tmp/want_epoch.csv"
 
 run_tshark "${args[@]}" >"$tmp/got.csv"
 run_tshark -e frame.number -e psb.value >"$tmp/got_value.csv"

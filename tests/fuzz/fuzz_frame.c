@@ -221,6 +221,36 @@ check_icmp_echo(const uint8_t *data, size_t size, const struct psb_frame *f)
 }
 
 /*
+ * An ECHO the echo role answers: its answer (the header as ECHO_RESP, the payload, from this
+ * node back to the sender) is never longer than the request and reaches the sender as the
+ * same message.
+ */
+static void
+check_echo(size_t size, const struct psb_parse_cfg *cfg, const struct psb_frame *f)
+{
+	const struct psb_parse_cfg sender = { .my_ip = f->src.ip, .check_ip_csum = 1 };
+	struct psb_addr me = f->dst;
+	struct psb_hdr h = f->hdr;
+	struct psb_frame g;
+	size_t len;
+
+	if (f->hdr.version != PSB_VERSION || f->hdr.type != PSB_MSG_ECHO ||
+	    !psb_echo_answerable(&f->hdr, &f->src, cfg->my_ip))
+		return;
+	CHECK(f->payload_len <= PSB_ECHO_MAX_LEN && f->hdr.offset == 0);
+	memcpy(me.mac, my_mac, 6);
+	h.type = PSB_MSG_ECHO_RESP;
+	len = psb_frame_build(rebuilt, &me, &f->src, &h, f->payload, f->payload_len);
+	CHECK(len <= size);
+	CHECK(psb_frame_parse(rebuilt, len, &sender, &g) == PSB_FRAME_PSB);
+	CHECK(same_hdr(&g.hdr, &h));
+	CHECK(g.dst.ip == f->src.ip && g.dst.port == f->src.port);
+	CHECK(memcmp(g.dst.mac, f->src.mac, 6) == 0);
+	CHECK(g.payload_len == f->payload_len);
+	CHECK(f->payload_len == 0 || memcmp(g.payload, f->payload, f->payload_len) == 0);
+}
+
+/*
  * Walk the records of a BATCH / BATCH_RESP payload as its receiver does. Each
  * record stays inside the payload and its header re-encodes to the same bytes.
  * Returns how many leading records are requests a server handles (PUSH, PULL,
@@ -744,6 +774,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		switch (rc) {
 		case PSB_FRAME_PSB:
 			check_psb(data, size, &cfgs[i], &f);
+			check_echo(size, &cfgs[i], &f);
 			check_batch(&f, &batch_done);
 			check_repair(&f, &repair_done);
 			check_sched(&f, &sched_done);

@@ -28,6 +28,10 @@ static const struct tf_msg msgs[] = {
 	{ "finalize-ack", PSB_MSG_FINALIZE_ACK, 1, PSB_SCHED_PORT, 0, PSB_F_SERVER, 0, 0, 0, 0,
 		0 },
 	{ "foreign-version", PSB_MSG_PUSH, 1, 0, 2, 0, 0, 77, 5, 3, 0 },
+	{ "echo", PSB_MSG_ECHO, 1, 0, 0, 0, 0, 64, 0, 64, 0 },
+	{ "echo-resp", PSB_MSG_ECHO_RESP, 0, 0, 0, 0, 0, 64, 0, 64, 0 },
+	{ "echo-too-long", PSB_MSG_ECHO, 1, 0, 0, 0, 0, 2048, 0, 2048, 0 },
+	{ "echo-segment", PSB_MSG_ECHO, 1, 0, 0, 0, 0, 128, 64, 64, 0 },
 };
 
 static uint8_t frame[FUZZ_SEED_MAX];

@@ -973,6 +973,61 @@ test_icmp_echo(void **state)
 	assert_int_equal(psb_icmp_echo_reply(frame, len - 1, &f), -EINVAL);
 }
 
+/* ECHO: answered only as one whole segment of 1 KiB at most, from a unicast source. */
+static void
+test_echo_answerable(void **state)
+{
+	struct psb_addr src = tf_worker;
+	struct psb_hdr h;
+	struct psb_frame f;
+	size_t len;
+
+	/* a 64-byte echo as a client sends it passes the parser and is answered */
+	h = tf_hdr(PSB_MSG_ECHO, 0, 0, 7, 0, 0);
+	tf_whole(&h, 64);
+	len = psb_frame_build(frame, &tf_worker, &tf_server, &h, value, h.seg_len);
+	assert_int_equal(parse_as(frame, len, &tf_server, &f), PSB_FRAME_PSB);
+	assert_int_equal(f.hdr.type, PSB_MSG_ECHO);
+	assert_true(psb_echo_answerable(&f.hdr, &f.src, tf_server.ip));
+	/* empty, and as long as it may be */
+	tf_whole(&h, 0);
+	assert_true(psb_echo_answerable(&h, &src, tf_server.ip));
+	tf_whole(&h, PSB_ECHO_MAX_LEN);
+	assert_true(psb_echo_answerable(&h, &src, tf_server.ip));
+	/* longer, or one segment of several */
+	tf_whole(&h, PSB_ECHO_MAX_LEN + 4);
+	assert_false(psb_echo_answerable(&h, &src, tf_server.ip));
+	tf_seg(&h, 128, 0, 64);
+	assert_false(psb_echo_answerable(&h, &src, tf_server.ip));
+	tf_seg(&h, 128, 64, 64);
+	assert_false(psb_echo_answerable(&h, &src, tf_server.ip));
+	tf_whole(&h, 64);
+	h.offset = 64;
+	assert_false(psb_echo_answerable(&h, &src, tf_server.ip));
+
+	/* sources that cannot take an answer, or should not */
+	h.offset = 0;
+	assert_true(psb_echo_answerable(&h, &src, tf_server.ip));
+	src.mac[0] = 0x03;		/* a group MAC */
+	assert_false(psb_echo_answerable(&h, &src, tf_server.ip));
+	src = tf_worker;
+	src.port = 0;
+	assert_false(psb_echo_answerable(&h, &src, tf_server.ip));
+	src = tf_worker;
+	src.ip = 0;
+	assert_false(psb_echo_answerable(&h, &src, tf_server.ip));
+	src.ip = 0xe00000fb;		/* 224.0.0.251 */
+	assert_false(psb_echo_answerable(&h, &src, tf_server.ip));
+	src.ip = 0xffffffff;
+	assert_false(psb_echo_answerable(&h, &src, tf_server.ip));
+	src.ip = 0xf0000001;		/* 240.0.0.1 */
+	assert_false(psb_echo_answerable(&h, &src, tf_server.ip));
+	src.ip = tf_server.ip;		/* the node itself */
+	assert_false(psb_echo_answerable(&h, &src, tf_server.ip));
+	src.ip = 0xdfffffff;		/* 223.255.255.255: the last unicast /4 */
+	assert_true(psb_echo_answerable(&h, &src, tf_server.ip));
+}
+
 static void
 test_icmp_drops(void **state)
 {
@@ -1094,6 +1149,7 @@ test_names(void **state)
 		{ PSB_MSG_BARRIER, "BARRIER" }, { PSB_MSG_PUSH_ACK, "PUSH_ACK" },
 		{ PSB_MSG_PULL_RESP, "PULL_RESP" }, { PSB_MSG_PUSHPULL_RESP, "PUSHPULL_RESP" },
 		{ PSB_MSG_REGISTER_ACK, "REGISTER_ACK" }, { PSB_MSG_BARRIER_ACK, "BARRIER_ACK" },
+		{ PSB_MSG_ECHO, "ECHO" }, { PSB_MSG_ECHO_RESP, "ECHO_RESP" },
 		{ PSB_MSG_ERROR, "ERROR" },
 	};
 	unsigned int i, j;
@@ -1408,6 +1464,7 @@ main(void)
 		cmocka_unit_test(test_arp),
 		cmocka_unit_test(test_icmp_echo),
 		cmocka_unit_test(test_icmp_drops),
+		cmocka_unit_test(test_echo_answerable),
 		cmocka_unit_test(test_parse_ip),
 		cmocka_unit_test(test_parse_mac),
 		cmocka_unit_test(test_ip_str),

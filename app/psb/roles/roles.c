@@ -1,12 +1,18 @@
 /* The role table: adding a role is one file under roles/ and one line here. */
 #include "psb.h"
 
+/*
+ * Claims are asked in this order, on every node. The worker's ports are its own: asked
+ * first, a worker's answers pass no other claim. The server takes every request at the
+ * data port that no earlier role claimed.
+ */
 const struct psb_role *const psb_roles[] = {
 	&psb_role_rx,
 	&psb_role_tx,
+	&psb_role_worker,
 	&psb_role_scheduler,
 	&psb_role_agent,
+	&psb_role_echo,
 	&psb_role_server,
-	&psb_role_worker,
 	NULL,
 };
