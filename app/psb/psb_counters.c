@@ -548,6 +548,18 @@ psb_snap_take(struct psb_app *app)
 }
 
 void
+psb_snap_totals(const struct psb_snap *s, struct psb_counters *tot)
+{
+	unsigned int i;
+
+	memset(tot, 0, sizeof(*tot));
+	for (i = 0; i < s->nroles; i++)
+		psb_report_totals_add(tot, &s->roles[i].c);
+	for (i = 0; i < s->nroles; i++)
+		psb_report_totals_io(tot, &s->roles[i].c, s->roles[i].role);
+}
+
+void
 psb_snap_port_emit(struct psb_emit *e, struct psb_app *app, const struct psb_port_snap *p,
 		int xstats)
 {

@@ -144,6 +144,8 @@ void psb_snap_store(const struct psb_app *app, struct psb_store_snap *t);
 int psb_snap_sched(const struct psb_app *app, struct psb_sched_stats *st);
 /* The port i of app, now. */
 void psb_snap_port(struct psb_app *app, unsigned int i, struct psb_port_snap *p);
+/* The counters of the role instances added up, as psb_report_totals adds them. */
+void psb_snap_totals(const struct psb_snap *s, struct psb_counters *tot);
 /* The whole document, as psb_counters_json gives it. */
 void psb_snap_emit(struct psb_emit *e, struct psb_app *app, const struct psb_snap *s);
 

@@ -123,5 +123,11 @@ void psb_export_fini(struct psb_app *app);
  * exposition 0.0.4, or OpenMetrics 1.0.0 (malloc'd; takes ctl_lock itself).
  */
 char *psb_export_prometheus(struct psb_app *app, int openmetrics);
+/*
+ * DPDK telemetry /psb/... (psb_telemetry.c), by psb_export_init and _fini: commands
+ * registered once, answered while app is set.
+ */
+int psb_telemetry_init(struct psb_app *app, char *err, size_t errlen);
+void psb_telemetry_fini(void);
 
 #endif /* PSB_CTL_H */

@@ -16,45 +16,46 @@
 #include "psb_kv.h"
 #include "psb_report.h"
 
-/*
- * Every counter summed over the role instances, but rx_pkts/rx_bytes (the rx role's: what came
- * from the ports) and tx_pkts/tx_bytes (the tx role's: what went out), which other roles
- * count again as it passes through them.
- */
 void
-psb_report_totals(const struct psb_app *app, struct psb_counters *tot)
+psb_report_totals_add(struct psb_counters *tot, const struct psb_counters *c)
 {
 	const struct psb_metric_block *b = &psb_role_block;
 	const struct psb_metric *m;
 	unsigned int k;
+
+	for (m = b->m; m < b->m + b->n; m++) {
+		size_t off = m->off;	/* c is the role's first part */
+
+		if (off >= sizeof(struct psb_counters) || m->type != PSB_MT_U64)
+			continue;
+		for (k = 0; k < psb_metric_len(m); k++)
+			((uint64_t *)(void *)((uint8_t *)tot + off))[k] +=
+				((const uint64_t *)(const void *)((const uint8_t *)c + off))[k];
+	}
+}
+
+void
+psb_report_totals_io(struct psb_counters *tot, const struct psb_counters *c, const char *role)
+{
+	if (strcmp(role, psb_role_rx.name) == 0) {
+		tot->rx_pkts = c->rx_pkts;
+		tot->rx_bytes = c->rx_bytes;
+	} else if (strcmp(role, psb_role_tx.name) == 0) {
+		tot->tx_pkts = c->tx_pkts;
+		tot->tx_bytes = c->tx_bytes;
+	}
+}
+
+void
+psb_report_totals(const struct psb_app *app, struct psb_counters *tot)
+{
 	uint16_t i;
 
 	memset(tot, 0, sizeof(*tot));
-	for (i = 0; i < app->nroles; i++) {
-		const struct psb_role_inst *ri = &app->roles[i];
-
-		for (m = b->m; m < b->m + b->n; m++) {
-			size_t off = m->off;	/* c is the role's first part */
-
-			if (off >= sizeof(struct psb_counters) || m->type != PSB_MT_U64)
-				continue;
-			for (k = 0; k < psb_metric_len(m); k++)
-				((uint64_t *)(void *)((uint8_t *)tot + off))[k] +=
-					((const uint64_t *)(const void *)((const uint8_t *)&ri->cnt +
-									  off))[k];
-		}
-	}
-	for (i = 0; i < app->nroles; i++) {
-		const struct psb_role_inst *ri = &app->roles[i];
-
-		if (ri->role == &psb_role_rx) {
-			tot->rx_pkts = ri->cnt.rx_pkts;
-			tot->rx_bytes = ri->cnt.rx_bytes;
-		} else if (ri->role == &psb_role_tx) {
-			tot->tx_pkts = ri->cnt.tx_pkts;
-			tot->tx_bytes = ri->cnt.tx_bytes;
-		}
-	}
+	for (i = 0; i < app->nroles; i++)
+		psb_report_totals_add(tot, &app->roles[i].cnt);
+	for (i = 0; i < app->nroles; i++)
+		psb_report_totals_io(tot, &app->roles[i].cnt, app->roles[i].role->name);
 }
 
 /* Sum of the store counters of every server shard. */
@@ -236,14 +237,21 @@ psb_port_stats_clear(unsigned int i)
 }
 
 void
+psb_report_counters_block(struct psb_metric_block *b)
+{
+	*b = psb_role_block;
+	/* the counters alone: not lcore and busy_pct, which follow them */
+	while (b->n > 0 && b->m[b->n - 1].off >= offsetof(struct psb_role_snap, lcore))
+		b->n--;
+}
+
+void
 psb_report_counters_emit(struct psb_emit *e, const struct psb_counters *c)
 {
 	struct psb_role_snap r = { .c = *c };
-	struct psb_metric_block b = psb_role_block;
+	struct psb_metric_block b;
 
-	/* the counters alone: not lcore and busy_pct, which follow them */
-	while (b.n > 0 && b.m[b.n - 1].off >= offsetof(struct psb_role_snap, lcore))
-		b.n--;
+	psb_report_counters_block(&b);
 	psb_metric_emit(e, &b, &r, 1);
 }
 

@@ -24,11 +24,21 @@ struct psb_metric_block;
 /* The figures of the block at base as a JSON object. */
 json_t *psb_report_block_json(const struct psb_metric_block *b, const void *base);
 
+/* The role block's figures of struct psb_counters alone (totals have no lcore). */
+void psb_report_counters_block(struct psb_metric_block *b);
+
 /*
  * The counters of every role instance added up: received packets and bytes are the rx
  * role's, sent ones the tx role's, every other counter is summed over all instances.
  */
 void psb_report_totals(const struct psb_app *app, struct psb_counters *tot);
+/*
+ * The two steps of it, for other sets of instances: from zeros, _add each instance's
+ * counters, then _io each again with its role's name.
+ */
+void psb_report_totals_add(struct psb_counters *tot, const struct psb_counters *c);
+void psb_report_totals_io(struct psb_counters *tot, const struct psb_counters *c,
+		const char *role);
 /*
  * Port i's statistics over its whole life: a PMD's own counts can go back, as memif's
  * read 0 while no peer is connected (and a PMD may start again from 0 when one comes

@@ -4,7 +4,7 @@
 # A psb server and a psb worker over memif (one core each) run ps-lite's PUSH_PULL flat out.
 # 1. Paired windows inside one experiment: windows without and with monitoring alternate
 #    (ABBA). Monitoring = psb-scrape reading every export of both processes at 10 Hz
-#    (control-socket counters, DPDK telemetry /psb/counters, the Prometheus page) while both
+#    (control-socket counters, DPDK telemetry's sections, the Prometheus page) while both
 #    write their counters file at 10 Hz. Prints the median ratio of the worker's requests/s
 #    with/without (bootstrap 95 % interval), what serving the scrape cost each process's
 #    lcore (psb's own control-plane cycle counters), and psb-scrape's CPU time.

@@ -50,8 +50,8 @@ done
 
 "$PSBCTL" -p "$PFX" --json counters >"$DIR/ctl.json" || fail "psbctl counters failed"
 "$PSBCTL" -p "$PFX" raw '{"cmd":"metrics"}' >"$DIR/metrics.json" || fail "psbctl metrics failed"
-tel "$PFX" /psb/counters,roles.rx0 /psb/counters,roles.tx0 /psb/counters,ports.0 \
-	>"$DIR/tel.out" || fail "dpdk-telemetry.py failed"
+tel "$PFX" /psb/roles,rx0 /psb/roles,tx0 /psb/ports,0 >"$DIR/tel.out" ||
+	fail "dpdk-telemetry.py failed"
 curl -sf --max-time 5 "http://127.0.0.1:$PORT/metrics" >"$DIR/metrics.prom" ||
 	fail "no Prometheus page on port $PORT"
 printf '%s\n' 'show counters rx0' 'show counters tx0' 'show counters ports.0' 'show lcores' >&3
@@ -106,8 +106,8 @@ ok = True
 c = json.load(open(d + "/ctl.json"))["counters"]
 ok &= check("control socket", c["roles"]["rx0"], c["roles"]["tx0"], c["ports"]["0"])
 
-# telemetry: one reply line per command
-t = [json.loads(l)["/psb/counters"] for l in open(d + "/tel.out").read().splitlines()]
+# telemetry: one reply line per command, {"/psb/roles": {...}}
+t = [next(iter(json.loads(l).values())) for l in open(d + "/tel.out").read().splitlines()]
 ok &= check("telemetry", t[0], t[1], t[2])
 
 # Prometheus: psb_role_..{role=,instance=,...[,reason=]} and psb_port_..{port=...}, named

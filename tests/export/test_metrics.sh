@@ -1,7 +1,9 @@
 #!/bin/bash
 # Every figure of the descriptor tables (the metrics command lists them) is in every export:
-# the control socket, psbctl's lines, the counters file, DPDK telemetry, Prometheus (under the
-# name the table gives, with its type) and the console's show counters. Three nodes between
+# the control socket, psbctl's lines, the counters file, DPDK telemetry (in each endpoint that
+# serves it: /psb/roles,NAME, /psb/ports and /psb/ports,ID, /psb/store, ..., the totals of
+# /psb/roles and /psb/status), Prometheus (under the name the table gives, with its type) and
+# the console's show counters. Three nodes between
 # them have every section: a memif server hosting the scheduler and serving a "serve"
 # experiment (store, scheduler, experiment.serve), its worker running push/pull
 # (experiment.pushpull with histograms), and a node on an af_packet port (the kernel's counts).
@@ -73,9 +75,21 @@ for x in s:$SP w:$WP a:$AP; do
 		fail "Prometheus page of ${x%%:*}"
 done
 SECTIONS=(node ports roles store scheduler control experiment)
-tel "$TAG-s" "${SECTIONS[@]/#//psb/counters,}" >"$DIR/s.tel" || fail "telemetry (s)"
-tel "$TAG-w" "${SECTIONS[@]/#//psb/counters,}" >"$DIR/w.tel" || fail "telemetry (w)"
-tel "$TAG-a" "${SECTIONS[@]/#//psb/counters,}" >"$DIR/a.tel" || fail "telemetry (a)"
+# telemetry: each section's endpoint, and those of each role instance and port of the node
+for node in s w a; do
+	python3 - "$DIR/$node.ctl.json" "${SECTIONS[@]}" >"$DIR/$node.telcmds" <<'PY'
+import json, sys
+c = json.load(open(sys.argv[1]))["counters"]
+for sect in sys.argv[2:] + ["status"]:
+    print("/psb/" + sect)
+for name in c["roles"]:
+    print("/psb/roles," + name)
+for port in c["ports"]:
+    print("/psb/ports," + port)
+PY
+	mapfile -t cmds <"$DIR/$node.telcmds"
+	tel "$TAG-$node" "${cmds[@]}" >"$DIR/$node.tel" || fail "telemetry ($node)"
+done
 printf 'show counters %s\n' "${SECTIONS[@]}" >&3
 echo 'show lcores' >&3
 for _ in $(seq 100); do
@@ -86,10 +100,10 @@ grep -q '^LCORE' "$DIR/console.out" || fail "the console did not answer within 1
 SFILE=$(find "$DIR/out" -name c.jsonl | head -1)
 [ -n "$SFILE" ] && cp "$SFILE" "$DIR/s.jsonl" || fail "no counters file of the serve experiment"
 
-python3 - "$DIR" "${SECTIONS[@]}" <<'PY' || fail "a figure missing from an export"
+python3 - "$DIR" <<'PY' || fail "a figure missing from an export"
 import json, re, sys
 
-d, sections = sys.argv[1], sys.argv[2:]
+d = sys.argv[1]
 metrics = json.load(open(d + "/metrics.json"))["metrics"]
 assert len(metrics) > 100, len(metrics)
 bad, seen = [], {}
@@ -135,13 +149,32 @@ def tel_name(k):
     return re.sub(r"[^a-zA-Z0-9/]", "_", k)
 
 
+def tel_places(parts, m):
+    """(telemetry endpoint, path in its reply) of each endpoint that serves a figure."""
+    sect = parts[0]
+    if sect == "roles":
+        yield "/psb/roles," + parts[1], parts[2:]
+        # the totals: every counter of an instance, but its lcore
+        if parts[2] not in ("lcore", "busy_pct"):
+            yield "/psb/roles", ["totals"] + parts[2:]
+    elif sect == "ports":
+        yield "/psb/ports", parts[1:]
+        yield "/psb/ports," + parts[1], parts[2:]
+    else:
+        yield "/psb/" + sect, parts[1:]
+    # status: the node and the experiment, histograms left out
+    if sect in ("node", "experiment") and not m["detail"]:
+        yield "/psb/status", parts
+
+
 for node in "swa":
     ctl = json.load(open("%s/%s.ctl.json" % (d, node)))["counters"]
     lines = set(l.split(" ", 1)[0] for l in open("%s/%s.lines" % (d, node)))
     fl = [json.loads(l) for l in open("%s/%s.jsonl" % (d, node))][-1]["counters"]
     tel = {}
-    for sect, line in zip(sections, open("%s/%s.tel" % (d, node)).read().splitlines()):
-        tel[sect] = json.loads(line)["/psb/counters"]
+    cmds = open("%s/%s.telcmds" % (d, node)).read().splitlines()
+    for cmd, line in zip(cmds, open("%s/%s.tel" % (d, node)).read().splitlines()):
+        tel[cmd] = json.loads(line)[cmd.split(",")[0]]
     types, samples = prom_parse("%s/%s.prom" % (d, node))
     con = None
     if node == "s":
@@ -167,10 +200,11 @@ for node in "swa":
                 bad.append("%s: %s not in the counters file" % (node, dotted))
             if not any(l == dotted or l.startswith(dotted + ".") for l in lines):
                 bad.append("%s: %s not in psbctl counters" % (node, dotted))
-            t = get(tel[parts[0]], [tel_name(p) for p in parts[1:]])
-            if t is None:
-                bad.append("%s: %s not in telemetry /psb/counters,%s" %
-                           (node, dotted, parts[0]))
+            for cmd, sub in tel_places(parts, m):
+                if get(tel.get(cmd), [tel_name(p) for p in sub]) is None:
+                    bad.append("%s: %s not in telemetry %s" % (node, dotted, cmd))
+            if m["detail"] and get(tel["/psb/status"], parts) is not None:
+                bad.append("%s: %s in telemetry /psb/status" % (node, dotted))
             if con is not None:
                 # show counters SECTION prints a "path value" line per figure
                 if not any(c == dotted or c.startswith(dotted + ".") for c in con):

@@ -1,9 +1,10 @@
 #!/bin/bash
 # What serving counters costs psb, and psb-scrape reading them: psb counts the requests of
 # every export and the cycles they took (control.*); psb-scrape (scripts/bench/scrape)
-# reads the control socket, telemetry and Prometheus over connections it keeps (Prometheus
-# included: libcurl's keep-alive), takes every reply psb gives as good (parsed, not
-# matched), pauses and reports on stdin commands, and names bad targets. Polling lcores
+# reads the control socket, telemetry (each section /psb/counters lists) and Prometheus over
+# connections it keeps (Prometheus included: libcurl's keep-alive), takes every reply psb
+# gives as good (parsed, not matched), pauses and reports on stdin commands, and names bad
+# targets. Polling lcores
 # yield by default (--yield) and not with --yield 0. A shorter counters period set live
 # applies at once.
 source "$(dirname "$0")/common.sh" "$1"
@@ -19,6 +20,8 @@ SPID=$LAST_PID
 wait_http "http://127.0.0.1:$PP/metrics" $SPID
 wait_tel "$TAG-s" $SPID
 TELSOCK=$RUNDIR/$TAG-s/dpdk_telemetry.v2
+# the telemetry sections psb-scrape asks for each round
+tel "$TAG-s" /psb/counters > "$DIR/index.json" || fail "telemetry /psb/counters"
 control() { "$PSBCTL" --ctl "$CTL" --json counters control; }
 control > "$DIR/c0.json" || fail "counters control"
 
@@ -26,10 +29,13 @@ control > "$DIR/c0.json" || fail "counters control"
 "$SCRAPE" --hz 20 --seconds 1 "ctl:$CTL" "tel:$TELSOCK" "http:127.0.0.1:$PP" \
 	> "$DIR/scrape1.json" 2> "$DIR/scrape1.err" || fail "psb-scrape: $(cat "$DIR/scrape1.err")"
 control > "$DIR/c1.json" || fail "counters control"
-python3 - "$DIR/scrape1.json" "$DIR/c0.json" "$DIR/c1.json" <<'PY' || fail "scrape of all exports"
+python3 - "$DIR/scrape1.json" "$DIR/c0.json" "$DIR/c1.json" "$DIR/index.json" <<'PY' \
+	|| fail "scrape of all exports"
 import json, sys
 r = json.load(open(sys.argv[1]))
 c0, c1 = (json.load(open(p))["counters"] for p in sys.argv[2:4])
+sections = json.load(open(sys.argv[4]))["/psb/counters"]["sections"]
+assert set(sections) == {"node", "ports", "roles", "store", "control", "experiment"}, sections
 assert 15 <= r["rounds"] <= 22, r
 assert r["errors"] == 0 and r["last_error"] == "", r
 assert r["replies"] == 3 * r["rounds"], r
@@ -38,9 +44,10 @@ assert r["reconnects"] == 0, r
 assert r["bytes"] > r["rounds"] * 3000, r
 assert 0 < r["cpu_s"] < r["wall_s"] and 0.9 < r["wall_s"] < 2.5, r
 d = {k: c1[k] - c0[k] for k in c1}
-# psb counted every request of every export (its own counters requests included)
+# psb counted every request of every export (its own counters requests included); a
+# telemetry round asks each section, after the index when the connection opened
 assert d["socket_requests"] == r["rounds"] + 1, (d, r)
-assert d["telemetry_requests"] == r["rounds"], (d, r)
+assert d["telemetry_requests"] == r["rounds"] * len(sections) + 1, (d, r)
 assert d["prometheus_requests"] == r["rounds"], (d, r)
 assert d["main_cycles"] > 0 and d["telemetry_cpu_ns"] > 0, d
 # what serving took, as a share of the second: well under all of it

@@ -49,8 +49,9 @@ struct target {
 	int tried;			/* connected (or tried) before: the next is a reconnect */
 	/* ctl:, tel: a unix socket of psb's or DPDK's own protocol */
 	struct sockaddr_un addr;
-	char *req;
+	char *req;			/* ctl: the request line */
 	size_t reqlen;
+	json_t *cmds;			/* tel: the commands of a round, as the connection found */
 	int fd;
 	char *buf;
 	size_t len, cap;
@@ -82,8 +83,9 @@ usage(FILE *out)
 "system would, and prints one JSON line of totals, with its own CPU time, at the end.\n"
 "Targets (one request to each, in order, makes a round):\n"
 "  ctl:PATH        psb's control socket: {\"cmd\":\"counters\"}\n"
-"  tel:PATH        a DPDK telemetry socket (<runtime dir>/PREFIX/dpdk_telemetry.v2):\n"
-"                  /psb/counters\n"
+"  tel:PATH        a DPDK telemetry socket (<runtime dir>/PREFIX/dpdk_telemetry.v2): each\n"
+"                  section /psb/counters lists (/psb/node, /psb/ports, ...), counted as one\n"
+"                  reply; /psb/counters alone of a psb that lists none (it gives them all)\n"
 "  http:HOST:PORT  psb's Prometheus endpoint (HOST an IPv4 address): GET /metrics\n"
 "Options:\n"
 "  --hz N          rounds per second (1 to 1000, default 10)\n"
@@ -94,9 +96,9 @@ usage(FILE *out)
 "                    report  print the totals line now\n"
 "                    quit    print it and exit (so does the end of stdin)\n"
 "  -h, --help      this text\n"
-"A request gets 2 s. A failed one counts as an error and its connection is reopened in the\n"
-"next round; an HTTP request that finds its kept-alive connection closed is retried once\n"
-"on a new one.\n"
+"A request (tel: a round's) gets 2 s. A failed one counts as an error and its connection\n"
+"is reopened in the next round; an HTTP request that finds its kept-alive connection\n"
+"closed is retried once on a new one.\n"
 "Output: {\"rounds\":R,\"replies\":N,\"bytes\":B,\"errors\":E,\"reconnects\":C,\"cpu_s\":X,\n"
 "\"wall_s\":Y,\"last_error\":\"TARGET: why\"} where bytes counts reply payloads, reconnects\n"
 "the connections opened (or tried) after a target's first, cpu_s this process's user and\n"
@@ -253,14 +255,14 @@ fill(struct target *t, uint64_t deadline)
 }
 
 static int
-send_all(struct target *t, uint64_t deadline)
+send_all(struct target *t, const char *req, size_t len, uint64_t deadline)
 {
 	size_t off = 0;
 	ssize_t n;
 	int rc;
 
-	while (off < t->reqlen) {
-		n = send(t->fd, t->req + off, t->reqlen - off, MSG_NOSIGNAL);
+	while (off < len) {
+		n = send(t->fd, req + off, len - off, MSG_NOSIGNAL);
 		if (n >= 0) {
 			off += (size_t)n;
 			continue;
@@ -323,6 +325,80 @@ tel_hello(struct target *t, uint64_t deadline)
 	return reserve(t, room);
 }
 
+/*
+ * Counters may be unsigned 64-bit: read as reals, so that one past INT64_MAX is a number
+ * and not a parse error (only the reply's shape matters here).
+ */
+#define COUNTERS_JSON	JSON_DECODE_INT_AS_REAL
+
+/*
+ * DPDK answers {"CMD":{...}}; null in place of the object when it has no such command (not
+ * psb), and psb {"CMD":{"error":"..."}} when it cannot answer it. The reply to *r if r is not
+ * NULL, its bytes to *bytes.
+ */
+static int
+tel_ask(struct target *t, const char *cmd, uint64_t deadline, json_t **r, uint64_t *bytes)
+{
+	json_error_t err;
+	json_t *j, *o;
+	ssize_t n;
+	int rc;
+
+	rc = send_all(t, cmd, strlen(cmd), deadline);
+	if (rc < 0)
+		return rc;
+	/* MSG_TRUNC: the whole message's length, to tell a truncated one */
+	n = recv_wait(t, t->buf, t->cap, MSG_TRUNC, deadline, "recv");
+	if (n < 0)
+		return (int)n;
+	if (n == 0)
+		return why(-ECONNRESET, "closed before the reply");
+	if ((size_t)n > t->cap)
+		return why(-EMSGSIZE, "reply of %zd bytes does not fit in %zu", n, t->cap);
+	j = json_loadb(t->buf, (size_t)n, COUNTERS_JSON, &err);
+	if (j == NULL)
+		return not_json(&err, t->buf, (size_t)n);
+	o = json_object_get(j, cmd);
+	if (!json_is_object(o))
+		rc = bad_reply("not a reply to the command", t->buf, (size_t)n);
+	else if (json_object_size(o) == 1 && json_is_string(json_object_get(o, "error")))
+		rc = why(-EPROTO, "%s: psb refused: %s", cmd,
+			 json_string_value(json_object_get(o, "error")));
+	if (rc < 0 || r == NULL)
+		json_decref(j);
+	else
+		*r = j;
+	if (rc == 0 && bytes != NULL)
+		*bytes += (uint64_t)n;
+	return rc;
+}
+
+/*
+ * The commands of a round: the sections this psb's /psb/counters lists, one endpoint each.
+ * A psb before them lists none: its /psb/counters gives every counter in one reply.
+ */
+static int
+tel_sections(struct target *t, uint64_t deadline)
+{
+	const char *key;
+	json_t *r, *v;
+	int rc;
+
+	rc = tel_ask(t, "/psb/counters", deadline, &r, NULL);
+	if (rc < 0)
+		return rc;
+	json_decref(t->cmds);
+	t->cmds = json_array();
+	json_object_foreach(json_object_get(json_object_get(r, "/psb/counters"), "sections"),
+			    key, v)
+		if (json_is_string(v))
+			json_array_append(t->cmds, v);
+	if (json_array_size(t->cmds) == 0)
+		json_array_append_new(t->cmds, json_string("/psb/counters"));
+	json_decref(r);
+	return 0;
+}
+
 static int
 conn_open(struct target *t, uint64_t deadline)
 {
@@ -356,6 +432,8 @@ conn_open(struct target *t, uint64_t deadline)
 	t->len = 0;
 	if (t->kind == K_TEL) {
 		rc = tel_hello(t, deadline);
+		if (rc == 0)
+			rc = tel_sections(t, deadline);
 		if (rc < 0) {
 			conn_close(t);
 			return rc;
@@ -363,12 +441,6 @@ conn_open(struct target *t, uint64_t deadline)
 	}
 	return 0;
 }
-
-/*
- * Counters may be unsigned 64-bit: read as reals, so that one past INT64_MAX is a number
- * and not a parse error (only the reply's shape matters here).
- */
-#define COUNTERS_JSON	JSON_DECODE_INT_AS_REAL
 
 /* psb answers {"counters":{...},"ok":true}, or {"error":{"code":...,"message":...}}. */
 static int
@@ -403,7 +475,7 @@ req_ctl(struct target *t, uint64_t deadline, uint64_t *bytes)
 	int rc;
 
 	t->len = 0;
-	rc = send_all(t, deadline);
+	rc = send_all(t, t->req, t->reqlen, deadline);
 	if (rc < 0)
 		return rc;
 	while (nl == NULL) {
@@ -427,36 +499,18 @@ req_ctl(struct target *t, uint64_t deadline, uint64_t *bytes)
 	return 0;
 }
 
-/* DPDK answers {"/psb/counters":{...}}; null in place of the object when it has no such
- * command (not psb). */
 static int
 req_tel(struct target *t, uint64_t deadline, uint64_t *bytes)
 {
-	json_error_t err;
-	ssize_t n;
-	json_t *r;
+	json_t *cmd;
+	size_t i;
 	int rc;
 
-	rc = send_all(t, deadline);
-	if (rc < 0)
-		return rc;
-	/* MSG_TRUNC: the whole message's length, to tell a truncated one */
-	n = recv_wait(t, t->buf, t->cap, MSG_TRUNC, deadline, "recv");
-	if (n < 0)
-		return (int)n;
-	if (n == 0)
-		return why(-ECONNRESET, "closed before the reply");
-	if ((size_t)n > t->cap)
-		return why(-EMSGSIZE, "reply of %zd bytes does not fit in %zu", n, t->cap);
-	r = json_loadb(t->buf, (size_t)n, COUNTERS_JSON, &err);
-	if (r == NULL)
-		return not_json(&err, t->buf, (size_t)n);
-	rc = json_is_object(json_object_get(r, t->req)) ? 0 :
-		bad_reply("not a /psb/counters reply", t->buf, (size_t)n);
-	json_decref(r);
-	if (rc < 0)
-		return rc;
-	*bytes = (uint64_t)n;
+	json_array_foreach(t->cmds, i, cmd) {
+		rc = tel_ask(t, json_string_value(cmd), deadline, NULL, bytes);
+		if (rc < 0)
+			return rc;
+	}
 	return 0;
 }
 
@@ -748,9 +802,6 @@ parse_target(struct target *t, const char *spec)
 	} else if (strncmp(spec, "tel:", 4) == 0) {
 		t->kind = K_TEL;
 		parse_unix(t, spec + 4);
-		t->req = strdup("/psb/counters");
-		if (t->req == NULL)
-			psb_die("out of memory");
 	} else if (strncmp(spec, "http:", 5) == 0) {
 		const char *hp = spec + 5, *colon = strrchr(hp, ':');
 		char host[64];
@@ -974,6 +1025,7 @@ main(int argc, char **argv)
 		conn_close(&ts[i]);
 		free(ts[i].buf);
 		free(ts[i].req);
+		json_decref(ts[i].cmds);
 	}
 	free(ts);
 	curl_slist_free_all(g_http_headers);
