@@ -138,6 +138,12 @@ usage(FILE *out)
 "  --stats-file FILE    write counters as JSON at exit\n"
 "  -v, --verbose        more output (env PS_VERBOSE=1/2)\n"
 "  -q, --quiet          only results and errors\n"
+"  --log-level [TYPE:]LEVEL  a log type's level; repeat, the last that matches wins.\n"
+"                       TYPE: psb.main .host .port .rx .worker .scheduler .agent .ctl\n"
+"                       .console .export .run, a glob (psb.*) or DPDK's (pmd.net.memif);\n"
+"                       none: psb.*. LEVEL: error warning notice info debug (or 1-8).\n"
+"                       Default info; -q is psb.*:warning, -v debug but psb.rx (dropped\n"
+"                       frames, a line a second), -vv all; --log-level overrides both\n"
 "  -h, --help\n", PSB_UDP_PORT);
 }
 
@@ -187,6 +193,7 @@ enum {
 	OPT_COUNTERS_EVERY, OPT_COUNTERS_MAX, OPT_PROMETHEUS, OPT_WARMUP, OPT_RATE, OPT_YIELD, OPT_STORE_BYTES,
 	OPT_STORE_KEYS, OPT_REASM_BYTES, OPT_REASM_SENDER, OPT_REASM_TIMEOUT, OPT_FILE_MAX,
 	OPT_OUTPUT_DIR, OPT_CONNECT_TIMEOUT, OPT_KEEP_SERVING, OPT_HEARTBEAT, OPT_DEAD_AFTER,
+	OPT_LOG_LEVEL,
 };
 
 static const struct option long_opts[] = {
@@ -250,6 +257,7 @@ static const struct option long_opts[] = {
 	{ "reasm-timeout", required_argument, NULL, OPT_REASM_TIMEOUT },
 	{ "output-dir", required_argument, NULL, OPT_OUTPUT_DIR },
 	{ "connect-timeout", required_argument, NULL, OPT_CONNECT_TIMEOUT },
+	{ "log-level", required_argument, NULL, OPT_LOG_LEVEL },
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "quiet", no_argument, NULL, 'q' },
 	{ "help", no_argument, NULL, 'h' },
@@ -486,6 +494,10 @@ parse_args(struct psb_app *app, struct run_opts *ro, int argc, char **argv)
 		case OPT_RATE:
 			if (psb_conf_parse_rate(optarg, &app->bench.rate_bps) != 0)
 				psb_die("--rate: expected a rate like 2Gbps or 500Mbps, got '%s'", optarg);
+			break;
+		case OPT_LOG_LEVEL:
+			if (psb_log_option(optarg, err, sizeof(err)) != 0)
+				psb_die("--log-level: %s", err);
 			break;
 		case 'v': app->verbose++; break;
 		case 'q': app->quiet = 1; break;
@@ -774,9 +786,9 @@ derive_budget(struct psb_app *app, uint64_t mem_mb, uint64_t pools_mb,
 	b->reasm_sender_bytes = eff.reasm_sender_bytes;
 	b->reasm_timeout_ns = g->reasm_timeout;
 	if (b->max_bytes / app->nshards < (uint64_t)app->max_value * 2)
-		PSB_LOG(app, "store.max_bytes %s holds fewer than two values of node.max_value per "
-			"shard", psb_cli_fmt_size(b->max_bytes, s1, sizeof(s1)));
-	PSB_LOG(app, "store budgets: %s in at most %u keys; reassembly %s, %s per sender, "
+		PSB_NOTICE(main, "store.max_bytes %s holds fewer than two values of node.max_value "
+			"per shard", psb_cli_fmt_size(b->max_bytes, s1, sizeof(s1)));
+	PSB_INFO(main, "store budgets: %s in at most %u keys; reassembly %s, %s per sender, "
 		"%.3g s to the next segment; %u packet buffers kept per shard (from %s%s)",
 		psb_cli_fmt_size(b->max_bytes, s1, sizeof(s1)), b->max_keys,
 		psb_cli_fmt_size(b->reasm_bytes, s2, sizeof(s2)),
@@ -818,15 +830,15 @@ watch_links(struct psb_app *app)
 			if (now < app->bye[pid].until_ns)
 				continue;
 			app->bye[pid].expiries++;
-			PSB_LOG(app, "port %u (%s): its peer said BYE but the link stayed up for %.0f s; "
-				"polling it again", pid, app->specs[i].spec, PSB_BYE_PAUSE_NS / 1e9);
+			PSB_NOTICE(port, "port %u (%s): its peer said BYE but the link stayed up for "
+				"%.0f s; polling it again", pid, app->specs[i].spec, PSB_BYE_PAUSE_NS / 1e9);
 		}
 		app->port_bye[pid] = 0;
 		app->port_fault[pid] = 0;
 		app->port_was_down[pid] = 0;
 		rte_smp_wmb();
 		app->port_paused[pid] = 0;
-		PSB_DBG(app, 1, "port %u: link up", pid);
+		PSB_DEBUG(port, "port %u: link up", pid);
 	}
 }
 
@@ -869,7 +881,7 @@ check_links(struct psb_app *app, uint64_t now)
 	for (i = 0; i < app->nports; i++) {
 		if (rte_eth_link_get_nowait(app->port_ids[i], &link) == 0 &&
 		    link.link_status == RTE_ETH_LINK_DOWN)
-			PSB_LOG(app, "port %u (%s): link is down%s", app->port_ids[i],
+			PSB_NOTICE(port, "port %u (%s): link is down%s", app->port_ids[i],
 				app->specs[i].spec, app->specs[i].kind == PSB_PORT_MEMIF ?
 				" (memif peer not connected)" : "");
 	}
@@ -941,12 +953,12 @@ runtime_dir_clean(const struct psb_app *app, const char *dir, int existed)
 	int rc = psb_rmdir_flat(dir, runtime_files, !existed, other, sizeof(other));
 
 	if (rc == -ENOTEMPTY)
-		PSB_LOG(app, "left %s in place: it holds \"%s\", which psb did not create", dir,
+		PSB_NOTICE(host, "left %s in place: it holds \"%s\", which psb did not create", dir,
 			other);
 	else if (rc != 0)
-		PSB_LOG(app, "cannot clean up %s: %s", dir, strerror(-rc));
+		PSB_NOTICE(host, "cannot clean up %s: %s", dir, strerror(-rc));
 	else if (existed)
-		PSB_DBG(app, 1, "left %s in place: it was there before psb started", dir);
+		PSB_DEBUG(host, "left %s in place: it was there before psb started", dir);
 }
 
 /* Fault the pool's pages in now (without hugepages they are mapped lazily), not mid-run. */
@@ -981,8 +993,24 @@ psb_app_fail(struct psb_app *app, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(app->fail_reason, sizeof(app->fail_reason), fmt, ap);
 	va_end(ap);
-	fprintf(stderr, "psb: %s\n", app->fail_reason);
+	PSB_ERR(main, "%s", app->fail_reason);
 	__atomic_store_n(&app->quit, 1, __ATOMIC_RELEASE);
+}
+
+/* The EAL's arguments, in one line (-v). */
+static void
+log_eal_argv(const struct psb_eal_argv *ea, int argc)
+{
+	char line[sizeof(ea->buf) + PSB_EAL_MAX_ARGS];
+	size_t used = 0;
+	int i;
+
+	if (!PSB_LOG_ON(DEBUG, main))
+		return;
+	line[0] = '\0';
+	for (i = 0; i < argc && used < sizeof(line); i++)
+		used += (size_t)snprintf(line + used, sizeof(line) - used, " %s", ea->argv[i]);
+	PSB_DEBUG(main, "EAL:%s", line);
 }
 
 /* The waits psb gives up on, and when: said at start so that a run that fails is no surprise. */
@@ -1012,23 +1040,23 @@ log_bounds(const struct psb_app *app)
 		else
 			snprintf(req, sizeof(req), "; a request is retried forever (--max-retries 0)");
 	}
-	PSB_LOG(app, "waits: %s for each setup step (--connect-timeout)%s", conn, req);
+	PSB_INFO(main, "waits: %s for each setup step (--connect-timeout)%s", conn, req);
 	if (app->sched_ip == 0)
 		return;
 	if (app->node_role != PSB_NODE_SCHEDULER && app->heartbeat_ns == 0)
-		PSB_LOG(app, "liveness: no heartbeats: the scheduler does not watch this node "
+		PSB_INFO(main, "liveness: no heartbeats: the scheduler does not watch this node "
 			"(--heartbeat 0)");
 	else if (app->node_role != PSB_NODE_SCHEDULER)
-		PSB_LOG(app, "liveness: a heartbeat to the scheduler every %.2f s (--heartbeat)",
+		PSB_INFO(main, "liveness: a heartbeat to the scheduler every %.2f s (--heartbeat)",
 			app->heartbeat_ns / 1e9);
 	if (app->host_sched && app->dead_after_ns == 0)
-		PSB_LOG(app, "liveness: the scheduler holds no node dead (--dead-after 0)");
+		PSB_INFO(main, "liveness: the scheduler holds no node dead (--dead-after 0)");
 	else if (app->host_sched)
-		PSB_LOG(app, "liveness: a node whose heartbeats stop for %.1f s is dead "
+		PSB_INFO(main, "liveness: a node whose heartbeats stop for %.1f s is dead "
 			"(--dead-after); a dead or restarted server ends the job",
 			app->dead_after_ns / 1e9);
 	if (app->node_role == PSB_NODE_SERVER)
-		PSB_LOG(app, "server epoch %08x: in every answer; a worker that sees it change "
+		PSB_INFO(main, "server epoch %08x: in every answer; a worker that sees it change "
 			"fails the job", app->epoch);
 }
 
@@ -1320,14 +1348,14 @@ finalize_pending(struct psb_app *app)
 	if (__atomic_load_n(&app->finalized, __ATOMIC_ACQUIRE) >=
 	    __atomic_load_n(&app->wk_registered, __ATOMIC_ACQUIRE)) {
 		app->finalize_done = 1;
-		PSB_DBG(app, 1, "scheduler %s:%u acknowledged that the worker(s) finished",
+		PSB_DEBUG(main, "scheduler %s:%u acknowledged that the worker(s) finished",
 			psb_ip_str(app->sched_ip, ip), app->sched_port);
 		return 0;
 	}
 	if (now - app->finalize_start_ns < FINALIZE_WAIT_NS)
 		return 1;
 	app->finalize_done = 1;
-	PSB_LOG(app, "scheduler %s:%u did not acknowledge that the worker(s) finished (FINALIZE) "
+	PSB_NOTICE(main, "scheduler %s:%u did not acknowledge that the worker(s) finished (FINALIZE) "
 		"within %.0f s; exiting all the same", psb_ip_str(app->sched_ip, ip),
 		app->sched_port, FINALIZE_WAIT_NS / 1e9);
 	return 0;
@@ -1422,6 +1450,7 @@ main(int argc, char **argv)
 		apply_env(app);
 	}
 	parse_args(app, &ro, argc, argv);
+	psb_log_start(app->quiet, app->verbose);
 	if (find_opt(argc, argv, "--file-max") != NULL)
 		app->conf.node.file_max = file_max;
 	check_config(app);
@@ -1467,17 +1496,13 @@ main(int argc, char **argv)
 	/* psb processes starting together: each sees the hugepages the ones before it took */
 	huge_fd = psb_host_huge_lock(app, ro.eal.force_no_huge);
 	psb_mem_probe(&mi);
+	ro.eal.n_log_levels = psb_log_eal_args(&ro.eal.log_levels);
 	eal_argc = psb_eal_build_argv(argv[0], &ro.eal, app->specs, app->nports, &mi, &ea, err,
 		sizeof(err));
 	if (eal_argc < 0)
 		psb_die("%s", err);
-	if (app->verbose) {
-		fprintf(stderr, "psb: EAL:");
-		for (rc = 0; rc < eal_argc; rc++)
-			fprintf(stderr, " %s", ea.argv[rc]);
-		fprintf(stderr, "\n");
-	}
-	PSB_DBG(app, 1, "%s, %llu MB for %llu mbufs", ea.use_huge ? "hugepages" : "no hugepages",
+	log_eal_argv(&ea, eal_argc);
+	PSB_DEBUG(main, "%s, %llu MB for %llu mbufs", ea.use_huge ? "hugepages" : "no hugepages",
 		(unsigned long long)ro.eal.mem_mb, (unsigned long long)nmbufs);
 	runtime_dir_check(ea.prefix, rt_dir, sizeof(rt_dir), &rt_existed);
 	log_mark = psb_log_mark();
@@ -1533,11 +1558,11 @@ main(int argc, char **argv)
 		if (app->specs[i].kind == PSB_PORT_AF_PACKET &&
 		    psb_afp_stats_open(&app->afp[i], strchr(app->specs[i].spec, ':') + 1, err,
 				sizeof(err)) != 0)
-			PSB_LOG(app, "port '%s': no kernel counts of its socket: %s",
+			PSB_NOTICE(port, "port '%s': no kernel counts of its socket: %s",
 				app->specs[i].spec, err);
 		if (i == 0 || info.mtu < app->mtu)
 			app->mtu = info.mtu;
-		PSB_DBG(app, 1, "port %u: %s (%s), MTU %u", pid, app->specs[i].spec, info.driver,
+		PSB_DEBUG(port, "port %u: %s (%s), MTU %u", pid, app->specs[i].spec, info.driver,
 			info.mtu);
 	}
 	if (!app->mac_given) {
@@ -1577,7 +1602,7 @@ main(int argc, char **argv)
 		app->roles[i].lcore = lc;
 		lp->roles[lp->nroles++] = &app->roles[i];
 	}
-	PSB_LOG(app, "%s %s, %u role(s) on %u lcore(s)%s, MTU %u, segment %u B",
+	PSB_INFO(main, "%s %s, %u role(s) on %u lcore(s)%s, MTU %u, segment %u B",
 		app->node_role == PSB_NODE_SERVER ? "server" :
 		app->node_role == PSB_NODE_WORKER ? "worker" : "scheduler",
 		psb_ip_str(app->me.ip, err), app->nroles,
@@ -1598,7 +1623,7 @@ main(int argc, char **argv)
 			snprintf(path, sizeof(path), "%s", app->ctl_path);
 		if (psb_ctl_sock_init(app, path, err, sizeof(err)) != 0)
 			psb_die("%s", err);
-		PSB_DBG(app, 1, "control socket %s", path);
+		PSB_DEBUG(ctl, "control socket %s", path);
 	}
 	app->nworker_lcores = nworker_lcores;
 	watch_links(app);
@@ -1607,7 +1632,7 @@ main(int argc, char **argv)
 			rte_eal_remote_launch(lcore_main, &g_plan[worker_lcores[k]], worker_lcores[k]);
 
 	if (psb_export_init(app, err, sizeof(err)) != 0) {
-		fprintf(stderr, "psb: %s\n", err);
+		PSB_ERR(export, "%s", err);
 		app->quit = 1;
 		exit_code = 2;
 	}
@@ -1615,7 +1640,7 @@ main(int argc, char **argv)
 		psb_ctl_limits_log(app);
 	if (!app->quit && app->autostart &&
 	    psb_run_start(app, &app->conf, ro.config != NULL, err, sizeof(err)) != 0) {
-		fprintf(stderr, "psb: %s\n", err);
+		PSB_ERR(run, "%s", err);
 		app->quit = 1;
 		exit_code = 2;
 	}
@@ -1681,7 +1706,7 @@ main(int argc, char **argv)
 		exit_code = 1;
 	psb_report_print(app, stdout);
 	if (app->stats_file != NULL && psb_report_write_json(app, app->stats_file) != 0) {
-		PSB_LOG(app, "cannot write %s", app->stats_file);
+		PSB_NOTICE(main, "cannot write %s", app->stats_file);
 		exit_code = 1;
 	}
 	for (i = 0; i < app->nroles; i++) {
