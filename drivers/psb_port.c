@@ -402,6 +402,9 @@ psb_eal_build_argv(const char *prog, const struct psb_eal_opts *o,
 		rc |= add_arg(out, &argc, "--no-pci");
 	if (o->log_level > 0)
 		rc |= add_arg(out, &argc, "--log-level=%d", o->log_level);
+	/* before the extra ones: what is given after "--" has the last word */
+	for (i = 0; i < o->n_log_levels; i++)
+		rc |= add_arg(out, &argc, "%s", o->log_levels[i]);
 	for (i = 0; i < o->n_extra; i++)
 		rc |= add_arg(out, &argc, "%s", o->extra[i]);
 	if (rc != 0) {

@@ -70,6 +70,8 @@ struct psb_eal_opts {
 	int force_huge;			/* --huge requested: fail if not available */
 	uint64_t mem_mb;		/* memory to reserve */
 	int log_level;			/* EAL log level (0: default) */
+	const char *const *log_levels;	/* --log-level values, each passed on as one */
+	int n_log_levels;
 	int n_extra;			/* extra EAL args from the command line */
 	char **extra;
 };

@@ -78,9 +78,9 @@ derive_budget(struct psb_app *app, uint64_t mem_mb, uint64_t pools_mb,
 	b->reasm_sender_bytes = eff.reasm_sender_bytes;
 	b->reasm_timeout_ns = g->reasm_timeout;
 	if (b->max_bytes / app->nshards < (uint64_t)app->max_value * 2)
-		PSB_LOG(app, "store.max_bytes %s holds fewer than two values of node.max_value per "
-			"shard", psb_cli_fmt_size(b->max_bytes, s1, sizeof(s1)));
-	PSB_LOG(app, "store budgets: %s in at most %u keys; reassembly %s, %s per sender, "
+		PSB_NOTICE(main, "store.max_bytes %s holds fewer than two values of node.max_value "
+			"per shard", psb_cli_fmt_size(b->max_bytes, s1, sizeof(s1)));
+	PSB_INFO(main, "store budgets: %s in at most %u keys; reassembly %s, %s per sender, "
 		"%.3g s to the next segment; %u packet buffers kept per shard (from %s%s)",
 		psb_cli_fmt_size(b->max_bytes, s1, sizeof(s1)), b->max_keys,
 		psb_cli_fmt_size(b->reasm_bytes, s2, sizeof(s2)),
@@ -122,15 +122,15 @@ watch_links(struct psb_app *app)
 			if (now < app->bye[pid].until_ns)
 				continue;
 			app->bye[pid].expiries++;
-			PSB_LOG(app, "port %u (%s): its peer said BYE but the link stayed up for %.0f s; "
-				"polling it again", pid, app->specs[i].spec, PSB_BYE_PAUSE_NS / 1e9);
+			PSB_NOTICE(port, "port %u (%s): its peer said BYE but the link stayed up for "
+				"%.0f s; polling it again", pid, app->specs[i].spec, PSB_BYE_PAUSE_NS / 1e9);
 		}
 		app->port_bye[pid] = 0;
 		app->port_fault[pid] = 0;
 		app->port_was_down[pid] = 0;
 		rte_smp_wmb();
 		app->port_paused[pid] = 0;
-		PSB_DBG(app, 1, "port %u: link up", pid);
+		PSB_DEBUG(port, "port %u: link up", pid);
 	}
 }
 
@@ -173,7 +173,7 @@ check_links(struct psb_app *app, uint64_t now)
 	for (i = 0; i < app->nports; i++) {
 		if (rte_eth_link_get_nowait(app->port_ids[i], &link) == 0 &&
 		    link.link_status == RTE_ETH_LINK_DOWN)
-			PSB_LOG(app, "port %u (%s): link is down%s", app->port_ids[i],
+			PSB_NOTICE(port, "port %u (%s): link is down%s", app->port_ids[i],
 				app->specs[i].spec, app->specs[i].kind == PSB_PORT_MEMIF ?
 				" (memif peer not connected)" : "");
 	}
@@ -245,12 +245,12 @@ runtime_dir_clean(const struct psb_app *app, const char *dir, int existed)
 	int rc = psb_rmdir_flat(dir, runtime_files, !existed, other, sizeof(other));
 
 	if (rc == -ENOTEMPTY)
-		PSB_LOG(app, "left %s in place: it holds \"%s\", which psb did not create", dir,
+		PSB_NOTICE(host, "left %s in place: it holds \"%s\", which psb did not create", dir,
 			other);
 	else if (rc != 0)
-		PSB_LOG(app, "cannot clean up %s: %s", dir, strerror(-rc));
+		PSB_NOTICE(host, "cannot clean up %s: %s", dir, strerror(-rc));
 	else if (existed)
-		PSB_DBG(app, 1, "left %s in place: it was there before psb started", dir);
+		PSB_DEBUG(host, "left %s in place: it was there before psb started", dir);
 }
 
 /* Fault the pool's pages in now (without hugepages they are mapped lazily), not mid-run. */
@@ -285,8 +285,24 @@ psb_app_fail(struct psb_app *app, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(app->fail_reason, sizeof(app->fail_reason), fmt, ap);
 	va_end(ap);
-	fprintf(stderr, "psb: %s\n", app->fail_reason);
+	PSB_ERR(main, "%s", app->fail_reason);
 	__atomic_store_n(&app->quit, 1, __ATOMIC_RELEASE);
+}
+
+/* The EAL's arguments, in one line (-v). */
+static void
+log_eal_argv(const struct psb_eal_argv *ea, int argc)
+{
+	char line[sizeof(ea->buf) + PSB_EAL_MAX_ARGS];
+	size_t used = 0;
+	int i;
+
+	if (!PSB_LOG_ON(DEBUG, main))
+		return;
+	line[0] = '\0';
+	for (i = 0; i < argc && used < sizeof(line); i++)
+		used += (size_t)snprintf(line + used, sizeof(line) - used, " %s", ea->argv[i]);
+	PSB_DEBUG(main, "EAL:%s", line);
 }
 
 /* The waits psb gives up on, and when: said at start so that a run that fails is no surprise. */
@@ -316,23 +332,23 @@ log_bounds(const struct psb_app *app)
 		else
 			snprintf(req, sizeof(req), "; a request is retried forever (--max-retries 0)");
 	}
-	PSB_LOG(app, "waits: %s for each setup step (--connect-timeout)%s", conn, req);
+	PSB_INFO(main, "waits: %s for each setup step (--connect-timeout)%s", conn, req);
 	if (app->sched_ip == 0)
 		return;
 	if (app->node_role != PSB_NODE_SCHEDULER && app->heartbeat_ns == 0)
-		PSB_LOG(app, "liveness: no heartbeats: the scheduler does not watch this node "
+		PSB_INFO(main, "liveness: no heartbeats: the scheduler does not watch this node "
 			"(--heartbeat 0)");
 	else if (app->node_role != PSB_NODE_SCHEDULER)
-		PSB_LOG(app, "liveness: a heartbeat to the scheduler every %.2f s (--heartbeat)",
+		PSB_INFO(main, "liveness: a heartbeat to the scheduler every %.2f s (--heartbeat)",
 			app->heartbeat_ns / 1e9);
 	if (app->host_sched && app->dead_after_ns == 0)
-		PSB_LOG(app, "liveness: the scheduler holds no node dead (--dead-after 0)");
+		PSB_INFO(main, "liveness: the scheduler holds no node dead (--dead-after 0)");
 	else if (app->host_sched)
-		PSB_LOG(app, "liveness: a node whose heartbeats stop for %.1f s is dead "
+		PSB_INFO(main, "liveness: a node whose heartbeats stop for %.1f s is dead "
 			"(--dead-after); a dead or restarted server ends the job",
 			app->dead_after_ns / 1e9);
 	if (app->node_role == PSB_NODE_SERVER)
-		PSB_LOG(app, "server epoch %08x: in every answer; a worker that sees it change "
+		PSB_INFO(main, "server epoch %08x: in every answer; a worker that sees it change "
 			"fails the job", app->epoch);
 }
 
@@ -625,14 +641,14 @@ finalize_pending(struct psb_app *app)
 	if (__atomic_load_n(&app->finalized, __ATOMIC_ACQUIRE) >=
 	    __atomic_load_n(&app->wk_registered, __ATOMIC_ACQUIRE)) {
 		app->finalize_done = 1;
-		PSB_DBG(app, 1, "scheduler %s:%u acknowledged that the worker(s) finished",
+		PSB_DEBUG(main, "scheduler %s:%u acknowledged that the worker(s) finished",
 			psb_ip_str(app->sched_ip, ip), app->sched_port);
 		return 0;
 	}
 	if (now - app->finalize_start_ns < FINALIZE_WAIT_NS)
 		return 1;
 	app->finalize_done = 1;
-	PSB_LOG(app, "scheduler %s:%u did not acknowledge that the worker(s) finished (FINALIZE) "
+	PSB_NOTICE(main, "scheduler %s:%u did not acknowledge that the worker(s) finished (FINALIZE) "
 		"within %.0f s; exiting all the same", psb_ip_str(app->sched_ip, ip),
 		app->sched_port, FINALIZE_WAIT_NS / 1e9);
 	return 0;
@@ -688,6 +704,7 @@ main(int argc, char **argv)
 		app->results_root[0] = '\0';	/* then relative to wherever psb runs */
 	pthread_mutex_init(&app->ctl_lock, NULL);
 	psb_opts_parse(app, &ro, argc, argv);
+	psb_log_start(app->quiet, app->verbose);
 	cfg = ro.config;
 	if (app->node_role == PSB_NODE_SERVER)
 		app->epoch = psb_epoch_new();
@@ -728,17 +745,13 @@ main(int argc, char **argv)
 	/* psb processes starting together: each sees the hugepages the ones before it took */
 	huge_fd = psb_host_huge_lock(app, ro.eal.force_no_huge);
 	psb_mem_probe(&mi);
+	ro.eal.n_log_levels = psb_log_eal_args(&ro.eal.log_levels);
 	eal_argc = psb_eal_build_argv(argv[0], &ro.eal, app->specs, app->nports, &mi, &ea, err,
 		sizeof(err));
 	if (eal_argc < 0)
 		psb_die("%s", err);
-	if (app->verbose) {
-		fprintf(stderr, "psb: EAL:");
-		for (rc = 0; rc < eal_argc; rc++)
-			fprintf(stderr, " %s", ea.argv[rc]);
-		fprintf(stderr, "\n");
-	}
-	PSB_DBG(app, 1, "%s, %llu MB for %llu mbufs", ea.use_huge ? "hugepages" : "no hugepages",
+	log_eal_argv(&ea, eal_argc);
+	PSB_DEBUG(main, "%s, %llu MB for %llu mbufs", ea.use_huge ? "hugepages" : "no hugepages",
 		(unsigned long long)ro.eal.mem_mb, (unsigned long long)nmbufs);
 	runtime_dir_check(ea.prefix, rt_dir, sizeof(rt_dir), &rt_existed);
 	log_mark = psb_log_mark();
@@ -794,11 +807,11 @@ main(int argc, char **argv)
 		if (app->specs[i].kind == PSB_PORT_AF_PACKET &&
 		    psb_afp_stats_open(&app->afp[i], strchr(app->specs[i].spec, ':') + 1, err,
 				sizeof(err)) != 0)
-			PSB_LOG(app, "port '%s': no kernel counts of its socket: %s",
+			PSB_NOTICE(port, "port '%s': no kernel counts of its socket: %s",
 				app->specs[i].spec, err);
 		if (i == 0 || info.mtu < app->mtu)
 			app->mtu = info.mtu;
-		PSB_DBG(app, 1, "port %u: %s (%s), MTU %u", pid, app->specs[i].spec, info.driver,
+		PSB_DEBUG(port, "port %u: %s (%s), MTU %u", pid, app->specs[i].spec, info.driver,
 			info.mtu);
 	}
 	if (!app->mac_given) {
@@ -838,7 +851,7 @@ main(int argc, char **argv)
 		app->roles[i].lcore = lc;
 		lp->roles[lp->nroles++] = &app->roles[i];
 	}
-	PSB_LOG(app, "%s %s, %u role(s) on %u lcore(s)%s, MTU %u, segment %u B",
+	PSB_INFO(main, "%s %s, %u role(s) on %u lcore(s)%s, MTU %u, segment %u B",
 		app->node_role == PSB_NODE_SERVER ? "server" :
 		app->node_role == PSB_NODE_WORKER ? "worker" : "scheduler",
 		psb_ip_str(app->me.ip, err), app->nroles,
@@ -859,7 +872,7 @@ main(int argc, char **argv)
 			snprintf(path, sizeof(path), "%s", app->ctl_path);
 		if (psb_ctl_sock_init(app, path, err, sizeof(err)) != 0)
 			psb_die("%s", err);
-		PSB_DBG(app, 1, "control socket %s", path);
+		PSB_DEBUG(ctl, "control socket %s", path);
 	}
 	app->nworker_lcores = nworker_lcores;
 	watch_links(app);
@@ -868,7 +881,7 @@ main(int argc, char **argv)
 			rte_eal_remote_launch(lcore_main, &g_plan[worker_lcores[k]], worker_lcores[k]);
 
 	if (psb_export_init(app, err, sizeof(err)) != 0) {
-		fprintf(stderr, "psb: %s\n", err);
+		PSB_ERR(export, "%s", err);
 		app->quit = 1;
 		exit_code = 2;
 	}
@@ -876,7 +889,7 @@ main(int argc, char **argv)
 		psb_ctl_limits_log(app);
 	if (!app->quit && app->autostart &&
 	    psb_run_start(app, &app->conf, ro.config != NULL, err, sizeof(err)) != 0) {
-		fprintf(stderr, "psb: %s\n", err);
+		PSB_ERR(run, "%s", err);
 		app->quit = 1;
 		exit_code = 2;
 	}
@@ -945,7 +958,7 @@ main(int argc, char **argv)
 		exit_code = 1;
 	psb_report_print(app, stdout);
 	if (app->stats_file != NULL && psb_report_write_json(app, app->stats_file) != 0) {
-		PSB_LOG(app, "cannot write %s", app->stats_file);
+		PSB_NOTICE(main, "cannot write %s", app->stats_file);
 		exit_code = 1;
 	}
 	for (i = 0; i < app->nroles; i++) {

@@ -15,6 +15,7 @@
 
 #include "psb_afp.h"
 #include "psb_exp.h"
+#include "psb_log.h"
 #include "psb_logfile.h"
 #include "psb_port.h"
 #include "psb_proto.h"
@@ -543,10 +544,5 @@ void psb_host_ports_up(struct psb_app *app);
 void psb_host_restore(struct psb_app *app);
 void psb_host_cpus(struct psb_app *app, const char **lcores, char *buf, size_t len);
 int psb_host_huge_lock(struct psb_app *app, int no_huge);
-
-#define PSB_LOG(app, fmt, ...) \
-	do { if (!(app)->quiet) fprintf(stderr, "psb: " fmt "\n", ##__VA_ARGS__); } while (0)
-#define PSB_DBG(app, lvl, fmt, ...) \
-	do { if ((app)->verbose >= (lvl)) fprintf(stderr, "psb: " fmt "\n", ##__VA_ARGS__); } while (0)
 
 #endif /* PSB_H */

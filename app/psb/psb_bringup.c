@@ -30,8 +30,8 @@
 #define PSB_MTU_DEFAULT	9000	/* where setting it disturbs nothing: memif, pcap, ring, null */
 
 /*
- * The EAL's and the drivers' log: written to stderr as always, and the last error lines
- * kept, so that a failed step quotes its real cause rather than "did not come up".
+ * The log: written to stderr as always, and the last error lines of the EAL and the
+ * drivers kept, so that a failed step quotes its real cause rather than "did not come up".
  */
 #define LOG_KEEP	32
 #define LOG_LINE	320
@@ -60,8 +60,9 @@ log_keep(const char *s, size_t n)
 static ssize_t
 log_write(void *cookie, const char *buf, size_t size)
 {
-	/* rte_vlog sets the level of the message it is writing, per thread */
-	int err = rte_log_cur_msg_loglevel() <= (int)RTE_LOG_ERR;
+	/* rte_vlog sets the level and type of the message it is writing, per thread */
+	int err = rte_log_cur_msg_loglevel() <= (int)RTE_LOG_ERR &&
+		!psb_log_own(rte_log_cur_msg_logtype());
 	size_t off = 0, n;
 
 	RTE_SET_USED(cookie);
@@ -177,6 +178,8 @@ psb_eal_init(int argc, char **argv, char *err, size_t len)
 		close(out);
 	if (null >= 0)
 		close(null);
+	/* the EAL applied its --log-level values (psb's among them) */
+	psb_log_sync();
 	if (rc >= 0)
 		return 0;
 	/* rte_errno is not always set ("Success"): the EAL's own line says what went wrong */
@@ -214,7 +217,7 @@ static void
 note_line(void *arg, const char *line)
 {
 	RTE_SET_USED(arg);
-	fprintf(stderr, "psb: %s\n", line);
+	PSB_WARN(host, "%s", line);
 }
 
 static uint64_t
@@ -249,10 +252,10 @@ wait_memif_server(struct psb_app *app, const struct psb_port_spec *p, const char
 		if (!said && waited >= 1000000000ull) {
 			said = 1;
 			if (limit != 0)
-				PSB_LOG(app, "waiting for a memif server at %s (at most %.1f s, "
+				PSB_NOTICE(port, "waiting for a memif server at %s (at most %.1f s, "
 					"--connect-timeout)", p->sock_path, limit / 1e9);
 			else
-				PSB_LOG(app, "waiting for a memif server at %s", p->sock_path);
+				PSB_NOTICE(port, "waiting for a memif server at %s", p->sock_path);
 		}
 		usleep(100000);
 		waited = mono_ns() - t0;
@@ -285,7 +288,7 @@ afp_ring(struct psb_app *app, struct psb_port_spec *p)
 		(st.mtu > PSB_MTU_DEFAULT ? PSB_MTU_DEFAULT : (unsigned int)st.mtu);
 	if (psb_port_afp_ring(p, mtu, AFP_RING_BYTES, &frames, err, sizeof(err)) != 0)
 		psb_die("%s", err);
-	PSB_LOG(app, "port '%s': kernel rings of %u frames each way (MTU %u)", p->spec, frames,
+	PSB_INFO(port, "port '%s': kernel rings of %u frames each way (MTU %u)", p->spec, frames,
 		mtu);
 }
 
@@ -327,7 +330,7 @@ psb_host_prepare(struct psb_app *app, int from_doc)
 		if (rc != 0)
 			psb_die("port '%s': %s", p->spec, msg[0] != '\0' ? msg : strerror(-rc));
 		if (msg[0] != '\0')
-			PSB_LOG(app, "port '%s': %s", p->spec, msg);
+			PSB_INFO(port, "port '%s': %s", p->spec, msg);
 	}
 }
 
@@ -353,12 +356,12 @@ psb_host_cpus(struct psb_app *app, const char **lcores, char *buf, size_t len)
 		snprintf(buf, len, "%d", cpu);
 		*lcores = buf;
 		if (rc == 0)
-			PSB_DBG(app, 1, "lcore on CPU %d: no other psb polls it (-l chooses)", cpu);
+			PSB_DEBUG(host, "lcore on CPU %d: no other psb polls it (-l chooses)", cpu);
 		else if (rc == -EBUSY)
-			PSB_LOG(app, "lcore on CPU %d, which another psb polls too: other psb "
+			PSB_NOTICE(host, "lcore on CPU %d, which another psb polls too: other psb "
 				"processes poll every CPU this one may use (-l chooses)", cpu);
 		else
-			PSB_LOG(app, "lcore on CPU %d: cannot tell which CPUs other psb processes "
+			PSB_NOTICE(host, "lcore on CPU %d: cannot tell which CPUs other psb processes "
 				"poll (%s)", cpu, strerror(-rc));
 		return;
 	}
@@ -367,7 +370,7 @@ psb_host_cpus(struct psb_app *app, const char **lcores, char *buf, size_t len)
 		return;
 	for (cpu = 0; cpu < CPU_SETSIZE; cpu++)
 		if (CPU_ISSET(cpu, &set) && psb_cpu_claim(dir, cpu, &holder) == -EBUSY)
-			PSB_LOG(app, "CPU %d (-l %s) is polled by another psb too (pid %ld)", cpu,
+			PSB_NOTICE(host, "CPU %d (-l %s) is polled by another psb too (pid %ld)", cpu,
 				*lcores, holder);
 }
 
@@ -382,7 +385,7 @@ psb_host_huge_lock(struct psb_app *app, int no_huge)
 	snprintf(path, sizeof(path), "%s/hugepages", dir);
 	fd = psb_host_lock(path, 30000);
 	if (fd == -ETIMEDOUT)
-		PSB_LOG(app, "another psb has held %s for 30 s: looking at free hugepages without "
+		PSB_NOTICE(host, "another psb has held %s for 30 s: looking at free hugepages without "
 			"waiting for it", path);
 	return fd;
 }
@@ -398,7 +401,7 @@ psb_host_ports_up(struct psb_app *app)
 	for (i = 0; i < app->nports; i++)
 		if (app->specs[i].kind == PSB_PORT_MEMIF && app->specs[i].memif_server &&
 		    psb_sock_record(dir, app->specs[i].sock_path, &g_socks[i]) != 0)
-			PSB_DBG(app, 1, "port '%s': cannot record its socket file",
+			PSB_DEBUG(port, "port '%s': cannot record its socket file",
 				app->specs[i].spec);
 }
 
@@ -431,7 +434,7 @@ psb_host_port_mtu(struct psb_app *app, unsigned int i, unsigned int *flags)
 	if (rc == 0)
 		rc = psb_ifstate_save(dir, st, &holder);
 	if (rc == -EBUSY && holder.pid != (long)getpid())
-		PSB_LOG(app, "interface %s: psb pid %ld changed it first and puts it back when it "
+		PSB_NOTICE(host, "interface %s: psb pid %ld changed it first and puts it back when it "
 			"exits", p->ifname, holder.pid);
 	else if (rc != 0 && rc != -EBUSY)
 		psb_die("port '%s': cannot record interface %s before changing it (%s): %s",
@@ -462,10 +465,10 @@ psb_host_restore(struct psb_app *app)
 			continue;
 		rc = psb_ifstate_restore(&g_ifs[i]);
 		if (rc < 0)
-			PSB_LOG(app, "interface %s: cannot put it back as it was: %s",
+			PSB_NOTICE(host, "interface %s: cannot put it back as it was: %s",
 				app->specs[i].ifname, strerror(-rc));
 		else if (rc != 0)
-			PSB_DBG(app, 1, "interface %s: put back as psb found it (MTU %d%s)",
+			PSB_DEBUG(host, "interface %s: put back as psb found it (MTU %d%s)",
 				app->specs[i].ifname, g_ifs[i].mtu,
 				g_ifs[i].promisc ? ", promiscuous" : ", not promiscuous");
 	}

@@ -7,6 +7,7 @@
 #include <rte_ethdev.h>
 
 #include "psb.h"
+#include "psb_cli.h"
 #include "psb_counters.h"
 #include "psb_ctl.h"
 #include "psb_report.h"
@@ -328,6 +329,74 @@ cmd_clear_port_stats(struct psb_app *app, const json_t *req, int *quit)
 	return ok(json_pack("{s:i}", "cleared", n));
 }
 
+struct log_rows {
+	json_t *rows;
+	const char *level;
+};
+
+static void
+log_row(void *arg, const char *type)
+{
+	struct log_rows *r = arg;
+
+	json_array_append_new(r->rows, json_pack("{s:s,s:s}", "type", type, "level", r->level));
+}
+
+/* psb's log types and their levels. */
+static json_t *
+log_list(void)
+{
+	json_t *rows = json_array();
+	const char *name;
+	unsigned int i;
+	int level;
+
+	for (i = 0; psb_log_type(i, &name, &level) == 0; i++)
+		json_array_append_new(rows, json_pack("{s:s,s:s}", "type", name, "level",
+			psb_cli_log_level_name(level)));
+	return ok(json_pack("{s:o}", "log", rows));
+}
+
+/*
+ * {"cmd": "log"}: psb's log types and their levels. With "level" (and "type", a name or a
+ * glob, psb.* when left out): those types set to it, and listed.
+ */
+static json_t *
+cmd_log(struct psb_app *app, const json_t *req, int *quit)
+{
+	const json_t *t = json_object_get(req, "type"), *l = json_object_get(req, "level");
+	const char *type = t != NULL ? json_string_value(t) : "psb.*";
+	struct log_rows set;
+	int level = -1, rc;
+
+	RTE_SET_USED(app);
+	RTE_SET_USED(quit);
+	if (l == NULL && t == NULL)
+		return log_list();
+	if (json_is_string(l))
+		level = psb_cli_log_level(json_string_value(l));
+	else if (json_is_integer(l) && json_integer_value(l) >= 1 &&
+		 json_integer_value(l) <= PSB_LOG_LEVEL_MAX)
+		level = (int)json_integer_value(l);
+	if (level < 0)
+		return psb_cmd_error("bad_request", "level: expected emergency, alert, critical, "
+				     "error, warning, notice, info, debug or 1-8");
+	if (type == NULL || *type == '\0')
+		return psb_cmd_error("bad_request", "type: expected a log type or a glob like "
+				     "\"psb.*\"");
+	set.rows = json_array();
+	set.level = psb_cli_log_level_name(level);
+	rc = psb_log_set(type, level, log_row, &set);
+	if (rc != 0) {
+		json_decref(set.rows);
+		if (rc == -ENOENT)
+			return psb_cmd_error("not_found", "type: no log type matches \"%.64s\"",
+					     type);
+		return psb_cmd_error(errno_code(rc), "log: %s", strerror(-rc));
+	}
+	return ok(json_pack("{s:o}", "log", set.rows));
+}
+
 static json_t *
 cmd_quit(struct psb_app *app, const json_t *req, int *quit)
 {
@@ -355,6 +424,8 @@ static const struct {
 	{ "list", cmd_list, "experiments run so far, and the kinds" },
 	{ "set", cmd_set, "{\"param\": \"pushpull.rate\", \"value\": \"1Gbps\"}" },
 	{ "clear_port_stats", cmd_clear_port_stats, "zero port statistics: {\"port\": N|\"all\"}" },
+	{ "log", cmd_log, "psb's log types and levels; {\"type\": \"psb.rx\", \"level\": "
+	  "\"debug\"} sets them (type: a glob, psb.* if none)" },
 	{ "quit", cmd_quit, "stop the experiment and exit" },
 	{ "help", cmd_help, "these commands" },
 };

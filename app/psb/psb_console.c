@@ -175,6 +175,7 @@ enum show_what {
 	SHOW_ROLES,
 	SHOW_COUNTERS,
 	SHOW_EXPERIMENT,
+	SHOW_LOG,
 };
 
 static void
@@ -307,6 +308,9 @@ cb_show(void *parsed, struct cmdline *cl, void *data)
 	case SHOW_EXPERIMENT:
 		show_experiment(out);
 		break;
+	case SHOW_LOG:
+		con_run(out, json_pack("{s:s}", "cmd", "log"));
+		break;
 	}
 	out_end(&o, cl);
 }
@@ -321,6 +325,8 @@ static cmdline_parse_token_string_t tok_show_counters = TOKEN_STRING_INITIALIZER
 	struct res_show, what, "counters");
 static cmdline_parse_token_string_t tok_show_experiment = TOKEN_STRING_INITIALIZER(
 	struct res_show, what, "experiment");
+static cmdline_parse_token_string_t tok_show_log = TOKEN_STRING_INITIALIZER(struct res_show,
+	what, "log");
 
 static cmdline_parse_inst_t cmd_show_lcores = {
 	.f = cb_show,
@@ -349,6 +355,13 @@ static cmdline_parse_inst_t cmd_show_experiment = {
 	.help_str = "show experiment: the running or last experiment: id, name, kind, state, "
 		"elapsed time, live figures",
 	.tokens = { (void *)&tok_show, (void *)&tok_show_experiment, NULL },
+};
+
+static cmdline_parse_inst_t cmd_show_log = {
+	.f = cb_show,
+	.data = (void *)(uintptr_t)SHOW_LOG,
+	.help_str = "show log: psb's log types and their levels",
+	.tokens = { (void *)&tok_show, (void *)&tok_show_log, NULL },
 };
 
 struct res_show_path {
@@ -719,6 +732,48 @@ cb_set(void *parsed, struct cmdline *cl, void *data)
 	out_end(&o, cl);
 }
 
+struct res_set_log {
+	cmdline_fixed_string_t set;
+	cmdline_fixed_string_t log;
+	cmdline_fixed_string_t level_kw;
+	cmdline_fixed_string_t type;
+	cmdline_fixed_string_t level;
+};
+
+static void
+cb_set_log(void *parsed, struct cmdline *cl, void *data)
+{
+	struct res_set_log *r = parsed;
+	struct con_out o;
+	FILE *out = out_begin(&o);
+
+	RTE_SET_USED(data);
+	con_run(out, json_pack("{s:s,s:s,s:s}", "cmd", "log", "type", r->type, "level",
+		r->level));
+	out_end(&o, cl);
+}
+
+/*
+ * set's parameter is any word but "log": "set log level" is a command of its own, and the
+ * command line refuses a line that two commands take.
+ */
+static int
+parse_param(cmdline_parse_token_hdr_t *tk, const char *buf, void *res, unsigned int size)
+{
+	int n = cmdline_parse_string(tk, buf, res, size);
+
+	if (n == 3 && strncmp(buf, "log", 3) == 0)
+		return -1;
+	return n;
+}
+
+static struct cmdline_token_ops param_ops = {
+	.parse = parse_param,
+	.complete_get_nb = cmdline_complete_get_nb_string,
+	.complete_get_elt = cmdline_complete_get_elt_string,
+	.get_help = cmdline_get_help_string,
+};
+
 static void
 cb_quit(void *parsed, struct cmdline *cl, void *data)
 {
@@ -754,10 +809,22 @@ static cmdline_parse_token_string_t tok_quit = TOKEN_STRING_INITIALIZER(struct r
 	"quit");
 static cmdline_parse_token_string_t tok_set = TOKEN_STRING_INITIALIZER(struct res_set, set,
 	"set");
-static cmdline_parse_token_string_t tok_set_param = TOKEN_STRING_INITIALIZER(struct res_set,
-	param, NULL);
+static cmdline_parse_token_string_t tok_set_param = {
+	.hdr = { .ops = &param_ops, .offset = offsetof(struct res_set, param) },
+	.string_data = { .str = NULL },
+};
 static cmdline_parse_token_string_t tok_set_value = TOKEN_STRING_INITIALIZER(struct res_set,
 	value, TOKEN_STRING_MULTI);
+static cmdline_parse_token_string_t tok_setl_set = TOKEN_STRING_INITIALIZER(struct res_set_log,
+	set, "set");
+static cmdline_parse_token_string_t tok_setl_log = TOKEN_STRING_INITIALIZER(struct res_set_log,
+	log, "log");
+static cmdline_parse_token_string_t tok_setl_level_kw = TOKEN_STRING_INITIALIZER(
+	struct res_set_log, level_kw, "level");
+static cmdline_parse_token_string_t tok_setl_type = TOKEN_STRING_INITIALIZER(
+	struct res_set_log, type, NULL);
+static cmdline_parse_token_string_t tok_setl_level = TOKEN_STRING_INITIALIZER(
+	struct res_set_log, level, "emergency#alert#critical#error#warning#notice#info#debug");
 
 static cmdline_parse_inst_t cmd_load = {
 	.f = cb_load,
@@ -802,6 +869,15 @@ static cmdline_parse_inst_t cmd_set = {
 	.tokens = { (void *)&tok_set, (void *)&tok_set_param, (void *)&tok_set_value, NULL },
 };
 
+static cmdline_parse_inst_t cmd_set_log = {
+	.f = cb_set_log,
+	.data = NULL,
+	.help_str = "set log level <type> <level>: the level of a log type, or of several with a "
+		"glob (psb.rx debug, psb.* info)",
+	.tokens = { (void *)&tok_setl_set, (void *)&tok_setl_log, (void *)&tok_setl_level_kw,
+		(void *)&tok_setl_type, (void *)&tok_setl_level, NULL },
+};
+
 static cmdline_parse_inst_t cmd_wait = {
 	.f = cb_wait,
 	.data = NULL,
@@ -833,12 +909,14 @@ static cmdline_parse_ctx_t con_ctx[] = {
 	&cmd_show_counters,
 	&cmd_show_counters_path,
 	&cmd_show_experiment,
+	&cmd_show_log,
 	&cmd_load,
 	&cmd_start,
 	&cmd_start_file,
 	&cmd_stop,
 	&cmd_reset,
 	&cmd_set,
+	&cmd_set_log,
 	&cmd_clear_port_all,
 	&cmd_clear_port_id,
 	&cmd_wait,
@@ -884,7 +962,7 @@ open_stdin(void)
 	}
 	con.cl = cmdline_stdin_new(con_ctx, CON_PROMPT);
 	if (con.cl == NULL) {
-		fprintf(stderr, "psb: console: cannot set up the command line on stdin\n");
+		PSB_ERR(console, "console: cannot set up the command line on stdin");
 		return -ENOMEM;
 	}
 	con.fd = STDIN_FILENO;
@@ -904,7 +982,7 @@ open_file(const char *file)
 	if (fd < 0) {
 		if (fd == -EPERM || fd == -EFBIG)
 			con.app->cp.file_refused++;
-		fprintf(stderr, "psb: --cmdline-file %s\n", err);
+		PSB_ERR(console, "--cmdline-file %s", err);
 		return fd;
 	}
 	/*
@@ -916,7 +994,7 @@ open_file(const char *file)
 	con.cl = cmdline_new(con_ctx, "", fd, STDOUT_FILENO);
 	if (con.cl == NULL) {
 		close(fd);
-		fprintf(stderr, "psb: console: cannot set up the command line for %s\n", file);
+		PSB_ERR(console, "console: cannot set up the command line for %s", file);
 		return -ENOMEM;
 	}
 	con.fd = fd;
@@ -971,8 +1049,8 @@ fill(void)
 		con.file_read += (uint64_t)n;
 	if (n > 0 && con.from_file && con.file_read > con.app->conf.node.file_max) {
 		/* it grew past the limit it was opened within: what is past it does not run */
-		fprintf(stderr, "psb: --cmdline-file: more than %llu bytes (node.file_max): the "
-			"rest is not read\n", (unsigned long long)con.app->conf.node.file_max);
+		PSB_WARN(console, "--cmdline-file: more than %llu bytes (node.file_max): the "
+			"rest is not read", (unsigned long long)con.app->conf.node.file_max);
 		con.app->cp.file_refused++;
 		n = 0;
 	}

@@ -807,9 +807,9 @@ psb_counters_file_log(struct psb_app *app, const char *what, const char *path,
 	psb_conf_format_duration(every, sizeof(every), every_ns);
 	psb_conf_format_size(size, sizeof(size), max);
 	if (max != 0)
-		PSB_LOG(app, "%s %s: a line every %s; moved to %s.1 at %s (%s), opened again if "
+		PSB_INFO(export, "%s %s: a line every %s; moved to %s.1 at %s (%s), opened again if "
 			"renamed or removed", what, path, every, path, size, knob);
 	else
-		PSB_LOG(app, "%s %s: a line every %s; never rotated (%s 0), opened again if "
+		PSB_INFO(export, "%s %s: a line every %s; never rotated (%s 0), opened again if "
 			"renamed or removed", what, path, every, knob);
 }

@@ -566,7 +566,7 @@ psb_ctl_limits_log(struct psb_app *app)
 	else
 		snprintf(b[5], sizeof(b[5]), "%llu %% of the lcore",
 			 (unsigned long long)n->ctl_share_pct);
-	PSB_LOG(app, "control limits: socket %llu clients, %llu requests and %s of input per "
+	PSB_INFO(ctl, "control limits: socket %llu clients, %llu requests and %s of input per "
 		"pass, %s of unread replies, idle %s; clients' share %s; files %s; Prometheus "
 		"%llu connections, %s per request, %llu B per request",
 		(unsigned long long)n->ctl_clients, (unsigned long long)n->ctl_requests_per_pass,

@@ -458,17 +458,22 @@ prom_accept(struct psb_app *app)
 
 /*
  * MHD speaks of every connection a client drops, which a hostile client would turn into a
- * log as long as it likes: those lines are for -v only.
+ * log as long as it likes: those lines are psb.export's debug (-v).
  */
 static void
 prom_log(void *cls, const char *fmt, va_list ap)
 {
-	struct psb_app *app = cls;
+	char line[512];
+	size_t n;
 
-	if (app->verbose < 1)
+	RTE_SET_USED(cls);
+	if (!PSB_LOG_ON(DEBUG, export))
 		return;
-	fprintf(stderr, "psb: prometheus: ");
-	vfprintf(stderr, fmt, ap);
+	vsnprintf(line, sizeof(line), fmt, ap);
+	n = strlen(line);
+	if (n > 0 && line[n - 1] == '\n')
+		line[n - 1] = '\0';
+	PSB_DEBUG(export, "prometheus: %s", line);
 }
 
 static int
@@ -526,7 +531,7 @@ prom_init(struct psb_app *app, char *err, size_t errlen)
 			app->prometheus);
 		return -EIO;
 	}
-	PSB_LOG(app, "Prometheus metrics on http://%s%s/metrics%s",
+	PSB_INFO(export, "Prometheus metrics on http://%s%s/metrics%s",
 		strchr(app->prometheus, ':') != NULL ? "" : "127.0.0.1:", app->prometheus,
 		loopback ? "" : " (not a loopback address: whoever reaches it reads the counters; "
 		"there is no authentication)");
@@ -540,10 +545,10 @@ counters_line(struct psb_app *app)
 
 	/* say it when writing starts failing (disk full) and when it works again, not each time */
 	if (rc != 0 && !g_exp.f_failing)
-		PSB_LOG(app, "--counters-file %s: cannot write: %s", app->counters_file,
+		PSB_NOTICE(export, "--counters-file %s: cannot write: %s", app->counters_file,
 			strerror(-rc));
 	else if (rc == 0 && g_exp.f_failing)
-		PSB_LOG(app, "--counters-file %s: writing again", app->counters_file);
+		PSB_NOTICE(export, "--counters-file %s: writing again", app->counters_file);
 	g_exp.f_failing = rc != 0;
 }
 

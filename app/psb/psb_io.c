@@ -155,7 +155,7 @@ psb_port_faulted(struct psb_app *app, uint16_t pid)
 	app->port_fault[pid] = 1;
 	app->port_paused[pid] = 1;
 	app->port_faults[pid]++;
-	PSB_LOG(app, "port %u: the driver faulted on memory its peer shared (the peer left); "
+	PSB_NOTICE(port, "port %u: the driver faulted on memory its peer shared (the peer left); "
 		"port paused until its link comes back", pid);
 }
 
@@ -352,12 +352,13 @@ bye_input(struct psb_role_inst *ri, struct rte_mbuf *m, const struct psb_frame *
 	    f->src.ip == app->me.ip || n == NULL || n->port != pid ||
 	    memcmp(n->mac, f->src.mac, 6) != 0) {
 		ri->cnt.bye_ignored++;
-		PSB_DBG(app, 2, "port %u: BYE from %s:%u to port %u ignored (not a known peer's "
-			"to the data port)", pid, psb_ip_str(f->src.ip, ip), f->src.port, f->dst.port);
+		PSB_LOG_LIMITED(DEBUG, rx, "port %u: BYE from %s:%u to port %u ignored (not a "
+			"known peer's to the data port)", pid, psb_ip_str(f->src.ip, ip),
+			f->src.port, f->dst.port);
 		return;
 	}
 	ri->cnt.byes++;
-	PSB_DBG(app, 1, "port %u: BYE from %s", pid, psb_ip_str(f->src.ip, ip));
+	PSB_DEBUG(port, "port %u: BYE from %s", pid, psb_ip_str(f->src.ip, ip));
 	for (s = 0; s < app->nshards && app->node_role == PSB_NODE_SERVER; s++) {
 		struct rte_mbuf *b = message_alloc(app, f, &f->hdr, pid);
 
@@ -384,6 +385,21 @@ reply_in_place(struct psb_role_inst *ri, struct rte_mbuf *m, uint16_t len)
 	out_queue(ri, m);
 }
 
+/*
+ * A received frame dropped for reason (enum psb_drop): counted, and said with psb.rx at
+ * debug, a line a second per reason at most.
+ */
+static void
+drop(struct psb_role_inst *ri, struct rte_mbuf *m, int reason)
+{
+	static RTE_DEFINE_PER_LCORE(struct psb_log_limit, said[PSB_DROP_MAX]);
+
+	ri->cnt.drops[reason]++;
+	PSB_LOG_LIMITED_BY(&RTE_PER_LCORE(said)[reason], DEBUG, rx, "port %u: frame dropped: %s",
+		m->port, psb_drop_names[reason]);
+	rte_pktmbuf_free(m);
+}
+
 void
 psb_dispatch(struct psb_role_inst *ri, struct rte_mbuf *m)
 {
@@ -393,6 +409,7 @@ psb_dispatch(struct psb_role_inst *ri, struct rte_mbuf *m)
 	uint8_t *p;
 	unsigned int i;
 	uint16_t dport;
+	char ip[16];
 	int rc;
 
 	/*
@@ -400,15 +417,13 @@ psb_dispatch(struct psb_role_inst *ri, struct rte_mbuf *m)
 	 * fit one buffer: linearizing fails exactly then.
 	 */
 	if (m->nb_segs > 1 && (m->pkt_len > PSB_MAX_FRAME || rte_pktmbuf_linearize(m) != 0)) {
-		ri->cnt.drops[PSB_DROP_OVERSIZE]++;
-		rte_pktmbuf_free(m);
+		drop(ri, m, PSB_DROP_OVERSIZE);
 		return;
 	}
 	p = rte_pktmbuf_mtod(m, uint8_t *);
 	rc = psb_frame_parse(p, m->data_len, &app->parse, &f);
 	if (rc < 0) {
-		ri->cnt.drops[-rc]++;
-		rte_pktmbuf_free(m);
+		drop(ri, m, -rc);
 		return;
 	}
 	switch (rc) {
@@ -433,17 +448,13 @@ psb_dispatch(struct psb_role_inst *ri, struct rte_mbuf *m)
 		break;
 	}
 
-	if (unlikely(app->verbose >= 2)) {
-		char ip[16];
-
-		/* PS_VERBOSE=2, as ps-lite: every message. */
-		fprintf(stderr, "psb: rx %s from %s:%u sender %u req %u key %llu round %u "
-			"seg %u+%u/%u%s%s\n", psb_msg_type_name(f.hdr.type), psb_ip_str(f.src.ip, ip),
-			f.src.port, f.hdr.sender, f.hdr.req_id, (unsigned long long)f.hdr.key,
-			f.hdr.round, f.hdr.offset, f.hdr.seg_len, f.hdr.total_len,
-			f.hdr.type == PSB_MSG_ERROR ? " status " : "",
-			f.hdr.type == PSB_MSG_ERROR ? psb_status_name(f.hdr.status) : "");
-	}
+	/* PS_VERBOSE=2, as ps-lite: every message, here a line a second of them */
+	PSB_LOG_LIMITED(DEBUG, rx, "rx %s from %s:%u sender %u req %u key %llu round %u "
+		"seg %u+%u/%u%s%s", psb_msg_type_name(f.hdr.type), psb_ip_str(f.src.ip, ip),
+		f.src.port, f.hdr.sender, f.hdr.req_id, (unsigned long long)f.hdr.key,
+		f.hdr.round, f.hdr.offset, f.hdr.seg_len, f.hdr.total_len,
+		f.hdr.type == PSB_MSG_ERROR ? " status " : "",
+		f.hdr.type == PSB_MSG_ERROR ? psb_status_name(f.hdr.status) : "");
 	if (f.hdr.type == PSB_MSG_BYE) {
 		bye_input(ri, m, &f);
 		return;
@@ -471,8 +482,7 @@ psb_dispatch(struct psb_role_inst *ri, struct rte_mbuf *m)
 		return;
 	}
 	if (dport != app->me.port) {
-		ri->cnt.drops[PSB_DROP_PORT]++;
-		rte_pktmbuf_free(m);
+		drop(ri, m, PSB_DROP_PORT);
 		return;
 	}
 	/* for this node's data port, but no role of this node serves it */

@@ -14,6 +14,7 @@
 #include "psb_cli.h"
 #include "psb_conf.h"
 #include "psb_exp.h"
+#include "psb_log.h"
 #include "psb_opts.h"
 
 static void
@@ -119,6 +120,13 @@ usage(FILE *out)
 "  --stats-file FILE    write counters as JSON at exit\n"
 "  -v, --verbose        more output (env PS_VERBOSE=1/2)\n"
 "  -q, --quiet          only results and errors\n"
+"  --log-level [TYPE:]LEVEL  a log type's level; repeat, the last that matches wins.\n"
+"                       TYPE: psb.main .host .port .rx .worker .scheduler .agent .ctl\n"
+"                       .console .export .run .echo, a glob (psb.*) or DPDK's\n"
+"                       (pmd.net.memif); none: psb.*. LEVEL: error warning notice info\n"
+"                       debug (or 1-8). Default info; -q is psb.*:warning, -v debug but\n"
+"                       psb.rx (dropped frames, a line a second), -vv all; --log-level\n"
+"                       overrides both\n"
 "  -h, --help\n", PSB_UDP_PORT);
 }
 
@@ -273,7 +281,7 @@ enum {
 	OPT_RESULTS = 1000, OPT_STATS_FILE, OPT_CONFIG, OPT_CHECK_CONFIG, OPT_INTERACTIVE,
 	OPT_CMDLINE_FILE, OPT_WAIT, OPT_CTL, OPT_COUNTERS_FILE, OPT_COUNTERS_EVERY,
 	OPT_COUNTERS_MAX, OPT_PROMETHEUS, OPT_OUTPUT_DIR, OPT_IDLE_EXIT, OPT_VERBOSE, OPT_QUIET,
-	OPT_HELP,
+	OPT_HELP, OPT_LOG_LEVEL,
 };
 
 static const struct option app_opts[] = {
@@ -294,6 +302,7 @@ static const struct option app_opts[] = {
 	{ "verbose", no_argument, NULL, OPT_VERBOSE },
 	{ "quiet", no_argument, NULL, OPT_QUIET },
 	{ "help", no_argument, NULL, OPT_HELP },
+	{ "log-level", required_argument, NULL, OPT_LOG_LEVEL },
 };
 
 #define NAPP_OPTS	(sizeof(app_opts) / sizeof(app_opts[0]))
@@ -439,6 +448,13 @@ app_opt(struct psb_app *app, int c, const char *v)
 	case OPT_VERBOSE: app->verbose++; break;
 	case OPT_QUIET: app->quiet = 1; break;
 	case OPT_HELP: usage(stdout); exit(0);
+	case OPT_LOG_LEVEL: {
+		char err[256];
+
+		if (psb_log_option(v, err, sizeof(err)) != 0)
+			psb_die("--log-level: %s", err);
+		break;
+	}
 	default: usage(stderr); exit(2);
 	}
 }

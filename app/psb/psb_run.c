@@ -407,7 +407,7 @@ run_finish(struct psb_app *app, int state)
 			json_object_set_new(doc, "error", json_string(r->error));
 		if (psb_exp_results_write(app->results_root, &r->conf, doc, rows, cols, r->results,
 				sizeof(r->results), err, sizeof(err)) != 0) {
-			fprintf(stderr, "psb: experiment %u: results NOT written: %s\n", r->id, err);
+			PSB_ERR(run, "experiment %u: results NOT written: %s", r->id, err);
 			snprintf(r->error, sizeof(r->error), "results not written: %.200s", err);
 			r->results[0] = '\0';
 		} else {
@@ -537,7 +537,7 @@ psb_run_start(struct psb_app *app, const struct psb_exp_conf *c, int from_doc, c
 		r->nhist++;
 	pthread_mutex_unlock(&app->ctl_lock);
 
-	PSB_LOG(app, "experiment %u \"%s\" (%s) started", r->id, c->name,
+	PSB_INFO(run, "experiment %u \"%s\" (%s) started", r->id, c->name,
 		psb_exp_kind_names[c->kind]);
 	if (c->kind == PSB_EXP_PUSHPULL) {
 		rc = run_hand(app, PSB_OP_START, &r->conf);
@@ -564,7 +564,7 @@ psb_run_stop(struct psb_app *app, char *err, size_t errlen)
 		if (rc != 0)
 			return run_fail(err, errlen, "workers did not stop: %s", strerror(-rc));
 	}
-	PSB_LOG(app, "experiment %u \"%s\" stopped", r->id, r->conf.name);
+	PSB_INFO(run, "experiment %u \"%s\" stopped", r->id, r->conf.name);
 	run_finish(app, PSB_RUN_STOPPED);
 	return 0;
 }
@@ -587,7 +587,7 @@ psb_run_reset(struct psb_app *app, char *err, size_t errlen)
 		}
 		pthread_mutex_unlock(&app->ctl_lock);
 	}
-	PSB_LOG(app, "state reset: counters, metrics%s zeroed",
+	PSB_INFO(run, "state reset: counters, metrics%s zeroed",
 		app->node_role == PSB_NODE_SERVER ? " and the store" : "");
 	return 0;
 }
@@ -702,7 +702,7 @@ psb_run_fail_early(struct psb_app *app, int from_doc, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(reason, sizeof(reason), fmt, ap);
 	va_end(ap);
-	fprintf(stderr, "psb: %s\n", reason);
+	PSB_ERR(run, "%s", reason);
 	if (!app->autostart)
 		exit(1);
 	psb_bench_result_empty(&r, c->pushpull.mode, (uint32_t)c->pushpull.len);
@@ -716,7 +716,7 @@ psb_run_fail_early(struct psb_app *app, int from_doc, const char *fmt, ...)
 		psb_run_results_file(app, app->rank_base + i, path, sizeof(path));
 		if (!from_doc && app->results_file != NULL &&
 		    psb_bench_write_json(&r, label, "failed", reason, path) != 0)
-			fprintf(stderr, "psb: %s: cannot write results to %s\n", label, path);
+			PSB_ERR(run, "%s: cannot write results to %s", label, path);
 	}
 	printf("\nexperiment 1 \"%s\" (%s): failed before it started\n", c->name,
 	       psb_exp_kind_names[c->kind]);
@@ -729,7 +729,7 @@ psb_run_fail_early(struct psb_app *app, int from_doc, const char *fmt, ...)
 			"error", reason);
 		if (psb_exp_results_write(app->results_root, c, doc, rows, cols, path, sizeof(path),
 				err, sizeof(err)) != 0)
-			fprintf(stderr, "psb: results NOT written: %s\n", err);
+			PSB_ERR(run, "results NOT written: %s", err);
 		else
 			printf("results: %s/{result.json,result.csv,result.txt}\n", path);
 		json_decref(doc);

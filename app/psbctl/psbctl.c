@@ -45,6 +45,9 @@ usage(FILE *out)
 "                         output.log_every, output.counters_every)\n"
 "  load FILE              load an experiment document for a later 'start'\n"
 "  clear_port_stats [PORT|all]  zero port statistics\n"
+"  log [[TYPE] LEVEL]     psb's log types and their levels; with LEVEL (error,\n"
+"                         warning, notice, info, debug) set TYPE (a glob like psb.*,\n"
+"                         or DPDK's; psb.* without) to it\n"
 "  quit                   stop the experiment and make psb exit\n"
 "  help                   the appliance's commands\n"
 "  raw JSON-LINE          send one request as is, print the reply line\n"
@@ -514,7 +517,8 @@ static const struct {
 } commands[] = {
 	{ "start", 0, 1 }, { "stop", 0, 0 }, { "status", 0, 0 }, { "counters", 0, 1 },
 	{ "reset_state", 0, 0 }, { "list", 0, 0 }, { "set", 2, 2 }, { "load", 1, 1 },
-	{ "clear_port_stats", 0, 1 }, { "quit", 0, 0 }, { "help", 0, 0 }, { "raw", 1, 1 },
+	{ "clear_port_stats", 0, 1 }, { "log", 0, 2 }, { "quit", 0, 0 }, { "help", 0, 0 },
+	{ "raw", 1, 1 },
 	{ "prune", 1, 1 },
 };
 
@@ -614,6 +618,11 @@ main(int argc, char **argv)
 			json_object_set_new(req, "value", json_string(args[1]));
 		} else if (strcmp(name, "load") == 0) {
 			json_object_set_new(req, "experiment", read_doc(args[0]));
+		} else if (strcmp(name, "log") == 0 && nargs > 0) {
+			/* the appliance checks both */
+			if (nargs == 2)
+				json_object_set_new(req, "type", json_string(args[0]));
+			json_object_set_new(req, "level", json_string(args[nargs - 1]));
 		} else if (strcmp(name, "clear_port_stats") == 0 && nargs > 0) {
 			json_object_set_new(req, "port", strcmp(args[0], "all") == 0 ?
 				json_string("all") : json_integer((json_int_t)psb_cli_u64("PORT",

@@ -89,6 +89,58 @@ psb_cli_host_port(const char *opt, const char *v, uint32_t *ip, uint16_t *port)
 	*port = (uint16_t)psb_cli_u64(opt, colon + 1, 1, 65535);
 }
 
+static const char *const log_levels[PSB_LOG_LEVEL_MAX + 1] = {
+	"?", "emergency", "alert", "critical", "error", "warning", "notice", "info", "debug",
+};
+
+int
+psb_cli_log_level(const char *v)
+{
+	int i;
+
+	for (i = 1; i <= PSB_LOG_LEVEL_MAX; i++)
+		if (strcmp(v, log_levels[i]) == 0)
+			return i;
+	if (v[0] >= '1' && v[0] <= '0' + PSB_LOG_LEVEL_MAX && v[1] == '\0')
+		return v[0] - '0';
+	return -1;
+}
+
+const char *
+psb_cli_log_level_name(int level)
+{
+	return level >= 1 && level <= PSB_LOG_LEVEL_MAX ? log_levels[level] : log_levels[0];
+}
+
+int
+psb_cli_log_spec(const char *v, char *type, size_t typelen, int *level, char *err,
+		size_t errlen)
+{
+	const char *colon = strchr(v, ':');
+	const char *lv = colon != NULL ? colon + 1 : v;
+	size_t n = colon != NULL ? (size_t)(colon - v) : 0;
+
+	*level = psb_cli_log_level(lv);
+	if (*level < 0) {
+		snprintf(err, errlen, "expected TYPE:LEVEL or LEVEL, LEVEL one of emergency, "
+			 "alert, critical, error, warning, notice, info, debug or 1-8, got '%s'", v);
+		return -EINVAL;
+	}
+	if (colon == NULL) {
+		snprintf(type, typelen, "psb.*");
+		return 0;
+	}
+	/* the EAL reads TYPE,LEVEL as a regular expression: psb takes globs only */
+	if (n == 0 || n >= typelen || memchr(v, ',', n) != NULL) {
+		snprintf(err, errlen, "expected TYPE:LEVEL with TYPE a log type or a glob like "
+			 "psb.*, got '%s'", v);
+		return -EINVAL;
+	}
+	memcpy(type, v, n);
+	type[n] = '\0';
+	return 0;
+}
+
 uint64_t
 psb_cli_size(const char *opt, const char *v)
 {

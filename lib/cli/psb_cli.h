@@ -43,6 +43,23 @@ void psb_cli_host_port(const char *opt, const char *v, uint32_t *ip, uint16_t *p
  */
 int psb_cli_name_check(const char *v, size_t max, char *err, size_t errlen);
 
+/*
+ * Log levels numbered as DPDK's rte_log numbers them: 1 emergency, 2 alert, 3 critical,
+ * 4 error, 5 warning, 6 notice, 7 info, 8 debug. psb_cli_log_level: the level a name or a
+ * number 1-8 stands for, or -1. psb_cli_log_level_name: the name of a level ("?" for none).
+ */
+#define PSB_LOG_LEVEL_MAX	8
+int psb_cli_log_level(const char *v);
+const char *psb_cli_log_level_name(int level);
+
+/*
+ * A --log-level value: TYPE:LEVEL, TYPE the name of a log type or a glob of them (psb.rx,
+ * psb.*, pmd.net.memif), or LEVEL alone, which is psb.*:LEVEL. 0 with the type into type
+ * and the level into *level, or -EINVAL with what is wrong in err.
+ */
+int psb_cli_log_spec(const char *v, char *type, size_t typelen, int *level, char *err,
+		size_t errlen);
+
 /* Where DPDK keeps its runtime directories for this user (the EAL's rule). */
 void psb_cli_runtime_base(char *out, size_t len);
 

@@ -1,4 +1,7 @@
-/* Unit tests of lib/cli: names that become paths, and removing only the files psb made. */
+/*
+ * Unit tests of lib/cli: names that become paths, removing only the files psb made, and
+ * --log-level values.
+ */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -137,6 +140,64 @@ test_rmdir_flat_links(void **state)
 	assert_int_equal(system(p), 0);
 }
 
+static void
+test_log_level(void **state)
+{
+	(void)state;
+	/* rte_log's numbers */
+	assert_int_equal(psb_cli_log_level("emergency"), 1);
+	assert_int_equal(psb_cli_log_level("error"), 4);
+	assert_int_equal(psb_cli_log_level("warning"), 5);
+	assert_int_equal(psb_cli_log_level("debug"), 8);
+	assert_int_equal(psb_cli_log_level("7"), 7);
+	assert_int_equal(psb_cli_log_level("0"), -1);
+	assert_int_equal(psb_cli_log_level("9"), -1);
+	assert_int_equal(psb_cli_log_level("78"), -1);
+	assert_int_equal(psb_cli_log_level("Debug"), -1);
+	assert_int_equal(psb_cli_log_level(""), -1);
+	assert_string_equal(psb_cli_log_level_name(6), "notice");
+	assert_string_equal(psb_cli_log_level_name(0), "?");
+	assert_string_equal(psb_cli_log_level_name(9), "?");
+}
+
+static void
+test_log_spec(void **state)
+{
+	char type[16], err[256];
+	int level;
+
+	(void)state;
+	assert_int_equal(psb_cli_log_spec("psb.rx:debug", type, sizeof(type), &level, err,
+		sizeof(err)), 0);
+	assert_string_equal(type, "psb.rx");
+	assert_int_equal(level, 8);
+	/* a level alone is every psb type's */
+	assert_int_equal(psb_cli_log_spec("warning", type, sizeof(type), &level, err,
+		sizeof(err)), 0);
+	assert_string_equal(type, "psb.*");
+	assert_int_equal(level, 5);
+	assert_int_equal(psb_cli_log_spec("pmd.*:3", type, sizeof(type), &level, err,
+		sizeof(err)), 0);
+	assert_string_equal(type, "pmd.*");
+	assert_int_equal(level, 3);
+	/* each refusal says what is wrong with what */
+	assert_int_equal(psb_cli_log_spec("psb.rx:loud", type, sizeof(type), &level, err,
+		sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "got 'psb.rx:loud'"));
+	assert_non_null(strstr(err, "emergency"));
+	assert_int_equal(psb_cli_log_spec(":debug", type, sizeof(type), &level, err,
+		sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "TYPE a log type or a glob"));
+	/* the EAL's regular expressions are not psb's */
+	assert_int_equal(psb_cli_log_spec("psb,rx:debug", type, sizeof(type), &level, err,
+		sizeof(err)), -EINVAL);
+	assert_int_equal(psb_cli_log_spec("psb.rx:debug:x", type, sizeof(type), &level, err,
+		sizeof(err)), -EINVAL);
+	/* a type longer than the room for it */
+	assert_int_equal(psb_cli_log_spec("psb.0123456789abcdef:info", type, sizeof(type), &level,
+		err, sizeof(err)), -EINVAL);
+}
+
 int
 main(void)
 {
@@ -144,6 +205,8 @@ main(void)
 		cmocka_unit_test(test_name_check),
 		cmocka_unit_test(test_rmdir_flat_only_listed),
 		cmocka_unit_test(test_rmdir_flat_links),
+		cmocka_unit_test(test_log_level),
+		cmocka_unit_test(test_log_spec),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

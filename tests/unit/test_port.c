@@ -363,15 +363,18 @@ test_eal_huge(void **state)
 static void
 test_eal_defaults_and_extra(void **state)
 {
-	struct psb_eal_opts o = { .mem_mb = 64, .log_level = 7 };
+	static const char *const levels[] = { "--log-level=psb.rx:debug" };
+	struct psb_eal_opts o = { .mem_mb = 64, .log_level = 7, .log_levels = levels,
+		.n_log_levels = 1 };
 	struct psb_mem_info mi = { 0, 0, 0 };
 	struct psb_eal_argv *a = calloc(1, sizeof(*a));
 	char *extra[] = { "--iova-mode=va", "--in-memory" };
 	char err[256], prefix[64];
 	int argc;
+	/* psb's --log-level values before the extra ones, which have the last word */
 	const char *want[] = {
 		"psb", "--lcores=0", prefix, "--no-huge", "-m", "64", "--no-pci",
-		"--log-level=7", "--iova-mode=va", "--in-memory",
+		"--log-level=7", "--log-level=psb.rx:debug", "--iova-mode=va", "--in-memory",
 	};
 
 	(void)state;
@@ -381,7 +384,7 @@ test_eal_defaults_and_extra(void **state)
 	o.extra = extra;
 	/* no ports at all */
 	argc = psb_eal_build_argv("psb", &o, NULL, 0, &mi, a, err, sizeof(err));
-	check_argv(a, argc, want, 10);
+	check_argv(a, argc, want, 11);
 	/* every argument lives in the caller's store */
 	for (argc = 0; a->argv[argc] != NULL; argc++)
 		assert_true(a->argv[argc] >= a->buf && a->argv[argc] < a->buf + sizeof(a->buf));

@@ -77,7 +77,7 @@ psb_agent_step(struct psb_agent *ag, struct psb_role_inst *ri, uint64_t now_ns)
 	ag->next_try_ns = now_ns + RETRY_NS;
 	ag->tries++;
 	if (ag->tries % 25 == 0)
-		PSB_LOG(app, "still waiting for the scheduler (%s, %u tries)",
+		PSB_NOTICE(agent, "still waiting for the scheduler (%s, %u tries)",
 			ag->state == PSB_AGENT_RESOLVE ? "ARP" :
 			ag->state == PSB_AGENT_REGISTER ? "REGISTER" : "BARRIER", ag->tries);
 	switch (ag->state) {
@@ -102,23 +102,25 @@ psb_agent_input(struct psb_agent *ag, struct psb_app *app, const struct psb_meta
 {
 	if (meta->hdr.type == PSB_MSG_REGISTER_ACK && ag->state <= PSB_AGENT_REGISTER) {
 		if (psb_sched_view_decode(&ag->view, payload, meta->hdr.seg_len) != 0) {
-			PSB_LOG(app, "scheduler sent a malformed cluster view; ignored");
+			/* anyone can send one: a line a second at most */
+			PSB_LOG_LIMITED(NOTICE, agent, "scheduler sent a malformed cluster view; "
+				"ignored");
 			return;
 		}
 		ag->rank = (uint16_t)meta->hdr.aux;
 		ag->rejoin = (meta->hdr.flags & PSB_F_REJOIN) != 0;
 		ag->state = ag->barrier_group != 0 ? PSB_AGENT_BARRIER : PSB_AGENT_READY;
 		if (ag->rejoin && !ag->server)
-			PSB_LOG(app, "worker: rejoining the job as rank %u: the rounds it has done "
-				"count as iterations done", ag->rank);
+			PSB_NOTICE(agent, "worker: rejoining the job as rank %u: the rounds it has "
+				"done count as iterations done", ag->rank);
 		else if (ag->rejoin)
-			PSB_LOG(app, "server: the scheduler knew rank %u already: this server "
+			PSB_NOTICE(agent, "server: the scheduler knew rank %u already: this server "
 				"restarted, and what the job stored in it before is lost; the workers "
 				"are told, and the job fails", ag->rank);
 		ag->next_try_ns = 0;
 		ag->tries = 0;
 		ag->phase_ns = 0;
-		PSB_DBG(app, 1, "registered: %s rank %u, %u servers, %u workers",
+		PSB_DEBUG(agent, "registered: %s rank %u, %u servers, %u workers",
 			ag->server ? "server" : "worker", ag->rank, ag->view.num_servers,
 			ag->view.num_workers);
 	} else if (meta->hdr.type == PSB_MSG_BARRIER_ACK && ag->state == PSB_AGENT_BARRIER) {
@@ -192,11 +194,11 @@ agent_finalize(struct psb_agent *ag, struct psb_role_inst *ri, const struct psb_
 		return;
 	ag->ended = 1;
 	if (app->keep_serving) {
-		PSB_LOG(app, "server: every worker finished, says the scheduler; serving on "
+		PSB_INFO(agent, "server: every worker finished, says the scheduler; serving on "
 			"(--keep-serving)");
 		return;
 	}
-	PSB_LOG(app, "server: every worker finished, says the scheduler: the job is over");
+	PSB_INFO(agent, "server: every worker finished, says the scheduler: the job is over");
 	/* a moment for the ack to leave before the process ends */
 	ag->end_ns = psb_now_ns(app) + 50000000ull;
 }
@@ -247,7 +249,7 @@ agent_poll(struct psb_role_inst *ri)
 
 		if (psb_agent_step(ag, ri, now)) {
 			ri->app->registered = 1;
-			PSB_LOG(ri->app, "server registered with the scheduler as rank %u", ag->rank);
+			PSB_INFO(agent, "server registered with the scheduler as rank %u", ag->rank);
 		} else if (psb_agent_expired(ag, ri->app, now, what, sizeof(what))) {
 			/* a server no worker can find serves nothing: say why and end */
 			psb_app_fail(ri->app, "server: %s", what);

@@ -25,7 +25,7 @@ echo_init(struct psb_role_inst *ri)
 		return -ENOMEM;
 	ep->cost = rte_get_tsc_hz() / ECHO_RATE;
 	ri->priv = ep;
-	PSB_LOG(ri->app, "echo: ECHO at port %u answered, %u bytes at most, %u a second in "
+	PSB_INFO(echo, "echo: ECHO at port %u answered, %u bytes at most, %u a second in "
 		"bursts of %u at most", ri->app->me.port, PSB_ECHO_MAX_LEN, ECHO_RATE, ECHO_BURST);
 	return 0;
 }

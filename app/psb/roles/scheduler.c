@@ -27,19 +27,19 @@ sched_event(void *ctx, const struct psb_sched_event *ev)
 
 	switch (ev->kind) {
 	case PSB_SCHED_EV_REGISTERED:
-		PSB_DBG(app, 1, "scheduler: %s %s:%u registered as rank %u (%u/%u servers, "
+		PSB_DEBUG(scheduler, "scheduler: %s %s:%u registered as rank %u (%u/%u servers, "
 			"%u/%u workers)", ev->server ? "server" : "worker",
 			psb_ip_str(ev->addr.ip, ip), ev->addr.port, ev->rank, ev->nservers,
 			app->num_servers, ev->nworkers, app->num_workers);
 		break;
 	case PSB_SCHED_EV_READY:
-		PSB_LOG(app, "scheduler: all %u server(s) and %u worker(s) registered; views sent",
-			ev->nservers, ev->nworkers);
+		PSB_INFO(scheduler, "scheduler: all %u server(s) and %u worker(s) registered; views "
+			"sent", ev->nservers, ev->nworkers);
 		break;
 	case PSB_SCHED_EV_REFUSED:
 		if (++refusals > SCHED_REFUSALS_LOGGED)
 			break;
-		PSB_LOG(app, "scheduler: REGISTER from %s:%u refused: %s%s",
+		PSB_NOTICE(scheduler, "scheduler: REGISTER from %s:%u refused: %s%s",
 			psb_ip_str(ev->addr.ip, ip), ev->addr.port,
 			ev->server ? "every server's place is taken (DMLC_NUM_SERVER)" :
 			"every worker's place is taken (DMLC_NUM_WORKER), or no role given",
@@ -47,34 +47,34 @@ sched_event(void *ctx, const struct psb_sched_event *ev)
 			"; further refusals are counted only (scheduler.rejected)" : "");
 		break;
 	case PSB_SCHED_EV_WORKER_DONE:
-		PSB_DBG(app, 1, "scheduler: worker rank %u (%s:%u) finished (%u/%u)", ev->rank,
+		PSB_DEBUG(scheduler, "scheduler: worker rank %u (%s:%u) finished (%u/%u)", ev->rank,
 			psb_ip_str(ev->addr.ip, ip), ev->addr.port, ev->nworkers, app->num_workers);
 		break;
 	case PSB_SCHED_EV_FINISHED:
-		PSB_LOG(app, "scheduler: every worker finished%s", app->keep_serving ?
+		PSB_INFO(scheduler, "scheduler: every worker finished%s", app->keep_serving ?
 			"; the servers and the scheduler keep serving (--keep-serving)" :
 			": ending the servers");
 		break;
 	case PSB_SCHED_EV_SERVER_ENDED:
-		PSB_DBG(app, 1, "scheduler: server rank %u (%s:%u) ended (%u/%u)", ev->rank,
+		PSB_DEBUG(scheduler, "scheduler: server rank %u (%s:%u) ended (%u/%u)", ev->rank,
 			psb_ip_str(ev->addr.ip, ip), ev->addr.port, ev->nservers, app->num_servers);
 		break;
 	case PSB_SCHED_EV_DEAD:
-		PSB_LOG(app, "scheduler: %s rank %u (%s:%u) is dead: nothing from it for %.1f s "
-			"(--dead-after %.1f)%s", ev->server ? "server" : "worker", ev->rank,
+		PSB_NOTICE(scheduler, "scheduler: %s rank %u (%s:%u) is dead: nothing from it for "
+			"%.1f s (--dead-after %.1f)%s", ev->server ? "server" : "worker", ev->rank,
 			psb_ip_str(ev->addr.ip, ip), ev->addr.port, ev->silent_ns / 1e9,
 			app->dead_after_ns / 1e9, ev->server ? "; the workers are told, and the "
 			"job fails" : "; the job ends without it unless it comes back");
 		break;
 	case PSB_SCHED_EV_BACK:
-		PSB_LOG(app, "scheduler: %s rank %u (%s:%u) speaks again after %.1f s%s",
+		PSB_NOTICE(scheduler, "scheduler: %s rank %u (%s:%u) speaks again after %.1f s%s",
 			ev->server ? "server" : "worker", ev->rank, psb_ip_str(ev->addr.ip, ip),
 			ev->addr.port, ev->silent_ns / 1e9, ev->server ? "; it stays lost to the "
 			"job" : "");
 		break;
 	case PSB_SCHED_EV_RESTARTED:
-		PSB_LOG(app, "scheduler: server rank %u (%s:%u) registered again from a new process: "
-			"it restarted and what it stored is lost; the workers are told, and the job "
+		PSB_NOTICE(scheduler, "scheduler: server rank %u (%s:%u) registered again from a new "
+			"process: it restarted and what it stored is lost; the workers are told, and the job "
 			"fails", ev->rank, psb_ip_str(ev->addr.ip, ip), ev->addr.port);
 		break;
 	}
@@ -140,9 +140,9 @@ end_job(struct psb_role_inst *ri, struct sched_priv *sp)
 	if (pending != 0 && now - sp->end_start_ns < END_WAIT_NS)
 		return;
 	if (pending == 0)
-		PSB_LOG(app, "scheduler: every server ended: the job is over");
+		PSB_INFO(scheduler, "scheduler: every server ended: the job is over");
 	else
-		PSB_LOG(app, "scheduler: %u server(s) did not acknowledge the end of the job "
+		PSB_NOTICE(scheduler, "scheduler: %u server(s) did not acknowledge the end of the job "
 			"within %.0f s; ending all the same", pending, END_WAIT_NS / 1e9);
 	nlost = psb_sched_lost(sp->s, &lost, 1);
 	if (nlost != 0)

@@ -219,7 +219,7 @@ start_bench(struct psb_role_inst *ri)
 	if (wp->bench == NULL)
 		return -EINVAL;
 	lost_fail(wp);	/* a job that lost a server already cannot run right */
-	PSB_LOG(app, "%s: %s, %llu B x %u keys on %u server(s), %llu iterations%s, %s", wp->label,
+	PSB_INFO(worker, "%s: %s, %llu B x %u keys on %u server(s), %llu iterations%s, %s", wp->label,
 		psb_bench_mode_name(bo->mode), (unsigned long long)bo->len, nkeys, wp->nservers,
 		(unsigned long long)bo->repeat, bo->warmup != 0 ? " after warm-up" : "",
 		app->sync ? "sync" : "async");
@@ -239,7 +239,7 @@ write_results(struct psb_role_inst *ri, const struct psb_bench_result *r, const 
 		return;
 	psb_run_results_file(app, wp->ag.rank, path, sizeof(path));
 	if (psb_bench_write_json(r, wp->label, state, error, path) != 0)
-		PSB_LOG(app, "%s: cannot write results to %s", wp->label, path);
+		PSB_NOTICE(worker, "%s: cannot write results to %s", wp->label, path);
 }
 
 /* "keys [a, b)" of server s, as the scheduler split the key space. */
@@ -322,7 +322,7 @@ heartbeat_ack(struct psb_role_inst *ri, struct worker_priv *wp, const struct psb
 	}
 	wp->lost = l;
 	wp->lost_known = 1;
-	PSB_LOG(app, "worker %u: the scheduler says server %u (%s:%u) %s", wp->ag.rank, l.rank,
+	PSB_NOTICE(worker, "worker %u: the scheduler says server %u (%s:%u) %s", wp->ag.rank, l.rank,
 		psb_ip_str(l.addr.ip, ip), l.addr.port, l.why == PSB_SCHED_LOST_DEAD ?
 		"is dead" : "restarted and lost what it stored");
 	if (wp->st == W_RUN)
@@ -341,7 +341,7 @@ finish_bench(struct psb_role_inst *ri, int rc, uint64_t now, int stopped)
 	if (rc < 0 || r.verify_errors != 0) {
 		failure_reason(ri, &r);
 		/* Failures are reported even with -q. */
-		fprintf(stderr, "psb: benchmark FAILED: %s\n", wp->reason);
+		PSB_ERR(worker, "benchmark FAILED: %s", wp->reason);
 		rc = -EIO;
 	}
 	write_results(ri, &r, rc < 0 ? "failed" : stopped ? "stopped" : "done",
@@ -362,10 +362,10 @@ setup_failed(struct psb_role_inst *ri, uint64_t now, const char *what)
 
 	snprintf(wp->reason, sizeof(wp->reason), "worker %u: %s", wp->ag.rank, what);
 	if (wp->pending_id == 0 || wp->pending_id != wp->exp_id) {
-		PSB_LOG(ri->app, "%s; no experiment waits on it, still trying", wp->reason);
+		PSB_NOTICE(worker, "%s; no experiment waits on it, still trying", wp->reason);
 		return;
 	}
-	fprintf(stderr, "psb: experiment %u FAILED: %s\n", wp->pending_id, wp->reason);
+	PSB_ERR(worker, "experiment %u FAILED: %s", wp->pending_id, wp->reason);
 	wp->pending_id = 0;
 	psb_bench_free(wp->bench);	/* an earlier run's: this one has no figures */
 	wp->bench = NULL;
@@ -410,7 +410,7 @@ fail_start(struct psb_role_inst *ri, uint64_t now)
 
 	snprintf(wp->reason, sizeof(wp->reason), "worker %u: cannot start the benchmark (out of "
 		 "memory?)", wp->ag.rank);
-	fprintf(stderr, "psb: %s\n", wp->reason);
+	PSB_ERR(worker, "%s", wp->reason);
 	psb_bench_free(wp->bench);
 	wp->bench = NULL;
 	publish(ri, now, 0, 1, -ENOMEM);
