@@ -61,6 +61,16 @@ psb_cli_seconds_ns(const char *opt, const char *v)
 	return (uint64_t)(x * 1e9);
 }
 
+uint64_t
+psb_cli_seconds_in(const char *opt, const char *v, uint64_t lo_ns, uint64_t hi_ns)
+{
+	uint64_t ns = psb_cli_seconds_ns(opt, v);
+
+	if (ns < lo_ns || ns > hi_ns)
+		psb_die("%s: expected %g to %g seconds, got '%s'", opt, lo_ns / 1e9, hi_ns / 1e9, v);
+	return ns;
+}
+
 uint32_t
 psb_cli_ip(const char *opt, const char *v)
 {

@@ -18,6 +18,9 @@ uint64_t psb_cli_u64(const char *opt, const char *v, uint64_t lo, uint64_t hi);
 /* Seconds >= 0 (fractions allowed), as nanoseconds, or die naming opt. */
 uint64_t psb_cli_seconds_ns(const char *opt, const char *v);
 
+/* Seconds from lo_ns to hi_ns, as nanoseconds, or die naming opt and the range. */
+uint64_t psb_cli_seconds_in(const char *opt, const char *v, uint64_t lo_ns, uint64_t hi_ns);
+
 /* A size ("64MiB", "1.5GB", 4096), or die naming opt. */
 uint64_t psb_cli_size(const char *opt, const char *v);
 
