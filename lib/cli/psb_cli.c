@@ -36,6 +36,19 @@ psb_die(const char *fmt, ...)
 	exit(2);
 }
 
+int
+psb_fail(char *err, size_t errlen, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (err != NULL && errlen > 0) {
+		va_start(ap, fmt);
+		vsnprintf(err, errlen, fmt, ap);
+		va_end(ap);
+	}
+	return -EINVAL;
+}
+
 uint64_t
 psb_cli_u64(const char *opt, const char *v, uint64_t lo, uint64_t hi)
 {
