@@ -16,17 +16,6 @@
 #include "psb_proto.h"
 
 static int
-fail(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-	return -EINVAL;
-}
-
-static int
 is_pci_addr(const char *s)
 {
 	unsigned int dom, bus, dev, fn;
@@ -64,7 +53,7 @@ ifname_check(const char *spec, const char *name, struct psb_port_spec *p, char *
 {
 	if (strlen(name) >= sizeof(p->ifname) || strchr(name, '/') != NULL ||
 	    strcmp(name, ".") == 0 || strcmp(name, "..") == 0)
-		return fail(err, errlen, "port '%.40s': interface name must be 1 to %zu characters, "
+		return psb_fail(err, errlen, "port '%.40s': interface name must be 1 to %zu characters, "
 			"without '/'", spec, sizeof(p->ifname) - 1);
 	snprintf(p->ifname, sizeof(p->ifname), "%s", name);
 	return 0;
@@ -75,9 +64,41 @@ static int
 devargs_fit(int n, const struct psb_port_spec *p, char *err, size_t errlen)
 {
 	if (n < 0 || (size_t)n >= sizeof(p->devargs))
-		return fail(err, errlen, "port '%.40s...': device arguments too long (%d bytes, "
+		return psb_fail(err, errlen, "port '%.40s...': device arguments too long (%d bytes, "
 			"max %zu)", p->spec, n, sizeof(p->devargs) - 1);
 	return 0;
+}
+
+/* The kinds backed by a kernel interface, KIND:IFNAME: the DPDK driver and its arguments. */
+struct iface_kind {
+	const char *name;
+	enum psb_port_kind kind;
+	const char *vdev;		/* the device's name, the port's index after it */
+	const char *devargs;		/* after iface=IFNAME */
+};
+
+static const struct iface_kind iface_kinds[] = {
+	{ "af_packet", PSB_PORT_AF_PACKET, "net_af_packet", ",qpairs=1" },
+	{ "tap", PSB_PORT_TAP, "net_tap", "" },
+};
+
+static int
+iface_parse(const struct iface_kind *k, char **f, int nf, int index, struct psb_port_spec *p,
+		char *err, size_t errlen)
+{
+	int n;
+
+	if (nf != 2 || f[1][0] == '\0')
+		return psb_fail(err, errlen, "port '%s': expected %s:IFNAME", p->spec, k->name);
+	if (!safe_name(f[1]))
+		return psb_fail(err, errlen, "port '%s': interface name may not contain ',' '=' "
+			"or spaces", p->spec);
+	if (ifname_check(p->spec, f[1], p, err, errlen) != 0)
+		return -EINVAL;
+	p->kind = k->kind;
+	snprintf(p->name, sizeof(p->name), "%s%d", k->vdev, index);
+	n = snprintf(p->devargs, sizeof(p->devargs), "%s,iface=%s%s", p->name, f[1], k->devargs);
+	return devargs_fit(n, p, err, errlen);
 }
 
 int
@@ -85,14 +106,15 @@ psb_port_parse(const char *spec, int index, struct psb_port_spec *p, char *err, 
 {
 	char tmp[PSB_DEVARGS_LEN];
 	char *f[5], *end;
+	unsigned int i;
 	int nf, n;
 	long id;
 
 	memset(p, 0, sizeof(*p));
 	if (spec == NULL || *spec == '\0')
-		return fail(err, errlen, "empty port spec");
+		return psb_fail(err, errlen, "empty port spec");
 	if (strlen(spec) >= sizeof(tmp))
-		return fail(err, errlen, "port spec too long: %.40s...", spec);
+		return psb_fail(err, errlen, "port spec too long: %.40s...", spec);
 	snprintf(p->spec, sizeof(p->spec), "%s", spec);
 	snprintf(tmp, sizeof(tmp), "%s", spec);
 
@@ -100,7 +122,7 @@ psb_port_parse(const char *spec, int index, struct psb_port_spec *p, char *err, 
 		const char *addr = strncmp(spec, "pci:", 4) == 0 ? spec + 4 : spec;
 
 		if (!is_pci_addr(addr))
-			return fail(err, errlen, "port '%s': expected a PCI address like 0000:03:00.0",
+			return psb_fail(err, errlen, "port '%s': expected a PCI address like 0000:03:00.0",
 				spec);
 		p->kind = PSB_PORT_PCI;
 		snprintf(p->name, sizeof(p->name), "%.63s", addr);
@@ -112,23 +134,23 @@ psb_port_parse(const char *spec, int index, struct psb_port_spec *p, char *err, 
 	if (strcmp(f[0], "memif") == 0) {
 		if (nf < 3 || nf > 4 ||
 		    (strcmp(f[1], "server") != 0 && strcmp(f[1], "client") != 0))
-			return fail(err, errlen, "port '%s': expected memif:server|client:SOCKET[:ID]",
+			return psb_fail(err, errlen, "port '%s': expected memif:server|client:SOCKET[:ID]",
 				spec);
 		if (f[2][0] != '/')
-			return fail(err, errlen, "port '%s': memif socket must be an absolute path", spec);
+			return psb_fail(err, errlen, "port '%s': memif socket must be an absolute path", spec);
 		if (!safe_name(f[2]))
-			return fail(err, errlen, "port '%s': memif socket path may not contain ',' '=' "
+			return psb_fail(err, errlen, "port '%s': memif socket path may not contain ',' '=' "
 				"or spaces", spec);
 		/* A longer path cannot be bound, and sock_path (cleaned up on exit) must hold it. */
 		if (strlen(f[2]) >= sizeof(((struct sockaddr_un *)0)->sun_path))
-			return fail(err, errlen, "port '%.40s...': memif socket path too long (max %zu "
+			return psb_fail(err, errlen, "port '%.40s...': memif socket path too long (max %zu "
 				"bytes)", spec, sizeof(((struct sockaddr_un *)0)->sun_path) - 1);
 		id = 0;
 		if (nf == 4) {
 			errno = 0;
 			id = strtol(f[3], &end, 10);
 			if (f[3][0] == '\0' || *end != '\0' || errno != 0 || id < 0 || id > 255)
-				return fail(err, errlen, "port '%s': memif id must be 0..255", spec);
+				return psb_fail(err, errlen, "port '%s': memif id must be 0..255", spec);
 		}
 		p->kind = PSB_PORT_MEMIF;
 		p->memif_server = strcmp(f[1], "server") == 0;
@@ -145,37 +167,14 @@ psb_port_parse(const char *spec, int index, struct psb_port_spec *p, char *err, 
 			f[1], f[2], id, p->memif_server ? "" : ",zero-copy=yes");
 		return devargs_fit(n, p, err, errlen);
 	}
-	if (strcmp(f[0], "af_packet") == 0) {
-		if (nf != 2 || f[1][0] == '\0')
-			return fail(err, errlen, "port '%s': expected af_packet:IFNAME", spec);
-		if (!safe_name(f[1]))
-			return fail(err, errlen, "port '%s': interface name may not contain ',' '=' "
-				"or spaces", spec);
-		if (ifname_check(spec, f[1], p, err, errlen) != 0)
-			return -EINVAL;
-		p->kind = PSB_PORT_AF_PACKET;
-		snprintf(p->name, sizeof(p->name), "net_af_packet%d", index);
-		n = snprintf(p->devargs, sizeof(p->devargs), "%s,iface=%s,qpairs=1", p->name, f[1]);
-		return devargs_fit(n, p, err, errlen);
-	}
-	if (strcmp(f[0], "tap") == 0) {
-		if (nf != 2 || f[1][0] == '\0')
-			return fail(err, errlen, "port '%s': expected tap:IFNAME", spec);
-		if (!safe_name(f[1]))
-			return fail(err, errlen, "port '%s': interface name may not contain ',' '=' "
-				"or spaces", spec);
-		if (ifname_check(spec, f[1], p, err, errlen) != 0)
-			return -EINVAL;
-		p->kind = PSB_PORT_TAP;
-		snprintf(p->name, sizeof(p->name), "net_tap%d", index);
-		n = snprintf(p->devargs, sizeof(p->devargs), "%s,iface=%s", p->name, f[1]);
-		return devargs_fit(n, p, err, errlen);
-	}
+	for (i = 0; i < sizeof(iface_kinds) / sizeof(iface_kinds[0]); i++)
+		if (strcmp(f[0], iface_kinds[i].name) == 0)
+			return iface_parse(&iface_kinds[i], f, nf, index, p, err, errlen);
 	if (strcmp(f[0], "pcap") == 0) {
 		if (nf != 3 || (f[1][0] == '\0' && f[2][0] == '\0'))
-			return fail(err, errlen, "port '%s': expected pcap:IN.pcap:OUT.pcap", spec);
+			return psb_fail(err, errlen, "port '%s': expected pcap:IN.pcap:OUT.pcap", spec);
 		if ((f[1][0] != '\0' && !safe_name(f[1])) || (f[2][0] != '\0' && !safe_name(f[2])))
-			return fail(err, errlen, "port '%s': pcap file names may not contain ',' '=' "
+			return psb_fail(err, errlen, "port '%s': pcap file names may not contain ',' '=' "
 				"or spaces", spec);
 		p->kind = PSB_PORT_PCAP;
 		snprintf(p->name, sizeof(p->name), "net_pcap%d", index);
@@ -187,13 +186,13 @@ psb_port_parse(const char *spec, int index, struct psb_port_spec *p, char *err, 
 	}
 	if (strcmp(f[0], "ring") == 0 || strcmp(f[0], "null") == 0) {
 		if (nf != 1)
-			return fail(err, errlen, "port '%s': '%s' takes no arguments", spec, f[0]);
+			return psb_fail(err, errlen, "port '%s': '%s' takes no arguments", spec, f[0]);
 		p->kind = strcmp(f[0], "ring") == 0 ? PSB_PORT_RING : PSB_PORT_NULL;
 		snprintf(p->name, sizeof(p->name), "net_%.5s%d", f[0], index);
 		snprintf(p->devargs, sizeof(p->devargs), "%s", p->name);
 		return 0;
 	}
-	return fail(err, errlen, "port '%s': unknown kind '%s' (expected pci, memif, af_packet, tap, "
+	return psb_fail(err, errlen, "port '%s': unknown kind '%s' (expected pci, memif, af_packet, tap, "
 		"pcap, ring or null)", spec, f[0]);
 }
 
@@ -222,7 +221,7 @@ psb_port_afp_ring(struct psb_port_spec *p, unsigned int mtu, uint64_t ring_bytes
 	for (i = 0; i < sizeof(sizes) / sizeof(sizes[0]) && sizes[i][0] < need; i++)
 		;
 	if (i == sizeof(sizes) / sizeof(sizes[0]) || sizes[i][0] - AFP_DATA_SLACK > PSB_MAX_FRAME)
-		return fail(err, errlen, "port '%s': MTU %u is more than psb receives (frames of "
+		return psb_fail(err, errlen, "port '%s': MTU %u is more than psb receives (frames of "
 			"at most %u bytes)", p->spec, mtu, PSB_MAX_FRAME);
 	blocksz = sizes[i][0] * sizes[i][1];
 	blocks = (unsigned int)(ring_bytes / blocksz);

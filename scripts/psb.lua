@@ -106,108 +106,121 @@ local lost_why_names = {
 
 local F_SYNC, F_SERVER, F_WORKER, F_BEATS = 0x01, 0x02, 0x04, 0x10
 
-local pf = {
-	magic = ProtoField.uint16("psb.magic", "Magic", base.HEX),
-	version = ProtoField.uint8("psb.version", "Version", base.DEC),
-	type = ProtoField.uint8("psb.type", "Type", base.HEX, type_names),
-	flags = ProtoField.uint8("psb.flags", "Flags", base.HEX),
-	flag_sync = ProtoField.bool("psb.flags.sync", "Sync", 8, nil, F_SYNC,
-		"Request belongs to a synchronous round"),
-	flag_server = ProtoField.bool("psb.flags.server", "Server", 8, nil, F_SERVER,
-		"REGISTER: the node is a server"),
-	flag_worker = ProtoField.bool("psb.flags.worker", "Worker", 8, nil, F_WORKER,
-		"REGISTER: the node is a worker"),
-	flag_beats = ProtoField.bool("psb.flags.beats", "Beats", 8, nil, F_BEATS,
-		"REGISTER: the node sends HEARTBEATs; the scheduler watches it"),
-	status = ProtoField.uint8("psb.status", "Status", base.DEC, status_names),
-	sender = ProtoField.uint16("psb.sender", "Sender", base.DEC),
-	req_id = ProtoField.uint32("psb.req_id", "Request id", base.DEC),
-	round = ProtoField.uint32("psb.round", "Round", base.DEC),
-	key = ProtoField.uint64("psb.key", "Key", base.DEC),
-	total_len = ProtoField.uint32("psb.total_len", "Total length", base.DEC),
-	offset = ProtoField.uint32("psb.offset", "Offset", base.DEC),
-	seg_len = ProtoField.uint16("psb.seg_len", "Segment length", base.DEC),
-	seg_size = ProtoField.uint16("psb.seg_size", "Segment size", base.DEC),
-	aux = ProtoField.uint32("psb.aux", "Aux", base.DEC),
-	epoch = ProtoField.uint32("psb.epoch", "Server epoch", base.HEX, nil, nil,
-		"aux of a server's answer: changes when the server restarts (0: not said)"),
-	value = ProtoField.bytes("psb.value", "Value"),
-	nfloats = ProtoField.uint32("psb.nfloats", "Floats in segment", base.DEC),
-	float = ProtoField.float("psb.float", "Float"),
-	-- REGISTER_ACK payload: the scheduler's server table.
-	num_servers = ProtoField.uint16("psb.sched.num_servers", "Servers", base.DEC),
-	num_workers = ProtoField.uint16("psb.sched.num_workers", "Workers", base.DEC),
-	srv_ip = ProtoField.ipv4("psb.sched.server_ip", "Server address"),
-	srv_port = ProtoField.uint16("psb.sched.server_port", "Server port", base.DEC),
-	key_begin = ProtoField.uint64("psb.sched.key_begin", "First key", base.DEC),
-	key_end = ProtoField.uint64("psb.sched.key_end", "Key end", base.DEC),
-	-- REPAIR / REPAIR_RESP payload: which segments are missing.
-	rep_type = ProtoField.uint8("psb.repair.req_type", "Request type", base.HEX, type_names),
-	rep_flags = ProtoField.uint8("psb.repair.flags", "Repair flags", base.HEX),
-	rep_all = ProtoField.bool("psb.repair.all", "All", 8, nil, R_ALL,
-		"REPAIR_RESP: the server knows nothing of the request; it is sent again whole"),
-	rep_with_round = ProtoField.bool("psb.repair.has_round", "Has round", 8, nil, R_ROUND,
-		"REPAIR: the worker has begun the answer of version `round`"),
-	rep_base = ProtoField.uint32("psb.repair.base", "First segment", base.DEC),
-	rep_nbits = ProtoField.uint32("psb.repair.nbits", "Segments covered", base.DEC),
-	rep_round = ProtoField.uint32("psb.repair.round", "Answer version", base.DEC),
-	rep_missing = ProtoField.uint32("psb.repair.missing", "Segments missing", base.DEC),
-	-- HEARTBEAT_ACK payload: the servers the job lost.
-	lost_count = ProtoField.uint16("psb.lost.count", "Entries", base.DEC),
-	lost_rank = ProtoField.uint16("psb.lost.rank", "Server rank", base.DEC),
-	lost_why = ProtoField.uint8("psb.lost.why", "Why", base.DEC, lost_why_names),
-	lost_ip = ProtoField.ipv4("psb.lost.ip", "Server address"),
-	lost_port = ProtoField.uint16("psb.lost.port", "Server port", base.DEC),
-	lost_silent = ProtoField.uint32("psb.lost.silent_ms", "Silent (ms)", base.DEC, nil, nil,
-		"dead: how long the server had been silent; 0 for restarted"),
+-- Every field, in the order Wireshark lists them; pf.KEY is the field.
+local pf, fields = {}, {}
+local function field(key, f)
+	pf[key] = f
+	table.insert(fields, f)
+end
+
+field("magic", ProtoField.uint16("psb.magic", "Magic", base.HEX))
+field("version", ProtoField.uint8("psb.version", "Version", base.DEC))
+field("type", ProtoField.uint8("psb.type", "Type", base.HEX, type_names))
+field("flags", ProtoField.uint8("psb.flags", "Flags", base.HEX))
+field("flag_sync", ProtoField.bool("psb.flags.sync", "Sync", 8, nil, F_SYNC,
+	"Request belongs to a synchronous round"))
+field("flag_server", ProtoField.bool("psb.flags.server", "Server", 8, nil, F_SERVER,
+	"REGISTER: the node is a server"))
+field("flag_worker", ProtoField.bool("psb.flags.worker", "Worker", 8, nil, F_WORKER,
+	"REGISTER: the node is a worker"))
+field("flag_beats", ProtoField.bool("psb.flags.beats", "Beats", 8, nil, F_BEATS,
+	"REGISTER: the node sends HEARTBEATs; the scheduler watches it"))
+field("status", ProtoField.uint8("psb.status", "Status", base.DEC, status_names))
+field("sender", ProtoField.uint16("psb.sender", "Sender", base.DEC))
+field("req_id", ProtoField.uint32("psb.req_id", "Request id", base.DEC))
+field("round", ProtoField.uint32("psb.round", "Round", base.DEC))
+field("key", ProtoField.uint64("psb.key", "Key", base.DEC))
+field("total_len", ProtoField.uint32("psb.total_len", "Total length", base.DEC))
+field("offset", ProtoField.uint32("psb.offset", "Offset", base.DEC))
+field("seg_len", ProtoField.uint16("psb.seg_len", "Segment length", base.DEC))
+field("seg_size", ProtoField.uint16("psb.seg_size", "Segment size", base.DEC))
+field("aux", ProtoField.uint32("psb.aux", "Aux", base.DEC))
+field("epoch", ProtoField.uint32("psb.epoch", "Server epoch", base.HEX, nil, nil,
+	"aux of a server's answer: changes when the server restarts (0: not said)"))
+field("value", ProtoField.bytes("psb.value", "Value"))
+field("nfloats", ProtoField.uint32("psb.nfloats", "Floats in segment", base.DEC))
+field("float", ProtoField.float("psb.float", "Float"))
+-- REGISTER_ACK payload: the scheduler's server table.
+field("num_servers", ProtoField.uint16("psb.sched.num_servers", "Servers", base.DEC))
+field("num_workers", ProtoField.uint16("psb.sched.num_workers", "Workers", base.DEC))
+field("srv_ip", ProtoField.ipv4("psb.sched.server_ip", "Server address"))
+field("srv_port", ProtoField.uint16("psb.sched.server_port", "Server port", base.DEC))
+field("key_begin", ProtoField.uint64("psb.sched.key_begin", "First key", base.DEC))
+field("key_end", ProtoField.uint64("psb.sched.key_end", "Key end", base.DEC))
+-- REPAIR / REPAIR_RESP payload: which segments are missing.
+field("rep_type", ProtoField.uint8("psb.repair.req_type", "Request type", base.HEX, type_names))
+field("rep_flags", ProtoField.uint8("psb.repair.flags", "Repair flags", base.HEX))
+field("rep_all", ProtoField.bool("psb.repair.all", "All", 8, nil, R_ALL,
+	"REPAIR_RESP: the server knows nothing of the request; it is sent again whole"))
+field("rep_with_round", ProtoField.bool("psb.repair.has_round", "Has round", 8, nil, R_ROUND,
+	"REPAIR: the worker has begun the answer of version `round`"))
+field("rep_base", ProtoField.uint32("psb.repair.base", "First segment", base.DEC))
+field("rep_nbits", ProtoField.uint32("psb.repair.nbits", "Segments covered", base.DEC))
+field("rep_round", ProtoField.uint32("psb.repair.round", "Answer version", base.DEC))
+field("rep_missing", ProtoField.uint32("psb.repair.missing", "Segments missing", base.DEC))
+-- HEARTBEAT_ACK payload: the servers the job lost.
+field("lost_count", ProtoField.uint16("psb.lost.count", "Entries", base.DEC))
+field("lost_rank", ProtoField.uint16("psb.lost.rank", "Server rank", base.DEC))
+field("lost_why", ProtoField.uint8("psb.lost.why", "Why", base.DEC, lost_why_names))
+field("lost_ip", ProtoField.ipv4("psb.lost.ip", "Server address"))
+field("lost_port", ProtoField.uint16("psb.lost.port", "Server port", base.DEC))
+field("lost_silent", ProtoField.uint32("psb.lost.silent_ms", "Silent (ms)", base.DEC, nil, nil,
+	"dead: how long the server had been silent; 0 for restarted"))
+psb.fields = fields
+
+-- Where the fields of each record are: key in pf, byte offset, length.
+local HDR = {		-- struct psb_hdr
+	{ "magic", 0, 2 }, { "version", 2, 1 }, { "type", 3, 1 }, { "flags", 4, 1 },
+	{ "status", 5, 1 }, { "sender", 6, 2 }, { "req_id", 8, 4 }, { "round", 12, 4 },
+	{ "key", 16, 8 }, { "total_len", 24, 4 }, { "offset", 28, 4 }, { "seg_len", 32, 2 },
+	{ "seg_size", 34, 2 }, { "aux", 36, 4 },
+}
+local HDR_FLAGS = { "flag_sync", "flag_server", "flag_worker", "flag_beats" }
+local SERVER = {	-- an entry of the REGISTER_ACK's server table
+	{ "srv_ip", 0, 4 }, { "srv_port", 4, 2 }, { "key_begin", 8, 8 }, { "key_end", 16, 8 },
+}
+local REPAIR = {	-- struct psb_repair
+	{ "rep_type", 0, 1 }, { "rep_flags", 1, 1 }, { "rep_base", 4, 4 }, { "rep_nbits", 8, 4 },
+	{ "rep_round", 12, 4 },
+}
+local REPAIR_FLAGS = { "rep_all", "rep_with_round" }
+local LOST = {		-- an entry of the HEARTBEAT_ACK's lost-server list
+	{ "lost_rank", 0, 2 }, { "lost_why", 2, 1 }, { "lost_ip", 4, 4 }, { "lost_port", 8, 2 },
+	{ "lost_silent", 12, 4 },
 }
 
-psb.fields = {
-	pf.magic, pf.version, pf.type, pf.flags, pf.flag_sync, pf.flag_server, pf.flag_worker,
-	pf.flag_beats, pf.status, pf.sender, pf.req_id, pf.round, pf.key, pf.total_len, pf.offset,
-	pf.seg_len, pf.seg_size, pf.aux, pf.epoch, pf.value, pf.nfloats, pf.float, pf.num_servers,
-	pf.num_workers, pf.srv_ip, pf.srv_port, pf.key_begin, pf.key_end, pf.rep_type,
-	pf.rep_flags, pf.rep_all, pf.rep_with_round, pf.rep_base, pf.rep_nbits, pf.rep_round,
-	pf.rep_missing, pf.lost_count, pf.lost_rank, pf.lost_why, pf.lost_ip, pf.lost_port,
-	pf.lost_silent,
-}
-
-local ex = {
-	short = ProtoExpert.new("psb.short", "Shorter than the 40-byte psb header",
-		expert.group.MALFORMED, expert.severity.ERROR),
-	bad_magic = ProtoExpert.new("psb.bad_magic", "Bad psb magic (psb drops the frame)",
-		expert.group.MALFORMED, expert.severity.ERROR),
-	seg_len = ProtoExpert.new("psb.seg_len_mismatch",
-		"seg_len does not match the payload length (psb drops the frame)",
-		expert.group.MALFORMED, expert.severity.ERROR),
-	segment = ProtoExpert.new("psb.bad_segment",
-		"Segment fields inconsistent (psb drops the frame)",
-		expert.group.MALFORMED, expert.severity.ERROR),
-	version = ProtoExpert.new("psb.foreign_version",
-		"Unsupported version (psb answers with ERROR bad_version)",
-		expert.group.PROTOCOL, expert.severity.WARN),
-	error = ProtoExpert.new("psb.error", "psb ERROR response",
-		expert.group.RESPONSE_CODE, expert.severity.NOTE),
-	table = ProtoExpert.new("psb.bad_table", "Server table shorter than its count",
-		expert.group.MALFORMED, expert.severity.WARN),
-	repair = ProtoExpert.new("psb.bad_repair",
-		"Repair bitmap longer than the message (psb counts it: repair_bad)",
-		expert.group.MALFORMED, expert.severity.WARN),
-	lost = ProtoExpert.new("psb.bad_lost",
-		"Lost-server list malformed (a psb worker ignores the HEARTBEAT_ACK)",
-		expert.group.MALFORMED, expert.severity.WARN),
-	oversize = ProtoExpert.new("psb.oversize",
+-- The expert infos: key, filter name, text, group, severity.
+local ex, experts = {}, {}
+for _, e in ipairs({
+	{ "short", "psb.short", "Shorter than the 40-byte psb header", "MALFORMED", "ERROR" },
+	{ "bad_magic", "psb.bad_magic", "Bad psb magic (psb drops the frame)", "MALFORMED",
+		"ERROR" },
+	{ "seg_len", "psb.seg_len_mismatch",
+		"seg_len does not match the payload length (psb drops the frame)", "MALFORMED",
+		"ERROR" },
+	{ "segment", "psb.bad_segment", "Segment fields inconsistent (psb drops the frame)",
+		"MALFORMED", "ERROR" },
+	{ "version", "psb.foreign_version",
+		"Unsupported version (psb answers with ERROR bad_version)", "PROTOCOL", "WARN" },
+	{ "error", "psb.error", "psb ERROR response", "RESPONSE_CODE", "NOTE" },
+	{ "table", "psb.bad_table", "Server table shorter than its count", "MALFORMED", "WARN" },
+	{ "oversize", "psb.oversize",
 		"Frame longer than psb's 9216-byte receive buffers (psb drops it: oversize)",
-		expert.group.MALFORMED, expert.severity.ERROR),
-	echo = ProtoExpert.new("psb.echo_refused",
+		"MALFORMED", "ERROR" },
+	{ "repair", "psb.bad_repair",
+		"Repair bitmap longer than the message (psb counts it: repair_bad)", "MALFORMED",
+		"WARN" },
+	{ "lost", "psb.bad_lost",
+		"Lost-server list malformed (a psb worker ignores the HEARTBEAT_ACK)", "MALFORMED",
+		"WARN" },
+	{ "echo", "psb.echo_refused",
 		"ECHO longer than 1024 bytes or not one whole segment (psb does not answer it: " ..
-		"echo refused)", expert.group.PROTOCOL, expert.severity.WARN),
-}
-
-psb.experts = {
-	ex.short, ex.bad_magic, ex.seg_len, ex.segment, ex.version, ex.error, ex.table, ex.oversize,
-	ex.repair, ex.lost, ex.echo,
-}
+		"echo refused)", "PROTOCOL", "WARN" },
+}) do
+	ex[e[1]] = ProtoExpert.new(e[2], e[3], expert.group[e[4]], expert.severity[e[5]])
+	table.insert(experts, ex[e[1]])
+end
+psb.experts = experts
 
 psb.prefs.port = Pref.uint("Data UDP port", DEFAULT_PORT, "UDP port of psb servers and workers")
 psb.prefs.sched_port = Pref.uint("Scheduler UDP port", DEFAULT_SCHED_PORT,
@@ -244,10 +257,41 @@ local function has_flag(flags, mask)
 	return math.floor(flags / mask) % 2 == 1
 end
 
+-- Adds to tree the fields of the record at off in tvb that layout places (HDR, SERVER, ...);
+-- returns their values and their tree items, by key.
+local function add_record(tree, tvb, off, layout)
+	local v, items = {}, {}
+	for _, f in ipairs(layout) do
+		local r = tvb(off + f[2], f[3])
+		v[f[1]] = f[3] == 8 and r:uint64() or r:uint()
+		items[f[1]] = tree:add(pf[f[1]], r)
+	end
+	return v, items
+end
+
+-- Adds the bits of a flags byte (keys in pf) under its item.
+local function add_bits(item, r, keys)
+	for _, k in ipairs(keys) do
+		item:add(pf[k], r)
+	end
+end
+
+-- A payload shorter than min bytes: true, with the expert info e (and its text) under tree.
+local function short(tvb, tree, min, e, text)
+	if tvb:len() >= min then
+		return false
+	end
+	if text == nil then	-- the expert's own text (nil is not taken for "none")
+		tree:add_tvb_expert_info(e, tvb)
+	else
+		tree:add_tvb_expert_info(e, tvb, text)
+	end
+	return true
+end
+
 local function dissect_table(tvb, tree)
 	local len = tvb:len()
-	if len < 4 then
-		tree:add_tvb_expert_info(ex.table, tvb)
+	if short(tvb, tree, 4, ex.table) then
 		return
 	end
 	local n = tvb(0, 2):uint()
@@ -260,11 +304,7 @@ local function dissect_table(tvb, tree)
 			t:add_tvb_expert_info(ex.table, tvb)
 			break
 		end
-		local s = t:add(tvb(off, 24), string.format("Server %d", i))
-		s:add(pf.srv_ip, tvb(off, 4))
-		s:add(pf.srv_port, tvb(off + 4, 2))
-		s:add(pf.key_begin, tvb(off + 8, 8))
-		s:add(pf.key_end, tvb(off + 16, 8))
+		add_record(t:add(tvb(off, 24), string.format("Server %d", i)), tvb, off, SERVER)
 	end
 end
 
@@ -272,21 +312,13 @@ end
 -- base + i. Returns a text for the Info column.
 local function dissect_repair(tvb, t)
 	local len = tvb:len()
-	if len < 16 then
-		t:add_tvb_expert_info(ex.repair, tvb)
+	if short(tvb, t, 16, ex.repair) then
 		return " [short repair]"
 	end
-	local flags = tvb(1, 1):uint()
-	local b = tvb(4, 4):uint()
-	local nbits = tvb(8, 4):uint()
-	t:add(pf.rep_type, tvb(0, 1))
-	local fi = t:add(pf.rep_flags, tvb(1, 1))
-	fi:add(pf.rep_all, tvb(1, 1))
-	fi:add(pf.rep_with_round, tvb(1, 1))
-	t:add(pf.rep_base, tvb(4, 4))
-	t:add(pf.rep_nbits, tvb(8, 4))
-	t:add(pf.rep_round, tvb(12, 4))
-	if has_flag(flags, R_ALL) then
+	local r, items = add_record(t, tvb, 0, REPAIR)
+	local b, nbits = r.rep_base, r.rep_nbits
+	add_bits(items.rep_flags, tvb(1, 1), REPAIR_FLAGS)
+	if has_flag(r.rep_flags, R_ALL) then
 		return " all"
 	end
 	if 16 + math.floor((nbits + 7) / 8) > len then
@@ -315,8 +347,7 @@ end
 local function dissect_lost(tvb, t, total)
 	local len = tvb:len()
 	local ignored = " (a psb worker ignores the HEARTBEAT_ACK)"
-	if len < 4 then
-		t:add_tvb_expert_info(ex.lost, tvb, "Lost-server list shorter than 4 bytes" .. ignored)
+	if short(tvb, t, 4, ex.lost, "Lost-server list shorter than 4 bytes" .. ignored) then
 		return " [short lost list]"
 	end
 	local n = tvb(0, 2):uint()
@@ -337,27 +368,21 @@ local function dissect_lost(tvb, t, total)
 			bad = bad or " [short lost list]"
 			break
 		end
-		local rank = tvb(off, 2):uint()
-		local why = tvb(off + 2, 1):uint()
-		local addr = string.format("%s:%d", tostring(tvb(off + 4, 4):ipv4()),
-			tvb(off + 8, 2):uint())
-		local silent = tvb(off + 12, 4):uint()
-		local text = string.format("server %d %s %s", rank, addr,
+		local e = l:add(tvb(off, LOST_ENTRY), "Lost")
+		local v, fi = add_record(e, tvb, off, LOST)
+		local why = v.lost_why
+		local text = string.format("server %d %s:%d %s", v.lost_rank,
+			tostring(tvb(off + 4, 4):ipv4()), v.lost_port,
 			lost_why_names[why] or string.format("why=%d", why))
 		if why == LOST_DEAD then
-			text = text .. string.format(" after %dms", silent)
+			text = text .. string.format(" after %dms", v.lost_silent)
 		end
-		local e = l:add(tvb(off, LOST_ENTRY), "Lost " .. text)
-		e:add(pf.lost_rank, tvb(off, 2))
-		local wi = e:add(pf.lost_why, tvb(off + 2, 1))
+		e:append_text(" " .. text)
 		if lost_why_names[why] == nil then
-			wi:add_tvb_expert_info(ex.lost, tvb(off + 2, 1),
+			fi.lost_why:add_tvb_expert_info(ex.lost, tvb(off + 2, 1),
 				string.format("Lost server with unknown reason %d", why) .. ignored)
 			bad = bad or " [bad lost list]"
 		end
-		e:add(pf.lost_ip, tvb(off + 4, 4))
-		e:add(pf.lost_port, tvb(off + 8, 2))
-		e:add(pf.lost_silent, tvb(off + 12, 4))
 		table.insert(items, text)
 	end
 	local info = ""
@@ -391,57 +416,31 @@ function psb.dissector(tvb, pinfo, tree)
 		return len
 	end
 
-	local magic = tvb(0, 2):uint()
-	local version = tvb(2, 1):uint()
-	local mtype = tvb(3, 1):uint()
-	local flags = tvb(4, 1):uint()
-	local status = tvb(5, 1):uint()
-	local req_id = tvb(8, 4):uint()
-	local round = tvb(12, 4):uint()
-	local key = tvb(16, 8):uint64()
-	local total = tvb(24, 4):uint()
-	local offset = tvb(28, 4):uint()
-	local seg_len = tvb(32, 2):uint()
-	local seg_size = tvb(34, 2):uint()
-	local aux = tvb(36, 4):uint()
+	local h, hi = add_record(root, tvb, 0, HDR)
+	local magic, version, mtype, flags, aux = h.magic, h.version, h.type, h.flags, h.aux
+	local req_id, round, key, total = h.req_id, h.round, h.key, h.total_len
+	local offset, seg_len = h.offset, h.seg_len
 	local plen = len - HDR_LEN
 
-	local mi = root:add(pf.magic, tvb(0, 2))
+	add_bits(hi.flags, tvb(4, 1), HDR_FLAGS)
 	if magic ~= MAGIC then
-		mi:add_proto_expert_info(ex.bad_magic)
+		hi.magic:add_proto_expert_info(ex.bad_magic)
 	end
-	local vi = root:add(pf.version, tvb(2, 1))
 	if version ~= VERSION then
-		vi:add_proto_expert_info(ex.version)
+		hi.version:add_proto_expert_info(ex.version)
 	end
-	root:add(pf.type, tvb(3, 1))
-	local fi = root:add(pf.flags, tvb(4, 1))
-	fi:add(pf.flag_sync, tvb(4, 1))
-	fi:add(pf.flag_server, tvb(4, 1))
-	fi:add(pf.flag_worker, tvb(4, 1))
-	fi:add(pf.flag_beats, tvb(4, 1))
-	local si = root:add(pf.status, tvb(5, 1))
 	if mtype == T_ERROR then
-		si:add_proto_expert_info(ex.error)
+		hi.status:add_proto_expert_info(ex.error)
 	end
-	root:add(pf.sender, tvb(6, 2))
-	root:add(pf.req_id, tvb(8, 4))
-	root:add(pf.round, tvb(12, 4))
-	root:add(pf.key, tvb(16, 8))
-	root:add(pf.total_len, tvb(24, 4))
-	root:add(pf.offset, tvb(28, 4))
-	local li = root:add(pf.seg_len, tvb(32, 2))
 	if seg_len ~= plen then
-		li:add_proto_expert_info(ex.seg_len)
+		hi.seg_len:add_proto_expert_info(ex.seg_len)
 	elseif version == VERSION then
 		-- psb checks the segment fields only for its own version.
-		local why = segment_problem(total, offset, seg_len, seg_size)
+		local why = segment_problem(total, offset, seg_len, h.seg_size)
 		if why ~= nil then
-			li:add_proto_expert_info(ex.segment, why)
+			hi.seg_len:add_proto_expert_info(ex.segment, why)
 		end
 	end
-	root:add(pf.seg_size, tvb(34, 2))
-	root:add(pf.aux, tvb(36, 4))
 	if carries_epoch[mtype] then
 		local ei = root:add(pf.epoch, tvb(36, 4))
 		if aux == 0 then
@@ -522,7 +521,7 @@ function psb.dissector(tvb, pinfo, tree)
 		info = info .. string.format(" seg %d-%d/%d", offset, offset + seg_len, total)
 	end
 	if mtype == T_ERROR then
-		info = info .. " status=" .. (status_names[status] or tostring(status))
+		info = info .. " status=" .. (status_names[h.status] or tostring(h.status))
 	end
 	if version ~= VERSION then
 		info = info .. string.format(" version=%d", version)

@@ -8,6 +8,7 @@
 
 #include "psb_cli.h"
 #include "psb_client.h"
+#include "psb_udp.h"
 
 #define MAX_WORKERS	1024	/* as psb_kv: ranks 0..1023 */
 
@@ -79,9 +80,6 @@ usage(FILE *out)
 "  mode    0 PUSH_THEN_PULL, 1 PUSH_PULL, 2 PUSH_ONLY, 3 PULL_ONLY (default 1)\n",
 		PSB_UDP_PORT);
 }
-
-
-
 
 /* "IP[:PORT]" -> dotted quad in buf (>= 16 bytes) and port (left alone when absent). */
 static void
@@ -159,8 +157,7 @@ parse_args(struct opts *o, int argc, char **argv)
 		case OPT_ASYNC: o->sync = 0; break;
 		case OPT_KEYS: o->keys = (uint32_t)psb_cli_u64("--keys", optarg, 1, 1u << 20); break;
 		case OPT_SEG_SIZE:
-			o->seg_size = (uint16_t)psb_cli_u64("--seg-size", optarg, 4,
-				(PSB_MAX_UDP_PAYLOAD - PSB_HDR_LEN) & ~3u);
+			o->seg_size = (uint16_t)psb_cli_u64("--seg-size", optarg, 4, PSB_UDP_MAX_SEG);
 			if ((o->seg_size & 3) != 0)
 				psb_die("--seg-size: %u is not a multiple of 4", o->seg_size);
 			break;

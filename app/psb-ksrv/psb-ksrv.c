@@ -8,7 +8,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <arpa/inet.h>
@@ -18,14 +17,11 @@
 
 #include "psb_kv.h"
 #include "psb_cli.h"
+#include "psb_clock.h"
 #include "psb_udp.h"
 #include "psb_proto.h"
 #include "psb_sched.h"
 
-#define TX_BATCH	64
-#define RX_BATCH	64
-#define RX_BUF		(PSB_HDR_LEN + PSB_MAX_UDP_PAYLOAD + 64)
-#define MAX_SEG_SIZE	((PSB_MAX_UDP_PAYLOAD - PSB_HDR_LEN) & ~3u)
 #define TX_WAIT_MS	10	/* a full socket gets this long to drain before datagrams drop */
 #define IDLE_POLL_MS	100	/* sleep granularity: signals and --duration are seen this soon */
 
@@ -73,16 +69,7 @@ struct ksrv {
 	uint32_t epoch;			/* in every answer: a restart is a new one */
 	struct psb_sched *sched;
 	struct psb_addr self;
-	unsigned int ntx, txhead;
-	size_t txslot;
-	uint8_t *txbuf;
-	struct mmsghdr txm[TX_BATCH];
-	struct iovec txv[TX_BATCH];
-	struct sockaddr_in txa[TX_BATCH];
-	uint8_t *rxbuf;
-	struct mmsghdr rxm[RX_BATCH];
-	struct iovec rxv[RX_BATCH];
-	struct sockaddr_in rxa[RX_BATCH];
+	struct psb_udp_io io;
 	struct counters cnt;
 };
 
@@ -121,8 +108,6 @@ usage(FILE *out)
 "  -h, --help\n", PSB_UDP_PORT, PSB_SCHED_PORT);
 }
 
-
-
 /* The machine's memory (MemTotal), bytes; 1 GiB when unknown. */
 static uint64_t
 mem_total(void)
@@ -137,15 +122,6 @@ mem_total(void)
 	if (f != NULL)
 		fclose(f);
 	return kb != 0 ? (uint64_t)kb * 1024 : 1ull << 30;
-}
-
-static uint64_t
-now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
 enum {
@@ -183,8 +159,6 @@ static const struct option long_opts[] = {
 static void
 parse_args(struct opts *o, int argc, char **argv)
 {
-	char *end;
-	double d;
 	int c;
 
 	memset(o, 0, sizeof(*o));
@@ -198,10 +172,7 @@ parse_args(struct opts *o, int argc, char **argv)
 	o->sockbuf = 16u << 20;
 	while ((c = getopt_long(argc, argv, "qh", long_opts, NULL)) != -1) {
 		switch (c) {
-		case OPT_IP:
-			if (psb_parse_ip(optarg, &o->ip) != 0)
-				psb_die("--ip: expected an IPv4 address like 198.18.0.1, got '%s'", optarg);
-			break;
+		case OPT_IP: o->ip = psb_cli_ip("--ip", optarg); break;
 		case OPT_PORT: o->port = (uint16_t)psb_cli_u64("--port", optarg, 0, 65535); break;
 		case OPT_NUM_WORKERS:
 			o->num_workers = (uint16_t)psb_cli_u64("--num-workers", optarg, 1,
@@ -210,7 +181,7 @@ parse_args(struct opts *o, int argc, char **argv)
 		case OPT_SYNC: o->sync = 1; break;
 		case OPT_ASYNC: o->sync = 0; break;
 		case OPT_SEG_SIZE:
-			o->seg_size = (uint16_t)psb_cli_u64("--seg-size", optarg, 4, MAX_SEG_SIZE);
+			o->seg_size = (uint16_t)psb_cli_u64("--seg-size", optarg, 4, PSB_UDP_MAX_SEG);
 			if ((o->seg_size & 3) != 0)
 				psb_die("--seg-size: %u is not a multiple of 4", o->seg_size);
 			break;
@@ -227,12 +198,7 @@ parse_args(struct opts *o, int argc, char **argv)
 			break;
 		case OPT_STATS_FILE: o->stats_file = optarg; break;
 		case OPT_READY_FILE: o->ready_file = optarg; break;
-		case OPT_DURATION:
-			d = strtod(optarg, &end);
-			if (end == optarg || *end != '\0' || d < 0 || d > 1e7)
-				psb_die("--duration: expected seconds >= 0, got '%s'", optarg);
-			o->duration_ns = (uint64_t)(d * 1e9);
-			break;
+		case OPT_DURATION: o->duration_ns = psb_cli_seconds_ns("--duration", optarg); break;
 		case OPT_BUSY_POLL:
 			o->busy_poll_ns = psb_cli_u64("--busy-poll-us", optarg, 0, 60000000) * 1000;
 			break;
@@ -252,10 +218,8 @@ parse_args(struct opts *o, int argc, char **argv)
 			o->budget.reasm_sender_bytes = psb_cli_size("--reasm-sender-bytes", optarg);
 			break;
 		case OPT_REASM_TIMEOUT:
-			o->reasm_timeout_ns = psb_cli_seconds_ns("--reasm-timeout", optarg);
-			if (o->reasm_timeout_ns < 1000000 || o->reasm_timeout_ns > 3600e9)
-				psb_die("--reasm-timeout: expected 0.001 to 3600 seconds, got '%s'",
-					optarg);
+			o->reasm_timeout_ns = psb_cli_seconds_in("--reasm-timeout", optarg, 1000000,
+				3600000000000ull);
 			break;
 		case 'q': o->quiet = 1; break;
 		case 'h': usage(stdout); exit(0);
@@ -286,17 +250,14 @@ static void
 tx_flush(struct ksrv *s)
 {
 	struct pollfd pfd = { .fd = s->fd, .events = POLLOUT };
+	struct psb_udp_io *io = &s->io;
 	int n, waited = 0;
 
-	while (s->txhead < s->ntx) {
-		n = sendmmsg(s->fd, &s->txm[s->txhead], s->ntx - s->txhead, 0);
+	while (io->txhead < io->ntx) {
+		n = sendmmsg(s->fd, &io->txm[io->txhead], io->ntx - io->txhead, 0);
 		if (n > 0) {
-			unsigned int i;
-
-			for (i = 0; i < (unsigned int)n; i++)
-				s->cnt.tx_bytes += s->txv[s->txhead + i].iov_len;
+			s->cnt.tx_bytes += psb_udp_sent(io, (unsigned int)n);
 			s->cnt.tx_datagrams += (unsigned int)n;
-			s->txhead += (unsigned int)n;
 			continue;
 		}
 		if (n < 0 && errno == EINTR)
@@ -310,29 +271,20 @@ tx_flush(struct ksrv *s)
 		}
 		/* The worker resends after its timeout; the answer is repeated then. */
 		s->cnt.tx_dropped++;
-		s->txhead++;
+		io->txhead++;
 	}
-	s->ntx = s->txhead = 0;
+	io->ntx = io->txhead = 0;
 }
 
 static void
 queue_msg(struct ksrv *s, const struct psb_addr *to, const struct psb_hdr *h, const void *payload)
 {
-	uint8_t *p;
-	unsigned int i;
+	struct sockaddr_in sa;
 
-	if (s->ntx == TX_BATCH)
+	if (s->io.ntx == PSB_UDP_BATCH)
 		tx_flush(s);
-	i = s->ntx++;
-	p = s->txbuf + (size_t)i * s->txslot;
-	psb_hdr_encode(p, h);
-	if (h->seg_len != 0)
-		memcpy(p + PSB_HDR_LEN, payload, h->seg_len);
-	s->txv[i].iov_len = PSB_HDR_LEN + (size_t)h->seg_len;
-	memset(&s->txa[i], 0, sizeof(s->txa[i]));
-	s->txa[i].sin_family = AF_INET;
-	s->txa[i].sin_addr.s_addr = htonl(to->ip);
-	s->txa[i].sin_port = htons(to->port);
+	psb_udp_sa(&sa, to->ip, to->port);
+	psb_udp_queue(&s->io, h, payload, &sa);
 }
 
 /*
@@ -372,10 +324,7 @@ sched_emit(void *arg, const struct psb_addr *to, struct psb_hdr *h, const void *
 	psb_hdr_encode(buf, h);
 	if (h->seg_len != 0)
 		memcpy(buf + PSB_HDR_LEN, payload, h->seg_len);
-	memset(&sa, 0, sizeof(sa));
-	sa.sin_family = AF_INET;
-	sa.sin_addr.s_addr = htonl(to->ip);
-	sa.sin_port = htons(to->port);
+	psb_udp_sa(&sa, to->ip, to->port);
 	if (sendto(s->sfd, buf, PSB_HDR_LEN + h->seg_len, 0, (const struct sockaddr *)&sa,
 			sizeof(sa)) < 0)
 		s->cnt.tx_dropped++;
@@ -418,17 +367,6 @@ sa_to_addr(const struct sockaddr_in *sa, struct psb_addr *a)
 	a->port = ntohs(sa->sin_port);
 }
 
-static void
-reset_rx(struct ksrv *s)
-{
-	unsigned int i;
-
-	for (i = 0; i < RX_BATCH; i++) {
-		s->rxm[i].msg_hdr.msg_namelen = sizeof(s->rxa[i]);
-		s->rxm[i].msg_hdr.msg_flags = 0;
-	}
-}
-
 /* A BATCH: the answers to its sender go back as one BATCH_RESP. */
 static void
 rx_batch(struct ksrv *s, const struct psb_hdr *h, const uint8_t *payload,
@@ -454,17 +392,16 @@ rx_data(struct ksrv *s)
 	struct psb_hdr h;
 	int n, i;
 
-	reset_rx(s);
-	n = recvmmsg(s->fd, s->rxm, RX_BATCH, MSG_DONTWAIT, NULL);
+	n = psb_udp_recv(&s->io, s->fd);
 	if (n <= 0)
 		return 0;
 	for (i = 0; i < n; i++) {
-		const uint8_t *buf = s->rxbuf + (size_t)i * RX_BUF;
+		const uint8_t *buf = psb_udp_rx_data(&s->io, i);
 
-		if (check_datagram(s, buf, s->rxm[i].msg_len,
-				(s->rxm[i].msg_hdr.msg_flags & MSG_TRUNC) != 0, &h) != 0)
+		if (check_datagram(s, buf, s->io.rxm[i].msg_len, psb_udp_rx_truncated(&s->io, i),
+				&h) != 0)
 			continue;
-		sa_to_addr(&s->rxa[i], &from);
+		sa_to_addr(&s->io.rxa[i], &from);
 		if (h.type == PSB_MSG_BATCH && h.version == PSB_VERSION) {
 			rx_batch(s, &h, buf + PSB_HDR_LEN, &from);
 			continue;
@@ -500,15 +437,14 @@ rx_sched(struct ksrv *s)
 
 	if (s->sfd < 0)
 		return 0;
-	reset_rx(s);
-	n = recvmmsg(s->sfd, s->rxm, RX_BATCH, MSG_DONTWAIT, NULL);
+	n = psb_udp_recv(&s->io, s->sfd);
 	if (n <= 0)
 		return 0;
 	for (i = 0; i < n; i++) {
-		if (check_datagram(s, s->rxbuf + (size_t)i * RX_BUF, s->rxm[i].msg_len,
-				(s->rxm[i].msg_hdr.msg_flags & MSG_TRUNC) != 0, &h) != 0)
+		if (check_datagram(s, psb_udp_rx_data(&s->io, i), s->io.rxm[i].msg_len,
+				psb_udp_rx_truncated(&s->io, i), &h) != 0)
 			continue;
-		sa_to_addr(&s->rxa[i], &from);
+		sa_to_addr(&s->io.rxa[i], &from);
 		s->cnt.sched_msgs++;
 		if (psb_sched_handle(s->sched, &h, &from, sched_emit, s) != 0)
 			s->cnt.not_request++;
@@ -519,32 +455,11 @@ rx_sched(struct ksrv *s)
 static int
 open_socket(uint32_t ip, uint16_t port, uint32_t sockbuf, uint16_t *bound)
 {
-	struct sockaddr_in sa;
-	socklen_t alen = sizeof(sa);
-	char ipbuf[16];
-	int fd, v;
+	char err[160];
+	int fd = psb_udp_open(ip, port, sockbuf, bound, err, sizeof(err));
 
-	fd = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (fd < 0)
-		psb_die("cannot create a UDP socket: %s", strerror(errno));
-	v = (int)sockbuf;
-	/* Values arrive as thousands of datagrams at once: ask for room (FORCE needs root). */
-	if (setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &v, sizeof(v)) != 0)
-		setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &v, sizeof(v));
-	if (setsockopt(fd, SOL_SOCKET, SO_SNDBUFFORCE, &v, sizeof(v)) != 0)
-		setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &v, sizeof(v));
-	/* Workers on psb drop IP fragments; never send any. */
-	v = IP_PMTUDISC_DO;
-	setsockopt(fd, IPPROTO_IP, IP_MTU_DISCOVER, &v, sizeof(v));
-	memset(&sa, 0, sizeof(sa));
-	sa.sin_family = AF_INET;
-	sa.sin_addr.s_addr = htonl(ip);
-	sa.sin_port = htons(port);
-	if (bind(fd, (const struct sockaddr *)&sa, sizeof(sa)) != 0)
-		psb_die("cannot bind UDP %s:%u: %s", psb_ip_str(ip, ipbuf), port, strerror(errno));
-	if (getsockname(fd, (struct sockaddr *)&sa, &alen) != 0)
-		psb_die("getsockname: %s", strerror(errno));
-	*bound = ntohs(sa.sin_port);
+		psb_die("%s", err);
 	return fd;
 }
 
@@ -685,16 +600,15 @@ write_stats(const struct ksrv *s, const char *path)
 static uint16_t
 register_server(struct ksrv *s)
 {
-	struct sockaddr_in sa = { .sin_family = AF_INET };
 	uint8_t buf[PSB_HDR_LEN + 4 + PSB_SCHED_MAX_NODES * 24];
 	static struct psb_sched_view view;
-	uint64_t t0 = now_ns();
+	uint64_t t0 = psb_clock_ns();
+	struct sockaddr_in sa;
 	struct psb_hdr h;
 	char ip[16];
 
-	sa.sin_addr.s_addr = htonl(s->o.reg_ip);
-	sa.sin_port = htons(s->o.reg_port);
-	while (now_ns() - t0 < REG_WAIT_NS && !g_quit) {
+	psb_udp_sa(&sa, s->o.reg_ip, s->o.reg_port);
+	while (psb_clock_ns() - t0 < REG_WAIT_NS && !g_quit) {
 		struct pollfd pfd = { .fd = s->fd, .events = POLLIN };
 		ssize_t n;
 
@@ -765,13 +679,8 @@ main(int argc, char **argv)
 	kc.reasm_sender_bytes = b.reasm_sender_bytes;
 	kc.reasm_timeout_ns = s->o.reasm_timeout_ns;
 	s->kv = psb_kv_create(&kc);
-	s->txslot = PSB_HDR_LEN + s->o.seg_size;
-	s->txbuf = malloc(TX_BATCH * s->txslot);
-	s->rxbuf = malloc((size_t)RX_BATCH * RX_BUF);
-	if (s->kv == NULL || s->txbuf == NULL || s->rxbuf == NULL)
+	if (s->kv == NULL || psb_udp_io_init(&s->io, s->o.seg_size) != 0)
 		psb_die("out of memory");
-	psb_udp_mmsg_init(s->txm, s->txv, s->txa, s->txbuf, s->txslot, TX_BATCH, 0);
-	psb_udp_mmsg_init(s->rxm, s->rxv, s->rxa, s->rxbuf, RX_BUF, RX_BATCH, 1);
 
 	if (s->o.sched) {
 		struct psb_sched_cfg sc = { .num_workers = s->o.num_workers, .num_servers = 1 };
@@ -815,10 +724,10 @@ main(int argc, char **argv)
 	pfd[0].events = POLLIN;
 	pfd[1].fd = s->sfd;
 	pfd[1].events = POLLIN;
-	start = idle_since = now_ns();
+	start = idle_since = psb_clock_ns();
 	while (!g_quit) {
 		n = rx_data(s);
-		now = now_ns();
+		now = psb_clock_ns();
 		psb_kv_tick(s->kv, now);
 		if (s->o.duration_ns != 0 && now - start >= s->o.duration_ns)
 			break;
@@ -846,7 +755,6 @@ main(int argc, char **argv)
 		close(s->sfd);
 	psb_sched_free(s->sched);
 	psb_kv_free(s->kv);
-	free(s->txbuf);
-	free(s->rxbuf);
+	psb_udp_io_free(&s->io);
 	return exit_code;
 }

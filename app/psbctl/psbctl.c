@@ -8,12 +8,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <jansson.h>
 
 #include "psb_cli.h"
+#include "psb_clock.h"
 #include "psb_ctl_client.h"
 #include "psb_exp.h"
 #include "psb_render.h"
@@ -21,6 +21,7 @@
 /* Exit statuses: the appliance refused (1), psbctl could not ask it (2). */
 #define EXIT_REFUSED	1
 #define EXIT_USAGE	2
+#define DAY_NS		(86400ull * 1000000000)	/* the longest --timeout and --watch */
 
 static int g_timeout_ms = 5000;
 static int g_json;
@@ -72,15 +73,6 @@ on_sigint(int sig)
 {
 	(void)sig;
 	g_interrupted = 1;
-}
-
-static uint64_t
-now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
 /*
@@ -203,10 +195,10 @@ show_progress(const char *line, int tty)
 static void
 nap(int ms)
 {
-	uint64_t end = now_ms() + (uint64_t)ms;
+	uint64_t end = psb_clock_ms() + (uint64_t)ms;
 
-	while (!g_interrupted && now_ms() < end)
-		poll(NULL, 0, (int)(end - now_ms()));
+	while (!g_interrupted && psb_clock_ms() < end)
+		poll(NULL, 0, (int)(end - psb_clock_ms()));
 }
 
 static json_t *
@@ -299,9 +291,9 @@ do_start(struct psb_ctl_conn *c, const char *file, int wait)
 		return rc;
 
 	/* sample each second, faster on a terminal where the line is redrawn in place */
-	next = now_ms();
+	next = psb_clock_ms();
 	for (;;) {
-		nap((int)(next > now_ms() ? next - now_ms() : 0));
+		nap((int)(next > psb_clock_ms() ? next - psb_clock_ms() : 0));
 		if (g_interrupted)
 			break;
 		next += tty ? 250 : 1000;
@@ -354,7 +346,7 @@ static int
 do_show(struct psb_ctl_conn *c, const char *what, const char *filter, int watch_ms)
 {
 	int tty = isatty(STDOUT_FILENO), rc = 0;
-	uint64_t next = now_ms();
+	uint64_t next = psb_clock_ms();
 	char line[512], stamp[32];
 	json_t *req = cmd(what), *reply;
 	time_t t;
@@ -386,7 +378,7 @@ do_show(struct psb_ctl_conn *c, const char *what, const char *filter, int watch_
 		if (watch_ms == 0)
 			break;
 		next += (uint64_t)watch_ms;
-		nap((int)(next > now_ms() ? next - now_ms() : 0));
+		nap((int)(next > psb_clock_ms() ? next - psb_clock_ms() : 0));
 		if (g_interrupted)
 			break;
 	}
@@ -530,7 +522,6 @@ main(int argc, char **argv)
 	int wait = 0, watch_ms = 0, opt, nargs, rc, dry = 0;
 	long keep = -1;
 	uint64_t older = 0;
-	uint64_t ns;
 	struct sigaction sa;
 	struct psb_ctl_conn c;
 	json_t *req, *reply;
@@ -544,20 +535,16 @@ main(int argc, char **argv)
 		case 'p': prefix = optarg; break;
 		case OPT_JSON: g_json = 1; break;
 		case OPT_TIMEOUT:
-			ns = psb_cli_seconds_ns("--timeout", optarg);
-			if (ns < 1000000 || ns > 86400ull * 1000000000)
-				psb_die("--timeout: expected 0.001 to 86400 seconds, got '%s'", optarg);
-			g_timeout_ms = (int)(ns / 1000000);
+			g_timeout_ms = (int)(psb_cli_seconds_in("--timeout", optarg, 1000000,
+				DAY_NS) / 1000000);
 			break;
 		case OPT_WAIT: wait = 1; break;
 		case OPT_KEEP: keep = (long)psb_cli_u64("--keep", optarg, 0, 1000000000); break;
 		case OPT_OLDER: older = age_seconds(optarg); break;
 		case OPT_DRY: dry = 1; break;
 		case OPT_WATCH:
-			ns = psb_cli_seconds_ns("--watch", optarg);
-			if (ns < 10000000 || ns > 86400ull * 1000000000)
-				psb_die("--watch: expected 0.01 to 86400 seconds, got '%s'", optarg);
-			watch_ms = (int)(ns / 1000000);
+			watch_ms = (int)(psb_cli_seconds_in("--watch", optarg, 10000000, DAY_NS) /
+				1000000);
 			break;
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return EXIT_USAGE;

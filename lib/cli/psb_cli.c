@@ -36,6 +36,19 @@ psb_die(const char *fmt, ...)
 	exit(2);
 }
 
+int
+psb_fail(char *err, size_t errlen, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (err != NULL && errlen > 0) {
+		va_start(ap, fmt);
+		vsnprintf(err, errlen, fmt, ap);
+		va_end(ap);
+	}
+	return -EINVAL;
+}
+
 uint64_t
 psb_cli_u64(const char *opt, const char *v, uint64_t lo, uint64_t hi)
 {
@@ -59,6 +72,16 @@ psb_cli_seconds_ns(const char *opt, const char *v)
 	if (end == v || *end != '\0' || !(x >= 0) || x > 1e7)
 		psb_die("%s: expected seconds >= 0, got '%s'", opt, v);
 	return (uint64_t)(x * 1e9);
+}
+
+uint64_t
+psb_cli_seconds_in(const char *opt, const char *v, uint64_t lo_ns, uint64_t hi_ns)
+{
+	uint64_t ns = psb_cli_seconds_ns(opt, v);
+
+	if (ns < lo_ns || ns > hi_ns)
+		psb_die("%s: expected %g to %g seconds, got '%s'", opt, lo_ns / 1e9, hi_ns / 1e9, v);
+	return ns;
 }
 
 uint32_t

@@ -12,11 +12,17 @@ void psb_cli_prog(const char *name);
 /* Print "PROG: message" to stderr and exit with status 2. */
 void psb_die(const char *fmt, ...) __attribute__((noreturn, format(printf, 1, 2)));
 
+/* Writes the message into err (when there is one); returns -EINVAL for callers to return. */
+int psb_fail(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
 /* An integer in [lo, hi] (decimal, 0x hex or 0 octal), or die naming opt. */
 uint64_t psb_cli_u64(const char *opt, const char *v, uint64_t lo, uint64_t hi);
 
 /* Seconds >= 0 (fractions allowed), as nanoseconds, or die naming opt. */
 uint64_t psb_cli_seconds_ns(const char *opt, const char *v);
+
+/* Seconds from lo_ns to hi_ns, as nanoseconds, or die naming opt and the range. */
+uint64_t psb_cli_seconds_in(const char *opt, const char *v, uint64_t lo_ns, uint64_t hi_ns);
 
 /* A size ("64MiB", "1.5GB", 4096), or die naming opt. */
 uint64_t psb_cli_size(const char *opt, const char *v);

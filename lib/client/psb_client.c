@@ -13,14 +13,10 @@
 #include <arpa/inet.h>
 
 #include "psb_client.h"
+#include "psb_clock.h"
 #include "psb_udp.h"
 
-#define TX_BATCH	64
-#define RX_BATCH	64
 #define RX_BURSTS	4		/* recvmmsg calls per engine step at most */
-/* A receive buffer larger than any datagram psb sends, so truncation shows. */
-#define RX_BUF		(PSB_HDR_LEN + PSB_MAX_UDP_PAYLOAD + 64)
-#define MAX_SEG_SIZE	((PSB_MAX_UDP_PAYLOAD - PSB_HDR_LEN) & ~3u)
 #define SCHED_RETRY_NS	(200ull * 1000 * 1000)
 
 struct srv {
@@ -51,29 +47,9 @@ struct psb_client {
 	int fin_wait, fin_done;
 	uint32_t bar_group, bar_seq;
 	struct psb_sched_view *view;
-	/* Transmit batch: entries [txhead, ntx) wait for sendmmsg. */
-	unsigned int ntx, txhead;
-	size_t txslot;
-	uint8_t *txbuf;
-	struct mmsghdr txm[TX_BATCH];
-	struct iovec txv[TX_BATCH];
-	struct sockaddr_in txa[TX_BATCH];
-	/* Receive batch. */
-	uint8_t *rxbuf;
-	struct mmsghdr rxm[RX_BATCH];
-	struct iovec rxv[RX_BATCH];
-	struct sockaddr_in rxa[RX_BATCH];
+	struct psb_udp_io io;
 	struct psb_client_stats st;
 };
-
-static uint64_t
-now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 static void
 set_err(char *err, size_t errlen, const char *fmt, ...)
@@ -85,20 +61,6 @@ set_err(char *err, size_t errlen, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(err, errlen, fmt, ap);
 	va_end(ap);
-}
-
-void
-psb_client_cfg_init(struct psb_client_cfg *cfg)
-{
-	memset(cfg, 0, sizeof(*cfg));
-	cfg->server_port = PSB_UDP_PORT;
-	cfg->seg_size = PSB_CLIENT_SEG_SIZE;
-	cfg->window = PSB_CLIENT_WINDOW;
-	cfg->timeout_ns = PSB_CLIENT_TIMEOUT_NS;
-	cfg->max_retries = PSB_CLIENT_MAX_RETRIES;
-	cfg->busy_poll_ns = PSB_CLIENT_BUSY_POLL_NS;
-	cfg->sockbuf = PSB_CLIENT_SOCKBUF;
-	cfg->sched_timeout_ns = PSB_CLIENT_SCHED_TIMEOUT_NS;
 }
 
 static void
@@ -122,13 +84,11 @@ apply_defaults(struct psb_client_cfg *c)
 		c->sched_timeout_ns = PSB_CLIENT_SCHED_TIMEOUT_NS;
 }
 
-static void
-make_sa(struct sockaddr_in *sa, uint32_t ip, uint16_t port)
+void
+psb_client_cfg_init(struct psb_client_cfg *cfg)
 {
-	memset(sa, 0, sizeof(*sa));
-	sa->sin_family = AF_INET;
-	sa->sin_addr.s_addr = htonl(ip);
-	sa->sin_port = htons(port);
+	memset(cfg, 0, sizeof(*cfg));
+	apply_defaults(cfg);
 }
 
 /* Which server owns key: the one whose range holds it (ps-lite's range partition). */
@@ -163,11 +123,12 @@ client_dest(void *arg, uint64_t key)
 static unsigned int
 tx_flush(struct psb_client *c)
 {
-	unsigned int total = 0, i;
+	struct psb_udp_io *io = &c->io;
+	unsigned int total = 0;
 	int n;
 
-	while (c->txhead < c->ntx) {
-		n = sendmmsg(c->fd, &c->txm[c->txhead], c->ntx - c->txhead, 0);
+	while (io->txhead < io->ntx) {
+		n = sendmmsg(c->fd, &io->txm[io->txhead], io->ntx - io->txhead, 0);
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
@@ -178,17 +139,15 @@ tx_flush(struct psb_client *c)
 			c->st.tx_errors++;
 			c->st.last_tx_errno = errno;
 			c->hard_errno = errno;
-			c->txhead++;
+			io->txhead++;
 			continue;
 		}
-		for (i = 0; i < (unsigned int)n; i++)
-			c->st.tx_bytes += c->txv[c->txhead + i].iov_len;
+		c->st.tx_bytes += psb_udp_sent(io, (unsigned int)n);
 		c->st.tx_datagrams += (unsigned int)n;
-		c->txhead += (unsigned int)n;
 		total += (unsigned int)n;
 	}
-	if (c->txhead == c->ntx)
-		c->txhead = c->ntx = 0;
+	if (io->txhead == io->ntx)
+		io->txhead = io->ntx = 0;
 	return total;
 }
 
@@ -197,21 +156,13 @@ static int
 client_send(void *arg, const struct psb_hdr *h, const void *payload)
 {
 	struct psb_client *c = arg;
-	uint8_t *p;
-	unsigned int i;
 
-	if (c->ntx == TX_BATCH) {
+	if (c->io.ntx == PSB_UDP_BATCH) {
 		tx_flush(c);
-		if (c->ntx != 0)
+		if (c->io.ntx != 0)
 			return -ENOBUFS;	/* wait until the whole batch is out */
 	}
-	i = c->ntx++;
-	p = c->txbuf + (size_t)i * c->txslot;
-	psb_hdr_encode(p, h);
-	if (h->seg_len != 0)
-		memcpy(p + PSB_HDR_LEN, payload, h->seg_len);
-	c->txv[i].iov_len = PSB_HDR_LEN + (size_t)h->seg_len;
-	c->txa[i] = server_of(c, h->key)->sa;
+	psb_udp_queue(&c->io, h, payload, &server_of(c, h->key)->sa);
 	return 0;
 }
 
@@ -249,22 +200,29 @@ on_done(void *arg, struct psb_wk_op *op)
 	r->done = 1;
 }
 
+/* Settings of an engine that sends through the client: its own, or a benchmark's. */
+static void
+wk_cfg(struct psb_client *c, struct psb_wk_cfg *wc)
+{
+	memset(wc, 0, sizeof(*wc));
+	wc->rank = c->rank;
+	wc->sync = c->cfg.sync;
+	wc->seg_size = c->cfg.seg_size;
+	wc->timeout_ns = c->cfg.timeout_ns;
+	wc->max_retries = c->cfg.max_retries == PSB_CLIENT_RETRY_FOREVER ? 0 : c->cfg.max_retries;
+	wc->send = client_send;
+	wc->send_arg = c;
+	wc->dest = client_dest;
+	wc->batch_max = c->cfg.batch_max;
+}
+
 static struct psb_wk *
 make_wk(struct psb_client *c)
 {
 	struct psb_wk_cfg wc;
 
-	memset(&wc, 0, sizeof(wc));
-	wc.rank = c->rank;
-	wc.sync = c->cfg.sync;
-	wc.seg_size = c->cfg.seg_size;
+	wk_cfg(c, &wc);
 	wc.window = c->cfg.window;
-	wc.timeout_ns = c->cfg.timeout_ns;
-	wc.max_retries = c->cfg.max_retries == PSB_CLIENT_RETRY_FOREVER ? 0 : c->cfg.max_retries;
-	wc.send = client_send;
-	wc.send_arg = c;
-	wc.dest = client_dest;
-	wc.batch_max = c->cfg.batch_max;
 	wc.done = on_done;
 	wc.done_arg = c;
 	return psb_wk_create(&wc);
@@ -353,18 +311,14 @@ rx_burst(struct psb_client *c, uint64_t now)
 	int n;
 
 	for (b = 0; b < RX_BURSTS; b++) {
-		for (i = 0; i < RX_BATCH; i++) {
-			c->rxm[i].msg_hdr.msg_namelen = sizeof(c->rxa[i]);
-			c->rxm[i].msg_hdr.msg_flags = 0;
-		}
-		n = recvmmsg(c->fd, c->rxm, RX_BATCH, MSG_DONTWAIT, NULL);
+		n = psb_udp_recv(&c->io, c->fd);
 		if (n <= 0)
 			break;
 		for (i = 0; i < (unsigned int)n; i++)
-			rx_one(c, c->rxbuf + (size_t)i * RX_BUF, c->rxm[i].msg_len,
-				(c->rxm[i].msg_hdr.msg_flags & MSG_TRUNC) != 0, now);
+			rx_one(c, psb_udp_rx_data(&c->io, i), c->io.rxm[i].msg_len,
+				psb_udp_rx_truncated(&c->io, i), now);
 		total += (unsigned int)n;
-		if (n < RX_BATCH)
+		if (n < PSB_UDP_BATCH)
 			break;
 	}
 	return total;
@@ -383,7 +337,7 @@ wait_io(struct psb_client *c)
 		t = 100000;
 	if (t > 5000000)
 		t = 5000000;
-	if (c->ntx != 0)
+	if (c->io.ntx != 0)
 		pfd.events |= POLLOUT;
 	ts.tv_sec = 0;
 	ts.tv_nsec = (long)t;
@@ -394,7 +348,7 @@ wait_io(struct psb_client *c)
 static void
 drive_once(struct psb_client *c)
 {
-	uint64_t now = now_ns();
+	uint64_t now = psb_clock_ns();
 	unsigned int moved;
 
 	moved = rx_burst(c, now);
@@ -438,27 +392,12 @@ parse_host_port(const char *s, uint32_t *ip, uint16_t *port)
 	return 0;
 }
 
-/* Ask for big socket buffers: a large value arrives as thousands of datagrams at once. */
-static void
-set_sockbuf(int fd, uint32_t bytes)
-{
-	int v = bytes > INT32_MAX ? INT32_MAX : (int)bytes;
-
-	/* The FORCE variants pass rmem_max/wmem_max but need CAP_NET_ADMIN. */
-	if (setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &v, sizeof(v)) != 0)
-		setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &v, sizeof(v));
-	if (setsockopt(fd, SOL_SOCKET, SO_SNDBUFFORCE, &v, sizeof(v)) != 0)
-		setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &v, sizeof(v));
-}
-
 struct psb_client *
 psb_client_open(const struct psb_client_cfg *cfg, char *err, size_t errlen)
 {
 	struct psb_client *c;
-	struct sockaddr_in la;
-	socklen_t alen = sizeof(la);
 	uint32_t sip, lip = 0;
-	int v;
+	char why[160];
 
 	if (cfg == NULL || cfg->server_ip == NULL) {
 		set_err(err, errlen, "no server address given (server_ip)");
@@ -472,9 +411,9 @@ psb_client_open(const struct psb_client_cfg *cfg, char *err, size_t errlen)
 		set_err(err, errlen, "local_ip '%s' is not an IPv4 address", cfg->local_ip);
 		return NULL;
 	}
-	if (cfg->seg_size != 0 && ((cfg->seg_size & 3) != 0 || cfg->seg_size > MAX_SEG_SIZE)) {
+	if (cfg->seg_size != 0 && ((cfg->seg_size & 3) != 0 || cfg->seg_size > PSB_UDP_MAX_SEG)) {
 		set_err(err, errlen, "seg_size %u: expected a multiple of 4 in [4, %u]",
-			cfg->seg_size, MAX_SEG_SIZE);
+			cfg->seg_size, PSB_UDP_MAX_SEG);
 		return NULL;
 	}
 	if (cfg->window > PSB_WK_MAX_WINDOW) {
@@ -493,40 +432,24 @@ psb_client_open(const struct psb_client_cfg *cfg, char *err, size_t errlen)
 	c->cfg.local_ip = NULL;
 	apply_defaults(&c->cfg);
 	c->rank = cfg->rank;
-	c->txslot = PSB_HDR_LEN + c->cfg.seg_size;
-	c->txbuf = malloc(TX_BATCH * c->txslot);
-	c->rxbuf = malloc((size_t)RX_BATCH * RX_BUF);
 	c->servers = calloc(PSB_SCHED_MAX_NODES, sizeof(*c->servers));
 	c->view = calloc(1, sizeof(*c->view));
-	if (c->txbuf == NULL || c->rxbuf == NULL || c->servers == NULL || c->view == NULL) {
+	if (psb_udp_io_init(&c->io, c->cfg.seg_size) != 0 || c->servers == NULL ||
+	    c->view == NULL) {
 		set_err(err, errlen, "out of memory");
 		goto fail;
 	}
-	psb_udp_mmsg_init(c->txm, c->txv, c->txa, c->txbuf, c->txslot, TX_BATCH, 0);
-	psb_udp_mmsg_init(c->rxm, c->rxv, c->rxa, c->rxbuf, RX_BUF, RX_BATCH, 1);
 	c->nservers = 1;
-	make_sa(&c->servers[0].sa, sip, c->cfg.server_port);
+	psb_udp_sa(&c->servers[0].sa, sip, c->cfg.server_port);
 	c->servers[0].key_begin = 0;
 	c->servers[0].key_end = UINT64_MAX;
 
-	c->fd = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	c->fd = psb_udp_open(lip, cfg->local_port, c->cfg.sockbuf, &c->local_port, why,
+		sizeof(why));
 	if (c->fd < 0) {
-		set_err(err, errlen, "cannot create a UDP socket: %s", strerror(errno));
+		set_err(err, errlen, "%s", why);
 		goto fail;
 	}
-	set_sockbuf(c->fd, c->cfg.sockbuf);
-	/* psb drops IP fragments: fail loudly (EMSGSIZE) rather than fragment. */
-	v = IP_PMTUDISC_DO;
-	setsockopt(c->fd, IPPROTO_IP, IP_MTU_DISCOVER, &v, sizeof(v));
-	make_sa(&la, lip, cfg->local_port);
-	if (bind(c->fd, (const struct sockaddr *)&la, sizeof(la)) != 0) {
-		set_err(err, errlen, "cannot bind the UDP socket to %s:%u: %s",
-			cfg->local_ip != NULL ? cfg->local_ip : "0.0.0.0", cfg->local_port,
-			strerror(errno));
-		goto fail;
-	}
-	if (getsockname(c->fd, (struct sockaddr *)&la, &alen) == 0)
-		c->local_port = ntohs(la.sin_port);
 	c->wk = make_wk(c);
 	if (c->wk == NULL) {
 		set_err(err, errlen, "cannot create the worker engine (window %u): out of memory",
@@ -569,8 +492,7 @@ psb_client_close(struct psb_client *c)
 	if (c->fd >= 0)
 		close(c->fd);
 	psb_wk_free(c->wk);
-	free(c->txbuf);
-	free(c->rxbuf);
+	psb_udp_io_free(&c->io);
 	free(c->servers);
 	free(c->view);
 	free(c);
@@ -586,7 +508,7 @@ psb_client_start(struct psb_client *c, struct psb_client_req *r)
 		return -EINVAL;
 	r->done = 0;
 	for (;;) {
-		now = now_ns();
+		now = psb_clock_ns();
 		rc = psb_wk_submit(c->wk, &r->op, now);
 		if (rc != -EBUSY)
 			break;
@@ -651,21 +573,30 @@ value_bytes(size_t n, uint32_t *len)
 	return 0;
 }
 
-int
-psb_client_push(struct psb_client *c, uint64_t key, const float *val, size_t n, uint32_t round)
+/* PUSH (out NULL) or PUSHPULL of the n floats of val. */
+static int
+push_value(struct psb_client *c, uint8_t type, uint64_t key, const float *val, float *out,
+		size_t n, uint32_t round)
 {
 	struct psb_client_req r;
 
-	if (c == NULL || val == NULL || n == 0)
-		return -EINVAL;
 	memset(&r, 0, sizeof(r));
 	if (value_bytes(n, &r.op.len) != 0)
 		return -EMSGSIZE;
-	r.op.type = PSB_MSG_PUSH;
+	r.op.type = type;
 	r.op.key = key;
 	r.op.round = round;
 	r.op.in = val;
+	r.op.out = out;
 	return run_op(c, &r);
+}
+
+int
+psb_client_push(struct psb_client *c, uint64_t key, const float *val, size_t n, uint32_t round)
+{
+	if (c == NULL || val == NULL || n == 0)
+		return -EINVAL;
+	return push_value(c, PSB_MSG_PUSH, key, val, NULL, n, round);
 }
 
 int
@@ -701,19 +632,9 @@ int
 psb_client_pushpull(struct psb_client *c, uint64_t key, const float *val, float *out, size_t n,
 		uint32_t round)
 {
-	struct psb_client_req r;
-
 	if (c == NULL || val == NULL || out == NULL || n == 0)
 		return -EINVAL;
-	memset(&r, 0, sizeof(r));
-	if (value_bytes(n, &r.op.len) != 0)
-		return -EMSGSIZE;
-	r.op.type = PSB_MSG_PUSHPULL;
-	r.op.key = key;
-	r.op.round = round;
-	r.op.in = val;
-	r.op.out = out;
-	return run_op(c, &r);
+	return push_value(c, PSB_MSG_PUSHPULL, key, val, out, n, round);
 }
 
 uint32_t
@@ -733,29 +654,20 @@ psb_client_bench(struct psb_client *c, const struct psb_bench_cfg *bc,
 		return -EINVAL;
 	if (psb_wk_inflight(c->wk) != 0 || c->bench != NULL)
 		return -EBUSY;
-	memset(&wc, 0, sizeof(wc));
-	wc.rank = c->rank;
-	wc.sync = c->cfg.sync;
-	wc.seg_size = c->cfg.seg_size;
-	wc.timeout_ns = c->cfg.timeout_ns;
-	wc.max_retries = c->cfg.max_retries == PSB_CLIENT_RETRY_FOREVER ? 0 : c->cfg.max_retries;
-	wc.send = client_send;
-	wc.send_arg = c;
-	wc.dest = client_dest;
-	wc.batch_max = c->cfg.batch_max;
+	wk_cfg(c, &wc);
 	c->bench = psb_bench_create(bc, &wc);
 	if (c->bench == NULL)
 		return -EINVAL;
 	c->active = psb_bench_wk(c->bench);
 	c->bench_rc = 0;
-	c->idle_since = now_ns();
+	c->idle_since = psb_clock_ns();
 	while (c->bench_rc == 0)
 		drive_once(c);
 	rc = c->bench_rc;
 	if (res != NULL)
-		psb_bench_result(c->bench, now_ns(), res);
+		psb_bench_result(c->bench, psb_clock_ns(), res);
 	/* The benchmark's requests are gone with it: drop whatever of them still waits. */
-	c->ntx = c->txhead = 0;
+	c->io.ntx = c->io.txhead = 0;
 	psb_bench_free(c->bench);
 	c->bench = NULL;
 	c->active = c->wk;
@@ -774,7 +686,7 @@ adopt_view(struct psb_client *c, const struct psb_sched_view *v)
 		if (v->servers[s].ip == 0 || v->servers[s].port == 0)
 			return;
 	for (s = 0; s < v->num_servers; s++) {
-		make_sa(&c->servers[s].sa, v->servers[s].ip, v->servers[s].port);
+		psb_udp_sa(&c->servers[s].sa, v->servers[s].ip, v->servers[s].port);
 		c->servers[s].key_begin = v->servers[s].key_begin;
 		c->servers[s].key_end = v->servers[s].key_end;
 	}
@@ -789,13 +701,13 @@ static int
 sched_exchange(struct psb_client *c, uint8_t type, uint32_t aux, uint32_t round,
 		uint64_t timeout_ns, int *wait, int *done)
 {
-	uint64_t now, deadline = now_ns() + timeout_ns, next_send = 0;
+	uint64_t now, deadline = psb_clock_ns() + timeout_ns, next_send = 0;
 	int rc = 0;
 
 	*wait = 1;
 	*done = 0;
 	while (!*done) {
-		now = now_ns();
+		now = psb_clock_ns();
 		if (now >= deadline) {
 			rc = -ETIMEDOUT;
 			break;
@@ -823,7 +735,7 @@ psb_client_register(struct psb_client *c, const char *sched_ip, uint16_t sched_p
 		return -EINVAL;
 	if (psb_wk_inflight(c->wk) != 0 || c->bench != NULL)
 		return -EBUSY;
-	make_sa(&c->sched, ip, sched_port != 0 ? sched_port : PSB_SCHED_PORT);
+	psb_udp_sa(&c->sched, ip, sched_port != 0 ? sched_port : PSB_SCHED_PORT);
 	c->have_sched = 1;
 	old_rank = c->rank;
 	rc = sched_exchange(c, PSB_MSG_REGISTER, PSB_GROUP_WORKERS, 0, c->cfg.sched_timeout_ns,

@@ -9,19 +9,10 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "psb_ctl_client.h"
-
-static uint64_t
-now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
+#include "psb_clock.h"
 
 static int
 interrupted(const struct psb_ctl_conn *c)
@@ -48,7 +39,7 @@ int
 psb_ctl_open(struct psb_ctl_conn *c, const char *path, int timeout_ms,
 		volatile sig_atomic_t *intr)
 {
-	uint64_t deadline = now_ms() + (uint64_t)timeout_ms;
+	uint64_t deadline = psb_clock_ms() + (uint64_t)timeout_ms;
 	struct sockaddr_un sa;
 	struct stat st;
 	int fd, rc, e;
@@ -71,7 +62,7 @@ psb_ctl_open(struct psb_ctl_conn *c, const char *path, int timeout_ms,
 		return fail(c, -errno, "socket: %s", strerror(errno));
 	/* EAGAIN: psb's listen backlog is full; it drains as psb serves, so try again */
 	while ((rc = connect(fd, (struct sockaddr *)&sa, sizeof(sa))) != 0 && errno == EAGAIN &&
-	       now_ms() < deadline && !interrupted(c))
+	       psb_clock_ms() < deadline && !interrupted(c))
 		usleep(10000);
 	if (rc == 0) {
 		c->fd = fd;
@@ -119,7 +110,7 @@ psb_ctl_send(struct psb_ctl_conn *c, const char *text)
 {
 	size_t len = strlen(text), off = 0;
 	char *line = malloc(len + 1);
-	uint64_t deadline = now_ms() + (uint64_t)c->timeout_ms;
+	uint64_t deadline = psb_clock_ms() + (uint64_t)c->timeout_ms;
 	struct pollfd pfd;
 	ssize_t n;
 	int rc = 0;
@@ -140,7 +131,7 @@ psb_ctl_send(struct psb_ctl_conn *c, const char *text)
 			rc = PSB_CTL_INTERRUPTED;
 			break;
 		}
-		if (now_ms() >= deadline) {
+		if (psb_clock_ms() >= deadline) {
 			rc = fail(c, -ETIMEDOUT, "%s: psb takes no request: sending timed out after "
 				  "%.1f s", c->path, c->timeout_ms / 1e3);
 			break;
@@ -156,7 +147,7 @@ psb_ctl_send(struct psb_ctl_conn *c, const char *text)
 int
 psb_ctl_read_line(struct psb_ctl_conn *c, char **out)
 {
-	uint64_t deadline = now_ms() + (uint64_t)c->timeout_ms;
+	uint64_t deadline = psb_clock_ms() + (uint64_t)c->timeout_ms;
 	struct pollfd pfd;
 	char *nl, *line, *grown;
 	size_t used, cap;
@@ -203,12 +194,12 @@ psb_ctl_read_line(struct psb_ctl_conn *c, char **out)
 				    "it exit?)", c->path);
 		if (errno != EAGAIN && errno != EINTR)
 			return fail(c, -errno, "%s: reading the reply: %s", c->path, strerror(errno));
-		if (now_ms() >= deadline)
+		if (psb_clock_ms() >= deadline)
 			return fail(c, -ETIMEDOUT, "%s: no reply from psb within %.1f s", c->path,
 				    c->timeout_ms / 1e3);
 		pfd.fd = c->fd;
 		pfd.events = POLLIN;
-		rc = poll(&pfd, 1, (int)(deadline - now_ms()));
+		rc = poll(&pfd, 1, (int)(deadline - psb_clock_ms()));
 		if (rc < 0 && errno != EINTR)
 			return fail(c, -errno, "poll: %s", strerror(errno));
 	}

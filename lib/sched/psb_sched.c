@@ -199,6 +199,13 @@ send_ack(struct psb_sched *s, const struct sched_node *n, const struct psb_hdr *
 }
 
 static void
+notify(const struct psb_sched *s, const struct psb_sched_event *ev)
+{
+	if (s->cfg.on_event != NULL)
+		s->cfg.on_event(s->cfg.ctx, ev);
+}
+
+static void
 tell(const struct psb_sched *s, enum psb_sched_event_kind kind, const struct psb_addr *a,
 		int server, uint16_t rank)
 {
@@ -207,11 +214,30 @@ tell(const struct psb_sched *s, enum psb_sched_event_kind kind, const struct psb
 		.nservers = s->nservers, .nworkers = s->nworkers,
 	};
 
-	if (s->cfg.on_event == NULL)
-		return;
 	if (a != NULL)
 		ev.addr = *a;
-	s->cfg.on_event(s->cfg.ctx, &ev);
+	notify(s, &ev);
+}
+
+/* A node is through: a worker finished (FINALIZE), or a server ended after the job. */
+static void
+node_done(struct psb_sched *s, struct sched_node *n)
+{
+	struct psb_sched_event ev = { .addr = n->addr, .server = n->server, .rank = n->rank };
+
+	n->done = 1;
+	if (n->server) {
+		s->ndone_servers++;
+		s->st.servers_ended++;
+		ev.kind = PSB_SCHED_EV_SERVER_ENDED;
+	} else {
+		s->ndone_workers++;
+		s->st.workers_finished++;
+		ev.kind = PSB_SCHED_EV_WORKER_DONE;
+	}
+	ev.nworkers = s->ndone_workers;
+	ev.nservers = s->ndone_servers;
+	notify(s, &ev);
 }
 
 /* A known server registered again: from a new process (another epoch), it restarted. */
@@ -370,16 +396,7 @@ handle_finalize(struct psb_sched *s, const struct psb_hdr *h, const struct psb_a
 	emit(arg, &n->addr, &ack, NULL);
 	if (n->done)
 		return 0;
-	n->done = 1;
-	s->ndone_workers++;
-	s->st.workers_finished++;
-	{
-		struct psb_sched_event ev = { .kind = PSB_SCHED_EV_WORKER_DONE, .addr = n->addr,
-			.rank = n->rank, .nworkers = s->ndone_workers, .nservers = s->ndone_servers };
-
-		if (s->cfg.on_event != NULL)
-			s->cfg.on_event(s->cfg.ctx, &ev);
-	}
+	node_done(s, n);
 	check_finished(s, emit, arg);
 	return 0;
 }
@@ -426,19 +443,8 @@ handle_finalize_ack(struct psb_sched *s, const struct psb_addr *from)
 		s->st.rejected++;
 		return 0;
 	}
-	if (n->done)
-		return 0;
-	n->done = 1;
-	s->ndone_servers++;
-	s->st.servers_ended++;
-	{
-		struct psb_sched_event ev = { .kind = PSB_SCHED_EV_SERVER_ENDED, .addr = n->addr,
-			.server = 1, .rank = n->rank, .nworkers = s->ndone_workers,
-			.nservers = s->ndone_servers };
-
-		if (s->cfg.on_event != NULL)
-			s->cfg.on_event(s->cfg.ctx, &ev);
-	}
+	if (!n->done)
+		node_done(s, n);
 	return 0;
 }
 
@@ -457,8 +463,7 @@ heard(struct psb_sched *s, const struct psb_addr *from)
 		ev.server = n->server;
 		ev.rank = n->rank;
 		ev.silent_ns = s->now_ns - n->last_ns;
-		if (s->cfg.on_event != NULL)
-			s->cfg.on_event(s->cfg.ctx, &ev);
+		notify(s, &ev);
 	}
 	n->last_ns = s->now_ns;
 }
@@ -520,8 +525,7 @@ psb_sched_tick(struct psb_sched *s, uint64_t now_ns)
 		ev.silent_ns = now_ns - n->last_ns;
 		ev.nservers = s->nservers;
 		ev.nworkers = s->nworkers;
-		if (s->cfg.on_event != NULL)
-			s->cfg.on_event(s->cfg.ctx, &ev);
+		notify(s, &ev);
 		if (!n->server)
 			check_finished(s, NULL, NULL);
 	}

@@ -4,27 +4,26 @@
 
 #include "psb_hist.h"
 
+/* log2 of the width of bucket idx: the low buckets hold one value each. */
+static unsigned int
+bucket_shift(unsigned int idx)
+{
+	return idx < 2 * PSB_HIST_SUB_COUNT ? 0 : (idx >> PSB_HIST_SUB_BITS) - 1;
+}
+
 uint64_t
 psb_hist_bucket_lo(unsigned int idx)
 {
-	unsigned int s;
+	unsigned int s = bucket_shift(idx);
 
-	if (idx < 2 * PSB_HIST_SUB_COUNT)
-		return idx;
 	/* inverse of psb_hist_index(): idx = (s << SUB_BITS) + m, m in [SUB_COUNT, 2 * SUB_COUNT) */
-	s = (idx >> PSB_HIST_SUB_BITS) - 1;
 	return (uint64_t)(idx - (s << PSB_HIST_SUB_BITS)) << s;
 }
 
 uint64_t
 psb_hist_bucket_hi(unsigned int idx)
 {
-	unsigned int s;
-
-	if (idx < 2 * PSB_HIST_SUB_COUNT)
-		return idx;
-	s = (idx >> PSB_HIST_SUB_BITS) - 1;
-	return psb_hist_bucket_lo(idx) + ((UINT64_C(1) << s) - 1);
+	return psb_hist_bucket_lo(idx) + ((UINT64_C(1) << bucket_shift(idx)) - 1);
 }
 
 void

@@ -15,42 +15,23 @@
 #   scripts/bench/ctl.sh [--pairs N] [--window S] [--len BYTES] [--out DIR]
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-. scripts/bench/provenance.sh
-COMMAND="scripts/bench/ctl.sh $*"
+. scripts/bench/common.sh
 
 PAIRS=60
 WINDOW=1
 LEN=4096
-OUT=""
-BUILD=${PSB_BUILD:-build}
-while [ $# -gt 0 ]; do
-	case "$1" in
-	--pairs) PAIRS=$2; shift ;;
-	--window) WINDOW=$2; shift ;;
-	--len) LEN=$2; shift ;;
-	--out) OUT=$2; shift ;;
-	-h|--help) sed -n '2,16p' "$0"; exit 0 ;;
-	*) echo "ctl.sh: unknown option $1" >&2; exit 2 ;;
-	esac
-	shift
-done
-PSB=$BUILD/app/psb/psb
-PSBCTL=$BUILD/app/psbctl/psbctl
-for b in "$PSB" "$PSBCTL"; do
-	[ -x "$b" ] || { echo "ctl.sh: $b not built (meson setup $BUILD && ninja -C $BUILD)" >&2; exit 1; }
-done
+BENCH_OPTS=([--pairs]=PAIRS [--window]=WINDOW [--len]=LEN [--out]=OUT)
+bench_options ctl.sh "$@"
+bench_built "$PSB" "$PSBCTL"
 # the scraper is this tree's, whichever psb $BUILD holds (provenance.sh)
 SCRAPE=$(bench_scraper ctl.sh)
-[ -n "$OUT" ] || OUT=results/ctl-$(date +%Y%m%d-%H%M%S)
-[ -e "$OUT/summary.json" ] && { echo "ctl.sh: $OUT already holds results" >&2; exit 2; }
-mkdir -p "$OUT/raw"
+bench_out ctl
 {
 	bench_about "$BUILD" "server lcore 0, worker lcore 1, memif (psb on hugepages while free, as by default); psb-scrape unpinned" \
 		"$COMMAND"
 	bench_scraper_about "$SCRAPE"
 } > "$OUT/ABOUT.txt"
-NAME=ctl.sh
-TAG=psbc
+bench_scratch psbc
 . scripts/bench/pair.sh
 
 # pushpull_doc SECONDS: the worker's experiment.
@@ -132,6 +113,6 @@ latency yield
 latency noyield --yield 0
 
 # the summary comes from the raw data alone (check_docs.py makes it again from them)
-python3 -c 'import json, sys; print(json.dumps({"len": int(sys.argv[1])}))' "$LEN" > "$OUT/raw/plan.json"
+bench_plan "len=$LEN"
 python3 scripts/bench/summarize.py ctl "$OUT"
 echo "results in $OUT"

@@ -20,42 +20,22 @@
 #                                [--targets worker,server] [--out DIR]
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-. scripts/bench/provenance.sh
-COMMAND="scripts/bench/ctl_hostile.sh $*"
+. scripts/bench/common.sh
 
 PAIRS=10
 WINDOW=1
 LEN=4096
 BEHAVIOURS=pipeline,noread,files,trickle
 TARGETS=worker,server
-OUT=""
-BUILD=${PSB_BUILD:-build}
-while [ $# -gt 0 ]; do
-	case "$1" in
-	--pairs) PAIRS=$2; shift ;;
-	--window) WINDOW=$2; shift ;;
-	--len) LEN=$2; shift ;;
-	--behaviours) BEHAVIOURS=$2; shift ;;
-	--targets) TARGETS=$2; shift ;;
-	--out) OUT=$2; shift ;;
-	-h|--help) sed -n '2,21p' "$0"; exit 0 ;;
-	*) echo "ctl_hostile.sh: unknown option $1" >&2; exit 2 ;;
-	esac
-	shift
-done
-PSB=$BUILD/app/psb/psb
-PSBCTL=$BUILD/app/psbctl/psbctl
-for b in "$PSB" "$PSBCTL"; do
-	[ -x "$b" ] || { echo "ctl_hostile.sh: $b not built (meson setup $BUILD && ninja -C $BUILD)" >&2; exit 1; }
-done
-[ -n "$OUT" ] || OUT=results/ctl-hostile-$(date +%Y%m%d-%H%M%S)
-[ -e "$OUT/summary.json" ] && { echo "ctl_hostile.sh: $OUT already holds results" >&2; exit 2; }
-mkdir -p "$OUT/raw"
+BENCH_OPTS=([--pairs]=PAIRS [--window]=WINDOW [--len]=LEN [--behaviours]=BEHAVIOURS
+	[--targets]=TARGETS [--out]=OUT)
+bench_options ctl_hostile.sh "$@"
+bench_built "$PSB" "$PSBCTL"
+bench_out ctl-hostile
 bench_about "$BUILD" "server lcore 0, worker lcore 1, memif (psb on hugepages while free, as by default); hostile clients unpinned" \
 	"$COMMAND" > "$OUT/ABOUT.txt"
-python3 -c 'import json, sys; print(json.dumps({"len": int(sys.argv[1])}))' "$LEN" > "$OUT/raw/plan.json"
-NAME=ctl_hostile.sh
-TAG=psbh
+bench_plan "len=$LEN"
+bench_scratch psbh
 . scripts/bench/pair.sh
 
 # What the hostile files client loads; big.json is over the default node.file_max (1 MiB).

@@ -15,54 +15,26 @@
 # bytes each worker pushes per run (iterations = bytes / (len x 80 keys), at least 3).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-. scripts/bench/provenance.sh
+. scripts/bench/common.sh
 . tests/sys/bridge.sh
-COMMAND="scripts/bench/job.sh $*"
 
 RUNS=5
 SIZES="4096 65536 1048576 4194304"
 MTU=9000
 BYTES=$((320 << 20))
-OUT=""
-BUILD=${PSB_BUILD:-build}
-while [ $# -gt 0 ]; do
-	case "$1" in
-	--runs) RUNS=$2; shift ;;
-	--sizes) SIZES=$2; shift ;;
-	--mtu) MTU=$2; shift ;;
-	--bytes) BYTES=$2; shift ;;
-	--out) OUT=$2; shift ;;
-	-h|--help) sed -n '2,15p' "$0"; exit 0 ;;
-	*) echo "job.sh: unknown option $1" >&2; exit 2 ;;
-	esac
-	shift
-done
+BENCH_OPTS=([--runs]=RUNS [--sizes]=SIZES [--mtu]=MTU [--bytes]=BYTES [--out]=OUT)
+bench_options job.sh "$@"
 [ "$(id -u)" = 0 ] || { echo "job.sh: needs root (namespaces, a bridge, af_packet)" >&2; exit 1; }
-PSB=$BUILD/app/psb/psb
-KSRV=$BUILD/app/psb-ksrv/psb-ksrv
-KBENCH=$BUILD/app/psb-ksrv/psb-kbench
-for b in "$PSB" "$KSRV" "$KBENCH"; do
-	[ -x "$b" ] || { echo "job.sh: $b not built (run: meson setup $BUILD && ninja -C $BUILD)" >&2; exit 1; }
-done
-[ -n "$OUT" ] || OUT=results/job-$(date +%Y%m%d-%H%M%S)
-if [ -e "$OUT/summary.json" ] || [ -d "$OUT/raw" ]; then
-	echo "job.sh: $OUT already holds results; give another --out (or remove it)" >&2
-	exit 2
-fi
-mkdir -p "$OUT/raw"
-TMP=$(mktemp -d /tmp/psb-jobbench-XXXXXX)
+bench_built "$PSB" "$KSRV" "$KBENCH"
+bench_out job
 BR=psbjo$$
 NODES=(0 1 2 3 4)
-PIDS=()
-cleanup() {
-	for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null || true; done
-	pkill -9 -f -- "--file-prefix psbjo$$-" 2>/dev/null || true
+bench_scratch psbjo
+bench_cleanup() {
+	pkill -9 -f -- "--file-prefix $BENCH_PREFIX-" 2>/dev/null || true
 	wait 2>/dev/null || true
 	bridge_down "$BR" "pjo$$" "po$$" "${NODES[@]}"
-	rm -rf "$TMP" /var/run/dpdk/psbjo$$-*
 }
-trap cleanup EXIT
-trap 'exit 130' INT TERM
 
 bridge_up "$BR" "pjo$$" "po$$" "${NODES[@]}" || { echo "job.sh: cannot build the testbed" >&2; exit 1; }
 bridge_mtu "$BR" "pjo$$" "po$$" "$MTU" "${NODES[@]}"
@@ -83,7 +55,7 @@ psb_node() {	# psb_node N ROLE ARGS...
 	shift 2
 	[ "$role" = scheduler ] || host=$(ip_of "$n")
 	dmlc_exec "pjo$$" "po$$" "$n" "$role" $NET.1 "$host" 2 2 timeout -k 5 300 "$PSB" \
-		--file-prefix "psbjo$$-$n" "$@" > "$TMP/n$n.log" 2>&1 &
+		--file-prefix "$BENCH_PREFIX-$n" "$@" > "$TMP/n$n.log" 2>&1 &
 	PIDS+=($!)
 }
 addrs() {	# addrs add|flush: kernel addresses on the nodes' interfaces (kernel jobs only)
@@ -140,20 +112,15 @@ run_kernel() {	# run_kernel TAG LEN REPEAT
 } > "$OUT/ABOUT.txt"
 cat "$OUT/ABOUT.txt"
 
-python3 -c 'import json, sys; print(json.dumps({"sizes": [int(x) for x in sys.argv[1].split()], "runs": int(sys.argv[2])}))' \
-	"$SIZES" "$RUNS" > "$OUT/raw/plan.json"
+bench_plan "sizes=[$SIZES]" "runs=$RUNS"
 total=$(( $(echo $SIZES | wc -w) * RUNS * 2 ))
-k=0
 for len in $SIZES; do
 	repeat=$(( BYTES / (len * KEYS) ))
 	[ $repeat -ge 3 ] || repeat=3
 	for r in $(seq "$RUNS"); do
-		# ABBA: neither always runs first
-		if [ $((r % 2)) = 1 ]; then order="psb kernel"; else order="kernel psb"; fi
-		for w in $order; do
+		for w in $(bench_abba "$r" psb kernel); do
 			"run_$w" "$w-$len-$r" "$len" "$repeat"
-			k=$((k + 1))
-			printf '\r  %d/%d jobs' $k $total >&2
+			bench_progress $total jobs
 		done
 	done
 done

@@ -1,26 +1,17 @@
-# Shared by the control-plane benchmarks (sourced after PSB, PSBCTL, NAME and TAG are set):
-# a psb server and a psb worker over memif, one core each, both waiting for experiments
-# with a control socket and a Prometheus endpoint; everything removed on any exit.
-TMP=$(mktemp -d "/tmp/psb-$TAG-XXXXXX")
-PIDS=()
-cleanup() {
-	for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null || true; done
-	wait 2>/dev/null || true
-	rm -rf "$TMP" /var/run/dpdk/"$TAG"-$$-*
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
+# shellcheck shell=bash
+# Shared by the control-plane benchmarks (sourced after common.sh's bench_scratch): a psb
+# server and a psb worker over memif, one core each, both waiting for experiments with a
+# control socket and a Prometheus endpoint.
 
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 wait_sock() { for _ in $(seq 100); do [ -S "$1" ] && return 0; sleep 0.1; done; echo "$NAME: no $1" >&2; exit 1; }
-n=0
 
 # start_pair EXTRA...: server on cpu 0, worker on cpu 1, both waiting for experiments; the
 # server then runs $TMP/serve.json. Sets SCTL WCTL SPROM WPROM SPID WPID SP WP.
 start_pair() {
 	n=$((n + 1))
-	SP=$TAG-$$-s$n
-	WP=$TAG-$$-w$n
+	SP=$BENCH_PREFIX-s$n
+	WP=$BENCH_PREFIX-w$n
 	SCTL=$TMP/s$n.ctl
 	WCTL=$TMP/w$n.ctl
 	SPROM=$(free_port)

@@ -13,7 +13,7 @@
 # build/). Each revision is built in its own worktree under the output directory's tmp.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-. scripts/bench/provenance.sh
+. scripts/bench/common.sh
 
 BASE=""
 HEAD=""
@@ -21,36 +21,17 @@ PAIRS=8
 SECS=3
 SIZES="1048576 4096"
 MODE=--async
-OUT=""
-while [ $# -gt 0 ]; do
-	case "$1" in
-	--base) BASE=$2; shift ;;
-	--head) HEAD=$2; shift ;;
-	--pairs) PAIRS=$2; shift ;;
-	--seconds) SECS=$2; shift ;;
-	--sizes) SIZES=$2; shift ;;
-	--sync) MODE=--sync ;;
-	--out) OUT=$2; shift ;;
-	-h|--help) sed -n '2,12p' "$0"; exit 0 ;;
-	*) echo "revs.sh: unknown option $1" >&2; exit 2 ;;
-	esac
-	shift
-done
+BENCH_OPTS=([--base]=BASE [--head]=HEAD [--pairs]=PAIRS [--seconds]=SECS [--sizes]=SIZES [--out]=OUT)
+BENCH_FLAGS=([--sync]='MODE=--sync')
+bench_options revs.sh "$@"
 [ -n "$BASE" ] || { echo "revs.sh: give --base REV" >&2; exit 2; }
-[ -n "$OUT" ] || OUT=results/revs-$(date +%Y%m%d-%H%M%S)
-[ -e "$OUT/summary.json" ] && { echo "revs.sh: $OUT already holds results" >&2; exit 2; }
-mkdir -p "$OUT/raw"
-TMP=$(mktemp -d /tmp/psb-revs-XXXXXX)
-PIDS=()
+bench_out revs
+bench_scratch psbr
 WTS=()
-cleanup() {
-	for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null || true; done
-	wait 2>/dev/null || true
+bench_cleanup() {
+	local w
 	for w in "${WTS[@]}"; do git worktree remove --force "$w" 2>/dev/null || true; done
-	rm -rf "$TMP" /var/run/dpdk/psbr-$$-*
 }
-trap cleanup EXIT
-trap 'exit 130' INT TERM
 
 # build REV DIR: a worktree of REV with psb built in DIR/build; prints the psb binary.
 build() {
@@ -76,27 +57,10 @@ else
 	REV_B=$(bench_revision build)
 fi
 
-n=0
 # run TAG PSB LEN: one psb server and worker over memif; the worker's result in raw/TAG.json.
 run() {
-	local tag=$1 psb=$2 len=$3 sock spid
-	n=$((n + 1))
-	sock=$TMP/m$n.sock
-	"$psb" --role server --port "memif:server:$sock" --ip 198.18.0.1 $MODE -l 0 \
-		--file-prefix "psbr-$$-s$n" -q > "$TMP/srv.log" 2>&1 &
-	spid=$!
-	PIDS+=($spid)
-	for _ in $(seq 100); do [ -S "/var/run/dpdk/psbr-$$-s$n/psb.ctl" ] && break; sleep 0.1; done
-	if ! timeout $((SECS + 60)) "$psb" --role worker --port "memif:client:$sock" \
-		--ip 198.18.0.2 --server 198.18.0.1 $MODE -l 1 --file-prefix "psbr-$$-w$n" \
-		--len "$len" --repeat 1000000000 --mode 1 --keys 40 --duration "$SECS" \
-		--results "$OUT/raw/$tag.json" -q > "$TMP/wk.log" 2>&1; then
-		echo "revs.sh: run $tag failed:" >&2
-		cat "$TMP/wk.log" "$TMP/srv.log" >&2
-		exit 1
-	fi
-	kill -TERM $spid 2>/dev/null || true
-	wait $spid 2>/dev/null || true
+	bench_memif "revs.sh: run $1" "$2" "$SECS" "$OUT/raw/$1.json" $MODE 0 1 --len "$3" --mode 1 \
+		--keys 40
 }
 
 {
@@ -111,15 +75,11 @@ run() {
 cat "$OUT/ABOUT.txt"
 
 total=$(( $(echo $SIZES | wc -w) * PAIRS * 2 ))
-k=0
 for size in $SIZES; do
 	for p in $(seq "$PAIRS"); do
-		# ABBA: neither revision always runs first
-		if [ $((p % 2)) = 1 ]; then order="a b"; else order="b a"; fi
-		for w in $order; do
+		for w in $(bench_abba "$p" a b); do
 			if [ $w = a ]; then run "a-$size-$p" "$PSB_A" "$size"; else run "b-$size-$p" "$PSB_B" "$size"; fi
-			k=$((k + 1))
-			printf '\r  %d/%d runs' $k $total >&2
+			bench_progress $total runs
 		done
 	done
 done

@@ -13,39 +13,21 @@
 #   scripts/bench/soak.sh [--minutes M] [--sample S] [--len BYTES] [--out DIR]
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-. scripts/bench/provenance.sh
-COMMAND="scripts/bench/soak.sh $*"
+. scripts/bench/common.sh
 
 MINUTES=10
 SAMPLE=1
 LEN=4096
-OUT=""
-BUILD=${PSB_BUILD:-build}
-while [ $# -gt 0 ]; do
-	case "$1" in
-	--minutes) MINUTES=$2; shift ;;
-	--sample) SAMPLE=$2; shift ;;
-	--len) LEN=$2; shift ;;
-	--out) OUT=$2; shift ;;
-	-h|--help) sed -n "2,13p" "$0"; exit 0 ;;
-	*) echo "soak.sh: unknown option $1" >&2; exit 2 ;;
-	esac
-	shift
-done
+BENCH_OPTS=([--minutes]=MINUTES [--sample]=SAMPLE [--len]=LEN [--out]=OUT)
+bench_options soak.sh "$@"
 [[ "$MINUTES" =~ ^[0-9]+$ ]] && [ "$MINUTES" -ge 2 ] ||
 	{ echo "soak.sh: --minutes: a whole number, at least 2 (got '$MINUTES')" >&2; exit 2; }
 [[ "$SAMPLE" =~ ^[0-9]+(\.[0-9]+)?$ ]] ||
 	{ echo "soak.sh: --sample: seconds (got '$SAMPLE')" >&2; exit 2; }
-PSB=$BUILD/app/psb/psb
-PSBCTL=$BUILD/app/psbctl/psbctl
-for b in "$PSB" "$PSBCTL"; do
-	[ -x "$b" ] || { echo "soak.sh: $b not built (meson setup $BUILD && ninja -C $BUILD)" >&2; exit 1; }
-done
+bench_built "$PSB" "$PSBCTL"
 # the scraper is this tree's, whichever psb $BUILD holds (provenance.sh)
 SCRAPE=$(bench_scraper soak.sh)
-[ -n "$OUT" ] || OUT=results/soak-$(date +%Y%m%d-%H%M%S)
-[ -e "$OUT/summary.json" ] && { echo "soak.sh: $OUT already holds results" >&2; exit 2; }
-mkdir -p "$OUT/raw"
+bench_out soak
 {
 	bench_about "$BUILD" "server lcore 0, worker lcore 1; psb-scrape and the samplers unpinned" \
 		"$COMMAND"
@@ -55,8 +37,7 @@ mkdir -p "$OUT/raw"
 		"worker reset_state" \
 		"every 10 s, pushpull.rate set every 7 s"
 } > "$OUT/ABOUT.txt"
-NAME=soak.sh
-TAG=psbk
+bench_scratch psbk
 . scripts/bench/pair.sh
 
 SECS=$((MINUTES * 60))

@@ -1,0 +1,139 @@
+# shellcheck shell=bash disable=SC2034  # what it sets is the sourcing script's
+# Sourced by the benchmark scripts (from the tree's root): their command line, output
+# directory, scratch space and clean-up, the psb runs they share and the record of the plan.
+# Brings provenance.sh along.
+. scripts/bench/provenance.sh
+
+BUILD=${PSB_BUILD:-build}
+PSB=$BUILD/app/psb/psb
+PSBCTL=$BUILD/app/psbctl/psbctl
+KSRV=$BUILD/app/psb-ksrv/psb-ksrv
+KBENCH=$BUILD/app/psb-ksrv/psb-kbench
+OUT=""
+n=0		# runs started: numbers their sockets, file prefixes and ports
+BENCH_DONE=0
+declare -A BENCH_OPTS=() BENCH_FLAGS=()
+
+# bench_options NAME ARGS...: the script's command line. BENCH_OPTS maps each option that
+# takes a value to the variable it sets, BENCH_FLAGS each flag to the assignments it makes
+# (evaluated where the flag stands, so that later options override them). -h, --help prints
+# the script's opening comment. Sets NAME (for messages) and COMMAND (for ABOUT.txt).
+bench_options() {
+	NAME=$1
+	shift
+	COMMAND="scripts/bench/$NAME $*"
+	while [ $# -gt 0 ]; do
+		if [ -n "${BENCH_OPTS[$1]:-}" ]; then
+			[ $# -ge 2 ] || { echo "$NAME: $1 needs a value" >&2; exit 2; }
+			printf -v "${BENCH_OPTS[$1]}" '%s' "$2"
+			shift
+		elif [ -n "${BENCH_FLAGS[$1]:-}" ]; then
+			eval "${BENCH_FLAGS[$1]}"
+		elif [ "$1" = -h ] || [ "$1" = --help ]; then
+			awk 'NR > 1 { if (!/^#/) exit; print }' "$0"
+			exit 0
+		else
+			echo "$NAME: unknown option $1" >&2
+			exit 2
+		fi
+		shift
+	done
+}
+
+# bench_built BIN...: exits unless every BIN is built
+bench_built() {
+	local b
+	for b in "$@"; do
+		[ -x "$b" ] || { echo "$NAME: $b not built (meson setup $BUILD && ninja -C $BUILD)" >&2; exit 1; }
+	done
+}
+
+# bench_out KIND: OUT (--out, else results/KIND-DATE-TIME) with its raw/; one a run already
+# wrote into is refused, so that no run's figures mix with another's.
+bench_out() {
+	[ -n "$OUT" ] || OUT=results/$1-$(date +%Y%m%d-%H%M%S)
+	if [ -e "$OUT/summary.json" ] || [ -d "$OUT/raw" ]; then
+		echo "$NAME: $OUT already holds results; give another --out (or remove it)" >&2
+		exit 2
+	fi
+	mkdir -p "$OUT/raw"
+}
+
+# bench_scratch TAG: TMP, a scratch directory, and PIDS, where the script adds the processes
+# it starts; on any exit they are killed, bench_cleanup runs (when the script has one) and
+# TMP and the DPDK runtime files of the file prefixes TAG-$$-* (BENCH_PREFIX-*) go.
+bench_scratch() {
+	BENCH_PREFIX=$1-$$
+	TMP=$(mktemp -d "/tmp/psb-$1-XXXXXX")
+	PIDS=()
+	trap bench_exit EXIT
+	trap 'exit 130' INT TERM
+}
+
+bench_exit() {
+	local p
+	for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null || true; done
+	wait 2>/dev/null || true
+	if declare -F bench_cleanup > /dev/null; then bench_cleanup; fi
+	rm -rf "$TMP" /var/run/dpdk/"$BENCH_PREFIX"-*
+}
+
+# bench_plan NAME=VALUE...: raw/plan.json, what the summary needs of the command line. A
+# VALUE in [...] is a list of its words; whole numbers are numbers.
+bench_plan() {
+	python3 - "$@" > "$OUT/raw/plan.json" <<'PY'
+import json, sys
+def value(w):
+    return int(w) if w.isdigit() else w
+plan = {}
+for arg in sys.argv[1:]:
+    k, v = arg.split("=", 1)
+    plan[k] = [value(w) for w in v[1:-1].split()] if v.startswith("[") else value(v)
+print(json.dumps(plan))
+PY
+}
+
+# bench_abba PAIR A B: A B for odd pairs, B A for even ones, so that neither always runs first
+bench_abba() {
+	if [ $(($1 % 2)) = 1 ]; then echo "$2 $3"; else echo "$3 $2"; fi
+}
+
+# bench_progress TOTAL UNIT: one more run done, counted on stderr
+bench_progress() {
+	BENCH_DONE=$((BENCH_DONE + 1))
+	printf '\r  %d/%d %s' "$BENCH_DONE" "$1" "$2" >&2
+}
+
+# bench_against WHAT SPID SECONDS CMD...: the client CMD against the server SPID just started
+# (its output in $TMP/srv.log), bounded by SECONDS + 60; when it fails, says that WHAT failed
+# with both outputs and exits. Then ends the server.
+bench_against() {
+	local what=$1 spid=$2 secs=$3
+	shift 3
+	if ! timeout $((secs + 60)) "$@" > "$TMP/wk.log" 2>&1; then
+		echo "$what failed:" >&2
+		cat "$TMP/wk.log" "$TMP/srv.log" >&2
+		exit 1
+	fi
+	kill -TERM "$spid" 2>/dev/null || true
+	wait "$spid" 2>/dev/null || true
+}
+
+# bench_memif WHAT PSB SECONDS RESULT MODE SERVER_LCORE WORKER_LCORE ARGS...: ps-lite's
+# test_benchmark for SECONDS, a psb server and a psb worker over memif (MODE: --sync or
+# --async), the worker's result in RESULT; ARGS (--len, --mode, --keys, ...) are the worker's.
+bench_memif() {
+	local what=$1 psb=$2 secs=$3 res=$4 mode=$5 slcore=$6 wlcore=$7 sock spid
+	shift 7
+	n=$((n + 1))
+	sock=$TMP/m$n.sock
+	"$psb" --role server --port "memif:server:$sock" --ip 198.18.0.1 "$mode" -l "$slcore" \
+		--file-prefix "$BENCH_PREFIX-s$n" -q > "$TMP/srv.log" 2>&1 &
+	spid=$!
+	PIDS+=("$spid")
+	# the server's control socket appears once its port runs
+	for _ in $(seq 100); do [ -S "/var/run/dpdk/$BENCH_PREFIX-s$n/psb.ctl" ] && break; sleep 0.1; done
+	bench_against "$what" "$spid" "$secs" "$psb" --role worker --port "memif:client:$sock" \
+		--ip 198.18.0.2 --server 198.18.0.1 "$mode" -l "$wlcore" --file-prefix "$BENCH_PREFIX-w$n" \
+		--repeat 1000000000 --duration "$secs" --results "$res" -q "$@"
+}
