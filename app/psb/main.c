@@ -22,11 +22,14 @@
 #include "psb_agg.h"
 #include "psb_bench.h"
 #include "psb_cli.h"
+#include "psb_counters.h"
 #include "psb_ctl.h"
 #include "psb_ethdev.h"
 #include "psb_guard.h"
 #include "psb_host.h"
 #include "psb_kv.h"
+#include "psb_lcore.h"
+#include "psb_ports.h"
 #include "psb_opts.h"
 #include "psb_report.h"
 
@@ -90,130 +93,6 @@ derive_budget(struct psb_app *app, uint64_t mem_mb, uint64_t pools_mb,
 }
 
 /*
- * Pause ports whose link is down, and keep a memif port paused after its peer's BYE
- * until the link went down and came back, so that the data plane never polls a port
- * while its driver connects or disconnects it; but never longer than PSB_BYE_PAUSE_NS
- * while the link stays up, for then the peer did not leave.
- */
-static void
-watch_links(struct psb_app *app)
-{
-	struct rte_eth_link link;
-	uint64_t now = psb_now_ns(app);
-	uint16_t i;
-
-	for (i = 0; i < app->nports; i++) {
-		uint16_t pid = app->port_ids[i];
-
-		if (rte_eth_link_get_nowait(pid, &link) != 0)
-			continue;
-		if (link.link_status == RTE_ETH_LINK_DOWN) {
-			app->port_was_down[pid] = 1;
-			app->port_paused[pid] = 1;
-			continue;
-		}
-		if (!app->port_paused[pid])
-			continue;
-		rte_smp_rmb();
-		/* a fault under a leaving peer: until the link went down and came back */
-		if (app->port_fault[pid] && !app->port_was_down[pid])
-			continue;
-		if (app->port_bye[pid] && !app->port_was_down[pid]) {
-			if (now < app->bye[pid].until_ns)
-				continue;
-			app->bye[pid].expiries++;
-			PSB_NOTICE(port, "port %u (%s): its peer said BYE but the link stayed up for "
-				"%.0f s; polling it again", pid, app->specs[i].spec, PSB_BYE_PAUSE_NS / 1e9);
-		}
-		app->port_bye[pid] = 0;
-		app->port_fault[pid] = 0;
-		app->port_was_down[pid] = 0;
-		rte_smp_wmb();
-		app->port_paused[pid] = 0;
-		PSB_DEBUG(port, "port %u: link up", pid);
-	}
-}
-
-/*
- * The ports' counters, read on the main lcore: DPDK's every 10 ms (a memif port's read 0 as
- * soon as its peer has gone, killed or not, and psb_port_stats carries what they had at the
- * last reading), the kernel's counts of af_packet sockets every second (before their 32-bit
- * counters can wrap).
- */
-static void
-read_port_counters(struct psb_app *app, uint64_t now)
-{
-	static uint64_t next_ns, next_afp_ns;
-	struct rte_eth_stats ps;
-	uint16_t i;
-
-	if (now < next_ns)
-		return;
-	next_ns = now + 10000000ull;
-	for (i = 0; i < app->nports; i++)
-		(void)psb_port_stats(app, i, &ps);
-	if (now < next_afp_ns)
-		return;
-	next_afp_ns = now + 1000000000ull;
-	for (i = 0; i < app->nports; i++)
-		psb_afp_stats_update(&app->afp[i]);
-}
-
-/* Report ports whose link is still down a while after start (e.g. no memif peer). */
-static void
-check_links(struct psb_app *app, uint64_t now)
-{
-	static uint64_t next_ns = 3000000000ull;
-	struct rte_eth_link link;
-	uint16_t i;
-
-	if (now < next_ns)
-		return;
-	next_ns = now + 10000000000ull;
-	for (i = 0; i < app->nports; i++) {
-		if (rte_eth_link_get_nowait(app->port_ids[i], &link) == 0 &&
-		    link.link_status == RTE_ETH_LINK_DOWN)
-			PSB_NOTICE(port, "port %u (%s): link is down%s", app->port_ids[i],
-				app->specs[i].spec, app->specs[i].kind == PSB_PORT_MEMIF ?
-				" (memif peer not connected)" : "");
-	}
-}
-
-/*
- * Let traffic in flight settle before closing ports: a memif peer that is
- * still copying from shared memory when this side disconnects can fault in
- * the PMD. Discard what arrives until the ports are quiet for 20 ms (PSB_QUIESCE_NS at
- * most: the peer's pause after this node's BYE outlasts it).
- */
-static void
-quiesce_ports(const struct psb_app *app)
-{
-	struct rte_mbuf *pkts[PSB_BURST];
-	uint64_t hz = rte_get_tsc_hz(), start = rte_get_tsc_cycles(), last = start;
-	uint64_t most = (uint64_t)((double)PSB_QUIESCE_NS * 1e-9 * (double)hz);
-	uint16_t i, n;
-
-	while (rte_get_tsc_cycles() - last < hz / 50 && rte_get_tsc_cycles() - start < most) {
-		watch_links((struct psb_app *)app);
-		for (i = 0; i < app->nports; i++) {
-			if (app->port_paused[app->port_ids[i]])
-				continue;
-			n = app->port_shared[app->port_ids[i]] ?
-				psb_guard_rx(app->port_ids[i], pkts, PSB_BURST) :
-				rte_eth_rx_burst(app->port_ids[i], 0, pkts, PSB_BURST);
-			if (n == PSB_GUARD_FAULT) {
-				psb_port_faulted((struct psb_app *)app, app->port_ids[i]);
-				continue;
-			}
-			if (n != 0) {
-				rte_pktmbuf_free_bulk(pkts, n);
-				last = rte_get_tsc_cycles();
-			}
-		}
-	}
-}
-
-/*
  * What the EAL (DPDK 22.11) and psb create in a runtime directory. At exit psb removes
  * these and nothing else, and the directory only when psb made it.
  */
@@ -273,20 +152,6 @@ on_signal(int sig)
 {
 	(void)sig;
 	g_app.quit = 1;
-}
-
-void
-psb_app_fail(struct psb_app *app, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (__atomic_exchange_n(&app->failing, 1, __ATOMIC_ACQ_REL) != 0)
-		return;		/* the first reason is the one that counts */
-	va_start(ap, fmt);
-	vsnprintf(app->fail_reason, sizeof(app->fail_reason), fmt, ap);
-	va_end(ap);
-	PSB_ERR(main, "%s", app->fail_reason);
-	__atomic_store_n(&app->quit, 1, __ATOMIC_RELEASE);
 }
 
 /* The EAL's arguments, in one line (-v). */
@@ -368,240 +233,6 @@ role_mbufs(const struct psb_app *app)
 		return n + psb_role_ring(&psb_role_scheduler, app);
 	return n + (uint64_t)(app->nshards + app->nlocal_workers + 2) * PSB_ROLE_RING +
 		(uint64_t)app->budget.hold_max * app->nshards;
-}
-
-static struct rte_ring *
-make_ring(const char *name, int idx, unsigned int size, unsigned int flags)
-{
-	char n[RTE_RING_NAMESIZE];
-	struct rte_ring *r;
-
-	snprintf(n, sizeof(n), "psb_%s%d", name, idx);
-	r = rte_ring_create(n, size, (int)rte_socket_id(), flags);
-	if (r == NULL)
-		psb_die("cannot create ring %s: %s", n, rte_strerror(rte_errno));
-	return r;
-}
-
-/*
- * The roles this process runs: every role of psb_roles[] as many times as its count()
- * says, in table order, each with its input ring. Every role that claims traffic becomes
- * one of psb_dispatch's routes, whether this node runs it or not.
- */
-static int
-plan_roles(struct psb_app *app)
-{
-	const struct psb_role *const *rp;
-	unsigned int n = 0, k;
-	struct psb_role_inst *r;
-
-	app->nroles = 0;
-	for (rp = psb_roles; *rp != NULL; rp++)
-		app->nroles += psb_role_count(*rp, app);
-	if (app->nroles > PSB_MAX_ROLES)
-		psb_die("%u roles planned, at most %d", app->nroles, PSB_MAX_ROLES);
-	app->roles = rte_zmalloc("psb_roles", app->nroles * sizeof(*app->roles), RTE_CACHE_LINE_SIZE);
-	if (app->roles == NULL)
-		return -ENOMEM;
-	r = app->roles;
-	app->nroutes = 0;
-	for (rp = psb_roles; *rp != NULL; rp++) {
-		unsigned int count = psb_role_count(*rp, app);
-		unsigned int ring = psb_role_ring(*rp, app);
-
-		if ((*rp)->claim != NULL) {
-			/* one this node does not run still owns what it claims (psb_dispatch) */
-			RTE_VERIFY(app->nroutes < PSB_ROLE_KINDS && (count == 0 || ring != 0));
-			app->routes[app->nroutes].role = *rp;
-			app->routes[app->nroutes++].first = count != 0 ? &r[n] : NULL;
-		}
-		if (count == 0)
-			continue;
-		for (k = 0; k < count; k++, n++) {
-			r[n].role = *rp;
-			r[n].idx = (int)k;
-			r[n].app = app;
-			if (ring != 0)
-				r[n].ring = make_ring((*rp)->name, (int)k, ring, RING_F_SC_DEQ);
-		}
-		if (*rp == &psb_role_tx)
-			app->tx_ring = r[n - 1].ring;
-	}
-	app->host_sched = psb_role_count(&psb_role_scheduler, app) != 0;
-	return 0;
-}
-
-/* Lcore body: poll the roles placed on this lcore until told to quit. */
-struct lcore_plan {
-	uint64_t pass;
-	uint64_t last_yield;		/* TSC */
-	uint64_t yields;
-	uint64_t yield_cycles;
-	unsigned int nroles;
-	struct psb_role_inst *roles[PSB_MAX_ROLES];
-};
-
-static struct lcore_plan g_plan[RTE_MAX_LCORE];
-
-/*
- * One pass over the roles of an lcore. Reading the TSC costs tens of cycles
- * on virtual machines, so busy/idle cycles are sampled: one pass in
- * CYCLE_SAMPLE is timed per role and counted CYCLE_SAMPLE times.
- */
-#define CYCLE_SAMPLE	16
-
-/* A control request waiting in a role's mailbox: carry it out on this lcore. */
-static void
-role_ctl(struct psb_role_inst *ri)
-{
-	struct psb_role_mbox *mb = &ri->mbox;
-	uint32_t req = __atomic_load_n(&mb->req, __ATOMIC_ACQUIRE);
-
-	if (mb->op == PSB_OP_RESET)
-		memset(&ri->cnt, 0, sizeof(ri->cnt));
-	mb->rc = ri->role->ctl != NULL ? ri->role->ctl(ri, mb->op, mb->arg) : 0;
-	__atomic_store_n(&mb->ack, req, __ATOMIC_RELEASE);
-}
-
-static inline void
-check_mboxes(struct lcore_plan *lp)
-{
-	unsigned int i;
-
-	for (i = 0; i < lp->nroles; i++)
-		if (unlikely(lp->roles[i]->mbox.req != lp->roles[i]->mbox.ack))
-			role_ctl(lp->roles[i]);
-}
-
-static inline int
-poll_once(struct lcore_plan *lp)
-{
-	unsigned int i;
-	int work = 0;
-
-	check_mboxes(lp);
-	if (unlikely(++lp->pass % CYCLE_SAMPLE == 0)) {
-		uint64_t t0 = rte_rdtsc(), t1;
-
-		for (i = 0; i < lp->nroles; i++) {
-			struct psb_role_inst *ri = lp->roles[i];
-			int n = ri->role->poll(ri);
-
-			t1 = rte_rdtsc();
-			if (n > 0)
-				ri->cnt.busy_cycles += (t1 - t0) * CYCLE_SAMPLE;
-			else
-				ri->cnt.idle_cycles += (t1 - t0) * CYCLE_SAMPLE;
-			ri->cnt.polls++;
-			t0 = t1;
-			work += n;
-		}
-		return work;
-	}
-	for (i = 0; i < lp->nroles; i++) {
-		struct psb_role_inst *ri = lp->roles[i];
-
-		work += ri->role->poll(ri);
-		ri->cnt.polls++;
-	}
-	return work;
-}
-
-/*
- * A poll-mode lcore never sleeps, so on a CPU it shares (with other lcores, psbctl, a
- * scraper, a shell) a thread that wakes up would wait for the kernel's next tick, up to
- * 4 ms at HZ=250, before it runs. Yielding every --yield lets it run at once; with nobody
- * waiting, sched_yield() returns straight away. The time a yield took beyond that is CPU
- * the lcore gave to others, and it is counted.
- */
-static inline void
-maybe_yield(struct lcore_plan *lp)
-{
-	uint64_t t0 = rte_rdtsc(), t1;
-
-	if (g_app.yield_tsc == 0 || t0 - lp->last_yield < g_app.yield_tsc)
-		return;
-	sched_yield();
-	t1 = rte_rdtsc();
-	lp->last_yield = t1;
-	lp->yields++;
-	lp->yield_cycles += t1 - t0;
-}
-
-static int
-lcore_main(void *arg)
-{
-	struct lcore_plan *lp = arg;
-	unsigned int k;
-
-	while (!g_app.stop_lcores) {
-		for (k = 0; k < 64; k++)
-			poll_once(lp);
-		maybe_yield(lp);
-	}
-	return 0;
-}
-
-void
-psb_lcores_yielded(uint64_t *yields, uint64_t *cycles)
-{
-	unsigned int i;
-
-	*yields = 0;
-	*cycles = 0;
-	for (i = 0; i < RTE_MAX_LCORE; i++) {
-		*yields += g_plan[i].yields;
-		*cycles += g_plan[i].yield_cycles;
-	}
-}
-
-void
-psb_main_poll_roles(struct psb_app *app)
-{
-	unsigned int k;
-
-	if (app->nworker_lcores == 0)
-		for (k = 0; k < 64; k++)
-			poll_once(&g_plan[rte_get_main_lcore()]);
-}
-
-int
-psb_roles_call(struct psb_app *app, const struct psb_role *role, int op, const void *arg)
-{
-	uint64_t hz = rte_get_tsc_hz(), t0 = rte_get_tsc_cycles();
-	uint16_t i, pending;
-	int rc = 0;
-
-	for (i = 0; i < app->nroles; i++) {
-		struct psb_role_inst *ri = &app->roles[i];
-
-		if (role != NULL && ri->role != role)
-			continue;
-		ri->mbox.op = op;
-		ri->mbox.arg = arg;
-		ri->mbox.rc = 0;
-		__atomic_store_n(&ri->mbox.req, ri->mbox.req + 1, __ATOMIC_RELEASE);
-	}
-	do {
-		pending = 0;
-		for (i = 0; i < app->nroles; i++) {
-			struct psb_role_inst *ri = &app->roles[i];
-
-			if (role != NULL && ri->role != role)
-				continue;
-			if (__atomic_load_n(&ri->mbox.ack, __ATOMIC_ACQUIRE) != ri->mbox.req)
-				pending++;
-			else if (ri->mbox.rc != 0 && rc == 0)
-				rc = ri->mbox.rc;
-		}
-		if (pending == 0)
-			return rc;
-		if (app->nworker_lcores == 0)
-			check_mboxes(&g_plan[rte_get_main_lcore()]);
-		else
-			rte_delay_us_sleep(20);
-	} while (rte_get_tsc_cycles() - t0 < 2 * hz);
-	return -ETIMEDOUT;
 }
 
 static uint64_t
@@ -691,8 +322,7 @@ main(int argc, char **argv)
 	int console_on = 0, rt_existed = 0, huge_fd;
 	char auto_lcores[16];
 	uint64_t log_mark;
-	unsigned int lcore, nworker_lcores = 0, i, k;
-	unsigned int worker_lcores[RTE_MAX_LCORE];
+	unsigned int nworker_lcores = 0, i;
 	int rc, eal_argc, exit_code = 0;
 	const char *cfg;
 
@@ -704,6 +334,7 @@ main(int argc, char **argv)
 		app->results_root[0] = '\0';	/* then relative to wherever psb runs */
 	pthread_mutex_init(&app->ctl_lock, NULL);
 	psb_opts_parse(app, &ro, argc, argv);
+	psb_snap_exp_source(psb_snap_exp);
 	psb_log_start(app->quiet, app->verbose);
 	cfg = ro.config;
 	if (app->node_role == PSB_NODE_SERVER)
@@ -829,7 +460,7 @@ main(int argc, char **argv)
 	app->parse.psb_port = 0;	/* ports are routed in psb_dispatch */
 	app->parse.check_ip_csum = 1;
 
-	if (plan_roles(app) != 0)
+	if (psb_lcore_plan(app) != 0)
 		psb_die("out of memory");
 
 	for (i = 0; i < app->nroles; i++) {
@@ -840,17 +471,7 @@ main(int argc, char **argv)
 				rc == -ENOMEM ? " (DPDK's memory is short: give more --mem)" : "");
 	}
 
-	/* Placement: one role per worker lcore when there are enough, else share. */
-	RTE_LCORE_FOREACH_WORKER(lcore)
-		worker_lcores[nworker_lcores++] = lcore;
-	for (i = 0; i < app->nroles; i++) {
-		unsigned int lc = nworker_lcores == 0 ? rte_get_main_lcore() :
-			worker_lcores[i % nworker_lcores];
-		struct lcore_plan *lp = &g_plan[lc];
-
-		app->roles[i].lcore = lc;
-		lp->roles[lp->nroles++] = &app->roles[i];
-	}
+	nworker_lcores = psb_lcore_place(app);
 	PSB_INFO(main, "%s %s, %u role(s) on %u lcore(s)%s, MTU %u, segment %u B",
 		app->node_role == PSB_NODE_SERVER ? "server" :
 		app->node_role == PSB_NODE_WORKER ? "worker" : "scheduler",
@@ -874,11 +495,8 @@ main(int argc, char **argv)
 			psb_die("%s", err);
 		PSB_DEBUG(ctl, "control socket %s", path);
 	}
-	app->nworker_lcores = nworker_lcores;
-	watch_links(app);
-	for (k = 0; k < nworker_lcores; k++)
-		if (g_plan[worker_lcores[k]].nroles != 0)
-			rte_eal_remote_launch(lcore_main, &g_plan[worker_lcores[k]], worker_lcores[k]);
+	psb_ports_watch(app);
+	psb_lcore_launch(app);
 
 	if (psb_export_init(app, err, sizeof(err)) != 0) {
 		PSB_ERR(export, "%s", err);
@@ -909,15 +527,8 @@ main(int argc, char **argv)
 			 * Run to completion: the main lcore polls all roles, and looks at the
 			 * control plane every 200 us.
 			 */
-			struct lcore_plan *lp = &g_plan[rte_get_main_lcore()];
-			uint64_t t0 = rte_rdtsc(), lim = rte_get_tsc_hz() / 5000;
-			int work = 0;
+			int work = psb_lcore_run_main(app, rte_get_tsc_hz() / 5000);
 
-			do {
-				for (k = 0; k < 64; k++)
-					work += poll_once(lp);
-			} while (rte_rdtsc() - t0 < lim && !app->quit);
-			maybe_yield(lp);
 			/*
 			 * A scheduler has a few messages per job to answer: idle, it sleeps up to
 			 * 1 ms at a time (in the control sockets' poll) and leaves the CPU it
@@ -936,9 +547,9 @@ main(int argc, char **argv)
 		psb_run_poll(app, now);
 		psb_export_poll(app, now);
 		check_exit(app, console_on, now, &last_rx, &last_rx_ns);
-		watch_links(app);
-		check_links(app, now);
-		read_port_counters(app, now);
+		psb_ports_watch(app);
+		psb_ports_check(app, now);
+		psb_ports_read_counters(app, now);
 		app->cp.main_cycles += rte_rdtsc() - cp0;
 	}
 	/* the experiment ends with the process: stopped, its results written */
@@ -968,7 +579,7 @@ main(int argc, char **argv)
 			ri->role->fini(ri);
 	}
 	psb_send_bye(app);
-	quiesce_ports(app);
+	psb_ports_quiesce(app);
 	for (i = 0; i < app->nports; i++)
 		psb_ethdev_close(app->port_ids[i]);
 	psb_host_restore(app);

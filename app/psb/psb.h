@@ -2,6 +2,7 @@
 #ifndef PSB_H
 #define PSB_H
 
+#include <errno.h>
 #include <limits.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -15,6 +16,8 @@
 
 #include "psb_afp.h"
 #include "psb_exp.h"
+#include "psb_lcore.h"
+#include "psb_ports.h"
 #include "psb_log.h"
 #include "psb_logfile.h"
 #include "psb_port.h"
@@ -413,26 +416,78 @@ psb_role_ring(const struct psb_role *r, const struct psb_app *app)
 {
 	return r->ring_size != NULL ? r->ring_size(app) : r->ring;
 }
-/* server: a BATCH whose records belong to several shards, split among them (psb_io.c) */
-int psb_dispatch_batch(struct psb_role_inst *rx, struct rte_mbuf *m, const struct psb_frame *f);
+/*
+ * The route that owns a message f: the first role of psb_roles[] whose claim takes it. Its
+ * instance's index, or PSB_ROLE_DELIVER (its deliver() hands it on), with *rt set; -1: no
+ * role claims it; PSB_ROUTE_NOT_HERE: its role does not run on this node (and no later
+ * role may take it).
+ */
+#define PSB_ROUTE_NOT_HERE	(-3)
 
-/* Packet paths shared by roles (psb_io.c). */
+static inline int
+psb_route_find(const struct psb_app *app, const struct psb_frame *f, const struct psb_route **rt)
+{
+	unsigned int i;
+	int idx;
+
+	for (i = 0; i < app->nroutes; i++) {
+		idx = app->routes[i].role->claim(app, f);
+		if (idx == -1)
+			continue;
+		*rt = &app->routes[i];
+		return app->routes[i].first != NULL ? idx : PSB_ROUTE_NOT_HERE;
+	}
+	return -1;
+}
+
+/* Queue m for the role reading r: 0, or -ENOENT (no such role here), -ENOBUFS (ring full). */
+static inline int
+psb_handoff(struct rte_ring *r, struct rte_mbuf *m)
+{
+	if (r == NULL) {
+		rte_pktmbuf_free(m);
+		return -ENOENT;
+	}
+	if (rte_ring_enqueue(r, m) != 0) {
+		rte_pktmbuf_free(m);
+		return -ENOBUFS;
+	}
+	return 0;
+}
+
+/* What became of a message handed on, counted once whatever it was split into. */
+static inline void
+psb_handoff_count(struct psb_role_inst *ri, int rc)
+{
+	if (rc == 0)
+		ri->cnt.handed++;
+	else if (rc == -ENOENT)
+		ri->cnt.not_served++;
+	else if (rc == -ENOBUFS)
+		ri->cnt.ring_full++;
+	else
+		ri->cnt.no_mbuf++;
+}
+
+/* The rx classifier (psb_classify.c). */
 void psb_dispatch(struct psb_role_inst *ri, struct rte_mbuf *m);
+/* server: a BATCH whose records belong to several shards, split among them */
+int psb_dispatch_batch(struct psb_role_inst *rx, struct rte_mbuf *m, const struct psb_frame *f);
+void psb_neigh_learn(struct psb_app *app, uint32_t ip, const uint8_t *mac, uint16_t port);
+
+/* The output path (psb_out.c). To dst_ip: the tx role, or a role of this process. */
 int psb_out(struct psb_role_inst *ri, struct rte_mbuf *m, uint32_t dst_ip);
+/* Count m and queue it for the transmitter, out of the port m->port names. */
+void psb_out_port(struct psb_role_inst *ri, struct rte_mbuf *m);
 void psb_out_flush(struct psb_role_inst *ri);
 /* Room for n more packets toward the transmitter right now. */
 int psb_out_room(struct psb_role_inst *ri, unsigned int n);
 /* Build one psb message into a new mbuf; NULL when the pool is empty. */
 struct rte_mbuf *psb_build(struct psb_role_inst *ri, const struct psb_addr *src,
 		const struct psb_addr *dst, const struct psb_hdr *h, const void *payload);
-void psb_neigh_learn(struct psb_app *app, uint32_t ip, const uint8_t *mac, uint16_t port);
 const struct psb_neigh *psb_neigh_find(const struct psb_app *app, uint32_t ip);
 /* Send an ARP request for ip out of every port. */
 void psb_arp_resolve(struct psb_role_inst *ri, uint32_t ip);
-/* A guarded burst on port pid faulted (its peer left under it): pause it, count it. */
-void psb_port_faulted(struct psb_app *app, uint16_t pid);
-/* Tell the peer of every port that this node leaves (sent from the main lcore at exit). */
-void psb_send_bye(struct psb_app *app);
 
 /* Registration with the scheduler (roles/agent.c), used by servers and workers. */
 enum psb_agent_state {
@@ -480,26 +535,13 @@ void psb_agent_restart(struct psb_agent *ag);
 /* Once registered: a HEARTBEAT to the scheduler every --heartbeat (none when 0). */
 void psb_agent_beat(struct psb_agent *ag, struct psb_role_inst *ri, uint64_t now_ns);
 
-/*
- * A wait psb cannot finish: print why (even with -q), and end the process with status 1
- * once the main lcore sees it, the running experiment failed with that reason. Any lcore.
- */
-void psb_app_fail(struct psb_app *app, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
-
 struct psb_kv;
 /* Store of a server shard role (roles/server.c). */
 const struct psb_kv *psb_server_kv(const struct psb_role_inst *ri);
 const struct psb_sched *psb_scheduler_sched(const struct psb_role_inst *ri);
 
-/* Control of roles from the main lcore (main.c): post op to every role instance of `role`
- * (NULL: all) and wait until each carried it out. 0, the first role's -errno, or -ETIMEDOUT. */
-int psb_roles_call(struct psb_app *app, const struct psb_role *role, int op, const void *arg);
-/* Run the data plane a little when the main lcore is its only lcore (run to completion). */
-void psb_main_poll_roles(struct psb_app *app);
-/* Times the lcores gave the CPU away (--yield) and the TSC cycles that took, summed. */
-void psb_lcores_yielded(uint64_t *yields, uint64_t *cycles);
-
+/* Where worker rank's --results go: FILE, or FILE.<rank> with several local workers. */
+void psb_worker_results_file(const struct psb_app *app, unsigned int rank, char *out, size_t len);
 /* Live state a worker role publishes (roles/worker.c), read by the control plane. */
 struct psb_bench_result;
 struct psb_worker_pub {

@@ -410,6 +410,36 @@ const struct psb_metric_block *const psb_blocks[] = {
 };
 
 void
+psb_totals_add(struct psb_counters *tot, const struct psb_counters *c)
+{
+	const struct psb_metric_block *b = &psb_role_block;
+	const struct psb_metric *m;
+	unsigned int k;
+
+	for (m = b->m; m < b->m + b->n; m++) {
+		size_t off = m->off;	/* c is the role's first part */
+
+		if (off >= sizeof(struct psb_counters) || m->type != PSB_MT_U64)
+			continue;
+		for (k = 0; k < psb_metric_len(m); k++)
+			((uint64_t *)(void *)((uint8_t *)tot + off))[k] +=
+				((const uint64_t *)(const void *)((const uint8_t *)c + off))[k];
+	}
+}
+
+void
+psb_totals_io(struct psb_counters *tot, const struct psb_counters *c, const char *role)
+{
+	if (strcmp(role, psb_role_rx.name) == 0) {
+		tot->rx_pkts = c->rx_pkts;
+		tot->rx_bytes = c->rx_bytes;
+	} else if (strcmp(role, psb_role_tx.name) == 0) {
+		tot->tx_pkts = c->tx_pkts;
+		tot->tx_bytes = c->tx_bytes;
+	}
+}
+
+void
 psb_snap_port(struct psb_app *app, unsigned int i, struct psb_port_snap *p)
 {
 	uint16_t pid = app->port_ids[i];
@@ -505,6 +535,14 @@ snap_control(const struct psb_app *app, struct psb_control_snap *c)
 	c->file_lines = app->cp.file_lines;
 }
 
+static psb_snap_exp_fn *snap_exp;
+
+void
+psb_snap_exp_source(psb_snap_exp_fn *fn)
+{
+	snap_exp = fn;
+}
+
 struct psb_snap *
 psb_snap_take(struct psb_app *app)
 {
@@ -543,7 +581,12 @@ psb_snap_take(struct psb_app *app)
 		psb_snap_store(app, &s->store);
 	s->has_sched = app->host_sched && psb_snap_sched(app, &s->sched);
 	snap_control(app, &s->control);
-	psb_snap_exp(app, &s->exp);
+	if (snap_exp != NULL) {
+		snap_exp(app, &s->exp);
+	} else {
+		memset(&s->exp, 0, offsetof(struct psb_exp_snap, pp));
+		s->exp.kind = s->exp.state = "";
+	}
 	return s;
 }
 
@@ -554,9 +597,9 @@ psb_snap_totals(const struct psb_snap *s, struct psb_counters *tot)
 
 	memset(tot, 0, sizeof(*tot));
 	for (i = 0; i < s->nroles; i++)
-		psb_report_totals_add(tot, &s->roles[i].c);
+		psb_totals_add(tot, &s->roles[i].c);
 	for (i = 0; i < s->nroles; i++)
-		psb_report_totals_io(tot, &s->roles[i].c, s->roles[i].role);
+		psb_totals_io(tot, &s->roles[i].c, s->roles[i].role);
 }
 
 void

@@ -126,10 +126,21 @@ extern const struct psb_metric_block *const psb_blocks[];
  * short replies (detail) or only there on some nodes or ports (conditional), help.
  */
 json_t *psb_metrics_json(void);
+/*
+ * Totals over role instances, in two steps: from zeros, _add each instance's counters, then
+ * _io each again with its role's name (received packets and bytes are the rx role's, sent
+ * ones the tx role's; other roles count them again as they pass through).
+ */
+void psb_totals_add(struct psb_counters *tot, const struct psb_counters *c);
+void psb_totals_io(struct psb_counters *tot, const struct psb_counters *c, const char *role);
+/*
+ * Where the experiment's part of a snapshot comes from (psb_run.c's psb_snap_exp): the run
+ * sits above the counters, so it is told to them rather than called by name.
+ */
+typedef void psb_snap_exp_fn(struct psb_app *app, struct psb_exp_snap *x);
+void psb_snap_exp_source(psb_snap_exp_fn *fn);
 /* A snapshot (free() it), NULL if memory ran out. Under ctl_lock. */
 struct psb_snap *psb_snap_take(struct psb_app *app);
-/* Only the experiment's part: x->exp. */
-void psb_snap_exp(struct psb_app *app, struct psb_exp_snap *x);
 /* The experiment part as the object under key (NULL: the document); detail adds histograms. */
 void psb_snap_exp_emit(struct psb_emit *e, const struct psb_exp_snap *x, const char *key,
 		int detail);

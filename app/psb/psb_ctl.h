@@ -44,6 +44,9 @@ void psb_counters_file_log(struct psb_app *app, const char *what, const char *pa
  * hists adds the round-trip and staleness histograms (counters, not status).
  */
 json_t *psb_run_json(struct psb_app *app, int hists);
+/* The experiment's part of a counters snapshot (psb_snap_exp_source). */
+struct psb_exp_snap;
+void psb_snap_exp(struct psb_app *app, struct psb_exp_snap *x);
 /* The same as the value of key, into an emitter (a tree or text). */
 void psb_run_emit(struct psb_emit *e, struct psb_app *app, const char *key, int hists);
 
@@ -62,8 +65,6 @@ int psb_run_active(const struct psb_app *app);
 void psb_run_poll(struct psb_app *app, uint64_t now_ns);
 /* At exit: stop what runs and write its results. */
 void psb_run_fini(struct psb_app *app);
-/* Where worker rank's --results go: FILE, or FILE.<rank> with several local workers. */
-void psb_run_results_file(const struct psb_app *app, unsigned int rank, char *out, size_t len);
 /*
  * Before the roles run, a wait psb bounds expired: say why, write the results of the
  * experiment psb was to start at once (failed, nothing measured; from_doc: its results

@@ -17,45 +17,15 @@
 #include "psb_report.h"
 
 void
-psb_report_totals_add(struct psb_counters *tot, const struct psb_counters *c)
-{
-	const struct psb_metric_block *b = &psb_role_block;
-	const struct psb_metric *m;
-	unsigned int k;
-
-	for (m = b->m; m < b->m + b->n; m++) {
-		size_t off = m->off;	/* c is the role's first part */
-
-		if (off >= sizeof(struct psb_counters) || m->type != PSB_MT_U64)
-			continue;
-		for (k = 0; k < psb_metric_len(m); k++)
-			((uint64_t *)(void *)((uint8_t *)tot + off))[k] +=
-				((const uint64_t *)(const void *)((const uint8_t *)c + off))[k];
-	}
-}
-
-void
-psb_report_totals_io(struct psb_counters *tot, const struct psb_counters *c, const char *role)
-{
-	if (strcmp(role, psb_role_rx.name) == 0) {
-		tot->rx_pkts = c->rx_pkts;
-		tot->rx_bytes = c->rx_bytes;
-	} else if (strcmp(role, psb_role_tx.name) == 0) {
-		tot->tx_pkts = c->tx_pkts;
-		tot->tx_bytes = c->tx_bytes;
-	}
-}
-
-void
 psb_report_totals(const struct psb_app *app, struct psb_counters *tot)
 {
 	uint16_t i;
 
 	memset(tot, 0, sizeof(*tot));
 	for (i = 0; i < app->nroles; i++)
-		psb_report_totals_add(tot, &app->roles[i].cnt);
+		psb_totals_add(tot, &app->roles[i].cnt);
 	for (i = 0; i < app->nroles; i++)
-		psb_report_totals_io(tot, &app->roles[i].cnt, app->roles[i].role->name);
+		psb_totals_io(tot, &app->roles[i].cnt, app->roles[i].role->name);
 }
 
 /* Sum of the store counters of every server shard. */
@@ -166,75 +136,6 @@ psb_report_print(const struct psb_app *app, FILE *out)
 				(unsigned long long)st->errors[k]);
 }
 
-/* The counters of struct rte_eth_stats that psb_port_stats carries. */
-static const size_t port_ctr_off[] = {
-	offsetof(struct rte_eth_stats, ipackets), offsetof(struct rte_eth_stats, opackets),
-	offsetof(struct rte_eth_stats, ibytes), offsetof(struct rte_eth_stats, obytes),
-	offsetof(struct rte_eth_stats, imissed), offsetof(struct rte_eth_stats, ierrors),
-	offsetof(struct rte_eth_stats, oerrors), offsetof(struct rte_eth_stats, rx_nombuf),
-};
-#define PORT_NCTR	RTE_DIM(port_ctr_off)
-
-/* A port's counts as psb reports them (sum), and the PMD's at the last reading (last). */
-static struct {
-	uint64_t sum[PORT_NCTR];
-	uint64_t last[PORT_NCTR];
-} port_tot[PSB_MAX_PORTS];
-static pthread_mutex_t port_tot_lock = PTHREAD_MUTEX_INITIALIZER;
-
-static uint64_t *
-port_ctr(struct rte_eth_stats *s, unsigned int k)
-{
-	return (uint64_t *)(void *)((char *)s + port_ctr_off[k]);
-}
-
-int
-psb_port_stats(const struct psb_app *app, unsigned int i, struct rte_eth_stats *out)
-{
-	struct rte_eth_stats now;
-	int rc, blank = 1, back = 0;
-	unsigned int k;
-
-	memset(out, 0, sizeof(*out));
-	if (i >= PSB_MAX_PORTS || i >= app->nports)
-		return -EINVAL;
-	rc = rte_eth_stats_get(app->port_ids[i], &now);
-	if (rc != 0)
-		memset(&now, 0, sizeof(now));
-	pthread_mutex_lock(&port_tot_lock);
-	for (k = 0; k < PORT_NCTR; k++) {
-		blank &= *port_ctr(&now, k) == 0;
-		back |= *port_ctr(&now, k) < port_tot[i].last[k];
-	}
-	/*
-	 * All 0: no peer (memif), or counts started again with nothing yet: nothing to add.
-	 * Lower than last time: the PMD counts from 0 again, all it has is new. Otherwise
-	 * what it counted since the last reading is new.
-	 */
-	for (k = 0; k < PORT_NCTR && !blank; k++) {
-		port_tot[i].sum[k] += *port_ctr(&now, k) - (back ? 0 : port_tot[i].last[k]);
-		port_tot[i].last[k] = *port_ctr(&now, k);
-	}
-	for (k = 0; k < PORT_NCTR; k++)
-		*port_ctr(out, k) = port_tot[i].sum[k];
-	pthread_mutex_unlock(&port_tot_lock);
-	return rc;
-}
-
-/*
- * The sums start again from 0; the PMD's last reading stays, as what comes next is counted
- * from it: memif's counters of a port without a peer are not reset by rte_eth_stats_reset,
- * and resume at their old values when a peer comes.
- */
-void
-psb_port_stats_clear(unsigned int i)
-{
-	if (i >= PSB_MAX_PORTS)
-		return;
-	pthread_mutex_lock(&port_tot_lock);
-	memset(port_tot[i].sum, 0, sizeof(port_tot[i].sum));
-	pthread_mutex_unlock(&port_tot_lock);
-}
 
 void
 psb_report_counters_block(struct psb_metric_block *b)

@@ -32,21 +32,5 @@ void psb_report_counters_block(struct psb_metric_block *b);
  * role's, sent ones the tx role's, every other counter is summed over all instances.
  */
 void psb_report_totals(const struct psb_app *app, struct psb_counters *tot);
-/*
- * The two steps of it, for other sets of instances: from zeros, _add each instance's
- * counters, then _io each again with its role's name.
- */
-void psb_report_totals_add(struct psb_counters *tot, const struct psb_counters *c);
-void psb_report_totals_io(struct psb_counters *tot, const struct psb_counters *c,
-		const char *role);
-/*
- * Port i's statistics over its whole life: a PMD's own counts can go back, as memif's
- * read 0 while no peer is connected (and a PMD may start again from 0 when one comes
- * back); psb carries what they had counted. Packet, byte, miss, error and rx_nombuf
- * counts only. Any thread. -errno if the PMD gave nothing (out: the totals carried).
- */
-int psb_port_stats(const struct psb_app *app, unsigned int i, struct rte_eth_stats *out);
-/* clear_port_stats: nothing carried for port i any more. */
-void psb_port_stats_clear(unsigned int i);
 
 #endif /* PSB_REPORT_H */

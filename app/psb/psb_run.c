@@ -674,21 +674,6 @@ psb_run_poll(struct psb_app *app, uint64_t now_ns)
 }
 
 void
-psb_run_results_file(const struct psb_app *app, unsigned int rank, char *out, size_t len)
-{
-	const char *f = app->results_file, *dot;
-
-	if (app->nlocal_workers <= 1) {
-		snprintf(out, len, "%s", f);
-		return;
-	}
-	dot = strrchr(f, '.');
-	if (dot == NULL || strchr(dot, '/') != NULL)
-		dot = f + strlen(f);
-	snprintf(out, len, "%.*s.%u%s", (int)(dot - f), f, rank, dot);
-}
-
-void
 psb_run_fail_early(struct psb_app *app, int from_doc, const char *fmt, ...)
 {
 	const struct psb_exp_conf *c = &app->conf;
@@ -713,7 +698,7 @@ psb_run_fail_early(struct psb_app *app, int from_doc, const char *fmt, ...)
 		json_array_append_new(rows, pp_row(label, &r));
 		json_array_append_new(workers, psb_bench_result_json(&r, label));
 		snprintf(label, sizeof(label), "worker %u", (unsigned int)(app->rank_base + i));
-		psb_run_results_file(app, app->rank_base + i, path, sizeof(path));
+		psb_worker_results_file(app, app->rank_base + i, path, sizeof(path));
 		if (!from_doc && app->results_file != NULL &&
 		    psb_bench_write_json(&r, label, "failed", reason, path) != 0)
 			PSB_ERR(run, "%s: cannot write results to %s", label, path);

@@ -308,6 +308,26 @@ psb_frame_write_headers(uint8_t *out, const struct psb_addr *src, const struct p
 	psb_hdr_encode(udp + PSB_UDP_HLEN, h);
 }
 
+void
+psb_frame_read_own(const uint8_t *buf, uint16_t len, struct psb_frame *f)
+{
+	const uint8_t *ip = buf + PSB_ETH_HLEN, *udp = ip + PSB_IP_HLEN;
+
+	memset(f, 0, sizeof(*f));
+	f->kind = PSB_FRAME_PSB;
+	memcpy(f->dst.mac, buf, 6);
+	memcpy(f->src.mac, buf + 6, 6);
+	f->src.ip = psb_rd32(ip + 12);
+	f->dst.ip = psb_rd32(ip + 16);
+	f->src.port = psb_rd16(udp);
+	f->dst.port = psb_rd16(udp + 2);
+	f->l3_off = PSB_ETH_HLEN;
+	f->l4_off = PSB_ETH_HLEN + PSB_IP_HLEN;
+	psb_hdr_decode(&f->hdr, udp + PSB_UDP_HLEN);
+	f->payload = buf + PSB_FRAME_HLEN;
+	f->payload_len = len > PSB_FRAME_HLEN ? (uint16_t)(len - PSB_FRAME_HLEN) : 0;
+}
+
 size_t
 psb_frame_build(uint8_t *out, const struct psb_addr *src, const struct psb_addr *dst,
 		const struct psb_hdr *h, const void *payload, uint16_t payload_len)

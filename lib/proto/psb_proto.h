@@ -202,6 +202,11 @@ int psb_frame_parse(const uint8_t *buf, size_t len, const struct psb_parse_cfg *
 		struct psb_frame *f);
 
 /* Validate a decoded header's segment fields; 0 or -PSB_DROP_SEGMENT. */
+/*
+ * The addresses and header of a frame psb_frame_write_headers wrote, len bytes in all: for
+ * a message this process built and delivers to itself, which needs no checks.
+ */
+void psb_frame_read_own(const uint8_t *buf, uint16_t len, struct psb_frame *f);
 int psb_hdr_check_segment(const struct psb_hdr *h, size_t payload_len);
 
 void psb_hdr_encode(uint8_t *out, const struct psb_hdr *h);

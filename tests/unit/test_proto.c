@@ -242,7 +242,10 @@ test_hdr_init(void **state)
 	assert_int_equal(out[3], PSB_MSG_PULL);
 }
 
-/* Frame: build -> parse of every message type keeps every field and the payload. */
+/*
+ * Frame: build -> parse of every message type keeps every field and the payload, and
+ * psb_frame_read_own reads what the parser reads.
+ */
 static void
 test_frame_roundtrip(void **state)
 {
@@ -315,6 +318,25 @@ test_frame_roundtrip(void **state)
 		assert_int_equal(f.payload_len, h.seg_len);
 		if (h.seg_len != 0)
 			assert_memory_equal(f.payload, value, h.seg_len);
+
+		/* a frame delivered to this process itself reads the same without the parser */
+		{
+			struct psb_frame own;
+
+			psb_frame_read_own(frame, (uint16_t)len, &own);
+			assert_int_equal(own.kind, f.kind);
+			assert_memory_equal(own.src.mac, f.src.mac, 6);
+			assert_memory_equal(own.dst.mac, f.dst.mac, 6);
+			assert_int_equal(own.src.ip, f.src.ip);
+			assert_int_equal(own.dst.ip, f.dst.ip);
+			assert_int_equal(own.src.port, f.src.port);
+			assert_int_equal(own.dst.port, f.dst.port);
+			assert_int_equal(own.l3_off, f.l3_off);
+			assert_int_equal(own.l4_off, f.l4_off);
+			assert_hdr_equal(&own.hdr, &f.hdr);
+			assert_ptr_equal(own.payload, f.payload);
+			assert_int_equal(own.payload_len, f.payload_len);
+		}
 	}
 }
 

@@ -265,7 +265,7 @@ server_poll(struct psb_role_inst *ri)
 		ri->cnt.rx_pkts++;
 		ri->cnt.rx_bytes += m->pkt_len;
 		if (meta->hdr.type == PSB_MSG_BYE) {
-			/* a known peer's BYE (psb_io.c): what it staged goes; nothing to answer */
+			/* a known peer's BYE (psb_classify.c): what it staged goes; nothing to answer */
 			psb_kv_peer_left(sp->kv, meta->src.ip);
 		} else if (meta->hdr.type == PSB_MSG_BATCH && meta->hdr.version == PSB_VERSION) {
 			server_batch(ri, sp, meta, payload);

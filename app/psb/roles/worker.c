@@ -226,6 +226,21 @@ start_bench(struct psb_role_inst *ri)
 	return 0;
 }
 
+void
+psb_worker_results_file(const struct psb_app *app, unsigned int rank, char *out, size_t len)
+{
+	const char *f = app->results_file, *dot;
+
+	if (app->nlocal_workers <= 1) {
+		snprintf(out, len, "%s", f);
+		return;
+	}
+	dot = strrchr(f, '.');
+	if (dot == NULL || strchr(dot, '/') != NULL)
+		dot = f + strlen(f);
+	snprintf(out, len, "%.*s.%u%s", (int)(dot - f), f, rank, dot);
+}
+
 /* --results FILE of a command-line worker (FILE.<rank> with several), whole or not at all. */
 static void
 write_results(struct psb_role_inst *ri, const struct psb_bench_result *r, const char *state,
@@ -237,7 +252,7 @@ write_results(struct psb_role_inst *ri, const struct psb_bench_result *r, const 
 
 	if (app->results_file == NULL || app->run.from_doc)
 		return;
-	psb_run_results_file(app, wp->ag.rank, path, sizeof(path));
+	psb_worker_results_file(app, wp->ag.rank, path, sizeof(path));
 	if (psb_bench_write_json(r, wp->label, state, error, path) != 0)
 		PSB_NOTICE(worker, "%s: cannot write results to %s", wp->label, path);
 }

@@ -1,13 +1,16 @@
-/* Packet paths shared by roles: classify and hand off, build, and queue for transmit. */
+/*
+ * The rx classifier: a received frame parsed, counted and dropped by reason, answered in
+ * place (ARP, ICMP echo), ended (BYE), or handed to the role that claims it.
+ */
 #include <errno.h>
 #include <string.h>
 
 #include <rte_ethdev.h>
-#include <rte_memcpy.h>
 
 #include "psb.h"
 #include "psb_guard.h"
 #include "psb_kv.h"
+#include "psb_log.h"
 
 void
 psb_neigh_learn(struct psb_app *app, uint32_t ip, const uint8_t *mac, uint16_t port)
@@ -36,179 +39,6 @@ psb_neigh_learn(struct psb_app *app, uint32_t ip, const uint8_t *mac, uint16_t p
 	}
 }
 
-const struct psb_neigh *
-psb_neigh_find(const struct psb_app *app, uint32_t ip)
-{
-	unsigned int i, h = (ip * 2654435761u) % PSB_NEIGH_MAX;
-
-	for (i = 0; i < PSB_NEIGH_MAX; i++) {
-		const struct psb_neigh *n = &app->neigh[(h + i) % PSB_NEIGH_MAX];
-
-		if (!n->valid)
-			return NULL;
-		if (n->ip == ip)
-			return n;
-	}
-	return NULL;
-}
-
-void
-psb_out_flush(struct psb_role_inst *ri)
-{
-	unsigned int sent;
-
-	if (ri->ntx == 0)
-		return;
-	sent = rte_ring_enqueue_burst(ri->app->tx_ring, (void **)ri->txbuf, ri->ntx, NULL);
-	if (sent < ri->ntx) {
-		ri->cnt.tx_ring_full += ri->ntx - sent;
-		rte_pktmbuf_free_bulk(&ri->txbuf[sent], ri->ntx - sent);
-	}
-	ri->ntx = 0;
-}
-
-int
-psb_out_room(struct psb_role_inst *ri, unsigned int n)
-{
-	if (ri->ntx + n <= PSB_OUT_BUF)
-		return 1;
-	return rte_ring_free_count(ri->app->tx_ring) >= ri->ntx + n;
-}
-
-/* Count m and queue it for the transmitter (m->port set). */
-static inline void
-out_queue(struct psb_role_inst *ri, struct rte_mbuf *m)
-{
-	ri->cnt.tx_pkts++;
-	ri->cnt.tx_bytes += m->pkt_len;
-	ri->txbuf[ri->ntx++] = m;
-	if (ri->ntx == PSB_OUT_BUF)
-		psb_out_flush(ri);
-}
-
-int
-psb_out(struct psb_role_inst *ri, struct rte_mbuf *m, uint32_t dst_ip)
-{
-	struct psb_app *app = ri->app;
-	const struct psb_neigh *n;
-
-	if (dst_ip == app->me.ip) {
-		/* Local delivery, e.g. a co-located scheduler and server. */
-		psb_dispatch(ri, m);
-		return 0;
-	}
-	n = psb_neigh_find(app, dst_ip);
-	m->port = n != NULL ? n->port : app->port_ids[0];
-	out_queue(ri, m);
-	return 0;
-}
-
-struct rte_mbuf *
-psb_build(struct psb_role_inst *ri, const struct psb_addr *src, const struct psb_addr *dst,
-		const struct psb_hdr *h, const void *payload)
-{
-	struct rte_mbuf *m = rte_pktmbuf_alloc(ri->app->pool);
-	uint16_t len = PSB_FRAME_HLEN + h->seg_len;
-	uint8_t *p;
-
-	if (m == NULL) {
-		ri->cnt.no_mbuf++;
-		return NULL;
-	}
-	p = (uint8_t *)rte_pktmbuf_append(m, len);
-	if (p == NULL) {
-		rte_pktmbuf_free(m);
-		ri->cnt.no_mbuf++;
-		return NULL;
-	}
-	psb_frame_write_headers(p, src, dst, h, h->seg_len);
-	if (h->seg_len != 0)
-		rte_memcpy(p + PSB_FRAME_HLEN, payload, h->seg_len);
-	return m;
-}
-
-void
-psb_arp_resolve(struct psb_role_inst *ri, uint32_t ip)
-{
-	struct psb_app *app = ri->app;
-	uint16_t i;
-
-	for (i = 0; i < app->nports; i++) {
-		struct rte_mbuf *m = rte_pktmbuf_alloc(app->pool);
-		uint8_t *p;
-
-		if (m == NULL) {
-			ri->cnt.no_mbuf++;
-			return;
-		}
-		p = (uint8_t *)rte_pktmbuf_append(m, 60);
-		memset(p, 0, 60);
-		psb_arp_request(p, app->me.mac, app->me.ip, ip);
-		m->port = app->port_ids[i];
-		out_queue(ri, m);
-	}
-}
-
-void
-psb_port_faulted(struct psb_app *app, uint16_t pid)
-{
-	app->port_fault[pid] = 1;
-	app->port_paused[pid] = 1;
-	app->port_faults[pid]++;
-	PSB_NOTICE(port, "port %u: the driver faulted on memory its peer shared (the peer left); "
-		"port paused until its link comes back", pid);
-}
-
-void
-psb_send_bye(struct psb_app *app)
-{
-	static const uint8_t bcast[6] = { 0xff, 0xff, 0xff, 0xff, 0xff, 0xff };
-	struct psb_addr dst;
-	struct psb_hdr h;
-	uint16_t i, n;
-
-	memset(&dst, 0, sizeof(dst));
-	memcpy(dst.mac, bcast, 6);
-	dst.ip = 0xffffffffu;
-	/* the peer's data port: the nodes of one job share it */
-	dst.port = app->me.port;
-	psb_hdr_init(&h, PSB_MSG_BYE);
-	for (i = 0; i < app->nports; i++) {
-		uint16_t pid = app->port_ids[i];
-		struct rte_mbuf *m;
-		uint8_t *p;
-
-		/* Only memif has a peer that polls shared memory; elsewhere BYE is noise. */
-		if (app->port_paused[pid] || app->specs[i].kind != PSB_PORT_MEMIF)
-			continue;
-		m = rte_pktmbuf_alloc(app->pool);
-		if (m == NULL)
-			return;
-		p = (uint8_t *)rte_pktmbuf_append(m, PSB_FRAME_HLEN);
-		psb_frame_write_headers(p, &app->me, &dst, &h, 0);
-		n = app->port_shared[pid] ? psb_guard_tx(pid, &m, 1) : rte_eth_tx_burst(pid, 0, &m, 1);
-		if (n == PSB_GUARD_FAULT)
-			psb_port_faulted(app, pid);
-		else if (n != 1)
-			rte_pktmbuf_free(m);
-	}
-}
-
-/* Queue m for the role reading r: 0, or -ENOENT (no such role here), -ENOBUFS (ring full). */
-static int
-handoff(struct rte_ring *r, struct rte_mbuf *m)
-{
-	if (r == NULL) {
-		rte_pktmbuf_free(m);
-		return -ENOENT;
-	}
-	if (rte_ring_enqueue(r, m) != 0) {
-		rte_pktmbuf_free(m);
-		return -ENOBUFS;
-	}
-	return 0;
-}
-
 /* The input ring of instance idx of role, NULL when this node does not run it. */
 static struct rte_ring *
 role_ring(const struct psb_app *app, const struct psb_role *role, unsigned int idx)
@@ -219,20 +49,6 @@ role_ring(const struct psb_app *app, const struct psb_role *role, unsigned int i
 		if (app->routes[i].role == role)
 			return app->routes[i].first != NULL ? app->routes[i].first[idx].ring : NULL;
 	return NULL;
-}
-
-/* What became of a received message, counted once whatever it was split into. */
-static void
-count_handoff(struct psb_role_inst *ri, int rc)
-{
-	if (rc == 0)
-		ri->cnt.handed++;
-	else if (rc == -ENOENT)
-		ri->cnt.not_served++;
-	else if (rc == -ENOBUFS)
-		ri->cnt.ring_full++;
-	else
-		ri->cnt.no_mbuf++;
 }
 
 /* An empty message from f's sender with header h, its psb_meta filled; the caller adds data. */
@@ -280,7 +96,7 @@ psb_dispatch_batch(struct psb_role_inst *ri, struct rte_mbuf *m, const struct ps
 	}
 	if (off >= f->payload_len || used < 0) {
 		/* One shard (or a broken record the shard will count): no split. */
-		return handoff(role_ring(app, &psb_role_server, first == PSB_MAX_SHARDS ? 0 : first),
+		return psb_handoff(role_ring(app, &psb_role_server, first == PSB_MAX_SHARDS ? 0 : first),
 			       m);
 	}
 	for (s = 0; s < app->nshards; s++) {
@@ -313,7 +129,7 @@ psb_dispatch_batch(struct psb_role_inst *ri, struct rte_mbuf *m, const struct ps
 		psb_frame_write_headers(p, &f->src, &f->dst, &h, len);
 		rte_pktmbuf_append(n, (uint16_t)(PSB_FRAME_HLEN + len));
 		psb_meta(n)->hdr = h;
-		prc = handoff(role_ring(app, &psb_role_server, s), n);
+		prc = psb_handoff(role_ring(app, &psb_role_server, s), n);
 		if (prc != 0 && rc == 0)
 			rc = prc;
 	}
@@ -363,7 +179,7 @@ bye_input(struct psb_role_inst *ri, struct rte_mbuf *m, const struct psb_frame *
 		struct rte_mbuf *b = message_alloc(app, f, &f->hdr, pid);
 
 		/* carries no frame: psb_meta is the whole message */
-		if (b == NULL || handoff(role_ring(app, &psb_role_server, s), b) != 0)
+		if (b == NULL || psb_handoff(role_ring(app, &psb_role_server, s), b) != 0)
 			ri->cnt.bye_lost++;
 	}
 	if (port_kind(app, pid) != PSB_PORT_MEMIF)
@@ -382,7 +198,7 @@ reply_in_place(struct psb_role_inst *ri, struct rte_mbuf *m, uint16_t len)
 	if (len < m->data_len)
 		rte_pktmbuf_trim(m, m->data_len - len);
 	m->ol_flags = 0;
-	out_queue(ri, m);
+	psb_out_port(ri, m);
 }
 
 /*
@@ -405,10 +221,11 @@ psb_dispatch(struct psb_role_inst *ri, struct rte_mbuf *m)
 {
 	struct psb_app *app = ri->app;
 	struct psb_frame f;
+	const struct psb_route *rt;
 	struct psb_meta *meta;
 	uint8_t *p;
-	unsigned int i;
 	uint16_t dport;
+	int idx;
 	char ip[16];
 	int rc;
 
@@ -469,16 +286,10 @@ psb_dispatch(struct psb_role_inst *ri, struct rte_mbuf *m)
 	dport = f.dst.port;
 
 	/* the role that owns it: the first that claims it, in table order (roles/roles.c) */
-	for (i = 0; i < app->nroutes; i++) {
-		const struct psb_route *rt = &app->routes[i];
-		int idx = rt->role->claim(app, &f);
-
-		if (idx == -1)
-			continue;
-		if (rt->first == NULL)
-			break;	/* its role does not run here: no later role may take it */
-		count_handoff(ri, idx == PSB_ROLE_DELIVER ? rt->role->deliver(ri, m, &f) :
-			      handoff(rt->first[idx].ring, m));
+	idx = psb_route_find(app, &f, &rt);
+	if (idx >= 0 || idx == PSB_ROLE_DELIVER) {
+		psb_handoff_count(ri, idx == PSB_ROLE_DELIVER ? rt->role->deliver(ri, m, &f) :
+				  psb_handoff(rt->first[idx].ring, m));
 		return;
 	}
 	if (dport != app->me.port) {
@@ -486,5 +297,5 @@ psb_dispatch(struct psb_role_inst *ri, struct rte_mbuf *m)
 		return;
 	}
 	/* for this node's data port, but no role of this node serves it */
-	count_handoff(ri, handoff(NULL, m));
+	psb_handoff_count(ri, psb_handoff(NULL, m));
 }
