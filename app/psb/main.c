@@ -18,7 +18,7 @@
 #include <rte_malloc.h>
 #include <rte_mempool.h>
 
-#include "psb.h"
+#include "psb_app.h"
 #include "psb_agg.h"
 #include "psb_bench.h"
 #include "psb_cli.h"

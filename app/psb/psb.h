@@ -1,4 +1,8 @@
-/* psb appliance: shared state of one process, role interface, counters. */
+/*
+ * psb's fast path: what a role's poll loop touches. A role, its instances, their counters
+ * and mailboxes, the metadata a received message carries, handing messages on, the output
+ * path. What the application and its control plane hold is psb_app.h.
+ */
 #ifndef PSB_H
 #define PSB_H
 
@@ -12,15 +16,7 @@
 #include <rte_mbuf.h>
 #include <rte_ring.h>
 
-#include <pthread.h>
-
-#include "psb_afp.h"
-#include "psb_exp.h"
-#include "psb_lcore.h"
-#include "psb_ports.h"
 #include "psb_log.h"
-#include "psb_logfile.h"
-#include "psb_port.h"
 #include "psb_proto.h"
 #include "psb_sched.h"
 
@@ -79,29 +75,6 @@ struct psb_counters {
 	uint64_t idle_cycles;
 	uint64_t polls;
 } __rte_cache_aligned;
-
-/*
- * A peer's BYE pauses a memif port (see psb_app.port_paused) until its link went down and
- * up again, or for this long at most. The leaving peer drains its ports for up to
- * PSB_QUIESCE_NS before it closes them, and its closing reaches this side's memif control
- * thread soon after; a link that stays up longer than that was not left, and its port
- * must not stay silent.
- */
-#define PSB_QUIESCE_NS		1000000000ull
-#define PSB_BYE_PAUSE_NS	(PSB_QUIESCE_NS + 2000000000ull)
-
-/* What BYEs did to a port. The rx role writes pauses and until_ns, the main lcore expiries. */
-struct psb_port_bye {
-	uint64_t until_ns;	/* the pause ends by then if the link never goes down */
-	uint64_t pauses;	/* accepted BYEs that paused the port (memif ports only) */
-	uint64_t expiries;	/* pauses ended by time, the link having stayed up */
-};
-
-enum psb_node_role {
-	PSB_NODE_SERVER,
-	PSB_NODE_WORKER,
-	PSB_NODE_SCHEDULER,
-};
 
 struct psb_neigh {
 	uint32_t ip;
@@ -183,218 +156,6 @@ struct psb_role_inst {
 	struct psb_role_mbox mbox;
 } __rte_cache_aligned;
 
-/* The experiment the appliance runs or ran last (psb_run.c; main lcore). */
-enum psb_run_state {
-	PSB_RUN_IDLE,		/* nothing started yet */
-	PSB_RUN_RUNNING,
-	PSB_RUN_DONE,		/* ran to its end */
-	PSB_RUN_STOPPED,	/* stopped early; results written for what ran */
-	PSB_RUN_FAILED,
-};
-
-#define PSB_RUN_HISTORY	16
-
-struct psb_run_rec {
-	uint32_t id;
-	int state;
-	char name[64];
-	int kind;
-	double elapsed_s;
-	char results[PATH_MAX];
-};
-
-struct psb_run {
-	struct psb_exp_conf conf;	/* the running (or last) experiment */
-	struct psb_exp_conf loaded;	/* "load": the one "start" starts */
-	struct psb_exp_conf *handed;	/* the copy the workers were handed last */
-	struct psb_exp_conf *late;	/* one before, kept: a role had not taken it */
-	int handed_late;
-	int have_loaded;
-	int from_doc;			/* started from a document: write a results directory */
-	int state;			/* enum psb_run_state */
-	uint32_t id;			/* 1, 2, ... */
-	uint64_t start_ns;		/* the run's start: its duration counts from here */
-	uint64_t end_ns;
-	uint64_t window_ns;		/* serve: the measured window's start (reset_state) */
-	uint32_t resets;		/* reset_state during the run */
-	char results[PATH_MAX];		/* where the results went */
-	char results_dir[PATH_MAX];	/* where they will go (absolute) */
-	char error[320];
-	struct psb_logfile counters;	/* output.counters_file; fd -1: none */
-	uint64_t next_counters_ns;
-	json_t *serve_base;		/* serve: counters at the window's start */
-	json_t *serve_final;		/* serve, once ended: the window's figures */
-	uint32_t nhist;
-	struct psb_run_rec hist[PSB_RUN_HISTORY];
-};
-
-/*
- * What serving the control plane costs the process. The main lcore writes its fields; the
- * telemetry ones are added atomically by DPDK's telemetry threads (one per client).
- */
-struct psb_cp_stats {
-	uint64_t main_cycles;		/* main lcore busy with control work (not waiting) */
-	uint64_t telemetry_cpu_ns;	/* CPU time of psb's telemetry callbacks */
-	uint64_t socket_requests;
-	uint64_t telemetry_requests;
-	uint64_t prometheus_requests;
-	uint64_t file_lines;		/* counters lines written (both kinds of file) */
-	/* Limits hit (CONTROL.md, Limits): what clients were refused or had to wait for. */
-	uint64_t throttled_passes;	/* passes without serving clients: their share was used */
-	uint64_t socket_deferred;	/* passes that left requests to the next: pass budget */
-	uint64_t socket_busy;		/* connections refused: ctl_clients reached */
-	uint64_t socket_too_large;	/* clients dropped: a request over 64 KiB */
-	uint64_t socket_overflows;	/* clients dropped: ctl_reply_max of replies unread */
-	uint64_t socket_idle_closed;	/* clients dropped: no request for ctl_idle_timeout */
-	uint64_t file_refused;		/* files not read: not regular, or over file_max */
-	uint64_t prometheus_timeouts;	/* connections closed: no whole request in time */
-	uint64_t prometheus_evicted;	/* connections closed to make room for a new one */
-	uint64_t file_rotations;	/* counters files moved to .1: counters_max reached */
-	uint64_t file_reopens;		/* counters files opened again: renamed or removed */
-	uint64_t prometheus_refused;	/* connections refused: all others busy with requests */
-	uint64_t prometheus_incomplete;	/* connections ended without a whole request */
-};
-
-struct psb_app {
-	/*
-	 * The node as app->conf.node says (psb_opts.c derives these views once at start; the
-	 * document is the only store of settings), then what start-up found.
-	 */
-	enum psb_node_role node_role;
-	struct psb_addr me;
-	int mac_given;
-	uint16_t sched_port;
-	uint32_t sched_ip;		/* 0: no scheduler */
-	int host_sched;			/* this process runs the scheduler role */
-	uint16_t num_workers;		/* cluster-wide */
-	uint16_t num_servers;
-	uint16_t nshards;
-	uint16_t nlocal_workers;
-	uint16_t worker_port_base;	/* local worker i sends from this + i */
-	uint16_t rank_base;		/* rank of local worker 0 when there is no scheduler */
-	uint32_t static_server_ip;	/* worker without scheduler: the server */
-	int sync;
-	uint16_t mtu_want;
-	uint16_t mtu;
-	uint16_t seg_size;
-	uint32_t max_value;
-	struct psb_exp_store store;	/* the store's budgets as given (0: derive at start) */
-	struct psb_store_budget {	/* ... and as in effect */
-		uint64_t max_bytes;
-		uint32_t max_keys;
-		uint64_t reasm_bytes;
-		uint64_t reasm_sender_bytes;
-		uint64_t reasm_timeout_ns;
-		uint32_t hold_max;	/* segments a shard keeps in packet buffers */
-		uint32_t hold_cost;	/* memory one packet buffer pins */
-	} budget;
-	/* The process's own options. */
-	const char *results_file;	/* --results: the worker's result as JSON */
-	int verbose;
-	uint64_t idle_exit_ns;
-	uint64_t duration_ns;
-	const char *stats_file;
-	int quiet;
-	char results_root[PATH_MAX];	/* --output-dir: documents' output paths are inside it */
-	struct psb_exp_conf conf;	/* node and experiment as the process started */
-	int autostart;			/* start conf's experiment once the roles are ready */
-	int stay;			/* keep running after experiments end (until quit) */
-	int interactive;		/* -i: console on stdin */
-	const char *cmdline_file;
-	const char *ctl_path;		/* control socket ("" none, NULL: the default) */
-	const char *counters_file;	/* JSON lines of every counter */
-	uint64_t counters_every_ns;
-	uint64_t counters_max;		/* --counters-max: rotate to .1 at this size */
-	const char *prometheus;		/* [ADDR:]PORT of the Prometheus endpoint, NULL none */
-	uint64_t yield_ns;		/* lcores give waiting threads the CPU this often (0: never) */
-	uint64_t connect_timeout_ns;	/* each wait for a peer while setting up (0: forever) */
-	/*
-	 * Liveness (ps-lite's heartbeats): a node registered with a scheduler tells it it is
-	 * alive every heartbeat_ns (0: never, and it is not watched); the scheduler holds a
-	 * watched node silent for dead_after_ns dead (0: never) and tells the workers.
-	 */
-	uint64_t heartbeat_ns;
-	uint64_t dead_after_ns;
-	uint32_t epoch;			/* server: this incarnation, in aux of its answers */
-	uint64_t yield_tsc;
-
-	/* Ports. */
-	uint16_t nports;
-	int soft_ports;			/* no port DMAs (no PCI device) */
-	struct psb_port_spec specs[PSB_MAX_PORTS];
-	uint16_t port_ids[PSB_MAX_PORTS];
-
-	/* Runtime. */
-	struct rte_mempool *pool;
-	struct rte_ring *tx_ring;	/* the tx role's ring: every role sends into it */
-	/*
-	 * Dispatch: every role that claims traffic, in table order, and its first instance
-	 * (NULL: this node does not run it).
-	 */
-	unsigned int nroutes;
-	struct psb_route {
-		const struct psb_role *role;
-		struct psb_role_inst *first;
-	} routes[PSB_ROLE_KINDS];
-	struct psb_parse_cfg parse;
-	struct psb_neigh neigh[PSB_NEIGH_MAX];
-	double ns_per_tsc;
-	uint64_t start_tsc;
-	volatile int quit;
-	volatile int stop_lcores;	/* after quit: the control plane is done with them */
-	volatile int registered;	/* server: scheduler acknowledged us */
-	/*
-	 * The end of a job, as ps-lite's Finalize: a worker registered with a scheduler tells
-	 * it that it finished before it exits (finalizing: main asks the worker roles to;
-	 * finalized: how many the scheduler acknowledged); once every worker did, the
-	 * scheduler ends the servers and itself, unless keep_serving.
-	 */
-	int keep_serving;
-	int echo;			/* answer psb ECHO requests (roles/echo.c) */
-	volatile int finalizing;
-	volatile uint32_t finalized;
-	volatile uint32_t wk_registered;	/* worker roles that registered, once each */
-	uint64_t finalize_start_ns;
-	int finalize_done;
-	/*
-	 * Ports are not polled while paused: until their link is up, and on a memif port
-	 * from a known peer's BYE until the link went down and up again (or
-	 * PSB_BYE_PAUSE_NS passed). Polling a memif port while its control thread tears
-	 * the connection down can fault in the PMD.
-	 */
-	volatile uint8_t port_paused[RTE_MAX_ETHPORTS];
-	volatile uint8_t port_bye[RTE_MAX_ETHPORTS];
-	uint8_t port_was_down[RTE_MAX_ETHPORTS];
-	/*
-	 * Ports whose memory a peer shares (memif) are polled in guarded bursts
-	 * (psb_guard.h); one that faulted stays paused until its link went down and up.
-	 */
-	uint8_t port_shared[RTE_MAX_ETHPORTS];
-	volatile uint8_t port_fault[RTE_MAX_ETHPORTS];
-	uint64_t port_faults[RTE_MAX_ETHPORTS];
-	struct psb_port_bye bye[RTE_MAX_ETHPORTS];
-	/* af_packet ports (by port index): the kernel's counts of their sockets */
-	struct psb_afp_stats afp[PSB_MAX_PORTS];
-
-	uint16_t nroles;
-	struct psb_role_inst *roles;	/* [nroles], cache aligned */
-	unsigned int nworker_lcores;	/* 0: everything runs on the main lcore */
-
-	/* Control plane (main lcore; readers on other threads take ctl_lock). */
-	pthread_mutex_t ctl_lock;
-	struct psb_cp_stats cp;
-	struct psb_run run;
-	char ctl_sock[256];
-	int failing;			/* psb_app_fail: taken by the first caller */
-	char fail_reason[256];
-};
-
-static inline uint64_t
-psb_now_ns(const struct psb_app *app)
-{
-	return (uint64_t)((double)(rte_get_tsc_cycles() - app->start_tsc) * app->ns_per_tsc);
-}
-
 /* The role table (roles/roles.c). */
 extern const struct psb_role psb_role_rx;
 extern const struct psb_role psb_role_tx;
@@ -404,41 +165,6 @@ extern const struct psb_role psb_role_scheduler;
 extern const struct psb_role psb_role_agent;
 extern const struct psb_role psb_role_echo;
 extern const struct psb_role *const psb_roles[];	/* NULL-terminated */
-
-static inline unsigned int
-psb_role_count(const struct psb_role *r, const struct psb_app *app)
-{
-	return r->count != NULL ? r->count(app) : 1;
-}
-
-static inline unsigned int
-psb_role_ring(const struct psb_role *r, const struct psb_app *app)
-{
-	return r->ring_size != NULL ? r->ring_size(app) : r->ring;
-}
-/*
- * The route that owns a message f: the first role of psb_roles[] whose claim takes it. Its
- * instance's index, or PSB_ROLE_DELIVER (its deliver() hands it on), with *rt set; -1: no
- * role claims it; PSB_ROUTE_NOT_HERE: its role does not run on this node (and no later
- * role may take it).
- */
-#define PSB_ROUTE_NOT_HERE	(-3)
-
-static inline int
-psb_route_find(const struct psb_app *app, const struct psb_frame *f, const struct psb_route **rt)
-{
-	unsigned int i;
-	int idx;
-
-	for (i = 0; i < app->nroutes; i++) {
-		idx = app->routes[i].role->claim(app, f);
-		if (idx == -1)
-			continue;
-		*rt = &app->routes[i];
-		return app->routes[i].first != NULL ? idx : PSB_ROUTE_NOT_HERE;
-	}
-	return -1;
-}
 
 /* Queue m for the role reading r: 0, or -ENOENT (no such role here), -ENOBUFS (ring full). */
 static inline int
@@ -468,12 +194,6 @@ psb_handoff_count(struct psb_role_inst *ri, int rc)
 	else
 		ri->cnt.no_mbuf++;
 }
-
-/* The rx classifier (psb_classify.c). */
-void psb_dispatch(struct psb_role_inst *ri, struct rte_mbuf *m);
-/* server: a BATCH whose records belong to several shards, split among them */
-int psb_dispatch_batch(struct psb_role_inst *rx, struct rte_mbuf *m, const struct psb_frame *f);
-void psb_neigh_learn(struct psb_app *app, uint32_t ip, const uint8_t *mac, uint16_t port);
 
 /* The output path (psb_out.c). To dst_ip: the tx role, or a role of this process. */
 int psb_out(struct psb_role_inst *ri, struct rte_mbuf *m, uint32_t dst_ip);
@@ -540,8 +260,6 @@ struct psb_kv;
 const struct psb_kv *psb_server_kv(const struct psb_role_inst *ri);
 const struct psb_sched *psb_scheduler_sched(const struct psb_role_inst *ri);
 
-/* Where worker rank's --results go: FILE, or FILE.<rank> with several local workers. */
-void psb_worker_results_file(const struct psb_app *app, unsigned int rank, char *out, size_t len);
 /* Live state a worker role publishes (roles/worker.c), read by the control plane. */
 struct psb_bench_result;
 struct psb_worker_pub {
@@ -556,35 +274,5 @@ struct psb_worker_pub {
 /* Consistent copy of worker ri's figures; 0, or -EAGAIN if it kept changing. */
 int psb_worker_read(const struct psb_role_inst *ri, struct psb_worker_pub *pub,
 		struct psb_bench_result *r);
-
-/*
- * Bring-up that touches the host (psb_bringup.c). psb_log_capture keeps the EAL's and the
- * drivers' error lines (still written to stderr); psb_log_quote gives the first specific
- * one since psb_log_mark, preferring one that holds about. psb_eal_init: rte_eal_init, and
- * on failure the EAL's own reason in err.
- * psb_host_prepare, before the EAL: undoes what killed psbs left on interfaces (and puts
- * interfaces back at exit and on a crash), checks that af_packet interfaces exist and that
- * memif servers' sockets are free (a stale one psb left is removed), waits for memif
- * clients' servers (--connect-timeout at most, then psb_run_fail_early: from_doc says where
- * the results go); dies with the reason. psb_host_port_mtu, before port i is set up: the
- * MTU to ask for and ethdev flags (a kernel interface keeps its MTU unless one was asked
- * for), its state recorded first. psb_host_ports_up, after the EAL, records the memif
- * sockets psb bound. psb_host_restore, at exit, puts interfaces back.
- * psb_host_cpus: without -l (*lcores NULL or ""), the first CPU this process may use that
- * no other psb polls, claimed for the process's life and written to buf (*lcores points
- * there); with -l, its CPUs claimed too and a CPU another psb polls said at start.
- * psb_host_huge_lock: psb processes starting together look at free hugepages and take
- * them one at a time (a descriptor for psb_host_unlock after the EAL, or -1).
- */
-void psb_log_capture(void);
-uint64_t psb_log_mark(void);
-int psb_log_quote(uint64_t mark, const char *about, char *out, size_t len);
-int psb_eal_init(int argc, char **argv, char *err, size_t len);
-void psb_host_prepare(struct psb_app *app, int from_doc);
-uint16_t psb_host_port_mtu(struct psb_app *app, unsigned int i, unsigned int *flags);
-void psb_host_ports_up(struct psb_app *app);
-void psb_host_restore(struct psb_app *app);
-void psb_host_cpus(struct psb_app *app, const char **lcores, char *buf, size_t len);
-int psb_host_huge_lock(struct psb_app *app, int no_huge);
 
 #endif /* PSB_H */

@@ -20,7 +20,7 @@
 #include <rte_errno.h>
 #include <rte_log.h>
 
-#include "psb.h"
+#include "psb_app.h"
 #include "psb_cli.h"
 #include "psb_ctl.h"
 #include "psb_ethdev.h"

@@ -7,7 +7,7 @@
 
 #include <rte_ethdev.h>
 
-#include "psb.h"
+#include "psb_app.h"
 #include "psb_guard.h"
 #include "psb_kv.h"
 #include "psb_log.h"

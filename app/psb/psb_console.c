@@ -13,7 +13,7 @@
 #include <cmdline_parse_string.h>
 #include <cmdline_socket.h>
 
-#include "psb.h"
+#include "psb_app.h"
 #include "psb_ctl.h"
 #include "psb_render.h"
 

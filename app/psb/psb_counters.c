@@ -6,7 +6,7 @@
 
 #include <rte_ethdev.h>
 
-#include "psb.h"
+#include "psb_app.h"
 #include "psb_counters.h"
 #include "psb_bench.h"
 #include "psb_conf.h"

@@ -10,7 +10,7 @@
 
 #include <stdint.h>
 
-#include "psb.h"
+#include "psb_app.h"
 #include "psb_bench.h"
 #include "psb_kv.h"
 #include "psb_metric.h"

@@ -119,6 +119,10 @@ void psb_console_fini(struct psb_app *app);
 int psb_export_init(struct psb_app *app, char *err, size_t errlen);
 void psb_export_poll(struct psb_app *app, uint64_t now_ns);
 void psb_export_fini(struct psb_app *app);
+/* The Prometheus endpoint (psb_prometheus.c), driven by the exporters above. */
+int psb_prometheus_init(struct psb_app *app, char *err, size_t errlen);
+void psb_prometheus_poll(struct psb_app *app, uint64_t now_ns);
+void psb_prometheus_fini(void);
 /*
  * The counters as a Prometheus page, from the descriptor tables (psb_counters.h): text
  * exposition 0.0.4, or OpenMetrics 1.0.0 (malloc'd; takes ctl_lock itself).

@@ -9,7 +9,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "psb.h"
+#include "psb_app.h"
 #include "psb_ctl.h"
 #include "psb_text.h"
 

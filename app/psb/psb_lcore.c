@@ -12,7 +12,7 @@
 #include <rte_malloc.h>
 #include <rte_ring.h>
 
-#include "psb.h"
+#include "psb_app.h"
 #include "psb_cli.h"
 #include "psb_lcore.h"
 #include "psb_log.h"

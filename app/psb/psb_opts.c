@@ -9,7 +9,7 @@
 
 #include <jansson.h>
 
-#include "psb.h"
+#include "psb_app.h"
 #include "psb_bench.h"
 #include "psb_cli.h"
 #include "psb_conf.h"

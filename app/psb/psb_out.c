@@ -7,7 +7,7 @@
 
 #include <rte_memcpy.h>
 
-#include "psb.h"
+#include "psb_app.h"
 
 const struct psb_neigh *
 psb_neigh_find(const struct psb_app *app, uint32_t ip)

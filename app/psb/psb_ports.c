@@ -10,7 +10,7 @@
 #include <rte_ethdev.h>
 #include <rte_mbuf.h>
 
-#include "psb.h"
+#include "psb_app.h"
 #include "psb_guard.h"
 #include "psb_log.h"
 #include "psb_ports.h"

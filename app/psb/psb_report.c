@@ -10,7 +10,7 @@
 #include <jansson.h>
 #include <rte_ethdev.h>
 
-#include "psb.h"
+#include "psb_app.h"
 #include "psb_counters.h"
 #include "psb_ctl.h"
 #include "psb_kv.h"

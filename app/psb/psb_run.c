@@ -7,7 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "psb.h"
+#include "psb_app.h"
 #include "psb_bench.h"
 #include "psb_counters.h"
 #include "psb_ctl.h"

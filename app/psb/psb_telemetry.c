@@ -11,7 +11,7 @@
 #include <rte_ethdev.h>
 #include <rte_telemetry.h>
 
-#include "psb.h"
+#include "psb_app.h"
 #include "psb_counters.h"
 #include "psb_ctl.h"
 #include "psb_report.h"

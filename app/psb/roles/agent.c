@@ -4,7 +4,7 @@
 
 #include <rte_malloc.h>
 
-#include "psb.h"
+#include "psb_app.h"
 
 #define RETRY_NS	(200ull * 1000 * 1000)
 

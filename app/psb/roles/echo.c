@@ -1,7 +1,7 @@
 /* echo role (--echo): send psb ECHO requests back to their sender, within a budget. */
 #include <rte_malloc.h>
 
-#include "psb.h"
+#include "psb_app.h"
 
 /*
  * An echo is a probe, not a load: at most ECHO_RATE answers a second, ECHO_BURST at once;

@@ -1,5 +1,5 @@
 /* The role table: adding a role is one file under roles/ and one line here. */
-#include "psb.h"
+#include "psb_app.h"
 
 /*
  * Claims are asked in this order, on every node. The worker's ports are its own: asked

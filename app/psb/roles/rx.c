@@ -1,7 +1,7 @@
 /* rx role: poll every port, classify, answer ARP/ICMP, hand psb messages to their role. */
 #include <rte_ethdev.h>
 
-#include "psb.h"
+#include "psb_app.h"
 #include "psb_guard.h"
 
 static int

@@ -1,7 +1,7 @@
 /* scheduler role: registration, ranks, key ranges and barriers (ps-lite's scheduler). */
 #include <rte_malloc.h>
 
-#include "psb.h"
+#include "psb_app.h"
 
 /* Refusals logged at most; the rest are counted only (a peer could send them without end). */
 #define SCHED_REFUSALS_LOGGED	10

@@ -1,7 +1,7 @@
 /* server role: one shard of the parameter store; sums pushes, answers pulls. */
 #include <rte_malloc.h>
 
-#include "psb.h"
+#include "psb_app.h"
 #include "psb_kv.h"
 
 struct server_priv {

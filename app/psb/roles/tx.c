@@ -4,7 +4,7 @@
 #include <rte_ethdev.h>
 #include <rte_malloc.h>
 
-#include "psb.h"
+#include "psb_app.h"
 #include "psb_guard.h"
 
 #define TX_BACKLOG	256

@@ -6,7 +6,7 @@
 
 #include <rte_malloc.h>
 
-#include "psb.h"
+#include "psb_app.h"
 #include "psb_bench.h"
 #include "psb_ctl.h"
 
