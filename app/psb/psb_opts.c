@@ -17,119 +17,6 @@
 #include "psb_log.h"
 #include "psb_opts.h"
 
-static void
-usage(FILE *out)
-{
-	fprintf(out,
-"usage: psb [options] [len [repeat [mode]]] [-- EAL options]\n"
-"\n"
-"Node:\n"
-"  --role server|worker|scheduler  what this process is (env DMLC_ROLE)\n"
-"  --port SPEC          a port; repeat for more. SPEC is one of\n"
-"                       memif:server|client:/abs/path.sock[:id] (client: zero-copy)\n"
-"                       af_packet:IFNAME\n"
-"                       tap:IFNAME  pcap:IN.pcap:OUT.pcap  ring  null  pci:DDDD:BB:DD.F\n"
-"                       (env DMLC_INTERFACE=IF means af_packet:IF)\n"
-"  --ip A.B.C.D         this node's address (env DMLC_NODE_HOST)\n"
-"  --mac XX:XX:..       this node's MAC (default: the first port's)\n"
-"  --udp-port N         data port (default %u)\n"
-"  --scheduler IP[:PORT] the scheduler (env DMLC_PS_ROOT_URI, DMLC_PS_ROOT_PORT);\n"
-"                       a server whose --ip equals it hosts the scheduler\n"
-"  --server IP          worker without scheduler: the one server\n"
-"  --num-workers N      workers in the job (env DMLC_NUM_WORKER, default 1)\n"
-"  --num-servers N      servers in the job (env DMLC_NUM_SERVER, default 1)\n"
-"  --rank N             rank of this worker when there is no scheduler (default 0)\n"
-"  --sync | --async     synchronous rounds (default) or asynchronous updates\n"
-"  --shards N           server shards, one role each (default 1)\n"
-"  --workers N          worker roles in this process (default 1)\n"
-"  --mtu N              wanted MTU, lowered to what the port allows (default: an af_packet\n"
-"                       or tap interface's own, left unchanged; 9000 on other ports)\n"
-"  --connect-timeout S  each wait of the setup at most: a memif server, ARP of the\n"
-"                       scheduler and servers, REGISTER, BARRIER (default 60; 0: forever)\n"
-"  --max-value BYTES    largest value a server accepts (default 64 MiB)\n"
-"  --echo               answer psb ECHO requests at the data port (1 KiB, 1000 a second\n"
-"                       at most; docs/PROTOCOL.md, Echo)\n"
-"Store budgets (server; 0 or absent: derived from --mem or half the machine's memory):\n"
-"  --store-max-bytes SIZE   memory of the store; pushes to new keys beyond it get\n"
-"                       ERROR no_memory (store.max_bytes)\n"
-"  --store-max-keys N   keys at most (store.max_keys)\n"
-"  --reasm-bytes SIZE   pushes being reassembled, all senders; beyond it ERROR busy\n"
-"                       (store.reasm_bytes)\n"
-"  --reasm-sender-bytes SIZE  the same per sender (store.reasm_sender_bytes)\n"
-"  --reasm-timeout S    discard a push whose next segment does not come within S\n"
-"                       (default 2; store.reasm_timeout)\n"
-"Benchmark (worker; ps-lite's test_benchmark):\n"
-"  --len BYTES          value size per key (default 1024000)\n"
-"  --repeat N           iterations (default 10)\n"
-"  --mode M             0 PUSH_THEN_PULL, 1 PUSH_PULL, 2 PUSH_ONLY, 3 PULL_ONLY (default 1)\n"
-"  --keys N             keys per server (default 40)\n"
-"  --window-bytes N     value bytes in flight (default 32 MiB)\n"
-"  --batch BYTES        send values up to BYTES as records of BATCH messages\n"
-"                       (default 1024; 0: one message per request)\n"
-"  --duration SECONDS   stop the benchmark after this long; servers: exit after it\n"
-"  --keep-serving       scheduler, servers: stay when every worker of the job finished\n"
-"                       (by default they end then, as ps-lite's Finalize ends a job)\n"
-"  --heartbeat SECONDS  tell the scheduler this node is alive this often (default 0.5;\n"
-"                       0: never; env PS_HEARTBEAT_INTERVAL)\n"
-"  --dead-after SECONDS scheduler: a node silent this long is dead, and the workers are\n"
-"                       told which server died (default 3; 0: never; env\n"
-"                       PS_HEARTBEAT_TIMEOUT)\n"
-"  --timeout-us N       resend a request unanswered this long (default 20000)\n"
-"  --max-retries N      then fail it (default 50; 0 = forever); a timeout while the\n"
-"                       port takes nothing counts as a try\n"
-"  --verify             check every value read back, and every key after the run\n"
-"                       (sync: exact sums; async: every worker's pushes counted apart;\n"
-"                       every worker of the job must verify)\n"
-"  --results FILE       write the result as JSON (FILE.<rank> with several workers)\n"
-"  --log-every SECONDS  progress line period (default 1; 0 = none)\n"
-"  --warmup N           iterations before the metrics are reset (default 0)\n"
-"  --rate RATE          value bits/s each worker role sends at most, e.g. 2Gbps\n"
-"                       (with --workers N, up to N times it in all; default 0: unlimited)\n"
-"Experiments and control:\n"
-"  --config FILE        run the experiment document FILE (config/*.json): node settings\n"
-"                       and experiment from it, results into output.dir/<name>/; other\n"
-"                       options override the document\n"
-"  --output-dir DIR     results directory: documents' output paths are relative to it\n"
-"                       and stay inside it (default: the working directory)\n"
-"  --check-config FILE  check an experiment document and print it with its defaults\n"
-"  --file-max BYTES     largest document or command file psb reads (default 1MiB;\n"
-"                       node.file_max); other files are refused unless regular\n"
-"  -i, --interactive    console on stdin (prompt psb> ); experiments start from it\n"
-"  --cmdline-file FILE  run the console commands of FILE first\n"
-"  --wait               start nothing; wait for commands (control socket) until quit\n"
-"  --ctl PATH           control socket (default <DPDK runtime dir>/psb.ctl; none: off)\n"
-"  --counters-file FILE append every counter as a JSON line to FILE periodically\n"
-"  --counters-every S   its period (default 1)\n"
-"  --counters-max SIZE  move FILE to FILE.1 before it passes SIZE (default 64MiB; 0:\n"
-"                       never); FILE renamed or removed: a new one is started\n"
-"  --prometheus [IP:]PORT  serve counters as Prometheus text on 127.0.0.1:PORT/metrics\n"
-"Process:\n"
-"  -l, --lcores LIST    lcores (default: a CPU no other psb on this host polls); roles\n"
-"                       are spread one per lcore when there are enough, else they\n"
-"                       share (all on one lcore: run to completion)\n"
-"  --mem MB             memory of the process: DPDK's pools, then the store (default:\n"
-"                       pools as needed; a server's store gets half the machine's memory)\n"
-"  --mbufs N            mbufs in the pool (default from rings and ports)\n"
-"  --huge | --no-huge   require hugepages / never use them (default: use if free)\n"
-"  --yield US           a polling lcore lets waiting threads of its CPU run every US\n"
-"                       microseconds (default 200; 0: never, for isolated cores)\n"
-"  --file-prefix NAME   DPDK runtime prefix (default psb-PID): a name of letters, digits,\n"
-"                       '_', '-', '.'; at exit psb removes from /var/run/dpdk/NAME the files\n"
-"                       the EAL and psb made there, and the directory if psb made it\n"
-"  --idle-exit MS       exit once no packet arrived for MS ms (pcap replay)\n"
-"  --stats-file FILE    write counters as JSON at exit\n"
-"  -v, --verbose        more output (env PS_VERBOSE=1/2)\n"
-"  -q, --quiet          only results and errors\n"
-"  --log-level [TYPE:]LEVEL  a log type's level; repeat, the last that matches wins.\n"
-"                       TYPE: psb.main .host .port .rx .worker .scheduler .agent .ctl\n"
-"                       .console .export .run .echo, a glob (psb.*) or DPDK's\n"
-"                       (pmd.net.memif); none: psb.*. LEVEL: error warning notice info\n"
-"                       debug (or 1-8). Default info; -q is psb.*:warning, -v debug but\n"
-"                       psb.rx (dropped frames, a line a second), -vv all; --log-level\n"
-"                       overrides both\n"
-"  -h, --help\n", PSB_UDP_PORT);
-}
-
 /* --output-dir: where documents' results go, from the root so that it never moves. */
 static void
 set_results_root(struct psb_app *app, const char *dir)
@@ -221,60 +108,210 @@ struct conf_opt {
 	const char *fixed;	/* the value of a flag without argument */
 	const char *unit;	/* appended to the argument */
 	const char *env;	/* ps-lite's variable for the same path */
+	const char *arg;	/* --help: what the argument is */
+	const char *help;	/* --help: what it does; the default is the schema's */
 };
+
+#define N(nm, path, arg, help)		{ nm, 1, path, NULL, NULL, NULL, arg, help }
+#define NE(nm, path, env, arg, help)	{ nm, 1, path, NULL, NULL, env, arg, help }
+#define NU(nm, path, unit, arg, help)	{ nm, 1, path, NULL, unit, NULL, arg, help }
+#define F(nm, path, val, help)		{ nm, 0, path, val, NULL, NULL, NULL, help }
 
 static const struct conf_opt conf_opts[] = {
-	{ "role", 1, "node.role", NULL, NULL, "DMLC_ROLE" },
-	{ "port", 1, "node.ports", NULL, NULL, "DMLC_INTERFACE" },
-	{ "ip", 1, "node.ip", NULL, NULL, "DMLC_NODE_HOST" },
-	{ "mac", 1, "node.mac", NULL, NULL, NULL },
-	{ "udp-port", 1, "node.udp_port", NULL, NULL, NULL },
-	{ "scheduler", 1, "node.scheduler", NULL, NULL, "DMLC_PS_ROOT_URI" },
-	{ NULL, 1, "node.scheduler_port", NULL, NULL, "DMLC_PS_ROOT_PORT" },
-	{ "server", 1, "node.server", NULL, NULL, NULL },
-	{ "num-workers", 1, "node.num_workers", NULL, NULL, "DMLC_NUM_WORKER" },
-	{ "num-servers", 1, "node.num_servers", NULL, NULL, "DMLC_NUM_SERVER" },
-	{ "rank", 1, "node.rank", NULL, NULL, NULL },
-	{ "sync", 0, "node.sync", "true", NULL, NULL },
-	{ "async", 0, "node.sync", "false", NULL, NULL },
-	{ "shards", 1, "node.shards", NULL, NULL, NULL },
-	{ "workers", 1, "node.workers", NULL, NULL, NULL },
-	{ "mtu", 1, "node.mtu", NULL, NULL, NULL },
-	{ "max-value", 1, "node.max_value", NULL, NULL, NULL },
-	{ "connect-timeout", 1, "node.connect_timeout", NULL, NULL, NULL },
-	{ "keep-serving", 0, "node.keep_serving", "true", NULL, NULL },
-	{ "echo", 0, "node.echo", "true", NULL, NULL },
-	{ "heartbeat", 1, "node.heartbeat", NULL, NULL, "PS_HEARTBEAT_INTERVAL" },
-	{ "dead-after", 1, "node.dead_after", NULL, NULL, "PS_HEARTBEAT_TIMEOUT" },
-	{ "lcores", 1, "node.lcores", NULL, NULL, NULL },
-	{ "mem", 1, "node.mem_mb", NULL, NULL, NULL },
-	{ "mbufs", 1, "node.mbufs", NULL, NULL, NULL },
-	{ "huge", 0, "node.huge", "yes", NULL, NULL },
-	{ "no-huge", 0, "node.huge", "no", NULL, NULL },
-	{ "yield", 1, "node.yield", NULL, "us", NULL },
-	{ "file-prefix", 1, "node.file_prefix", NULL, NULL, NULL },
-	{ "file-max", 1, "node.file_max", NULL, NULL, NULL },
-	{ "store-max-bytes", 1, "store.max_bytes", NULL, NULL, NULL },
-	{ "store-max-keys", 1, "store.max_keys", NULL, NULL, NULL },
-	{ "reasm-bytes", 1, "store.reasm_bytes", NULL, NULL, NULL },
-	{ "reasm-sender-bytes", 1, "store.reasm_sender_bytes", NULL, NULL, NULL },
-	{ "reasm-timeout", 1, "store.reasm_timeout", NULL, NULL, NULL },
-	{ "len", 1, "pushpull.len", NULL, NULL, NULL },
-	{ "repeat", 1, "pushpull.repeat", NULL, NULL, NULL },
-	{ "mode", 1, "pushpull.mode", NULL, NULL, NULL },
-	{ "keys", 1, "pushpull.keys", NULL, NULL, NULL },
-	{ "window-bytes", 1, "pushpull.window", NULL, NULL, NULL },
-	{ "batch", 1, "pushpull.batch", NULL, NULL, NULL },
-	{ "duration", 1, "pushpull.duration", NULL, NULL, NULL },
-	{ "timeout-us", 1, "pushpull.timeout", NULL, "us", NULL },
-	{ "max-retries", 1, "pushpull.max_retries", NULL, NULL, NULL },
-	{ "verify", 0, "pushpull.verify", "true", NULL, NULL },
-	{ "warmup", 1, "pushpull.warmup", NULL, NULL, NULL },
-	{ "rate", 1, "pushpull.rate", NULL, NULL, NULL },
-	{ "log-every", 1, "output.log_every", NULL, NULL, NULL },
+	NE("role", "node.role", "DMLC_ROLE", "server|worker|scheduler", "what this process is"),
+	NE("port", "node.ports", "DMLC_INTERFACE", "SPEC", "a port; repeat for more. SPEC is one "
+	   "of\nmemif:server|client:/abs/path.sock[:id] (client: zero-copy),\n"
+	   "af_packet:IFNAME, tap:IFNAME, pcap:IN.pcap:OUT.pcap, ring, null,\n"
+	   "pci:DDDD:BB:DD.F (DMLC_INTERFACE=IF is af_packet:IF)"),
+	NE("ip", "node.ip", "DMLC_NODE_HOST", "A.B.C.D", "this node's address"),
+	N("mac", "node.mac", "XX:XX:..", "this node's MAC (\"\": the first port's)"),
+	N("udp-port", "node.udp_port", "N", "data port"),
+	NE("scheduler", "node.scheduler", "DMLC_PS_ROOT_URI", "IP[:PORT]", "the scheduler; a server "
+	   "whose --ip it is hosts it"),
+	{ NULL, 1, "node.scheduler_port", NULL, NULL, "DMLC_PS_ROOT_PORT", NULL, NULL },
+	N("server", "node.server", "IP", "worker without scheduler: the one server"),
+	NE("num-workers", "node.num_workers", "DMLC_NUM_WORKER", "N", "workers in the job"),
+	NE("num-servers", "node.num_servers", "DMLC_NUM_SERVER", "N", "servers in the job"),
+	N("rank", "node.rank", "N", "rank of this worker when there is no scheduler"),
+	F("sync", "node.sync", "true", "synchronous rounds"),
+	F("async", "node.sync", "false", "asynchronous updates"),
+	N("shards", "node.shards", "N", "server shards, one role each"),
+	N("workers", "node.workers", "N", "worker roles in this process"),
+	N("mtu", "node.mtu", "N", "wanted MTU, lowered to what the port allows (0: an af_packet\n"
+	  "or tap interface's own, left unchanged; 9000 on other ports)"),
+	N("max-value", "node.max_value", "BYTES", "largest value a server accepts"),
+	N("connect-timeout", "node.connect_timeout", "S", "each wait of the setup at most: a memif "
+	  "server,\nARP of the scheduler and servers, REGISTER, BARRIER (0: forever)"),
+	F("keep-serving", "node.keep_serving", "true", "scheduler, servers: stay when every worker "
+	  "of the\njob finished (by default they end then, as ps-lite's Finalize\nends a job)"),
+	F("echo", "node.echo", "true", "answer psb ECHO requests at the data port (1 KiB, 1000 a\n"
+	  "second at most; docs/PROTOCOL.md, Echo)"),
+	{ "heartbeat", 1, "node.heartbeat", NULL, NULL, "PS_HEARTBEAT_INTERVAL", "S",
+	  "tell the scheduler this node is alive this often (0: never)" },
+	{ "dead-after", 1, "node.dead_after", NULL, NULL, "PS_HEARTBEAT_TIMEOUT", "S",
+	  "scheduler: a node silent this long is dead, and the workers are\ntold which server "
+	  "died (0: never)" },
+	N("lcores", "node.lcores", "LIST", "lcores, as -l (\"\": a CPU no other psb on this host "
+	  "polls);\nroles are spread one per lcore when there are enough, else they\nshare (all "
+	  "on one lcore: run to completion)"),
+	N("mem", "node.mem_mb", "MB", "memory of the process: DPDK's pools, then the store (0:\n"
+	  "pools as needed; a server's store gets half the machine's memory)"),
+	N("mbufs", "node.mbufs", "N", "mbufs in the pool (0: from rings and ports)"),
+	F("huge", "node.huge", "yes", "require hugepages (default: use them if free)"),
+	F("no-huge", "node.huge", "no", "never use hugepages"),
+	NU("yield", "node.yield", "us", "US", "a polling lcore lets waiting threads of its CPU run "
+	   "every US\nmicroseconds (0: never, for isolated cores)"),
+	N("file-prefix", "node.file_prefix", "NAME", "DPDK runtime prefix (\"\": psb-PID): a name "
+	  "of letters,\ndigits, '_', '-', '.'; at exit psb removes from /var/run/dpdk/NAME\nthe "
+	  "files the EAL and psb made there, and the directory if psb made it"),
+	N("file-max", "node.file_max", "BYTES", "largest document or command file psb reads; "
+	  "other files\nare refused unless regular"),
+	N("store-max-bytes", "store.max_bytes", "SIZE", "memory of the store; pushes to new keys "
+	  "beyond it get\nERROR no_memory (0: derived from --mem or half the machine's memory)"),
+	N("store-max-keys", "store.max_keys", "N", "keys at most (0: derived)"),
+	N("reasm-bytes", "store.reasm_bytes", "SIZE", "pushes being reassembled, all senders; "
+	  "beyond it ERROR\nbusy (0: derived)"),
+	N("reasm-sender-bytes", "store.reasm_sender_bytes", "SIZE", "the same per sender (0: "
+	  "derived)"),
+	N("reasm-timeout", "store.reasm_timeout", "S", "discard a push whose next segment does not "
+	  "come within S"),
+	N("len", "pushpull.len", "BYTES", "value size per key"),
+	N("repeat", "pushpull.repeat", "N", "iterations"),
+	N("mode", "pushpull.mode", "M", "0 PUSH_THEN_PULL, 1 PUSH_PULL, 2 PUSH_ONLY, 3 PULL_ONLY"),
+	N("keys", "pushpull.keys", "N", "keys per server"),
+	N("window-bytes", "pushpull.window", "N", "value bytes in flight"),
+	N("batch", "pushpull.batch", "BYTES", "send values up to BYTES as records of BATCH messages\n"
+	  "(0: one message per request)"),
+	N("duration", "pushpull.duration", "S", "stop the benchmark after this long; servers: exit "
+	  "after it\n(serve.duration)"),
+	NU("timeout-us", "pushpull.timeout", "us", "N", "resend a request unanswered this long"),
+	N("max-retries", "pushpull.max_retries", "N", "then fail it (0: forever); a timeout while "
+	  "the port takes\nnothing counts as a try"),
+	F("verify", "pushpull.verify", "true", "check every value read back, and every key after "
+	  "the run\n(sync: exact sums; async: every worker's pushes counted apart;\nevery worker "
+	  "of the job must verify)"),
+	N("warmup", "pushpull.warmup", "N", "iterations before the metrics are reset"),
+	N("rate", "pushpull.rate", "RATE", "value bits/s each worker role sends at most, e.g. "
+	  "2Gbps\n(with --workers N, up to N times it in all; 0: unlimited)"),
+	N("log-every", "output.log_every", "S", "progress line period (0: none)"),
 };
 
+#undef N
+#undef NE
+#undef NU
+#undef F
+
 #define NCONF_OPTS	(sizeof(conf_opts) / sizeof(conf_opts[0]))
+
+/*
+ * What a command line starts from: the schema's defaults, and a server (a document's node
+ * is a worker unless it says otherwise; a command line's, a server).
+ */
+static const char cli_doc[] = "{\"name\": \"cli\", \"kind\": \"serve\", "
+	"\"node\": {\"role\": \"server\"}}";
+
+/* One option: its argument, what it does, the path it sets and its default there (defs). */
+static void
+usage_opt(FILE *out, const struct conf_opt *o, const json_t *defs)
+{
+	const json_t *d = defs;
+	const char *h = o->help, *nl, *p = o->path, *dot;
+	char lead[64], *text;
+	int n;
+
+	for (; d != NULL; p = dot + 1) {
+		dot = strchr(p, '.');
+		d = json_object_getn(d, p, dot != NULL ? (size_t)(dot - p) : strlen(p));
+		if (dot == NULL)
+			break;
+	}
+
+	n = snprintf(lead, sizeof(lead), "  --%s%s%s", o->name, o->arg != NULL ? " " : "",
+		     o->arg != NULL ? o->arg : "");
+	fprintf(out, "%s%*s", lead, n < 23 ? 23 - n : 1, "");
+	while ((nl = strchr(h, '\n')) != NULL) {
+		fprintf(out, "%.*s\n%23s", (int)(nl - h), h, "");
+		h = nl + 1;
+	}
+	fprintf(out, "%s\n%23s[%s", h, "", o->path);
+	text = d != NULL ? json_dumps(d, JSON_ENCODE_ANY | JSON_COMPACT) : NULL;
+	if (o->fixed != NULL)
+		fprintf(out, " %s", o->fixed);
+	else if (text != NULL)
+		fprintf(out, ", default %s", text);
+	free(text);
+	if (o->env != NULL)
+		fprintf(out, "; env %s", o->env);
+	fprintf(out, "]\n");
+}
+
+static void
+usage(FILE *out)
+{
+	static const struct {
+		const char *prefix, *title;
+	} sections[] = {
+		{ "node.", "Node (the document's node section):" },
+		{ "store.", "Store budgets (servers; 0: derived from --mem or half the machine's "
+		  "memory):" },
+		{ "pushpull.", "Benchmark (workers; ps-lite's test_benchmark arguments [len [repeat "
+		  "[mode]]]):" },
+		{ "output.", "Output:" },
+	};
+	struct psb_exp_conf *c = calloc(1, sizeof(*c));
+	json_t *defs = NULL;
+	unsigned int s, i;
+
+	if (c != NULL && psb_conf_parse_string(psb_exp_table, c, cli_doc, "", NULL, 0) == 0)
+		defs = psb_conf_dump(psb_exp_table, c);
+	free(c);
+	fprintf(out, "usage: psb [options] [len [repeat [mode]]] [-- EAL options]\n\n"
+		"Each option below sets a path of the experiment document, as a --config\n"
+		"document would; a command line starts from the schema's defaults, with a\n"
+		"server's node (shown in [ ]).\n");
+	for (s = 0; s < sizeof(sections) / sizeof(sections[0]); s++) {
+		fprintf(out, "%s\n", sections[s].title);
+		for (i = 0; i < NCONF_OPTS; i++)
+			if (conf_opts[i].name != NULL && strncmp(conf_opts[i].path, sections[s].prefix,
+					strlen(sections[s].prefix)) == 0)
+				usage_opt(out, &conf_opts[i], defs);
+	}
+	fputs(
+"  --results FILE       write the worker's result as JSON (FILE.<rank> with several\n"
+"                       workers)\n"
+"Experiments and control:\n"
+"  --config FILE        run the experiment document FILE (config/*.json): node settings\n"
+"                       and experiment from it, results into output.dir/<name>/; other\n"
+"                       options override the document\n"
+"  --output-dir DIR     results directory: documents' output paths are relative to it\n"
+"                       and stay inside it (default: the working directory)\n"
+"  --check-config FILE  check an experiment document and print it with its defaults\n"
+"  -i, --interactive    console on stdin (prompt psb> ); experiments start from it\n"
+"  --cmdline-file FILE  run the console commands of FILE first\n"
+"  --wait               start nothing; wait for commands (control socket) until quit\n"
+"  --ctl PATH           control socket (default <DPDK runtime dir>/psb.ctl; none: off)\n"
+"  --counters-file FILE append every counter as a JSON line to FILE periodically\n"
+"  --counters-every S   its period (default 1)\n"
+"  --counters-max SIZE  move FILE to FILE.1 before it passes SIZE (default 64MiB; 0:\n"
+"                       never); FILE renamed or removed: a new one is started\n"
+"  --prometheus [IP:]PORT  serve the counters to Prometheus on http://IP:PORT/metrics\n"
+"                       (IP default 127.0.0.1)\n"
+"Process:\n"
+"  --idle-exit MS       exit once no packet arrived for MS ms (pcap replay)\n"
+"  --stats-file FILE    write counters as JSON at exit\n"
+"  -v, --verbose        more output (env PS_VERBOSE=1/2)\n"
+"  -q, --quiet          only results and errors\n"
+"  --log-level [TYPE:]LEVEL  a log type's level; repeat, the last that matches wins.\n"
+"                       TYPE: psb.main .host .port .rx .worker .scheduler .agent .ctl\n"
+"                       .console .export .run .echo, a glob (psb.*) or DPDK's\n"
+"                       (pmd.net.memif); none: psb.*. LEVEL: error warning notice info\n"
+"                       debug (or 1-8). Default info; -q is psb.*:warning, -v debug but\n"
+"                       psb.rx (dropped frames, a line a second), -vv all; --log-level\n"
+"                       overrides both\n"
+"  -h, --help\n", out);
+	json_decref(defs);
+}
+
 
 /* The process's own options: index into app_opts + OPT_APP. */
 enum {
@@ -529,7 +566,7 @@ parse_args(struct psb_app *app, struct psb_run_opts *ro, struct port_list *pl, i
 	while (optind < nargs) {
 		const char *v = argv[optind++];
 		struct conf_opt o = { pos_names[npos % 3], 1, positional[npos % 3], NULL, NULL,
-				      NULL };
+				      NULL, NULL, NULL };
 
 		if (npos >= 3)
 			psb_die("unexpected argument '%s' (EAL options go after --)", v);
@@ -613,8 +650,7 @@ psb_opts_parse(struct psb_app *app, struct psb_run_opts *ro, int argc, char **ar
 	if ((cfg = find_opt(argc, argv, "--check-config")) != NULL)
 		exit(check_config_file(cfg, file_max));
 	/* the schema's defaults, then the document or ps-lite's variables, then the options */
-	if (psb_conf_parse_string(psb_exp_table, c, "{\"name\": \"cli\", \"kind\": \"serve\", "
-			"\"node\": {\"role\": \"server\"}}", "", err, sizeof(err)) != 0)
+	if (psb_conf_parse_string(psb_exp_table, c, cli_doc, "", err, sizeof(err)) != 0)
 		psb_die("internal: %s", err);
 	if ((cfg = find_opt(argc, argv, "--config")) != NULL) {
 		if (psb_exp_load_file(c, cfg, file_max, true, err, sizeof(err)) != 0)

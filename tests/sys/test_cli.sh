@@ -48,6 +48,13 @@ expect_error "--connect-timeout" "node.connect_timeout" "[0ns, 60m]" -- "${base[
 expect_error "--connect-timeout" "expected a duration" -- "${base[@]}" --connect-timeout soon
 expect_error "node.mtu" "--mtu" "576" -- "${base[@]}" --mtu 100
 
+# --help names the document path each option sets and a command line's default there
+help=$(timeout 10 "$PSB" --help)
+for w in '[node.role, default "server"; env DMLC_ROLE]' '[pushpull.len, default "1000KiB"]' \
+	'[node.sync false]' '[pushpull.timeout, default "20ms"]' '--log-level'; do
+	grep -qF -- "$w" <<<"$help" || { echo "FAIL: --help has no '$w'"; fails=$((fails + 1)); }
+done
+
 rm -rf /var/run/dpdk/psbt-cli-$$
 [ $fails -eq 0 ] && echo "cli: every bad input refused with a message naming it"
 exit $((fails != 0))
