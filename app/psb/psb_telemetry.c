@@ -6,12 +6,12 @@
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include <rte_ethdev.h>
 #include <rte_telemetry.h>
 
 #include "psb_app.h"
+#include "psb_clock.h"
 #include "psb_counters.h"
 #include "psb_ctl.h"
 #include "psb_report.h"
@@ -810,15 +810,6 @@ tel_reply(const char *cmd, const char *params, struct rte_tel_data *d)
 	return rc;
 }
 
-static uint64_t
-thread_cpu_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 /*
  * Every /psb/ command; what it costs lands in the control-plane counters. The telemetry
  * thread shares a CPU with lcores, so its CPU time is counted, not the time it waited.
@@ -826,7 +817,7 @@ thread_cpu_ns(void)
 static int
 tel_cb(const char *cmd, const char *params, struct rte_tel_data *d)
 {
-	uint64_t t0 = thread_cpu_ns();
+	uint64_t t0 = psb_clock_read_ns(CLOCK_THREAD_CPUTIME_ID);
 	struct psb_app *app;
 	int rc = tel_reply(cmd, params, d);
 
@@ -834,8 +825,8 @@ tel_cb(const char *cmd, const char *params, struct rte_tel_data *d)
 	app = tel_app;
 	if (app != NULL) {
 		__atomic_fetch_add(&app->cp.telemetry_requests, 1, __ATOMIC_RELAXED);
-		__atomic_fetch_add(&app->cp.telemetry_cpu_ns, thread_cpu_ns() - t0,
-				   __ATOMIC_RELAXED);
+		__atomic_fetch_add(&app->cp.telemetry_cpu_ns,
+				   psb_clock_read_ns(CLOCK_THREAD_CPUTIME_ID) - t0, __ATOMIC_RELAXED);
 	}
 	pthread_mutex_unlock(&tel_lock);
 	return rc;
