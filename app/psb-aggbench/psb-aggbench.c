@@ -6,9 +6,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "psb_agg.h"
+#include "psb_clock.h"
 
 #define DEFAULT_MB	64
 #define DEFAULT_RUNS	5
@@ -72,15 +72,6 @@ plain_add(float *a, const float *b, size_t n)
 
 	for (i = 0; i < n; i++)
 		a[i] += b[i];
-}
-
-static double
-now_sec(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
 static void
@@ -288,11 +279,11 @@ main(int argc, char **argv)
 	 * drifts (frequency, a noisy neighbour) spread over all of them alike. */
 	for (r = 0; r <= runs; r++) {
 		for (k = 0; k < nv; k++) {
-			double t0 = now_sec();
+			uint64_t t0 = psb_clock_ns();
 
 			run_variant(&vs[k], a, b, n);
 			if (r != 0)
-				vs[k].secs[r - 1] = now_sec() - t0;
+				vs[k].secs[r - 1] = (psb_clock_ns() - t0) / 1e9;
 		}
 	}
 	psb_agg_select(psb_agg_best());

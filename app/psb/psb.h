@@ -166,6 +166,9 @@ extern const struct psb_role psb_role_agent;
 extern const struct psb_role psb_role_echo;
 extern const struct psb_role *const psb_roles[];	/* NULL-terminated */
 
+/* A role's fini when all it holds is ri->priv, from rte_malloc. */
+void psb_role_free_priv(struct psb_role_inst *ri);
+
 /* Queue m for the role reading r: 0, or -ENOENT (no such role here), -ENOBUFS (ring full). */
 static inline int
 psb_handoff(struct rte_ring *r, struct rte_mbuf *m)

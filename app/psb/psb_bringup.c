@@ -12,7 +12,6 @@
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
-#include <time.h>
 #include <unistd.h>
 #include <sys/stat.h>
 
@@ -22,6 +21,7 @@
 
 #include "psb_app.h"
 #include "psb_cli.h"
+#include "psb_clock.h"
 #include "psb_ctl.h"
 #include "psb_ethdev.h"
 #include "psb_host.h"
@@ -220,15 +220,6 @@ note_line(void *arg, const char *line)
 	PSB_WARN(host, "%s", line);
 }
 
-static uint64_t
-mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 /*
  * A memif client's server: wait until its socket is there and not one a dead psb left.
  * Never by connecting to it: a memif server takes a connection that says nothing badly.
@@ -237,7 +228,7 @@ static void
 wait_memif_server(struct psb_app *app, const struct psb_port_spec *p, const char *dir,
 		int from_doc)
 {
-	uint64_t limit = app->connect_timeout_ns, t0 = mono_ns(), waited = 0;
+	uint64_t limit = app->connect_timeout_ns, t0 = psb_clock_ns(), waited = 0;
 	int rc, said = 0;
 	long pid = 0;
 
@@ -258,7 +249,7 @@ wait_memif_server(struct psb_app *app, const struct psb_port_spec *p, const char
 				PSB_NOTICE(port, "waiting for a memif server at %s", p->sock_path);
 		}
 		usleep(100000);
-		waited = mono_ns() - t0;
+		waited = psb_clock_ns() - t0;
 	}
 	if (rc == -ESTALE)
 		psb_run_fail_early(app, from_doc, "port '%s': no memif server at %s after %.1f s "

@@ -4,6 +4,7 @@
 
 #include <setjmp.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #include <rte_ethdev.h>
@@ -38,30 +39,30 @@ void psb_guard_exiting(int code);
 
 #define PSB_GUARD_FAULT	UINT16_MAX	/* a guarded burst faulted */
 
+/* A burst of n on queue 0 of port: what it moved, or PSB_GUARD_FAULT. */
 static inline uint16_t
-psb_guard_rx(uint16_t port, struct rte_mbuf **pkts, uint16_t n)
+psb_guard_burst(uint16_t port, struct rte_mbuf **pkts, uint16_t n, bool tx)
 {
-	uint16_t got;
+	uint16_t done;
 
 	if (sigsetjmp(psb_guard.env, 0) != 0)
 		return PSB_GUARD_FAULT;
 	psb_guard.armed = 1;
-	got = rte_eth_rx_burst(port, 0, pkts, n);
+	done = tx ? rte_eth_tx_burst(port, 0, pkts, n) : rte_eth_rx_burst(port, 0, pkts, n);
 	psb_guard.armed = 0;
-	return got;
+	return done;
+}
+
+static inline uint16_t
+psb_guard_rx(uint16_t port, struct rte_mbuf **pkts, uint16_t n)
+{
+	return psb_guard_burst(port, pkts, n, false);
 }
 
 static inline uint16_t
 psb_guard_tx(uint16_t port, struct rte_mbuf **pkts, uint16_t n)
 {
-	uint16_t sent;
-
-	if (sigsetjmp(psb_guard.env, 0) != 0)
-		return PSB_GUARD_FAULT;
-	psb_guard.armed = 1;
-	sent = rte_eth_tx_burst(port, 0, pkts, n);
-	psb_guard.armed = 0;
-	return sent;
+	return psb_guard_burst(port, pkts, n, true);
 }
 
 #endif /* PSB_GUARD_H */

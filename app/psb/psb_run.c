@@ -9,6 +9,7 @@
 
 #include "psb_app.h"
 #include "psb_bench.h"
+#include "psb_cli.h"
 #include "psb_counters.h"
 #include "psb_ctl.h"
 #include "psb_hist.h"
@@ -35,17 +36,6 @@ static const char *const serve_cols[] = {
 	"shard", "elapsed_s", "push", "pull", "pushpull", "rounds_closed", "bytes_summed",
 	"bytes_sent", "rx_pkts", "tx_pkts", "stale", "run_s", "resets", NULL,
 };
-
-static int __attribute__((format(printf, 3, 4)))
-run_fail(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-	return -EINVAL;
-}
 
 const char *
 psb_run_state_name(int state)
@@ -490,15 +480,15 @@ psb_run_start(struct psb_app *app, const struct psb_exp_conf *c, int from_doc, c
 	int rc;
 
 	if (psb_run_active(app)) {
-		run_fail(err, errlen, "experiment %u \"%s\" is running: stop it first", r->id,
+		psb_fail(err, errlen, "experiment %u \"%s\" is running: stop it first", r->id,
 			 r->conf.name);
 		return -EBUSY;
 	}
 	if (c->kind == PSB_EXP_PUSHPULL && app->node_role != PSB_NODE_WORKER)
-		return run_fail(err, errlen, "kind: pushpull runs on a worker; this appliance is a %s",
+		return psb_fail(err, errlen, "kind: pushpull runs on a worker; this appliance is a %s",
 				psb_exp_role_names[app->node_role]);
 	if (c->kind == PSB_EXP_SERVE && app->node_role == PSB_NODE_WORKER)
-		return run_fail(err, errlen, "kind: serve runs on a server; this appliance is a "
+		return psb_fail(err, errlen, "kind: serve runs on a server; this appliance is a "
 				"worker");
 	if (from_doc) {
 		rc = psb_exp_results_claim(app->results_root, c, err, errlen);
@@ -545,7 +535,7 @@ psb_run_start(struct psb_app *app, const struct psb_exp_conf *c, int from_doc, c
 			snprintf(r->error, sizeof(r->error), "workers did not start: %s",
 				 strerror(-rc));
 			run_finish(app, PSB_RUN_FAILED);
-			return run_fail(err, errlen, "%s", r->error);
+			return psb_fail(err, errlen, "%s", r->error);
 		}
 	}
 	return 0;
@@ -558,11 +548,11 @@ psb_run_stop(struct psb_app *app, char *err, size_t errlen)
 	int rc;
 
 	if (!psb_run_active(app))
-		return run_fail(err, errlen, "no experiment is running");
+		return psb_fail(err, errlen, "no experiment is running");
 	if (r->conf.kind == PSB_EXP_PUSHPULL) {
 		rc = psb_roles_call(app, &psb_role_worker, PSB_OP_STOP, NULL);
 		if (rc != 0)
-			return run_fail(err, errlen, "workers did not stop: %s", strerror(-rc));
+			return psb_fail(err, errlen, "workers did not stop: %s", strerror(-rc));
 	}
 	PSB_INFO(run, "experiment %u \"%s\" stopped", r->id, r->conf.name);
 	run_finish(app, PSB_RUN_STOPPED);
@@ -575,7 +565,7 @@ psb_run_reset(struct psb_app *app, char *err, size_t errlen)
 	int rc = psb_roles_call(app, NULL, PSB_OP_RESET, NULL);
 
 	if (rc != 0)
-		return run_fail(err, errlen, "roles did not reset: %s", strerror(-rc));
+		return psb_fail(err, errlen, "roles did not reset: %s", strerror(-rc));
 	if (psb_run_active(app)) {
 		/* a new window of figures; the run's duration still counts from its start */
 		pthread_mutex_lock(&app->ctl_lock);
@@ -600,7 +590,7 @@ psb_run_set(struct psb_app *app, const char *param, const char *value, char *err
 	int rc;
 
 	if (psb_exp_fixed_path(param))
-		return run_fail(err, errlen, "%s: node and store settings apply when psb starts",
+		return psb_fail(err, errlen, "%s: node and store settings apply when psb starts",
 				param);
 	tmp = malloc(sizeof(*tmp));
 	if (tmp == NULL)
@@ -608,7 +598,7 @@ psb_run_set(struct psb_app *app, const char *param, const char *value, char *err
 	if (psb_run_active(app)) {
 		if (!psb_exp_settable(param)) {
 			free(tmp);
-			return run_fail(err, errlen, "%s: cannot change while experiment %u runs (live: "
+			return psb_fail(err, errlen, "%s: cannot change while experiment %u runs (live: "
 					"pushpull.rate, output.log_every, output.counters_every)",
 					param, r->id);
 		}

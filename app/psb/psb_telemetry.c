@@ -6,12 +6,12 @@
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include <rte_ethdev.h>
 #include <rte_telemetry.h>
 
 #include "psb_app.h"
+#include "psb_clock.h"
 #include "psb_counters.h"
 #include "psb_ctl.h"
 #include "psb_report.h"
@@ -495,7 +495,7 @@ static int
 tel_narrow(struct rte_tel_data *d, struct psb_app *app, const struct psb_snap *s,
 		const char *section, const char *param)
 {
-	char path[256];
+	char path[320];	/* a section's name, a dot and a parameter of up to 255 bytes */
 
 	snprintf(path, sizeof(path), "%s.%s", section, param);
 	return tel_path(d, app, s, path);
@@ -504,17 +504,6 @@ tel_narrow(struct rte_tel_data *d, struct psb_app *app, const struct psb_snap *s
 /* A command's reply from the snapshot s; param "" when none. */
 typedef int (*tel_fill_t)(struct rte_tel_data *d, struct psb_app *app, const struct psb_snap *s,
 		const char *param);
-
-static int
-tel_cmd_node(struct rte_tel_data *d, struct psb_app *app, const struct psb_snap *s,
-		const char *param)
-{
-	if (*param != '\0')
-		return tel_narrow(d, app, s, "node", param);
-	rte_tel_data_start_dict(d);
-	tel_node(d, &s->node);
-	return 0;
-}
 
 /*
  * The xstats of port p after its figures (used bytes so far), as many as the reply holds:
@@ -633,62 +622,17 @@ tel_cmd_roles(struct rte_tel_data *d, struct psb_app *app, const struct psb_snap
 	return 0;
 }
 
-static int
-tel_cmd_store(struct rte_tel_data *d, struct psb_app *app, const struct psb_snap *s,
-		const char *param)
+/* /psb/SECTION without a path: the section whole, in full detail. */
+static void
+tel_node_whole(struct rte_tel_data *d, const struct psb_snap *s)
 {
-	char err[96];
-
-	if (!s->has_store) {
-		snprintf(err, sizeof(err), "no store: this node is a %s, only servers have one",
-			s->node.role);
-		return tel_error(d, err);
-	}
-	if (*param != '\0')
-		return tel_narrow(d, app, s, "store", param);
-	rte_tel_data_start_dict(d);
-	tel_block(d, &psb_store_block, &s->store, 1);
-	return 0;
+	tel_node(d, &s->node);
 }
 
-static int
-tel_cmd_scheduler(struct rte_tel_data *d, struct psb_app *app, const struct psb_snap *s,
-		const char *param)
+static void
+tel_exp_whole(struct rte_tel_data *d, const struct psb_snap *s)
 {
-	char err[96];
-
-	if (!s->has_sched) {
-		snprintf(err, sizeof(err), "no scheduler: this %s does not host the job's "
-			 "(--scheduler)", s->node.role);
-		return tel_error(d, err);
-	}
-	if (*param != '\0')
-		return tel_narrow(d, app, s, "scheduler", param);
-	rte_tel_data_start_dict(d);
-	tel_block(d, &psb_sched_block, &s->sched, 1);
-	return 0;
-}
-
-static int
-tel_cmd_control(struct rte_tel_data *d, struct psb_app *app, const struct psb_snap *s,
-		const char *param)
-{
-	if (*param != '\0')
-		return tel_narrow(d, app, s, "control", param);
-	rte_tel_data_start_dict(d);
-	tel_block(d, &psb_control_block, &s->control, 1);
-	return 0;
-}
-
-static int
-tel_cmd_experiment(struct rte_tel_data *d, struct psb_app *app, const struct psb_snap *s,
-		const char *param)
-{
-	if (*param != '\0')
-		return tel_narrow(d, app, s, "experiment", param);
-	rte_tel_data_start_dict(d);
 	tel_exp(d, &s->exp, 1);
-	return 0;
 }
 
 static int
@@ -716,32 +660,72 @@ static int tel_cmd_counters(struct rte_tel_data *d, struct psb_app *app,
 /* Where a section is only on some nodes: this flag of the snapshot (offset + 1; 0: always). */
 #define TEL_HAS(f)	(offsetof(struct psb_snap, f) + 1)
 
+/*
+ * An endpoint: its own fill, or a section of the counters, which gives its part of the
+ * generic lookup with a path and otherwise the section whole: its counter block at offset
+ * off of the snapshot, or what whole puts in.
+ */
 static const struct tel_cmd {
 	const char *cmd;
 	tel_fill_t fill;
 	const char *section;	/* in the /psb/counters index: a section of the counters */
+	void (*whole)(struct rte_tel_data *d, const struct psb_snap *s);
+	const struct psb_metric_block *block;
+	size_t off;
 	size_t has;		/* TEL_HAS */
+	const char *absent;	/* the error when the node lacks it, with the node's role */
 	const char *help;	/* under 64 bytes (MAX_HELP_LEN) */
 } tel_cmds[] = {
-	{ "/psb/status", tel_cmd_status, NULL, 0,
-	  "Returns psb node and experiment. Takes no parameters" },
-	{ "/psb/counters", tel_cmd_counters, NULL, 0,
-	  "Returns psb counters index. Parameters: string dotted path" },
-	{ "/psb/node", tel_cmd_node, "node", 0,
-	  "Returns psb node: role, ip, uptime. Parameters: string path" },
-	{ "/psb/ports", tel_cmd_ports, "ports", 0,
-	  "Returns psb port stats. Parameters: int port id (xstats)" },
-	{ "/psb/roles", tel_cmd_roles, "roles", 0,
-	  "Returns psb role names, totals. Parameters: string name (rx0)" },
-	{ "/psb/store", tel_cmd_store, "store", TEL_HAS(has_store),
-	  "Returns psb store counters (servers). Parameters: string path" },
-	{ "/psb/scheduler", tel_cmd_scheduler, "scheduler", TEL_HAS(has_sched),
-	  "Returns psb scheduler counters. Parameters: string path" },
-	{ "/psb/control", tel_cmd_control, "control", 0,
-	  "Returns psb control-plane counters. Parameters: string path" },
-	{ "/psb/experiment", tel_cmd_experiment, "experiment", 0,
-	  "Returns psb experiment figures. Parameters: string path" },
+	{ .cmd = "/psb/status", .fill = tel_cmd_status,
+	  .help = "Returns psb node and experiment. Takes no parameters" },
+	{ .cmd = "/psb/counters", .fill = tel_cmd_counters,
+	  .help = "Returns psb counters index. Parameters: string dotted path" },
+	{ .cmd = "/psb/node", .section = "node", .whole = tel_node_whole,
+	  .help = "Returns psb node: role, ip, uptime. Parameters: string path" },
+	{ .cmd = "/psb/ports", .fill = tel_cmd_ports, .section = "ports",
+	  .help = "Returns psb port stats. Parameters: int port id (xstats)" },
+	{ .cmd = "/psb/roles", .fill = tel_cmd_roles, .section = "roles",
+	  .help = "Returns psb role names, totals. Parameters: string name (rx0)" },
+	{ .cmd = "/psb/store", .section = "store", .block = &psb_store_block,
+	  .off = offsetof(struct psb_snap, store), .has = TEL_HAS(has_store),
+	  .absent = "no store: this node is a %s, only servers have one",
+	  .help = "Returns psb store counters (servers). Parameters: string path" },
+	{ .cmd = "/psb/scheduler", .section = "scheduler", .block = &psb_sched_block,
+	  .off = offsetof(struct psb_snap, sched), .has = TEL_HAS(has_sched),
+	  .absent = "no scheduler: this %s does not host the job's (--scheduler)",
+	  .help = "Returns psb scheduler counters. Parameters: string path" },
+	{ .cmd = "/psb/control", .section = "control", .block = &psb_control_block,
+	  .off = offsetof(struct psb_snap, control),
+	  .help = "Returns psb control-plane counters. Parameters: string path" },
+	{ .cmd = "/psb/experiment", .section = "experiment", .whole = tel_exp_whole,
+	  .help = "Returns psb experiment figures. Parameters: string path" },
 };
+
+static bool
+tel_snap_has(const struct psb_snap *s, const struct tel_cmd *tc)
+{
+	return tc->has == 0 || *((const uint8_t *)s + tc->has - 1) != 0;
+}
+
+static int
+tel_section(struct rte_tel_data *d, struct psb_app *app, const struct psb_snap *s,
+		const struct tel_cmd *tc, const char *param)
+{
+	char err[96];
+
+	if (!tel_snap_has(s, tc)) {
+		snprintf(err, sizeof(err), tc->absent, s->node.role);
+		return tel_error(d, err);
+	}
+	if (*param != '\0')
+		return tel_narrow(d, app, s, tc->section, param);
+	rte_tel_data_start_dict(d);
+	if (tc->block != NULL)
+		tel_block(d, tc->block, (const char *)s + tc->off, 1);
+	else
+		tc->whole(d, s);
+	return 0;
+}
 
 /*
  * /psb/counters: without a path, the index of the sections this node has and of the
@@ -762,8 +746,7 @@ tel_cmd_counters(struct rte_tel_data *d, struct psb_app *app, const struct psb_s
 	for (i = 0; c != NULL && i < RTE_DIM(tel_cmds); i++) {
 		const struct tel_cmd *tc = &tel_cmds[i];
 
-		if (tc->section != NULL &&
-		    (tc->has == 0 || *((const uint8_t *)s + tc->has - 1) != 0))
+		if (tc->section != NULL && tel_snap_has(s, tc))
 			tel_str(c, tc->section, tc->cmd);
 	}
 	c = tel_dict(d, "parameters", &used);
@@ -804,19 +787,15 @@ tel_reply(const char *cmd, const char *params, struct rte_tel_data *d)
 	pthread_mutex_lock(&app->ctl_lock);
 	s = psb_snap_take(app);
 	pthread_mutex_unlock(&app->ctl_lock);
-	rc = s != NULL ? tc->fill(d, app, s, param) : tel_error(d, "out of memory");
+	if (s == NULL)
+		rc = tel_error(d, "out of memory");
+	else if (tc->fill != NULL)
+		rc = tc->fill(d, app, s, param);
+	else
+		rc = tel_section(d, app, s, tc, param);
 	pthread_mutex_unlock(&tel_lock);
 	free(s);
 	return rc;
-}
-
-static uint64_t
-thread_cpu_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
 /*
@@ -826,7 +805,7 @@ thread_cpu_ns(void)
 static int
 tel_cb(const char *cmd, const char *params, struct rte_tel_data *d)
 {
-	uint64_t t0 = thread_cpu_ns();
+	uint64_t t0 = psb_clock_read_ns(CLOCK_THREAD_CPUTIME_ID);
 	struct psb_app *app;
 	int rc = tel_reply(cmd, params, d);
 
@@ -834,8 +813,8 @@ tel_cb(const char *cmd, const char *params, struct rte_tel_data *d)
 	app = tel_app;
 	if (app != NULL) {
 		__atomic_fetch_add(&app->cp.telemetry_requests, 1, __ATOMIC_RELAXED);
-		__atomic_fetch_add(&app->cp.telemetry_cpu_ns, thread_cpu_ns() - t0,
-				   __ATOMIC_RELAXED);
+		__atomic_fetch_add(&app->cp.telemetry_cpu_ns,
+				   psb_clock_read_ns(CLOCK_THREAD_CPUTIME_ID) - t0, __ATOMIC_RELAXED);
 	}
 	pthread_mutex_unlock(&tel_lock);
 	return rc;

@@ -49,6 +49,14 @@ psb_fail(char *err, size_t errlen, const char *fmt, ...)
 	return -EINVAL;
 }
 
+/* Dies unless ok, naming the option, what it wants and what it got. */
+static void
+cli_expect(bool ok, const char *opt, const char *what, const char *v)
+{
+	if (!ok)
+		psb_die("%s: expected %s, got '%s'", opt, what, v);
+}
+
 uint64_t
 psb_cli_u64(const char *opt, const char *v, uint64_t lo, uint64_t hi)
 {
@@ -69,8 +77,7 @@ psb_cli_seconds_ns(const char *opt, const char *v)
 	char *end;
 	double x = strtod(v, &end);
 
-	if (end == v || *end != '\0' || !(x >= 0) || x > 1e7)
-		psb_die("%s: expected seconds >= 0, got '%s'", opt, v);
+	cli_expect(end != v && *end == '\0' && x >= 0 && x <= 1e7, opt, "seconds >= 0", v);
 	return (uint64_t)(x * 1e9);
 }
 
@@ -89,8 +96,7 @@ psb_cli_ip(const char *opt, const char *v)
 {
 	uint32_t ip;
 
-	if (psb_parse_ip(v, &ip) != 0)
-		psb_die("%s: expected an IPv4 address like 198.18.0.1, got '%s'", opt, v);
+	cli_expect(psb_parse_ip(v, &ip) == 0, opt, "an IPv4 address like 198.18.0.1", v);
 	return ip;
 }
 
@@ -104,8 +110,7 @@ psb_cli_host_port(const char *opt, const char *v, uint32_t *ip, uint16_t *port)
 		*ip = psb_cli_ip(opt, v);
 		return;
 	}
-	if ((size_t)(colon - v) >= sizeof(host))
-		psb_die("%s: expected IP[:PORT], got '%s'", opt, v);
+	cli_expect((size_t)(colon - v) < sizeof(host), opt, "IP[:PORT]", v);
 	memcpy(host, v, (size_t)(colon - v));
 	host[colon - v] = '\0';
 	*ip = psb_cli_ip(opt, host);
@@ -169,8 +174,7 @@ psb_cli_size(const char *opt, const char *v)
 {
 	uint64_t b;
 
-	if (psb_conf_parse_size(v, &b) != 0)
-		psb_die("%s: expected a size like 64MiB or 1.5GB, got '%s'", opt, v);
+	cli_expect(psb_conf_parse_size(v, &b) == 0, opt, "a size like 64MiB or 1.5GB", v);
 	return b;
 }
 

@@ -2,7 +2,6 @@
 #include <dirent.h>
 #include <errno.h>
 #include <limits.h>
-#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -230,19 +229,6 @@ psb_exp_settable(const char *path)
 	return false;
 }
 
-static int __attribute__((format(printf, 3, 4)))
-exp_fail(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (err != NULL && errlen > 0) {
-		va_start(ap, fmt);
-		vsnprintf(err, errlen, fmt, ap);
-		va_end(ap);
-	}
-	return -EINVAL;
-}
-
 /*
  * Paths of a document are relative to psb's results directory and stay inside it: a
  * document may come over the control socket, and must not make psb write (or delete,
@@ -256,12 +242,12 @@ inside_check(const char *key, const char *v, char *err, size_t errlen)
 	size_t n;
 
 	if (v[0] == '/')
-		return exp_fail(err, errlen, "%s: must be relative and inside the results directory, "
+		return psb_fail(err, errlen, "%s: must be relative and inside the results directory, "
 				"got \"%s\"", key, v);
 	while (*p != '\0') {
 		n = strcspn(p, "/");
 		if (n == 2 && p[0] == '.' && p[1] == '.')
-			return exp_fail(err, errlen, "%s: must be relative and inside the results "
+			return psb_fail(err, errlen, "%s: must be relative and inside the results "
 					"directory (no \"..\"), got \"%s\"", key, v);
 		p += n;
 		p += *p == '/';
@@ -276,31 +262,31 @@ psb_exp_check(const struct psb_exp_conf *c, bool need_node, char *err, size_t er
 	char why[256];
 
 	if (psb_cli_name_check(c->name, sizeof(c->name) - 1, why, sizeof(why)) != 0)
-		return exp_fail(err, errlen, "name: %s (it names the results directory)", why);
+		return psb_fail(err, errlen, "name: %s (it names the results directory)", why);
 	if (n->file_prefix[0] != '\0' &&
 	    psb_cli_name_check(n->file_prefix, PSB_PREFIX_MAX, why, sizeof(why)) != 0)
-		return exp_fail(err, errlen, "node.file_prefix: %s (it names the DPDK runtime "
+		return psb_fail(err, errlen, "node.file_prefix: %s (it names the DPDK runtime "
 				"directory)", why);
 	if ((c->pushpull.len & 3) != 0)
-		return exp_fail(err, errlen, "pushpull.len: %llu is not a multiple of 4 (values are "
+		return psb_fail(err, errlen, "pushpull.len: %llu is not a multiple of 4 (values are "
 				"float32 arrays)", (unsigned long long)c->pushpull.len);
 	if (c->pushpull.len > n->max_value)
-		return exp_fail(err, errlen, "pushpull.len: %llu exceeds node.max_value %llu",
+		return psb_fail(err, errlen, "pushpull.len: %llu exceeds node.max_value %llu",
 				(unsigned long long)c->pushpull.len,
 				(unsigned long long)n->max_value);
 	if (c->kind == PSB_EXP_PUSHPULL && n->role != PSB_EXP_ROLE_WORKER && need_node)
-		return exp_fail(err, errlen, "node.role: kind pushpull runs on a worker, got \"%s\"",
+		return psb_fail(err, errlen, "node.role: kind pushpull runs on a worker, got \"%s\"",
 				psb_exp_role_names[n->role]);
 	if (c->kind == PSB_EXP_SERVE && n->role == PSB_EXP_ROLE_WORKER && need_node)
-		return exp_fail(err, errlen, "node.role: kind serve runs on a server or scheduler, "
+		return psb_fail(err, errlen, "node.role: kind serve runs on a server or scheduler, "
 				"got \"worker\"");
 	if (n->mtu != 0 && n->mtu < 576)
-		return exp_fail(err, errlen, "node.mtu: expected 0 (the port's own) or 576 to 9000, "
+		return psb_fail(err, errlen, "node.mtu: expected 0 (the port's own) or 576 to 9000, "
 				"got %llu", (unsigned long long)n->mtu);
 	if (c->output.dir[0] == '\0')
-		return exp_fail(err, errlen, "output.dir: expected a directory, got \"\"");
+		return psb_fail(err, errlen, "output.dir: expected a directory, got \"\"");
 	if (c->output.counters_max != 0 && c->output.counters_max < PSB_EXP_COUNTERS_MAX_MIN)
-		return exp_fail(err, errlen, "output.counters_max: expected 0 (never rotate) or at "
+		return psb_fail(err, errlen, "output.counters_max: expected 0 (never rotate) or at "
 				"least 64KiB, got %llu B", (unsigned long long)c->output.counters_max);
 	if (inside_check("output.dir", c->output.dir, err, errlen) != 0 ||
 	    inside_check("output.counters_file", c->output.counters_file, err, errlen) != 0)
@@ -308,20 +294,20 @@ psb_exp_check(const struct psb_exp_conf *c, bool need_node, char *err, size_t er
 	if (!need_node)
 		return 0;
 	if (n->ports.n == 0)
-		return exp_fail(err, errlen, "node.ports: expected at least one port spec, e.g. "
+		return psb_fail(err, errlen, "node.ports: expected at least one port spec, e.g. "
 				"[\"memif:server:/run/psb.sock\"]");
 	if (n->ip == 0)
-		return exp_fail(err, errlen, "node.ip: expected this node's address, got none");
+		return psb_fail(err, errlen, "node.ip: expected this node's address, got none");
 	if (n->role == PSB_EXP_ROLE_WORKER && n->scheduler == 0 && n->server == 0)
-		return exp_fail(err, errlen, "node.server: a worker needs node.scheduler or "
+		return psb_fail(err, errlen, "node.server: a worker needs node.scheduler or "
 				"node.server");
 	if (n->role == PSB_EXP_ROLE_WORKER && n->scheduler == 0 &&
 	    n->rank + n->workers > n->num_workers)
-		return exp_fail(err, errlen, "node.rank: rank %llu with %llu worker role(s) exceeds "
+		return psb_fail(err, errlen, "node.rank: rank %llu with %llu worker role(s) exceeds "
 				"node.num_workers %llu", (unsigned long long)n->rank,
 				(unsigned long long)n->workers, (unsigned long long)n->num_workers);
 	if (n->role == PSB_EXP_ROLE_SCHEDULER && n->scheduler != 0 && n->scheduler != n->ip)
-		return exp_fail(err, errlen, "node.scheduler: a scheduler runs where it is: give "
+		return psb_fail(err, errlen, "node.scheduler: a scheduler runs where it is: give "
 				"node.ip's address or leave it out");
 	return 0;
 }
@@ -335,7 +321,7 @@ psb_exp_load(struct psb_exp_conf *c, const json_t *doc, bool need_node, char *er
 	int rc;
 
 	if (!json_is_object(doc))
-		return exp_fail(err, errlen, "expected a JSON object (an experiment document)");
+		return psb_fail(err, errlen, "expected a JSON object (an experiment document)");
 	tmp = malloc(sizeof(*tmp));
 	if (tmp == NULL)
 		return -ENOMEM;
@@ -346,13 +332,13 @@ psb_exp_load(struct psb_exp_conf *c, const json_t *doc, bool need_node, char *er
 	/* a section of another kind is a mistake (a copied document), not something to ignore */
 	for (k = 0; k < PSB_EXP_KIND_MAX; k++)
 		if ((int)k != tmp->kind && json_object_get(doc, psb_exp_kind_names[k]) != NULL) {
-			rc = exp_fail(err, errlen, "%s: section of kind %s in an experiment of kind "
+			rc = psb_fail(err, errlen, "%s: section of kind %s in an experiment of kind "
 					"%s", psb_exp_kind_names[k], psb_exp_kind_names[k],
 					psb_exp_kind_names[tmp->kind]);
 			goto out;
 		}
 	if (need_node && json_object_get(doc, "node") == NULL) {
-		rc = exp_fail(err, errlen, "node: expected the appliance's settings (role, ports, "
+		rc = psb_fail(err, errlen, "node: expected the appliance's settings (role, ports, "
 				"ip, ...), got none");
 		goto out;
 	}
@@ -593,7 +579,7 @@ psb_exp_results_claim(const char *root, const struct psb_exp_conf *c, char *err,
 	struct stat st;
 
 	if (psb_exp_results_path(root, c, path, sizeof(path)) != 0)
-		return exp_fail(err, errlen, "output.dir: path too long");
+		return psb_fail(err, errlen, "output.dir: path too long");
 	if (stat(path, &st) != 0)
 		return 0;
 	if (!c->output.overwrite) {
@@ -638,7 +624,7 @@ psb_exp_output_dir(const char *root, const struct psb_exp_conf *c, char *err, si
 	int rc;
 
 	if (psb_exp_output_path(root, c, NULL, base, sizeof(base)) != 0)
-		return exp_fail(err, errlen, "output.dir: path too long");
+		return psb_fail(err, errlen, "output.dir: path too long");
 	rc = mkdirs(base);
 	if (rc != 0) {
 		snprintf(err, errlen, "output.dir: cannot create %s: %s", base, strerror(-rc));
@@ -653,7 +639,7 @@ psb_exp_output_dir(const char *root, const struct psb_exp_conf *c, char *err, si
 	}
 	n = strlen(rroot);
 	if (n > 1 && (strncmp(rbase, rroot, n) != 0 || (rbase[n] != '\0' && rbase[n] != '/')))
-		return exp_fail(err, errlen, "output.dir: %s leads to %s, outside the results "
+		return psb_fail(err, errlen, "output.dir: %s leads to %s, outside the results "
 				"directory %s (a symbolic link?)", base, rbase, rroot);
 	return 0;
 }
@@ -709,7 +695,7 @@ psb_exp_results_write(const char *root, const struct psb_exp_conf *c, const json
 
 	if (psb_exp_output_path(root, c, NULL, base, sizeof(base)) != 0 ||
 	    psb_exp_results_path(root, c, final, PATH_MAX) != 0)
-		return exp_fail(err, errlen, "output.dir: path too long");
+		return psb_fail(err, errlen, "output.dir: path too long");
 	rc = psb_exp_output_dir(root, c, err, errlen);
 	if (rc != 0)
 		return rc;

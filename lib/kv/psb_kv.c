@@ -62,12 +62,8 @@ struct kv_stage {
 	uint64_t last_ns;
 	uint64_t reserved;			/* budget it holds */
 	uint64_t got;				/* value bytes arrived */
-	uint32_t epoch;
-	uint32_t req_id;
-	uint32_t round;
+	struct kv_peer req;			/* the sender's state on the key, once stored */
 	uint16_t sender;
-	uint8_t type;
-	uint8_t flags;
 	struct psb_reasm reasm;
 	uint32_t nsegs, cap;
 	struct kv_seg *segs;
@@ -348,6 +344,17 @@ stage_over_budget(const struct psb_kv *kv, uint16_t sender, uint64_t cost)
 	return PSB_BUDGET_NONE;
 }
 
+static void
+peer_start(struct kv_peer *p, const struct psb_hdr *h, uint8_t state)
+{
+	p->epoch = h->aux;
+	p->req_id = h->req_id;
+	p->type = h->type;
+	p->flags = h->flags;
+	p->round = h->round;
+	p->state = state;
+}
+
 static struct kv_stage *
 stage_new(struct psb_kv *kv, const struct psb_hdr *h, uint64_t cost)
 {
@@ -362,11 +369,7 @@ stage_new(struct psb_kv *kv, const struct psb_hdr *h, uint64_t cost)
 	}
 	st->key = h->key;
 	st->sender = h->sender;
-	st->epoch = h->aux;
-	st->req_id = h->req_id;
-	st->round = h->round;
-	st->type = h->type;
-	st->flags = h->flags;
+	peer_start(&st->req, h, PEER_ASSEMBLING);
 	st->reserved = cost;
 	st->last_ns = kv->now_ns;
 	b = stage_hash(st->sender, st->key) & kv->bmask;
@@ -427,7 +430,8 @@ stage_free(struct psb_kv *kv, struct kv_stage *st)
 	if (e != NULL) {
 		struct kv_peer *p = &e->peers[st->sender];
 
-		if (p->state == PEER_ASSEMBLING && p->req_id == st->req_id && p->epoch == st->epoch)
+		if (p->state == PEER_ASSEMBLING && p->req_id == st->req.req_id &&
+		    p->epoch == st->req.epoch)
 			p->state = PEER_IDLE;
 	}
 	free(st);
@@ -730,17 +734,6 @@ complete(struct psb_kv *kv, struct kv_entry *e, uint16_t s, psb_kv_emit_fn emit,
 	maybe_close_round(kv, e, emit, arg);
 }
 
-static void
-peer_start(struct kv_peer *p, const struct psb_hdr *h, uint8_t state)
-{
-	p->epoch = h->aux;
-	p->req_id = h->req_id;
-	p->type = h->type;
-	p->flags = h->flags;
-	p->round = h->round;
-	p->state = state;
-}
-
 /*
  * A sender's epoch changes when it restarts: nothing it staged before can complete any
  * more (its request ids start over), so those pushes go now rather than at their timeout.
@@ -754,7 +747,7 @@ note_epoch(struct psb_kv *kv, uint16_t s, uint32_t epoch)
 		return;
 	for (st = kv->by_sender[s]; st != NULL; st = next) {
 		next = st->s_next;
-		if (st->epoch != epoch)
+		if (st->req.epoch != epoch)
 			stage_discard(kv, st, PSB_KV_DISCARD_RESTART);
 	}
 	kv->epoch[s] = epoch;
@@ -798,8 +791,7 @@ push_whole(struct psb_kv *kv, struct kv_entry *e, struct kv_stage *st, const str
 	}
 	p = &e->peers[h->sender];
 	if (st != NULL)
-		peer_start(p, &(struct psb_hdr){ .aux = st->epoch, .req_id = st->req_id,
-			.type = st->type, .flags = st->flags, .round = st->round }, PEER_ASSEMBLING);
+		*p = st->req;
 	else
 		peer_start(p, h, PEER_ASSEMBLING);
 	dst = kv->cfg.sync ? e->acc : value_for_write(kv, e);
@@ -822,7 +814,7 @@ handle_pull(struct psb_kv *kv, struct kv_entry *e, const struct psb_hdr *h,
 
 	/* The sender keeps one request per key: a newer one means it gave up the staged push. */
 	if (st != NULL) {
-		if (st->epoch == h->aux && !req_newer(h->req_id, st->req_id)) {
+		if (st->req.epoch == h->aux && !req_newer(h->req_id, st->req.req_id)) {
 			kv->st.stale++;
 			return;
 		}
@@ -923,7 +915,7 @@ handle_repair(struct psb_kv *kv, struct kv_entry *e, const struct psb_hdr *h,
 		return;
 	}
 	kv->st.repairs++;
-	if (st != NULL && st->epoch == h->aux && st->req_id == h->req_id) {
+	if (st != NULL && st->req.epoch == h->aux && st->req.req_id == h->req_id) {
 		st->last_ns = kv->now_ns;
 		send_nack(kv, h, st, from, emit, arg);
 		return;
@@ -970,8 +962,8 @@ handle_push(struct psb_kv *kv, struct kv_entry *e, const struct psb_hdr *h, cons
 		st = stage_find(kv, h->sender, h->key);
 	if (st != NULL) {
 		cur_state = PEER_ASSEMBLING;
-		cur_epoch = st->epoch;
-		cur_req = st->req_id;
+		cur_epoch = st->req.epoch;
+		cur_req = st->req.req_id;
 	} else if (p != NULL && p->state != PEER_ASSEMBLING) {
 		cur_state = p->state;
 		cur_epoch = p->epoch;
@@ -1349,8 +1341,8 @@ psb_kv_dump(const struct psb_kv *kv, FILE *out)
 	for (sg = kv->lru_head; sg != NULL; sg = sg->lru_next)
 		fprintf(out, "staged: key %llu sender %u %s req %u epoch %u segs %u/%u, %llu B "
 			"reserved\n", (unsigned long long)sg->key, sg->sender,
-			psb_msg_type_name(sg->type), sg->req_id, sg->epoch, sg->reasm.nrecv,
-			sg->reasm.nseg, (unsigned long long)sg->reserved);
+			psb_msg_type_name(sg->req.type), sg->req.req_id, sg->req.epoch,
+			sg->reasm.nrecv, sg->reasm.nseg, (unsigned long long)sg->reserved);
 }
 
 void

@@ -260,13 +260,6 @@ agent_poll(struct psb_role_inst *ri)
 	return (int)n;
 }
 
-static void
-agent_fini(struct psb_role_inst *ri)
-{
-	rte_free(ri->priv);
-	ri->priv = NULL;
-}
-
 static unsigned int
 agent_count(const struct psb_app *app)
 {
@@ -291,5 +284,5 @@ const struct psb_role psb_role_agent = {
 	.claim = agent_claim,
 	.init = agent_init,
 	.poll = agent_poll,
-	.fini = agent_fini,
+	.fini = psb_role_free_priv,
 };

@@ -79,13 +79,6 @@ echo_poll(struct psb_role_inst *ri)
 	return (int)n;
 }
 
-static void
-echo_fini(struct psb_role_inst *ri)
-{
-	rte_free(ri->priv);
-	ri->priv = NULL;
-}
-
 static unsigned int
 echo_count(const struct psb_app *app)
 {
@@ -107,5 +100,5 @@ const struct psb_role psb_role_echo = {
 	.claim = echo_claim,
 	.init = echo_init,
 	.poll = echo_poll,
-	.fini = echo_fini,
+	.fini = psb_role_free_priv,
 };

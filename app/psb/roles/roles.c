@@ -1,4 +1,6 @@
 /* The role table: adding a role is one file under roles/ and one line here. */
+#include <rte_malloc.h>
+
 #include "psb_app.h"
 
 /*
@@ -16,3 +18,10 @@ const struct psb_role *const psb_roles[] = {
 	&psb_role_server,
 	NULL,
 };
+
+void
+psb_role_free_priv(struct psb_role_inst *ri)
+{
+	rte_free(ri->priv);
+	ri->priv = NULL;
+}
