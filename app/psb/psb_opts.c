@@ -405,11 +405,12 @@ conf_opt(struct psb_exp_conf *c, struct port_list *pl, const struct conf_opt *o,
 
 	if (o->fixed != NULL)
 		v = o->fixed;
+	if (strlen(v) + 16 >= sizeof(buf))	/* never cut: a cut value could pass */
+		psb_die("%s: %zu bytes, longer than any setting of %s takes", who, strlen(v),
+			o->path);
 	if (strcmp(o->path, "node.ports") == 0) {
-		if (o->name == NULL || strcmp(who, o->env) == 0)
-			snprintf(buf, sizeof(buf), "af_packet:%.200s", v);
-		else
-			snprintf(buf, sizeof(buf), "%s", v);
+		snprintf(buf, sizeof(buf), "%s%s", o->name == NULL || strcmp(who, o->env) == 0 ?
+			 "af_packet:" : "", v);
 		/* refused here, by the option, rather than later by the document's path */
 		if (psb_port_parse(buf, (int)json_array_size(pl->specs), &spec, err,
 				sizeof(err)) != 0)

@@ -48,6 +48,10 @@ expect_error "--connect-timeout" "node.connect_timeout" "[0ns, 60m]" -- "${base[
 expect_error "--connect-timeout" "expected a duration" -- "${base[@]}" --connect-timeout soon
 expect_error "node.mtu" "--mtu" "576" -- "${base[@]}" --mtu 100
 
+# a value longer than any setting takes is refused whole, never cut to something that passes
+long=$(printf '9%.0s' $(seq 300))
+expect_error "--len" "longer than any setting of pushpull.len" -- "${base[@]}" --len "$long"
+
 # --help names the document path each option sets and a command line's default there
 help=$(timeout 10 "$PSB" --help)
 for w in '[node.role, default "server"; env DMLC_ROLE]' '[pushpull.len, default "1000KiB"]' \
