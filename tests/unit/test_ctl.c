@@ -424,13 +424,14 @@ read_line(int fd, char *buf, size_t len)
 	return -1;
 }
 
+/* The client may have hung up already: that is an error here, not SIGPIPE. */
 static void
 say(int fd, const char *text)
 {
 	size_t len = strlen(text), off = 0;
 	ssize_t n;
 
-	while (off < len && (n = write(fd, text + off, len - off)) > 0)
+	while (off < len && (n = send(fd, text + off, len - off, MSG_NOSIGNAL)) > 0)
 		off += (size_t)n;
 }
 
@@ -457,7 +458,7 @@ peer_main(void *arg)
 			if (p->kind == PEER_LONG) {
 				memset(out, 'x', sizeof(out));
 				for (int i = 0; i < 64; i++)
-					if (write(fd, out, sizeof(out)) < 0)
+					if (send(fd, out, sizeof(out), MSG_NOSIGNAL) < 0)
 						break;
 				break;
 			}
