@@ -147,10 +147,12 @@ touch_mbuf(struct rte_mempool *mp, void *opaque, void *obj, unsigned int idx)
 		p[off] = 0;
 }
 
+static volatile sig_atomic_t g_signal;	/* the signal that ended psb, said once out */
+
 static void
 on_signal(int sig)
 {
-	(void)sig;
+	g_signal = sig;
 	g_app.quit = 1;
 }
 
@@ -552,6 +554,8 @@ main(int argc, char **argv)
 		psb_ports_read_counters(app, now);
 		app->cp.main_cycles += rte_rdtsc() - cp0;
 	}
+	if (g_signal != 0)
+		PSB_NOTICE(main, "%s received: ending", strsignal(g_signal));
 	/* the experiment ends with the process: stopped, its results written */
 	psb_run_fini(app);
 	if (console_on)

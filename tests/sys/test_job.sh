@@ -53,7 +53,8 @@ run_job() {	# run_job MTU LEN REPEAT [--keep-serving|""] [WORKER-ARGS...]
 		# told to keep serving: still there a while after the workers finished
 		sleep 2
 		for i in 0 1 2; do
-			kill -0 "${PIDS[$i]}" 2>/dev/null || fail "node $i ended despite --keep-serving"
+			kill -0 "${PIDS[$i]}" 2>/dev/null || fail "node $i ended despite --keep-serving" \
+				"($(($(date +%s) - t0)) s after it started; each node has 150 s)"
 		done
 		for i in 0 1 2; do kill -TERM "${PIDS[$i]}" 2>/dev/null; done
 	fi
