@@ -131,6 +131,15 @@ struct psb_role {
 	 * received traffic.
 	 */
 	int (*claim)(const struct psb_app *app, const struct psb_frame *f);
+	/*
+	 * Where claim can say yes, so that dispatch asks it only there: destination ports
+	 * [lo, hi] set by ports() (NULL: this node's data port alone), and message types
+	 * types[0..ntypes) of any version (NULL: every type). Fixed once planned; claim
+	 * decides within them and says -1 outside.
+	 */
+	void (*ports)(const struct psb_app *app, uint16_t *lo, uint16_t *hi);
+	const uint8_t *types;
+	unsigned int ntypes;
 	/* For PSB_ROLE_DELIVER: 0 or -errno as for a ring (-ENOBUFS full, -ENOMEM). */
 	int (*deliver)(struct psb_role_inst *rx, struct rte_mbuf *m, const struct psb_frame *f);
 	int (*init)(struct psb_role_inst *ri);

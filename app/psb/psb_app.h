@@ -193,6 +193,8 @@ struct psb_app {
 	struct psb_route {
 		const struct psb_role *role;
 		struct psb_role_inst *first;
+		uint16_t port_lo, port_hi;	/* its role's ports() */
+		uint64_t types[4];		/* bit t: its claim may take type t */
 	} routes[PSB_ROLE_KINDS];
 	struct psb_parse_cfg parse;
 	struct psb_neigh neigh[PSB_NEIGH_MAX];
@@ -275,15 +277,22 @@ psb_role_ring(const struct psb_role *r, const struct psb_app *app)
 static inline int
 psb_route_find(const struct psb_app *app, const struct psb_frame *f, const struct psb_route **rt)
 {
+	uint16_t d = f->dst.port;
+	uint8_t t = f->hdr.type;
 	unsigned int i;
 	int idx;
 
 	for (i = 0; i < app->nroutes; i++) {
-		idx = app->routes[i].role->claim(app, f);
+		const struct psb_route *r = &app->routes[i];
+
+		/* outside its ports and types the claim says no: not asked */
+		if (d < r->port_lo || d > r->port_hi || !((r->types[t >> 6] >> (t & 63)) & 1))
+			continue;
+		idx = r->role->claim(app, f);
 		if (idx == -1)
 			continue;
-		*rt = &app->routes[i];
-		return app->routes[i].first != NULL ? idx : PSB_ROUTE_NOT_HERE;
+		*rt = r;
+		return r->first != NULL ? idx : PSB_ROUTE_NOT_HERE;
 	}
 	return -1;
 }

@@ -30,6 +30,23 @@ make_ring(const char *name, int idx, unsigned int size, unsigned int flags)
 	return r;
 }
 
+/* A route of psb_dispatch: role, its first instance here (NULL: not run), where it claims. */
+static void
+route_add(struct psb_app *app, const struct psb_role *role, struct psb_role_inst *first)
+{
+	struct psb_route *rt = &app->routes[app->nroutes++];
+	unsigned int i;
+
+	rt->role = role;
+	rt->first = first;
+	rt->port_lo = rt->port_hi = app->me.port;
+	if (role->ports != NULL)
+		role->ports(app, &rt->port_lo, &rt->port_hi);
+	memset(rt->types, role->types == NULL ? 0xff : 0, sizeof(rt->types));
+	for (i = 0; role->types != NULL && i < role->ntypes; i++)
+		rt->types[role->types[i] >> 6] |= UINT64_C(1) << (role->types[i] & 63);
+}
+
 /*
  * The roles this process runs: every role of psb_roles[] as many times as its count()
  * says, in table order, each with its input ring. Every role that claims traffic becomes
@@ -59,8 +76,7 @@ psb_lcore_plan(struct psb_app *app)
 		if ((*rp)->claim != NULL) {
 			/* one this node does not run still owns what it claims (psb_dispatch) */
 			RTE_VERIFY(app->nroutes < PSB_ROLE_KINDS && (count == 0 || ring != 0));
-			app->routes[app->nroutes].role = *rp;
-			app->routes[app->nroutes++].first = count != 0 ? &r[n] : NULL;
+			route_add(app, *rp, count != 0 ? &r[n] : NULL);
 		}
 		if (count == 0)
 			continue;

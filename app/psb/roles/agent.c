@@ -267,14 +267,21 @@ agent_count(const struct psb_app *app)
 }
 
 /* What the scheduler tells a server, at this node's data port. */
+static const uint8_t agent_types[] = {
+	PSB_MSG_REGISTER_ACK, PSB_MSG_BARRIER_ACK, PSB_MSG_FINALIZE, PSB_MSG_HEARTBEAT_ACK,
+};
+
 static int
 agent_claim(const struct psb_app *app, const struct psb_frame *f)
 {
-	uint8_t t = f->hdr.type;
+	unsigned int i;
 
-	return f->dst.port == app->me.port &&
-		(t == PSB_MSG_REGISTER_ACK || t == PSB_MSG_BARRIER_ACK || t == PSB_MSG_FINALIZE ||
-		 t == PSB_MSG_HEARTBEAT_ACK) ? 0 : -1;
+	if (f->dst.port != app->me.port)
+		return -1;
+	for (i = 0; i < RTE_DIM(agent_types); i++)
+		if (f->hdr.type == agent_types[i])
+			return 0;
+	return -1;
 }
 
 const struct psb_role psb_role_agent = {
@@ -282,6 +289,8 @@ const struct psb_role psb_role_agent = {
 	.count = agent_count,
 	.ring = 256,
 	.claim = agent_claim,
+	.types = agent_types,
+	.ntypes = RTE_DIM(agent_types),
 	.init = agent_init,
 	.poll = agent_poll,
 	.fini = psb_role_free_priv,

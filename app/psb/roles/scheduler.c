@@ -216,11 +216,18 @@ sched_claim(const struct psb_app *app, const struct psb_frame *f)
 	return f->dst.port == app->sched_port && f->dst.port != app->me.port ? 0 : -1;
 }
 
+static void
+sched_ports(const struct psb_app *app, uint16_t *lo, uint16_t *hi)
+{
+	*lo = *hi = app->sched_port;
+}
+
 const struct psb_role psb_role_scheduler = {
 	.name = "scheduler",
 	.count = sched_count,
 	.ring = 1024,
 	.claim = sched_claim,
+	.ports = sched_ports,
 	.init = sched_init,
 	.poll = sched_poll,
 	.fini = sched_fini,

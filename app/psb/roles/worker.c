@@ -675,11 +675,21 @@ worker_claim(const struct psb_app *app, const struct psb_frame *f)
 		d - app->worker_port_base : -1;
 }
 
+static void
+worker_ports(const struct psb_app *app, uint16_t *lo, uint16_t *hi)
+{
+	*lo = app->worker_port_base;
+	*hi = (uint16_t)(app->worker_port_base + app->nlocal_workers - 1);
+	if (app->nlocal_workers == 0)
+		*lo = 1, *hi = 0;	/* none */
+}
+
 const struct psb_role psb_role_worker = {
 	.name = "worker",
 	.count = worker_count,
 	.ring = PSB_ROLE_RING,
 	.claim = worker_claim,
+	.ports = worker_ports,
 	.init = worker_init,
 	.poll = worker_poll,
 	.fini = worker_fini,
