@@ -381,7 +381,8 @@ psb_eal_build_argv(const char *prog, const struct psb_eal_opts *o,
 	} else {
 		rc |= add_arg(out, &argc, "--no-huge");
 		rc |= add_arg(out, &argc, "-m");
-		rc |= add_arg(out, &argc, "%llu", (unsigned long long)o->mem_mb);
+		rc |= add_arg(out, &argc, "%llu", (unsigned long long)(o->mem_mb_no_huge != 0 ?
+			o->mem_mb_no_huge : o->mem_mb));
 	}
 	for (i = 0; i < nports; i++) {
 		if (ports[i].kind == PSB_PORT_MEMIF && !ports[i].memif_server && !sfs) {

@@ -69,6 +69,8 @@ struct psb_eal_opts {
 	int force_no_huge;		/* --no-huge requested */
 	int force_huge;			/* --huge requested: fail if not available */
 	uint64_t mem_mb;		/* memory to reserve */
+	uint64_t mem_mb_no_huge;	/* the same on 4 KB pages, where the pool takes more (0:
+					 * mem_mb) */
 	int log_level;			/* EAL log level (0: default) */
 	const char *const *log_levels;	/* --log-level values, each passed on as one */
 	int n_log_levels;

@@ -220,21 +220,39 @@ log_bounds(const struct psb_app *app)
 }
 
 /*
- * The pool a role needs. A scheduler: its descriptors and rings full at once and 4096 for
- * the per-lcore caches. Servers and workers: every ring a node could make full at once
- * (shards', workers' and two more), the caches, and the segments server shards keep until
- * their push is whole. The slack beyond their own rings matters to them: cut to its own
- * rings, a worker lost ~6 % of 1 MB PUSH_PULL goodput in paired runs.
+ * The pool this node needs: its descriptors and the rings of the roles it runs
+ * (psb_roles[]) full at once, and 4096 for the per-lcore caches. Servers and workers also:
+ * two rings more, and the segments server shards keep until their push is whole. That
+ * slack matters to them: cut to its own rings, a worker lost ~6 % of 1 MB PUSH_PULL
+ * goodput in paired runs.
  */
 static uint64_t
 role_mbufs(const struct psb_app *app)
 {
-	uint64_t n = (uint64_t)app->nports * 2 * NB_DESC + psb_role_ring(&psb_role_tx, app) + 4096;
+	uint64_t n = (uint64_t)app->nports * 2 * NB_DESC + 4096;
+	const struct psb_role *const *rp;
 
+	for (rp = psb_roles; *rp != NULL; rp++)
+		n += (uint64_t)psb_role_count(*rp, app) * psb_role_ring(*rp, app);
 	if (app->node_role == PSB_NODE_SCHEDULER)
-		return n + psb_role_ring(&psb_role_scheduler, app);
-	return n + (uint64_t)(app->nshards + app->nlocal_workers + 2) * PSB_ROLE_RING +
-		(uint64_t)app->budget.hold_max * app->nshards;
+		return n;
+	return n + 2 * PSB_ROLE_RING + (uint64_t)app->budget.hold_max * app->nshards;
+}
+
+/*
+ * The packet pool of n mbufs in MB, laid out as the mempool lays it out on pages of page
+ * bytes: no object across a page, so one larger than a page takes whole pages (on 4 KB
+ * pages a jumbo mbuf takes 12 KB, not its 9.7 KB); 16 MB more for the pool's own parts.
+ */
+static uint64_t
+pool_mb(uint64_t n, uint64_t page)
+{
+	struct rte_mempool_objsz sz;
+	uint64_t obj = rte_mempool_calc_obj_size(sizeof(struct rte_mbuf) + MBUF_PRIV + MBUF_ROOM,
+						 0, &sz);
+	uint64_t bytes = obj > page ? n * RTE_ALIGN_CEIL(obj, page) : (n / (page / obj) + 1) * page;
+
+	return (bytes >> 20) + 16;
 }
 
 static uint64_t
@@ -360,7 +378,8 @@ main(int argc, char **argv)
 	nmbufs = ro.mbufs != 0 ? ro.mbufs : role_mbufs(app);
 	if (ro.mbufs != 0 && app->budget.hold_max * app->nshards > nmbufs / 4)
 		app->budget.hold_max = (uint32_t)(nmbufs / 4 / app->nshards);
-	need_mb = (nmbufs * (MBUF_ROOM + MBUF_PRIV + 256) >> 20) + 16;
+	/* on hugepages, or on 4 KB pages (--no-huge), which take more: checked against that */
+	need_mb = pool_mb(nmbufs, 4096);
 	if (ro.mem_given && ro.eal.mem_mb < need_mb)
 		psb_die("--mem %llu MB cannot hold the packet pool: %llu mbufs of %u bytes need %llu MB "
 			"(give more --mem, or fewer --mbufs)", (unsigned long long)ro.eal.mem_mb,
@@ -369,7 +388,8 @@ main(int argc, char **argv)
 	if (app->node_role == PSB_NODE_SERVER)
 		derive_budget(app, ro.mem_given ? ro.eal.mem_mb : 0, need_mb + 64, &mi);
 	/* the EAL gets what its pools need; the rest of --mem is the store's */
-	ro.eal.mem_mb = need_mb + 64;
+	ro.eal.mem_mb = pool_mb(nmbufs, RTE_PGSIZE_2M) + 64;
+	ro.eal.mem_mb_no_huge = need_mb + 64;
 
 	/* before the EAL: what can be checked is, and what a killed psb left is undone */
 	psb_host_prepare(app, ro.config != NULL);
@@ -385,7 +405,8 @@ main(int argc, char **argv)
 		psb_die("%s", err);
 	log_eal_argv(&ea, eal_argc);
 	PSB_DEBUG(main, "%s, %llu MB for %llu mbufs", ea.use_huge ? "hugepages" : "no hugepages",
-		(unsigned long long)ro.eal.mem_mb, (unsigned long long)nmbufs);
+		(unsigned long long)(ea.use_huge ? ro.eal.mem_mb : ro.eal.mem_mb_no_huge),
+		(unsigned long long)nmbufs);
 	runtime_dir_check(ea.prefix, rt_dir, sizeof(rt_dir), &rt_existed);
 	log_mark = psb_log_mark();
 	if (psb_eal_init(eal_argc, ea.argv, err, sizeof(err)) != 0)
@@ -420,7 +441,18 @@ main(int argc, char **argv)
 		char why[320];
 
 		if (rte_eth_dev_get_port_by_name(app->specs[i].name, &pid) != 0) {
-			if (psb_log_quote(log_mark, app->specs[i].name, err, sizeof(err)) == 0)
+			int quoted = psb_log_quote(log_mark, app->specs[i].name, err,
+						   sizeof(err)) == 0;
+
+			if (quoted && app->specs[i].kind == PSB_PORT_AF_PACKET &&
+			    strstr(err, "PACKET_FANOUT") != NULL)
+				psb_die("port '%s': device %s did not come up: %s. The driver names "
+					"its fanout group after the process id (%d) and the interface's "
+					"index: another AF_PACKET program in this network namespace holds "
+					"the same group on another interface. Start psb again (another "
+					"process id), or give it a network namespace of its own",
+					app->specs[i].spec, app->specs[i].name, err, (int)getpid());
+			if (quoted)
 				psb_die("port '%s': device %s did not come up: %s", app->specs[i].spec,
 					app->specs[i].name, err);
 			psb_die("port '%s': device %s did not come up (is its driver installed? "
@@ -555,7 +587,7 @@ main(int argc, char **argv)
 		app->cp.main_cycles += rte_rdtsc() - cp0;
 	}
 	if (g_signal != 0)
-		PSB_NOTICE(main, "%s received: ending", strsignal(g_signal));
+		PSB_NOTICE(main, "ending on signal %d (%s)", (int)g_signal, strsignal(g_signal));
 	/* the experiment ends with the process: stopped, its results written */
 	psb_run_fini(app);
 	if (console_on)

@@ -10,6 +10,8 @@
 #   naming the server, partial results written;
 # - the memif socket the killed server left is removed by the next psb, which says so, and
 #   a run through it works; a socket file psb did not make is left alone;
+# - af_packet whose fanout group (DPDK derives it from the process id and the interface)
+#   another program in the namespace holds on another interface: psb says so and what to do;
 # - a missing af_packet interface is "no such device", naming it; EAL failures (a file prefix
 #   in use, an lcore that does not exist) quote the EAL's reason.
 #
@@ -20,13 +22,16 @@ DIR=$(mktemp -d /tmp/psbt-failfast-XXXXXX)
 PFX=psbt-ff$$
 VA=psbf$$a
 VB=psbf$$b
+NS=psbf$$ns	# the far end's namespace, for the af_packet run (below)
 SOCK=$DIR/m.sock
 PIDS=()
+SRV_IN=()	# the start_server command's prefix
 cleanup() {
 	local p
 	for p in "${PIDS[@]}"; do kill -KILL "$p" 2>/dev/null; done
 	wait 2>/dev/null
 	ip link del "$VA" 2>/dev/null
+	ip netns del "$NS" 2>/dev/null
 	rm -f /var/run/psb/ifstate/*-"$VA" /var/run/psb/ifstate/*-"$VB"
 	rm -rf "$DIR" /var/run/dpdk/"$PFX"-*
 }
@@ -102,7 +107,7 @@ results "$DIR/sarp.json" 'r["state"] == "failed" and "scheduler 198.18.0.98" in 
 start_server() {
 	local tag=$1 port=$2
 	shift 2
-	"$PSB" --port "$port" --ip 198.18.0.1 --no-huge -l 0 --file-prefix "$PFX-$tag" \
+	"${SRV_IN[@]}" "$PSB" --port "$port" --ip 198.18.0.1 --no-huge -l 0 --file-prefix "$PFX-$tag" \
 		"$@" >"$DIR/$tag.log" 2>&1 &
 	SPID=$!
 	PIDS+=("$SPID")
@@ -187,8 +192,43 @@ expect foreign-sock 2 15 "is a socket file psb did not leave behind" -- \
 [ -S "$SOCK" ] || fail "foreign-sock: the foreign socket file was removed"
 rm -f "$SOCK"
 
-# --- af_packet: the server SIGKILLed on the far end of the veth
+# --- af_packet: another AF_PACKET program in the namespace holds the fanout group DPDK's
+# driver derives from psb's process id and its interface's index: psb says so. The holder
+# takes it on VA once the command's process id is known; that process then becomes psb.
+expect fanout 2 15 "PACKET_FANOUT" "another AF_PACKET program in this network namespace" \
+	"Start psb again" -- bash -c 'echo $$ > "$1"; while [ ! -f "$2" ]; do sleep 0.05; done
+		shift 2; exec "$@"' fanout "$DIR/fanout.pid" "$DIR/fanout.ready" \
+	"$PSB" --port "af_packet:$VB" --ip 198.18.0.1 --no-huge -l 0 --file-prefix "$PFX-fo" \
+	--duration 1 &
+FPID=$!
+python3 - "$VA" "$VB" "$DIR/fanout.pid" "$DIR/fanout.ready" <<'EOF' &
+import os, socket, struct, sys, time
+va, vb, pidfile, ready = sys.argv[1:]
+for _ in range(200):
+    if os.path.exists(pidfile) and open(pidfile).read().strip():
+        break
+    time.sleep(0.05)
+group = (int(open(pidfile).read()) ^ socket.if_nametoindex(vb)) & 0xffff
+s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(3))
+s.bind((va, 0))
+# PACKET_FANOUT (18) at SOL_PACKET (263): hash, defragment, roll over, as DPDK asks
+s.setsockopt(263, 18, struct.pack("I", group | ((0 | 0x8000 | 0x1000) << 16)))
+open(ready, "w").close()
+time.sleep(60)
+EOF
+HPID=$!
+PIDS+=("$HPID")
+wait "$FPID" || exit 1
+kill "$HPID" 2>/dev/null	# its group is on VA, which the worker below takes
+wait "$HPID" 2>/dev/null
+
+# --- af_packet: the server SIGKILLed on the far end of the veth, in a namespace of its own
+# (in one namespace two psbs' fanout groups can meet, as above)
+ip netns add "$NS" && ip link set "$VB" netns "$NS" && ip -n "$NS" link set "$VB" up ||
+	fail "cannot move $VB into namespace $NS"
+SRV_IN=(ip netns exec "$NS")
 start_server akill "af_packet:$VB"
+SRV_IN=()
 kill_mid_run akill "af_packet:$VA"
 
 # --- the real cause, not "did not come up" or "Success"
