@@ -67,9 +67,10 @@ struct pp_sum {
 	uint32_t nworkers, ndone, nfailed, warming;
 	char reason[256];		/* the first failed worker's */
 	uint64_t repeat;
-	struct psb_bench_result all;
+	struct psb_bench_result *all;	/* where the merged figures go (merged, or a snapshot's) */
 	struct psb_bench_result *each;	/* [PSB_MAX_LOCAL_WORKERS], or NULL: use one */
 	struct psb_bench_result one;
+	struct psb_bench_result merged;
 };
 
 static void
@@ -78,12 +79,12 @@ pp_collect(struct psb_app *app, struct pp_sum *s)
 	struct psb_worker_pub pub;
 	uint16_t i;
 
-	memset(&s->all, 0, sizeof(s->all));
+	memset(s->all, 0, sizeof(*s->all));
 	s->nworkers = s->ndone = s->nfailed = s->warming = 0;
 	s->reason[0] = '\0';
 	s->repeat = 0;
-	psb_hist_init(&s->all.rtt);
-	psb_hist_init(&s->all.stale);
+	psb_hist_init(&s->all->rtt);
+	psb_hist_init(&s->all->stale);
 	for (i = 0; i < app->nroles; i++) {
 		struct psb_role_inst *ri = &app->roles[i];
 		struct psb_bench_result *r;
@@ -104,25 +105,25 @@ pp_collect(struct psb_app *app, struct pp_sum *s)
 			snprintf(s->reason, sizeof(s->reason), "%s", pub.reason);
 		s->warming += pub.warming;
 		s->repeat = pub.repeat;
-		s->all.mode = r->mode;
-		s->all.len = r->len;
-		s->all.nkeys = r->nkeys;
-		s->all.iterations = s->nworkers == 1 || r->iterations < s->all.iterations ?
-			r->iterations : s->all.iterations;
-		s->all.ops += r->ops;
-		if (r->elapsed_ns > s->all.elapsed_ns)
-			s->all.elapsed_ns = r->elapsed_ns;
-		if (r->run_ns > s->all.run_ns)
-			s->all.run_ns = r->run_ns;
-		if (r->resets > s->all.resets)
-			s->all.resets = r->resets;
-		s->all.goodput_gbps += r->goodput_gbps;
-		s->all.ops_per_s += r->ops_per_s;
-		s->all.retries += r->retries;
-		s->all.failed += r->failed;
-		s->all.verify_errors += r->verify_errors;
-		psb_hist_merge(&s->all.rtt, &r->rtt);
-		psb_hist_merge(&s->all.stale, &r->stale);
+		s->all->mode = r->mode;
+		s->all->len = r->len;
+		s->all->nkeys = r->nkeys;
+		s->all->iterations = s->nworkers == 1 || r->iterations < s->all->iterations ?
+			r->iterations : s->all->iterations;
+		s->all->ops += r->ops;
+		if (r->elapsed_ns > s->all->elapsed_ns)
+			s->all->elapsed_ns = r->elapsed_ns;
+		if (r->run_ns > s->all->run_ns)
+			s->all->run_ns = r->run_ns;
+		if (r->resets > s->all->resets)
+			s->all->resets = r->resets;
+		s->all->goodput_gbps += r->goodput_gbps;
+		s->all->ops_per_s += r->ops_per_s;
+		s->all->retries += r->retries;
+		s->all->failed += r->failed;
+		s->all->verify_errors += r->verify_errors;
+		psb_hist_merge(&s->all->rtt, &r->rtt);
+		psb_hist_merge(&s->all->stale, &r->stale);
 	}
 }
 
@@ -146,78 +147,116 @@ pp_row(const char *who, const struct psb_bench_result *r)
 		"run_s", r->run_ns / 1e9, "resets", (json_int_t)r->resets);
 }
 
-/* Per-shard store figures of a server, as rows; minus base when given. */
-static json_t *
-serve_rows(struct psb_app *app, const json_t *base, double elapsed_s, double run_s)
+/* Each server shard's store figures as they stand, by shard index; how many shards. */
+static unsigned int
+serve_take(struct psb_app *app, struct psb_serve_snap *out)
 {
-	static const char *const keys[] = {
-		"push", "pull", "pushpull", "rounds_closed", "bytes_summed", "bytes_sent", "stale",
-		NULL,
-	};
-	json_t *rows = json_array(), *tot = json_object();
+	unsigned int n = 0;
 	uint16_t i;
-	unsigned int k;
 
 	for (i = 0; i < app->nroles; i++) {
 		const struct psb_role_inst *ri = &app->roles[i];
-		const struct psb_kv *kv;
 		const struct psb_kv_stats *st;
-		uint64_t v[8];
-		char name[16];
-		const json_t *b;
-		json_t *row;
+		const struct psb_kv *kv;
+		struct psb_serve_snap *v;
 
-		if (ri->role != &psb_role_server || (kv = psb_server_kv(ri)) == NULL)
+		if (ri->role != &psb_role_server || (kv = psb_server_kv(ri)) == NULL ||
+		    ri->idx < 0 || ri->idx >= PSB_MAX_SHARDS)
 			continue;
 		st = psb_kv_stats(kv);
-		v[0] = st->req[PSB_MSG_PUSH];
-		v[1] = st->req[PSB_MSG_PULL];
-		v[2] = st->req[PSB_MSG_PUSHPULL];
-		v[3] = st->rounds_closed;
-		v[4] = st->bytes_summed;
-		v[5] = st->bytes_sent;
-		v[6] = st->stale;
-		snprintf(name, sizeof(name), "%d", ri->idx);
-		b = base != NULL ? json_object_get(base, name) : NULL;
-		row = json_pack("{s:s,s:f}", "shard", name, "elapsed_s", elapsed_s);
-		json_object_set_new(row, "run_s", json_real(run_s));
-		json_object_set_new(row, "resets", json_integer(app->run.resets));
-		for (k = 0; keys[k] != NULL; k++) {
-			uint64_t x = v[k] - (uint64_t)json_integer_value(json_object_get(b, keys[k]));
-
-			json_object_set_new(row, keys[k], json_integer((json_int_t)x));
-			json_object_set_new(tot, keys[k], json_integer(
-				json_integer_value(json_object_get(tot, keys[k])) + (json_int_t)x));
-		}
-		json_object_set_new(row, "rx_pkts", json_integer((json_int_t)(ri->cnt.rx_pkts -
-			(uint64_t)json_integer_value(json_object_get(b, "rx_pkts")))));
-		json_object_set_new(row, "tx_pkts", json_integer((json_int_t)(ri->cnt.tx_pkts -
-			(uint64_t)json_integer_value(json_object_get(b, "tx_pkts")))));
-		json_array_append_new(rows, row);
+		v = &out[n++];
+		memset(v, 0, sizeof(*v));
+		snprintf(v->shard, sizeof(v->shard), "%d", ri->idx);
+		v->push = st->req[PSB_MSG_PUSH];
+		v->pull = st->req[PSB_MSG_PULL];
+		v->pushpull = st->req[PSB_MSG_PUSHPULL];
+		v->rounds_closed = st->rounds_closed;
+		v->bytes_summed = st->bytes_summed;
+		v->bytes_sent = st->bytes_sent;
+		v->stale = st->stale;
+		v->rx_pkts = ri->cnt.rx_pkts;
+		v->tx_pkts = ri->cnt.tx_pkts;
 	}
-	if (json_array_size(rows) > 1) {
-		json_object_set_new(tot, "shard", json_string("all"));
-		json_object_set_new(tot, "elapsed_s", json_real(elapsed_s));
-		json_object_set_new(tot, "run_s", json_real(run_s));
-		json_object_set_new(tot, "resets", json_integer(app->run.resets));
-		json_array_append_new(rows, tot);
-	} else {
-		json_decref(tot);
-	}
-	return rows;
+	return n;
 }
 
-/* Baseline of serve_rows: the same figures keyed by shard. */
+/* serve_figs' counters of a, one by one: a - b, or a + b. */
+static void
+serve_combine(struct psb_serve_snap *a, const struct psb_serve_snap *b, int minus)
+{
+	const struct psb_metric *m;
+
+	for (m = psb_serve_block.m; m < psb_serve_block.m + psb_serve_block.n; m++) {
+		uint64_t *x = (uint64_t *)(void *)((uint8_t *)a + m->off);
+		uint64_t y = *(const uint64_t *)(const void *)((const uint8_t *)b + m->off);
+
+		if (m->type == PSB_MT_U64 && m->kind == PSB_METRIC_COUNTER)
+			*x = minus ? *x - y : *x + y;
+	}
+}
+
+/*
+ * The serve experiment's figures, per shard over the window (since the start or the last
+ * reset_state: minus the run's base), and over all shards as the last row when there are
+ * several. rows: PSB_MAX_SHARDS + 1. How many rows.
+ */
+static unsigned int
+serve_rows(struct psb_app *app, double elapsed_s, double run_s, struct psb_serve_snap *rows)
+{
+	const struct psb_serve_snap *base = app->run.serve_base;
+	struct psb_serve_snap *all = NULL;
+	unsigned int n = serve_take(app, rows), i;
+
+	if (n > 1) {
+		all = &rows[n];
+		memset(all, 0, sizeof(*all));
+		snprintf(all->shard, sizeof(all->shard), "all");
+	}
+	for (i = 0; i < n; i++) {
+		if (base != NULL)
+			serve_combine(&rows[i], &base[i], 1);
+		if (all != NULL)
+			serve_combine(all, &rows[i], 0);
+	}
+	n += all != NULL;
+	for (i = 0; i < n; i++) {
+		rows[i].elapsed_s = elapsed_s;
+		rows[i].run_s = run_s;
+		rows[i].resets = app->run.resets;
+	}
+	return n;
+}
+
+/* Rows of serve_rows for the results: JSON objects of the serve table's figures. */
 static json_t *
+serve_json(const struct psb_serve_snap *rows, unsigned int n)
+{
+	json_t *out = json_array(), *row;
+	struct psb_emit e;
+	unsigned int i;
+
+	for (i = 0; i < n; i++) {
+		psb_emit_tree(&e);
+		psb_emit_open(&e, NULL);
+		psb_emit_str(&e, "shard", rows[i].shard);
+		psb_metric_emit(&e, &psb_serve_block, &rows[i], 1);
+		row = psb_emit_done(&e);
+		if (row != NULL)
+			json_array_append_new(out, row);
+	}
+	return out;
+}
+
+/* The window starts now: each shard's figures as they stand are its base. */
+static void
 serve_base(struct psb_app *app)
 {
-	json_t *rows = serve_rows(app, NULL, 0, 0), *base = json_object(), *row;
-	size_t i;
+	struct psb_run *r = &app->run;
 
-	json_array_foreach(rows, i, row)
-		json_object_set(base, json_string_value(json_object_get(row, "shard")), row);
-	json_decref(rows);
-	return base;
+	if (r->serve_base == NULL)
+		r->serve_base = calloc(PSB_MAX_SHARDS, sizeof(*r->serve_base));
+	if (r->serve_base != NULL)
+		serve_take(app, r->serve_base);
 }
 
 void
@@ -244,36 +283,36 @@ psb_snap_exp(struct psb_app *app, struct psb_exp_snap *x)
 		if (s == NULL)
 			return;
 		s->each = NULL;
+		s->all = &pp->all;	/* the merged histograms go straight into the snapshot */
 		pp_collect(app, s);
-		pp->all = s->all;
 		pp->repeat = s->repeat;
 		pp->warming = s->warming != 0;
 		pp->workers = s->nworkers;
 		pp->workers_done = s->ndone;
-		pp->rtt_p50_us = psb_hist_percentile(&s->all.rtt, 50) / 1e3;
-		pp->rtt_p99_us = psb_hist_percentile(&s->all.rtt, 99) / 1e3;
-		pp->rtt_mean_us = psb_hist_mean(&s->all.rtt) / 1e3;
-		pp->staleness_mean = psb_hist_mean(&s->all.stale);
-		pp->staleness_p99 = psb_hist_percentile(&s->all.stale, 99);
-		pp->staleness_max = s->all.stale.max;
+		pp->rtt_p50_us = psb_hist_percentile(&pp->all.rtt, 50) / 1e3;
+		pp->rtt_p99_us = psb_hist_percentile(&pp->all.rtt, 99) / 1e3;
+		pp->rtt_mean_us = psb_hist_mean(&pp->all.rtt) / 1e3;
+		pp->staleness_mean = psb_hist_mean(&pp->all.stale);
+		pp->staleness_p99 = psb_hist_percentile(&pp->all.stale, 99);
+		pp->staleness_max = pp->all.stale.max;
 		x->has_pp = 1;
 		free(s);
 	} else if (r->conf.kind == PSB_EXP_SERVE) {
-		/* done: what the run did, as its results say, not what the store did since */
-		json_t *rows = r->state != PSB_RUN_RUNNING ? NULL :
-			serve_rows(app, r->serve_base, (end - r->window_ns) / 1e9,
-				(end - r->start_ns) / 1e9);
-		const json_t *row = rows != NULL ? json_array_get(rows, json_array_size(rows) - 1) :
-			r->serve_final;
+		struct psb_serve_snap rows[PSB_MAX_SHARDS + 1];
+		unsigned int n;
 
-		if (row != NULL) {
-			memset(&x->serve, 0, sizeof(x->serve));
-			psb_metric_read(&psb_serve_block, row, &x->serve);
-			snprintf(x->serve.shard, sizeof(x->serve.shard), "%s",
-				json_string_value(json_object_get(row, "shard")) ?: "");
+		if (r->state == PSB_RUN_RUNNING) {
+			n = serve_rows(app, (end - r->window_ns) / 1e9, (end - r->start_ns) / 1e9,
+				       rows);
+			if (n != 0) {
+				x->serve = rows[n - 1];
+				x->has_serve = 1;
+			}
+		} else if (r->serve_final != NULL) {
+			/* done: what the run did, as its results say, not what the store did since */
+			x->serve = *r->serve_final;
 			x->has_serve = 1;
 		}
-		json_decref(rows);
 	}
 }
 
@@ -348,8 +387,10 @@ run_finish(struct psb_app *app, int state)
 	workers = json_array();
 	if (r->conf.kind == PSB_EXP_PUSHPULL) {
 		s = malloc(sizeof(*s));
-		if (s != NULL)
+		if (s != NULL) {
 			s->each = calloc(PSB_MAX_LOCAL_WORKERS, sizeof(*s->each));
+			s->all = &s->merged;
+		}
 		if (s != NULL && s->each != NULL) {
 			pp_collect(app, s);
 			for (i = 0; i < s->nworkers; i++) {
@@ -359,7 +400,7 @@ run_finish(struct psb_app *app, int state)
 					label));
 			}
 			if (s->nworkers > 1)
-				json_array_append_new(rows, pp_row("all", &s->all));
+				json_array_append_new(rows, pp_row("all", s->all));
 			if (s->nfailed != 0 && state == PSB_RUN_DONE) {
 				state = PSB_RUN_FAILED;
 				snprintf(r->error, sizeof(r->error), "%u worker(s) failed%s%s",
@@ -367,11 +408,16 @@ run_finish(struct psb_app *app, int state)
 			}
 		}
 	} else {
+		struct psb_serve_snap sr[PSB_MAX_SHARDS + 1];
+		unsigned int n = serve_rows(app, (r->end_ns - r->window_ns) / 1e9, elapsed, sr);
+
 		cols = serve_cols;
 		json_decref(rows);
-		rows = serve_rows(app, r->serve_base, (r->end_ns - r->window_ns) / 1e9, elapsed);
-		json_decref(r->serve_final);
-		r->serve_final = json_incref(json_array_get(rows, json_array_size(rows) - 1));
+		rows = serve_json(sr, n);
+		free(r->serve_final);
+		r->serve_final = n != 0 ? malloc(sizeof(*r->serve_final)) : NULL;
+		if (r->serve_final != NULL)
+			*r->serve_final = sr[n - 1];
 	}
 	r->state = state;
 	pthread_mutex_unlock(&app->ctl_lock);
@@ -419,7 +465,7 @@ run_finish(struct psb_app *app, int state)
 		psb_counters_append(app, &r->counters);
 		psb_logfile_close(&r->counters);
 	}
-	json_decref(r->serve_base);
+	free(r->serve_base);
 	r->serve_base = NULL;
 	run_rec(app)->state = state;
 	run_rec(app)->elapsed_s = elapsed;
@@ -509,14 +555,14 @@ psb_run_start(struct psb_app *app, const struct psb_exp_conf *c, int from_doc, c
 	r->window_ns = r->start_ns;
 	r->resets = 0;
 	r->end_ns = 0;
-	json_decref(r->serve_final);
+	free(r->serve_final);
 	r->serve_final = NULL;
 	r->results[0] = '\0';
 	r->error[0] = '\0';
 	r->counters = cf;
 	r->next_counters_ns = r->start_ns;
 	if (c->kind == PSB_EXP_SERVE)
-		r->serve_base = serve_base(app);
+		serve_base(app);
 	rec = run_rec(app);
 	memset(rec, 0, sizeof(*rec));
 	rec->id = r->id;
@@ -571,8 +617,7 @@ psb_run_reset(struct psb_app *app, char *err, size_t errlen)
 		pthread_mutex_lock(&app->ctl_lock);
 		app->run.resets++;
 		if (app->run.conf.kind == PSB_EXP_SERVE) {
-			json_decref(app->run.serve_base);
-			app->run.serve_base = serve_base(app);
+			serve_base(app);
 			app->run.window_ns = psb_now_ns(app);
 		}
 		pthread_mutex_unlock(&app->ctl_lock);
