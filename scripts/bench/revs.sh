@@ -27,10 +27,13 @@ bench_options revs.sh "$@"
 [ -n "$BASE" ] || { echo "revs.sh: give --base REV" >&2; exit 2; }
 bench_out revs
 bench_scratch psbr
-WTS=()
+# the worktrees build() made (it runs in a subshell: what it did is known by place only)
 bench_cleanup() {
 	local w
-	for w in "${WTS[@]}"; do git worktree remove --force "$w" 2>/dev/null || true; done
+	for w in "$TMP/a" "$TMP/b"; do
+		[ -d "$w" ] && git worktree remove --force "$w" 2>/dev/null
+	done
+	git worktree prune 2>/dev/null || true
 }
 
 # build REV DIR: a worktree of REV with psb built in DIR/build; prints the psb binary.
@@ -38,7 +41,6 @@ build() {
 	local rev=$1 dir=$2 sha
 	sha=$(git rev-parse --verify "$rev^{commit}") || { echo "revs.sh: no revision $rev" >&2; exit 2; }
 	git worktree add --detach "$dir" "$sha" >/dev/null 2>&1
-	WTS+=("$dir")
 	echo "revs.sh: building $rev ($sha)" >&2
 	(cd "$dir" && meson setup build -Dtests=disabled >/dev/null && ninja -C build app/psb/psb >/dev/null) ||
 		{ echo "revs.sh: $rev does not build" >&2; exit 1; }
