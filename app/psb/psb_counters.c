@@ -544,7 +544,7 @@ psb_snap_exp_source(psb_snap_exp_fn *fn)
 }
 
 struct psb_snap *
-psb_snap_take(struct psb_app *app)
+psb_snap_take_parts(struct psb_app *app, unsigned int parts)
 {
 	static const char *const node_names[] = { "server", "worker", "scheduler" };
 	struct psb_snap *s = malloc(sizeof(*s));
@@ -558,11 +558,11 @@ psb_snap_take(struct psb_app *app)
 	s->node.uptime_s = (double)psb_now_ns(app) / 1e9;
 	s->node.lcores = app->nworker_lcores == 0 ? 1 : app->nworker_lcores;
 	s->node.roles = app->nroles;
-	s->nports = app->nports;
-	for (i = 0; i < app->nports; i++)
+	s->nports = (parts & PSB_SNAP_PORTS) ? app->nports : 0;
+	for (i = 0; i < s->nports; i++)
 		psb_snap_port(app, i, &s->ports[i]);
-	s->nroles = app->nroles;
-	for (i = 0; i < app->nroles; i++) {
+	s->nroles = (parts & PSB_SNAP_ROLES) ? app->nroles : 0;
+	for (i = 0; i < s->nroles; i++) {
 		const struct psb_role_inst *ri = &app->roles[i];
 		struct psb_role_snap *r = &s->roles[i];
 		uint64_t cyc;
@@ -576,18 +576,28 @@ psb_snap_take(struct psb_app *app)
 		snprintf(r->name, sizeof(r->name), "%s%d", ri->role->name, ri->idx);
 	}
 	/* not value_sum: it reads the whole store, far too much for a 10 Hz scrape */
-	s->has_store = app->node_role == PSB_NODE_SERVER;
+	s->has_store = (parts & PSB_SNAP_STORE) && app->node_role == PSB_NODE_SERVER;
 	if (s->has_store)
 		psb_snap_store(app, &s->store);
-	s->has_sched = app->host_sched && psb_snap_sched(app, &s->sched);
-	snap_control(app, &s->control);
-	if (snap_exp != NULL) {
+	s->has_sched = (parts & PSB_SNAP_SCHED) && app->host_sched &&
+		psb_snap_sched(app, &s->sched);
+	if (parts & PSB_SNAP_CONTROL)
+		snap_control(app, &s->control);
+	else
+		memset(&s->control, 0, sizeof(s->control));
+	if (snap_exp != NULL && (parts & PSB_SNAP_EXP)) {
 		snap_exp(app, &s->exp);
 	} else {
 		memset(&s->exp, 0, offsetof(struct psb_exp_snap, pp));
 		s->exp.kind = s->exp.state = "";
 	}
 	return s;
+}
+
+struct psb_snap *
+psb_snap_take(struct psb_app *app)
+{
+	return psb_snap_take_parts(app, PSB_SNAP_ALL);
 }
 
 void

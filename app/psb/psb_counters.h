@@ -141,6 +141,19 @@ typedef void psb_snap_exp_fn(struct psb_app *app, struct psb_exp_snap *x);
 void psb_snap_exp_source(psb_snap_exp_fn *fn);
 /* A snapshot (free() it), NULL if memory ran out. Under ctl_lock. */
 struct psb_snap *psb_snap_take(struct psb_app *app);
+/*
+ * Only some parts of it (the node's always): a reader of one section need not copy the
+ * others (the experiment's histograms, every port's statistics), nor hold ctl_lock that
+ * long. The parts left out are empty (no ports, no roles, has_* 0).
+ */
+#define PSB_SNAP_PORTS		(1u << 0)
+#define PSB_SNAP_ROLES		(1u << 1)
+#define PSB_SNAP_STORE		(1u << 2)
+#define PSB_SNAP_SCHED		(1u << 3)
+#define PSB_SNAP_CONTROL	(1u << 4)
+#define PSB_SNAP_EXP		(1u << 5)
+#define PSB_SNAP_ALL		0x3fu
+struct psb_snap *psb_snap_take_parts(struct psb_app *app, unsigned int parts);
 /* The experiment part as the object under key (NULL: the document); detail adds histograms. */
 void psb_snap_exp_emit(struct psb_emit *e, const struct psb_exp_snap *x, const char *key,
 		int detail);

@@ -675,29 +675,35 @@ static const struct tel_cmd {
 	size_t has;		/* TEL_HAS */
 	const char *absent;	/* the error when the node lacks it, with the node's role */
 	const char *help;	/* under 64 bytes (MAX_HELP_LEN) */
+	unsigned int parts;	/* of the snapshot it reads (PSB_SNAP_*; the node's always) */
 } tel_cmds[] = {
-	{ .cmd = "/psb/status", .fill = tel_cmd_status,
+	{ .cmd = "/psb/status", .fill = tel_cmd_status, .parts = PSB_SNAP_EXP,
 	  .help = "Returns psb node and experiment. Takes no parameters" },
-	{ .cmd = "/psb/counters", .fill = tel_cmd_counters,
+	{ .cmd = "/psb/counters", .fill = tel_cmd_counters, .parts = PSB_SNAP_ALL,
 	  .help = "Returns psb counters index. Parameters: string dotted path" },
 	{ .cmd = "/psb/node", .section = "node", .whole = tel_node_whole,
 	  .help = "Returns psb node: role, ip, uptime. Parameters: string path" },
 	{ .cmd = "/psb/ports", .fill = tel_cmd_ports, .section = "ports",
+	  .parts = PSB_SNAP_PORTS,
 	  .help = "Returns psb port stats. Parameters: int port id (xstats)" },
 	{ .cmd = "/psb/roles", .fill = tel_cmd_roles, .section = "roles",
+	  .parts = PSB_SNAP_ROLES,
 	  .help = "Returns psb role names, totals. Parameters: string name (rx0)" },
 	{ .cmd = "/psb/store", .section = "store", .block = &psb_store_block,
 	  .off = offsetof(struct psb_snap, store), .has = TEL_HAS(has_store),
+	  .parts = PSB_SNAP_STORE,
 	  .absent = "no store: this node is a %s, only servers have one",
 	  .help = "Returns psb store counters (servers). Parameters: string path" },
 	{ .cmd = "/psb/scheduler", .section = "scheduler", .block = &psb_sched_block,
 	  .off = offsetof(struct psb_snap, sched), .has = TEL_HAS(has_sched),
+	  .parts = PSB_SNAP_SCHED,
 	  .absent = "no scheduler: this %s does not host the job's (--scheduler)",
 	  .help = "Returns psb scheduler counters. Parameters: string path" },
 	{ .cmd = "/psb/control", .section = "control", .block = &psb_control_block,
-	  .off = offsetof(struct psb_snap, control),
+	  .off = offsetof(struct psb_snap, control), .parts = PSB_SNAP_CONTROL,
 	  .help = "Returns psb control-plane counters. Parameters: string path" },
 	{ .cmd = "/psb/experiment", .section = "experiment", .whole = tel_exp_whole,
+	  .parts = PSB_SNAP_EXP,
 	  .help = "Returns psb experiment figures. Parameters: string path" },
 };
 
@@ -785,7 +791,7 @@ tel_reply(const char *cmd, const char *params, struct rte_tel_data *d)
 		return tel_error(d, "psb is shutting down");
 	}
 	pthread_mutex_lock(&app->ctl_lock);
-	s = psb_snap_take(app);
+	s = psb_snap_take_parts(app, tc->parts);
 	pthread_mutex_unlock(&app->ctl_lock);
 	if (s == NULL)
 		rc = tel_error(d, "out of memory");
