@@ -80,9 +80,9 @@ struct psb_run {
 	char error[320];
 	struct psb_logfile counters;	/* output.counters_file; fd -1: none */
 	uint64_t next_counters_ns;
-	struct psb_serve_snap *serve_base;	/* serve: each shard's figures at the window's
-						 * start (PSB_MAX_SHARDS) */
-	struct psb_serve_snap *serve_final;	/* serve, once ended: the window's figures */
+	/* serve (fixed storage in psb_run.c; NULL: none) */
+	struct psb_serve_snap *serve_base;	/* each shard's figures at the window's start */
+	struct psb_serve_snap *serve_final;	/* once ended: the window's figures */
 	uint32_t nhist;
 	struct psb_run_rec hist[PSB_RUN_HISTORY];
 };

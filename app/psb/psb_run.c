@@ -247,16 +247,19 @@ serve_json(const struct psb_serve_snap *rows, unsigned int n)
 	return out;
 }
 
+/*
+ * Where run.serve_base and run.serve_final point while they hold something: one run at a
+ * time, so fixed storage, never an allocation that could fail and leave a window unmeasured.
+ */
+static struct psb_serve_snap serve_base_store[PSB_MAX_SHARDS];
+static struct psb_serve_snap serve_final_store;
+
 /* The window starts now: each shard's figures as they stand are its base. */
 static void
 serve_base(struct psb_app *app)
 {
-	struct psb_run *r = &app->run;
-
-	if (r->serve_base == NULL)
-		r->serve_base = calloc(PSB_MAX_SHARDS, sizeof(*r->serve_base));
-	if (r->serve_base != NULL)
-		serve_take(app, r->serve_base);
+	app->run.serve_base = serve_base_store;
+	serve_take(app, serve_base_store);
 }
 
 void
@@ -414,10 +417,11 @@ run_finish(struct psb_app *app, int state)
 		cols = serve_cols;
 		json_decref(rows);
 		rows = serve_json(sr, n);
-		free(r->serve_final);
-		r->serve_final = n != 0 ? malloc(sizeof(*r->serve_final)) : NULL;
-		if (r->serve_final != NULL)
-			*r->serve_final = sr[n - 1];
+		r->serve_final = NULL;
+		if (n != 0) {
+			serve_final_store = sr[n - 1];
+			r->serve_final = &serve_final_store;
+		}
 	}
 	r->state = state;
 	pthread_mutex_unlock(&app->ctl_lock);
@@ -465,7 +469,6 @@ run_finish(struct psb_app *app, int state)
 		psb_counters_append(app, &r->counters);
 		psb_logfile_close(&r->counters);
 	}
-	free(r->serve_base);
 	r->serve_base = NULL;
 	run_rec(app)->state = state;
 	run_rec(app)->elapsed_s = elapsed;
@@ -555,7 +558,6 @@ psb_run_start(struct psb_app *app, const struct psb_exp_conf *c, int from_doc, c
 	r->window_ns = r->start_ns;
 	r->resets = 0;
 	r->end_ns = 0;
-	free(r->serve_final);
 	r->serve_final = NULL;
 	r->results[0] = '\0';
 	r->error[0] = '\0';
