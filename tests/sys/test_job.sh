@@ -36,7 +36,7 @@ gone() {
 }
 
 run_job() {	# run_job MTU LEN REPEAT [--keep-serving|""] [WORKER-ARGS...]
-	local mtu=$1 len=$2 repeat=$3 keep=${4:-} i t0
+	local mtu=$1 len=$2 repeat=$3 keep=${4:-} i t0 tw
 	shift 3
 	[ $# -gt 0 ] && shift
 	set_mtu "$mtu"
@@ -49,12 +49,17 @@ run_job() {	# run_job MTU LEN REPEAT [--keep-serving|""] [WORKER-ARGS...]
 	start 4 worker 198.18.13.11 --verify --results "$DIR/w4.json" "$@" "$len" "$repeat"
 	wait "${PIDS[3]}" || fail "MTU $mtu, $len B: worker 0 exited with $?"
 	wait "${PIDS[4]}" || fail "MTU $mtu, $len B: worker 1 exited with $?"
+	tw=$(($(date +%s) - t0))
 	if [ -n "$keep" ]; then
 		# told to keep serving: still there a while after the workers finished
 		sleep 2
 		for i in 0 1 2; do
-			kill -0 "${PIDS[$i]}" 2>/dev/null || fail "node $i ended despite --keep-serving" \
-				"($(($(date +%s) - t0)) s after it started; each node has 150 s)"
+			kill -0 "${PIDS[$i]}" 2>/dev/null || {
+				# where the time went: the workers' first lines (the tails follow)
+				head -n 8 "$DIR/n3.log" "$DIR/n4.log" >&2
+				fail "node $i ended despite --keep-serving ($(($(date +%s) - t0)) s" \
+					"after it started, the workers ended after $tw s; each node has 150 s)"
+			}
 		done
 		for i in 0 1 2; do kill -TERM "${PIDS[$i]}" 2>/dev/null; done
 	fi
