@@ -355,6 +355,8 @@ main(int argc, char **argv)
 	pthread_mutex_init(&app->ctl_lock, NULL);
 	psb_opts_parse(app, &ro, argc, argv);
 	psb_snap_exp_source(psb_snap_exp);
+	psb_log_capture();
+	psb_log_stamp(app->log_time);
 	psb_log_start(app->quiet, app->verbose);
 	cfg = ro.config;
 	if (app->node_role == PSB_NODE_SERVER)

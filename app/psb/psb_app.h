@@ -154,6 +154,7 @@ struct psb_app {
 	uint64_t duration_ns;
 	const char *stats_file;
 	int quiet;
+	int log_time;			/* --log-time */
 	char results_root[PATH_MAX];	/* --output-dir: documents' output paths are inside it */
 	struct psb_exp_conf conf;	/* node and experiment as the process started */
 	int autostart;			/* start conf's experiment once the roles are ready */
@@ -309,7 +310,8 @@ void psb_worker_results_file(const struct psb_app *app, unsigned int rank, char 
 
 /*
  * Bring-up that touches the host (psb_bringup.c). psb_log_capture keeps the EAL's and the
- * drivers' error lines (still written to stderr); psb_log_quote gives the first specific
+ * drivers' error lines (still written to stderr, each line begun with the time of day after
+ * psb_log_stamp(1)); psb_log_quote gives the first specific
  * one since psb_log_mark, preferring one that holds about. psb_eal_init: rte_eal_init, and
  * on failure the EAL's own reason in err.
  * psb_host_prepare, before the EAL: undoes what killed psbs left on interfaces (and puts
@@ -327,6 +329,7 @@ void psb_worker_results_file(const struct psb_app *app, unsigned int rank, char 
  * them one at a time (a descriptor for psb_host_unlock after the EAL, or -1).
  */
 void psb_log_capture(void);
+void psb_log_stamp(int on);
 uint64_t psb_log_mark(void);
 int psb_log_quote(uint64_t mark, const char *about, char *out, size_t len);
 int psb_eal_init(int argc, char **argv, char *err, size_t len);

@@ -14,6 +14,8 @@
 #include <strings.h>
 #include <unistd.h>
 #include <sys/stat.h>
+#include <sys/time.h>
+#include <time.h>
 
 #include <rte_eal.h>
 #include <rte_errno.h>
@@ -43,7 +45,43 @@ static struct {
 	char part[LOG_LINE];		/* a line not ended yet */
 	size_t plen;
 	int part_err;
+	int stamp;			/* --log-time: each line begins with the time of day */
+	int mid_line;			/* stderr is inside a line */
 } g_log = { .lock = PTHREAD_MUTEX_INITIALIZER };
+
+void
+psb_log_stamp(int on)
+{
+	g_log.stamp = on;
+}
+
+/* stderr gets buf[0..n), each line begun with "HH:MM:SS.mmm " under --log-time. */
+static void
+log_out(const char *buf, size_t n)
+{
+	char ts[24];
+	struct timeval tv;
+	struct tm tm;
+	size_t off = 0, len;
+
+	while (off < n) {
+		const char *nl = memchr(buf + off, '\n', n - off);
+
+		len = nl != NULL ? (size_t)(nl - (buf + off)) + 1 : n - off;
+		if (g_log.stamp && !g_log.mid_line) {
+			gettimeofday(&tv, NULL);
+			localtime_r(&tv.tv_sec, &tm);
+			snprintf(ts, sizeof(ts), "%02u:%02u:%02u.%03u ", (unsigned int)tm.tm_hour % 24,
+				 (unsigned int)tm.tm_min % 60, (unsigned int)tm.tm_sec % 61,
+				 (unsigned int)(tv.tv_usec / 1000) % 1000);
+			fputs(ts, stderr);
+		}
+		if (fwrite(buf + off, 1, len, stderr) != len)
+			clearerr(stderr);
+		g_log.mid_line = nl == NULL;
+		off += len;
+	}
+}
 
 static void
 log_keep(const char *s, size_t n)
@@ -66,9 +104,8 @@ log_write(void *cookie, const char *buf, size_t size)
 	size_t off = 0, n;
 
 	RTE_SET_USED(cookie);
-	if (fwrite(buf, 1, size, stderr) != size)
-		clearerr(stderr);
 	pthread_mutex_lock(&g_log.lock);
+	log_out(buf, size);
 	while (off < size) {
 		const char *nl = memchr(buf + off, '\n', size - off);
 
@@ -94,10 +131,15 @@ void
 psb_log_capture(void)
 {
 	static const cookie_io_functions_t io = { .write = log_write };
-	FILE *f = fopencookie(NULL, "w", io);
+	static FILE *f;
 
-	if (f != NULL && rte_openlog_stream(f) != 0)
+	if (f != NULL)
+		return;
+	f = fopencookie(NULL, "w", io);
+	if (f != NULL && rte_openlog_stream(f) != 0) {
 		fclose(f);
+		f = NULL;
+	}
 }
 
 uint64_t

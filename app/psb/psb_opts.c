@@ -308,6 +308,7 @@ usage(FILE *out)
 "                       debug (or 1-8). Default info; -q is psb.*:warning, -v debug but\n"
 "                       psb.rx (dropped frames, a line a second), -vv all; --log-level\n"
 "                       overrides both\n"
+"  --log-time           begin each log line with the time of day (HH:MM:SS.mmm)\n"
 "  -h, --help\n", out);
 	json_decref(defs);
 }
@@ -318,7 +319,7 @@ enum {
 	OPT_RESULTS = 1000, OPT_STATS_FILE, OPT_CONFIG, OPT_CHECK_CONFIG, OPT_INTERACTIVE,
 	OPT_CMDLINE_FILE, OPT_WAIT, OPT_CTL, OPT_COUNTERS_FILE, OPT_COUNTERS_EVERY,
 	OPT_COUNTERS_MAX, OPT_PROMETHEUS, OPT_OUTPUT_DIR, OPT_IDLE_EXIT, OPT_VERBOSE, OPT_QUIET,
-	OPT_HELP, OPT_LOG_LEVEL,
+	OPT_HELP, OPT_LOG_LEVEL, OPT_LOG_TIME,
 };
 
 static const struct option app_opts[] = {
@@ -340,6 +341,7 @@ static const struct option app_opts[] = {
 	{ "quiet", no_argument, NULL, OPT_QUIET },
 	{ "help", no_argument, NULL, OPT_HELP },
 	{ "log-level", required_argument, NULL, OPT_LOG_LEVEL },
+	{ "log-time", no_argument, NULL, OPT_LOG_TIME },
 };
 
 #define NAPP_OPTS	(sizeof(app_opts) / sizeof(app_opts[0]))
@@ -485,6 +487,7 @@ app_opt(struct psb_app *app, int c, const char *v)
 		break;
 	case OPT_VERBOSE: app->verbose++; break;
 	case OPT_QUIET: app->quiet = 1; break;
+	case OPT_LOG_TIME: app->log_time = 1; break;
 	case OPT_HELP: usage(stdout); exit(0);
 	case OPT_LOG_LEVEL: {
 		char err[256];

@@ -21,7 +21,7 @@ start() {	# start N ROLE HOST-IP ARGS...
 	local n=$1 role=$2 host=$3
 	shift 3
 	dmlc_exec "$NSP" "$NSP" "$n" "$role" $ROOT "$host" 2 2 \
-		timeout -k 5 150 "$PSB" --file-prefix "$PFX$n" "$@" > "$DIR/n$n.log" 2>&1 &
+		timeout -k 5 150 "$PSB" --log-time --file-prefix "$PFX$n" "$@" > "$DIR/n$n.log" 2>&1 &
 	PIDS+=($!)
 }
 
@@ -56,7 +56,7 @@ run_job() {	# run_job MTU LEN REPEAT [--keep-serving|""] [WORKER-ARGS...]
 		for i in 0 1 2; do
 			kill -0 "${PIDS[$i]}" 2>/dev/null || {
 				# where the time went: the workers' first lines (the tails follow)
-				head -n 8 "$DIR/n3.log" "$DIR/n4.log" >&2
+				head -n 30 "$DIR/n3.log" "$DIR/n4.log" >&2
 				fail "node $i ended despite --keep-serving ($(($(date +%s) - t0)) s" \
 					"after it started, the workers ended after $tw s; each node has 150 s)"
 			}
@@ -125,7 +125,7 @@ run_rejoin() {
 	kill -9 "$pid"
 	wait "${PIDS[4]}" 2>/dev/null
 	mv "$DIR/n4.log" "$DIR/n4-killed.log"
-	dmlc_exec "$NSP" "$NSP" 4 worker $ROOT 198.18.13.11 2 2 timeout -k 5 150 "$PSB" \
+	dmlc_exec "$NSP" "$NSP" 4 worker $ROOT 198.18.13.11 2 2 timeout -k 5 150 "$PSB" --log-time \
 		--file-prefix "${PFX}4b" --verify --results "$DIR/w4.json" 4096 $repeat \
 		> "$DIR/n4.log" 2>&1 &
 	PIDS[4]=$!
@@ -194,7 +194,7 @@ run_server_lost() {
 	wait "${PIDS[2]}" 2>/dev/null
 	if [ "$how" = restart ]; then
 		mv "$DIR/n2.log" "$DIR/n2-killed.log"
-		dmlc_exec "$NSP" "$NSP" 2 server $ROOT 198.18.13.3 2 2 timeout -k 5 150 "$PSB" \
+		dmlc_exec "$NSP" "$NSP" 2 server $ROOT 198.18.13.3 2 2 timeout -k 5 150 "$PSB" --log-time \
 			--file-prefix "${PFX}2b" --stats-file "$DIR/s2.json" > "$DIR/n2.log" 2>&1 &
 		PIDS[2]=$!
 	fi

@@ -96,6 +96,13 @@ for bad in 'psb.rx:loud' 'psb.rxx:debug' 'psb.rx,debug' ':info' loud; do
 		"--log-level $bad: no reason"
 done
 ok "bad --log-level values refused with their reason"
+run stamp --log-time -v
+has "$DIR/stamp.err" "^[0-2][0-9]:[0-5][0-9]:[0-6][0-9]\.[0-9]{3} ${INFO#^}" \
+	"--log-time: no info line begun with the time of day"
+has "$DIR/stamp.err" "^[0-2][0-9]:[0-5][0-9]:[0-6][0-9]\.[0-9]{3} ${MAIN_DEBUG#^}" \
+	"--log-time: no debug line begun with the time of day"
+hasnt "$DIR/stamp.err" '^psb: ' "--log-time: a log line without the time"
+ok "--log-time begins each log line with the time of day"
 
 # 2. The console: show log, set log level; psb.run says when an experiment starts and stops.
 printf '{"name": "sv", "kind": "serve", "output": {"dir": "results"}}\n' >"$DIR/serve.json"
