@@ -123,8 +123,10 @@ run_rejoin() {
 	pid=$(node_pid 4)
 	[ -n "$pid" ] || fail "rejoin: node 4 (a worker) is not running"
 	kill -9 "$pid"
+	echo "rejoin: $(date +%T.%3N) node 4 (pid $pid) killed" >&2
 	wait "${PIDS[4]}" 2>/dev/null
 	mv "$DIR/n4.log" "$DIR/n4-killed.log"
+	echo "rejoin: $(date +%T.%3N) node 4 gone, started again" >&2
 	dmlc_exec "$NSP" "$NSP" 4 worker $ROOT 198.18.13.11 2 2 timeout -k 5 150 "$PSB" --log-time \
 		--file-prefix "${PFX}4b" --verify --results "$DIR/w4.json" 4096 $repeat \
 		> "$DIR/n4.log" 2>&1 &
