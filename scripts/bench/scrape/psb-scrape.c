@@ -337,16 +337,13 @@ tel_hello(struct target *t, uint64_t deadline)
  * NULL, its bytes to *bytes.
  */
 static int
-tel_ask(struct target *t, const char *cmd, uint64_t deadline, json_t **r, uint64_t *bytes)
+tel_reply(struct target *t, const char *cmd, uint64_t deadline, json_t **r, uint64_t *bytes)
 {
 	json_error_t err;
 	json_t *j, *o;
 	ssize_t n;
-	int rc;
+	int rc = 0;
 
-	rc = send_all(t, cmd, strlen(cmd), deadline);
-	if (rc < 0)
-		return rc;
 	/* MSG_TRUNC: the whole message's length, to tell a truncated one */
 	n = recv_wait(t, t->buf, t->cap, MSG_TRUNC, deadline, "recv");
 	if (n < 0)
@@ -371,6 +368,14 @@ tel_ask(struct target *t, const char *cmd, uint64_t deadline, json_t **r, uint64
 	if (rc == 0 && bytes != NULL)
 		*bytes += (uint64_t)n;
 	return rc;
+}
+
+static int
+tel_ask(struct target *t, const char *cmd, uint64_t deadline, json_t **r, uint64_t *bytes)
+{
+	int rc = send_all(t, cmd, strlen(cmd), deadline);
+
+	return rc < 0 ? rc : tel_reply(t, cmd, deadline, r, bytes);
 }
 
 /*
@@ -506,8 +511,18 @@ req_tel(struct target *t, uint64_t deadline, uint64_t *bytes)
 	size_t i;
 	int rc;
 
+	/*
+	 * The round's commands back to back, then their replies in turn: DPDK's telemetry
+	 * thread reads one message at a time and answers each, so it serves the round in one
+	 * go rather than waking, and waking this program, once a section.
+	 */
 	json_array_foreach(t->cmds, i, cmd) {
-		rc = tel_ask(t, json_string_value(cmd), deadline, NULL, bytes);
+		rc = send_all(t, json_string_value(cmd), strlen(json_string_value(cmd)), deadline);
+		if (rc < 0)
+			return rc;
+	}
+	json_array_foreach(t->cmds, i, cmd) {
+		rc = tel_reply(t, json_string_value(cmd), deadline, NULL, bytes);
 		if (rc < 0)
 			return rc;
 	}
