@@ -116,6 +116,72 @@ assert r["replies"] == 0 and r["errors"] == r["rounds"] >= 4, r
 assert "nope.ctl" in r["last_error"], r
 PY
 
+# Replies told good or bad: fake control and telemetry sockets answer every request with one
+# reply; psb-scrape must count each good one and name what is wrong with each bad one.
+python3 - "$SCRAPE" "$DIR" <<'PY' || fail "replies good and bad"
+import json, os, socket, subprocess, sys, threading
+scrape, d = sys.argv[1], sys.argv[2]
+
+def serve(path, kind, reply):
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET if kind == "tel" else socket.SOCK_STREAM)
+    s.bind(path)
+    s.listen(4)
+    def client(c):
+        with c:
+            if kind == "tel":
+                c.send(json.dumps({"version": "x", "pid": 1, "max_output_len": 16384}).encode())
+            f = c.makefile("rb") if kind == "ctl" else None
+            while True:
+                m = f.readline() if f else c.recv(1024)
+                if not m:
+                    return
+                if m == b"/psb/counters":
+                    c.send(b'{"/psb/counters": {"sections": {"node": "/psb/node"}}}')
+                    continue
+                c.sendall(reply + (b"\n" if kind == "ctl" else b""))
+    def loop():
+        while True:
+            c, _ = s.accept()
+            threading.Thread(target=client, args=(c,), daemon=True).start()
+    threading.Thread(target=loop, daemon=True).start()
+    return s
+
+big = b"18446744073709551615"
+cases = [
+    ("ctl", b'{"ok": true, "counters": {"a": ' + big + b', "b": [1.5, null, "x"]}}', None),
+    ("ctl", b'{"counters": {"a": {"ok": true}}, "ok": true}', None),
+    ("ctl", b'{"ok": true, "counters": {"a": 1}', "reply not JSON"),
+    ("ctl", b'{"ok": true, "counters": {"a": 1}, "x": }', "reply not JSON"),
+    ("ctl", b'{"ok": true, "counters": [1]}', "not a counters reply"),
+    ("ctl", b'{"ok": false, "counters": {}}', "not a counters reply"),
+    ("ctl", b'{"ok": "true", "counters": {}}', "not a counters reply"),
+    ("ctl", b'{"x": {"ok": true, "counters": {}}}', "not a counters reply"),
+    ("ctl", b'[{"ok": true, "counters": {}}]', "not a counters reply"),
+    ("ctl", b'{"ok": false, "error": {"code": "busy", "message": "later"}}',
+     "psb refused: busy: later"),
+    ("tel", b'{"/psb/node": {"role": "server", "rx": ' + big + b'}}', None),
+    ("tel", b'{"/psb/node": {"error": "x", "more": 1}}', None),
+    ("tel", b'{"/psb/node": {"error": "cannot"}}', "/psb/node: psb refused: cannot"),
+    ("tel", b'{"/psb/node": null}', "not a reply to the command"),
+    ("tel", b'{"/psb/other": {"a": 1}}', "not a reply to the command"),
+    ("tel", b'{"/psb/node": {"a": 1}', "reply not JSON"),
+]
+for i, (kind, reply, want) in enumerate(cases):
+    path = os.path.join(d, "fake%d.sock" % i)
+    srv = serve(path, kind, reply)
+    out = subprocess.run([scrape, "--hz", "50", "--seconds", "0.2", "%s:%s" % (kind, path)],
+                         capture_output=True, text=True, timeout=30)
+    srv.close()
+    r = json.loads(out.stdout)
+    assert r["rounds"] >= 3, (reply, r)
+    if want is None:
+        assert r["errors"] == 0 and r["replies"] == r["rounds"], (reply, r)
+    else:
+        assert r["replies"] == 0 and r["errors"] == r["rounds"], (reply, r)
+        assert want in r["last_error"], (reply, want, r["last_error"])
+print("ok: replies told good or bad: %d cases" % len(cases))
+PY
+
 # A counters file at 3600 s: one line at the start; set to 0.1 s, lines come at once.
 cat > "$DIR/serve.json" <<EOF
 {"name": "scrape-serve", "kind": "serve", "output": {"dir": "results",
