@@ -596,17 +596,43 @@ ctl_reply(const char *buf, size_t n)
 	return rc;
 }
 
+/*
+ * A socket target's request of the round: the control socket's line, or every telemetry
+ * section's command back to back (DPDK's telemetry thread reads one message at a time and
+ * answers each, so it serves the round in one go rather than waking, and waking this
+ * program, once a section). The replies are read by sock_recv.
+ */
 static int
-req_ctl(struct target *t, uint64_t deadline, uint64_t *bytes)
+sock_send(struct target *t, uint64_t deadline)
+{
+	json_t *cmd;
+	size_t i;
+	int rc;
+
+	if (t->fd < 0) {
+		rc = conn_open(t, deadline);
+		if (rc < 0)
+			return rc;
+	}
+	if (t->kind == K_CTL) {
+		t->len = 0;
+		return send_all(t, t->req, t->reqlen, deadline);
+	}
+	json_array_foreach(t->cmds, i, cmd) {
+		rc = send_all(t, json_string_value(cmd), strlen(json_string_value(cmd)), deadline);
+		if (rc < 0)
+			return rc;
+	}
+	return 0;
+}
+
+static int
+ctl_recv(struct target *t, uint64_t deadline, uint64_t *bytes)
 {
 	size_t scanned = 0, n;
 	char *nl = NULL;
 	int rc;
 
-	t->len = 0;
-	rc = send_all(t, t->req, t->reqlen, deadline);
-	if (rc < 0)
-		return rc;
 	while (nl == NULL) {
 		if (t->len > scanned)
 			nl = memchr(t->buf + scanned, '\n', t->len - scanned);
@@ -629,22 +655,14 @@ req_ctl(struct target *t, uint64_t deadline, uint64_t *bytes)
 }
 
 static int
-req_tel(struct target *t, uint64_t deadline, uint64_t *bytes)
+sock_recv(struct target *t, uint64_t deadline, uint64_t *bytes)
 {
 	json_t *cmd;
 	size_t i;
 	int rc;
 
-	/*
-	 * The round's commands back to back, then their replies in turn: DPDK's telemetry
-	 * thread reads one message at a time and answers each, so it serves the round in one
-	 * go rather than waking, and waking this program, once a section.
-	 */
-	json_array_foreach(t->cmds, i, cmd) {
-		rc = send_all(t, json_string_value(cmd), strlen(json_string_value(cmd)), deadline);
-		if (rc < 0)
-			return rc;
-	}
+	if (t->kind == K_CTL)
+		return ctl_recv(t, deadline, bytes);
 	json_array_foreach(t->cmds, i, cmd) {
 		rc = tel_reply(t, json_string_value(cmd), deadline, NULL, bytes);
 		if (rc < 0)
@@ -813,47 +831,49 @@ req_http(struct target *t, uint64_t *bytes)
 	return 0;
 }
 
+/* The outcome of target t's request in a round: counted; 1 if the round is to end (stop). */
 static int
-request(struct target *t, uint64_t *bytes)
+outcome(struct target *t, int rc, uint64_t bytes)
 {
-	uint64_t deadline;
-	int rc;
-
-	if (t->kind == K_HTTP)
-		return req_http(t, bytes);	/* libcurl keeps the time, 2 s too */
-	deadline = now_ns() + REQ_TIMEOUT_NS;
-	if (t->fd < 0) {
-		rc = conn_open(t, deadline);
-		if (rc < 0)
-			return rc;
+	if (rc == -EINTR && g_stop) {
+		/* a reply may still be coming: not one to read in a later round */
+		conn_close(t);
+		return 1;
 	}
-	if (t->kind == K_CTL)
-		return req_ctl(t, deadline, bytes);
-	return req_tel(t, deadline, bytes);
+	if (rc < 0) {
+		conn_close(t);
+		g_tot.errors++;
+		snprintf(g_last_error, sizeof(g_last_error), "%s: %s", t->spec, g_why);
+		return 0;
+	}
+	g_tot.replies++;
+	g_tot.bytes += bytes;
+	return 0;
 }
 
+/*
+ * A round: every socket target's request sent first, then their replies read in turn, so
+ * that the processes answer side by side and this program waits once rather than once a
+ * target; then the HTTP targets (libcurl keeps the time, 2 s a request). A socket target's
+ * reply gets 2 s from when it is waited for.
+ */
 static void
 scrape_round(struct target *ts, int nt)
 {
+	int rc[nt], i;
 	uint64_t bytes;
-	int i, rc;
 
+	for (i = 0; i < nt; i++)
+		if (ts[i].kind != K_HTTP)
+			rc[i] = sock_send(&ts[i], now_ns() + REQ_TIMEOUT_NS);
 	for (i = 0; i < nt; i++) {
 		bytes = 0;
-		rc = request(&ts[i], &bytes);
-		if (rc == -EINTR && g_stop) {
-			/* a reply may still be coming: not one to read in a later round */
-			conn_close(&ts[i]);
+		if (ts[i].kind == K_HTTP)
+			rc[i] = req_http(&ts[i], &bytes);
+		else if (rc[i] == 0)
+			rc[i] = sock_recv(&ts[i], now_ns() + REQ_TIMEOUT_NS, &bytes);
+		if (outcome(&ts[i], rc[i], bytes))
 			return;
-		}
-		if (rc < 0) {
-			conn_close(&ts[i]);
-			g_tot.errors++;
-			snprintf(g_last_error, sizeof(g_last_error), "%s: %s", ts[i].spec, g_why);
-			continue;
-		}
-		g_tot.replies++;
-		g_tot.bytes += bytes;
 	}
 	g_tot.rounds++;
 }
