@@ -309,10 +309,10 @@ void psb_neigh_learn(struct psb_app *app, uint32_t ip, const uint8_t *mac, uint1
 void psb_worker_results_file(const struct psb_app *app, unsigned int rank, char *out, size_t len);
 
 /*
- * Bring-up that touches the host (psb_bringup.c). psb_log_capture keeps the EAL's and the
- * drivers' error lines (still written to stderr, each line begun with the time of day after
- * psb_log_stamp(1)); psb_log_quote gives the first specific
- * one since psb_log_mark, preferring one that holds about. psb_eal_init: rte_eal_init, and
+ * Bring-up that touches the host (psb_bringup.c). psb_log_capture, once before anything is
+ * logged, keeps the EAL's and the drivers' error lines (still written to stderr, each line
+ * begun with the time of day after psb_log_stamp(1)); psb_log_quote gives the first
+ * specific one since psb_log_mark, preferring one that holds about. psb_eal_init: rte_eal_init, and
  * on failure the EAL's own reason in err.
  * psb_host_prepare, before the EAL: undoes what killed psbs left on interfaces (and puts
  * interfaces back at exit and on a crash), checks that af_packet interfaces exist and that

@@ -131,15 +131,10 @@ void
 psb_log_capture(void)
 {
 	static const cookie_io_functions_t io = { .write = log_write };
-	static FILE *f;
+	FILE *f = fopencookie(NULL, "w", io);
 
-	if (f != NULL)
-		return;
-	f = fopencookie(NULL, "w", io);
-	if (f != NULL && rte_openlog_stream(f) != 0) {
+	if (f != NULL && rte_openlog_stream(f) != 0)
 		fclose(f);
-		f = NULL;
-	}
 }
 
 uint64_t
@@ -201,7 +196,6 @@ psb_eal_init(int argc, char **argv, char *err, size_t len)
 	uint64_t mark;
 	int rc, out, null;
 
-	psb_log_capture();
 	mark = psb_log_mark();
 	/*
 	 * On a bad argument the EAL prints its usage, a page about options psb chose for it, to
