@@ -335,7 +335,6 @@ tel_hello(struct target *t, uint64_t deadline)
  */
 struct shape {
 	const char *key;
-	bool need_ok;
 	int depth;		/* objects and arrays open */
 	bool top_map;		/* the reply is an object */
 	int at;			/* the depth-1 key just read: 1 key, 2 "ok", 0 another */
@@ -429,7 +428,7 @@ static const yajl_callbacks sh_callbacks = {
 static bool
 reply_good(const char *buf, size_t n, const char *key, bool need_ok)
 {
-	struct shape sh = { .key = key, .need_ok = need_ok };
+	struct shape sh = { .key = key };
 	yajl_handle h = yajl_alloc(&sh_callbacks, NULL, &sh);
 	bool good;
 
