@@ -1,11 +1,12 @@
 #!/bin/bash
 # Build psb and run the whole test suite: unit, pcap replay, memif and
 # namespace tests (build/), the unit tests again under ASan/UBSan
-# (build-asan/), and the packet-parser fuzzer for a bounded time (build-fuzz/).
+# (build-asan/), and the packet-parser fuzzers for a bounded time (build-fuzz/).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 FUZZ_SECONDS=${PSB_FUZZ_SECONDS:-60}
+MC_FUZZ_SECONDS=${PSB_MC_FUZZ_SECONDS:-20}
 scripts/setup.sh --no-huge
 
 setup_dir() {
@@ -40,7 +41,7 @@ ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print
 echo "== fuzzing the packet parser for ${FUZZ_SECONDS}s"
 fuzz_ok=1
 CC=clang setup_dir build-fuzz -Ddpdk=disabled -Dtests=enabled -Dfuzz=true -Dbuildtype=debug
-ninja -C build-fuzz tests/fuzz/fuzz_frame tests/fuzz/fuzz_gen_corpus >/dev/null
+ninja -C build-fuzz tests/fuzz/fuzz_frame tests/fuzz/fuzz_gen_corpus tests/fuzz/fuzz_mc >/dev/null
 corpus=$(mktemp -d)
 trap 'rm -rf "$corpus"' EXIT
 build-fuzz/tests/fuzz/fuzz_gen_corpus "$corpus" >/dev/null
@@ -51,6 +52,16 @@ if ! build-fuzz/tests/fuzz/fuzz_frame -max_total_time="$FUZZ_SECONDS" -print_fin
 	status=1
 fi
 grep -E 'stat::number_of_executed_units|Done [0-9]+ runs' build-fuzz/fuzz.log | tail -2 || true
+echo "== fuzzing the multicast packets and state machines for ${MC_FUZZ_SECONDS}s"
+mc_corpus=$(mktemp -d)
+trap 'rm -rf "$corpus" "$mc_corpus"' EXIT
+if ! build-fuzz/tests/fuzz/fuzz_mc -max_total_time="$MC_FUZZ_SECONDS" -print_final_stats=1 \
+	"$mc_corpus" > build-fuzz/fuzz_mc.log 2>&1; then
+	tail -40 build-fuzz/fuzz_mc.log
+	fuzz_ok=0
+	status=1
+fi
+grep -E 'stat::number_of_executed_units' build-fuzz/fuzz_mc.log | tail -1 || true
 
 # A skipped test checked nothing: the summary counts it as failed, by name.
 python3 - "$fuzz_ok" <<'PY' || status=1

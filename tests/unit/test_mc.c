@@ -1,0 +1,1056 @@
+/*
+ * Unit tests of psb's reliable multicast (multicast/): the wire format against every kind
+ * of malformed packet, the erasure code, and a sender with receivers over a simulated
+ * network in virtual time, with random, bursty and per-receiver loss, reordering and
+ * duplication, late joiners, dead receivers, superseded versions and hostile packets.
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "psb_mc_fec.h"
+#include "psb_mc_proto.h"
+#include "psb_mc_recv.h"
+#include "psb_mc_send.h"
+
+static uint64_t g_rng = 88172645463325252ull;
+
+static uint64_t
+rnd(void)
+{
+	g_rng ^= g_rng << 13;
+	g_rng ^= g_rng >> 7;
+	g_rng ^= g_rng << 17;
+	return g_rng;
+}
+
+static double
+unif(void)
+{
+	return (double)(rnd() >> 11) / (double)(1ull << 53);
+}
+
+static void
+fill(uint8_t *p, size_t n, uint32_t seed)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		p[i] = (uint8_t)((i * 2654435761u) >> 13 ^ seed * 31 ^ i >> 8);
+}
+
+static struct psb_mc_ver
+ver_of(uint32_t vid, uint64_t len, uint16_t seg, uint16_t group)
+{
+	struct psb_mc_ver v = { .vid = vid, .total_len = len, .seg_size = seg, .group = group };
+
+	v.nseg = psb_mc_nseg(len, seg);
+	v.crc = 0x12345678;
+	return v;
+}
+
+/* ---- the wire format ---- */
+
+static void
+test_proto_roundtrip(void **state)
+{
+	struct psb_mc_ver v = ver_of(7, 100000, 1000, 16), w;
+	uint8_t buf[PSB_MC_HLEN + PSB_MC_NACK_MAX * PSB_MC_NACK_ENTRY];
+	struct psb_mc_nack_entry e[2] = {
+		{ .group = 1, .need = 2, .missing = 0x11 },
+		{ .group = 6, .need = 1, .missing = 0x8 },
+	}, got;
+	struct psb_mc_pkt p;
+	size_t n;
+
+	(void)state;
+	assert_int_equal(v.nseg, 100);
+	assert_int_equal(psb_mc_ngroups(&v), 7);
+	assert_int_equal(psb_mc_group_k(&v, 6), 4);
+	psb_mc_write_data(buf, 99, &v, 99, 1000);
+	assert_int_equal(psb_mc_parse(buf, PSB_MC_HLEN + 1000, &p), PSB_MC_DATA);
+	assert_int_equal(p.session, 99);
+	assert_int_equal(p.a, 99);
+	assert_int_equal(p.len, 1000);
+	w = p.ver;
+	assert_memory_equal(&w, &v, sizeof(v));
+	psb_mc_write_parity(buf, 99, &v, 6, 3);
+	assert_int_equal(psb_mc_parse(buf, PSB_MC_HLEN + 1000, &p), PSB_MC_PARITY);
+	assert_int_equal(p.a, 6);
+	assert_int_equal(p.b, 3);
+	psb_mc_write_heartbeat(buf, 99, &v, 40, 2500);
+	assert_int_equal(psb_mc_parse(buf, PSB_MC_HLEN, &p), PSB_MC_HEARTBEAT);
+	assert_int_equal(p.a, 40);
+	assert_int_equal(p.rate_mbps, 2500);
+	n = psb_mc_write_nack(buf, PSB_MC_NACK, 99, &v, 5, e, 2);
+	assert_int_equal(psb_mc_parse(buf, n, &p), PSB_MC_NACK);
+	assert_int_equal(p.a, 5);
+	assert_int_equal(p.b, 2);
+	psb_mc_nack_entry(&p, 1, &got);
+	assert_int_equal(got.group, 6);
+	assert_int_equal(got.need, 1);
+	assert_true(got.missing == 0x8);
+	/* the last segment is short, an empty version is one empty segment */
+	v = ver_of(1, 2500, 1000, 4);
+	assert_int_equal(psb_mc_seg_len(&v, 2), 500);
+	v = ver_of(1, 0, 1000, 4);
+	assert_int_equal(v.nseg, 1);
+	psb_mc_write_data(buf, 1, &v, 0, 0);
+	assert_int_equal(psb_mc_parse(buf, PSB_MC_HLEN, &p), PSB_MC_DATA);
+}
+
+static void
+test_proto_malformed(void **state)
+{
+	struct psb_mc_ver v = ver_of(7, 100000, 1000, 16), bad;
+	uint8_t buf[PSB_MC_HLEN + 2000], good[PSB_MC_HLEN + 64];
+	struct psb_mc_nack_entry e[3];
+	struct psb_mc_pkt p;
+	size_t n, i;
+
+	(void)state;
+	memset(buf, 0, sizeof(buf));
+	psb_mc_write_data(buf, 1, &v, 3, 1000);
+	for (i = 0; i < PSB_MC_HLEN + 1000; i++)
+		assert_int_equal(psb_mc_parse(buf, i, &p), -PSB_MC_BAD_SHORT);
+	assert_int_equal(psb_mc_parse(buf, PSB_MC_HLEN + 1001, &p), -PSB_MC_BAD_SHORT);
+	buf[0] ^= 1;
+	assert_int_equal(psb_mc_parse(buf, PSB_MC_HLEN + 1000, &p), -PSB_MC_BAD_MAGIC);
+	buf[0] ^= 1;
+	buf[2] = 2;
+	assert_int_equal(psb_mc_parse(buf, PSB_MC_HLEN + 1000, &p), -PSB_MC_BAD_MAGIC);
+	buf[2] = 1;
+	buf[3] = 9;
+	assert_int_equal(psb_mc_parse(buf, PSB_MC_HLEN + 1000, &p), -PSB_MC_BAD_TYPE);
+	buf[3] = 0;
+	assert_int_equal(psb_mc_parse(buf, PSB_MC_HLEN + 1000, &p), -PSB_MC_BAD_TYPE);
+	/* geometry: each field alone made to disagree */
+	bad = v; bad.nseg = 99;
+	psb_mc_write_data(buf, 1, &bad, 3, 1000);
+	assert_int_equal(psb_mc_parse(buf, PSB_MC_HLEN + 1000, &p), -PSB_MC_BAD_GEOMETRY);
+	bad = v; bad.group = 0;
+	psb_mc_write_data(buf, 1, &bad, 3, 1000);
+	assert_int_equal(psb_mc_parse(buf, PSB_MC_HLEN + 1000, &p), -PSB_MC_BAD_GEOMETRY);
+	bad = v; bad.group = 65;
+	psb_mc_write_data(buf, 1, &bad, 3, 1000);
+	assert_int_equal(psb_mc_parse(buf, PSB_MC_HLEN + 1000, &p), -PSB_MC_BAD_GEOMETRY);
+	bad = ver_of(7, 100000, 63, 16);
+	psb_mc_write_data(buf, 1, &bad, 3, 63);
+	assert_int_equal(psb_mc_parse(buf, PSB_MC_HLEN + 63, &p), -PSB_MC_BAD_GEOMETRY);
+	bad = ver_of(7, 100000, PSB_MC_SEG_MAX + 1, 16);
+	psb_mc_write_data(buf, 1, &bad, 0, 0);
+	assert_int_equal(psb_mc_parse(buf, PSB_MC_HLEN, &p), -PSB_MC_BAD_GEOMETRY);
+	bad = ver_of(7, PSB_MC_MAX_VERSION + 1, 8000, 16);
+	psb_mc_write_data(buf, 1, &bad, 0, 8000);
+	assert_int_equal(psb_mc_parse(buf, PSB_MC_HLEN + 8000, &p), -PSB_MC_BAD_GEOMETRY);
+	/* indexes and lengths */
+	psb_mc_write_data(buf, 1, &v, 100, 1000);
+	assert_int_equal(psb_mc_parse(buf, PSB_MC_HLEN + 1000, &p), -PSB_MC_BAD_INDEX);
+	psb_mc_write_data(buf, 1, &v, 5, 999);
+	assert_int_equal(psb_mc_parse(buf, PSB_MC_HLEN + 999, &p), -PSB_MC_BAD_LENGTH);
+	psb_mc_write_parity(buf, 1, &v, 7, 0);
+	assert_int_equal(psb_mc_parse(buf, PSB_MC_HLEN + 1000, &p), -PSB_MC_BAD_INDEX);
+	psb_mc_write_parity(buf, 1, &v, 0, PSB_MC_PARITY_MAX);
+	assert_int_equal(psb_mc_parse(buf, PSB_MC_HLEN + 1000, &p), -PSB_MC_BAD_INDEX);
+	psb_mc_write_heartbeat(buf, 1, &v, 101, 0);
+	assert_int_equal(psb_mc_parse(buf, PSB_MC_HLEN, &p), -PSB_MC_BAD_INDEX);
+	/* NACKs: entries in order, inside their group, needs that their bitmaps allow */
+	e[0] = (struct psb_mc_nack_entry){ .group = 2, .need = 1, .missing = 1 };
+	e[1] = (struct psb_mc_nack_entry){ .group = 2, .need = 1, .missing = 1 };
+	n = psb_mc_write_nack(buf, PSB_MC_NACK, 1, &v, 1, e, 2);
+	assert_int_equal(psb_mc_parse(buf, n, &p), -PSB_MC_BAD_NACK);
+	e[1] = (struct psb_mc_nack_entry){ .group = 7, .need = 1, .missing = 1 };
+	n = psb_mc_write_nack(buf, PSB_MC_NACK, 1, &v, 1, e, 2);
+	assert_int_equal(psb_mc_parse(buf, n, &p), -PSB_MC_BAD_NACK);
+	e[1] = (struct psb_mc_nack_entry){ .group = 6, .need = 1, .missing = 0x10 };
+	n = psb_mc_write_nack(buf, PSB_MC_NACK, 1, &v, 1, e, 2);
+	assert_int_equal(psb_mc_parse(buf, n, &p), -PSB_MC_BAD_NACK);	/* group 6 has 4 */
+	e[1] = (struct psb_mc_nack_entry){ .group = 5, .need = 3, .missing = 0x3 };
+	n = psb_mc_write_nack(buf, PSB_MC_NACK, 1, &v, 1, e, 2);
+	assert_int_equal(psb_mc_parse(buf, n, &p), -PSB_MC_BAD_NACK);
+	e[1] = (struct psb_mc_nack_entry){ .group = 5, .need = 0, .missing = 0x3 };
+	n = psb_mc_write_nack(buf, PSB_MC_NACK, 1, &v, 1, e, 2);
+	assert_int_equal(psb_mc_parse(buf, n, &p), -PSB_MC_BAD_NACK);
+	e[1] = (struct psb_mc_nack_entry){ .group = 5, .need = 2, .missing = 0x3 };
+	n = psb_mc_write_nack(buf, PSB_MC_NACK, 1, &v, 1, e, 2);
+	assert_int_equal(psb_mc_parse(buf, n, &p), PSB_MC_NACK);
+	assert_int_equal(psb_mc_parse(buf, n - 1, &p), -PSB_MC_BAD_SHORT);
+	assert_int_equal(psb_mc_parse(buf, n + 16, &p), -PSB_MC_BAD_SHORT);
+	n = psb_mc_write_nack(buf, PSB_MC_NACK, 1, &v, 1, e, 0);
+	assert_int_equal(psb_mc_parse(buf, n, &p), -PSB_MC_BAD_NACK);
+	/* random bytes never crash it, and what parses is self-consistent */
+	v = ver_of(3, 64, 64, 1);
+	psb_mc_write_data(good, 1, &v, 0, 64);
+	for (i = 0; i < 200000; i++) {
+		size_t len = rnd() % sizeof(good) + 1;
+
+		memcpy(buf, good, sizeof(good));
+		buf[rnd() % len] ^= (uint8_t)(1u << (rnd() % 8));
+		if (rnd() % 2)
+			buf[rnd() % len] = (uint8_t)rnd();
+		if (psb_mc_parse(buf, len, &p) == PSB_MC_DATA)
+			assert_true(p.a < p.ver.nseg && p.len == psb_mc_seg_len(&p.ver, p.a) &&
+				    len == PSB_MC_HLEN + (size_t)p.len);
+	}
+	assert_string_equal(psb_mc_bad_name(-PSB_MC_BAD_NACK), "nack");
+}
+
+static void
+test_crc(void **state)
+{
+	static uint8_t buf[100000];
+	uint32_t whole, part;
+
+	(void)state;
+	fill(buf, sizeof(buf), 1);
+	whole = psb_mc_crc(0, buf, sizeof(buf));
+	part = psb_mc_crc(psb_mc_crc(0, buf, 33333), buf + 33333, sizeof(buf) - 33333);
+	assert_int_equal(whole, part);
+	buf[777] ^= 4;
+	assert_int_not_equal(psb_mc_crc(0, buf, sizeof(buf)), whole);
+}
+
+/* ---- the erasure code ---- */
+
+static void
+test_fec(void **state)
+{
+	static struct psb_mc_fec f;
+	enum { LEN = 512 };
+	static uint8_t data[PSB_MC_GROUP_MAX][LEN], par[PSB_MC_GROUP_MAX][LEN];
+	static uint8_t got[PSB_MC_GROUP_MAX][LEN];
+	unsigned int k, trial;
+
+	(void)state;
+	for (k = 1; k <= PSB_MC_GROUP_MAX; k += (k < 8 ? 1 : 7)) {
+		uint8_t *dp[PSB_MC_GROUP_MAX];
+		unsigned int i;
+
+		for (i = 0; i < k; i++) {
+			fill(data[i], LEN, k * 100 + i);
+			dp[i] = data[i];
+		}
+		for (trial = 0; trial < 20; trial++) {
+			unsigned int nmiss = (unsigned int)(rnd() % k) + 1, r = 0;
+			unsigned int first = (unsigned int)(rnd() % (PSB_MC_PARITY_MAX - nmiss + 1));
+			uint8_t *src[PSB_MC_GROUP_MAX], *out[PSB_MC_GROUP_MAX];
+			uint16_t id[PSB_MC_GROUP_MAX];
+			uint8_t miss[PSB_MC_GROUP_MAX], lost[PSB_MC_GROUP_MAX] = { 0 };
+			unsigned int m = 0;
+
+			while (m < nmiss) {
+				i = rnd() % k;
+				if (!lost[i]) {
+					lost[i] = 1;
+					m++;
+				}
+			}
+			m = 0;
+			for (i = 0; i < k; i++) {
+				if (lost[i]) {
+					miss[m] = (uint8_t)i;
+					out[m++] = got[i];
+				} else {
+					src[r] = data[i];
+					id[r++] = (uint16_t)i;
+				}
+			}
+			/* parity symbols of any indexes, not only the first ones */
+			for (i = 0; i < nmiss; i++) {
+				psb_mc_fec_encode(&f, k, first + i, LEN, dp, par[i]);
+				src[r] = par[i];
+				id[r++] = (uint16_t)(k + first + i);
+			}
+			assert_int_equal(psb_mc_fec_decode(&f, k, LEN, src, id, miss, nmiss, out), 0);
+			for (i = 0; i < nmiss; i++)
+				assert_memory_equal(got[miss[i]], data[miss[i]], LEN);
+		}
+	}
+	/* the same symbol twice does not make k */
+	{
+		uint8_t *src[2] = { data[0], data[0] }, *out[1] = { got[1] };
+		uint16_t id[2] = { 0, 0 };
+		uint8_t miss[1] = { 1 };
+
+		assert_int_equal(psb_mc_fec_decode(&f, 2, LEN, src, id, miss, 1, out), -EINVAL);
+	}
+}
+
+/* ---- a simulated network ---- */
+
+#define MAX_RX	64
+
+struct loss {
+	double p;			/* random loss */
+	double p_gb, p_bg;		/* bursty: good -> bad, bad -> good; in bad all is lost */
+	double dup, reorder;		/* probabilities */
+	int bad;
+	uint64_t dead_after;		/* 0: never; else from then on it hears nothing */
+};
+
+struct ev {
+	uint64_t t;
+	int dst;			/* receiver, or -1: the sender */
+	uint32_t len;
+	uint8_t *buf;
+};
+
+struct net {
+	uint64_t now;
+	struct psb_mc_send *s;
+	struct psb_mc_recv *r[MAX_RX];
+	struct loss loss[MAX_RX];
+	int joined[MAX_RX];		/* from when it hears (late join) */
+	uint64_t join_at[MAX_RX];
+	int nrx;
+	double shared_p;		/* loss upstream of every receiver */
+	struct ev *heap;
+	size_t nev, cap;
+	double nack_loss;
+	uint64_t delay;
+	uint64_t sent_pkts, nacks_to_sender;
+	uint8_t *versions[8];
+	int released[64];
+};
+
+static struct net g_net;
+
+static void
+heap_push(struct net *n, struct ev e)
+{
+	size_t i;
+
+	if (n->nev == n->cap) {
+		n->cap = n->cap != 0 ? n->cap * 2 : 1024;
+		n->heap = realloc(n->heap, n->cap * sizeof(*n->heap));
+		assert_non_null(n->heap);
+	}
+	i = n->nev++;
+	while (i > 0 && n->heap[(i - 1) / 2].t > e.t) {
+		n->heap[i] = n->heap[(i - 1) / 2];
+		i = (i - 1) / 2;
+	}
+	n->heap[i] = e;
+}
+
+static struct ev
+heap_pop(struct net *n)
+{
+	struct ev top = n->heap[0], last = n->heap[--n->nev];
+	size_t i = 0;
+
+	for (;;) {
+		size_t c = 2 * i + 1;
+
+		if (c >= n->nev)
+			break;
+		if (c + 1 < n->nev && n->heap[c + 1].t < n->heap[c].t)
+			c++;
+		if (n->heap[c].t >= last.t)
+			break;
+		n->heap[i] = n->heap[c];
+		i = c;
+	}
+	if (n->nev != 0)
+		n->heap[i] = last;
+	return top;
+}
+
+static void
+deliver(struct net *n, int dst, const uint8_t *buf, uint32_t len, uint64_t extra)
+{
+	struct ev e = { .t = n->now + n->delay + extra, .dst = dst, .len = len };
+
+	e.buf = malloc(len);
+	assert_non_null(e.buf);
+	memcpy(e.buf, buf, len);
+	heap_push(n, e);
+}
+
+static int
+lost(struct loss *l, uint64_t now)
+{
+	if (l->dead_after != 0 && now >= l->dead_after)
+		return 1;
+	if (l->p_gb > 0) {
+		if (l->bad && unif() < l->p_bg)
+			l->bad = 0;
+		else if (!l->bad && unif() < l->p_gb)
+			l->bad = 1;
+		if (l->bad)
+			return 1;
+	}
+	return unif() < l->p;
+}
+
+static int
+emit(void *arg, const uint8_t *hdr, unsigned int hlen, const uint8_t *payload,
+		unsigned int plen)
+{
+	struct net *n = arg;
+	uint8_t pkt[PSB_MC_HLEN + PSB_MC_SEG_MAX];
+	int i;
+
+	memcpy(pkt, hdr, hlen);
+	if (plen != 0)
+		memcpy(pkt + hlen, payload, plen);
+	n->sent_pkts++;
+	if (n->shared_p > 0 && unif() < n->shared_p)
+		return 0;
+	for (i = 0; i < n->nrx; i++) {
+		struct loss *l = &n->loss[i];
+
+		if (n->now < n->join_at[i] || lost(l, n->now))
+			continue;
+		deliver(n, i, pkt, hlen + plen, unif() < l->reorder ? rnd() % 200000 : 0);
+		if (unif() < l->dup)
+			deliver(n, i, pkt, hlen + plen, rnd() % 50000);
+	}
+	return 0;
+}
+
+static void
+release(void *arg, uint32_t vid, const void *data)
+{
+	struct net *n = arg;
+
+	(void)data;
+	if (vid < 64)
+		n->released[vid]++;
+}
+
+static void
+nack_out(void *arg, const uint8_t *buf, size_t len)
+{
+	struct net *n = &g_net;
+
+	(void)arg;
+	if (unif() < n->nack_loss)
+		return;
+	n->nacks_to_sender++;
+	deliver(n, -1, buf, (uint32_t)len, 0);
+}
+
+static struct psb_mc_send_cfg
+send_cfg(void)
+{
+	return (struct psb_mc_send_cfg){
+		.session = 0xabcd, .seg_size = 1000, .group = 16, .parity = 32, .proactive = 0,
+		.rate_bps = 2000000000ull, .heartbeat_ns = 2000000, .nack_hold_ns = 200000,
+	};
+}
+
+static struct psb_mc_recv_cfg
+recv_cfg(int i, int track_only)
+{
+	return (struct psb_mc_recv_cfg){
+		.id = (uint32_t)i + 1, .budget = 8u << 20, .max_version = 4u << 20,
+		.backoff_ns = 1000000, .retry_ns = 3000000, .reorder = 48, .vid_window = 1000,
+		.session_idle_ns = 2000000000ull, .seed = 7, .track_only = track_only,
+	};
+}
+
+static void
+net_init(struct net *n, int nrx, const struct psb_mc_send_cfg *sc, int track_only)
+{
+	int i;
+
+	memset(n, 0, sizeof(*n));
+	n->nrx = nrx;
+	n->delay = 20000;
+	assert_int_equal(psb_mc_send_create(sc, emit, release, n, &n->s), 0);
+	for (i = 0; i < nrx; i++) {
+		struct psb_mc_recv_cfg rc = recv_cfg(i, track_only);
+
+		assert_int_equal(psb_mc_recv_create(&rc, nack_out, n, &n->r[i]), 0);
+	}
+}
+
+static void
+net_fini(struct net *n)
+{
+	int i;
+
+	while (n->nev != 0)
+		free(heap_pop(n).buf);
+	free(n->heap);
+	psb_mc_send_free(n->s);
+	for (i = 0; i < n->nrx; i++)
+		psb_mc_recv_free(n->r[i]);
+	for (i = 0; i < 8; i++)
+		free(n->versions[i]);
+}
+
+/* Advance to the next thing that happens (at most until `until`), and do it. */
+static void
+net_step(struct net *n, uint64_t until)
+{
+	uint64_t t = psb_mc_send_next_ns(n->s, n->now);
+	int i;
+
+	for (i = 0; i < n->nrx; i++) {
+		uint64_t r = psb_mc_recv_next_ns(n->r[i]);
+
+		t = r < t ? r : t;
+	}
+	if (n->nev != 0 && n->heap[0].t < t)
+		t = n->heap[0].t;
+	if (t > until)
+		t = until;
+	if (t > n->now)
+		n->now = t;
+	while (n->nev != 0 && n->heap[0].t <= n->now) {
+		struct ev e = heap_pop(n);
+
+		if (e.dst < 0)
+			psb_mc_send_input(n->s, e.buf, e.len, n->now);
+		else
+			psb_mc_recv_input(n->r[e.dst], e.buf, e.len, n->now);
+		free(e.buf);
+	}
+	psb_mc_send_poll(n->s, n->now, 64);
+	for (i = 0; i < n->nrx; i++)
+		psb_mc_recv_poll(n->r[i], n->now);
+}
+
+static void
+net_run(struct net *n, uint64_t until)
+{
+	while (n->now < until)
+		net_step(n, until);
+}
+
+/* Publish version vid of len bytes (kept in versions[slot]). */
+static const uint8_t *
+publish(struct net *n, uint32_t vid, size_t len, int slot)
+{
+	uint8_t *p = malloc(len ? len : 1);
+
+	assert_non_null(p);
+	fill(p, len, vid);
+	free(n->versions[slot]);
+	n->versions[slot] = p;
+	assert_int_equal(psb_mc_send_publish(n->s, vid, p, len, psb_mc_crc(0, p, len), n->now), 0);
+	return p;
+}
+
+static void
+assert_holds(struct net *n, int i, uint32_t vid, const uint8_t *data, size_t len)
+{
+	struct psb_mc_ver v;
+	const uint8_t *got = psb_mc_recv_latest(n->r[i], &v);
+
+	if (v.vid != vid)
+		fail_msg("receiver %d holds version %u, not %u (stats: completed %llu, nacks %llu)",
+			 i, v.vid, vid, (unsigned long long)psb_mc_recv_stats(n->r[i])->completed,
+			 (unsigned long long)psb_mc_recv_stats(n->r[i])->nacks);
+	assert_int_equal(v.total_len, len);
+	if (data != NULL) {
+		assert_non_null(got);
+		assert_memory_equal(got, data, len);
+	}
+}
+
+/* One version to n receivers under loss model l (the same for all unless per-receiver). */
+static void
+one_version(const struct loss *l, int nrx, uint16_t parity, uint16_t proactive,
+		double nack_loss)
+{
+	struct psb_mc_send_cfg sc = send_cfg();
+	const struct psb_mc_send_stats *ss;
+	struct net *n = &g_net;
+	const uint8_t *d;
+	int i;
+
+	sc.parity = parity;
+	sc.proactive = proactive;
+	net_init(n, nrx, &sc, 0);
+	n->nack_loss = nack_loss;
+	for (i = 0; i < nrx; i++)
+		n->loss[i] = l[i];
+	d = publish(n, 1, 300000 + 123, 0);
+	net_run(n, 2000000000ull);
+	for (i = 0; i < nrx; i++) {
+		if (l[i].dead_after != 0)
+			continue;
+		assert_holds(n, i, 1, d, 300123);
+		assert_int_equal(psb_mc_recv_stats(n->r[i])->crc_fail, 0);
+		/* parity repaired what was lost, or nothing was decoded with parity off */
+		if (parity == 0)
+			assert_int_equal(psb_mc_recv_stats(n->r[i])->decoded_groups, 0);
+		else if (l[i].p >= 0.05)
+			assert_true(psb_mc_recv_stats(n->r[i])->decoded_groups > 0);
+	}
+	ss = psb_mc_send_stats(n->s);
+	if (parity == 0)
+		assert_true(ss->repair_parity_pkts == 0 && ss->repair_data_pkts > 0);
+	else
+		assert_true(ss->repair_parity_pkts > 0);
+	net_fini(n);
+}
+
+static void
+test_no_loss(void **state)
+{
+	struct loss l[4] = { { 0 } };
+	const struct psb_mc_send_stats *ss;
+	struct net *n = &g_net;
+	struct psb_mc_send_cfg sc = send_cfg();
+	int i;
+
+	(void)state;
+	net_init(n, 4, &sc, 0);
+	for (i = 0; i < 4; i++)
+		n->loss[i] = l[i];
+	publish(n, 1, 300123, 0);
+	net_run(n, 500000000ull);
+	ss = psb_mc_send_stats(n->s);
+	assert_int_equal(ss->data_pkts, 301);
+	assert_int_equal(ss->repair_parity_pkts + ss->repair_data_pkts, 0);
+	for (i = 0; i < 4; i++) {
+		assert_holds(n, i, 1, n->versions[0], 300123);
+		assert_int_equal(psb_mc_recv_stats(n->r[i])->nacks, 0);
+	}
+	/* pacing: 2 Gbit/s, 301 packets of 1082 wire bytes take ~1.3 ms */
+	assert_true(ss->heartbeats > 100);
+	net_fini(n);
+}
+
+static void
+test_random_loss(void **state)
+{
+	struct loss l[8];
+	int i;
+
+	(void)state;
+	for (i = 0; i < 8; i++)
+		l[i] = (struct loss){ .p = 0.05 };
+	one_version(l, 8, 32, 0, 0);		/* repaired by parity */
+	one_version(l, 8, 0, 0, 0);		/* by resending */
+	one_version(l, 8, 32, 1, 0.2);		/* with proactive parity, NACKs lost too */
+}
+
+static void
+test_bursty_loss(void **state)
+{
+	struct loss l[6];
+	int i;
+
+	(void)state;
+	for (i = 0; i < 6; i++)
+		l[i] = (struct loss){ .p = 0.005, .p_gb = 0.01, .p_bg = 0.2 };
+	one_version(l, 6, 32, 0, 0);
+	one_version(l, 6, 4, 0, 0);	/* bursts beyond the parity: resent */
+}
+
+static void
+test_per_receiver_loss_reorder_dup(void **state)
+{
+	struct loss l[5] = {
+		{ .p = 0 }, { .p = 0.01 }, { .p = 0.2 }, { .p = 0.02, .reorder = 0.3 },
+		{ .p = 0.05, .dup = 0.3, .reorder = 0.1 },
+	};
+
+	(void)state;
+	one_version(l, 5, 32, 0, 0);
+	one_version(l, 5, 16, 1, 0.1);
+}
+
+/*
+ * One parity symbol repairs different losses: receivers that each lost a different
+ * segment of the same group are made whole by as many parity symbols as the neediest lost.
+ */
+static void
+test_parity_repairs_different_losses(void **state)
+{
+	struct psb_mc_send_cfg sc = send_cfg();
+	struct net *n = &g_net;
+	uint8_t pkt[PSB_MC_HLEN + 1000];
+	struct psb_mc_ver v;
+	const uint8_t *d;
+	int i;
+	uint32_t seg;
+
+	(void)state;
+	sc.rate_bps = 0;
+	net_init(n, 4, &sc, 0);
+	/* the sender's packets go to each receiver by hand: receiver i misses segment i */
+	n->nrx = 0;
+	d = publish(n, 1, 16000, 0);
+	psb_mc_send_poll(n->s, n->now, 1000);
+	n->nrx = 4;
+	v = ver_of(1, 16000, 1000, 16);
+	v.crc = psb_mc_crc(0, d, 16000);
+	for (i = 0; i < 4; i++) {
+		psb_mc_write_heartbeat(pkt, 0xabcd, &v, 0, 0);
+		psb_mc_recv_input(n->r[i], pkt, PSB_MC_HLEN, 0);
+		for (seg = 0; seg < 16; seg++) {
+			if (seg == (uint32_t)i)
+				continue;
+			psb_mc_write_data(pkt, 0xabcd, &v, seg, 1000);
+			memcpy(pkt + PSB_MC_HLEN, d + seg * 1000, 1000);
+			psb_mc_recv_input(n->r[i], pkt, sizeof(pkt), 0);
+		}
+		psb_mc_write_heartbeat(pkt, 0xabcd, &v, 16, 0);
+		psb_mc_recv_input(n->r[i], pkt, PSB_MC_HLEN, 0);
+	}
+	net_run(n, 100000000ull);
+	assert_int_equal(psb_mc_send_stats(n->s)->repair_parity_pkts, 1);
+	assert_int_equal(psb_mc_send_stats(n->s)->repair_data_pkts, 0);
+	for (i = 0; i < 4; i++) {
+		assert_holds(n, i, 1, d, 16000);
+		assert_int_equal(psb_mc_recv_stats(n->r[i])->recovered_segs, 1);
+	}
+	net_fini(n);
+}
+
+/*
+ * Suppression: a loss every receiver shares is asked for by few of them (the first NACK's
+ * repair reaches the rest before their timers fire), and NACKs are merged at the sender.
+ */
+static void
+test_suppression(void **state)
+{
+	struct psb_mc_send_cfg sc = send_cfg();
+	struct net *n = &g_net;
+	uint64_t nacks = 0, suppressed = 0;
+	int i;
+
+	(void)state;
+	net_init(n, 32, &sc, 0);
+	/* every receiver loses the same packets, upstream of them all */
+	n->shared_p = 0.05;
+	publish(n, 1, 400000, 0);
+	net_run(n, 1000000000ull);
+	for (i = 0; i < 32; i++) {
+		assert_holds(n, i, 1, n->versions[0], 400000);
+		nacks += psb_mc_recv_stats(n->r[i])->nacks;
+		suppressed += psb_mc_recv_stats(n->r[i])->nacks_suppressed;
+	}
+	print_message("suppression: %llu NACKs, %llu suppressed, %llu merged\n", (unsigned long long)nacks, (unsigned long long)suppressed, (unsigned long long)psb_mc_send_stats(n->s)->nack_merged);
+	/* 32 receivers saw the same losses: most of them never had to ask */
+	assert_true(suppressed > nacks);
+	assert_true(psb_mc_send_stats(n->s)->nack_merged > 0);
+	/* and the repairs are what the losses were, not one per receiver */
+	assert_true(psb_mc_send_stats(n->s)->repair_parity_pkts <
+		    psb_mc_send_stats(n->s)->data_pkts / 10 + 8);
+	net_fini(n);
+}
+
+/*
+ * Latest-value semantics: versions published faster than they can be sent replace the one
+ * waiting unsent; receivers end holding the newest, whole and checked; a NACK for a version
+ * that a newer one replaced is ignored.
+ */
+static void
+test_latest_value(void **state)
+{
+	struct psb_mc_send_cfg sc = send_cfg();
+	struct net *n = &g_net;
+	const struct psb_mc_send_stats *ss;
+	uint8_t buf[PSB_MC_HLEN + PSB_MC_NACK_ENTRY];
+	struct psb_mc_nack_entry e = { .group = 0, .need = 1, .missing = 1 };
+	struct psb_mc_ver v;
+	uint32_t vid;
+	int i;
+
+	(void)state;
+	sc.rate_bps = 500000000ull;	/* 300 KB take ~5 ms */
+	net_init(n, 4, &sc, 0);
+	for (i = 0; i < 4; i++)
+		n->loss[i] = (struct loss){ .p = 0.02 };
+	/* a version every millisecond, 20 of them */
+	for (vid = 1; vid <= 20; vid++) {
+		publish(n, vid, 300000, (int)(vid % 8));
+		net_run(n, n->now + 1000000);
+	}
+	net_run(n, n->now + 500000000ull);
+	ss = psb_mc_send_stats(n->s);
+	assert_int_equal(ss->published, 20);
+	assert_true(ss->superseded >= 10);
+	/* nothing of a superseded version was sent: whole versions only */
+	assert_int_equal(ss->data_pkts, 300 * ss->sent_whole);
+	for (i = 0; i < 4; i++)
+		assert_holds(n, i, 20, n->versions[20 % 8], 300000);
+	/* the releases: every version published is given back once, the newest still held */
+	for (vid = 1; vid < 20; vid++)
+		assert_int_equal(n->released[vid], 1);
+	assert_int_equal(n->released[20], 0);
+	/* a NACK for version 1 now: superseded, not repaired */
+	v = ver_of(1, 300000, 1000, 16);
+	v.crc = psb_mc_crc(0, n->versions[1], 0);
+	psb_mc_write_nack(buf, PSB_MC_NACK, 0xabcd, &v, 9, &e, 1);
+	psb_mc_send_input(n->s, buf, sizeof(buf), n->now);
+	assert_int_equal(ss->nack_superseded, 1);
+	/* publishing an older or equal version is refused */
+	assert_int_equal(psb_mc_send_publish(n->s, 20, n->versions[0], 10, 0, n->now), -EINVAL);
+	net_fini(n);
+}
+
+/* A receiver that stops hearing anything never holds the others back. */
+static void
+test_dead_receiver(void **state)
+{
+	struct loss l[4] = { { .p = 0.02 }, { .p = 0.02 }, { .p = 0.02 },
+		{ .p = 0.02, .dead_after = 300000 } };
+
+	(void)state;
+	one_version(l, 4, 32, 0, 0);
+}
+
+/* Late join: a receiver that starts hearing mid-version asks nothing for it and holds the next. */
+static void
+test_late_join(void **state)
+{
+	struct psb_mc_send_cfg sc = send_cfg();
+	struct net *n = &g_net;
+	const struct psb_mc_recv_stats *rs;
+
+	(void)state;
+	sc.rate_bps = 500000000ull;
+	net_init(n, 2, &sc, 0);
+	n->loss[1].p = 0.05;
+	n->join_at[1] = 2000000;		/* 2 ms into a ~5 ms version */
+	publish(n, 1, 300000, 1);
+	net_run(n, 100000000ull);
+	rs = psb_mc_recv_stats(n->r[1]);
+	assert_int_equal(rs->late_joins, 1);
+	assert_int_equal(rs->nacks, 0);
+	assert_int_equal(rs->completed, 0);
+	assert_holds(n, 0, 1, n->versions[1], 300000);
+	publish(n, 2, 300000, 2);
+	net_run(n, 400000000ull);
+	assert_holds(n, 1, 2, n->versions[2], 300000);
+	assert_int_equal(rs->superseded, 1);
+	net_fini(n);
+}
+
+/* Forged, inconsistent, out-of-window and oversized packets are counted and change nothing. */
+static void
+test_hostile(void **state)
+{
+	struct psb_mc_send_cfg sc = send_cfg();
+	struct net *n = &g_net;
+	const struct psb_mc_recv_stats *rs;
+	uint8_t pkt[PSB_MC_HLEN + 1000];
+	struct psb_mc_ver v, w;
+	uint64_t missing_before;
+	uint32_t vid, miss;
+
+	(void)state;
+	sc.rate_bps = 500000000ull;
+	net_init(n, 1, &sc, 0);
+	publish(n, 1, 300000, 1);
+	net_run(n, 2000000);	/* part of version 1 arrived */
+	rs = psb_mc_recv_stats(n->r[0]);
+	psb_mc_recv_partial(n->r[0], &vid, &miss);
+	assert_int_equal(vid, 1);
+	missing_before = miss;
+	v = ver_of(1, 300000, 1000, 16);
+	v.crc = psb_mc_crc(0, n->versions[1], 300000);
+	/* another session */
+	memset(pkt + PSB_MC_HLEN, 0xee, 1000);
+	psb_mc_write_data(pkt, 0x1111, &v, 299, 1000);
+	psb_mc_recv_input(n->r[0], pkt, sizeof(pkt), n->now);
+	assert_int_equal(rs->forged, 1);
+	/* the same version, described otherwise (another CRC) */
+	w = v;
+	w.crc ^= 1;
+	psb_mc_write_data(pkt, 0xabcd, &w, 299, 1000);
+	psb_mc_recv_input(n->r[0], pkt, sizeof(pkt), n->now);
+	assert_int_equal(rs->forged, 2);
+	/* far ahead of every version known */
+	w = ver_of(5000, 300000, 1000, 16);
+	psb_mc_write_data(pkt, 0xabcd, &w, 0, 1000);
+	psb_mc_recv_input(n->r[0], pkt, sizeof(pkt), n->now);
+	assert_int_equal(rs->out_of_window, 1);
+	/* larger than the receiver takes */
+	w = ver_of(2, 5u << 20, 1000, 16);
+	psb_mc_write_data(pkt, 0xabcd, &w, 0, 1000);
+	psb_mc_recv_input(n->r[0], pkt, sizeof(pkt), n->now);
+	assert_int_equal(rs->oversize, 1);
+	/* malformed */
+	psb_mc_write_data(pkt, 0xabcd, &v, 300, 1000);
+	psb_mc_recv_input(n->r[0], pkt, sizeof(pkt), n->now);
+	assert_int_equal(rs->bad[PSB_MC_BAD_INDEX], 1);
+	psb_mc_recv_partial(n->r[0], &vid, &miss);
+	assert_int_equal(vid, 1);
+	assert_int_equal(miss, missing_before);
+	net_run(n, 200000000ull);
+	assert_holds(n, 0, 1, n->versions[1], 300000);
+	/* hostile NACKs at the sender: counted, nothing resent */
+	{
+		const struct psb_mc_send_stats *ss = psb_mc_send_stats(n->s);
+		struct psb_mc_nack_entry e = { .group = 0, .need = 1, .missing = 1 };
+		uint8_t nk[PSB_MC_HLEN + PSB_MC_NACK_ENTRY];
+		uint64_t rep = ss->repair_parity_pkts + ss->repair_data_pkts;
+
+		psb_mc_write_nack(nk, PSB_MC_NACK, 0x2222, &v, 1, &e, 1);
+		psb_mc_send_input(n->s, nk, sizeof(nk), n->now);
+		assert_int_equal(ss->nack_forged, 1);
+		w = v;
+		w.crc ^= 1;
+		psb_mc_write_nack(nk, PSB_MC_NACK, 0xabcd, &w, 1, &e, 1);
+		psb_mc_send_input(n->s, nk, sizeof(nk), n->now);
+		assert_int_equal(ss->nack_forged, 2);
+		w = ver_of(3, 300000, 1000, 16);
+		psb_mc_write_nack(nk, PSB_MC_NACK, 0xabcd, &w, 1, &e, 1);
+		psb_mc_send_input(n->s, nk, sizeof(nk), n->now);
+		assert_int_equal(ss->nack_forged, 3);
+		psb_mc_send_input(n->s, nk, 17, n->now);
+		assert_int_equal(ss->nack_bad[PSB_MC_BAD_SHORT], 1);
+		psb_mc_write_data(pkt, 0xabcd, &v, 0, 1000);
+		psb_mc_send_input(n->s, pkt, sizeof(pkt), n->now);
+		assert_int_equal(ss->nack_bad[PSB_MC_BAD_TYPE], 1);
+		net_run(n, n->now + 10000000);
+		assert_int_equal(ss->repair_parity_pkts + ss->repair_data_pkts, rep);
+	}
+	net_fini(n);
+}
+
+/* A version larger than the budget is refused; the receiver keeps what it holds. */
+static void
+test_budget(void **state)
+{
+	struct psb_mc_send_cfg sc = send_cfg();
+	struct psb_mc_recv_cfg rc = recv_cfg(0, 0);
+	struct net *n = &g_net;
+
+	(void)state;
+	net_init(n, 1, &sc, 0);
+	psb_mc_recv_free(n->r[0]);
+	rc.budget = 700000;		/* two of 300 KB, not one of 500 KB beside one */
+	assert_int_equal(psb_mc_recv_create(&rc, nack_out, n, &n->r[0]), 0);
+	publish(n, 1, 300000, 1);
+	net_run(n, 100000000ull);
+	assert_holds(n, 0, 1, n->versions[1], 300000);
+	publish(n, 2, 500000, 2);
+	net_run(n, 200000000ull);
+	assert_holds(n, 0, 1, n->versions[1], 300000);
+	assert_true(psb_mc_recv_stats(n->r[0])->oversize > 0);
+	assert_true(psb_mc_recv_stats(n->r[0])->held_bytes <= 700000);
+	publish(n, 3, 300000, 3);
+	net_run(n, 300000000ull);
+	assert_holds(n, 0, 3, n->versions[3], 300000);
+	net_fini(n);
+}
+
+/* A sender that restarts (new session) is followed once the old one has been silent. */
+static void
+test_session_restart(void **state)
+{
+	struct psb_mc_send_cfg sc = send_cfg();
+	struct net *n = &g_net;
+
+	(void)state;
+	net_init(n, 2, &sc, 0);
+	publish(n, 5, 100000, 1);
+	net_run(n, 100000000ull);
+	assert_holds(n, 0, 5, n->versions[1], 100000);
+	psb_mc_send_free(n->s);
+	sc.session = 0xbeef;
+	assert_int_equal(psb_mc_send_create(&sc, emit, release, n, &n->s), 0);
+	publish(n, 1, 100000, 2);
+	net_run(n, 200000000ull);
+	/* too soon: the old session spoke 100 ms ago */
+	assert_holds(n, 0, 5, n->versions[1], 100000);
+	assert_true(psb_mc_recv_stats(n->r[0])->forged > 0);
+	/* followed now; version 1, sent whole long ago, is not asked for: the next one comes */
+	net_run(n, 2500000000ull);
+	publish(n, 2, 100000, 3);
+	net_run(n, 2700000000ull);
+	assert_holds(n, 0, 2, n->versions[3], 100000);
+	assert_int_equal(psb_mc_recv_stats(n->r[0])->sessions, 2);
+	net_fini(n);
+}
+
+/* Receivers that only keep bitmaps end where full ones do. */
+static void
+test_track_only(void **state)
+{
+	struct psb_mc_send_cfg sc = send_cfg();
+	struct net *n = &g_net;
+	struct psb_mc_ver v;
+	int i;
+
+	(void)state;
+	net_init(n, 16, &sc, 1);
+	for (i = 0; i < 16; i++)
+		n->loss[i] = (struct loss){ .p = 0.01 * (i % 5) };
+	publish(n, 1, 300000, 1);
+	net_run(n, 300000000ull);
+	for (i = 0; i < 16; i++) {
+		assert_null(psb_mc_recv_latest(n->r[i], &v));
+		assert_int_equal(v.vid, 1);
+		assert_int_equal(psb_mc_recv_stats(n->r[i])->held_bytes, 0);
+	}
+	net_fini(n);
+}
+
+/* Feedback-driven pacing backs off under loss and comes back without it. */
+static void
+test_adaptive(void **state)
+{
+	struct psb_mc_send_cfg sc = send_cfg();
+	struct net *n = &g_net;
+	const struct psb_mc_send_stats *ss;
+	uint32_t vid;
+	int i;
+
+	(void)state;
+	sc.adaptive = 1;
+	sc.min_rate_bps = 100000000ull;
+	sc.adapt_ns = 5000000;
+	net_init(n, 4, &sc, 0);
+	ss = psb_mc_send_stats(n->s);
+	for (i = 0; i < 4; i++)
+		n->loss[i] = (struct loss){ .p = 0.1 };
+	for (vid = 1; vid <= 10; vid++) {
+		publish(n, vid, 300000, (int)(vid % 8));
+		net_run(n, n->now + 10000000);
+	}
+	assert_true(ss->backoffs > 0);
+	assert_true(ss->rate_bps < sc.rate_bps);
+	for (i = 0; i < 4; i++)
+		n->loss[i].p = 0;
+	for (; vid <= 60; vid++) {
+		publish(n, vid, 300000, (int)(vid % 8));
+		net_run(n, n->now + 10000000);
+	}
+	assert_int_equal(ss->rate_bps, sc.rate_bps);
+	net_fini(n);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_proto_roundtrip),
+		cmocka_unit_test(test_proto_malformed),
+		cmocka_unit_test(test_crc),
+		cmocka_unit_test(test_fec),
+		cmocka_unit_test(test_no_loss),
+		cmocka_unit_test(test_random_loss),
+		cmocka_unit_test(test_bursty_loss),
+		cmocka_unit_test(test_per_receiver_loss_reorder_dup),
+		cmocka_unit_test(test_parity_repairs_different_losses),
+		cmocka_unit_test(test_suppression),
+		cmocka_unit_test(test_latest_value),
+		cmocka_unit_test(test_dead_receiver),
+		cmocka_unit_test(test_late_join),
+		cmocka_unit_test(test_hostile),
+		cmocka_unit_test(test_budget),
+		cmocka_unit_test(test_session_restart),
+		cmocka_unit_test(test_track_only),
+		cmocka_unit_test(test_adaptive),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
