@@ -4,46 +4,8 @@
 
 #include <isa-l/crc.h>
 
+#include "psb_be.h"
 #include "psb_mc_proto.h"
-
-static inline uint16_t
-rd16(const uint8_t *p)
-{
-	return (uint16_t)(p[0] << 8 | p[1]);
-}
-
-static inline uint32_t
-rd32(const uint8_t *p)
-{
-	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
-}
-
-static inline uint64_t
-rd64(const uint8_t *p)
-{
-	return (uint64_t)rd32(p) << 32 | rd32(p + 4);
-}
-
-static inline void
-wr16(uint8_t *p, uint16_t v)
-{
-	p[0] = (uint8_t)(v >> 8);
-	p[1] = (uint8_t)v;
-}
-
-static inline void
-wr32(uint8_t *p, uint32_t v)
-{
-	wr16(p, (uint16_t)(v >> 16));
-	wr16(p + 2, (uint16_t)v);
-}
-
-static inline void
-wr64(uint8_t *p, uint64_t v)
-{
-	wr32(p, (uint32_t)(v >> 32));
-	wr32(p + 4, (uint32_t)v);
-}
 
 uint32_t
 psb_mc_nseg(uint64_t total_len, uint16_t seg_size)
@@ -66,16 +28,16 @@ psb_mc_ver_check(const struct psb_mc_ver *v)
 static void
 write_common(uint8_t *out, uint8_t type, uint32_t session, const struct psb_mc_ver *v)
 {
-	wr16(out, PSB_MC_MAGIC);
+	psb_wr16(out, PSB_MC_MAGIC);
 	out[2] = PSB_MC_WIRE_VERSION;
 	out[3] = type;
-	wr32(out + 4, session);
-	wr32(out + 8, v->vid);
-	wr32(out + 12, v->nseg);
-	wr64(out + 16, v->total_len);
-	wr32(out + 24, v->crc);
-	wr16(out + 28, v->group);
-	wr16(out + 30, v->seg_size);
+	psb_wr32(out + 4, session);
+	psb_wr32(out + 8, v->vid);
+	psb_wr32(out + 12, v->nseg);
+	psb_wr64(out + 16, v->total_len);
+	psb_wr32(out + 24, v->crc);
+	psb_wr16(out + 28, v->group);
+	psb_wr16(out + 30, v->seg_size);
 }
 
 void
@@ -83,9 +45,9 @@ psb_mc_write_data(uint8_t *out, uint32_t session, const struct psb_mc_ver *v, ui
 		uint16_t len)
 {
 	write_common(out, PSB_MC_DATA, session, v);
-	wr32(out + 32, seg);
-	wr16(out + 36, len);
-	wr16(out + 38, 0);
+	psb_wr32(out + 32, seg);
+	psb_wr16(out + 36, len);
+	psb_wr16(out + 38, 0);
 }
 
 void
@@ -93,9 +55,9 @@ psb_mc_write_parity(uint8_t *out, uint32_t session, const struct psb_mc_ver *v,
 		uint32_t group, uint16_t idx)
 {
 	write_common(out, PSB_MC_PARITY, session, v);
-	wr32(out + 32, group);
-	wr16(out + 36, idx);
-	wr16(out + 38, v->seg_size);
+	psb_wr32(out + 32, group);
+	psb_wr16(out + 36, idx);
+	psb_wr16(out + 38, v->seg_size);
 }
 
 void
@@ -103,8 +65,8 @@ psb_mc_write_heartbeat(uint8_t *out, uint32_t session, const struct psb_mc_ver *
 		uint32_t sent, uint32_t rate_mbps)
 {
 	write_common(out, PSB_MC_HEARTBEAT, session, v);
-	wr32(out + 32, sent);
-	wr32(out + 36, rate_mbps);
+	psb_wr32(out + 32, sent);
+	psb_wr32(out + 36, rate_mbps);
 }
 
 size_t
@@ -116,14 +78,14 @@ psb_mc_write_nack(uint8_t *out, uint8_t type, uint32_t session,
 	uint8_t *q = out + PSB_MC_HLEN;
 
 	write_common(out, type, session, v);
-	wr32(out + 32, receiver);
-	wr16(out + 36, (uint16_t)n);
-	wr16(out + 38, 0);
+	psb_wr32(out + 32, receiver);
+	psb_wr16(out + 36, (uint16_t)n);
+	psb_wr16(out + 38, 0);
 	for (i = 0; i < n; i++, q += PSB_MC_NACK_ENTRY) {
-		wr32(q, e[i].group);
-		wr16(q + 4, e[i].need);
-		wr16(q + 6, 0);
-		wr64(q + 8, e[i].missing);
+		psb_wr32(q, e[i].group);
+		psb_wr16(q + 4, e[i].need);
+		psb_wr16(q + 6, 0);
+		psb_wr64(q + 8, e[i].missing);
 	}
 	return PSB_MC_HLEN + (size_t)n * PSB_MC_NACK_ENTRY;
 }
@@ -133,9 +95,9 @@ psb_mc_nack_entry(const struct psb_mc_pkt *p, unsigned int i, struct psb_mc_nack
 {
 	const uint8_t *q = p->payload + (size_t)i * PSB_MC_NACK_ENTRY;
 
-	e->group = rd32(q);
-	e->need = rd16(q + 4);
-	e->missing = rd64(q + 8);
+	e->group = psb_rd32(q);
+	e->need = psb_rd16(q + 4);
+	e->missing = psb_rd64(q + 8);
 }
 
 static int
@@ -168,47 +130,47 @@ psb_mc_parse(const uint8_t *buf, size_t len, struct psb_mc_pkt *p)
 {
 	if (len < PSB_MC_HLEN)
 		return -PSB_MC_BAD_SHORT;
-	if (rd16(buf) != PSB_MC_MAGIC || buf[2] != PSB_MC_WIRE_VERSION)
+	if (psb_rd16(buf) != PSB_MC_MAGIC || buf[2] != PSB_MC_WIRE_VERSION)
 		return -PSB_MC_BAD_MAGIC;
 	memset(p, 0, sizeof(*p));
 	p->type = buf[3];
-	p->session = rd32(buf + 4);
-	p->ver.vid = rd32(buf + 8);
-	p->ver.nseg = rd32(buf + 12);
-	p->ver.total_len = rd64(buf + 16);
-	p->ver.crc = rd32(buf + 24);
-	p->ver.group = rd16(buf + 28);
-	p->ver.seg_size = rd16(buf + 30);
+	p->session = psb_rd32(buf + 4);
+	p->ver.vid = psb_rd32(buf + 8);
+	p->ver.nseg = psb_rd32(buf + 12);
+	p->ver.total_len = psb_rd64(buf + 16);
+	p->ver.crc = psb_rd32(buf + 24);
+	p->ver.group = psb_rd16(buf + 28);
+	p->ver.seg_size = psb_rd16(buf + 30);
 	if (p->type < PSB_MC_DATA || p->type > PSB_MC_NCF)
 		return -PSB_MC_BAD_TYPE;
 	if (psb_mc_ver_check(&p->ver) != 0)
 		return -PSB_MC_BAD_GEOMETRY;
-	p->a = rd32(buf + 32);
+	p->a = psb_rd32(buf + 32);
 	p->payload = buf + PSB_MC_HLEN;
 	switch (p->type) {
 	case PSB_MC_DATA:
-		p->len = rd16(buf + 36);
+		p->len = psb_rd16(buf + 36);
 		if (p->a >= p->ver.nseg)
 			return -PSB_MC_BAD_INDEX;
 		if (p->len != psb_mc_seg_len(&p->ver, p->a))
 			return -PSB_MC_BAD_LENGTH;
 		break;
 	case PSB_MC_PARITY:
-		p->b = rd16(buf + 36);
-		p->len = rd16(buf + 38);
+		p->b = psb_rd16(buf + 36);
+		p->len = psb_rd16(buf + 38);
 		if (p->a >= psb_mc_ngroups(&p->ver) || p->b >= PSB_MC_PARITY_MAX)
 			return -PSB_MC_BAD_INDEX;
 		if (p->len != p->ver.seg_size)
 			return -PSB_MC_BAD_LENGTH;
 		break;
 	case PSB_MC_HEARTBEAT:
-		p->rate_mbps = rd32(buf + 36);
+		p->rate_mbps = psb_rd32(buf + 36);
 		if (p->a > p->ver.nseg)
 			return -PSB_MC_BAD_INDEX;
 		return p->type;
 	case PSB_MC_NACK:
 	case PSB_MC_NCF:
-		p->b = rd16(buf + 36);
+		p->b = psb_rd16(buf + 36);
 		if (p->b == 0 || p->b > PSB_MC_NACK_MAX)
 			return -PSB_MC_BAD_NACK;
 		if (len != PSB_MC_HLEN + (size_t)p->b * PSB_MC_NACK_ENTRY)

@@ -42,26 +42,23 @@ echo "== fuzzing the packet parser for ${FUZZ_SECONDS}s"
 fuzz_ok=1
 CC=clang setup_dir build-fuzz -Ddpdk=disabled -Dtests=enabled -Dfuzz=true -Dbuildtype=debug
 ninja -C build-fuzz tests/fuzz/fuzz_frame tests/fuzz/fuzz_gen_corpus tests/fuzz/fuzz_mc >/dev/null
+# fuzz NAME SECONDS CORPUS: the libFuzzer target NAME for SECONDS, its statistics shown
+fuzz() {
+	if ! build-fuzz/tests/fuzz/$1 -max_total_time="$2" -print_final_stats=1 "$3" \
+		> "build-fuzz/$1.log" 2>&1; then
+		tail -40 "build-fuzz/$1.log"
+		fuzz_ok=0
+		status=1
+	fi
+	grep -E 'stat::number_of_executed_units|Done [0-9]+ runs' "build-fuzz/$1.log" | tail -2 || true
+}
 corpus=$(mktemp -d)
-trap 'rm -rf "$corpus"' EXIT
-build-fuzz/tests/fuzz/fuzz_gen_corpus "$corpus" >/dev/null
-if ! build-fuzz/tests/fuzz/fuzz_frame -max_total_time="$FUZZ_SECONDS" -print_final_stats=1 \
-	"$corpus" > build-fuzz/fuzz.log 2>&1; then
-	tail -40 build-fuzz/fuzz.log
-	fuzz_ok=0
-	status=1
-fi
-grep -E 'stat::number_of_executed_units|Done [0-9]+ runs' build-fuzz/fuzz.log | tail -2 || true
-echo "== fuzzing the multicast packets and state machines for ${MC_FUZZ_SECONDS}s"
 mc_corpus=$(mktemp -d)
 trap 'rm -rf "$corpus" "$mc_corpus"' EXIT
-if ! build-fuzz/tests/fuzz/fuzz_mc -max_total_time="$MC_FUZZ_SECONDS" -print_final_stats=1 \
-	"$mc_corpus" > build-fuzz/fuzz_mc.log 2>&1; then
-	tail -40 build-fuzz/fuzz_mc.log
-	fuzz_ok=0
-	status=1
-fi
-grep -E 'stat::number_of_executed_units' build-fuzz/fuzz_mc.log | tail -1 || true
+build-fuzz/tests/fuzz/fuzz_gen_corpus "$corpus" >/dev/null
+fuzz fuzz_frame "$FUZZ_SECONDS" "$corpus"
+echo "== fuzzing the multicast packets and state machines for ${MC_FUZZ_SECONDS}s"
+fuzz fuzz_mc "$MC_FUZZ_SECONDS" "$mc_corpus"
 
 # A skipped test checked nothing: the summary counts it as failed, by name.
 python3 - "$fuzz_ok" <<'PY' || status=1
