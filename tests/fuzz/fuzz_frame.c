@@ -11,16 +11,10 @@
 #include "psb_sched.h"
 #include "psb_wk.h"
 #include "fuzz_seeds.h"
+#include "fuzz_check.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-/* Invariant violations abort so that libFuzzer (or the replay driver) reports them. */
-#define CHECK(cond) do { \
-	if (!(cond)) { \
-		fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond); \
-		abort(); \
-	} \
-} while (0)
 
 /* Mark every segment of a value only when it has few; larger ones get two marks. */
 #define FUZZ_FULL_MARK_SEGS	256

@@ -12,13 +12,8 @@
 #include "psb_mc_proto.h"
 #include "psb_mc_recv.h"
 #include "psb_mc_send.h"
+#include "fuzz_check.h"
 
-#define CHECK(cond) do { \
-	if (!(cond)) { \
-		fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond); \
-		abort(); \
-	} \
-} while (0)
 
 #define BUDGET		(256u << 10)
 #define MAX_SEEDS	512
