@@ -71,6 +71,7 @@ bridge_test() {
 		exit 77
 	fi
 	BT_TAIL=$2
+	BT_UP=$(cut -d' ' -f1 /proc/uptime)
 	DIR=$(mktemp -d "/tmp/psb-$1-XXXXXX")
 	BR=psb$1$$
 	NSP=p$1$$
@@ -101,5 +102,10 @@ fail() {
 	local f
 	echo "FAIL: $*" >&2
 	for f in "$DIR"/*.log; do [ -f "$f" ] && { echo "== $f"; tail -"$BT_TAIL" "$f"; }; done >&2
+	# Busy-polling lcores filling both CPUs can starve the kernel's own threads (RCU's
+	# grace-period thread, workqueues), and a psb closing its af_packet socket then waits
+	# for them: what the kernel reported while the test ran says so.
+	dmesg 2>/dev/null | awk -v t="${BT_UP:-0}" -F'[][]' '$2 + 0 > t + 0' |
+		grep -E 'stall|starved|lockup' | head -n 5 | sed 's/^/kernel: /' >&2
 	exit 1
 }
