@@ -3,7 +3,7 @@
 
     scripts/bench/summarize.py KIND DIR
 
-KIND is pushpull, revs, job, soak, ctl or ctl_hostile (the script that made DIR). Writes DIR/summary.json and
+KIND is pushpull, revs, job, soak, ctl, ctl_hostile or mc_emu (the script that made DIR). Writes DIR/summary.json and
 DIR/summary.md, each whole or not at all, and prints the table. The benchmark scripts call
 it when they end; scripts/bench/check_docs.py calls it on every committed run to check that
 the committed summaries and the tables in the docs come out of the raw data as they are.
@@ -559,8 +559,54 @@ def ctl_hostile(out):
     return summary, L, True
 
 
+def mc_emu(out):
+    """scripts/bench/mc_emu.sh: raw/kK-pP-parityN.json, one psb-mcemu run each."""
+    runs = []
+    for path in sorted(glob.glob(os.path.join(out, "raw", "*.json"))):
+        r = json.load(open(path))
+        runs.append(r)
+    rev = "unknown"
+    for line in open(os.path.join(out, "ABOUT.txt")):
+        if line.startswith("revision "):
+            rev = line.split(None, 1)[1].strip()
+    runs.sort(key=lambda r: (r["loss"], r["parity"] == 0, r["receivers"]))
+    L = ["psb %s, %d B every %g s, %g s emulated" % (rev, runs[0]["data_size"],
+         runs[0]["push_frequency_s"], runs[0]["duration_s"]), "",
+         "| loss | parity | receivers | repair / data | NACKs at the sender | NACKs per receiver "
+         "| staleness mean (max) | versions held, fewest |",
+         "|---:|---|---:|---:|---:|---:|---|---:|"]
+    for r in runs:
+        L.append("| %g %% | %s | %d | %.2f %% | %d | %.2f | %.3f (%d) | %d of %d |" % (
+            100 * r["loss"], "on" if r["parity"] else "off", r["receivers"],
+            100.0 * r["repair_bytes"] / r["data_bytes"], r["nacks"],
+            r["nacks"] / r["receivers"], r["staleness_mean"], r["staleness_max"],
+            r["completed_min"], r["published"]))
+    # the figures asked for
+    goals = []
+    by = {(r["receivers"], r["loss"], r["parity"] != 0): r for r in runs}
+    k1000 = by.get((1000, 0.01, True))
+    if k1000 is not None:
+        share = k1000["repair_bytes"] / k1000["data_bytes"]
+        goals.append({"figure": "repair traffic at 1,000 receivers, 1 % loss, parity on",
+                      "target": "<= 10 % of data", "value": share, "met": share <= 0.10})
+    for loss in sorted({r["loss"] for r in runs}):
+        lo, hi = by.get((10, loss, True)), by.get((1000, loss, True))
+        if lo is not None and hi is not None and lo["nacks"] > 0:
+            growth = hi["nacks"] / lo["nacks"]
+            goals.append({"figure": "NACKs at the sender, 1,000 against 10 receivers, "
+                          "%g %% loss" % (100 * loss), "target": "< 100 (sub-linear)",
+                          "value": growth, "met": growth < 100})
+    L += ["", "| figure | target | measured | |", "|---|---|---:|---|"]
+    for g in goals:
+        L.append("| %s | %s | %s | %s |" % (g["figure"], g["target"],
+                 "%.2f %%" % (100 * g["value"]) if "repair" in g["figure"] else "%.1fx" % g["value"],
+                 "met" if g["met"] else "missed"))
+    summary = {"git_revision": rev, "runs": runs, "figures": goals}
+    return summary, L, True
+
+
 KINDS = {"revs": (revs, 2), "job": (job, 2), "soak": (soak, 1), "pushpull": (pushpull, 2), "ctl": (ctl, 2),
-         "ctl_hostile": (ctl_hostile, 2)}
+         "ctl_hostile": (ctl_hostile, 2), "mc_emu": (mc_emu, 2)}
 
 
 def summarize(kind, out):
