@@ -602,7 +602,27 @@ def mc_emu(out):
                  "%.2f %%" % (100 * g["value"]) if "repair" in g["figure"] else "%.1fx" % g["value"],
                  "met" if g["met"] else "missed"))
     summary = {"git_revision": rev, "runs": runs, "figures": goals}
+    mc_emu_plot(out, runs)
     return summary, L, True
+
+
+def mc_emu_plot(out, runs):
+    """nacks.svg: NACKs reaching the sender against the receivers, per loss, parity on and off."""
+    from svgplot import line_plot
+    palette = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd"]
+    series = []
+    for i, loss in enumerate(sorted({r["loss"] for r in runs})):
+        for parity, dash in ((True, False), (False, True)):
+            pts = sorted((r["receivers"], r["nacks"]) for r in runs
+                         if r["loss"] == loss and (r["parity"] != 0) == parity)
+            if pts:
+                series.append({"name": "%g %% loss, parity %s" % (100 * loss,
+                               "on" if parity else "off"), "color": palette[i % len(palette)],
+                               "dash": dash, "points": pts})
+    ks = sorted({r["receivers"] for r in runs})
+    write_atomic(os.path.join(out, "nacks.svg"), line_plot(
+        "NACKs reaching the sender (parity on solid, off dashed)", "receivers",
+        "NACKs in the run", series, logx=True, logy=True, xticks=[(k, str(k)) for k in ks]))
 
 
 KINDS = {"revs": (revs, 2), "job": (job, 2), "soak": (soak, 1), "pushpull": (pushpull, 2), "ctl": (ctl, 2),
