@@ -534,3 +534,10 @@ psb_mc_recv_stats(const struct psb_mc_recv *r)
 {
 	return &r->st;
 }
+
+int
+psb_mc_recv_session(const struct psb_mc_recv *r, uint32_t *session)
+{
+	*session = r->session;
+	return r->have_session;
+}

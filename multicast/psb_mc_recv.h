@@ -104,4 +104,7 @@ void psb_mc_recv_partial(const struct psb_mc_recv *r, uint32_t *vid, uint32_t *m
 
 const struct psb_mc_recv_stats *psb_mc_recv_stats(const struct psb_mc_recv *r);
 
+/* The session it follows, and whether it follows one yet (0: none). */
+int psb_mc_recv_session(const struct psb_mc_recv *r, uint32_t *session);
+
 #endif /* PSB_MC_RECV_H */

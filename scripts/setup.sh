@@ -11,7 +11,7 @@ PKGS=(
 	libjansson-dev libpcap-dev libcmocka-dev libibverbs-dev libmicrohttpd-dev
 	libcurl4-openssl-dev libyajl-dev libisal-dev
 	clang libclang-rt-14-dev
-	tshark iproute2 iputils-ping tmux curl
+	tshark iproute2 iputils-ping tmux curl nftables
 	prometheus python3-prometheus-client
 )
 HUGE_MB=${PSB_HUGE_MB:-1024}

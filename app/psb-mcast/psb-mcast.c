@@ -1,0 +1,372 @@
+/*
+ * psb-mcast: psb's reliable multicast from an ordinary process, over kernel UDP sockets.
+ *
+ *   psb-mcast send --local IP:PORT --group IP:PORT [options]   publish versions
+ *   psb-mcast recv --local IP --group IP:PORT [options]        receive and check them
+ *
+ * The sender publishes a version of --data-size bytes every --push-frequency seconds
+ * (byte i of version v is a pattern of v and i, so that a receiver can check every byte),
+ * --count of them, then serves repairs for --linger seconds. A receiver takes versions until
+ * it holds --expect (a version number) or --max-time passes, and checks each one it holds
+ * whole: its CRC32C, and every byte against the pattern. Both print a line per version and
+ * their counters at the end; --json writes them, whole or not at all.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "psb_cli.h"
+#include "psb_clock.h"
+#include "psb_mc_sock.h"
+
+static uint8_t
+pattern(uint32_t vid, uint64_t i)
+{
+	return (uint8_t)(vid * 31u + i * 7u + (i >> 12));
+}
+
+static void
+usage(FILE *f)
+{
+	fprintf(f,
+"usage: psb-mcast send --local IP:PORT --group IP:PORT [--data-size B] [--push-frequency S]\n"
+"                      [--count N] [--linger S] [--rate GBITS] [--parity N] [--group-size K]\n"
+"                      [--seg-size B] [--session N] [--json FILE]\n"
+"       psb-mcast recv --local IP --group IP:PORT [--expect V] [--max-time S] [--budget B]\n"
+"                      [--id N] [--json FILE]\n"
+"  send: a version every --push-frequency (default 0.2 s) of --data-size (default 10MB),\n"
+"        --count of them (default 10), then repairs for --linger (default 1 s); pacing\n"
+"        --rate Gbit/s (default 5), --parity symbols per group (default 32, 0: resend),\n"
+"        groups of --group-size (default 64), --seg-size bytes a packet (default 8960)\n"
+"  recv: until it holds version --expect (default: --max-time only), at most --max-time\n"
+"        (default 30 s); versions in --budget bytes (default 1GB)\n");
+}
+
+/* IP:PORT, or die naming opt. */
+static void
+ip_port(const char *opt, const char *v, uint32_t *ip, uint16_t *port)
+{
+	char buf[64];
+	const char *colon = strrchr(v, ':');
+
+	if (colon == NULL || (size_t)(colon - v) >= sizeof(buf))
+		psb_die("%s: expected IP:PORT, got \"%s\"", opt, v);
+	memcpy(buf, v, (size_t)(colon - v));
+	buf[colon - v] = '\0';
+	*ip = psb_cli_ip(opt, buf);
+	*port = (uint16_t)psb_cli_u64(opt, colon + 1, 1, 65535);
+}
+
+static void
+write_json(json_t *o, const char *path)
+{
+	char tmp[4096];
+
+	if (o == NULL)
+		psb_die("cannot build the results");
+	if ((size_t)snprintf(tmp, sizeof(tmp), "%s.tmp.%d", path, (int)getpid()) >= sizeof(tmp))
+		psb_die("--json: path too long");
+	if (json_dump_file(o, tmp, JSON_INDENT(2) | JSON_SORT_KEYS) != 0 || rename(tmp, path) != 0) {
+		unlink(tmp);
+		psb_die("cannot write %s", path);
+	}
+	json_decref(o);
+}
+
+struct bufs {
+	uint8_t *b[4];
+	uint32_t vid[4];
+};
+
+static void
+release(void *arg, uint32_t vid, const void *data)
+{
+	struct bufs *bs = arg;
+	unsigned int i;
+
+	(void)data;
+	for (i = 0; i < 4; i++)
+		if (bs->vid[i] == vid)
+			bs->vid[i] = 0;
+}
+
+/* The sender's NACK socket is its multicast one: emit goes through a wrapper for release. */
+struct send_ctx {
+	struct psb_mc_sock sock;
+	struct bufs bufs;
+};
+
+static int
+send_emit(void *arg, const uint8_t *hdr, unsigned int hlen, const uint8_t *payload,
+		unsigned int plen)
+{
+	return psb_mc_sock_emit(&((struct send_ctx *)arg)->sock, hdr, hlen, payload, plen);
+}
+
+static void
+send_release(void *arg, uint32_t vid, const void *data)
+{
+	release(&((struct send_ctx *)arg)->bufs, vid, data);
+}
+
+static int
+do_send(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "local", required_argument, NULL, 'l' }, { "group", required_argument, NULL, 'g' },
+		{ "data-size", required_argument, NULL, 'd' },
+		{ "push-frequency", required_argument, NULL, 'p' },
+		{ "count", required_argument, NULL, 'c' }, { "linger", required_argument, NULL, 'L' },
+		{ "rate", required_argument, NULL, 'r' }, { "parity", required_argument, NULL, 'P' },
+		{ "group-size", required_argument, NULL, 'k' },
+		{ "seg-size", required_argument, NULL, 'S' },
+		{ "session", required_argument, NULL, 's' }, { "json", required_argument, NULL, 'j' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct psb_mc_send_cfg cfg = { .seg_size = 8960, .group = 64, .parity = 32,
+		.rate_bps = 5000000000ull, .heartbeat_ns = 5000000, .nack_hold_ns = 200000 };
+	uint64_t size = 10000000, push_ns = 200000000, linger_ns = 1000000000, t0, next, end = 0;
+	uint32_t local = 0, group = 0, count = 10, vid = 0;
+	uint16_t lport = 0, gport = 0;
+	const char *json_path = NULL;
+	static struct send_ctx ctx;
+	struct psb_mc_send *tx;
+	uint8_t buf[PSB_MC_HLEN + PSB_MC_NACK_MAX * PSB_MC_NACK_ENTRY];
+	const struct psb_mc_send_stats *st;
+	char err[256];
+	unsigned int i;
+	int c, rc;
+
+	cfg.session = (uint32_t)(psb_clock_ns() ^ (uint64_t)getpid() << 16);
+	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+		switch (c) {
+		case 'l': ip_port("--local", optarg, &local, &lport); break;
+		case 'g': ip_port("--group", optarg, &group, &gport); break;
+		case 'd': size = psb_cli_size("--data-size", optarg); break;
+		case 'p': push_ns = psb_cli_seconds_in("--push-frequency", optarg, 1000000,
+						       3600000000000ull); break;
+		case 'c': count = (uint32_t)psb_cli_u64("--count", optarg, 1, 1000000000); break;
+		case 'L': linger_ns = psb_cli_seconds_in("--linger", optarg, 0, 3600000000000ull);
+			break;
+		case 'r': cfg.rate_bps = psb_cli_u64("--rate", optarg, 0, 400) * 1000000000ull; break;
+		case 'P': cfg.parity = (uint16_t)psb_cli_u64("--parity", optarg, 0,
+							     PSB_MC_PARITY_MAX); break;
+		case 'k': cfg.group = (uint16_t)psb_cli_u64("--group-size", optarg, 1,
+							    PSB_MC_GROUP_MAX); break;
+		case 'S': cfg.seg_size = (uint16_t)psb_cli_u64("--seg-size", optarg, PSB_MC_SEG_MIN,
+							       PSB_MC_SEG_MAX); break;
+		case 's': cfg.session = (uint32_t)psb_cli_u64("--session", optarg, 1, UINT32_MAX);
+			break;
+		case 'j': json_path = optarg; break;
+		default: usage(stderr); return 2;
+		}
+	}
+	if (local == 0 || group == 0)
+		psb_die("send: give --local IP:PORT and --group IP:PORT");
+	if (size > PSB_MC_MAX_VERSION)
+		psb_die("--data-size: at most %llu bytes", (unsigned long long)PSB_MC_MAX_VERSION);
+	rc = psb_mc_sock_sender(&ctx.sock, local, lport, group, gport, err, sizeof(err));
+	if (rc != 0)
+		psb_die("send: %s", err);
+	if (psb_mc_send_create(&cfg, send_emit, send_release, &ctx, &tx) != 0)
+		psb_die("send: bad settings");
+	for (i = 0; i < 4; i++)
+		if ((ctx.bufs.b[i] = malloc(size ? size : 1)) == NULL)
+			psb_die("out of memory for %llu-byte versions", (unsigned long long)size);
+	t0 = psb_clock_ns();
+	next = t0;
+	for (;;) {
+		uint64_t now = psb_clock_ns(), wake;
+		long n;
+
+		if (vid < count && now >= next) {
+			for (i = 0; i < 4 && ctx.bufs.vid[i] != 0; i++)
+				;
+			if (i == 4)
+				psb_die("send: no buffer free for version %u", vid + 1);
+			vid++;
+			for (uint64_t k = 0; k < size; k++)
+				ctx.bufs.b[i][k] = pattern(vid, k);
+			ctx.bufs.vid[i] = vid;
+			if (psb_mc_send_publish(tx, vid, ctx.bufs.b[i], size,
+						psb_mc_crc(0, ctx.bufs.b[i], size), now) != 0)
+				psb_die("send: cannot publish version %u", vid);
+			printf("send: version %u published (%llu B) at %.3f s\n", vid,
+			       (unsigned long long)size, (now - t0) / 1e9);
+			fflush(stdout);
+			next += push_ns;
+		}
+		if (vid == count && end == 0 && !psb_mc_send_busy(tx))
+			end = now + linger_ns;
+		if (end != 0 && now >= end)
+			break;
+		while ((n = psb_mc_sock_recv(&ctx.sock, buf, sizeof(buf), 0)) > 0)
+			psb_mc_send_input(tx, buf, (size_t)n, psb_clock_ns());
+		psb_mc_send_poll(tx, psb_clock_ns(), 256);
+		now = psb_clock_ns();
+		wake = psb_mc_send_next_ns(tx, now);
+		if (vid < count && next < wake)
+			wake = next;
+		if (wake > now) {
+			int wait = wake - now > 5000000 ? 5 : (int)((wake - now) / 1000000 + 1);
+
+			n = psb_mc_sock_recv(&ctx.sock, buf, sizeof(buf), wait);
+			if (n > 0)
+				psb_mc_send_input(tx, buf, (size_t)n, psb_clock_ns());
+		}
+	}
+	st = psb_mc_send_stats(tx);
+	printf("send: %u versions, %llu sent whole; data %llu pkts, repairs %llu parity + %llu "
+	       "data pkts; NACKs %llu (%llu entries), NCFs %llu; socket busy %llu\n", vid,
+	       (unsigned long long)st->sent_whole, (unsigned long long)st->data_pkts,
+	       (unsigned long long)st->repair_parity_pkts, (unsigned long long)st->repair_data_pkts,
+	       (unsigned long long)st->nacks, (unsigned long long)st->nack_entries,
+	       (unsigned long long)st->ncfs, (unsigned long long)ctx.sock.send_busy);
+	if (json_path != NULL)
+		write_json(json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
+			"published", (json_int_t)vid, "sent_whole", (json_int_t)st->sent_whole,
+			"data_pkts", (json_int_t)st->data_pkts,
+			"repair_parity_pkts", (json_int_t)st->repair_parity_pkts,
+			"repair_data_pkts", (json_int_t)st->repair_data_pkts,
+			"nacks", (json_int_t)st->nacks, "ncfs", (json_int_t)st->ncfs,
+			"superseded", (json_int_t)st->superseded,
+			"nack_forged", (json_int_t)st->nack_forged), json_path);
+	psb_mc_send_free(tx);
+	psb_mc_sock_close(&ctx.sock);
+	for (i = 0; i < 4; i++)
+		free(ctx.bufs.b[i]);
+	return 0;
+}
+
+static int
+do_recv(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "local", required_argument, NULL, 'l' }, { "group", required_argument, NULL, 'g' },
+		{ "expect", required_argument, NULL, 'e' },
+		{ "max-time", required_argument, NULL, 't' },
+		{ "budget", required_argument, NULL, 'b' }, { "id", required_argument, NULL, 'i' },
+		{ "json", required_argument, NULL, 'j' }, { NULL, 0, NULL, 0 },
+	};
+	struct psb_mc_recv_cfg cfg = { .budget = 1u << 30, .max_version = 1u << 29,
+		.backoff_ns = 2000000, .retry_ns = 10000000, .reorder = 64, .vid_window = 1u << 20,
+		.session_idle_ns = 3000000000ull };
+	uint64_t max_ns = 30000000000ull, t0, checked_bad = 0, checked = 0;
+	uint32_t local = 0, group = 0, expect = 0, held = 0, sess;
+	uint16_t gport = 0;
+	const char *json_path = NULL;
+	static uint8_t buf[PSB_MC_HLEN + PSB_MC_SEG_MAX + 64];
+	const struct psb_mc_recv_stats *st;
+	struct psb_mc_sock sock;
+	struct psb_mc_recv *r;
+	char err[256];
+	int c, rc, ok;
+
+	cfg.id = (uint32_t)getpid();
+	cfg.seed = psb_clock_ns();
+	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+		switch (c) {
+		case 'l': local = psb_cli_ip("--local", optarg); break;
+		case 'g': ip_port("--group", optarg, &group, &gport); break;
+		case 'e': expect = (uint32_t)psb_cli_u64("--expect", optarg, 1, UINT32_MAX); break;
+		case 't': max_ns = psb_cli_seconds_in("--max-time", optarg, 1000000,
+						      86400000000000ull); break;
+		case 'b': cfg.budget = psb_cli_size("--budget", optarg); break;
+		case 'i': cfg.id = (uint32_t)psb_cli_u64("--id", optarg, 0, UINT32_MAX); break;
+		case 'j': json_path = optarg; break;
+		default: usage(stderr); return 2;
+		}
+	}
+	if (local == 0 || group == 0)
+		psb_die("recv: give --local IP and --group IP:PORT");
+	if (cfg.budget < 2)
+		psb_die("--budget: too small");
+	cfg.max_version = cfg.budget / 2 < PSB_MC_MAX_VERSION ? cfg.budget / 2 : PSB_MC_MAX_VERSION;
+	rc = psb_mc_sock_receiver(&sock, local, group, gport, err, sizeof(err));
+	if (rc != 0)
+		psb_die("recv: %s", err);
+	if (psb_mc_recv_create(&cfg, psb_mc_sock_nack, &sock, &r) != 0)
+		psb_die("recv: bad settings");
+	t0 = psb_clock_ns();
+	while (psb_clock_ns() - t0 < max_ns && (expect == 0 || held < expect)) {
+		uint64_t now = psb_clock_ns(), wake = psb_mc_recv_next_ns(r);
+		int wait = wake <= now ? 0 : wake - now > 5000000 ? 5 : (int)((wake - now) / 1000000 + 1);
+		long n = psb_mc_sock_recv(&sock, buf, sizeof(buf), wait);
+
+		if (n < 0)
+			psb_die("recv: %s", strerror((int)-n));
+		if (n > 0) {
+			struct psb_mc_pkt pk;
+
+			if (psb_mc_recv_input(r, buf, (size_t)n, psb_clock_ns()) == 1) {
+				struct psb_mc_ver v;
+				const uint8_t *d = psb_mc_recv_latest(r, &v);
+				uint64_t k, bad = 0;
+
+				for (k = 0; k < v.total_len; k++)
+					bad += d[k] != pattern(v.vid, k);
+				checked++;
+				checked_bad += bad != 0;
+				held = v.vid;
+				printf("recv: version %u whole at %.3f s, %llu B, CRC32C ok, %s\n", v.vid,
+				       (psb_clock_ns() - t0) / 1e9, (unsigned long long)v.total_len,
+				       bad == 0 ? "every byte as sent" : "BYTES DIFFER");
+				fflush(stdout);
+			}
+			/* NACKs go where the followed session's packets come from, nowhere else */
+			if (psb_mc_parse(buf, (size_t)n, &pk) > 0 && pk.type != PSB_MC_NACK &&
+			    psb_mc_recv_session(r, &sess) && pk.session == sess) {
+				sock.peer = sock.from;
+				sock.peer_port = sock.from_port;
+			}
+		}
+		psb_mc_recv_poll(r, psb_clock_ns());
+	}
+	st = psb_mc_recv_stats(r);
+	ok = checked_bad == 0 && (expect == 0 ? held != 0 : held >= expect);
+	printf("recv: holds version %u; %llu whole (%llu superseded, %llu late joins), %llu decoded "
+	       "groups, NACKs %llu (%llu suppressed), forged %llu, malformed %llu\n", held,
+	       (unsigned long long)st->completed, (unsigned long long)st->superseded,
+	       (unsigned long long)st->late_joins, (unsigned long long)st->decoded_groups,
+	       (unsigned long long)st->nacks, (unsigned long long)st->nacks_suppressed,
+	       (unsigned long long)st->forged,
+	       (unsigned long long)(st->bad[PSB_MC_BAD_SHORT] + st->bad[PSB_MC_BAD_MAGIC] +
+				    st->bad[PSB_MC_BAD_TYPE] + st->bad[PSB_MC_BAD_GEOMETRY] +
+				    st->bad[PSB_MC_BAD_INDEX] + st->bad[PSB_MC_BAD_LENGTH] +
+				    st->bad[PSB_MC_BAD_NACK]));
+	if (json_path != NULL)
+		write_json(json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:b}",
+			"held", (json_int_t)held, "completed", (json_int_t)st->completed,
+			"checked", (json_int_t)checked, "bytes_differ", (json_int_t)checked_bad,
+			"decoded_groups", (json_int_t)st->decoded_groups,
+			"nacks", (json_int_t)st->nacks, "suppressed", (json_int_t)st->nacks_suppressed,
+			"crc_fail", (json_int_t)st->crc_fail, "ok", ok), json_path);
+	if (!ok && expect != 0 && held < expect)
+		fprintf(stderr, "psb-mcast: recv: version %u did not arrive whole within %.1f s "
+			"(holds %u; heard %llu packets from the group)\n", expect, max_ns / 1e9, held,
+			(unsigned long long)sock.recv_pkts);
+	psb_mc_recv_free(r);
+	psb_mc_sock_close(&sock);
+	return ok ? 0 : 1;
+}
+
+int
+main(int argc, char **argv)
+{
+	psb_cli_prog("psb-mcast");
+	if (argc >= 2 && strcmp(argv[1], "send") == 0)
+		return do_send(argc - 1, argv + 1);
+	if (argc >= 2 && strcmp(argv[1], "recv") == 0)
+		return do_recv(argc - 1, argv + 1);
+	if (argc >= 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
+		usage(stdout);
+		return 0;
+	}
+	usage(stderr);
+	return 2;
+}

@@ -1,0 +1,94 @@
+#!/bin/bash
+# A namespace testbed on this machine: N hosts, each a network namespace with one
+# interface (eth0) on a shared Linux bridge, MTU 9000 by default, addresses 198.19.0.10,
+# .11, ... (/24, inside the benchmarking range 198.18.0.0/15), multicast routed out of
+# eth0 and not filtered by the bridge. Nothing leaves the machine.
+#
+#   scripts/testbed.sh up [--name NAME] [--hosts N] [--mtu MTU]   build it (default tb, 4, 9000)
+#   scripts/testbed.sh down [--name NAME]                         remove it, whatever is left of it
+#   scripts/testbed.sh exec [--name NAME] HOST CMD...             run CMD on host HOST (0..N-1)
+#   scripts/testbed.sh addr HOST                                  print host HOST's address
+#
+# Hosts are namespaces psbtb-NAME-hI; the bridge is psbtb-NAME in the root namespace. NAME:
+# 1 to 8 letters and digits.
+set -euo pipefail
+
+NAME=tb
+HOSTS=4
+MTU=9000
+BASE=10
+
+die() { echo "testbed.sh: $*" >&2; exit 2; }
+
+cmd=${1:-}
+[ $# -gt 0 ] && shift
+while [ $# -gt 0 ]; do
+	case $1 in
+	--name) NAME=${2:-}; shift 2 ;;
+	--hosts) HOSTS=${2:-}; shift 2 ;;
+	--mtu) MTU=${2:-}; shift 2 ;;
+	*) break ;;
+	esac
+done
+[[ "$NAME" =~ ^[A-Za-z0-9]{1,8}$ ]] || die "--name: 1 to 8 letters and digits (got '$NAME')"
+[[ "$HOSTS" =~ ^[0-9]+$ ]] && [ "$HOSTS" -ge 1 ] && [ "$HOSTS" -le 200 ] ||
+	die "--hosts: 1 to 200 (got '$HOSTS')"
+[[ "$MTU" =~ ^[0-9]+$ ]] && [ "$MTU" -ge 1280 ] && [ "$MTU" -le 9000 ] ||
+	die "--mtu: 1280 to 9000 (got '$MTU')"
+BR=psbtb-$NAME
+
+ns() { echo "psbtb-$NAME-h$1"; }
+addr() { echo "198.19.0.$((BASE + $1))"; }
+
+down() {
+	local n
+	for n in $(ip netns list 2>/dev/null | awk '{print $1}' | grep -E "^psbtb-$NAME-h[0-9]+$" || true); do
+		ip netns del "$n" 2>/dev/null || true
+	done
+	ip link del "$BR" 2>/dev/null || true
+}
+
+up() {
+	local i n v
+	[ "$(id -u)" = 0 ] || die "needs root (network namespaces)"
+	command -v ip >/dev/null || die "needs iproute2"
+	if ip link show "$BR" >/dev/null 2>&1; then
+		die "testbed '$NAME' exists already (scripts/testbed.sh down --name $NAME)"
+	fi
+	trap 'down' ERR
+	ip link add "$BR" type bridge
+	# every host gets every group's packets: no IGMP snooping to wait for
+	echo 0 > "/sys/class/net/$BR/bridge/multicast_snooping"
+	ip link set "$BR" mtu "$MTU" up
+	for ((i = 0; i < HOSTS; i++)); do
+		n=$(ns "$i")
+		v=tb$NAME$i
+		ip netns add "$n"
+		ip link add "$v" mtu "$MTU" type veth peer name eth0 netns "$n"
+		ip link set "$v" master "$BR" up
+		ip -n "$n" link set lo up
+		ip -n "$n" link set eth0 mtu "$MTU" up
+		ip -n "$n" addr add "$(addr "$i")/24" dev eth0
+		ip -n "$n" route add 224.0.0.0/4 dev eth0
+	done
+	trap - ERR
+	echo "testbed '$NAME': $HOSTS hosts on bridge $BR, MTU $MTU, addresses $(addr 0) .. $(addr $((HOSTS - 1)))"
+}
+
+case $cmd in
+up) up ;;
+down) down ;;
+exec)
+	[ $# -ge 2 ] || die "exec HOST CMD..."
+	[[ "$1" =~ ^[0-9]+$ ]] || die "exec: HOST is a number (got '$1')"
+	n=$(ns "$1")
+	shift
+	ip netns list | awk '{print $1}' | grep -qx "$n" || die "no host $n (is the testbed up?)"
+	exec ip netns exec "$n" "$@"
+	;;
+addr)
+	[[ "${1:-}" =~ ^[0-9]+$ ]] || die "addr HOST"
+	addr "$1"
+	;;
+*) sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'; [ -z "$cmd" ] || exit 2 ;;
+esac
