@@ -34,9 +34,15 @@ sin_of(uint32_t ip, uint16_t port)
 	return a;
 }
 
+/*
+ * A UDP socket for group:port, bound to bind_ip:bind_port (what says which, for errors),
+ * with large buffers: 0, or -errno with why in err.
+ */
 static int
-sock_open(struct psb_mc_sock *s, uint32_t group, uint16_t port)
+sock_open(struct psb_mc_sock *s, uint32_t group, uint16_t port, uint32_t bind_ip,
+		uint16_t bind_port, const char *what, char *err, size_t errlen)
 {
+	struct sockaddr_in a = sin_of(bind_ip, bind_port);
 	int one = 1, buf = 8 << 20;
 
 	memset(s, 0, sizeof(*s));
@@ -44,11 +50,15 @@ sock_open(struct psb_mc_sock *s, uint32_t group, uint16_t port)
 	s->port = port;
 	s->fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
 	if (s->fd < 0)
-		return -errno;
+		return sock_fail(s, errno, err, errlen, "socket");
+	if (!IN_MULTICAST(group))
+		return sock_fail(s, EINVAL, err, errlen, "the group is not a multicast address");
 	setsockopt(s->fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
 	/* bursts of a paced sender: a larger buffer, as far as the kernel allows */
 	setsockopt(s->fd, SOL_SOCKET, SO_RCVBUF, &buf, sizeof(buf));
 	setsockopt(s->fd, SOL_SOCKET, SO_SNDBUF, &buf, sizeof(buf));
+	if (bind(s->fd, (struct sockaddr *)&a, sizeof(a)) != 0)
+		return sock_fail(s, errno, err, errlen, what);
 	return 0;
 }
 
@@ -56,17 +66,13 @@ int
 psb_mc_sock_sender(struct psb_mc_sock *s, uint32_t local, uint16_t local_port,
 		uint32_t group, uint16_t port, char *err, size_t errlen)
 {
-	struct sockaddr_in a = sin_of(local, local_port);
 	struct in_addr ifa = { .s_addr = htonl(local) };
 	unsigned char ttl = 1, loop = 1;
-	int rc = sock_open(s, group, port);
+	int rc = sock_open(s, group, port, local, local_port, "bind to the sender's address", err,
+			   errlen);
 
 	if (rc != 0)
-		return sock_fail(s, -rc, err, errlen, "socket");
-	if (!IN_MULTICAST(group))
-		return sock_fail(s, EINVAL, err, errlen, "the group is not a multicast address");
-	if (bind(s->fd, (struct sockaddr *)&a, sizeof(a)) != 0)
-		return sock_fail(s, errno, err, errlen, "bind to the sender's address");
+		return rc;
 	if (setsockopt(s->fd, IPPROTO_IP, IP_MULTICAST_IF, &ifa, sizeof(ifa)) != 0)
 		return sock_fail(s, errno, err, errlen, "IP_MULTICAST_IF");
 	if (setsockopt(s->fd, IPPROTO_IP, IP_MULTICAST_TTL, &ttl, sizeof(ttl)) != 0 ||
@@ -79,18 +85,13 @@ int
 psb_mc_sock_receiver(struct psb_mc_sock *s, uint32_t local, uint32_t group, uint16_t port,
 		char *err, size_t errlen)
 {
-	struct sockaddr_in a = sin_of(group, port);
 	struct ip_mreq mr = { .imr_multiaddr.s_addr = htonl(group),
 			      .imr_interface.s_addr = htonl(local) };
-	int rc = sock_open(s, group, port);
+	/* bound to the group: unicast to this port from elsewhere does not arrive here */
+	int rc = sock_open(s, group, port, group, port, "bind to the group", err, errlen);
 
 	if (rc != 0)
-		return sock_fail(s, -rc, err, errlen, "socket");
-	if (!IN_MULTICAST(group))
-		return sock_fail(s, EINVAL, err, errlen, "the group is not a multicast address");
-	/* bound to the group: unicast to this port from elsewhere does not arrive here */
-	if (bind(s->fd, (struct sockaddr *)&a, sizeof(a)) != 0)
-		return sock_fail(s, errno, err, errlen, "bind to the group");
+		return rc;
 	if (setsockopt(s->fd, IPPROTO_IP, IP_ADD_MEMBERSHIP, &mr, sizeof(mr)) != 0)
 		return sock_fail(s, errno, err, errlen, "IP_ADD_MEMBERSHIP");
 	return 0;
