@@ -118,6 +118,8 @@ pgrp_free(struct psb_mc_recv *r, struct rver *p, uint32_t g)
 		}
 	free(pg);
 	p->pg[g] = NULL;
+	if (!r->cfg.track_only)
+		r->par_bytes -= sizeof(*pg);
 }
 
 /* The version being received is dropped; keep_buf: its bytes became the latest's. */
@@ -164,7 +166,11 @@ static int
 part_start(struct psb_mc_recv *r, const struct psb_mc_pkt *pk)
 {
 	struct rver *p = &r->part;
-	uint64_t cap = r->cfg.track_only ? 0 : (uint64_t)pk->ver.nseg * pk->ver.seg_size;
+	uint32_t ngroups = psb_mc_ngroups(&pk->ver);
+	/* its bytes and its bookkeeping per group, both inside the budget */
+	uint64_t cap = r->cfg.track_only ? 0 : (uint64_t)pk->ver.nseg * pk->ver.seg_size +
+		(uint64_t)ngroups * (sizeof(*p->have) + sizeof(*p->pg) + sizeof(*p->ncf) +
+				     sizeof(*p->ncf_until));
 
 	if (pk->ver.total_len > r->cfg.max_version ||
 	    (!r->cfg.track_only && (r->cvalid ? r->ccap : 0) + cap > r->cfg.budget)) {
@@ -175,12 +181,12 @@ part_start(struct psb_mc_recv *r, const struct psb_mc_pkt *pk)
 		r->st.superseded++;
 	part_drop(r, 0);
 	p->v = pk->ver;
-	p->ngroups = psb_mc_ngroups(&pk->ver);
+	p->ngroups = ngroups;
 	p->have = calloc(p->ngroups, sizeof(*p->have));
 	p->pg = calloc(p->ngroups, sizeof(*p->pg));
 	p->ncf = calloc(p->ngroups, sizeof(*p->ncf));
 	p->ncf_until = calloc(p->ngroups, sizeof(*p->ncf_until));
-	p->buf = cap != 0 ? calloc(1, cap) : NULL;
+	p->buf = cap != 0 ? calloc(pk->ver.nseg, pk->ver.seg_size) : NULL;
 	if (p->have == NULL || p->pg == NULL || p->ncf == NULL || p->ncf_until == NULL ||
 	    (cap != 0 && p->buf == NULL)) {
 		free(p->have);
@@ -402,9 +408,17 @@ psb_mc_recv_input(struct psb_mc_recv *r, const uint8_t *buf, size_t len, uint64_
 			r->st.parity_unused++;
 			break;
 		}
-		if (p->pg[g] == NULL && (p->pg[g] = calloc(1, sizeof(*pg))) == NULL) {
-			r->st.over_budget++;
-			break;
+		if (p->pg[g] == NULL) {
+			/* a group's parity bookkeeping counts against the budget too */
+			if ((!r->cfg.track_only && r->st.held_bytes + sizeof(*pg) + p->v.seg_size >
+			     r->cfg.budget) || (p->pg[g] = calloc(1, sizeof(*pg))) == NULL) {
+				r->st.over_budget++;
+				break;
+			}
+			if (!r->cfg.track_only) {
+				r->par_bytes += sizeof(*pg);
+				held(r);
+			}
 		}
 		pg = p->pg[g];
 		for (i = 0; i < pg->n && pg->idx[i] != pk.b; i++)

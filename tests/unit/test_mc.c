@@ -803,6 +803,23 @@ test_budget(void **state)
 	publish(n, 3, 300000, 3);
 	net_run(n, 300000000ull);
 	assert_holds(n, 0, 3, n->versions[3], 300000);
+	/*
+	 * The bookkeeping of a version counts too: 300 KB in 64-byte segments, one a group,
+	 * is 4688 groups of bookkeeping beside its bytes, more than the 400 KB left
+	 */
+	{
+		struct psb_mc_ver w = ver_of(4, 300000, 64, 1);
+		uint8_t pkt[PSB_MC_HLEN + 64];
+		uint64_t before = psb_mc_recv_stats(rx(n, 0))->oversize;
+
+		w.crc = 0;
+		psb_mc_write_data(pkt, 0xabcd, &w, 0, 64);
+		memset(pkt + PSB_MC_HLEN, 0, 64);
+		psb_mc_recv_input(rx(n, 0), pkt, sizeof(pkt), now(n));
+		assert_int_equal(psb_mc_recv_stats(rx(n, 0))->oversize, before + 1);
+		assert_true(psb_mc_recv_stats(rx(n, 0))->held_bytes <= 700000);
+		assert_holds(n, 0, 3, n->versions[3], 300000);
+	}
 	net_fini(n);
 }
 
