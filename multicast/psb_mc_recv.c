@@ -37,6 +37,7 @@ struct psb_mc_recv {
 	uint32_t session;
 	uint64_t heard_ns;
 	uint32_t newest;		/* the newest version started, 0: none this session */
+	uint64_t newest_ns;		/* when a packet of it last came */
 	struct rver part;
 	struct psb_mc_ver cv;		/* the latest complete version */
 	uint8_t *cbuf;
@@ -353,6 +354,17 @@ psb_mc_recv_input(struct psb_mc_recv *r, const uint8_t *buf, size_t len, uint64_
 		r->st.forged++;
 		return 0;
 	}
+	if (r->newest != 0 && pk.ver.vid < r->newest && now_ns - r->newest_ns >
+	    r->cfg.session_idle_ns && pk.ver.vid > (r->cvalid && !r->c_old ? r->cv.vid : 0)) {
+		/*
+		 * Nothing of the newest version it knows came for that long, while older ones
+		 * of the same session do: that version was never the sender's (a forged packet
+		 * set it, or it failed its check). Follow what comes again.
+		 */
+		r->st.abandoned++;
+		part_drop(r, 0);
+		r->newest = r->cvalid && !r->c_old ? r->cv.vid : 0;
+	}
 	if (p->used && pk.ver.vid == p->v.vid) {
 		if (!ver_same(&pk.ver, &p->v)) {
 			r->st.forged++;
@@ -377,6 +389,7 @@ psb_mc_recv_input(struct psb_mc_recv *r, const uint8_t *buf, size_t len, uint64_
 		return 0;
 	}
 	r->heard_ns = now_ns;
+	r->newest_ns = now_ns;	/* the version received is the newest it knows */
 	switch (pk.type) {
 	case PSB_MC_DATA: {
 		uint32_t bit;

@@ -12,11 +12,13 @@
  *
  * A receiver follows one sender session: packets of another are forged unless the one it
  * follows was silent for session_idle_ns (the sender restarted). A version more than
- * vid_window ahead of the newest one it knows is out of window. A receiver that joins
- * while a version streams (the first it hears of it is more than reorder segments in)
- * takes what it can of it without asking for the rest, and asks for repairs from the next
- * version on: it holds the next complete version, and a late joiner costs the others
- * nothing.
+ * vid_window ahead of the newest one it knows is out of window; the newest one it knows is
+ * given up when nothing of it came for session_idle_ns while older ones of the session
+ * did (a forged packet named it, or it failed its check), so one packet cannot silence a
+ * receiver for good. A receiver that joins while a version streams (the first it hears
+ * of it is more than reorder segments in) takes what it can of it without asking for the
+ * rest, and asks for repairs from the next version on: it holds the next complete
+ * version, and a late joiner costs the others nothing.
  *
  * NACKs: a group counts as lost once reorder segments after it arrived, or once a
  * heartbeat says it was sent. The first NACK of a loss waits a random time up to backoff,
@@ -67,6 +69,7 @@ struct psb_mc_recv_stats {
 	uint64_t decoded_groups, recovered_segs;
 	uint64_t started, completed, superseded, crc_fail;
 	uint64_t late_joins;		/* versions joined mid-stream: no NACKs for them */
+	uint64_t abandoned;		/* newest versions given up: silent while older ones came */
 	uint64_t nacks, nack_entries, nacks_suppressed;
 	uint64_t sessions;
 	uint64_t held_bytes;		/* now */

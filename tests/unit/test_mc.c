@@ -851,6 +851,38 @@ test_session_restart(void **state)
 	net_fini(n);
 }
 
+/*
+ * One forged packet of the followed session naming a far newer version does not silence a
+ * receiver: once that version stayed silent for session_idle_ns while the sender's older
+ * ones came, it is given up and the sender's versions are followed again.
+ */
+static void
+test_forged_newest(void **state)
+{
+	struct psb_mc_send_cfg sc = send_cfg();
+	struct net *n = &g_net;
+	uint8_t pkt[PSB_MC_HLEN + 1000];
+	struct psb_mc_ver w = ver_of(900, 300000, 1000, 16);
+	uint32_t vid;
+
+	(void)state;
+	net_init(n, 1, &sc, 0);
+	publish(n, 1, 100000, 1);
+	net_run(n, 50000000ull);
+	assert_holds(n, 0, 1, n->versions[1], 100000);
+	psb_mc_write_data(pkt, 0xabcd, &w, 5, 1000);
+	memset(pkt + PSB_MC_HLEN, 0x55, 1000);
+	psb_mc_recv_input(rx(n, 0), pkt, sizeof(pkt), now(n));
+	for (vid = 2; vid <= 9; vid++) {
+		publish(n, vid, 100000, (int)(vid % 8));
+		net_run(n, now(n) + 500000000ull);
+	}
+	assert_true(psb_mc_recv_stats(rx(n, 0))->stale > 0);
+	assert_int_equal(psb_mc_recv_stats(rx(n, 0))->abandoned, 1);
+	assert_holds(n, 0, 9, n->versions[9 % 8], 100000);
+	net_fini(n);
+}
+
 /* Receivers that only keep bitmaps end where full ones do. */
 static void
 test_track_only(void **state)
@@ -928,6 +960,7 @@ main(void)
 		cmocka_unit_test(test_hostile),
 		cmocka_unit_test(test_budget),
 		cmocka_unit_test(test_session_restart),
+		cmocka_unit_test(test_forged_newest),
 		cmocka_unit_test(test_track_only),
 		cmocka_unit_test(test_adaptive),
 	};
