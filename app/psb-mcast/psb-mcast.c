@@ -3,6 +3,7 @@
  *
  *   psb-mcast send --local IP:PORT --group IP:PORT [options]   publish versions
  *   psb-mcast recv --local IP --group IP:PORT [options]        receive and check them
+ *   psb-mcast bench [--sink null|copy|udp] [options]            the sender's speed on one core
  *
  * The sender publishes a version of --data-size bytes every --push-frequency seconds
  * (byte i of version v is a pattern of v and i, so that a receiver can check every byte),
@@ -11,12 +12,15 @@
  * whole: its CRC32C, and every byte against the pattern. Both print a line per version and
  * their counters at the end; --json writes them, whole or not at all.
  */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <getopt.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -39,12 +43,17 @@ usage(FILE *f)
 "                      [--seg-size B] [--session N] [--json FILE]\n"
 "       psb-mcast recv --local IP --group IP:PORT [--expect V] [--max-time S] [--budget B]\n"
 "                      [--id N] [--json FILE]\n"
+"       psb-mcast bench [--sink null|copy|udp] [--data-size B] [--seconds S] [--rate GBITS]\n"
+"                      [--seg-size B] [--json FILE]\n"
 "  send: a version every --push-frequency (default 0.2 s) of --data-size (default 10MB),\n"
 "        --count of them (default 10), then repairs for --linger (default 1 s); pacing\n"
 "        --rate Gbit/s (default 5), --parity symbols per group (default 32, 0: resend),\n"
 "        groups of --group-size (default 64), --seg-size bytes a packet (default 8960)\n"
 "  recv: until it holds version --expect (default: --max-time only), at most --max-time\n"
-"        (default 30 s); versions in --budget bytes (default 1GB)\n");
+"        (default 30 s); versions in --budget bytes (default 1GB)\n"
+"  bench: one core publishing versions back to back (CRC included) into a sink for\n"
+"        --seconds (default 3): null, copy (into packet buffers, default) or udp (a local\n"
+"        socket); unpaced unless --rate\n");
 }
 
 /* IP:PORT, or die naming opt. */
@@ -355,6 +364,167 @@ do_recv(int argc, char **argv)
 	return ok ? 0 : 1;
 }
 
+/*
+ * bench: how fast one core segments, paces and hands out versions, the CRC of each
+ * included, into a sink: null (nothing), copy (each packet copied into a ring of packet
+ * buffers, as a driver's transmit path would) or udp (sendmsg to a local UDP socket, as
+ * psb-mcast send does between ordinary processes).
+ */
+enum { SINK_NULL, SINK_COPY, SINK_UDP };
+#define SINK_SLOTS	512
+#define SINK_SLOT	(PSB_MC_HLEN + PSB_MC_SEG_MAX)
+
+struct sink {
+	int kind;
+	uint8_t *ring;
+	unsigned int slot;
+	int fd;
+	struct sockaddr_in to;
+	uint64_t busy;
+};
+
+static int
+sink_emit(void *arg, const uint8_t *hdr, unsigned int hlen, const uint8_t *payload,
+		unsigned int plen)
+{
+	struct sink *k = arg;
+
+	if (k->kind == SINK_COPY) {
+		uint8_t *p = k->ring + (size_t)k->slot * SINK_SLOT;
+
+		memcpy(p, hdr, hlen);
+		if (plen != 0)
+			memcpy(p + hlen, payload, plen);
+		k->slot = (k->slot + 1) % SINK_SLOTS;
+	} else if (k->kind == SINK_UDP) {
+		struct iovec iov[2] = {
+			{ .iov_base = (void *)(uintptr_t)hdr, .iov_len = hlen },
+			{ .iov_base = (void *)(uintptr_t)payload, .iov_len = plen },
+		};
+		struct msghdr m = { .msg_name = &k->to, .msg_namelen = sizeof(k->to),
+				    .msg_iov = iov, .msg_iovlen = plen != 0 ? 2 : 1 };
+
+		if (sendmsg(k->fd, &m, 0) < 0) {
+			k->busy++;
+			return -EAGAIN;
+		}
+	}
+	return 0;
+}
+
+static void
+no_release(void *arg, uint32_t vid, const void *data)
+{
+	(void)arg;
+	(void)vid;
+	(void)data;
+}
+
+static int
+do_bench(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "sink", required_argument, NULL, 'k' }, { "data-size", required_argument, NULL, 'd' },
+		{ "seconds", required_argument, NULL, 't' }, { "rate", required_argument, NULL, 'r' },
+		{ "seg-size", required_argument, NULL, 'S' }, { "json", required_argument, NULL, 'j' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct psb_mc_send_cfg cfg = { .session = 1, .seg_size = 8960, .group = 64, .parity = 32,
+		.heartbeat_ns = 5000000, .nack_hold_ns = 200000 };
+	uint64_t size = 10000000, dur_ns = 3000000000ull, t0, cpu0, now, cpu;
+	const char *json_path = NULL, *sink_name = "copy";
+	struct sink k = { .kind = SINK_COPY, .fd = -1 };
+	const struct psb_mc_send_stats *st;
+	struct psb_mc_send *tx;
+	uint32_t vid = 0;
+	uint8_t *data;
+	double gbs;
+	int c;
+
+	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+		switch (c) {
+		case 'k':
+			sink_name = optarg;
+			if (strcmp(optarg, "null") == 0)
+				k.kind = SINK_NULL;
+			else if (strcmp(optarg, "copy") == 0)
+				k.kind = SINK_COPY;
+			else if (strcmp(optarg, "udp") == 0)
+				k.kind = SINK_UDP;
+			else
+				psb_die("--sink: null, copy or udp (got \"%s\")", optarg);
+			break;
+		case 'd': size = psb_cli_size("--data-size", optarg); break;
+		case 't': dur_ns = psb_cli_seconds_in("--seconds", optarg, 10000000, 3600000000000ull);
+			break;
+		case 'r': cfg.rate_bps = psb_cli_u64("--rate", optarg, 0, 1000) * 1000000000ull; break;
+		case 'S': cfg.seg_size = (uint16_t)psb_cli_u64("--seg-size", optarg, PSB_MC_SEG_MIN,
+							       PSB_MC_SEG_MAX); break;
+		case 'j': json_path = optarg; break;
+		default: usage(stderr); return 2;
+		}
+	}
+	if (size == 0 || size > PSB_MC_MAX_VERSION)
+		psb_die("--data-size: 1 to %llu bytes", (unsigned long long)PSB_MC_MAX_VERSION);
+	data = malloc(size);
+	k.ring = malloc((size_t)SINK_SLOTS * SINK_SLOT);
+	if (data == NULL || k.ring == NULL)
+		psb_die("out of memory");
+	memset(data, 0x5a, size);
+	memset(k.ring, 0, (size_t)SINK_SLOTS * SINK_SLOT);
+	if (k.kind == SINK_UDP) {
+		/* a local socket nobody reads: what the kernel does per datagram, not a link */
+		struct sockaddr_in a = { .sin_family = AF_INET,
+					 .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+		socklen_t al = sizeof(a);
+		int rfd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+
+		if (rfd < 0 || bind(rfd, (struct sockaddr *)&a, sizeof(a)) != 0 ||
+		    getsockname(rfd, (struct sockaddr *)&a, &al) != 0)
+			psb_die("--sink udp: %s", strerror(errno));
+		k.to = a;
+		k.fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+		if (k.fd < 0)
+			psb_die("--sink udp: %s", strerror(errno));
+	}
+	if (psb_mc_send_create(&cfg, sink_emit, no_release, &k, &tx) != 0)
+		psb_die("bench: bad settings");
+	t0 = psb_clock_ns();
+	cpu0 = psb_clock_read_ns(CLOCK_THREAD_CPUTIME_ID);
+	do {
+		now = psb_clock_ns();
+		if (!psb_mc_send_busy(tx)) {
+			vid++;
+			/* the trainer's part: the check of every version it publishes */
+			if (psb_mc_send_publish(tx, vid, data, size, psb_mc_crc(0, data, size), now))
+				psb_die("bench: cannot publish version %u", vid);
+		}
+		psb_mc_send_poll(tx, now, 256);
+	} while (now - t0 < dur_ns);
+	now = psb_clock_ns();
+	cpu = psb_clock_read_ns(CLOCK_THREAD_CPUTIME_ID) - cpu0;
+	st = psb_mc_send_stats(tx);
+	gbs = (double)st->data_bytes / (double)(now - t0);
+	printf("bench: sink %s, %llu B versions, %u published, %llu sent whole: %.2f GB/s of "
+	       "data (%.2f GB/s per CPU second), %.0f packets/s, rate %s\n", sink_name,
+	       (unsigned long long)size, vid, (unsigned long long)st->sent_whole, gbs,
+	       (double)st->data_bytes / (double)cpu, (double)st->data_pkts * 1e9 / (now - t0),
+	       cfg.rate_bps ? "paced" : "unpaced");
+	if (json_path != NULL)
+		write_json(json_pack("{s:s, s:I, s:I, s:I, s:I, s:I, s:f, s:f, s:I, s:I}",
+			"sink", sink_name, "data_size", (json_int_t)size, "published", (json_int_t)vid,
+			"data_bytes", (json_int_t)st->data_bytes, "data_pkts", (json_int_t)st->data_pkts,
+			"wall_ns", (json_int_t)(now - t0), "gb_per_s", gbs,
+			"gb_per_cpu_s", (double)st->data_bytes / (double)cpu,
+			"rate_bps", (json_int_t)cfg.rate_bps, "sink_busy", (json_int_t)k.busy), json_path);
+	psb_mc_send_free(tx);
+	if (k.fd >= 0)
+		close(k.fd);
+	free(k.ring);
+	free(data);
+	return 0;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -363,6 +533,8 @@ main(int argc, char **argv)
 		return do_send(argc - 1, argv + 1);
 	if (argc >= 2 && strcmp(argv[1], "recv") == 0)
 		return do_recv(argc - 1, argv + 1);
+	if (argc >= 2 && strcmp(argv[1], "bench") == 0)
+		return do_bench(argc - 1, argv + 1);
 	if (argc >= 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
 		usage(stdout);
 		return 0;

@@ -3,7 +3,7 @@
 
     scripts/bench/summarize.py KIND DIR
 
-KIND is pushpull, revs, job, soak, ctl, ctl_hostile or mc_emu (the script that made DIR). Writes DIR/summary.json and
+KIND is pushpull, revs, job, soak, ctl, ctl_hostile, mc_emu or mc_send (the script that made DIR). Writes DIR/summary.json and
 DIR/summary.md, each whole or not at all, and prints the table. The benchmark scripts call
 it when they end; scripts/bench/check_docs.py calls it on every committed run to check that
 the committed summaries and the tables in the docs come out of the raw data as they are.
@@ -625,8 +625,42 @@ def mc_emu_plot(out, runs):
         "NACKs in the run", series, logx=True, logy=True, xticks=[(k, str(k)) for k in ks]))
 
 
+def mc_send(out):
+    """scripts/bench/mc_send.sh: raw/{copy,udp}-PAIR.json, psb-mcast bench runs in pairs."""
+    pairs = sorted(p for (p,) in raw_index(out, r"copy-(\d+)\.json"))
+    copy = [json.load(open(f"{out}/raw/copy-{p}.json")) for p in pairs]
+    udp = [json.load(open(f"{out}/raw/udp-{p}.json")) for p in pairs]
+    rev = "unknown"
+    for line in open(os.path.join(out, "ABOUT.txt")):
+        if line.startswith("revision "):
+            rev = line.split(None, 1)[1].strip()
+    ratio = paired(copy, udp, lambda r: r["gb_per_s"])
+    med_c = statistics.median(r["gb_per_s"] for r in copy)
+    med_u = statistics.median(r["gb_per_s"] for r in udp)
+    summary = {"git_revision": rev, "pairs": len(pairs), "copy_gb_per_s": med_c,
+               "udp_gb_per_s": med_u, "ratio": ratio, "goal_gb_per_s": 3.0,
+               "met": med_c >= 3.0, "data_size": copy[0]["data_size"],
+               "rate_bps": copy[0]["rate_bps"]}
+    L = ["psb %s, %d B versions back to back, paced at %g Gbit/s, %d pairs" % (
+         rev, copy[0]["data_size"], copy[0]["rate_bps"] / 1e9, len(pairs)), "",
+         "| one core, sender into | data GB/s (median) | per CPU second | range |",
+         "|---|---:|---:|---|"]
+    for name, runs in (("packet buffers (a copy of every packet)", copy),
+                       ("kernel UDP sockets (sendmsg)", udp)):
+        L.append("| %s | %.2f | %.2f | %.2f-%.2f |" % (
+            name, statistics.median(r["gb_per_s"] for r in runs),
+            statistics.median(r["gb_per_cpu_s"] for r in runs),
+            min(r["gb_per_s"] for r in runs), max(r["gb_per_s"] for r in runs)))
+    L += ["", "| figure | target | measured | |", "|---|---|---:|---|",
+          "| psb's sender on one core, into packet buffers | >= 3 GB/s of data | %.2f GB/s | %s |"
+          % (med_c, "met" if med_c >= 3.0 else "missed"),
+          "| against the same sender into kernel sockets, paired | | %.1fx [%.1f, %.1f] | |"
+          % (ratio["median"], ratio["ci95"][0], ratio["ci95"][1])]
+    return summary, L, True
+
+
 KINDS = {"revs": (revs, 2), "job": (job, 2), "soak": (soak, 1), "pushpull": (pushpull, 2), "ctl": (ctl, 2),
-         "ctl_hostile": (ctl_hostile, 2), "mc_emu": (mc_emu, 2)}
+         "ctl_hostile": (ctl_hostile, 2), "mc_emu": (mc_emu, 2), "mc_send": (mc_send, 2)}
 
 
 def summarize(kind, out):
