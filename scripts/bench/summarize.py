@@ -38,6 +38,14 @@ def raw_index(out, pattern):
     return found
 
 
+def about_revision(out):
+    """The revision a run measured, as its ABOUT.txt says ("unknown" when it does not)."""
+    for line in open(os.path.join(out, "ABOUT.txt")):
+        if line.startswith("revision "):
+            return line.split(None, 1)[1].strip()
+    return "unknown"
+
+
 def paired(p, k, f):
     """Ratios f(p[r]) / f(k[r]) over the pairs of runs (psb/kernel, head/base): their median,
     bootstrap 95 % interval and range."""
@@ -526,10 +534,7 @@ def ctl_hostile(out):
     windows' ratios), raw/plan.json (the value size), the revision from ABOUT.txt."""
     raw = json.load(open(os.path.join(out, "raw", "windows.json")))
     length = int(json.load(open(os.path.join(out, "raw", "plan.json")))["len"])
-    rev = "unknown"
-    for line in open(os.path.join(out, "ABOUT.txt")):
-        if line.startswith("revision "):
-            rev = line.split(None, 1)[1].strip()
+    rev = about_revision(out)
     summary = {"git_revision": rev, "len": length, "window_s": raw["window_s"],
                "pairs": raw["pairs"], "goal": 0.90, "results": raw["summary"]}
     L = ["psb %s, %d B PUSH_PULL flat out, %d pairs of %g s windows" %
@@ -565,10 +570,7 @@ def mc_emu(out):
     for path in sorted(glob.glob(os.path.join(out, "raw", "*.json"))):
         r = json.load(open(path))
         runs.append(r)
-    rev = "unknown"
-    for line in open(os.path.join(out, "ABOUT.txt")):
-        if line.startswith("revision "):
-            rev = line.split(None, 1)[1].strip()
+    rev = about_revision(out)
     runs.sort(key=lambda r: (r["loss"], r["parity"] == 0, r["receivers"]))
     L = ["psb %s, %d B every %g s, %g s emulated" % (rev, runs[0]["data_size"],
          runs[0]["push_frequency_s"], runs[0]["duration_s"]), "",
@@ -630,10 +632,7 @@ def mc_send(out):
     pairs = sorted(p for (p,) in raw_index(out, r"copy-(\d+)\.json"))
     copy = [json.load(open(f"{out}/raw/copy-{p}.json")) for p in pairs]
     udp = [json.load(open(f"{out}/raw/udp-{p}.json")) for p in pairs]
-    rev = "unknown"
-    for line in open(os.path.join(out, "ABOUT.txt")):
-        if line.startswith("revision "):
-            rev = line.split(None, 1)[1].strip()
+    rev = about_revision(out)
     ratio = paired(copy, udp, lambda r: r["gb_per_s"])
     med_c = statistics.median(r["gb_per_s"] for r in copy)
     med_u = statistics.median(r["gb_per_s"] for r in udp)
