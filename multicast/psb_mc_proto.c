@@ -109,16 +109,12 @@ check_nack(const struct psb_mc_pkt *p)
 	int64_t prev = -1;
 
 	for (i = 0; i < p->b; i++) {
-		uint32_t k;
-		uint64_t mask;
-
 		psb_mc_nack_entry(p, i, &e);
 		if (e.group >= ngroups || (int64_t)e.group <= prev)
 			return -PSB_MC_BAD_NACK;
 		prev = e.group;
-		k = psb_mc_group_k(&p->ver, e.group);
-		mask = k == 64 ? UINT64_MAX : (UINT64_C(1) << k) - 1;
-		if (e.missing == 0 || (e.missing & ~mask) != 0 || e.need == 0 ||
+		if (e.missing == 0 || (e.missing & ~psb_mc_group_mask(&p->ver, e.group)) != 0 ||
+		    e.need == 0 ||
 		    e.need > (unsigned int)__builtin_popcountll(e.missing))
 			return -PSB_MC_BAD_NACK;
 	}

@@ -101,6 +101,15 @@ psb_mc_group_k(const struct psb_mc_ver *v, uint32_t g)
 	return v->nseg - first < v->group ? v->nseg - first : v->group;
 }
 
+/* Bit i set for each data segment i of group g. */
+static inline uint64_t
+psb_mc_group_mask(const struct psb_mc_ver *v, uint32_t g)
+{
+	uint32_t k = psb_mc_group_k(v, g);
+
+	return k == 64 ? UINT64_MAX : (UINT64_C(1) << k) - 1;
+}
+
 /* Bytes of data segment seg: seg_size but for the last one. */
 static inline uint32_t
 psb_mc_seg_len(const struct psb_mc_ver *v, uint32_t seg)

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "psb_mc_fec.h"
+#include "psb_mc_rand.h"
 #include "psb_mc_recv.h"
 
 /* Parity held for a group that is not whole yet. */
@@ -53,15 +54,6 @@ struct psb_mc_recv {
 	struct psb_mc_recv_stats st;
 };
 
-static uint64_t
-rnd(struct psb_mc_recv *r)
-{
-	r->rng ^= r->rng << 13;
-	r->rng ^= r->rng >> 7;
-	r->rng ^= r->rng << 17;
-	return r->rng;
-}
-
 static void
 held(struct psb_mc_recv *r)
 {
@@ -94,14 +86,6 @@ static unsigned int
 popc(uint64_t x)
 {
 	return (unsigned int)__builtin_popcountll(x);
-}
-
-static uint64_t
-group_mask(const struct psb_mc_ver *v, uint32_t g)
-{
-	uint32_t k = psb_mc_group_k(v, g);
-
-	return k == 64 ? UINT64_MAX : (UINT64_C(1) << k) - 1;
 }
 
 static void
@@ -269,7 +253,7 @@ decode(struct psb_mc_recv *r, struct rver *p, uint32_t g)
 	    psb_mc_fec_decode(&r->fec, k, p->v.seg_size, src, id, miss, nm, out) != 0)
 		return;		/* cannot happen with distinct ids; the group waits for more */
 	/* the last segment's tail past the version's end decodes to the zeros it was made of */
-	p->have[g] = group_mask(&p->v, g);
+	p->have[g] = psb_mc_group_mask(&p->v, g);
 	p->missing -= nm;
 	r->st.decoded_groups++;
 	r->st.recovered_segs += nm;
@@ -284,12 +268,12 @@ progress(struct psb_mc_recv *r, uint32_t g)
 
 	if (have < k && p->pg[g] != NULL && have + p->pg[g]->n >= k)
 		decode(r, p, g);
-	if (p->have[g] != group_mask(&p->v, g))
+	if (p->have[g] != psb_mc_group_mask(&p->v, g))
 		return 0;
 	pgrp_free(r, p, g);
 	held(r);
 	p->whole++;
-	while (p->lo < p->ngroups && p->have[p->lo] == group_mask(&p->v, p->lo))
+	while (p->lo < p->ngroups && p->have[p->lo] == psb_mc_group_mask(&p->v, p->lo))
 		p->lo++;
 	return p->whole == p->ngroups ? part_finish(r) : 0;
 }
@@ -318,7 +302,7 @@ arm(struct psb_mc_recv *r, uint64_t now_ns)
 	if (r->nack_at != 0 || !p->used || p->late || p->lo >= p->ngroups ||
 	    !group_due(r, p, p->lo))
 		return;
-	r->nack_at = now_ns + (r->cfg.backoff_ns != 0 ? rnd(r) % r->cfg.backoff_ns : 0) + 1;
+	r->nack_at = now_ns + (r->cfg.backoff_ns != 0 ? psb_mc_rand(&r->rng) % r->cfg.backoff_ns : 0) + 1;
 }
 
 int
@@ -417,7 +401,7 @@ psb_mc_recv_input(struct psb_mc_recv *r, const uint8_t *buf, size_t len, uint64_
 
 		g = pk.a;
 		r->st.parity_pkts++;
-		if (p->have[g] == group_mask(&p->v, g)) {
+		if (p->have[g] == psb_mc_group_mask(&p->v, g)) {
 			r->st.parity_unused++;
 			break;
 		}
@@ -496,7 +480,7 @@ psb_mc_recv_poll(struct psb_mc_recv *r, uint64_t now_ns)
 	for (g = p->lo; g < p->ngroups && n < PSB_MC_NACK_MAX; g++) {
 		uint32_t k = psb_mc_group_k(&p->v, g), have = popc(p->have[g]);
 		uint32_t par = p->pg[g] != NULL ? p->pg[g]->n : 0;
-		uint64_t missing = ~p->have[g] & group_mask(&p->v, g);
+		uint64_t missing = ~p->have[g] & psb_mc_group_mask(&p->v, g);
 		const struct psb_mc_nack_entry *c = &p->ncf[g];
 
 		if (g * p->v.group + k > through)
@@ -529,7 +513,7 @@ psb_mc_recv_poll(struct psb_mc_recv *r, uint64_t now_ns)
 	r->st.nack_entries += n;
 	r->retrying = 1;
 	r->nack_at = now_ns + r->cfg.retry_ns +
-		(r->cfg.backoff_ns != 0 ? rnd(r) % r->cfg.backoff_ns : 0);
+		(r->cfg.backoff_ns != 0 ? psb_mc_rand(&r->rng) % r->cfg.backoff_ns : 0);
 }
 
 uint64_t

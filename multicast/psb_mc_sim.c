@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "psb_mc_rand.h"
 #include "psb_mc_sim.h"
 
 struct pkt {
@@ -29,19 +30,10 @@ struct psb_mc_sim {
 	struct psb_mc_sim_stats st;
 };
 
-static uint64_t
-rnd(struct psb_mc_sim *s)
-{
-	s->rng ^= s->rng << 13;
-	s->rng ^= s->rng >> 7;
-	s->rng ^= s->rng << 17;
-	return s->rng;
-}
-
 static double
 unif(struct psb_mc_sim *s)
 {
-	return (double)(rnd(s) >> 11) / (double)(UINT64_C(1) << 53);
+	return (double)(psb_mc_rand(&s->rng) >> 11) / (double)(UINT64_C(1) << 53);
 }
 
 static int
@@ -141,7 +133,7 @@ static uint64_t
 late(struct psb_mc_sim *s, const struct psb_mc_loss *l)
 {
 	return l->reorder > 0 && s->cfg.reorder_ns != 0 && unif(s) < l->reorder ?
-		rnd(s) % s->cfg.reorder_ns : 0;
+		psb_mc_rand(&s->rng) % s->cfg.reorder_ns : 0;
 }
 
 static int

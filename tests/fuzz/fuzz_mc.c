@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "psb_mc_proto.h"
+#include "psb_mc_rand.h"
 #include "psb_mc_recv.h"
 #include "psb_mc_send.h"
 #include "fuzz_check.h"
@@ -168,15 +169,12 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 #ifndef PSB_LIBFUZZER
 /* The replay: every seed, truncated, with bits flipped and fields made random. */
-static uint32_t g_rng = 0x9e3779b9u;
+static uint64_t g_rng = 0x9e3779b97f4a7c15ull;
 
 static uint32_t
 rnd(void)
 {
-	g_rng ^= g_rng << 13;
-	g_rng ^= g_rng >> 17;
-	g_rng ^= g_rng << 5;
-	return g_rng;
+	return (uint32_t)(psb_mc_rand(&g_rng) >> 32);
 }
 
 int

@@ -17,6 +17,7 @@
 
 #include "psb_mc_fec.h"
 #include "psb_mc_proto.h"
+#include "psb_mc_rand.h"
 #include "psb_mc_recv.h"
 #include "psb_mc_send.h"
 #include "psb_mc_sim.h"
@@ -26,10 +27,7 @@ static uint64_t g_rng = 88172645463325252ull;
 static uint64_t
 rnd(void)
 {
-	g_rng ^= g_rng << 13;
-	g_rng ^= g_rng >> 7;
-	g_rng ^= g_rng << 17;
-	return g_rng;
+	return psb_mc_rand(&g_rng);
 }
 
 static void
