@@ -154,11 +154,10 @@ psb_mc_send_publish(struct psb_mc_send *s, uint32_t vid, const void *data, uint6
 	return 0;
 }
 
+/* The bucket filled up to now: whether a packet of bytes may go now. */
 static int
-tokens_take(struct psb_mc_send *s, uint64_t now_ns, unsigned int bytes)
+tokens_have(struct psb_mc_send *s, uint64_t now_ns, unsigned int bytes)
 {
-	double cost = bytes + PSB_MC_WIRE_OVERHEAD;
-
 	if (s->rate_bps == 0)
 		return 1;
 	if (now_ns > s->tok_ns) {
@@ -167,30 +166,21 @@ tokens_take(struct psb_mc_send *s, uint64_t now_ns, unsigned int bytes)
 			s->tokens = (double)s->cfg.burst_bytes;
 	}
 	s->tok_ns = now_ns;
-	if (s->tokens < cost)
-		return 0;
-	s->tokens -= cost;
-	return 1;
-}
-
-static void
-tokens_refund(struct psb_mc_send *s, unsigned int bytes)
-{
-	if (s->rate_bps != 0)
-		s->tokens += bytes + PSB_MC_WIRE_OVERHEAD;
+	return s->tokens >= bytes + PSB_MC_WIRE_OVERHEAD;
 }
 
 /* One packet out, paced: 1 sent, 0 not now (no tokens, or the port is full). */
 static int
 put(struct psb_mc_send *s, uint64_t now_ns, const uint8_t *payload, unsigned int plen)
 {
-	if (!tokens_take(s, now_ns, PSB_MC_HLEN + plen))
+	if (!tokens_have(s, now_ns, PSB_MC_HLEN + plen))
 		return 0;
 	if (s->emit(s->arg, s->hdr, PSB_MC_HLEN, payload, plen) != 0) {
-		tokens_refund(s, PSB_MC_HLEN + plen);
 		s->st.emit_busy++;
 		return 0;
 	}
+	if (s->rate_bps != 0)
+		s->tokens -= PSB_MC_HLEN + plen + PSB_MC_WIRE_OVERHEAD;
 	return 1;
 }
 
@@ -214,9 +204,9 @@ send_parity(struct psb_mc_send *s, struct sver *v, uint32_t g, unsigned int j, u
 	uint8_t *src[PSB_MC_GROUP_MAX];
 	uint32_t k = psb_mc_group_k(&v->v, g), i;
 
-	if (s->rate_bps != 0 && !tokens_take(s, now_ns, PSB_MC_HLEN + v->v.seg_size))
+	/* not made when it could not go now */
+	if (!tokens_have(s, now_ns, PSB_MC_HLEN + v->v.seg_size))
 		return 0;
-	tokens_refund(s, PSB_MC_HLEN + v->v.seg_size);
 	for (i = 0; i < k; i++)
 		src[i] = (uint8_t *)(uintptr_t)seg_ptr(s, v, g * v->v.group + i,
 						       g * v->v.group + i == v->v.nseg - 1);
