@@ -214,7 +214,8 @@ do_send(int argc, char **argv)
 			end = now + linger_ns;
 		if (end != 0 && now >= end)
 			break;
-		while ((n = psb_mc_sock_recv(&ctx.sock, buf, sizeof(buf), 0)) > 0)
+		/* NACKs: 256 a pass at most, so that a flood of them never stops the sending */
+		for (i = 0; i < 256 && (n = psb_mc_sock_recv(&ctx.sock, buf, sizeof(buf), 0)) > 0; i++)
 			psb_mc_send_input(tx, buf, (size_t)n, psb_clock_ns());
 		psb_mc_send_poll(tx, psb_clock_ns(), 256);
 		now = psb_clock_ns();
