@@ -51,7 +51,7 @@ sock_open(struct psb_mc_sock *s, uint32_t group, uint16_t port, uint32_t bind_ip
 	s->fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
 	if (s->fd < 0)
 		return sock_fail(s, errno, err, errlen, "socket");
-	if (!IN_MULTICAST(group))
+	if (group != 0 && !IN_MULTICAST(group))
 		return sock_fail(s, EINVAL, err, errlen, "the group is not a multicast address");
 	setsockopt(s->fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
 	/* bursts of a paced sender: a larger buffer, as far as the kernel allows */
@@ -97,6 +97,13 @@ psb_mc_sock_receiver(struct psb_mc_sock *s, uint32_t local, uint32_t group, uint
 	return 0;
 }
 
+int
+psb_mc_sock_unicast(struct psb_mc_sock *s, uint32_t local, uint16_t local_port, char *err,
+		size_t errlen)
+{
+	return sock_open(s, 0, 0, local, local_port, "bind to the local address", err, errlen);
+}
+
 void
 psb_mc_sock_close(struct psb_mc_sock *s)
 {
@@ -110,7 +117,15 @@ psb_mc_sock_emit(void *arg, const uint8_t *hdr, unsigned int hlen, const uint8_t
 		unsigned int plen)
 {
 	struct psb_mc_sock *s = arg;
-	struct sockaddr_in to = sin_of(s->group, s->port);
+
+	return psb_mc_sock_emit_to(s, s->group, s->port, hdr, hlen, payload, plen);
+}
+
+int
+psb_mc_sock_emit_to(struct psb_mc_sock *s, uint32_t ip, uint16_t port, const uint8_t *hdr,
+		unsigned int hlen, const uint8_t *payload, unsigned int plen)
+{
+	struct sockaddr_in to = sin_of(ip, port);
 	struct iovec iov[2] = {
 		{ .iov_base = (void *)(uintptr_t)hdr, .iov_len = hlen },
 		{ .iov_base = (void *)(uintptr_t)payload, .iov_len = plen },

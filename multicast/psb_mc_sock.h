@@ -37,11 +37,19 @@ int psb_mc_sock_sender(struct psb_mc_sock *s, uint32_t local, uint16_t local_por
 int psb_mc_sock_receiver(struct psb_mc_sock *s, uint32_t local, uint32_t group, uint16_t port,
 		char *err, size_t errlen);
 
+/* A unicast socket bound to local:local_port (0: any port). 0, or -errno with why in err. */
+int psb_mc_sock_unicast(struct psb_mc_sock *s, uint32_t local, uint16_t local_port, char *err,
+		size_t errlen);
+
 void psb_mc_sock_close(struct psb_mc_sock *s);
 
 /* psb_mc_emit_fn for a sender's socket (arg: the struct psb_mc_sock). */
 int psb_mc_sock_emit(void *arg, const uint8_t *hdr, unsigned int hlen, const uint8_t *payload,
 		unsigned int plen);
+
+/* The same to ip:port: hdr then payload (plen 0: none), 0 or -EAGAIN. */
+int psb_mc_sock_emit_to(struct psb_mc_sock *s, uint32_t ip, uint16_t port, const uint8_t *hdr,
+		unsigned int hlen, const uint8_t *payload, unsigned int plen);
 
 /*
  * psb_mc_nack_fn for a receiver's socket: to peer (none yet: dropped). The caller sets peer

@@ -6,6 +6,7 @@
 #
 #   scripts/testbed.sh up [--name NAME] [--hosts N] [--mtu MTU]   build it (default tb, 4, 9000)
 #   scripts/testbed.sh down [--name NAME]                         remove it, whatever is left of it
+#                                                                 (processes on its hosts killed)
 #   scripts/testbed.sh exec [--name NAME] HOST CMD...             run CMD on host HOST (0..N-1)
 #   scripts/testbed.sh addr HOST                                  print host HOST's address
 #
@@ -43,6 +44,8 @@ addr() { echo "198.19.0.$((BASE + $1))"; }
 down() {
 	local n
 	for n in $(ip netns list 2>/dev/null | awk '{print $1}' | grep -E "^psbtb-$NAME-h[0-9]+$" || true); do
+		# whatever still runs on the host goes with it
+		ip netns pids "$n" 2>/dev/null | xargs -r kill -9 2>/dev/null || true
 		ip netns del "$n" 2>/dev/null || true
 	done
 	ip link del "$BR" 2>/dev/null || true
@@ -90,5 +93,5 @@ addr)
 	[[ "${1:-}" =~ ^[0-9]+$ ]] || die "addr HOST"
 	addr "$1"
 	;;
-*) sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'; [ -z "$cmd" ] || exit 2 ;;
+*) sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'; [ -z "$cmd" ] || exit 2 ;;
 esac

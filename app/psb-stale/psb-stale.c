@@ -1,0 +1,1251 @@
+/*
+ * psb-stale: the staleness experiment between ordinary processes, over kernel sockets: the
+ * trainer and the workers of the staleness benchmark psb replaces, with its flags.
+ *
+ *   psb-stale trainer --local IP:PORT [--group IP:PORT | --dir DIR] [flags]
+ *   psb-stale worker --id N --trainer IP:PORT --local IP [--group IP:PORT | --dir DIR] [flags]
+ *
+ * The trainer waits until every worker joined, publishes a version of --data_size every
+ * --push_frequency until --max_version or --max_time, prints the Average Version difference
+ * every 5 s and at the end, then waits (bounded) until every worker holds the final version.
+ * Results go to --out/--trial_name/: summary.json, staleness.csv (a line per post) and
+ * staleness.svg, each written whole or not at all. A worker takes versions by multicast
+ * (--group), by pulling them from the trainer, or from the directory --dir, samples the one
+ * it holds every --step_frequency and posts their mean every --post_frequency.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <getopt.h>
+#include <jansson.h>
+#include <poll.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "psb_be.h"
+#include "psb_cli.h"
+#include "psb_clock.h"
+#include "psb_mc_sock.h"
+#include "psb_stale.h"
+#include "psb_stale_fs.h"
+
+#define SEC		1000000000ull
+#define REPORT_NS	(5 * SEC)
+#define BINS		512		/* plot: time bins */
+#define PLOT_WORKERS	8		/* plot: workers drawn one line each */
+#define SLOTS_MAX	64
+#define READS_A_PASS	256
+#define BUF_LEN		(PSB_MC_HLEN + PSB_MC_SEG_MAX + 64)
+
+static struct psb_stale_opts opts;
+
+static void
+say(int level, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (level > opts.loglevel)
+		return;
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	putchar('\n');
+	fflush(stdout);
+}
+
+static void
+usage(FILE *f)
+{
+	fprintf(f,
+"usage: psb-stale trainer --local IP:PORT [--group IP:PORT] [--dir DIR] [--out DIR]\n"
+"                         [--overwrite] [--rate GBITS] [--parity N] [--budget B]\n"
+"                         [--join-timeout S] [--end-timeout S] [--key N] [experiment flags]\n"
+"       psb-stale worker --id N --trainer IP:PORT --local IP [--group IP:PORT] [--dir DIR]\n"
+"                        [--budget B] [--verify] [--json FILE] [--join-timeout S]\n"
+"                        [--end-timeout S] [--key N] [experiment flags]\n"
+"  --group: multicast mode's group; --dir: filesystem mode's directory; results in\n"
+"  --out (default results)/TRIAL_NAME; --rate Gbit/s of the sender (default 5),\n"
+"  --parity symbols per group (default 32); --budget: bytes of versions held (trainer:\n"
+"  default 1GiB; worker: 2.5 versions + 16MB); the trainer waits --join-timeout (10 s)\n"
+"  for the workers, and --end-timeout (10 s) for them to hold the final version;\n"
+"  --key: a number trainer and workers share: joins without it are refused (default 0)\n"
+"experiment flags:\n%s", psb_stale_opts_usage);
+}
+
+static void
+ip_port(const char *opt, const char *v, uint32_t *ip, uint16_t *port)
+{
+	*port = 0;
+	psb_cli_host_port(opt, v, ip, port);
+	if (*port == 0)
+		psb_die("%s: expected IP:PORT, got \"%s\"", opt, v);
+}
+
+static const char *
+ipstr(uint32_t ip, uint16_t port, char *buf, size_t len)
+{
+	snprintf(buf, len, "%u.%u.%u.%u:%u", ip >> 24, (ip >> 16) & 255, (ip >> 8) & 255, ip & 255,
+		 port);
+	return buf;
+}
+
+/*
+ * getopt_long's table: the program's own options, then every experiment flag both with
+ * '_' and with '-' (code 1000: handed to psb_stale_opt by name).
+ */
+#define STALE_FLAG	1000
+static const char *const stale_flags[] = {
+	"mode", "push_frequency", "data_size", "pull_frequency", "post_frequency",
+	"step_frequency", "max_version", "max_time", "workers", "workers_per_node",
+	"nworkers_per_node", "trial_name", "LOGLEVEL", NULL,
+};
+
+static struct option *
+options(const struct option *own)
+{
+	static struct option all[64];
+	static char names[32][24];
+	unsigned int n = 0, k = 0, i;
+
+	for (; own[n].name != NULL; n++)
+		all[n] = own[n];
+	for (i = 0; stale_flags[i] != NULL; i++) {
+		all[n++] = (struct option){ stale_flags[i], required_argument, NULL, STALE_FLAG };
+		if (strchr(stale_flags[i], '_') != NULL) {
+			char *q = names[k++];
+
+			snprintf(q, sizeof(names[0]), "%s", stale_flags[i]);
+			for (char *c = q; *c; c++)
+				if (*c == '_')
+					*c = '-';
+			all[n++] = (struct option){ q, required_argument, NULL, STALE_FLAG };
+		}
+	}
+	all[n] = (struct option){ NULL, 0, NULL, 0 };
+	return all;
+}
+
+static void
+stale_flag(const struct option *all, int idx, const char *v)
+{
+	char err[256];
+
+	if (psb_stale_opt(&opts, all[idx].name, v, err, sizeof(err)) < 0)
+		psb_die("%s", err);
+}
+
+static void
+write_json(json_t *o, const char *path)
+{
+	char tmp[4300];
+
+	if (o == NULL)
+		psb_die("cannot build the results");
+	snprintf(tmp, sizeof(tmp), "%s.tmp.%d", path, (int)getpid());
+	if (json_dump_file(o, tmp, JSON_INDENT(2) | JSON_SORT_KEYS) != 0 || rename(tmp, path) != 0) {
+		unlink(tmp);
+		psb_die("cannot write %s", path);
+	}
+	json_decref(o);
+}
+
+/* Wait for the first of fds to be readable, at most until wake_ns. */
+static void
+wait_until(struct pollfd *p, int n, uint64_t wake_ns)
+{
+	uint64_t now = psb_clock_ns(), d;
+	struct timespec ts;
+
+	if (wake_ns <= now)
+		return;
+	/* to the microsecond: a paced sender's next packet is due in tens of them */
+	d = wake_ns - now > 5000000 ? 5000000 : wake_ns - now;
+	ts.tv_sec = 0;
+	ts.tv_nsec = (long)d;
+	ppoll(p, (nfds_t)n, &ts, NULL);
+}
+
+static json_t *
+opts_json(void)
+{
+	return json_pack("{s:s, s:f, s:I, s:f, s:f, s:f, s:I, s:f, s:I, s:I, s:s, s:s}",
+		"mode", psb_stale_mode_names[opts.mode], "push_frequency", opts.push_ns / 1e9,
+		"data_size_bytes", (json_int_t)opts.data_size, "pull_frequency", opts.pull_ns / 1e9,
+		"post_frequency", opts.post_ns / 1e9, "step_frequency", opts.step_ns / 1e9,
+		"max_version", (json_int_t)opts.max_version, "max_time", opts.max_time_ns / 1e9,
+		"workers", (json_int_t)opts.workers,
+		"workers_per_node", (json_int_t)opts.workers_per_node,
+		"trial_name", opts.trial_name, "LOGLEVEL", psb_cli_log_level_name(opts.loglevel));
+}
+
+/* ======================================================================== trainer ==== */
+
+/* A version's bytes, shared by the senders that hold it (refs) and the newest pointer. */
+struct slot {
+	uint8_t *data;
+	uint32_t vid;
+	uint32_t refs;
+	uint32_t crc;
+};
+
+/* A worker's own sender in pull mode: unicast to where its PULLs come from. */
+struct puller {
+	struct psb_mc_send *tx;
+	uint32_t ip;
+	uint16_t port;
+	uint32_t vid;			/* the newest it was given */
+};
+
+struct bin {
+	double sum;
+	uint32_t n;
+};
+
+struct trainer {
+	struct psb_mc_sock sock;
+	struct psb_mc_send *tx;		/* multicast */
+	struct puller *pull;		/* [workers], pull */
+	struct psb_stale_fs fs;		/* filesystem */
+	struct psb_mc_send_cfg scfg;
+	struct psb_stale_acct *acct;
+	struct slot slots[SLOTS_MAX];
+	unsigned int nslots, max_slots;
+	int newest;			/* slot of the newest version, -1 none */
+	uint32_t vid;
+	uint64_t t0;
+	uint64_t push_sum_ns, push_max_ns, pushes, late_pushes, no_slot;
+	uint64_t unexpected, stray_nacks, pulls;
+	uint8_t *done;			/* [workers]: holds the final version */
+	uint8_t *warned;		/* [workers]: said to be silent */
+	FILE *csv;
+	char csv_tmp[4200], dir[4096];
+	struct bin mean_bins[BINS];
+	struct bin wbins[PLOT_WORKERS][BINS];
+	uint64_t bin_ns;
+	uint64_t report_posts;
+	double report_sum;
+};
+
+static struct trainer T;
+
+static void
+slot_release(void *arg, uint32_t vid, const void *data)
+{
+	unsigned int i;
+
+	(void)arg;
+	(void)vid;
+	for (i = 0; i < T.nslots; i++)
+		if (T.slots[i].data == data && T.slots[i].refs > 0) {
+			T.slots[i].refs--;
+			return;
+		}
+}
+
+/* A slot nobody holds, or a new one within the budget; -1 when there is none. */
+static int
+slot_get(void)
+{
+	unsigned int i;
+
+	for (i = 0; i < T.nslots; i++)
+		if (T.slots[i].refs == 0 && (int)i != T.newest)
+			return (int)i;
+	if (T.nslots == T.max_slots)
+		return -1;
+	T.slots[T.nslots].data = malloc(opts.data_size ? opts.data_size : 1);
+	if (T.slots[T.nslots].data == NULL)
+		return -1;
+	return (int)T.nslots++;
+}
+
+static int
+mc_emit(void *arg, const uint8_t *hdr, unsigned int hlen, const uint8_t *payload,
+		unsigned int plen)
+{
+	(void)arg;
+	return psb_mc_sock_emit(&T.sock, hdr, hlen, payload, plen);
+}
+
+static int
+pull_emit(void *arg, const uint8_t *hdr, unsigned int hlen, const uint8_t *payload,
+		unsigned int plen)
+{
+	const struct puller *p = arg;
+
+	return psb_mc_sock_emit_to(&T.sock, p->ip, p->port, hdr, hlen, payload, plen);
+}
+
+static void
+send_msg(uint32_t ip, uint16_t port, const struct psb_stale_msg *m)
+{
+	uint8_t b[PSB_STALE_LEN];
+
+	psb_stale_write(b, m);
+	psb_mc_sock_emit_to(&T.sock, ip, port, b, sizeof(b), NULL, 0);
+}
+
+static void
+ack(uint32_t worker, uint64_t flags)
+{
+	const struct psb_stale_worker_state *w = psb_stale_acct_worker(T.acct, worker);
+	struct psb_stale_msg m = { .type = PSB_STALE_ACK, .session = T.scfg.session,
+		.worker = worker, .held = T.vid, .window = flags };
+
+	if (w != NULL && w->ip != 0)
+		send_msg(w->ip, w->port, &m);
+}
+
+/* Give a puller the newest version when it has an older one. */
+static void
+pull_give(struct puller *p)
+{
+	struct slot *s;
+
+	if (T.newest < 0 || p->vid >= T.slots[T.newest].vid)
+		return;
+	s = &T.slots[T.newest];
+	s->refs++;
+	if (psb_mc_send_publish(p->tx, s->vid, s->data, opts.data_size, s->crc,
+				psb_clock_ns()) != 0) {
+		s->refs--;
+		return;
+	}
+	p->vid = s->vid;
+}
+
+static int
+publish(void)
+{
+	uint64_t t = psb_clock_ns(), done;
+	struct slot *s;
+	char err[512];
+	int i = slot_get();
+
+	if (i < 0) {
+		T.no_slot++;
+		say(5, "trainer: WARNING: no memory left for version %u within --budget: not "
+		    "published", T.vid + 1);
+		return 0;
+	}
+	s = &T.slots[i];
+	s->vid = ++T.vid;
+	psb_stale_fill(s->data, opts.data_size, s->vid);
+	s->crc = psb_mc_crc(0, s->data, opts.data_size);
+	if (opts.mode == PSB_STALE_MULTICAST) {
+		s->refs++;
+		if (psb_mc_send_publish(T.tx, s->vid, s->data, opts.data_size, s->crc, t) != 0)
+			psb_die("trainer: cannot publish version %u", s->vid);
+	} else if (opts.mode == PSB_STALE_FILESYSTEM) {
+		if (psb_stale_fs_publish(&T.fs, s->vid, s->data, opts.data_size, s->crc, err,
+					 sizeof(err)) != 0) {
+			fprintf(stderr, "psb-stale: trainer: version %u: %s\n", s->vid, err);
+			return -1;
+		}
+	}
+	T.newest = i;
+	done = psb_clock_ns();
+	psb_stale_acct_publish(T.acct, s->vid, done);
+	T.pushes++;
+	T.push_sum_ns += done - t;
+	if (done - t > T.push_max_ns)
+		T.push_max_ns = done - t;
+	say(8, "trainer: version %u published at %.3f s in %.2f ms", s->vid, done / 1e9,
+	    (done - t) / 1e6);
+	return 0;
+}
+
+static void
+bin_add(struct bin *b, uint64_t t_ns, double v)
+{
+	uint64_t i = (t_ns - T.t0) / T.bin_ns;
+
+	if (t_ns < T.t0 || i >= BINS)
+		return;
+	b[i].sum += v;
+	b[i].n++;
+}
+
+static void
+on_post(const struct psb_stale_msg *m, uint32_t ip, uint16_t port, int phase_end)
+{
+	struct psb_stale_point pt;
+	int rc = psb_stale_acct_post(T.acct, m, ip, port, psb_clock_ns(), &pt);
+	char who[32];
+
+	if (rc < 0)
+		return;
+	if (rc == 0) {
+		say(8, "trainer: worker %u joined from %s", m->worker,
+		    ipstr(ip, port, who, sizeof(who)));
+	} else {
+		fprintf(T.csv, "%.6f,%u,%u,%u,%.4f,%.4f,%.4f,%.4f\n", (pt.t_ns - T.t0) / 1e9,
+			pt.worker, pt.held, pt.current, pt.mean, pt.trainer_mean, pt.staleness,
+			pt.staleness_seed);
+		bin_add(T.mean_bins, pt.t_ns, pt.staleness);
+		if (pt.worker < PLOT_WORKERS)
+			bin_add(T.wbins[pt.worker], pt.t_ns, pt.staleness);
+		T.report_posts++;
+		T.report_sum += pt.staleness;
+		T.warned[m->worker] = 0;
+	}
+	if (phase_end && m->held >= T.vid && !T.done[m->worker]) {
+		T.done[m->worker] = 1;
+		say(8, "trainer: worker %u holds the final version %u", m->worker, T.vid);
+	}
+	ack(m->worker, phase_end ? PSB_STALE_ACK_END :
+	    psb_stale_acct_joined(T.acct) < opts.workers ? PSB_STALE_ACK_WAITING : 0);
+}
+
+static void
+on_pull(const struct psb_stale_msg *m, uint32_t ip, uint16_t port)
+{
+	struct puller *p;
+
+	if (opts.mode != PSB_STALE_PULL_MODE) {
+		T.unexpected++;
+		return;
+	}
+	if (psb_stale_acct_known(T.acct, m, ip, port) != 0)
+		return;
+	T.pulls++;
+	p = &T.pull[m->worker];
+	if (p->tx == NULL) {
+		p->ip = ip;
+		p->port = port;
+		p->vid = m->held;
+		if (psb_mc_send_create(&T.scfg, pull_emit, slot_release, p, &p->tx) != 0)
+			psb_die("trainer: cannot make a sender for worker %u", m->worker);
+	}
+	if (m->held > p->vid)
+		p->vid = m->held;
+	pull_give(p);
+}
+
+static void
+on_datagram(const uint8_t *buf, size_t n, int phase_end)
+{
+	uint32_t ip = T.sock.from;
+	uint16_t port = T.sock.from_port;
+	struct psb_stale_msg m;
+	unsigned int i;
+	int rc;
+
+	if (n >= 2 && psb_rd16(buf) == PSB_MC_MAGIC) {
+		if (opts.mode == PSB_STALE_MULTICAST) {
+			psb_mc_send_input(T.tx, buf, n, psb_clock_ns());
+			return;
+		}
+		for (i = 0; opts.mode == PSB_STALE_PULL_MODE && i < opts.workers; i++)
+			if (T.pull[i].tx != NULL && T.pull[i].ip == ip && T.pull[i].port == port) {
+				psb_mc_send_input(T.pull[i].tx, buf, n, psb_clock_ns());
+				return;
+			}
+		T.stray_nacks++;
+		return;
+	}
+	rc = psb_stale_parse(buf, n, &m);
+	if (rc < 0) {
+		psb_stale_acct_bad(T.acct, rc);
+		return;
+	}
+	if (rc == PSB_STALE_POST)
+		on_post(&m, ip, port, phase_end);
+	else if (rc == PSB_STALE_PULL)
+		on_pull(&m, ip, port);
+	else
+		T.unexpected++;
+}
+
+static void
+report(uint64_t now)
+{
+	const struct psb_stale_totals *tot = psb_stale_acct_totals(T.acct);
+
+	say(7, "[%7.1f s] version %u: Average Version difference %.3f (last 5 s %.3f over %llu "
+	    "posts; the seed's measure %.3f)", (now - T.t0) / 1e9, T.vid,
+	    tot->posts ? tot->staleness_sum / tot->posts : 0.0,
+	    T.report_posts ? T.report_sum / T.report_posts : 0.0,
+	    (unsigned long long)T.report_posts,
+	    tot->posts ? tot->staleness_seed_sum / tot->posts : 0.0);
+	T.report_posts = 0;
+	T.report_sum = 0;
+}
+
+/* Warn once about a worker that has not posted for three post periods. */
+static void
+check_silent(uint64_t now)
+{
+	unsigned int i;
+
+	for (i = 0; i < opts.workers; i++) {
+		const struct psb_stale_worker_state *w = psb_stale_acct_worker(T.acct, i);
+		uint64_t last = w->last_ns ? w->last_ns : T.t0;
+
+		if (!T.warned[i] && now > last + 3 * opts.post_ns + SEC) {
+			T.warned[i] = 1;
+			say(5, "trainer: WARNING: worker %u has not posted for %.1f s", i,
+			    (now - last) / 1e9);
+		}
+	}
+}
+
+static void
+plot_line(FILE *f, const struct bin *b, double xmax, double ymax, const char *color,
+		double width)
+{
+	unsigned int i, k = 0;
+
+	fprintf(f, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"%.1f\" points=\"", color,
+		width);
+	for (i = 0; i < BINS; i++) {
+		double x, y;
+
+		if (b[i].n == 0)
+			continue;
+		x = 60 + 560 * ((i + 0.5) * T.bin_ns / 1e9) / xmax;
+		y = 330 - 300 * (b[i].sum / b[i].n) / ymax;
+		fprintf(f, "%s%.1f,%.1f", k++ ? " " : "", x, y < 30 ? 30 : y > 330 ? 330 : y);
+	}
+	fprintf(f, "\"/>\n");
+}
+
+/* staleness.svg: the mean over workers per time bin, and the first workers' own lines. */
+static int
+write_plot(const char *path, double dur_s)
+{
+	static const char *const colors[PLOT_WORKERS] = { "#1f77b4", "#ff7f0e", "#2ca02c",
+		"#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f" };
+	char tmp[4300];
+	double ymax = 1, xmax = dur_s > 0.001 ? dur_s : 0.001;
+	unsigned int i, w;
+	FILE *f;
+
+	for (w = 0; w <= PLOT_WORKERS; w++)
+		for (i = 0; i < BINS; i++) {
+			const struct bin *b = w == PLOT_WORKERS ? &T.mean_bins[i] : &T.wbins[w][i];
+
+			if (b->n && b->sum / b->n > ymax)
+				ymax = b->sum / b->n;
+		}
+	ymax = ymax * 1.1;
+	snprintf(tmp, sizeof(tmp), "%s.tmp.%d", path, (int)getpid());
+	f = fopen(tmp, "w");
+	if (f == NULL)
+		return -1;
+	fprintf(f, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"700\" height=\"380\" "
+		"font-family=\"sans-serif\" font-size=\"12\">\n<rect width=\"700\" height=\"380\" "
+		"fill=\"white\"/>\n<text x=\"350\" y=\"18\" text-anchor=\"middle\">%s: staleness "
+		"(versions) over time, mode %s, %u workers</text>\n", opts.trial_name,
+		psb_stale_mode_names[opts.mode], opts.workers);
+	fprintf(f, "<line x1=\"60\" y1=\"330\" x2=\"620\" y2=\"330\" stroke=\"black\"/>\n"
+		"<line x1=\"60\" y1=\"30\" x2=\"60\" y2=\"330\" stroke=\"black\"/>\n");
+	for (i = 0; i <= 4; i++) {
+		fprintf(f, "<text x=\"%.1f\" y=\"348\" text-anchor=\"middle\">%.1f</text>\n",
+			60 + 140.0 * i, xmax * i / 4);
+		fprintf(f, "<text x=\"54\" y=\"%.1f\" text-anchor=\"end\">%.2f</text>\n",
+			334 - 75.0 * i, ymax * i / 4);
+	}
+	fprintf(f, "<text x=\"340\" y=\"370\" text-anchor=\"middle\">time (s)</text>\n");
+	for (w = 0; w < PLOT_WORKERS && w < opts.workers; w++)
+		plot_line(f, T.wbins[w], xmax, ymax, colors[w], 1);
+	plot_line(f, T.mean_bins, xmax, ymax, "black", 2.5);
+	fprintf(f, "<text x=\"630\" y=\"40\">mean</text>\n");
+	for (w = 0; w < PLOT_WORKERS && w < opts.workers; w++)
+		fprintf(f, "<text x=\"630\" y=\"%u\" fill=\"%s\">worker %u</text>\n", 56 + 14 * w,
+			colors[w], w);
+	fprintf(f, "</svg>\n");
+	if (fclose(f) != 0 || rename(tmp, path) != 0) {
+		unlink(tmp);
+		return -1;
+	}
+	return 0;
+}
+
+static json_t *
+trainer_summary(double dur_s, int ok, const char *failure)
+{
+	const struct psb_stale_totals *tot = psb_stale_acct_totals(T.acct);
+	json_t *o = json_object(), *ws = json_array(), *ref = json_object(), *bad = json_object();
+	unsigned int i;
+
+	for (i = 0; i < opts.workers; i++) {
+		const struct psb_stale_worker_state *w = psb_stale_acct_worker(T.acct, i);
+		char who[32];
+
+		json_array_append_new(ws, json_pack("{s:I, s:b, s:s, s:I, s:I, s:f, s:f, s:I, s:b}",
+			"id", (json_int_t)i, "joined", w->ip != 0,
+			"address", w->ip ? ipstr(w->ip, w->port, who, sizeof(who)) : "",
+			"posts", (json_int_t)w->posts, "samples", (json_int_t)w->samples,
+			"mean_staleness", w->posts ? w->staleness_sum / w->posts : 0.0,
+			"max_staleness", w->staleness_max, "holds", (json_int_t)w->held,
+			"holds_final", T.done[i] != 0));
+	}
+	for (i = 0; i < PSB_STALE_REF_MAX; i++)
+		json_object_set_new(ref, psb_stale_refusal_names[i], json_integer(
+			(json_int_t)tot->refused[i]));
+	for (i = 1; i < PSB_STALE_BAD_MAX; i++)
+		json_object_set_new(bad, psb_stale_bad_name((int)i), json_integer(
+			(json_int_t)tot->bad[i]));
+	json_object_set_new(o, "experiment", opts_json());
+	json_object_set_new(o, "ok", json_boolean(ok));
+	json_object_set_new(o, "failure", json_string(failure ? failure : ""));
+	json_object_set_new(o, "duration_s", json_real(dur_s));
+	json_object_set_new(o, "final_version", json_integer(T.vid));
+	json_object_set_new(o, "pushes", json_integer((json_int_t)T.pushes));
+	json_object_set_new(o, "late_pushes", json_integer((json_int_t)T.late_pushes));
+	json_object_set_new(o, "not_published_no_memory", json_integer((json_int_t)T.no_slot));
+	json_object_set_new(o, "time_per_push_ms", json_real(T.pushes ?
+		T.push_sum_ns / 1e6 / T.pushes : 0.0));
+	json_object_set_new(o, "time_per_push_max_ms", json_real(T.push_max_ns / 1e6));
+	json_object_set_new(o, "posts", json_integer((json_int_t)tot->posts));
+	json_object_set_new(o, "average_version_difference", json_real(tot->posts ?
+		tot->staleness_sum / tot->posts : 0.0));
+	json_object_set_new(o, "average_version_difference_seed", json_real(tot->posts ?
+		tot->staleness_seed_sum / tot->posts : 0.0));
+	json_object_set_new(o, "max_staleness", json_real(tot->staleness_max));
+	json_object_set_new(o, "workers", ws);
+	json_object_set_new(o, "refused", ref);
+	json_object_set_new(o, "malformed", bad);
+	json_object_set_new(o, "unexpected", json_integer((json_int_t)T.unexpected));
+	json_object_set_new(o, "stray_nacks", json_integer((json_int_t)T.stray_nacks));
+	if (opts.mode == PSB_STALE_MULTICAST) {
+		const struct psb_mc_send_stats *st = psb_mc_send_stats(T.tx);
+
+		json_object_set_new(o, "sender", json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, "
+			"s:I, s:I}", "published", (json_int_t)st->published,
+			"superseded", (json_int_t)st->superseded,
+			"sent_whole", (json_int_t)st->sent_whole,
+			"data_pkts", (json_int_t)st->data_pkts,
+			"repair_parity_pkts", (json_int_t)st->repair_parity_pkts,
+			"repair_data_pkts", (json_int_t)st->repair_data_pkts,
+			"nacks", (json_int_t)st->nacks, "ncfs", (json_int_t)st->ncfs,
+			"nack_forged", (json_int_t)st->nack_forged));
+	} else if (opts.mode == PSB_STALE_PULL_MODE) {
+		json_object_set_new(o, "pulls", json_integer((json_int_t)T.pulls));
+	} else {
+		json_object_set_new(o, "files_written", json_integer((json_int_t)
+			T.fs.files_written));
+	}
+	return o;
+}
+
+static int
+do_trainer(int argc, char **argv)
+{
+	static const struct option own[] = {
+		{ "local", required_argument, NULL, 'l' }, { "group", required_argument, NULL, 'g' },
+		{ "dir", required_argument, NULL, 'd' }, { "out", required_argument, NULL, 'o' },
+		{ "overwrite", no_argument, NULL, 'O' }, { "rate", required_argument, NULL, 'r' },
+		{ "parity", required_argument, NULL, 'P' },
+		{ "budget", required_argument, NULL, 'b' },
+		{ "join-timeout", required_argument, NULL, 'J' },
+		{ "end-timeout", required_argument, NULL, 'E' },
+		{ "key", required_argument, NULL, 'K' }, { NULL, 0, NULL, 0 },
+	};
+	const struct option *all = options(own);
+	uint32_t local = 0, group = 0;
+	uint16_t lport = 0, gport = 0;
+	uint64_t key = 0;
+	const char *fsdir = NULL, *out = "results";
+	uint64_t budget = 1ull << 30, join_ns = 10 * SEC, end_ns = 10 * SEC;
+	uint64_t now, next_push, next_report, deadline, next_end_ack = 0;
+	int c, idx, overwrite = 0, phase = 0;	/* 0 join, 1 run, 2 end */
+	char err[512], path[4200], who[32], failure[1024] = "";
+	static uint8_t buf[BUF_LEN];
+	unsigned int i, ndone;
+	const struct psb_stale_totals *tot;
+	struct pollfd pfd;
+	int ok;
+
+	T.scfg = (struct psb_mc_send_cfg){ .seg_size = 8960, .group = 64, .parity = 32,
+		.rate_bps = 5000000000ull, .heartbeat_ns = 5000000, .nack_hold_ns = 200000,
+		/* a wake-up of a process costs tens of microseconds: 64 packets a wake */
+		.burst_bytes = 64ull * (PSB_MC_HLEN + 8960 + PSB_MC_WIRE_OVERHEAD) };
+	while ((c = getopt_long(argc, argv, "", all, &idx)) != -1) {
+		switch (c) {
+		case 'l': ip_port("--local", optarg, &local, &lport); break;
+		case 'g': ip_port("--group", optarg, &group, &gport); break;
+		case 'd': fsdir = optarg; break;
+		case 'o': out = optarg; break;
+		case 'O': overwrite = 1; break;
+		case 'r': T.scfg.rate_bps = psb_cli_u64("--rate", optarg, 1, 400) * 1000000000ull;
+			break;
+		case 'P': T.scfg.parity = (uint16_t)psb_cli_u64("--parity", optarg, 0,
+							       PSB_MC_PARITY_MAX); break;
+		case 'b': budget = psb_cli_size("--budget", optarg); break;
+		case 'J': join_ns = psb_cli_seconds_in("--join-timeout", optarg, SEC / 10,
+						       3600 * SEC); break;
+		case 'E': end_ns = psb_cli_seconds_in("--end-timeout", optarg, SEC / 10,
+						      3600 * SEC); break;
+		case 'K': key = psb_cli_u64("--key", optarg, 0, UINT64_MAX); break;
+		case STALE_FLAG: stale_flag(all, idx, optarg); break;
+		default: usage(stderr); return 2;
+		}
+	}
+	if (optind != argc)
+		psb_die("trainer: unexpected argument \"%s\"", argv[optind]);
+	if (psb_stale_opts_check(&opts, err, sizeof(err)) != 0)
+		psb_die("%s", err);
+	if (local == 0)
+		psb_die("trainer: give --local IP:PORT (where workers post)");
+	if (opts.mode == PSB_STALE_MULTICAST && group == 0)
+		psb_die("trainer: --mode multicast needs --group IP:PORT");
+	if (opts.mode == PSB_STALE_FILESYSTEM && fsdir == NULL)
+		psb_die("trainer: --mode filesystem needs --dir DIR");
+	if (opts.data_size > PSB_MC_MAX_VERSION)
+		psb_die("--data_size: at most %llu bytes", (unsigned long long)PSB_MC_MAX_VERSION);
+	T.max_slots = (unsigned int)(budget / (opts.data_size ? opts.data_size : 1));
+	if (T.max_slots > SLOTS_MAX)
+		T.max_slots = SLOTS_MAX;
+	if (T.max_slots < 2)
+		psb_die("--budget: %llu bytes hold fewer than 2 versions of %llu bytes",
+			(unsigned long long)budget, (unsigned long long)opts.data_size);
+	T.newest = -1;
+	T.scfg.session = (uint32_t)(psb_clock_ns() ^ (uint64_t)getpid() << 16) | 1;
+
+	/* the results directory first: a run that cannot keep its results does not start */
+	if (mkdir(out, 0755) != 0 && errno != EEXIST)
+		psb_die("--out %s: %s", out, strerror(errno));
+	snprintf(T.dir, sizeof(T.dir), "%s/%s", out, opts.trial_name);
+	if (mkdir(T.dir, 0755) != 0) {
+		if (errno != EEXIST)
+			psb_die("%s: %s", T.dir, strerror(errno));
+		if (!overwrite)
+			psb_die("%s exists: give another --trial_name, or --overwrite", T.dir);
+	}
+	snprintf(T.csv_tmp, sizeof(T.csv_tmp), "%s/.staleness.csv.tmp", T.dir);
+	T.csv = fopen(T.csv_tmp, "w");
+	if (T.csv == NULL)
+		psb_die("%s: %s", T.csv_tmp, strerror(errno));
+	fprintf(T.csv, "t_s,worker,held,current,mean_version,trainer_mean_version,staleness,"
+		"staleness_seed\n");
+
+	if (opts.mode == PSB_STALE_MULTICAST)
+		c = psb_mc_sock_sender(&T.sock, local, lport, group, gport, err, sizeof(err));
+	else
+		c = psb_mc_sock_unicast(&T.sock, local, lport, err, sizeof(err));
+	if (c != 0)
+		psb_die("trainer: %s", err);
+	if (psb_stale_acct_create(T.scfg.session, opts.workers, key, 2 * opts.post_ns + SEC,
+				  opts.push_ns, &T.acct) != 0)
+		psb_die("trainer: --post_frequency / --push_frequency: too many versions a post "
+			"period to keep account of");
+	T.done = calloc(opts.workers, 1);
+	T.warned = calloc(opts.workers, 1);
+	if (T.done == NULL || T.warned == NULL)
+		psb_die("out of memory");
+	if (opts.mode == PSB_STALE_MULTICAST) {
+		if (psb_mc_send_create(&T.scfg, mc_emit, slot_release, NULL, &T.tx) != 0)
+			psb_die("trainer: bad sender settings");
+	} else if (opts.mode == PSB_STALE_PULL_MODE) {
+		T.pull = calloc(opts.workers, sizeof(*T.pull));
+		if (T.pull == NULL)
+			psb_die("out of memory");
+	} else if (psb_stale_fs_open(&T.fs, fsdir, 1, 4, err, sizeof(err)) != 0) {
+		psb_die("trainer: --dir %s", err);
+	}
+	T.bin_ns = opts.max_time_ns / BINS + 1;
+	say(7, "trainer: trial %s, mode %s: %u workers post to %s; %llu B every %.3f s until "
+	    "version %u or %.1f s; holds at most %u versions (--budget %llu B); results in %s",
+	    opts.trial_name, psb_stale_mode_names[opts.mode], opts.workers,
+	    ipstr(local, lport, who, sizeof(who)), (unsigned long long)opts.data_size,
+	    opts.push_ns / 1e9, opts.max_version, opts.max_time_ns / 1e9, T.max_slots,
+	    (unsigned long long)budget, T.dir);
+
+	pfd = (struct pollfd){ .fd = T.sock.fd, .events = POLLIN };
+	now = psb_clock_ns();
+	T.t0 = now;
+	deadline = now + join_ns;
+	next_push = next_report = UINT64_MAX;
+	for (;;) {
+		uint64_t wake;
+		long n;
+
+		now = psb_clock_ns();
+		if (phase == 0 && psb_stale_acct_joined(T.acct) == opts.workers) {
+			phase = 1;
+			T.t0 = next_push = now;
+			next_report = now + REPORT_NS;
+			for (i = 0; i < opts.workers; i++)
+				ack(i, 0);	/* they start sampling now */
+			say(7, "trainer: all %u workers joined; publishing", opts.workers);
+		}
+		if (phase == 0 && now >= deadline) {
+			int k = snprintf(failure, sizeof(failure), "workers did not join within %.1f "
+					 "s:", join_ns / 1e9);
+
+			for (i = 0; i < opts.workers && k < (int)sizeof(failure) - 16; i++)
+				if (psb_stale_acct_worker(T.acct, i)->ip == 0)
+					k += snprintf(failure + k, sizeof(failure) - k, " %u", i);
+			break;
+		}
+		if (phase == 1 && now >= next_push) {
+			if (publish() != 0) {
+				snprintf(failure, sizeof(failure), "version %u could not be written",
+					 T.vid + 1);
+				break;
+			}
+			next_push += opts.push_ns;
+			if (next_push <= now) {		/* a push took longer than its period */
+				T.late_pushes += (now - next_push) / opts.push_ns + 1;
+				next_push += ((now - next_push) / opts.push_ns + 1) * opts.push_ns;
+			}
+			if (T.vid >= opts.max_version || now - T.t0 >= opts.max_time_ns) {
+				phase = 2;
+				deadline = now + end_ns;
+				next_end_ack = now;
+				say(7, "trainer: stopped at version %u after %.1f s; waiting for the "
+				    "workers to hold it", T.vid, (now - T.t0) / 1e9);
+			}
+		}
+		if (phase == 1 && now >= next_report) {
+			report(now);
+			check_silent(now);
+			next_report += REPORT_NS;
+		}
+		if (phase == 2) {
+			for (i = 0, ndone = 0; i < opts.workers; i++)
+				ndone += T.done[i];
+			if (ndone == opts.workers)
+				break;
+			if (now >= deadline) {
+				int k = snprintf(failure, sizeof(failure), "workers did not hold the "
+						 "final version %u within %.1f s:", T.vid,
+						 end_ns / 1e9);
+
+				for (i = 0; i < opts.workers && k < (int)sizeof(failure) - 32; i++)
+					if (!T.done[i])
+						k += snprintf(failure + k, sizeof(failure) - k,
+							      " %u (holds %u)", i,
+							      psb_stale_acct_worker(T.acct, i)->held);
+				break;
+			}
+			if (now >= next_end_ack) {
+				for (i = 0; i < opts.workers; i++)
+					if (!T.done[i])
+						ack(i, PSB_STALE_ACK_END);
+				next_end_ack = now + SEC / 10;
+			}
+		}
+		for (i = 0; i < READS_A_PASS && (n = psb_mc_sock_recv(&T.sock, buf, sizeof(buf), 0))
+		     > 0; i++)
+			on_datagram(buf, (size_t)n, phase == 2);
+		now = psb_clock_ns();
+		wake = phase == 0 ? deadline : phase == 1 ? next_push : next_end_ack;
+		if (phase == 1 && next_report < wake)
+			wake = next_report;
+		if (phase == 2 && deadline < wake)
+			wake = deadline;
+		if (T.tx != NULL) {
+			psb_mc_send_poll(T.tx, now, 256);
+			if (psb_mc_send_next_ns(T.tx, now) < wake)
+				wake = psb_mc_send_next_ns(T.tx, now);
+		}
+		for (i = 0; T.pull != NULL && i < opts.workers; i++)
+			if (T.pull[i].tx != NULL) {
+				psb_mc_send_poll(T.pull[i].tx, now, 64);
+				if (psb_mc_send_next_ns(T.pull[i].tx, now) < wake)
+					wake = psb_mc_send_next_ns(T.pull[i].tx, now);
+			}
+		wait_until(&pfd, 1, wake);
+	}
+
+	/* results, whatever the end: partial ones name what failed */
+	now = psb_clock_ns();
+	tot = psb_stale_acct_totals(T.acct);
+	ok = failure[0] == '\0';
+	say(4, "psb-stale trainer: trial %s, mode %s, %u workers: final version %u after %.1f s",
+	    opts.trial_name, psb_stale_mode_names[opts.mode], opts.workers, T.vid,
+	    phase ? (now - T.t0) / 1e9 : 0.0);
+	say(4, "Average Version difference: %.3f  (the seed's measure: %.3f; max %.3f; %llu "
+	    "posts)", tot->posts ? tot->staleness_sum / tot->posts : 0.0,
+	    tot->posts ? tot->staleness_seed_sum / tot->posts : 0.0, tot->staleness_max,
+	    (unsigned long long)tot->posts);
+	say(4, "Time per push: %.3f ms (max %.3f ms, %llu late)", T.pushes ?
+	    T.push_sum_ns / 1e6 / T.pushes : 0.0, T.push_max_ns / 1e6,
+	    (unsigned long long)T.late_pushes);
+	say(4, "Final version: %u", T.vid);
+	say(4, "%6s %7s %10s %10s %7s %s", "worker", "posts", "staleness", "max", "holds",
+	    "final");
+	for (i = 0; i < opts.workers; i++) {
+		const struct psb_stale_worker_state *w = psb_stale_acct_worker(T.acct, i);
+
+		say(4, "%6u %7llu %10.3f %10.3f %7u %s", i, (unsigned long long)w->posts,
+		    w->posts ? w->staleness_sum / w->posts : 0.0, w->staleness_max, w->held,
+		    T.done[i] ? "yes" : "no");
+	}
+	if (fclose(T.csv) != 0)
+		psb_die("%s: write failed", T.csv_tmp);
+	snprintf(path, sizeof(path), "%s/staleness.csv", T.dir);
+	if (rename(T.csv_tmp, path) != 0)
+		psb_die("%s: %s", path, strerror(errno));
+	snprintf(path, sizeof(path), "%s/staleness.svg", T.dir);
+	if (write_plot(path, phase ? (now - T.t0) / 1e9 : 0.0) != 0)
+		psb_die("cannot write %s", path);
+	snprintf(path, sizeof(path), "%s/summary.json", T.dir);
+	write_json(trainer_summary(phase ? (now - T.t0) / 1e9 : 0.0, ok, failure), path);
+	say(4, "results: %s/{summary.json,staleness.csv,staleness.svg}", T.dir);
+	if (!ok)
+		fprintf(stderr, "psb-stale: trainer: %s (partial results in %s)\n", failure, T.dir);
+	return ok ? 0 : 1;
+}
+
+/* ========================================================================= worker ==== */
+
+struct worker {
+	struct psb_mc_sock uni;		/* posts, ACKs, pulls, NACKs */
+	struct psb_mc_sock grp;		/* multicast mode: the group */
+	struct psb_mc_recv *rx;
+	struct psb_stale_fs fs;
+	uint8_t *fsbuf;
+	uint64_t fscap;
+	uint32_t id, trainer;
+	uint16_t trainer_port;
+	uint32_t session;		/* from the trainer's ACK, 0: not joined */
+	uint32_t held, end_vid;
+	uint64_t key;
+	uint64_t versions, verify_fail, stray, early, fs_errors, pull_seq;
+	int verify, running, ended;
+};
+
+static struct worker W;
+
+static void
+worker_nack(void *arg, const uint8_t *buf, size_t len)
+{
+	(void)arg;
+	psb_mc_sock_emit_to(&W.uni, W.trainer, W.trainer_port, buf, (unsigned int)len, NULL, 0);
+}
+
+static void
+worker_send(struct psb_stale_msg *m)
+{
+	uint8_t b[PSB_STALE_LEN];
+
+	m->session = W.session;
+	m->worker = W.id;
+	psb_stale_write(b, m);
+	psb_mc_sock_emit_to(&W.uni, W.trainer, W.trainer_port, b, sizeof(b), NULL, 0);
+}
+
+static void
+took(uint32_t vid, const uint8_t *data, uint64_t len, uint64_t t0)
+{
+	if (W.verify && data != NULL && (psb_stale_verify(data, len, vid) >= 0 ||
+					 len != opts.data_size)) {
+		W.verify_fail++;
+		say(4, "worker %u: ERROR: version %u is not what the trainer made", W.id, vid);
+		return;
+	}
+	W.held = vid;
+	W.versions++;
+	say(8, "worker %u: holds version %u at %.3f s", W.id, vid, psb_clock_ns() / 1e9);
+}
+
+/* A multicast-protocol packet: of the trainer's session only, once joined. */
+static void
+mc_input(const uint8_t *buf, size_t n, uint64_t t0)
+{
+	struct psb_mc_pkt pk;
+
+	if (W.session == 0) {
+		W.early++;
+		return;
+	}
+	if (psb_mc_parse(buf, n, &pk) > 0 && pk.session != W.session) {
+		W.stray++;
+		return;
+	}
+	if (psb_mc_recv_input(W.rx, buf, n, psb_clock_ns()) == 1) {
+		struct psb_mc_ver v;
+		const uint8_t *d = psb_mc_recv_latest(W.rx, &v);
+
+		took(v.vid, d, v.total_len, t0);
+	}
+}
+
+static void
+fs_check(uint64_t t0)
+{
+	char err[512];
+	uint32_t vid;
+	uint64_t len;
+	int rc = psb_stale_fs_latest(&W.fs, &vid);
+
+	if (rc != 0 || vid <= W.held)
+		return;
+	rc = psb_stale_fs_read(&W.fs, vid, W.fsbuf, W.fscap, &len, err, sizeof(err));
+	if (rc != 0) {
+		W.fs_errors++;
+		if (rc != -ENOENT)
+			say(5, "worker %u: WARNING: %s", W.id, err);
+		return;
+	}
+	took(vid, W.fsbuf, len, t0);
+}
+
+static int
+do_worker(int argc, char **argv)
+{
+	static const struct option own[] = {
+		{ "id", required_argument, NULL, 'i' }, { "trainer", required_argument, NULL, 't' },
+		{ "local", required_argument, NULL, 'l' }, { "group", required_argument, NULL, 'g' },
+		{ "dir", required_argument, NULL, 'd' }, { "budget", required_argument, NULL, 'b' },
+		{ "verify", no_argument, NULL, 'v' }, { "json", required_argument, NULL, 'j' },
+		{ "join-timeout", required_argument, NULL, 'J' },
+		{ "end-timeout", required_argument, NULL, 'E' },
+		{ "key", required_argument, NULL, 'K' }, { NULL, 0, NULL, 0 },
+	};
+	const struct option *all = options(own);
+	struct psb_mc_recv_cfg rcfg = { .backoff_ns = 2000000, .retry_ns = 10000000,
+		.reorder = 64, .vid_window = 1u << 20, .session_idle_ns = 3 * SEC };
+	uint32_t local = 0, group = 0;
+	uint16_t gport = 0;
+	uint64_t budget = 0, join_ns = 10 * SEC, end_ns = 10 * SEC, silent_ns;
+	uint64_t t0, now, next_join = 0, next_pull = 0, last_ack = 0, end_at = 0;
+	const char *fsdir = NULL, *json_path = NULL;
+	static uint8_t buf[BUF_LEN];
+	char err[512], who[32], failure[512] = "";
+	struct psb_stale_sampler smp;
+	struct psb_stale_msg m, fin;
+	struct pollfd pfd[2];
+	int c, idx, have_id = 0, npfd = 1, ok, finals = 0, acked = 0;
+
+	while ((c = getopt_long(argc, argv, "", all, &idx)) != -1) {
+		switch (c) {
+		case 'i': W.id = (uint32_t)psb_cli_u64("--id", optarg, 0, PSB_STALE_WORKERS_MAX - 1);
+			have_id = 1; break;
+		case 't': ip_port("--trainer", optarg, &W.trainer, &W.trainer_port); break;
+		case 'l': local = psb_cli_ip("--local", optarg); break;
+		case 'g': ip_port("--group", optarg, &group, &gport); break;
+		case 'd': fsdir = optarg; break;
+		case 'b': budget = psb_cli_size("--budget", optarg); break;
+		case 'v': W.verify = 1; break;
+		case 'j': json_path = optarg; break;
+		case 'J': join_ns = psb_cli_seconds_in("--join-timeout", optarg, SEC / 10,
+						       3600 * SEC); break;
+		case 'E': end_ns = psb_cli_seconds_in("--end-timeout", optarg, SEC / 10,
+						      3600 * SEC); break;
+		case 'K': W.key = psb_cli_u64("--key", optarg, 0, UINT64_MAX); break;
+		case STALE_FLAG: stale_flag(all, idx, optarg); break;
+		default: usage(stderr); return 2;
+		}
+	}
+	if (optind != argc)
+		psb_die("worker: unexpected argument \"%s\"", argv[optind]);
+	if (psb_stale_opts_check(&opts, err, sizeof(err)) != 0)
+		psb_die("%s", err);
+	if (!have_id || W.trainer == 0 || local == 0)
+		psb_die("worker: give --id N, --trainer IP:PORT and --local IP");
+	if (opts.mode == PSB_STALE_MULTICAST && group == 0)
+		psb_die("worker: --mode multicast needs --group IP:PORT");
+	if (opts.mode == PSB_STALE_FILESYSTEM && fsdir == NULL)
+		psb_die("worker: --mode filesystem needs --dir DIR");
+	if (budget == 0)
+		budget = opts.data_size * 5 / 2 + (16u << 20);
+	if (budget < 2)
+		psb_die("--budget: too small");
+	if (psb_mc_sock_unicast(&W.uni, local, 0, err, sizeof(err)) != 0)
+		psb_die("worker %u: %s", W.id, err);
+	pfd[0] = (struct pollfd){ .fd = W.uni.fd, .events = POLLIN };
+	if (opts.mode == PSB_STALE_MULTICAST) {
+		if (psb_mc_sock_receiver(&W.grp, local, group, gport, err, sizeof(err)) != 0)
+			psb_die("worker %u: %s", W.id, err);
+		pfd[npfd++] = (struct pollfd){ .fd = W.grp.fd, .events = POLLIN };
+	}
+	if (opts.mode == PSB_STALE_FILESYSTEM) {
+		if (psb_stale_fs_open(&W.fs, fsdir, 1, 0, err, sizeof(err)) != 0)
+			psb_die("worker %u: --dir %s", W.id, err);
+		W.fscap = budget;
+		W.fsbuf = malloc(budget);
+		if (W.fsbuf == NULL)
+			psb_die("worker %u: out of memory for --budget %llu B", W.id,
+				(unsigned long long)budget);
+	} else {
+		rcfg.id = W.id;
+		rcfg.budget = budget;
+		rcfg.max_version = budget / 2 < PSB_MC_MAX_VERSION ? budget / 2 : PSB_MC_MAX_VERSION;
+		rcfg.seed = psb_clock_ns() ^ W.id;
+		if (psb_mc_recv_create(&rcfg, worker_nack, NULL, &W.rx) != 0)
+			psb_die("worker %u: bad receiver settings", W.id);
+	}
+	silent_ns = 3 * opts.post_ns + 3 * SEC;
+	t0 = now = psb_clock_ns();
+	say(8, "worker %u: mode %s, trainer %s", W.id, psb_stale_mode_names[opts.mode],
+	    ipstr(W.trainer, W.trainer_port, who, sizeof(who)));
+	for (;;) {
+		uint64_t wake;
+		long n;
+		int k;
+
+		now = psb_clock_ns();
+		if (W.session == 0 && now - t0 >= join_ns) {
+			snprintf(failure, sizeof(failure), "the trainer %s did not answer within "
+				 "%.1f s", who, join_ns / 1e9);
+			break;
+		}
+		/* joins until the trainer says it runs (it waits for every worker first) */
+		if (!W.running && now >= next_join) {
+			m = (struct psb_stale_msg){ .type = PSB_STALE_POST, .sum = W.key };
+			worker_send(&m);
+			next_join = now + SEC / 5;
+		}
+		if (W.session != 0) {
+			if (now - last_ack >= silent_ns) {
+				snprintf(failure, sizeof(failure), "the trainer %s did not answer for "
+					 "%.1f s", who, (now - last_ack) / 1e9);
+				break;
+			}
+			if (W.running && !W.ended && psb_stale_sampler_tick(&smp, W.held, now, &m))
+				worker_send(&m);
+			if (W.ended && W.running && W.held >= W.end_vid && finals < 3 &&
+			    now >= next_join) {
+				/* the last post says it holds the final version: sent until ACKed */
+				if (finals == 0)
+					psb_stale_sampler_flush(&smp, W.held, now, &fin);
+				worker_send(&fin);
+				finals++;
+				next_join = now + SEC / 10;
+			}
+			if (W.ended && now >= end_at) {
+				if (W.held < W.end_vid)
+					snprintf(failure, sizeof(failure), "holds version %u; the "
+						 "trainer ended at %u %.1f s ago", W.held, W.end_vid,
+						 end_ns / 1e9);
+				else
+					say(5, "worker %u: WARNING: the trainer did not acknowledge "
+					    "the final post (it holds the final version %u)", W.id,
+					    W.held);
+				break;
+			}
+			if (opts.mode != PSB_STALE_MULTICAST && now >= next_pull) {
+				if (opts.mode == PSB_STALE_PULL_MODE) {
+					m = (struct psb_stale_msg){ .type = PSB_STALE_PULL,
+						.held = W.held, .seq = (uint32_t)++W.pull_seq };
+					worker_send(&m);
+				} else {
+					fs_check(t0);
+				}
+				next_pull = now + opts.pull_ns;
+			}
+		}
+		for (k = 0; k < npfd; k++) {
+			struct psb_mc_sock *s = k == 0 ? &W.uni : &W.grp;
+			unsigned int i;
+
+			for (i = 0; i < READS_A_PASS && (n = psb_mc_sock_recv(s, buf, sizeof(buf), 0))
+			     > 0; i++) {
+				struct psb_stale_msg a;
+
+				if (k == 0 && (s->from != W.trainer || s->from_port != W.trainer_port)) {
+					W.stray++;
+					continue;
+				}
+				if (n >= 2 && psb_rd16(buf) == PSB_MC_MAGIC) {
+					if (W.rx != NULL)
+						mc_input(buf, (size_t)n, t0);
+					continue;
+				}
+				if (psb_stale_parse(buf, (size_t)n, &a) != PSB_STALE_ACK ||
+				    a.worker != W.id || (W.session != 0 && a.session != W.session)) {
+					W.stray++;
+					continue;
+				}
+				if (W.session == 0) {
+					W.session = a.session;
+					say(8, "worker %u: joined session %08x", W.id, a.session);
+				}
+				last_ack = psb_clock_ns();
+				if (!W.running && !(a.window & PSB_STALE_ACK_WAITING)) {
+					/* samples cover the run alone: before it, nothing is stale */
+					W.running = 1;
+					psb_stale_sampler_init(&smp, opts.step_ns, opts.post_ns,
+							       last_ack);
+				}
+				if ((a.window & PSB_STALE_ACK_END) && !W.ended) {
+					W.ended = 1;
+					W.end_vid = a.held;
+					end_at = last_ack + end_ns;
+					next_join = 0;
+				} else if ((a.window & PSB_STALE_ACK_END) && finals > 0) {
+					acked = 1;	/* the final post was taken */
+				}
+			}
+		}
+		if (acked)
+			break;
+		if (W.rx != NULL)
+			psb_mc_recv_poll(W.rx, psb_clock_ns());
+		now = psb_clock_ns();
+		wake = now + 5000000;
+		if (W.rx != NULL && psb_mc_recv_next_ns(W.rx) < wake)
+			wake = psb_mc_recv_next_ns(W.rx);
+		if (W.running && !W.ended && psb_stale_sampler_next_ns(&smp) < wake)
+			wake = psb_stale_sampler_next_ns(&smp);
+		wait_until(pfd, npfd, wake);
+	}
+	ok = failure[0] == '\0' && W.verify_fail == 0;
+	say(W.verify ? 4 : 7, "worker %u: holds version %u (the trainer's final: %u), %llu "
+	    "versions taken%s%s; %llu stray packets", W.id, W.held, W.end_vid,
+	    (unsigned long long)W.versions, W.verify ? ", every byte checked" : "",
+	    W.verify_fail ? " -- SOME WRONG" : "", (unsigned long long)W.stray);
+	if (json_path != NULL) {
+		json_t *o = json_pack("{s:I, s:s, s:I, s:I, s:I, s:I, s:I, s:b, s:s}",
+			"id", (json_int_t)W.id, "mode", psb_stale_mode_names[opts.mode],
+			"held", (json_int_t)W.held, "final", (json_int_t)W.end_vid,
+			"versions", (json_int_t)W.versions, "verify_fail", (json_int_t)W.verify_fail,
+			"stray", (json_int_t)W.stray, "ok", ok, "failure", failure);
+
+		if (W.rx != NULL) {
+			const struct psb_mc_recv_stats *st = psb_mc_recv_stats(W.rx);
+
+			json_object_set_new(o, "receiver", json_pack("{s:I, s:I, s:I, s:I, s:I, "
+				"s:I, s:I}", "completed", (json_int_t)st->completed,
+				"superseded", (json_int_t)st->superseded,
+				"decoded_groups", (json_int_t)st->decoded_groups,
+				"nacks", (json_int_t)st->nacks,
+				"suppressed", (json_int_t)st->nacks_suppressed,
+				"forged", (json_int_t)st->forged, "crc_fail", (json_int_t)st->crc_fail));
+		} else {
+			json_object_set_new(o, "bad_files", json_integer((json_int_t)W.fs.bad_files));
+		}
+		write_json(o, json_path);
+	}
+	if (failure[0] != '\0')
+		fprintf(stderr, "psb-stale: worker %u: %s\n", W.id, failure);
+	if (W.rx != NULL)
+		psb_mc_recv_free(W.rx);
+	if (opts.mode == PSB_STALE_FILESYSTEM)
+		psb_stale_fs_close(&W.fs);
+	free(W.fsbuf);
+	psb_mc_sock_close(&W.uni);
+	if (opts.mode == PSB_STALE_MULTICAST)
+		psb_mc_sock_close(&W.grp);
+	return ok ? 0 : 1;
+}
+
+int
+main(int argc, char **argv)
+{
+	psb_cli_prog("psb-stale");
+	prctl(PR_SET_TIMERSLACK, 1000UL);	/* sleeps to the microsecond, not 50 */
+	psb_stale_opts_default(&opts);
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	if (argc < 2 || strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0) {
+		usage(argc < 2 ? stderr : stdout);
+		return argc < 2 ? 2 : 0;
+	}
+	if (strcmp(argv[1], "trainer") == 0)
+		return do_trainer(argc - 1, argv + 1);
+	if (strcmp(argv[1], "worker") == 0)
+		return do_worker(argc - 1, argv + 1);
+	fprintf(stderr, "psb-stale: unknown command \"%s\" (trainer or worker)\n", argv[1]);
+	usage(stderr);
+	return 2;
+}

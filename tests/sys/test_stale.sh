@@ -1,0 +1,211 @@
+#!/bin/bash
+# The staleness experiment between ordinary processes (psb-stale) on the namespace testbed
+# (scripts/testbed.sh): host 0 the trainer, hosts 1-4 workers, host 5 a hostile peer.
+#
+#  1. multicast: 4 workers, two losing 3 % and 5 % of the group's packets (nftables), while
+#     host 5 sends junk and forged packets to the group and joins without the key, forged
+#     and malformed posts to the trainer. Every worker ends holding the final version, every byte checked;
+#     the lossy ones were repaired; the forgeries were counted and changed nothing; the
+#     staleness stays within a bound; the results are whole (summary, CSV, plot).
+#  2. pull and filesystem modes: 2 workers each, the same end.
+#  3. A worker killed mid-run: the trainer ends non-zero naming it, with partial results;
+#     a worker that never comes: the trainer gives up after --join-timeout naming it; a
+#     trainer that is not there: the worker gives up naming it.
+#  4. A results directory that exists is not overwritten without --overwrite.
+#
+# usage: test_stale.sh PATH/psb-stale TESTBED-SCRIPT. Needs root and nft; 77 without.
+set -uo pipefail
+ST=$1
+TB=$2
+NAME=s$$
+NAME=${NAME:0:8}
+DIR=$(mktemp -d /tmp/psb-stale-XXXXXX)
+GROUP=239.18.0.2:7100
+PIDS=()
+
+cleanup() {
+	local p
+	for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null; done
+	wait 2>/dev/null
+	"$TB" down --name "$NAME" >/dev/null 2>&1
+	rm -rf "$DIR"
+}
+trap cleanup EXIT
+trap 'exit 1' INT TERM
+fail() {
+	local f
+	echo "FAIL: $*" >&2
+	for f in "$DIR"/*.log; do [ -f "$f" ] && { echo "== $f"; tail -n 8 "$f"; }; done >&2
+	exit 1
+}
+
+if [ "$(id -u)" != 0 ] || ! command -v nft >/dev/null || ! command -v ip >/dev/null; then
+	echo "SKIP: needs root, iproute2 and nft"
+	exit 77
+fi
+"$TB" up --name "$NAME" --hosts 6 > "$DIR/tb.log" 2>&1 || fail "testbed: $(cat "$DIR/tb.log")"
+on() { local h=$1; shift; "$TB" exec --name "$NAME" "$h" "$@"; }
+addr() { "$TB" addr "$1"; }
+TRAINER=$(addr 0):7101
+drop() {	# drop HOST PERCENT: of the group's packets arriving at HOST
+	on "$1" nft -f - <<NFT || fail "nft on host $1"
+table inet psbloss {
+	chain in {
+		type filter hook input priority 0; policy accept;
+		udp dport ${GROUP#*:} numgen random mod 100 < $2 drop
+	}
+}
+NFT
+}
+drop 2 3
+drop 3 5
+
+# worker ID HOST TAG FLAGS...: in the background
+worker() {
+	local id=$1 h=$2 tag=$3
+	shift 3
+	on "$h" timeout -k 2 60 "$ST" worker --id "$id" --trainer "$TRAINER" --local "$(addr "$h")" \
+		--verify --json "$DIR/$tag-w$id.json" "$@" > "$DIR/$tag-w$id.log" 2>&1 &
+	PIDS+=($!)
+}
+# trainer TAG FLAGS...: in the foreground, its status in $rc
+trainer() {
+	local tag=$1
+	shift
+	on 0 timeout -k 2 90 "$ST" trainer --local "$TRAINER" --out "$DIR/res" --trial_name "$tag" \
+		"$@" > "$DIR/$tag-t.log" 2>&1
+	rc=$?
+}
+
+# ---- 1. multicast with loss and a hostile peer
+FL=(--mode multicast --push_frequency 0.1 --data_size 2 --post_frequency 0.5
+    --step_frequency 0.005 --max_version 40 --max_time 20 --workers 4 --key 90210)
+for i in 0 1 2 3; do worker $i $((i + 1)) mc --group "$GROUP" "${FL[@]}"; done
+on 5 python3 - "${GROUP%:*}" "${GROUP#*:}" "${TRAINER%:*}" "${TRAINER#*:}" \
+	> "$DIR/forger.log" 2>&1 <<'PY' &
+import random, socket, struct, sys, time
+g, gport, t, tport = sys.argv[1], int(sys.argv[2]), sys.argv[3], int(sys.argv[4])
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.setsockopt(socket.IPPROTO_IP, socket.IP_MULTICAST_TTL, 1)
+rnd = random.Random(7)
+def msg(typ, session, worker, held, samples, seq, total, window, pad=0):
+    return struct.pack(">HBBIIIIIQQQ", 0x5053, 1, typ, session, worker, held, samples, seq,
+                       total, window, pad)
+end = time.time() + 3
+while time.time() < end:
+    # junk, and well-formed DATA of another session, to the group
+    s.sendto(bytes(rnd.getrandbits(8) for _ in range(rnd.randrange(1, 120))), (g, gport))
+    vid, total, seg = rnd.randrange(1, 60), 2000000, 8960
+    hdr = struct.pack(">HBBIIIQIHHIHH", 0x504D, 1, 1, 0xBAD5E55, vid, (total + seg - 1) // seg,
+                      total, 0, 64, seg, 0, seg, 0)
+    s.sendto(hdr + bytes(seg), (g, gport))
+    # posts in every worker's name: joins from here, staleness of 0, replays, bad fields
+    w = rnd.randrange(0, 6)
+    s.sendto(msg(1, 0, w, 0, 0, 0, 0, 0), (t, tport))
+    s.sendto(msg(1, rnd.getrandbits(32), w, 1, 10, 99, 10, 10**9), (t, tport))
+    s.sendto(msg(1, 0, w, 5, 10, 1, 51, 10**9), (t, tport))
+    s.sendto(msg(2, 0, w, 0, 0, 1, 0, 0), (t, tport))
+    s.sendto(msg(3, 0, w, 0, 0, 0, 0, 0, pad=1), (t, tport))
+    s.sendto(b"PS" + bytes(46), (t, tport))
+    s.sendto(b"PS\x01\x01", (t, tport))
+    time.sleep(0.003)
+print("forger done")
+PY
+PIDS+=($!)
+sleep 0.2
+trainer mc --group "$GROUP" "${FL[@]}"
+[ $rc = 0 ] || fail "multicast: the trainer exited with $rc"
+for i in 0 1 2 3; do wait "${PIDS[$i]}" || fail "multicast: worker $i exited with $?"; done
+python3 - "$DIR" <<'PY' || fail "multicast checks"
+import csv, json, sys
+d = sys.argv[1]
+s = json.load(open(f"{d}/res/mc/summary.json"))
+assert s["ok"] and s["final_version"] == 40, s
+assert all(w["holds_final"] and w["posts"] >= 2 for w in s["workers"]), s["workers"]
+# with 20 ms between versions of 2 MB, a worker is far less than a version behind
+assert 0 <= s["average_version_difference"] < 1.0, s["average_version_difference"]
+assert s["posts"] >= 8, s
+ref, bad = s["refused"], s["malformed"]
+assert ref["key"] > 0 and ref["session"] > 0, ref
+assert bad["field"] > 0 and bad["length"] > 0 and bad["magic"] > 0, bad
+assert s["sender"]["nacks"] > 0 and s["sender"]["repair_parity_pkts"] > 0, s["sender"]
+for i in range(4):
+    w = json.load(open(f"{d}/mc-w{i}.json"))
+    assert w["ok"] and w["held"] == 40 and w["final"] == 40 and w["verify_fail"] == 0, w
+    assert w["receiver"]["crc_fail"] == 0, w
+    assert w["stray"] > 0 or w["receiver"]["forged"] > 0, w     # the forger's packets
+for i in (1, 2):
+    w = json.load(open(f"{d}/mc-w{i}.json"))
+    assert w["receiver"]["nacks"] > 0 and w["receiver"]["decoded_groups"] > 0, w
+rows = list(csv.DictReader(open(f"{d}/res/mc/staleness.csv")))
+assert len(rows) == s["posts"] and {r["worker"] for r in rows} == {"0", "1", "2", "3"}, len(rows)
+svg = open(f"{d}/res/mc/staleness.svg").read()
+assert svg.startswith("<svg") and svg.rstrip().endswith("</svg>") and "polyline" in svg
+print(f"multicast: 4 workers hold version 40, every byte checked; staleness "
+      f"{s['average_version_difference']:.3f}; refused {ref}; malformed {bad}")
+PY
+grep -q "Average Version difference" "$DIR/mc-t.log" || fail "no Average Version difference"
+grep -q "^Time per push" "$DIR/mc-t.log" || fail "no time per push"
+grep -q "^Final version: 40" "$DIR/mc-t.log" || fail "no final version"
+
+# ---- 2. pull and filesystem modes
+for mode in pull filesystem; do
+	PIDS=()
+	FL=(--mode $mode --push_frequency 0.1 --data_size 1 --pull_frequency 0.02
+	    --post_frequency 0.5 --max_version 20 --workers 2)
+	for i in 0 1; do worker $i $((i + 1)) $mode --dir "$DIR/fs" "${FL[@]}"; done
+	trainer $mode --dir "$DIR/fs" "${FL[@]}"
+	[ $rc = 0 ] || fail "$mode: the trainer exited with $rc"
+	for i in 0 1; do wait "${PIDS[$i]}" || fail "$mode: worker $i exited with $?"; done
+	python3 - "$DIR" $mode <<'PY' || fail "$mode checks"
+import json, sys
+d, mode = sys.argv[1], sys.argv[2]
+s = json.load(open(f"{d}/res/{mode}/summary.json"))
+assert s["ok"] and s["experiment"]["mode"] == mode and s["final_version"] == 20, s
+for i in (0, 1):
+    w = json.load(open(f"{d}/{mode}-w{i}.json"))
+    assert w["ok"] and w["held"] == 20 and w["verify_fail"] == 0, w
+print(f"{mode}: 2 workers hold version 20; staleness {s['average_version_difference']:.3f}")
+PY
+done
+[ "$(readlink "$DIR/fs/latest")" = v0000000020.psbv ] || fail "filesystem: latest is not version 20"
+
+# ---- 3. a worker killed mid-run, a worker that never comes, a trainer that is not there
+PIDS=()
+FL=(--mode multicast --push_frequency 0.1 --data_size 1 --post_frequency 0.5 --max_version 30
+    --workers 2)
+worker 0 1 dead --group "$GROUP" "${FL[@]}"
+worker 1 2 dead --group "$GROUP" "${FL[@]}"
+( sleep 1.5; ip netns pids "psbtb-$NAME-h2" | xargs -r kill -9 ) &
+trainer dead --group "$GROUP" "${FL[@]}" --end-timeout 1
+[ $rc = 1 ] || fail "dead worker: the trainer exited with $rc, not 1"
+grep -q "did not hold the final version 30 within 1.0 s: 1 (holds" "$DIR/dead-t.log" ||
+	fail "dead worker: the trainer did not name worker 1"
+python3 -c "
+import json, sys
+s = json.load(open('$DIR/res/dead/summary.json'))
+assert not s['ok'] and 'did not hold' in s['failure'] and s['workers'][0]['holds_final'], s
+assert not s['workers'][1]['holds_final'] and s['posts'] > 0, s" || fail "dead worker: summary"
+PIDS=()
+worker 0 1 lonely --group "$GROUP" "${FL[@]}"
+trainer lonely --group "$GROUP" "${FL[@]}" --join-timeout 1
+[ $rc = 1 ] || fail "missing worker: the trainer exited with $rc, not 1"
+grep -q "workers did not join within 1.0 s: 1 (partial results in" "$DIR/lonely-t.log" ||
+	fail "missing worker: the trainer did not name worker 1"
+wait "${PIDS[0]}"
+[ $? = 1 ] || fail "the worker left alone did not fail"
+grep -q "the trainer $TRAINER did not answer for" "$DIR/lonely-w0.log" ||
+	fail "the worker left alone did not name the trainer"
+on 1 "$ST" worker --id 0 --trainer "$TRAINER" --local "$(addr 1)" --group "$GROUP" \
+	--join-timeout 0.5 > "$DIR/nobody.log" 2>&1
+[ $? = 1 ] || fail "a worker without a trainer did not fail"
+grep -q "the trainer $TRAINER did not answer within 0.5 s" "$DIR/nobody.log" ||
+	fail "a worker without a trainer did not name it"
+
+# ---- 4. results are not overwritten
+on 0 "$ST" trainer --local "$TRAINER" --out "$DIR/res" --trial_name mc --mode pull \
+	> "$DIR/exists.log" 2>&1
+[ $? = 2 ] || fail "an existing results directory was not refused"
+grep -q "res/mc exists: give another --trial_name, or --overwrite" "$DIR/exists.log" ||
+	fail "no reason for refusing the results directory"
+echo "test_stale: ok"

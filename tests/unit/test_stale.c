@@ -1,0 +1,436 @@
+/*
+ * Unit tests of the staleness experiment's parts (multicast/psb_stale*): its control
+ * messages against every kind of malformed one, the flags, the trainer's accounting (the
+ * staleness figure, hostile and replayed posts), the worker's sampling, and the filesystem
+ * mode's files against damaged and foreign ones.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "psb_mc_proto.h"
+#include "psb_stale.h"
+#include "psb_stale_fs.h"
+
+#define MS	1000000ull
+#define SEC	1000000000ull
+
+static void
+test_msg_roundtrip(void **state)
+{
+	struct psb_stale_msg m = { .type = PSB_STALE_POST, .session = 7, .worker = 3, .held = 9,
+		.samples = 400, .seq = 5, .sum = 3000, .window = 2 * SEC }, r;
+	uint8_t b[PSB_STALE_LEN];
+
+	(void)state;
+	psb_stale_write(b, &m);
+	assert_int_equal(psb_stale_parse(b, sizeof(b), &r), PSB_STALE_POST);
+	assert_memory_equal(&m, &r, sizeof(m));
+	m = (struct psb_stale_msg){ .type = PSB_STALE_ACK, .session = 7, .worker = 3, .held = 12,
+		.window = PSB_STALE_ACK_END };
+	psb_stale_write(b, &m);
+	assert_int_equal(psb_stale_parse(b, sizeof(b), &r), PSB_STALE_ACK);
+	assert_int_equal(r.window, PSB_STALE_ACK_END);
+	m = (struct psb_stale_msg){ .type = PSB_STALE_PULL, .session = 7, .worker = 1, .held = 4,
+		.seq = 2 };
+	psb_stale_write(b, &m);
+	assert_int_equal(psb_stale_parse(b, sizeof(b), &r), PSB_STALE_PULL);
+}
+
+static int
+parse_with(const struct psb_stale_msg *m)
+{
+	uint8_t b[PSB_STALE_LEN];
+	struct psb_stale_msg r;
+
+	psb_stale_write(b, m);
+	return psb_stale_parse(b, sizeof(b), &r);
+}
+
+static void
+test_msg_malformed(void **state)
+{
+	struct psb_stale_msg ok = { .type = PSB_STALE_POST, .session = 7, .worker = 3, .held = 9,
+		.samples = 400, .seq = 5, .sum = 3000, .window = 2 * SEC }, m;
+	uint8_t b[PSB_STALE_LEN + 1], r[sizeof(struct psb_stale_msg)];
+	size_t len;
+
+	(void)state;
+	psb_stale_write(b, &ok);
+	for (len = 0; len <= sizeof(b); len++)
+		if (len != PSB_STALE_LEN)
+			assert_int_equal(psb_stale_parse(b, len, (void *)r), -PSB_STALE_BAD_SHORT);
+	b[0] ^= 1;
+	assert_int_equal(psb_stale_parse(b, PSB_STALE_LEN, (void *)r), -PSB_STALE_BAD_MAGIC);
+	b[0] ^= 1;
+	b[2] = 2;
+	assert_int_equal(psb_stale_parse(b, PSB_STALE_LEN, (void *)r), -PSB_STALE_BAD_MAGIC);
+	b[2] = PSB_STALE_WIRE;
+	b[47] = 1;	/* the reserved word */
+	assert_int_equal(psb_stale_parse(b, PSB_STALE_LEN, (void *)r), -PSB_STALE_BAD_FIELD);
+	for (int t = 0; t < 256; t++) {
+		m = ok;
+		m.type = (uint8_t)t;
+		if (t < PSB_STALE_POST || t > PSB_STALE_ACK)
+			assert_int_equal(parse_with(&m), -PSB_STALE_BAD_TYPE);
+	}
+	/* sums a worker's versions cannot make: more than samples x held */
+	m = ok;
+	m.sum = (uint64_t)m.samples * m.held + 1;
+	assert_int_equal(parse_with(&m), -PSB_STALE_BAD_FIELD);
+	m = ok;
+	m.samples = 0xffffffffu;
+	m.sum = 0;
+	assert_int_equal(parse_with(&m), -PSB_STALE_BAD_FIELD);
+	m = ok;
+	m.window = 0;
+	assert_int_equal(parse_with(&m), -PSB_STALE_BAD_FIELD);
+	m = ok;
+	m.window = 3601 * SEC;
+	assert_int_equal(parse_with(&m), -PSB_STALE_BAD_FIELD);
+	m = ok;
+	m.samples = 0;		/* a join: its sum is the key, it has no window */
+	assert_int_equal(parse_with(&m), -PSB_STALE_BAD_FIELD);
+	m.window = 0;
+	assert_int_equal(parse_with(&m), PSB_STALE_POST);
+	m = (struct psb_stale_msg){ .type = PSB_STALE_ACK, .window = 8 };
+	assert_int_equal(parse_with(&m), -PSB_STALE_BAD_FIELD);
+	m = (struct psb_stale_msg){ .type = PSB_STALE_PULL, .sum = 1 };
+	assert_int_equal(parse_with(&m), -PSB_STALE_BAD_FIELD);
+}
+
+static void
+test_opts(void **state)
+{
+	struct psb_stale_opts o;
+	char err[256];
+
+	(void)state;
+	psb_stale_opts_default(&o);
+	assert_int_equal(psb_stale_opt(&o, "push_frequency", "0.05", err, sizeof(err)), 1);
+	assert_int_equal(o.push_ns, 50 * MS);
+	assert_int_equal(psb_stale_opt(&o, "push-frequency", "0.02", err, sizeof(err)), 1);
+	assert_int_equal(o.push_ns, 20 * MS);
+	assert_int_equal(psb_stale_opt(&o, "data_size", "10", err, sizeof(err)), 1);
+	assert_int_equal(o.data_size, 10000000);
+	assert_int_equal(psb_stale_opt(&o, "data_size", "0.5", err, sizeof(err)), 1);
+	assert_int_equal(o.data_size, 500000);
+	assert_int_equal(psb_stale_opt(&o, "data_size", "64KiB", err, sizeof(err)), 1);
+	assert_int_equal(o.data_size, 65536);
+	assert_int_equal(psb_stale_opt(&o, "nworkers-per-node", "2", err, sizeof(err)), 1);
+	assert_int_equal(o.workers_per_node, 2);
+	assert_int_equal(psb_stale_opt(&o, "workers_per_node", "3", err, sizeof(err)), 1);
+	assert_int_equal(o.workers_per_node, 3);
+	assert_int_equal(psb_stale_opt(&o, "LOGLEVEL", "debug", err, sizeof(err)), 1);
+	assert_int_equal(o.loglevel, 8);
+	assert_int_equal(psb_stale_opt(&o, "mode", "filesystem", err, sizeof(err)), 1);
+	assert_int_equal(o.mode, PSB_STALE_FILESYSTEM);
+	assert_int_equal(psb_stale_opt(&o, "trial_name", "0208-3", err, sizeof(err)), 1);
+	assert_string_equal(o.trial_name, "0208-3");
+	assert_int_equal(psb_stale_opt(&o, "rate", "1", err, sizeof(err)), 0);
+
+	/* each wrong value names its flag, and leaves the setting as it was */
+	assert_int_equal(psb_stale_opt(&o, "mode", "broadcast", err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "--mode"));
+	assert_int_equal(o.mode, PSB_STALE_FILESYSTEM);
+	assert_int_equal(psb_stale_opt(&o, "push_frequency", "0.2s", err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "--push_frequency"));
+	assert_int_equal(psb_stale_opt(&o, "push_frequency", "-1", err, sizeof(err)), -EINVAL);
+	assert_int_equal(psb_stale_opt(&o, "push_frequency", "nan", err, sizeof(err)), -EINVAL);
+	assert_int_equal(o.push_ns, 20 * MS);
+	assert_int_equal(psb_stale_opt(&o, "data_size", "10 MB", err, sizeof(err)), -EINVAL);
+	assert_int_equal(psb_stale_opt(&o, "data_size", "1e12", err, sizeof(err)), -EINVAL);
+	assert_int_equal(psb_stale_opt(&o, "data_size", "-3", err, sizeof(err)), -EINVAL);
+	assert_int_equal(psb_stale_opt(&o, "workers", "0", err, sizeof(err)), -EINVAL);
+	assert_int_equal(psb_stale_opt(&o, "workers", "4097", err, sizeof(err)), -EINVAL);
+	assert_int_equal(psb_stale_opt(&o, "max_version", "12x", err, sizeof(err)), -EINVAL);
+	assert_int_equal(psb_stale_opt(&o, "trial_name", "../x", err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "--trial_name"));
+	assert_int_equal(psb_stale_opt(&o, "trial_name", "a/b", err, sizeof(err)), -EINVAL);
+	assert_int_equal(psb_stale_opt(&o, "LOGLEVEL", "LOUD", err, sizeof(err)), -EINVAL);
+	assert_int_equal(psb_stale_opts_check(&o, err, sizeof(err)), 0);
+
+	o.step_ns = 3 * SEC;
+	o.post_ns = 2 * SEC;
+	assert_int_equal(psb_stale_opts_check(&o, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "--step_frequency"));
+	psb_stale_opts_default(&o);
+	o.workers = 2;
+	o.workers_per_node = 3;
+	assert_int_equal(psb_stale_opts_check(&o, err, sizeof(err)), -EINVAL);
+}
+
+static void
+test_fill_verify(void **state)
+{
+	uint8_t *b = malloc(100003);
+
+	(void)state;
+	psb_stale_fill(b, 100003, 7);
+	assert_int_equal(psb_stale_verify(b, 100003, 7), -1);
+	assert_int_not_equal(psb_stale_verify(b, 100003, 8), -1);
+	b[50001] ^= 4;
+	assert_int_equal(psb_stale_verify(b, 100003, 7), 50001);
+	b[50001] ^= 4;
+	b[100002] ^= 1;		/* the tail, shorter than a word */
+	assert_int_equal(psb_stale_verify(b, 100003, 7), 100002);
+	psb_stale_fill(b, 0, 1);
+	assert_int_equal(psb_stale_verify(b, 0, 1), -1);
+	free(b);
+}
+
+static struct psb_stale_msg
+post(uint32_t worker, uint32_t seq, uint32_t held, uint32_t samples, uint64_t sum,
+		uint64_t window)
+{
+	return (struct psb_stale_msg){ .type = PSB_STALE_POST, .session = 42, .worker = worker,
+		.held = held, .samples = samples, .seq = seq, .sum = sum, .window = window };
+}
+
+static void
+test_acct_mean(void **state)
+{
+	struct psb_stale_acct *a;
+
+	(void)state;
+	assert_int_equal(psb_stale_acct_create(42, 2, 0, 10 * SEC, 100 * MS, &a), 0);
+	/* version v from v x 100 ms on */
+	for (uint32_t v = 1; v <= 50; v++)
+		psb_stale_acct_publish(a, v, v * 100 * MS);
+	assert_int_equal(psb_stale_acct_current(a), 50);
+	/* [1.0 s, 2.0 s]: versions 10..19, 100 ms each */
+	assert_float_equal(psb_stale_acct_mean(a, SEC, 2 * SEC), 14.5, 1e-9);
+	/* [1.05, 1.15]: half of 10, half of 11 */
+	assert_float_equal(psb_stale_acct_mean(a, 1050 * MS, 1150 * MS), 10.5, 1e-9);
+	/* before the first version: 0; a point: the version newest then */
+	assert_float_equal(psb_stale_acct_mean(a, 0, 100 * MS), 0, 1e-9);
+	assert_float_equal(psb_stale_acct_mean(a, 1234 * MS, 1234 * MS), 12, 1e-9);
+	/* after the last: it stays the newest */
+	assert_float_equal(psb_stale_acct_mean(a, 6 * SEC, 7 * SEC), 50, 1e-9);
+	/* older entries go (10 s of them are kept), the one before what is kept is known */
+	for (uint32_t v = 51; v <= 300; v++)
+		psb_stale_acct_publish(a, v, v * 100 * MS);
+	assert_float_equal(psb_stale_acct_mean(a, 20 * SEC, 21 * SEC), 204.5, 1e-9);
+	assert_float_equal(psb_stale_acct_mean(a, 19650 * MS, 19750 * MS), 196.5, 1e-9);
+	psb_stale_acct_free(a);
+	assert_int_equal(psb_stale_acct_create(42, 0, 0, SEC, MS, &a), -EINVAL);
+	assert_int_equal(psb_stale_acct_create(42, 1, 0, 3600 * SEC, 1000, &a), -EINVAL);
+}
+
+static void
+test_acct_posts(void **state)
+{
+	struct psb_stale_acct *a;
+	struct psb_stale_point pt;
+	struct psb_stale_msg m;
+	const struct psb_stale_totals *tot;
+	uint32_t ip = 0xc6130b01;
+
+	(void)state;
+	assert_int_equal(psb_stale_acct_create(42, 2, 0x5eed, 3 * SEC, 100 * MS, &a), 0);
+	tot = psb_stale_acct_totals(a);
+	/* joins: session 0 is taken for a join alone; without the key, another host's join
+	 * takes no worker id */
+	m = post(0, 0, 0, 0, 0x5eec, 0);
+	m.session = 0;
+	assert_int_equal(psb_stale_acct_post(a, &m, ip + 9, 5000, 0, &pt), -1);
+	assert_int_equal(tot->refused[PSB_STALE_REF_KEY], 1);
+	assert_int_equal(psb_stale_acct_joined(a), 0);
+	m.sum = 0x5eed;
+	assert_int_equal(psb_stale_acct_post(a, &m, ip, 5000, 0, &pt), 0);
+	assert_int_equal(psb_stale_acct_post(a, &m, ip, 5000, 0, &pt), 0);	/* again */
+	assert_int_equal(psb_stale_acct_joined(a), 1);
+	m.worker = 1;
+	assert_int_equal(psb_stale_acct_post(a, &m, ip + 1, 5000, 0, &pt), 0);
+	assert_int_equal(psb_stale_acct_joined(a), 2);
+
+	for (uint32_t v = 1; v <= 30; v++)
+		psb_stale_acct_publish(a, v, v * 100 * MS);
+	/* worker 0 held each version 50 ms after it came: half a version behind over [1, 2] s */
+	m = post(0, 1, 19, 200, 0, SEC);
+	m.sum = 200 * 14;	/* mean 14.0 against the trainer's 14.5 */
+	assert_int_equal(psb_stale_acct_post(a, &m, ip, 5000, 2 * SEC, &pt), 1);
+	assert_float_equal(pt.staleness, 0.5, 1e-9);
+	assert_float_equal(pt.trainer_mean, 14.5, 1e-9);
+	assert_float_equal(pt.staleness_seed, 30 - 14.0, 1e-9);	/* the newest: 30 */
+	assert_int_equal(tot->posts, 1);
+
+	/* the same post again (its ACK was lost): answered, not counted */
+	assert_int_equal(psb_stale_acct_post(a, &m, ip, 5000, 2 * SEC, &pt), 0);
+	assert_int_equal(tot->posts, 1);
+	assert_int_equal(tot->duplicates, 1);
+	/* an older seq, or the same one with other figures: a replay */
+	m.sum -= 1;
+	assert_int_equal(psb_stale_acct_post(a, &m, ip, 5000, 2 * SEC, &pt), -1);
+	assert_int_equal(tot->refused[PSB_STALE_REF_REPLAY], 1);
+	/* from another address than it joined from */
+	m = post(0, 2, 20, 1, 20, SEC);
+	assert_int_equal(psb_stale_acct_post(a, &m, ip, 5001, 2 * SEC, &pt), -1);
+	assert_int_equal(tot->refused[PSB_STALE_REF_ADDRESS], 1);
+	/* another session, an unknown worker, a version not published yet, a long window */
+	m.session = 41;
+	assert_int_equal(psb_stale_acct_post(a, &m, ip, 5000, 2 * SEC, &pt), -1);
+	m = post(2, 1, 1, 1, 1, SEC);
+	assert_int_equal(psb_stale_acct_post(a, &m, ip, 5000, 2 * SEC, &pt), -1);
+	m = post(0, 2, 31, 1, 31, SEC);
+	assert_int_equal(psb_stale_acct_post(a, &m, ip, 5000, 2 * SEC, &pt), -1);
+	m = post(0, 2, 20, 1, 20, 4 * SEC);
+	assert_int_equal(psb_stale_acct_post(a, &m, ip, 5000, 3 * SEC, &pt), -1);
+	assert_int_equal(tot->refused[PSB_STALE_REF_SESSION], 1);
+	assert_int_equal(tot->refused[PSB_STALE_REF_WORKER], 1);
+	assert_int_equal(tot->refused[PSB_STALE_REF_FUTURE], 1);
+	assert_int_equal(tot->refused[PSB_STALE_REF_WINDOW], 1);
+	assert_int_equal(tot->posts, 1);
+	/* none of that changed what worker 0 said */
+	assert_int_equal(psb_stale_acct_worker(a, 0)->held, 19);
+	assert_int_equal(psb_stale_acct_worker(a, 0)->posts, 1);
+
+	/* a worker exactly up to date: 0 */
+	m = post(1, 1, 29, 10, 0, SEC);
+	m.sum = 245;
+	assert_int_equal(psb_stale_acct_post(a, &m, ip + 1, 5000, 3 * SEC, &pt), 1);
+	assert_float_equal(pt.staleness, 0, 1e-9);
+	/* PULLs: from where the worker joined only */
+	m = (struct psb_stale_msg){ .type = PSB_STALE_PULL, .session = 42, .worker = 1 };
+	assert_int_equal(psb_stale_acct_known(a, &m, ip + 1, 5000), 0);
+	assert_int_equal(psb_stale_acct_known(a, &m, ip, 5000), -1);
+	psb_stale_acct_bad(a, -PSB_STALE_BAD_MAGIC);
+	assert_int_equal(tot->bad[PSB_STALE_BAD_MAGIC], 1);
+	psb_stale_acct_free(a);
+}
+
+static void
+test_sampler(void **state)
+{
+	struct psb_stale_sampler s;
+	struct psb_stale_msg m;
+	uint64_t t;
+	int posts = 0;
+
+	(void)state;
+	psb_stale_sampler_init(&s, 5 * MS, SEC, 0);
+	/* held version t / 100 ms, ticked every millisecond for 2 s */
+	for (t = MS; t <= 2 * SEC; t += MS) {
+		if (psb_stale_sampler_tick(&s, (uint32_t)(t / (100 * MS)), t, &m)) {
+			posts++;
+			assert_int_equal(m.type, PSB_STALE_POST);
+			assert_int_equal(m.samples, 200);
+			assert_int_equal(m.window, SEC);
+			assert_int_equal(m.seq, posts);
+			assert_true(m.sum <= (uint64_t)m.samples * m.held);
+		}
+	}
+	assert_int_equal(posts, 2);
+	/* a worker late by a long time takes a bounded number of samples, and says so */
+	assert_int_equal(psb_stale_sampler_tick(&s, 20, 3600 * SEC, &m), 1);
+	assert_true(m.samples <= PSB_STALE_SAMPLES_MAX);
+	assert_true(s.lost_steps > 0);
+	assert_true(psb_stale_sampler_next_ns(&s) > 3600 * SEC);
+	/* a flush carries one sample at least */
+	psb_stale_sampler_flush(&s, 21, 3600 * SEC + 1, &m);
+	assert_int_equal(m.samples, 1);
+	assert_int_equal(m.sum, 21);
+}
+
+static char g_dir[64];
+
+static void
+rm_dir(void)
+{
+	char cmd[128];
+
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", g_dir);
+	assert_int_equal(system(cmd), 0);
+}
+
+static void
+test_fs(void **state)
+{
+	struct psb_stale_fs w, r;
+	uint8_t *a = malloc(70000), *b = malloc(70000);
+	char err[256], path[128];
+	uint64_t len;
+	uint32_t vid;
+	int fd;
+
+	(void)state;
+	snprintf(g_dir, sizeof(g_dir), "/tmp/psb-stalefs-XXXXXX");
+	assert_non_null(mkdtemp(g_dir));
+	assert_int_equal(psb_stale_fs_open(&w, g_dir, 1, 2, err, sizeof(err)), 0);
+	assert_int_equal(psb_stale_fs_open(&r, g_dir, 0, 0, err, sizeof(err)), 0);
+	assert_int_equal(psb_stale_fs_latest(&r, &vid), -ENOENT);
+	for (uint32_t v = 1; v <= 5; v++) {
+		psb_stale_fill(a, 70000, v);
+		assert_int_equal(psb_stale_fs_publish(&w, v, a, 70000, psb_mc_crc(0, a, 70000), err,
+						      sizeof(err)), 0);
+		assert_int_equal(psb_stale_fs_latest(&r, &vid), 0);
+		assert_int_equal(vid, v);
+		assert_int_equal(psb_stale_fs_read(&r, vid, b, 70000, &len, err, sizeof(err)), 0);
+		assert_int_equal(len, 70000);
+		assert_int_equal(psb_stale_verify(b, len, v), -1);
+	}
+	/* it keeps the newest two */
+	assert_int_equal(psb_stale_fs_read(&r, 3, b, 70000, &len, err, sizeof(err)), -ENOENT);
+	assert_int_equal(w.files_removed, 3);
+	/* more than the reader holds */
+	assert_int_equal(psb_stale_fs_read(&r, 5, b, 69999, &len, err, sizeof(err)), -EFBIG);
+	/* a damaged byte, a cut file, a longer one: refused whole, counted */
+	snprintf(path, sizeof(path), "%s/v0000000005.psbv", g_dir);
+	fd = open(path, O_WRONLY);
+	assert_true(fd >= 0);
+	assert_int_equal(pwrite(fd, "x", 1, 1000), 1);
+	close(fd);
+	assert_int_equal(psb_stale_fs_read(&r, 5, b, 70000, &len, err, sizeof(err)), -EBADMSG);
+	assert_non_null(strstr(err, "CRC32C"));
+	assert_int_equal(truncate(path, 50000), 0);
+	assert_int_equal(psb_stale_fs_read(&r, 5, b, 70000, &len, err, sizeof(err)), -EBADMSG);
+	snprintf(path, sizeof(path), "%s/v0000000004.psbv", g_dir);
+	fd = open(path, O_WRONLY | O_APPEND);
+	assert_int_equal(write(fd, "more", 4), 4);
+	close(fd);
+	assert_int_equal(psb_stale_fs_read(&r, 4, b, 70000, &len, err, sizeof(err)), -EBADMSG);
+	assert_int_equal(r.bad_files, 3);
+	/* a link to somewhere else, or a version file that is a link: not followed */
+	snprintf(path, sizeof(path), "%s/latest", g_dir);
+	unlink(path);
+	assert_int_equal(symlink("/etc/passwd", path), 0);
+	assert_int_equal(psb_stale_fs_latest(&r, &vid), -EINVAL);
+	unlink(path);
+	assert_int_equal(symlink("../v0000000005.psbv", path), 0);
+	assert_int_equal(psb_stale_fs_latest(&r, &vid), -EINVAL);
+	snprintf(path, sizeof(path), "%s/v0000000009.psbv", g_dir);
+	assert_int_equal(symlink("/etc/passwd", path), 0);
+	assert_int_equal(psb_stale_fs_read(&r, 9, b, 70000, &len, err, sizeof(err)), -ELOOP);
+	psb_stale_fs_close(&w);
+	psb_stale_fs_close(&r);
+	rm_dir();
+	free(a);
+	free(b);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_msg_roundtrip),
+		cmocka_unit_test(test_msg_malformed),
+		cmocka_unit_test(test_opts),
+		cmocka_unit_test(test_fill_verify),
+		cmocka_unit_test(test_acct_mean),
+		cmocka_unit_test(test_acct_posts),
+		cmocka_unit_test(test_sampler),
+		cmocka_unit_test(test_fs),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
