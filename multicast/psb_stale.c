@@ -93,11 +93,13 @@ const char *const psb_stale_mode_names[] = {
 	[PSB_STALE_MULTICAST] = "multicast",
 	[PSB_STALE_PULL_MODE] = "pull",
 	[PSB_STALE_FILESYSTEM] = "filesystem",
+	[PSB_STALE_EPGM] = "epgm",
 	NULL,
 };
 
 const char psb_stale_opts_usage[] =
-"  --mode multicast|pull|filesystem   how workers get versions (default multicast)\n"
+"  --mode multicast|pull|filesystem|epgm   how workers get versions (default multicast;\n"
+"                        epgm: ZeroMQ PUB/SUB over PGM, the old transport, a baseline)\n"
 "  --push_frequency S    the trainer publishes a version every S seconds (default 0.2)\n"
 "  --data_size MB        of MB megabytes (10^6 B; or with a unit: 64KiB) (default 10)\n"
 "  --pull_frequency S    pull, filesystem: a worker looks for a newer one every S (0.2)\n"
@@ -228,8 +230,8 @@ psb_stale_opt(struct psb_stale_opts *o, const char *name, const char *v, char *e
 			if (strcmp(v, psb_stale_mode_names[i]) == 0)
 				break;
 		if (i == PSB_STALE_MODE_MAX)
-			return fail(err, errlen, "--mode: expected multicast, pull or filesystem, "
-				    "got \"%s\"", v);
+			return fail(err, errlen, "--mode: expected multicast, pull, filesystem or "
+				    "epgm, got \"%s\"", v);
 		o->mode = i;
 	} else if (name_is(name, "push_frequency")) {
 		rc = seconds("push_frequency", v, 1000000, HOUR_NS, &o->push_ns, err, errlen);

@@ -87,6 +87,8 @@ enum psb_stale_mode {
 	PSB_STALE_MULTICAST,		/* psb's reliable multicast */
 	PSB_STALE_PULL_MODE,		/* each worker pulls the newest version by unicast */
 	PSB_STALE_FILESYSTEM,		/* versioned files and a "latest" link in a directory */
+	PSB_STALE_EPGM,			/* ZeroMQ PUB/SUB over epgm: the old benchmark's
+					 * multicast transport, as the baseline */
 	PSB_STALE_MODE_MAX,
 };
 

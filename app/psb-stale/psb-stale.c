@@ -27,6 +27,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <zmq.h>
+
 #include "psb_be.h"
 #include "psb_cli.h"
 #include "psb_clock.h"
@@ -64,11 +66,14 @@ usage(FILE *f)
 	fprintf(f,
 "usage: psb-stale trainer --local IP:PORT [--group IP:PORT] [--dir DIR] [--out DIR]\n"
 "                         [--overwrite] [--rate GBITS] [--parity N] [--budget B]\n"
-"                         [--join-timeout S] [--end-timeout S] [--key N] [experiment flags]\n"
+"                         [--join-timeout S] [--end-timeout S] [--key N] [--epgm-window S]\n"
+"                         [experiment flags]\n"
 "       psb-stale worker --id N --trainer IP:PORT --local IP [--group IP:PORT] [--dir DIR]\n"
 "                        [--budget B] [--verify] [--json FILE] [--join-timeout S]\n"
-"                        [--end-timeout S] [--key N] [experiment flags]\n"
-"  --group: multicast mode's group; --dir: filesystem mode's directory; results in\n"
+"                        [--end-timeout S] [--key N] [--rate GBITS] [--epgm-window S]\n"
+"                        [experiment flags]\n"
+"  --group: the group of multicast and epgm modes; --dir: filesystem mode's directory;\n"
+"  --epgm-window S: epgm's recovery window (default 1 s); results in\n"
 "  --out (default results)/TRIAL_NAME; --rate Gbit/s of the sender (default 5),\n"
 "  --parity symbols per group (default 32); --budget: bytes of versions held (trainer:\n"
 "  default 1GiB; worker: 2.5 versions + 16MB); the trainer waits --join-timeout (10 s)\n"
@@ -183,6 +188,134 @@ opts_json(void)
 		"trial_name", opts.trial_name, "LOGLEVEL", psb_cli_log_level_name(opts.loglevel));
 }
 
+/* ====================================================================== epgm ==== */
+
+/*
+ * The baseline transport: ZeroMQ PUB/SUB over epgm (PGM in UDP), as the old benchmark
+ * multicast its parameters. A version is two message parts: a 24-byte header (magic
+ * "PSBV", u32 version, u64 length, u32 CRC32C, u32 0) and the data. Queues are kept to a
+ * few versions each way (a SUB would otherwise queue a thousand of them); the PGM
+ * transmit window holds --epgm-window of data at the rate; packets are up to 8960 bytes.
+ */
+#define EPGM_HLEN	24
+#define EPGM_MAGIC	0x50534256u
+
+struct epgm {
+	void *ctx, *sock;
+	int fd;			/* SUB: readable when messages may be waiting */
+	uint64_t sent, dropped, bad;
+};
+
+static int
+epgm_open(struct epgm *e, int pub, uint32_t local, uint32_t group, uint16_t port,
+		uint64_t rate_bps, uint64_t window_ms, char *err, size_t errlen)
+{
+	char ep[96];
+	int v, hwm = 4, linger = 0, tpdu = 8800, buf = 8 << 20;
+	size_t sz = sizeof(e->fd);
+
+	memset(e, 0, sizeof(*e));
+	e->fd = -1;
+	e->ctx = zmq_ctx_new();
+	if (e->ctx == NULL || (e->sock = zmq_socket(e->ctx, pub ? ZMQ_PUB : ZMQ_SUB)) == NULL)
+		goto fail;
+	v = rate_bps / 1000 > INT32_MAX ? INT32_MAX : (int)(rate_bps / 1000);	/* kbit/s */
+	if (zmq_setsockopt(e->sock, ZMQ_RATE, &v, sizeof(v)) != 0)
+		goto fail;
+	v = (int)window_ms;
+	if (zmq_setsockopt(e->sock, ZMQ_RECOVERY_IVL, &v, sizeof(v)) != 0 ||
+	    zmq_setsockopt(e->sock, ZMQ_MULTICAST_MAXTPDU, &tpdu, sizeof(tpdu)) != 0 ||
+	    zmq_setsockopt(e->sock, pub ? ZMQ_SNDHWM : ZMQ_RCVHWM, &hwm, sizeof(hwm)) != 0 ||
+	    zmq_setsockopt(e->sock, ZMQ_LINGER, &linger, sizeof(linger)) != 0 ||
+	    /* the kernel buffers psb's own sockets ask for */
+	    zmq_setsockopt(e->sock, ZMQ_SNDBUF, &buf, sizeof(buf)) != 0 ||
+	    zmq_setsockopt(e->sock, ZMQ_RCVBUF, &buf, sizeof(buf)) != 0)
+		goto fail;
+	if (!pub && zmq_setsockopt(e->sock, ZMQ_SUBSCRIBE, "", 0) != 0)
+		goto fail;
+	snprintf(ep, sizeof(ep), "epgm://%u.%u.%u.%u;%u.%u.%u.%u:%u", local >> 24,
+		 (local >> 16) & 255, (local >> 8) & 255, local & 255, group >> 24,
+		 (group >> 16) & 255, (group >> 8) & 255, group & 255, port);
+	if (zmq_connect(e->sock, ep) != 0) {
+		snprintf(err, errlen, "epgm: %s: %s", ep, zmq_strerror(zmq_errno()));
+		return -1;
+	}
+	if (!pub && zmq_getsockopt(e->sock, ZMQ_FD, &e->fd, &sz) != 0)
+		goto fail;
+	return 0;
+fail:
+	snprintf(err, errlen, "epgm: %s", zmq_strerror(zmq_errno()));
+	return -1;
+}
+
+static void
+epgm_close(struct epgm *e)
+{
+	if (e->sock != NULL)
+		zmq_close(e->sock);
+	if (e->ctx != NULL)
+		zmq_ctx_term(e->ctx);
+	e->sock = e->ctx = NULL;
+}
+
+/* Queue a version; 0, or -1 when the queue was full (it is dropped, as PUB drops). */
+static int
+epgm_publish(struct epgm *e, uint32_t vid, const uint8_t *data, uint64_t len, uint32_t crc)
+{
+	uint8_t h[EPGM_HLEN] = { 0 };
+
+	psb_wr32(h, EPGM_MAGIC);
+	psb_wr32(h + 4, vid);
+	psb_wr64(h + 8, len);
+	psb_wr32(h + 16, crc);
+	if (zmq_send(e->sock, h, sizeof(h), ZMQ_SNDMORE | ZMQ_DONTWAIT) != (int)sizeof(h) ||
+	    zmq_send(e->sock, data, len, ZMQ_DONTWAIT) < 0) {
+		e->dropped++;
+		return -1;
+	}
+	e->sent++;
+	return 0;
+}
+
+/*
+ * Every whole message waiting: the newest version newer than *held whose header, length
+ * and CRC agree is handed to take (the others are counted in bad).
+ */
+static void
+epgm_drain(struct epgm *e, uint32_t held, void (*take)(uint32_t, const uint8_t *, uint64_t))
+{
+	for (;;) {
+		zmq_msg_t h, d;
+		int more;
+
+		zmq_msg_init(&h);
+		if (zmq_msg_recv(&h, e->sock, ZMQ_DONTWAIT) < 0) {
+			zmq_msg_close(&h);
+			return;
+		}
+		more = zmq_msg_more(&h);
+		zmq_msg_init(&d);
+		if (!more || zmq_msg_recv(&d, e->sock, 0) < 0 || zmq_msg_more(&d)) {
+			e->bad++;
+			/* the rest of a message of more parts */
+			while (zmq_msg_more(&d) && zmq_msg_recv(&d, e->sock, 0) >= 0)
+				;
+		} else {
+			const uint8_t *hp = zmq_msg_data(&h), *dp = zmq_msg_data(&d);
+			uint64_t len = zmq_msg_size(&d);
+
+			if (zmq_msg_size(&h) != EPGM_HLEN || psb_rd32(hp) != EPGM_MAGIC ||
+			    psb_rd64(hp + 8) != len || psb_rd32(hp + 20) != 0 ||
+			    psb_mc_crc(0, dp, len) != psb_rd32(hp + 16))
+				e->bad++;
+			else if (psb_rd32(hp + 4) > held)
+				take(psb_rd32(hp + 4), dp, len), held = psb_rd32(hp + 4);
+		}
+		zmq_msg_close(&h);
+		zmq_msg_close(&d);
+	}
+}
+
 /* ======================================================================== trainer ==== */
 
 /* A version's bytes, shared by the senders that hold it (refs) and the newest pointer. */
@@ -211,6 +344,7 @@ struct trainer {
 	struct psb_mc_send *tx;		/* multicast */
 	struct puller *pull;		/* [workers], pull */
 	struct psb_stale_fs fs;		/* filesystem */
+	struct epgm zpub;		/* epgm */
 	struct psb_mc_send_cfg scfg;
 	struct psb_stale_acct *acct;
 	struct slot slots[SLOTS_MAX];
@@ -341,6 +475,8 @@ publish(void)
 		s->refs++;
 		if (psb_mc_send_publish(T.tx, s->vid, s->data, opts.data_size, s->crc, t) != 0)
 			psb_die("trainer: cannot publish version %u", s->vid);
+	} else if (opts.mode == PSB_STALE_EPGM) {
+		epgm_publish(&T.zpub, s->vid, s->data, opts.data_size, s->crc);
 	} else if (opts.mode == PSB_STALE_FILESYSTEM) {
 		if (psb_stale_fs_publish(&T.fs, s->vid, s->data, opts.data_size, s->crc, err,
 					 sizeof(err)) != 0) {
@@ -628,6 +764,9 @@ trainer_summary(double dur_s, int ok, const char *failure)
 			"nack_forged", (json_int_t)st->nack_forged));
 	} else if (opts.mode == PSB_STALE_PULL_MODE) {
 		json_object_set_new(o, "pulls", json_integer((json_int_t)T.pulls));
+	} else if (opts.mode == PSB_STALE_EPGM) {
+		json_object_set_new(o, "epgm", json_pack("{s:I, s:I}", "sent",
+			(json_int_t)T.zpub.sent, "dropped", (json_int_t)T.zpub.dropped));
 	} else {
 		json_object_set_new(o, "files_written", json_integer((json_int_t)
 			T.fs.files_written));
@@ -646,12 +785,13 @@ do_trainer(int argc, char **argv)
 		{ "budget", required_argument, NULL, 'b' },
 		{ "join-timeout", required_argument, NULL, 'J' },
 		{ "end-timeout", required_argument, NULL, 'E' },
-		{ "key", required_argument, NULL, 'K' }, { NULL, 0, NULL, 0 },
+		{ "key", required_argument, NULL, 'K' },
+		{ "epgm-window", required_argument, NULL, 'W' }, { NULL, 0, NULL, 0 },
 	};
 	const struct option *all = options(own);
 	uint32_t local = 0, group = 0;
 	uint16_t lport = 0, gport = 0;
-	uint64_t key = 0;
+	uint64_t key = 0, epgm_ms = 1000;
 	const char *fsdir = NULL, *out = "results";
 	uint64_t budget = 1ull << 30, join_ns = 10 * SEC, end_ns = 10 * SEC;
 	uint64_t now, next_push, next_report, deadline, next_end_ack = 0;
@@ -684,6 +824,8 @@ do_trainer(int argc, char **argv)
 		case 'E': end_ns = psb_cli_seconds_in("--end-timeout", optarg, SEC / 10,
 						      3600 * SEC); break;
 		case 'K': key = psb_cli_u64("--key", optarg, 0, UINT64_MAX); break;
+		case 'W': epgm_ms = psb_cli_seconds_in("--epgm-window", optarg, 10000000,
+						       60 * SEC) / 1000000; break;
 		case STALE_FLAG: stale_flag(all, idx, optarg); break;
 		default: usage(stderr); return 2;
 		}
@@ -694,8 +836,8 @@ do_trainer(int argc, char **argv)
 		psb_die("%s", err);
 	if (local == 0)
 		psb_die("trainer: give --local IP:PORT (where workers post)");
-	if (opts.mode == PSB_STALE_MULTICAST && group == 0)
-		psb_die("trainer: --mode multicast needs --group IP:PORT");
+	if ((opts.mode == PSB_STALE_MULTICAST || opts.mode == PSB_STALE_EPGM) && group == 0)
+		psb_die("trainer: --mode %s needs --group IP:PORT", psb_stale_mode_names[opts.mode]);
 	if (opts.mode == PSB_STALE_FILESYSTEM && fsdir == NULL)
 		psb_die("trainer: --mode filesystem needs --dir DIR");
 	if (opts.data_size > PSB_MC_MAX_VERSION)
@@ -747,6 +889,10 @@ do_trainer(int argc, char **argv)
 		T.pull = calloc(opts.workers, sizeof(*T.pull));
 		if (T.pull == NULL)
 			psb_die("out of memory");
+	} else if (opts.mode == PSB_STALE_EPGM) {
+		if (epgm_open(&T.zpub, 1, local, group, gport, T.scfg.rate_bps, epgm_ms, err,
+			      sizeof(err)) != 0)
+			psb_die("trainer: %s", err);
 	} else if (psb_stale_fs_open(&T.fs, fsdir, 1, 4, err, sizeof(err)) != 0) {
 		psb_die("trainer: --dir %s", err);
 	}
@@ -893,6 +1039,8 @@ do_trainer(int argc, char **argv)
 	say(4, "results: %s/{summary.json,staleness.csv,staleness.svg}", T.dir);
 	if (!ok)
 		fprintf(stderr, "psb-stale: trainer: %s (partial results in %s)\n", failure, T.dir);
+	if (opts.mode == PSB_STALE_EPGM)
+		epgm_close(&T.zpub);
 	return ok ? 0 : 1;
 }
 
@@ -903,6 +1051,7 @@ struct worker {
 	struct psb_mc_sock grp;		/* multicast mode: the group */
 	struct psb_mc_recv *rx;
 	struct psb_stale_fs fs;
+	struct epgm zsub;
 	uint8_t *fsbuf;
 	uint64_t fscap;
 	uint32_t id, trainer;
@@ -946,6 +1095,14 @@ took(uint32_t vid, const uint8_t *data, uint64_t len, uint64_t t0)
 	W.held = vid;
 	W.versions++;
 	say(8, "worker %u: holds version %u at %.3f s", W.id, vid, psb_clock_ns() / 1e9);
+}
+
+static uint64_t W_t0;
+
+static void
+epgm_take(uint32_t vid, const uint8_t *data, uint64_t len)
+{
+	took(vid, data, len, W_t0);
 }
 
 /* A multicast-protocol packet: of the trainer's session only, once joined. */
@@ -1000,9 +1157,11 @@ do_worker(int argc, char **argv)
 		{ "verify", no_argument, NULL, 'v' }, { "json", required_argument, NULL, 'j' },
 		{ "join-timeout", required_argument, NULL, 'J' },
 		{ "end-timeout", required_argument, NULL, 'E' },
-		{ "key", required_argument, NULL, 'K' }, { NULL, 0, NULL, 0 },
+		{ "key", required_argument, NULL, 'K' }, { "rate", required_argument, NULL, 'r' },
+		{ "epgm-window", required_argument, NULL, 'W' }, { NULL, 0, NULL, 0 },
 	};
 	const struct option *all = options(own);
+	uint64_t rate_bps = 5000000000ull, epgm_ms = 1000;
 	struct psb_mc_recv_cfg rcfg = { .backoff_ns = 2000000, .retry_ns = 10000000,
 		.reorder = 64, .vid_window = 1u << 20, .session_idle_ns = 3 * SEC };
 	uint32_t local = 0, group = 0;
@@ -1033,6 +1192,9 @@ do_worker(int argc, char **argv)
 		case 'E': end_ns = psb_cli_seconds_in("--end-timeout", optarg, SEC / 10,
 						      3600 * SEC); break;
 		case 'K': W.key = psb_cli_u64("--key", optarg, 0, UINT64_MAX); break;
+		case 'r': rate_bps = psb_cli_u64("--rate", optarg, 1, 400) * 1000000000ull; break;
+		case 'W': epgm_ms = psb_cli_seconds_in("--epgm-window", optarg, 10000000,
+						       60 * SEC) / 1000000; break;
 		case STALE_FLAG: stale_flag(all, idx, optarg); break;
 		default: usage(stderr); return 2;
 		}
@@ -1043,8 +1205,8 @@ do_worker(int argc, char **argv)
 		psb_die("%s", err);
 	if (!have_id || W.trainer == 0 || local == 0)
 		psb_die("worker: give --id N, --trainer IP:PORT and --local IP");
-	if (opts.mode == PSB_STALE_MULTICAST && group == 0)
-		psb_die("worker: --mode multicast needs --group IP:PORT");
+	if ((opts.mode == PSB_STALE_MULTICAST || opts.mode == PSB_STALE_EPGM) && group == 0)
+		psb_die("worker: --mode %s needs --group IP:PORT", psb_stale_mode_names[opts.mode]);
 	if (opts.mode == PSB_STALE_FILESYSTEM && fsdir == NULL)
 		psb_die("worker: --mode filesystem needs --dir DIR");
 	if (budget == 0)
@@ -1059,7 +1221,12 @@ do_worker(int argc, char **argv)
 			psb_die("worker %u: %s", W.id, err);
 		pfd[npfd++] = (struct pollfd){ .fd = W.grp.fd, .events = POLLIN };
 	}
-	if (opts.mode == PSB_STALE_FILESYSTEM) {
+	if (opts.mode == PSB_STALE_EPGM) {
+		if (epgm_open(&W.zsub, 0, local, group, gport, rate_bps, epgm_ms, err,
+			      sizeof(err)) != 0)
+			psb_die("worker %u: %s", W.id, err);
+		pfd[npfd++] = (struct pollfd){ .fd = W.zsub.fd, .events = POLLIN };
+	} else if (opts.mode == PSB_STALE_FILESYSTEM) {
 		if (psb_stale_fs_open(&W.fs, fsdir, 1, 0, err, sizeof(err)) != 0)
 			psb_die("worker %u: --dir %s", W.id, err);
 		W.fscap = budget;
@@ -1076,7 +1243,7 @@ do_worker(int argc, char **argv)
 			psb_die("worker %u: bad receiver settings", W.id);
 	}
 	silent_ns = 3 * opts.post_ns + 3 * SEC;
-	t0 = now = psb_clock_ns();
+	W_t0 = t0 = now = psb_clock_ns();
 	say(8, "worker %u: mode %s, trainer %s", W.id, psb_stale_mode_names[opts.mode],
 	    ipstr(W.trainer, W.trainer_port, who, sizeof(who)));
 	for (;;) {
@@ -1135,7 +1302,13 @@ do_worker(int argc, char **argv)
 				next_pull = now + opts.pull_ns;
 			}
 		}
-		for (k = 0; k < npfd; k++) {
+		if (opts.mode == PSB_STALE_EPGM) {
+			if (W.session != 0)
+				epgm_drain(&W.zsub, W.held, epgm_take);
+			else	/* before it joined: what came is not counted */
+				epgm_drain(&W.zsub, UINT32_MAX, epgm_take);
+		}
+		for (k = 0; k < (opts.mode == PSB_STALE_MULTICAST ? 2 : 1); k++) {
 			struct psb_mc_sock *s = k == 0 ? &W.uni : &W.grp;
 			unsigned int i;
 
@@ -1212,6 +1385,8 @@ do_worker(int argc, char **argv)
 				"nacks", (json_int_t)st->nacks,
 				"suppressed", (json_int_t)st->nacks_suppressed,
 				"forged", (json_int_t)st->forged, "crc_fail", (json_int_t)st->crc_fail));
+		} else if (opts.mode == PSB_STALE_EPGM) {
+			json_object_set_new(o, "epgm_bad", json_integer((json_int_t)W.zsub.bad));
 		} else {
 			json_object_set_new(o, "bad_files", json_integer((json_int_t)W.fs.bad_files));
 		}
@@ -1227,6 +1402,8 @@ do_worker(int argc, char **argv)
 	psb_mc_sock_close(&W.uni);
 	if (opts.mode == PSB_STALE_MULTICAST)
 		psb_mc_sock_close(&W.grp);
+	if (opts.mode == PSB_STALE_EPGM)
+		epgm_close(&W.zsub);
 	return ok ? 0 : 1;
 }
 

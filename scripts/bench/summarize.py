@@ -3,7 +3,7 @@
 
     scripts/bench/summarize.py KIND DIR
 
-KIND is pushpull, revs, job, soak, ctl, ctl_hostile, mc_emu or mc_send (the script that made DIR). Writes DIR/summary.json and
+KIND is pushpull, revs, job, soak, ctl, ctl_hostile, mc_emu, mc_send or staleness (the script that made DIR). Writes DIR/summary.json and
 DIR/summary.md, each whole or not at all, and prints the table. The benchmark scripts call
 it when they end; scripts/bench/check_docs.py calls it on every committed run to check that
 the committed summaries and the tables in the docs come out of the raw data as they are.
@@ -658,8 +658,107 @@ def mc_send(out):
     return summary, L, True
 
 
+def staleness(out):
+    """scripts/bench/staleness.sh: raw/MODE-wW-pP-rR.json (the trainer's summary) and .csv."""
+    plan = json.load(open(f"{out}/raw/plan.json"))
+    rev = about_revision(out)
+    runs = {}
+    for path in sorted(glob.glob(os.path.join(out, "raw", "*.json"))):
+        m = re.fullmatch(r"([a-z]+)-w(\d+)-p([0-9.]+)-r(\d+)\.json", os.path.basename(path))
+        if m:
+            runs.setdefault((m.group(1), int(m.group(2)), m.group(3)), []).append(
+                json.load(open(path)))
+    modes = [m for m in plan["modes"] if any(k[0] == m for k in runs)]
+    workers = sorted({k[1] for k in runs})
+    pushes = sorted({k[2] for k in runs}, key=lambda p: -float(p))
+
+    def cell(rs):
+        v = [x["average_version_difference"] for x in rs]
+        return {"median": statistics.median(v), "min": min(v), "max": max(v), "runs": len(v),
+                "held_final": sum(all(w["holds_final"] for w in x["workers"]) for x in rs),
+                "push_ms": statistics.median(x["time_per_push_ms"] for x in rs),
+                "versions": statistics.median(x["final_version"] for x in rs)}
+    table = {f"{m}/w{w}/p{p}": cell(runs[m, w, p]) for (m, w, p) in runs}
+    L = ["psb %s, %s MB versions, %s s a run, %d repetitions; mean staleness in versions, "
+         "median over the repetitions [min, max]; a run whose workers did not all end holding "
+         "the final version is marked *" % (rev, plan["data_mb"], plan["duration"], plan["reps"]), ""]
+    L.append("| mode | workers | " + " | ".join("every %s s (%g/s)" % (p, 1 / float(p))
+                                             for p in pushes) + " |")
+    L.append("|---|---:|" + "---:|" * len(pushes))
+    for m in modes:
+        for w in workers:
+            row = []
+            for p in pushes:
+                c = table.get(f"{m}/w{w}/p{p}")
+                row.append("-" if c is None else "%.2f [%.2f, %.2f]%s" % (
+                    c["median"], c["min"], c["max"], "" if c["held_final"] == c["runs"] else "*"))
+            L.append("| %s | %d | %s |" % (m, w, " | ".join(row)))
+    # the figure: the highest rate at which each keeps the median staleness <= 1
+    def best(m, w):
+        ok = [1 / float(p) for p in pushes
+              if (m, w, p) in runs and table[f"{m}/w{w}/p{p}"]["median"] <= 1.0]
+        return max(ok) if ok else None
+    goals = []
+    L += ["", "| workers | highest rate with staleness <= 1: epgm | psb multicast | ratio "
+          "(target >= 3) | |", "|---:|---:|---:|---:|---|"]
+    for w in workers:
+        e, m = best("epgm", w), best("multicast", w)
+        top = max(1 / float(p) for p in pushes)
+        ratio = None if e is None or m is None else m / e
+        g = {"workers": w, "epgm_rate": e, "multicast_rate": m, "ratio": ratio,
+             "lower_bound": m == top, "met": ratio is not None and ratio >= 3}
+        goals.append(g)
+        L.append("| %d | %s | %s | %s | %s |" % (
+            w, "none tested" if e is None else "%g/s" % e,
+            "none tested" if m is None else "%g/s%s" % (m, " (the highest tried)" if m == top else ""),
+            "-" if ratio is None else "%s%.1fx" % (">= " if g["lower_bound"] else "", ratio),
+            "met" if g["met"] else "missed"))
+    summary = {"git_revision": rev, "plan": plan, "cells": table, "figures": goals}
+    staleness_plots(out, runs, modes, workers, pushes, plan)
+    return summary, L, True
+
+
+def staleness_plots(out, runs, modes, workers, pushes, plan):
+    """rates.svg: median staleness against the publish rate, a line per mode and workers;
+    over_time.svg: the seed's workload (or the slowest tried), fewest workers, first
+    repetition, the mean over workers per half second, a line per mode."""
+    from svgplot import line_plot
+    series = []
+    for i, m in enumerate(modes):
+        for j, w in enumerate(workers):
+            pts = [(1 / float(p), statistics.median(x["average_version_difference"]
+                                                    for x in runs[m, w, p]))
+                   for p in pushes if (m, w, p) in runs]
+            series.append({"name": "%s, %d workers" % (m, w), "color": PALETTE_MODES[i % 4],
+                           "dash": j > 0, "points": sorted(pts)})
+    write_atomic(os.path.join(out, "rates.svg"), line_plot(
+        "Staleness against the publish rate (%s MB versions)" % plan["data_mb"],
+        "versions published per second", "mean staleness (versions)", series, logx=True,
+        xticks=[(1 / float(p), "%g" % (1 / float(p))) for p in pushes]))
+    p = "0.2" if "0.2" in pushes else pushes[0]
+    w = workers[0]
+    series = []
+    for i, m in enumerate(modes):
+        path = os.path.join(out, "raw", "%s-w%d-p%s-r1.csv" % (m, w, p))
+        if not os.path.exists(path):
+            continue
+        bins = {}
+        for row in csv.DictReader(open(path)):
+            b = int(float(row["t_s"]) * 2)
+            bins.setdefault(b, []).append(float(row["staleness"]))
+        series.append({"name": m, "color": PALETTE_MODES[i % 4], "markers": False,
+                       "points": [((b + 0.5) / 2, statistics.mean(v)) for b, v in sorted(bins.items())]})
+    write_atomic(os.path.join(out, "over_time.svg"), line_plot(
+        "Staleness over time: %s MB every %s s, %d workers" % (plan["data_mb"], p, w),
+        "time (s)", "mean staleness over workers (versions)", series))
+
+
+PALETTE_MODES = ["#1f77b4", "#d62728", "#2ca02c", "#ff7f0e"]
+
+
 KINDS = {"revs": (revs, 2), "job": (job, 2), "soak": (soak, 1), "pushpull": (pushpull, 2), "ctl": (ctl, 2),
-         "ctl_hostile": (ctl_hostile, 2), "mc_emu": (mc_emu, 2), "mc_send": (mc_send, 2)}
+         "ctl_hostile": (ctl_hostile, 2), "mc_emu": (mc_emu, 2), "mc_send": (mc_send, 2),
+         "staleness": (staleness, 2)}
 
 
 def summarize(kind, out):

@@ -7,7 +7,8 @@
 #     and malformed posts to the trainer. Every worker ends holding the final version, every byte checked;
 #     the lossy ones were repaired; the forgeries were counted and changed nothing; the
 #     staleness stays within a bound; the results are whole (summary, CSV, plot).
-#  2. pull and filesystem modes: 2 workers each, the same end.
+#  2. pull and filesystem modes, and ZeroMQ's epgm (the baseline): 2 workers each, the
+#     same end.
 #  3. A worker killed mid-run: the trainer ends non-zero naming it, with partial results;
 #     a worker that never comes: the trainer gives up after --join-timeout naming it; a
 #     trainer that is not there: the worker gives up naming it.
@@ -148,13 +149,14 @@ grep -q "Average Version difference" "$DIR/mc-t.log" || fail "no Average Version
 grep -q "^Time per push" "$DIR/mc-t.log" || fail "no time per push"
 grep -q "^Final version: 40" "$DIR/mc-t.log" || fail "no final version"
 
-# ---- 2. pull and filesystem modes
-for mode in pull filesystem; do
+# ---- 2. pull and filesystem modes, and the epgm baseline
+for mode in pull filesystem epgm; do
 	PIDS=()
 	FL=(--mode $mode --push_frequency 0.1 --data_size 1 --pull_frequency 0.02
-	    --post_frequency 0.5 --max_version 20 --workers 2)
-	for i in 0 1; do worker $i $((i + 1)) $mode --dir "$DIR/fs" "${FL[@]}"; done
-	trainer $mode --dir "$DIR/fs" "${FL[@]}"
+	    --post_frequency 0.5 --max_version 20 --workers 2 --rate 1)
+	if [ $mode = epgm ]; then FL+=(--group 239.18.0.3:7200); else FL+=(--dir "$DIR/fs"); fi
+	for i in 0 1; do worker $i $((i + 1)) $mode "${FL[@]}"; done
+	trainer $mode "${FL[@]}"
 	[ $rc = 0 ] || fail "$mode: the trainer exited with $rc"
 	for i in 0 1; do wait "${PIDS[$i]}" || fail "$mode: worker $i exited with $?"; done
 	python3 - "$DIR" $mode <<'PY' || fail "$mode checks"
