@@ -33,7 +33,8 @@
 #define PSB_MC_GROUP_MAX	64		/* data segments per group: one u64 bitmap */
 #define PSB_MC_PARITY_MAX	128		/* parity symbols per group (k + m <= 256) */
 #define PSB_MC_SEG_MIN		64
-#define PSB_MC_SEG_MAX		8960		/* a 9000-byte MTU less IPv4, UDP and header */
+#define PSB_MC_SEG_MAX		8932		/* a 9000-byte MTU less IPv4 (20), UDP (8) and
+						 * header (40): one packet, unfragmented */
 #define PSB_MC_MAX_VERSION	(UINT64_C(1) << 36)	/* 64 GiB: bounds nseg to 32 bits */
 #define PSB_MC_NACK_ENTRY	16
 #define PSB_MC_NACK_MAX		256		/* entries in one NACK */

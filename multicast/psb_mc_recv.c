@@ -171,7 +171,15 @@ part_start(struct psb_mc_recv *r, const struct psb_mc_pkt *pk)
 	p->pg = calloc(p->ngroups, sizeof(*p->pg));
 	p->ncf = calloc(p->ngroups, sizeof(*p->ncf));
 	p->ncf_until = calloc(p->ngroups, sizeof(*p->ncf_until));
-	p->buf = cap != 0 ? calloc(pk->ver.nseg, pk->ver.seg_size) : NULL;
+	/*
+	 * Not zeroed (a version's worth of memset, and on fresh pages as many faults): every
+	 * byte is written by a segment or by decoding before the version is whole, but for
+	 * the last segment's tail past the version's end, which parity counts as zeros.
+	 */
+	p->buf = cap != 0 ? malloc((size_t)pk->ver.nseg * pk->ver.seg_size) : NULL;
+	if (p->buf != NULL)
+		memset(p->buf + pk->ver.total_len, 0,
+		       (size_t)pk->ver.nseg * pk->ver.seg_size - pk->ver.total_len);
 	if (p->have == NULL || p->pg == NULL || p->ncf == NULL || p->ncf_until == NULL ||
 	    (cap != 0 && p->buf == NULL)) {
 		free(p->have);

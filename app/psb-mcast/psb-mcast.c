@@ -48,7 +48,7 @@ usage(FILE *f)
 "  send: a version every --push-frequency (default 0.2 s) of --data-size (default 10MB),\n"
 "        --count of them (default 10), then repairs for --linger (default 1 s); pacing\n"
 "        --rate Gbit/s (default 5), --parity symbols per group (default 32, 0: resend),\n"
-"        groups of --group-size (default 64), --seg-size bytes a packet (default 8960)\n"
+"        groups of --group-size (default 64), --seg-size bytes a packet (default 8932)\n"
 "  recv: until it holds version --expect (default: --max-time only), at most --max-time\n"
 "        (default 30 s); versions in --budget bytes (default 1GB)\n"
 "  bench: one core publishing versions back to back (CRC included) into a sink for\n"
@@ -137,7 +137,7 @@ do_send(int argc, char **argv)
 		{ "session", required_argument, NULL, 's' }, { "json", required_argument, NULL, 'j' },
 		{ NULL, 0, NULL, 0 },
 	};
-	struct psb_mc_send_cfg cfg = { .seg_size = 8960, .group = 64, .parity = 32,
+	struct psb_mc_send_cfg cfg = { .seg_size = PSB_MC_SEG_MAX, .group = 64, .parity = 32,
 		.rate_bps = 5000000000ull, .heartbeat_ns = 5000000, .nack_hold_ns = 200000 };
 	uint64_t size = 10000000, push_ns = 200000000, linger_ns = 1000000000, t0, next, end = 0;
 	uint32_t local = 0, group = 0, count = 10, vid = 0;
@@ -430,7 +430,7 @@ do_bench(int argc, char **argv)
 		{ "seg-size", required_argument, NULL, 'S' }, { "json", required_argument, NULL, 'j' },
 		{ NULL, 0, NULL, 0 },
 	};
-	struct psb_mc_send_cfg cfg = { .session = 1, .seg_size = 8960, .group = 64, .parity = 32,
+	struct psb_mc_send_cfg cfg = { .session = 1, .seg_size = PSB_MC_SEG_MAX, .group = 64, .parity = 32,
 		.heartbeat_ns = 5000000, .nack_hold_ns = 200000 };
 	uint64_t size = 10000000, dur_ns = 3000000000ull, t0, cpu0, now, cpu;
 	const char *json_path = NULL, *sink_name = "copy";

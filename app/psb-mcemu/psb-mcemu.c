@@ -48,7 +48,7 @@ usage(FILE *f)
 "  --push-frequency S     a version every S seconds (default 0.2)\n"
 "  --step-frequency S     staleness sampled every S seconds (default 0.005)\n"
 "  --duration S           virtual time emulated (default 5)\n"
-"  --seg-size B           data bytes per packet (default 8960)\n"
+"  --seg-size B           data bytes per packet (default 8932)\n"
 "  --group K              data segments per parity group, 1..64 (default 64)\n"
 "  --parity N             parity symbols per group at most, 0: repair by resending (default 32)\n"
 "  --proactive N          parity symbols sent with every group unasked (default 0)\n"
@@ -92,7 +92,7 @@ main(int argc, char **argv)
 		{ NULL, 0, NULL, 0 },
 	};
 	struct psb_mc_sim_cfg cfg = {
-		.send = { .session = 1, .seg_size = 8960, .group = 64, .parity = 32,
+		.send = { .session = 1, .seg_size = PSB_MC_SEG_MAX, .group = 64, .parity = 32,
 			  .rate_bps = 10000000000ull, .heartbeat_ns = 5000000, .nack_hold_ns = 200000 },
 		.recv = { .max_version = PSB_MC_MAX_VERSION, .backoff_ns = 2000000,
 			  .retry_ns = 6000000, .reorder = 64, .vid_window = 1u << 20,

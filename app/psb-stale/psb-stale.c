@@ -195,7 +195,7 @@ opts_json(void)
  * multicast its parameters. A version is two message parts: a 24-byte header (magic
  * "PSBV", u32 version, u64 length, u32 CRC32C, u32 0) and the data. Queues are kept to a
  * few versions each way (a SUB would otherwise queue a thousand of them); the PGM
- * transmit window holds --epgm-window of data at the rate; packets are up to 8960 bytes.
+ * transmit window holds --epgm-window of data at the rate; packets are up to 8800 bytes.
  */
 #define EPGM_HLEN	24
 #define EPGM_MAGIC	0x50534256u
@@ -803,10 +803,10 @@ do_trainer(int argc, char **argv)
 	struct pollfd pfd;
 	int ok;
 
-	T.scfg = (struct psb_mc_send_cfg){ .seg_size = 8960, .group = 64, .parity = 32,
+	T.scfg = (struct psb_mc_send_cfg){ .seg_size = PSB_MC_SEG_MAX, .group = 64, .parity = 32,
 		.rate_bps = 5000000000ull, .heartbeat_ns = 5000000, .nack_hold_ns = 200000,
 		/* a wake-up of a process costs tens of microseconds: 64 packets a wake */
-		.burst_bytes = 64ull * (PSB_MC_HLEN + 8960 + PSB_MC_WIRE_OVERHEAD) };
+		.burst_bytes = 64ull * (PSB_MC_HLEN + PSB_MC_SEG_MAX + PSB_MC_WIRE_OVERHEAD) };
 	while ((c = getopt_long(argc, argv, "", all, &idx)) != -1) {
 		switch (c) {
 		case 'l': ip_port("--local", optarg, &local, &lport); break;

@@ -25,7 +25,7 @@ bench_out mc_emu
 {
 	bench_about "$BUILD" "none (one process, virtual time)" "$COMMAND"
 	echo "workload 10000000 B every 0.2 s, staleness sampled every 5 ms, $SECS s of virtual time;" \
-		"8960 B segments, groups of 64, 10 Gbit/s pacing, 50 us one way"
+		"8932 B segments, groups of 64, 10 Gbit/s pacing, 50 us one way"
 } > "$OUT/ABOUT.txt"
 cat "$OUT/ABOUT.txt"
 

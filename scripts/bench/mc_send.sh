@@ -23,7 +23,7 @@ bench_built "$MC"
 bench_out mc_send
 {
 	bench_about "$BUILD" "none (one process at a time, unpinned)" "$COMMAND"
-	echo "workload 10000000 B versions back to back, 8960 B segments, paced at $RATE Gbit/s;" \
+	echo "workload 10000000 B versions back to back, 8932 B segments, paced at $RATE Gbit/s;" \
 		"$PAIRS pairs of $SECS s runs, copy and udp sinks alternating (A B B A)"
 } > "$OUT/ABOUT.txt"
 cat "$OUT/ABOUT.txt"

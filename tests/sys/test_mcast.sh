@@ -79,7 +79,7 @@ for i in range(300):
         pkt = bytes(rnd.getrandbits(8) for _ in range(rnd.randrange(1, 200)))
     else:
         # a well-formed DATA packet of another session, for versions 1..12
-        vid, total, seg = rnd.randrange(1, 13), 3000000, 8960
+        vid, total, seg = rnd.randrange(1, 13), 3000000, 8932
         nseg = (total + seg - 1) // seg
         hdr = struct.pack(">HBBIIIQIHHIHH", 0x504D, 1, 1, 0xBAD5E55, vid, nseg, total,
                           0, 64, seg, 0, seg, 0)
