@@ -43,6 +43,7 @@
 #define SLOTS_MAX	64
 #define READS_A_PASS	256
 #define BUF_LEN		(PSB_MC_HLEN + PSB_MC_SEG_MAX + 64)
+#define COALESCE_NS	200000	/* a worker that just read packets waits this long for more */
 
 static struct psb_stale_opts opts;
 
@@ -1249,7 +1250,7 @@ do_worker(int argc, char **argv)
 	for (;;) {
 		uint64_t wake;
 		long n;
-		int k;
+		int k, got = 0;
 
 		now = psb_clock_ns();
 		if (W.session == 0 && now - t0 >= join_ns) {
@@ -1316,6 +1317,7 @@ do_worker(int argc, char **argv)
 			     > 0; i++) {
 				struct psb_stale_msg a;
 
+				got++;
 				if (k == 0 && (s->from != W.trainer || s->from_port != W.trainer_port)) {
 					W.stray++;
 					continue;
@@ -1361,7 +1363,18 @@ do_worker(int argc, char **argv)
 			wake = psb_mc_recv_next_ns(W.rx);
 		if (W.running && !W.ended && psb_stale_sampler_next_ns(&smp) < wake)
 			wake = psb_stale_sampler_next_ns(&smp);
-		wait_until(pfd, npfd, wake);
+		if (got > 0 && wake > psb_clock_ns() + COALESCE_NS) {
+			/*
+			 * Packets came: let the next ones gather for a moment instead of waking
+			 * for each (a version is a thousand of them; a wake-up costs more than
+			 * reading several).
+			 */
+			struct timespec ts = { 0, COALESCE_NS };
+
+			nanosleep(&ts, NULL);
+		} else {
+			wait_until(pfd, npfd, wake);
+		}
 	}
 	ok = failure[0] == '\0' && W.verify_fail == 0;
 	say(W.verify ? 4 : 7, "worker %u: holds version %u (the trainer's final: %u), %llu "
