@@ -16,6 +16,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <getopt.h>
+#include <math.h>
 #include <jansson.h>
 #include <poll.h>
 #include <stdarg.h>
@@ -32,6 +33,7 @@
 #include "psb_be.h"
 #include "psb_cli.h"
 #include "psb_clock.h"
+#include "psb_exp.h"
 #include "psb_mc_sock.h"
 #include "psb_stale.h"
 #include "psb_stale_fs.h"
@@ -65,11 +67,13 @@ static void
 usage(FILE *f)
 {
 	fprintf(f,
-"usage: psb-stale trainer --local IP:PORT [--group IP:PORT] [--dir DIR] [--out DIR]\n"
+"usage: psb-stale trainer [--config FILE] --local IP:PORT [--group IP:PORT] [--dir DIR]\n"
+"                         [--out DIR]\n"
 "                         [--overwrite] [--rate GBITS] [--parity N] [--budget B]\n"
 "                         [--join-timeout S] [--end-timeout S] [--key N] [--epgm-window S]\n"
 "                         [experiment flags]\n"
-"       psb-stale worker --id N --trainer IP:PORT --local IP [--group IP:PORT] [--dir DIR]\n"
+"       psb-stale worker [--config FILE] --id N --trainer IP:PORT --local IP\n"
+"                        [--group IP:PORT] [--dir DIR]\n"
 "                        [--budget B] [--verify] [--json FILE] [--join-timeout S]\n"
 "                        [--end-timeout S] [--key N] [--rate GBITS] [--epgm-window S]\n"
 "                        [experiment flags]\n"
@@ -79,7 +83,10 @@ usage(FILE *f)
 "  --parity symbols per group (default 32); --budget: bytes of versions held (trainer:\n"
 "  default 1GiB; worker: 2.5 versions + 16MB); the trainer waits --join-timeout (10 s)\n"
 "  for the workers, and --end-timeout (10 s) for them to hold the final version;\n"
-"  --key: a number trainer and workers share: joins without it are refused (default 0)\n"
+"  --key: a number trainer and workers share: joins without it are refused (default 0);\n"
+"  --config: an experiment document of kind staleness (config/staleness.json): its\n"
+"  staleness section, its name (the trial), node.ip:staleness.port (the trainer), its\n"
+"  output section; options after it override it\n"
 "experiment flags:\n%s", psb_stale_opts_usage);
 }
 
@@ -143,6 +150,41 @@ stale_flag(const struct option *all, int idx, const char *v)
 
 	if (psb_stale_opt(&opts, all[idx].name, v, err, sizeof(err)) < 0)
 		psb_die("%s", err);
+}
+
+/*
+ * --config FILE: an experiment document of kind staleness (psb_exp.h). Its staleness section
+ * sets the experiment's flags, its name the trial, node.ip and staleness.port the trainer's
+ * address; options after --config override it.
+ */
+static struct psb_exp_conf conf;
+static char conf_fsdir[256];
+
+static void
+load_config(const char *path)
+{
+	const struct psb_exp_staleness *st = &conf.staleness;
+	char err[1024];
+
+	memset(&conf, 0, sizeof(conf));
+	if (psb_exp_load_file(&conf, path, PSB_EXP_FILE_MAX, false, err, sizeof(err)) != 0)
+		psb_die("--config %s%s%s", strncmp(err, path, strlen(path)) == 0 ? "" : path,
+			strncmp(err, path, strlen(path)) == 0 ? "" : ": ", err);
+	if (conf.kind != PSB_EXP_STALENESS)
+		psb_die("--config %s: kind %s runs on the appliance (psb --config FILE); psb-stale "
+			"runs kind staleness", path, psb_exp_kind_names[conf.kind]);
+	opts.mode = st->mode;		/* the same order as psb_stale_mode_names */
+	opts.push_ns = st->push_frequency;
+	opts.data_size = (uint64_t)llround(st->data_size * 1e6);
+	opts.pull_ns = st->pull_frequency;
+	opts.post_ns = st->post_frequency;
+	opts.step_ns = st->step_frequency;
+	opts.max_version = (uint32_t)st->max_version;
+	opts.max_time_ns = st->max_time;
+	opts.workers = (uint32_t)st->workers;
+	opts.workers_per_node = (uint32_t)st->workers_per_node;
+	snprintf(opts.trial_name, sizeof(opts.trial_name), "%s", conf.name);
+	snprintf(conf_fsdir, sizeof(conf_fsdir), "%s", st->dir);
 }
 
 static void
@@ -787,7 +829,8 @@ do_trainer(int argc, char **argv)
 		{ "join-timeout", required_argument, NULL, 'J' },
 		{ "end-timeout", required_argument, NULL, 'E' },
 		{ "key", required_argument, NULL, 'K' },
-		{ "epgm-window", required_argument, NULL, 'W' }, { NULL, 0, NULL, 0 },
+		{ "epgm-window", required_argument, NULL, 'W' },
+		{ "config", required_argument, NULL, 'C' }, { NULL, 0, NULL, 0 },
 	};
 	const struct option *all = options(own);
 	uint32_t local = 0, group = 0;
@@ -827,6 +870,23 @@ do_trainer(int argc, char **argv)
 		case 'K': key = psb_cli_u64("--key", optarg, 0, UINT64_MAX); break;
 		case 'W': epgm_ms = psb_cli_seconds_in("--epgm-window", optarg, 10000000,
 						       60 * SEC) / 1000000; break;
+		case 'C':
+			load_config(optarg);
+			local = conf.node.ip;
+			lport = (uint16_t)conf.staleness.port;
+			group = conf.staleness.group;
+			gport = (uint16_t)conf.staleness.group_port;
+			fsdir = conf_fsdir;
+			out = conf.output.dir;
+			overwrite = conf.output.overwrite;
+			T.scfg.rate_bps = conf.staleness.rate;
+			T.scfg.parity = (uint16_t)conf.staleness.parity;
+			budget = conf.staleness.budget;
+			key = conf.staleness.key;
+			join_ns = conf.staleness.join_timeout;
+			end_ns = conf.staleness.end_timeout;
+			epgm_ms = conf.staleness.epgm_window / 1000000;
+			break;
 		case STALE_FLAG: stale_flag(all, idx, optarg); break;
 		default: usage(stderr); return 2;
 		}
@@ -1159,7 +1219,8 @@ do_worker(int argc, char **argv)
 		{ "join-timeout", required_argument, NULL, 'J' },
 		{ "end-timeout", required_argument, NULL, 'E' },
 		{ "key", required_argument, NULL, 'K' }, { "rate", required_argument, NULL, 'r' },
-		{ "epgm-window", required_argument, NULL, 'W' }, { NULL, 0, NULL, 0 },
+		{ "epgm-window", required_argument, NULL, 'W' },
+		{ "config", required_argument, NULL, 'C' }, { NULL, 0, NULL, 0 },
 	};
 	const struct option *all = options(own);
 	uint64_t rate_bps = 5000000000ull, epgm_ms = 1000;
@@ -1196,6 +1257,17 @@ do_worker(int argc, char **argv)
 		case 'r': rate_bps = psb_cli_u64("--rate", optarg, 1, 400) * 1000000000ull; break;
 		case 'W': epgm_ms = psb_cli_seconds_in("--epgm-window", optarg, 10000000,
 						       60 * SEC) / 1000000; break;
+		case 'C':
+			load_config(optarg);
+			W.trainer = conf.node.ip;
+			W.trainer_port = (uint16_t)conf.staleness.port;
+			group = conf.staleness.group;
+			gport = (uint16_t)conf.staleness.group_port;
+			fsdir = conf_fsdir;
+			W.key = conf.staleness.key;
+			rate_bps = conf.staleness.rate;
+			epgm_ms = conf.staleness.epgm_window / 1000000;
+			break;
 		case STALE_FLAG: stale_flag(all, idx, optarg); break;
 		default: usage(stderr); return 2;
 		}

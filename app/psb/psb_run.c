@@ -539,6 +539,10 @@ psb_run_start(struct psb_app *app, const struct psb_exp_conf *c, int from_doc, c
 	if (c->kind == PSB_EXP_SERVE && app->node_role == PSB_NODE_WORKER)
 		return psb_fail(err, errlen, "kind: serve runs on a server; this appliance is a "
 				"worker");
+	if (c->kind == PSB_EXP_STALENESS)
+		return psb_fail(err, errlen, "kind: staleness experiments run in psb-stale (psb-stale "
+				"trainer --config FILE, and a worker per host); the appliance has no "
+				"trainer role yet");
 	if (from_doc) {
 		rc = psb_exp_results_claim(app->results_root, c, err, errlen);
 		if (rc != 0)

@@ -13,7 +13,9 @@
 
 #define OFF(t, m)	offsetof(struct t, m)
 
-const char *const psb_exp_kind_names[] = { "pushpull", "serve", NULL };
+const char *const psb_exp_kind_names[] = { "pushpull", "serve", "staleness", NULL };
+const char *const psb_exp_stale_mode_names[] = { "multicast", "pull", "filesystem", "epgm",
+	NULL };
 const char *const psb_exp_role_names[] = { "server", "worker", "scheduler", NULL };
 static const char *const huge_names[] = { "auto", "yes", "no", NULL };
 /* enum psb_bench_mode, same order */
@@ -173,6 +175,57 @@ static const struct psb_conf_field serve_table[] = {
 	{ NULL, 0, 0, 0, 0, NULL, 0, 0, NULL, NULL, NULL },
 };
 
+static const struct psb_conf_field staleness_table[] = {
+	{ "mode", PSB_CONF_ENUM, OFF(psb_exp_staleness, mode), 0, 0, "multicast", 0, 0,
+	  psb_exp_stale_mode_names, NULL, "how workers get versions: psb's multicast, pulling "
+	  "them from the trainer, a shared directory, or ZeroMQ's epgm (the old transport)" },
+	{ "push_frequency", PSB_CONF_DURATION, OFF(psb_exp_staleness, push_frequency), 0, 0,
+	  "0.2s", 1e6, 3600e9, NULL, NULL, "the trainer publishes a version this often" },
+	{ "data_size", PSB_CONF_DOUBLE, OFF(psb_exp_staleness, data_size), 0, 0, "10", 0,
+	  68719.476736, NULL, NULL, "megabytes (10^6 bytes) a version, as --data_size" },
+	{ "pull_frequency", PSB_CONF_DURATION, OFF(psb_exp_staleness, pull_frequency), 0, 0,
+	  "0.2s", 1e6, 3600e9, NULL, NULL, "pull, filesystem: a worker looks for a newer "
+	  "version this often" },
+	{ "post_frequency", PSB_CONF_DURATION, OFF(psb_exp_staleness, post_frequency), 0, 0,
+	  "2s", 1e6, 3600e9, NULL, NULL, "a worker posts its mean version this often" },
+	{ "step_frequency", PSB_CONF_DURATION, OFF(psb_exp_staleness, step_frequency), 0, 0,
+	  "5ms", 1e5, 3600e9, NULL, NULL, "a worker samples the version it holds this often" },
+	{ "max_version", PSB_CONF_UINT, OFF(psb_exp_staleness, max_version), 0, 0, "500", 1, 1e9,
+	  NULL, NULL, "stop after this version" },
+	{ "max_time", PSB_CONF_DURATION, OFF(psb_exp_staleness, max_time), 0, 0, "60s", 1e6,
+	  604800e9, NULL, NULL, "or after this long" },
+	{ "workers", PSB_CONF_UINT, OFF(psb_exp_staleness, workers), 0, 0, "4", 1, 4096, NULL,
+	  NULL, "workers; the trainer starts once every one joined" },
+	{ "workers_per_node", PSB_CONF_UINT, OFF(psb_exp_staleness, workers_per_node), 0, 0, "1",
+	  1, 4096, NULL, NULL, "workers sharing a host" },
+	{ "port", PSB_CONF_UINT, OFF(psb_exp_staleness, port), 0, 0, "7001", 1, 65535, NULL,
+	  NULL, "the trainer's UDP port at node.ip: workers post there" },
+	{ "group", PSB_CONF_IP, OFF(psb_exp_staleness, group), 0, 0, "239.18.0.1", 0, 0, NULL,
+	  NULL, "multicast, epgm: the group" },
+	{ "group_port", PSB_CONF_UINT, OFF(psb_exp_staleness, group_port), 0, 0, "7000", 1, 65535,
+	  NULL, NULL, "multicast, epgm: the group's port" },
+	{ "dir", PSB_CONF_STRING, OFF(psb_exp_staleness, dir),
+	  sizeof(((struct psb_exp_staleness *)0)->dir), 0, "versions", 0, 0, NULL, NULL,
+	  "filesystem: the versions' directory, relative to the results directory and inside "
+	  "it" },
+	{ "rate", PSB_CONF_RATE, OFF(psb_exp_staleness, rate), 0, 0, "5Gbps", 1e6, 400e9, NULL,
+	  NULL, "the sender's pace (multicast, pull, epgm)" },
+	{ "parity", PSB_CONF_UINT, OFF(psb_exp_staleness, parity), 0, 0, "32", 0, 128, NULL, NULL,
+	  "parity symbols a group of 64 segments may get as repairs (0: resend segments)" },
+	{ "key", PSB_CONF_UINT, OFF(psb_exp_staleness, key), 0, 0, "0", 0, 0, NULL, NULL,
+	  "a number trainer and workers share: joins without it are refused" },
+	{ "budget", PSB_CONF_SIZE, OFF(psb_exp_staleness, budget), 0, 0, "1GiB", 1, 1ull << 40,
+	  NULL, NULL, "the trainer's memory for versions (at least 2 of them)" },
+	{ "join_timeout", PSB_CONF_DURATION, OFF(psb_exp_staleness, join_timeout), 0, 0, "10s",
+	  100e6, 3600e9, NULL, NULL, "the trainer waits this long for every worker to join" },
+	{ "end_timeout", PSB_CONF_DURATION, OFF(psb_exp_staleness, end_timeout), 0, 0, "10s",
+	  100e6, 3600e9, NULL, NULL, "and this long at the end for each to hold the final "
+	  "version" },
+	{ "epgm_window", PSB_CONF_DURATION, OFF(psb_exp_staleness, epgm_window), 0, 0, "1s",
+	  10e6, 60e9, NULL, NULL, "epgm: the recovery window" },
+	{ NULL, 0, 0, 0, 0, NULL, 0, 0, NULL, NULL, NULL },
+};
+
 static const struct psb_conf_field output_table[] = {
 	{ "dir", PSB_CONF_STRING, OFF(psb_exp_output, dir), sizeof(((struct psb_exp_output *)0)->dir),
 	  0, "results", 0, 0, NULL, NULL, "results go to DIR/<name>/, DIR relative to psb's results directory "
@@ -209,6 +262,8 @@ const struct psb_conf_field psb_exp_table[] = {
 	  pushpull_table, "kind pushpull" },
 	{ "serve", PSB_CONF_OBJECT, OFF(psb_exp_conf, serve), 0, 0, NULL, 0, 0, NULL, serve_table,
 	  "kind serve" },
+	{ "staleness", PSB_CONF_OBJECT, OFF(psb_exp_conf, staleness), 0, 0, NULL, 0, 0, NULL,
+	  staleness_table, "kind staleness" },
 	{ "output", PSB_CONF_OBJECT, OFF(psb_exp_conf, output), 0, 0, NULL, 0, 0, NULL,
 	  output_table, "results and logs" },
 	{ NULL, 0, 0, 0, 0, NULL, 0, 0, NULL, NULL, NULL },
@@ -255,6 +310,29 @@ inside_check(const char *key, const char *v, char *err, size_t errlen)
 	return 0;
 }
 
+static int
+stale_check(const struct psb_exp_staleness *st, char *err, size_t errlen)
+{
+	uint32_t g = st->group;
+
+	if ((st->mode == PSB_EXP_STALE_MULTICAST || st->mode == PSB_EXP_STALE_EPGM) &&
+	    (g >> 28) != 14)
+		return psb_fail(err, errlen, "staleness.group: mode %s needs a multicast address "
+				"(224.0.0.0 to 239.255.255.255), got %u.%u.%u.%u",
+				psb_exp_stale_mode_names[st->mode], g >> 24, (g >> 16) & 255,
+				(g >> 8) & 255, g & 255);
+	if (st->step_frequency > st->post_frequency)
+		return psb_fail(err, errlen, "staleness.step_frequency: longer than post_frequency "
+				"(a post would carry no sample)");
+	if (st->workers_per_node > st->workers)
+		return psb_fail(err, errlen, "staleness.workers_per_node: %llu is more than "
+				"staleness.workers %llu", (unsigned long long)st->workers_per_node,
+				(unsigned long long)st->workers);
+	if (st->mode == PSB_EXP_STALE_FILESYSTEM && st->dir[0] == '\0')
+		return psb_fail(err, errlen, "staleness.dir: mode filesystem needs a directory");
+	return inside_check("staleness.dir", st->dir, err, errlen);
+}
+
 int
 psb_exp_check(const struct psb_exp_conf *c, bool need_node, char *err, size_t errlen)
 {
@@ -280,6 +358,12 @@ psb_exp_check(const struct psb_exp_conf *c, bool need_node, char *err, size_t er
 	if (c->kind == PSB_EXP_SERVE && n->role == PSB_EXP_ROLE_WORKER && need_node)
 		return psb_fail(err, errlen, "node.role: kind serve runs on a server or scheduler, "
 				"got \"worker\"");
+	if (c->kind == PSB_EXP_STALENESS && need_node)
+		return psb_fail(err, errlen, "kind: staleness experiments run in psb-stale (psb-stale "
+				"trainer --config FILE, and a worker per host); the appliance has no "
+				"trainer role yet");
+	if (c->kind == PSB_EXP_STALENESS && stale_check(&c->staleness, err, errlen) != 0)
+		return -EINVAL;
 	if (n->mtu != 0 && n->mtu < 576)
 		return psb_fail(err, errlen, "node.mtu: expected 0 (the port's own) or 576 to 9000, "
 				"got %llu", (unsigned long long)n->mtu);

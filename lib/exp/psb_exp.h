@@ -16,6 +16,7 @@
 enum psb_exp_kind {
 	PSB_EXP_PUSHPULL,	/* worker: ps-lite's test_benchmark against the servers */
 	PSB_EXP_SERVE,		/* server: serve the store, measure what it did */
+	PSB_EXP_STALENESS,	/* trainer: publish versions, measure how far behind workers run */
 	PSB_EXP_KIND_MAX
 };
 
@@ -103,6 +104,42 @@ struct psb_exp_pushpull {
 	uint64_t rate;			/* value bits/s, 0: as fast as it goes; live */
 };
 
+/*
+ * Kind "staleness": the staleness benchmark's flags (psb_stale_opts) and how its trainer
+ * and workers meet. Run by psb-stale (trainer and workers over kernel sockets); the
+ * trainer's address is node.ip, its port staleness.port.
+ */
+enum psb_exp_stale_mode {
+	PSB_EXP_STALE_MULTICAST,
+	PSB_EXP_STALE_PULL,
+	PSB_EXP_STALE_FILESYSTEM,
+	PSB_EXP_STALE_EPGM,
+};
+
+struct psb_exp_staleness {
+	int mode;			/* enum psb_exp_stale_mode, as psb_stale_mode_names */
+	uint64_t push_frequency;	/* ns */
+	double data_size;		/* MB (10^6 bytes), as --data_size */
+	uint64_t pull_frequency;	/* ns */
+	uint64_t post_frequency;	/* ns */
+	uint64_t step_frequency;	/* ns */
+	uint64_t max_version;
+	uint64_t max_time;		/* ns */
+	uint64_t workers;
+	uint64_t workers_per_node;
+	uint64_t port;			/* the trainer's, where workers post */
+	uint32_t group;			/* multicast, epgm */
+	uint64_t group_port;
+	char dir[256];			/* filesystem: versions' directory, in the results root */
+	uint64_t rate;			/* bits/s of the sender (multicast, pull, epgm) */
+	uint64_t parity;
+	uint64_t key;
+	uint64_t budget;		/* the trainer's bytes of versions */
+	uint64_t join_timeout;		/* ns */
+	uint64_t end_timeout;		/* ns */
+	uint64_t epgm_window;		/* ns */
+};
+
 /* Kind "serve": a measured window of the server. */
 struct psb_exp_serve {
 	uint64_t duration;		/* ns, 0: until stopped */
@@ -128,6 +165,7 @@ struct psb_exp_conf {
 	struct psb_exp_store store;
 	struct psb_exp_pushpull pushpull;
 	struct psb_exp_serve serve;
+	struct psb_exp_staleness staleness;
 	struct psb_exp_output output;
 };
 
@@ -135,6 +173,7 @@ extern const struct psb_conf_field psb_exp_table[];
 extern const struct psb_conf_field psb_exp_node_table[];
 extern const char *const psb_exp_kind_names[];
 extern const char *const psb_exp_role_names[];
+extern const char *const psb_exp_stale_mode_names[];
 
 /* Which parameters "set" may change while an experiment runs (dotted paths). */
 bool psb_exp_settable(const char *path);

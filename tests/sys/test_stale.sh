@@ -13,11 +13,15 @@
 #     a worker that never comes: the trainer gives up after --join-timeout naming it; a
 #     trainer that is not there: the worker gives up naming it.
 #  4. A results directory that exists is not overwritten without --overwrite.
+#  Also: the experiment from the shipped document config/staleness.json, flags after
+#  --config overriding it, and a document that is none refused.
 #
-# usage: test_stale.sh PATH/psb-stale TESTBED-SCRIPT. Needs root and nft; 77 without.
+# usage: test_stale.sh PATH/psb-stale TESTBED-SCRIPT CONFIG-DIR. Needs root and nft; 77
+# without.
 set -uo pipefail
 ST=$1
 TB=$2
+CONFIG=$3
 NAME=s$$
 NAME=${NAME:0:8}
 DIR=$(mktemp -d /tmp/psb-stale-XXXXXX)
@@ -171,6 +175,36 @@ print(f"{mode}: 2 workers hold version 20; staleness {s['average_version_differe
 PY
 done
 [ "$(readlink "$DIR/fs/latest")" = v0000000020.psbv ] || fail "filesystem: latest is not version 20"
+
+# ---- the same from the shipped document (config/staleness.json: its trainer is host 0),
+# flags after --config overriding it
+PIDS=()
+for i in 0 1; do
+	( cd "$DIR" && on $((i + 1)) timeout -k 2 60 "$ST" worker --config "$CONFIG/staleness.json" \
+		--id $i --local "$(addr $((i + 1)))" --mode pull --workers 2 --pull_frequency 0.02 \
+		--post_frequency 0.5 --json "doc-w$i.json" > "doc-w$i.log" 2>&1 ) &
+	PIDS+=($!)
+done
+( cd "$DIR" && on 0 timeout -k 2 60 "$ST" trainer --config "$CONFIG/staleness.json" \
+	--mode pull --workers 2 --max_version 12 --data_size 0.5 --push_frequency 0.1 \
+	--post_frequency 0.5 --trial_name fromdoc --out res > doc-t.log 2>&1 ) ||
+	fail "document: the trainer exited with $?"
+for i in 0 1; do wait "${PIDS[$i]}" || fail "document: worker $i exited with $?"; done
+python3 - "$DIR" <<'PY' || fail "document checks"
+import json, sys
+d = sys.argv[1]
+s = json.load(open(f"{d}/res/fromdoc/summary.json"))
+e = s["experiment"]
+assert s["ok"] and s["final_version"] == 12 and e["mode"] == "pull", s
+assert e["data_size_bytes"] == 500000 and e["max_version"] == 12 and e["trial_name"] == "fromdoc", e
+for i in (0, 1):
+    assert json.load(open(f"{d}/doc-w{i}.json"))["held"] == 12
+print("document: config/staleness.json ran, overridden to pull mode, 2 workers, version 12")
+PY
+"$ST" trainer --config "$DIR/res/fromdoc/summary.json" > "$DIR/baddoc.log" 2>&1
+[ $? = 2 ] && grep -q "summary.json: [a-z_]*: unknown key (expected one of: name, kind" \
+	"$DIR/baddoc.log" ||
+	fail "a document that is not an experiment was not refused: $(cat "$DIR/baddoc.log")"
 
 # ---- 3. a worker killed mid-run, a worker that never comes, a trainer that is not there
 PIDS=()

@@ -42,6 +42,7 @@ test_shipped_configs(void **state)
 	char path[1024], err[1024];
 	struct dirent *de;
 	unsigned int n = 0, kinds = 0;
+	bool appliance;
 	json_t *dump;
 	DIR *d;
 
@@ -55,13 +56,18 @@ test_shipped_configs(void **state)
 		if (len < 6 || strcmp(de->d_name + len - 5, ".json") != 0)
 			continue;
 		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
-		if (psb_exp_load_file(c, path, PSB_EXP_FILE_MAX, true, err, sizeof(err)) != 0)
+		/* staleness runs in psb-stale, which gives no appliance settings */
+		if (psb_exp_load_file(c, path, PSB_EXP_FILE_MAX, false, err, sizeof(err)) != 0)
 			fail_msg("%s: %s", path, err);
-		assert_true(c->node.ports.n >= 1);
+		appliance = c->kind != PSB_EXP_STALENESS;
+		if (appliance &&
+		    psb_exp_load_file(c, path, PSB_EXP_FILE_MAX, true, err, sizeof(err)) != 0)
+			fail_msg("%s: %s", path, err);
+		assert_true(appliance ? c->node.ports.n >= 1 : c->node.ip != 0);
 		kinds |= 1u << c->kind;
 		dump = psb_exp_dump(c);
 		assert_non_null(dump);
-		if (psb_exp_load(back, dump, true, err, sizeof(err)) != 0)
+		if (psb_exp_load(back, dump, appliance, err, sizeof(err)) != 0)
 			fail_msg("%s: dump does not load back: %s", path, err);
 		assert_memory_equal(c, back, sizeof(*c));
 		json_decref(dump);
@@ -86,7 +92,28 @@ static const struct {
 } broken[] = {
 	{ "{\"kind\": \"pushpull\"}", false, "name:", "required" },
 	{ "{\"name\": \"a\"}", false, "kind:", "required" },
-	{ "{\"name\": \"a\", \"kind\": \"pushpul\"}", false, "kind:", "pushpull, serve" },
+	{ "{\"name\": \"a\", \"kind\": \"pushpul\"}", false, "kind:", "pushpull, serve, staleness" },
+	{ "{\"name\": \"a\", \"kind\": \"staleness\", \"staleness\": {\"group\": "
+	  "\"10.0.0.1\"}}", false, "staleness.group:", "multicast address" },
+	{ "{\"name\": \"a\", \"kind\": \"staleness\", \"staleness\": {\"mode\": \"epgm\", "
+	  "\"group\": \"240.0.0.1\"}}", false, "staleness.group:", "multicast address" },
+	{ "{\"name\": \"a\", \"kind\": \"staleness\", \"staleness\": {\"mode\": \"bcast\"}}",
+	  false, "staleness.mode:", "multicast, pull, filesystem, epgm" },
+	{ "{\"name\": \"a\", \"kind\": \"staleness\", \"staleness\": {\"step_frequency\": "
+	  "\"3s\"}}", false, "staleness.step_frequency:", "post_frequency" },
+	{ "{\"name\": \"a\", \"kind\": \"staleness\", \"staleness\": {\"workers\": 2, "
+	  "\"workers_per_node\": 3}}", false, "staleness.workers_per_node:", "more than" },
+	{ "{\"name\": \"a\", \"kind\": \"staleness\", \"staleness\": {\"mode\": "
+	  "\"filesystem\", \"dir\": \"../x\"}}", false, "staleness.dir:", "inside" },
+	{ "{\"name\": \"a\", \"kind\": \"staleness\", \"staleness\": {\"mode\": "
+	  "\"filesystem\", \"dir\": \"\"}}", false, "staleness.dir:", "directory" },
+	{ "{\"name\": \"a\", \"kind\": \"staleness\", \"staleness\": {\"data_size\": -1}}",
+	  false, "staleness.data_size:", "in [" },
+	{ "{\"name\": \"a\", \"kind\": \"staleness\", \"staleness\": {\"push_frequency\": "
+	  "\"0.1ms\"}}", false, "staleness.push_frequency:", "in [" },
+	{ "{\"name\": \"a\", \"kind\": \"staleness\", " NODE_W "}", true, "kind:", "psb-stale" },
+	{ "{\"name\": \"a\", \"kind\": \"serve\", \"staleness\": {}}", false, "staleness:",
+	  "kind staleness" },
 	{ "{\"name\": \"a\", \"kind\": \"serve\", \"nmae\": 1}", false, "nmae:", "unknown key" },
 	{ "{\"name\": \"../up\", \"kind\": \"serve\"}", false, "name:", "directory" },
 	{ "{\"name\": \"\", \"kind\": \"serve\"}", false, "name:", "letters" },
@@ -546,11 +573,38 @@ test_prune(void **state)
 	assert_int_equal(system(path), 0);
 }
 
+/* Kind staleness: the benchmark's flags as a section, their units, what each mode needs. */
+static void
+test_staleness_kind(void **state)
+{
+	struct psb_exp_conf *c = calloc(1, sizeof(*c));
+	char err[512];
+
+	(void)state;
+	assert_int_equal(load_text(c, "{\"name\": \"s\", \"kind\": \"staleness\", \"node\": "
+		"{\"ip\": \"198.19.0.10\"}, \"staleness\": {\"push_frequency\": 0.05, "
+		"\"data_size\": 2.5, \"workers\": 8, \"workers_per_node\": 2, \"mode\": "
+		"\"epgm\", \"rate\": \"1Gbps\"}}", false, err, sizeof(err)), 0);
+	assert_int_equal(c->kind, PSB_EXP_STALENESS);
+	assert_int_equal(c->staleness.push_frequency, 50000000);
+	assert_true(c->staleness.data_size == 2.5);
+	assert_int_equal(c->staleness.mode, PSB_EXP_STALE_EPGM);
+	assert_int_equal(c->staleness.rate, 1000000000);
+	assert_int_equal(c->staleness.post_frequency, 2000000000);	/* the default */
+	assert_int_equal(c->staleness.group, 0xef120001);
+	/* pull and filesystem modes need no group */
+	assert_int_equal(load_text(c, "{\"name\": \"s\", \"kind\": \"staleness\", "
+		"\"staleness\": {\"mode\": \"pull\", \"group\": \"10.0.0.1\"}}", false, err,
+		sizeof(err)), 0);
+	free(c);
+}
+
 int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_shipped_configs),
+		cmocka_unit_test(test_staleness_kind),
 		cmocka_unit_test(test_broken_documents),
 		cmocka_unit_test(test_syntax_error_names_line),
 		cmocka_unit_test(test_node_diff_and_settable),
