@@ -1,13 +1,13 @@
 /* The staleness experiment: options, control protocol, the trainer's accounting, sampling. */
 #include <errno.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
 #include "psb_be.h"
+#include "psb_cli.h"
 #include "psb_stale.h"
 
 #define HOUR_NS		(3600ull * 1000000000ull)
@@ -130,19 +130,6 @@ psb_stale_opts_default(struct psb_stale_opts *o)
 	o->loglevel = 7;
 }
 
-static int
-fail(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (err != NULL && errlen > 0) {
-		va_start(ap, fmt);
-		vsnprintf(err, errlen, fmt, ap);
-		va_end(ap);
-	}
-	return -EINVAL;
-}
-
 /* "name" with every '-' read as '_'. */
 static int
 name_is(const char *name, const char *want)
@@ -165,7 +152,7 @@ seconds(const char *flag, const char *v, uint64_t lo_ns, uint64_t hi_ns, uint64_
 	s = strtod(v, &end);
 	if (end == v || *end != '\0' || errno != 0 || !isfinite(s) || s * 1e9 < (double)lo_ns ||
 	    s * 1e9 > (double)hi_ns)
-		return fail(err, errlen, "--%s: expected seconds from %g to %g, got \"%s\"", flag,
+		return psb_fail(err, errlen, "--%s: expected seconds from %g to %g, got \"%s\"", flag,
 			    lo_ns / 1e9, hi_ns / 1e9, v);
 	*out = (uint64_t)llround(s * 1e9);
 	return 0;
@@ -181,7 +168,7 @@ count(const char *flag, const char *v, uint64_t lo, uint64_t hi, uint64_t *out, 
 	errno = 0;
 	x = strtoull(v, &end, 10);
 	if (end == v || *end != '\0' || errno != 0 || v[0] == '-' || x < lo || x > hi)
-		return fail(err, errlen, "--%s: expected a whole number from %llu to %llu, got "
+		return psb_fail(err, errlen, "--%s: expected a whole number from %llu to %llu, got "
 			    "\"%s\"", flag, (unsigned long long)lo, (unsigned long long)hi, v);
 	*out = x;
 	return 0;
@@ -211,7 +198,7 @@ megabytes(const char *v, uint64_t *out, char *err, size_t errlen)
 			mul = units[i].mul;
 	}
 	if (end == v || errno != 0 || !isfinite(x) || x < 0 || x * mul > 68719476736.0)
-		return fail(err, errlen, "--data_size: expected megabytes (10 is 10^6 bytes x 10) "
+		return psb_fail(err, errlen, "--data_size: expected megabytes (10 is 10^6 bytes x 10) "
 			    "or a size with a unit (B, KB, MB, GB, KiB, MiB, GiB) up to 64 GiB, got "
 			    "\"%s\"", v);
 	*out = (uint64_t)llround(x * mul);
@@ -230,7 +217,7 @@ psb_stale_opt(struct psb_stale_opts *o, const char *name, const char *v, char *e
 			if (strcmp(v, psb_stale_mode_names[i]) == 0)
 				break;
 		if (i == PSB_STALE_MODE_MAX)
-			return fail(err, errlen, "--mode: expected multicast, pull, filesystem or "
+			return psb_fail(err, errlen, "--mode: expected multicast, pull, filesystem or "
 				    "epgm, got \"%s\"", v);
 		o->mode = i;
 	} else if (name_is(name, "push_frequency")) {
@@ -263,7 +250,7 @@ psb_stale_opt(struct psb_stale_opts *o, const char *name, const char *v, char *e
 		    strlen(v) >= sizeof(o->trial_name) ||
 		    strspn(v, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-.") !=
 		    strlen(v))
-			return fail(err, errlen, "--trial_name: 1 to %zu letters, digits, '_', '-' "
+			return psb_fail(err, errlen, "--trial_name: 1 to %zu letters, digits, '_', '-' "
 				    "or '.', not starting with '.' or '-', got \"%s\"",
 				    sizeof(o->trial_name) - 1, v);
 		snprintf(o->trial_name, sizeof(o->trial_name), "%s", v);
@@ -278,7 +265,7 @@ psb_stale_opt(struct psb_stale_opts *o, const char *name, const char *v, char *e
 			if (strcasecmp(v, lv[k].n) == 0)
 				break;
 		if (k == sizeof(lv) / sizeof(lv[0]))
-			return fail(err, errlen, "--LOGLEVEL: expected CRITICAL, ERROR, WARNING, "
+			return psb_fail(err, errlen, "--LOGLEVEL: expected CRITICAL, ERROR, WARNING, "
 				    "INFO or DEBUG, got \"%s\"", v);
 		o->loglevel = lv[k].l;
 	} else {
@@ -291,15 +278,15 @@ int
 psb_stale_opts_check(const struct psb_stale_opts *o, char *err, size_t errlen)
 {
 	if (o->step_ns > o->post_ns)
-		return fail(err, errlen, "--step_frequency (%g s) is longer than --post_frequency "
+		return psb_fail(err, errlen, "--step_frequency (%g s) is longer than --post_frequency "
 			    "(%g s): a post would carry no sample", o->step_ns / 1e9,
 			    o->post_ns / 1e9);
 	if (o->post_ns / o->step_ns > PSB_STALE_SAMPLES_MAX)
-		return fail(err, errlen, "--post_frequency / --step_frequency: at most %d samples "
+		return psb_fail(err, errlen, "--post_frequency / --step_frequency: at most %d samples "
 			    "a post, got %llu", PSB_STALE_SAMPLES_MAX,
 			    (unsigned long long)(o->post_ns / o->step_ns));
 	if (o->workers_per_node > o->workers)
-		return fail(err, errlen, "--workers-per-node (%u) is more than --workers (%u)",
+		return psb_fail(err, errlen, "--workers-per-node (%u) is more than --workers (%u)",
 			    o->workers_per_node, o->workers);
 	return 0;
 }

@@ -19,7 +19,7 @@
  *
  * Control protocol (UDP, unicast, all fields big-endian, every message PSB_STALE_LEN bytes):
  *
- *   0 u16 magic 0x5053 ("PS")   2 u8 wire version (1)   3 u8 type
+ *   0 u16 magic 0x5354 ("ST"; not psb's own "PS")   2 u8 wire version (1)   3 u8 type
  *   4 u32 session (the trainer's)       8 u32 worker id
  *  12 u32 held: POST, PULL the newest version the worker holds; ACK the trainer's newest
  *  16 u32 samples (POST)               20 u32 seq (POST, PULL: the worker's count)
@@ -40,7 +40,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define PSB_STALE_MAGIC		0x5053
+#define PSB_STALE_MAGIC		0x5354
 #define PSB_STALE_WIRE		1
 #define PSB_STALE_LEN		48
 #define PSB_STALE_SAMPLES_MAX	1000000		/* samples in one POST */

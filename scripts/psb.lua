@@ -554,3 +554,202 @@ end
 
 register_ports()
 udp_table:add_for_decode_as(psb)
+
+-- ---------------------------------------------------------------------------------------
+-- psb's reliable multicast of parameter versions (multicast/psb_mc_proto.h) and the
+-- staleness experiment's control messages (multicast/psb_stale.h), on whatever UDP ports
+-- their senders chose: found by their magic and wire version (heuristic dissectors).
+
+local psbmc = Proto("psbmc", "psb reliable multicast")
+local MC_MAGIC, MC_HLEN, MC_ENTRY = 0x504d, 40, 16
+local MC_DATA, MC_PARITY, MC_HEARTBEAT, MC_NACK, MC_NCF = 1, 2, 3, 4, 5
+local mc_type_names = {
+	[MC_DATA] = "DATA", [MC_PARITY] = "PARITY", [MC_HEARTBEAT] = "HEARTBEAT",
+	[MC_NACK] = "NACK", [MC_NCF] = "NCF",
+}
+local mf = {
+	magic = ProtoField.uint16("psbmc.magic", "Magic", base.HEX),
+	wver = ProtoField.uint8("psbmc.version", "Wire version", base.DEC),
+	type = ProtoField.uint8("psbmc.type", "Type", base.DEC, mc_type_names),
+	session = ProtoField.uint32("psbmc.session", "Session", base.HEX),
+	vid = ProtoField.uint32("psbmc.vid", "Version", base.DEC),
+	nseg = ProtoField.uint32("psbmc.nseg", "Segments", base.DEC),
+	total_len = ProtoField.uint64("psbmc.total_len", "Version length", base.DEC),
+	crc = ProtoField.uint32("psbmc.crc", "CRC32C of the version", base.HEX),
+	group = ProtoField.uint16("psbmc.group", "Group size (k)", base.DEC),
+	seg_size = ProtoField.uint16("psbmc.seg_size", "Segment size", base.DEC),
+	seg = ProtoField.uint32("psbmc.seg", "Segment", base.DEC),
+	len = ProtoField.uint16("psbmc.len", "Length", base.DEC),
+	gidx = ProtoField.uint32("psbmc.group_index", "Group", base.DEC),
+	pidx = ProtoField.uint16("psbmc.parity_index", "Parity index", base.DEC),
+	sent = ProtoField.uint32("psbmc.sent", "Segments sent", base.DEC),
+	rate = ProtoField.uint32("psbmc.rate_mbps", "Rate (Mbit/s)", base.DEC),
+	receiver = ProtoField.uint32("psbmc.receiver", "Receiver", base.DEC),
+	entries = ProtoField.uint16("psbmc.entries", "Entries", base.DEC),
+	e_group = ProtoField.uint32("psbmc.entry.group", "Group", base.DEC),
+	e_need = ProtoField.uint16("psbmc.entry.need", "Symbols needed", base.DEC),
+	e_missing = ProtoField.uint64("psbmc.entry.missing", "Missing segments", base.HEX),
+	payload = ProtoField.bytes("psbmc.payload", "Payload"),
+}
+psbmc.fields = { mf.magic, mf.wver, mf.type, mf.session, mf.vid, mf.nseg, mf.total_len, mf.crc,
+	mf.group, mf.seg_size, mf.seg, mf.len, mf.gidx, mf.pidx, mf.sent, mf.rate, mf.receiver,
+	mf.entries, mf.e_group, mf.e_need, mf.e_missing, mf.payload }
+local ex_mc_len = ProtoExpert.new("psbmc.length", "Length does not match the packet "
+	.. "(a receiver drops it)", expert.group.MALFORMED, expert.severity.ERROR)
+local ex_mc_type = ProtoExpert.new("psbmc.bad_type", "Unknown type (a receiver drops it)",
+	expert.group.MALFORMED, expert.severity.ERROR)
+psbmc.experts = { ex_mc_len, ex_mc_type }
+
+local function mc_dissect(tvb, pinfo, tree)
+	local len = tvb:len()
+	if len < MC_HLEN or tvb(0, 2):uint() ~= MC_MAGIC or tvb(2, 1):uint() ~= 1 then
+		return false
+	end
+	pinfo.cols.protocol = "psbmc"
+	local t = tree:add(psbmc, tvb())
+	local mtype, vid = tvb(3, 1):uint(), tvb(8, 4):uint()
+	t:add(mf.magic, tvb(0, 2))
+	t:add(mf.wver, tvb(2, 1))
+	local ti = t:add(mf.type, tvb(3, 1))
+	t:add(mf.session, tvb(4, 4))
+	t:add(mf.vid, tvb(8, 4))
+	t:add(mf.nseg, tvb(12, 4))
+	t:add(mf.total_len, tvb(16, 8))
+	t:add(mf.crc, tvb(24, 4))
+	t:add(mf.group, tvb(28, 2))
+	t:add(mf.seg_size, tvb(30, 2))
+	local info = (mc_type_names[mtype] or string.format("type=%d", mtype)) ..
+		string.format(" v%d session=0x%08x", vid, tvb(4, 4):uint())
+	local want = MC_HLEN
+	if mtype == MC_DATA then
+		local li = t:add(mf.len, tvb(36, 2))
+		t:add(mf.seg, tvb(32, 4))
+		want = MC_HLEN + tvb(36, 2):uint()
+		info = info .. string.format(" seg %d/%d len %d", tvb(32, 4):uint(), tvb(12, 4):uint(),
+			tvb(36, 2):uint())
+		if len ~= want then li:add_proto_expert_info(ex_mc_len) end
+	elseif mtype == MC_PARITY then
+		t:add(mf.gidx, tvb(32, 4))
+		t:add(mf.pidx, tvb(36, 2))
+		local li = t:add(mf.len, tvb(38, 2))
+		want = MC_HLEN + tvb(38, 2):uint()
+		info = info .. string.format(" group %d parity %d", tvb(32, 4):uint(), tvb(36, 2):uint())
+		if len ~= want then li:add_proto_expert_info(ex_mc_len) end
+	elseif mtype == MC_HEARTBEAT then
+		t:add(mf.sent, tvb(32, 4))
+		t:add(mf.rate, tvb(36, 4))
+		info = info .. string.format(" sent %d/%d at %d Mbit/s", tvb(32, 4):uint(),
+			tvb(12, 4):uint(), tvb(36, 4):uint())
+	elseif mtype == MC_NACK or mtype == MC_NCF then
+		local n = tvb(36, 2):uint()
+		if mtype == MC_NACK then t:add(mf.receiver, tvb(32, 4)) end
+		local ni = t:add(mf.entries, tvb(36, 2))
+		want = MC_HLEN + n * MC_ENTRY
+		if mtype == MC_NACK then
+			info = info .. string.format(" receiver %d", tvb(32, 4):uint())
+		end
+		info = info .. string.format(" %d entr%s", n, n == 1 and "y" or "ies")
+		if len ~= want then
+			ni:add_proto_expert_info(ex_mc_len)
+		else
+			for i = 0, n - 1 do
+				local off = MC_HLEN + i * MC_ENTRY
+				local e = t:add(psbmc, tvb(off, MC_ENTRY), string.format("Entry %d", i))
+				e:add(mf.e_group, tvb(off, 4))
+				e:add(mf.e_need, tvb(off + 4, 2))
+				e:add(mf.e_missing, tvb(off + 8, 8))
+				if i < 4 then
+					info = info .. string.format(" [group %d need %d missing 0x%s]",
+						tvb(off, 4):uint(), tvb(off + 4, 2):uint(),
+						tvb(off + 8, 8):uint64():tohex())
+				end
+			end
+		end
+	else
+		ti:add_proto_expert_info(ex_mc_type)
+	end
+	if (mtype == MC_DATA or mtype == MC_PARITY) and len > MC_HLEN then
+		t:add(mf.payload, tvb(MC_HLEN))
+	end
+	if len ~= want then info = "[malformed] " .. info end
+	pinfo.cols.info = info
+	t:append_text(", " .. info)
+	return true
+end
+
+psbmc:register_heuristic("udp", mc_dissect)
+
+local psbst = Proto("psbst", "psb staleness experiment")
+local ST_MAGIC, ST_LEN = 0x5354, 48
+local ST_POST, ST_PULL, ST_ACK = 1, 2, 3
+local st_type_names = { [ST_POST] = "POST", [ST_PULL] = "PULL", [ST_ACK] = "ACK" }
+local sf = {
+	magic = ProtoField.uint16("psbst.magic", "Magic", base.HEX),
+	wver = ProtoField.uint8("psbst.version", "Wire version", base.DEC),
+	type = ProtoField.uint8("psbst.type", "Type", base.DEC, st_type_names),
+	session = ProtoField.uint32("psbst.session", "Session", base.HEX),
+	worker = ProtoField.uint32("psbst.worker", "Worker", base.DEC),
+	held = ProtoField.uint32("psbst.held", "Version held (ACK: the trainer's newest)",
+		base.DEC),
+	samples = ProtoField.uint32("psbst.samples", "Samples", base.DEC),
+	seq = ProtoField.uint32("psbst.seq", "Sequence", base.DEC),
+	sum = ProtoField.uint64("psbst.sum", "Sum of the versions sampled (join: key)", base.DEC),
+	window = ProtoField.uint64("psbst.window_ns", "Window (ns)", base.DEC),
+	flags = ProtoField.uint64("psbst.flags", "Flags", base.HEX),
+}
+psbst.fields = { sf.magic, sf.wver, sf.type, sf.session, sf.worker, sf.held, sf.samples, sf.seq,
+	sf.sum, sf.window, sf.flags }
+local ex_st_len = ProtoExpert.new("psbst.length", "Not 48 bytes (the trainer drops it)",
+	expert.group.MALFORMED, expert.severity.ERROR)
+psbst.experts = { ex_st_len }
+
+local function st_dissect(tvb, pinfo, tree)
+	local len = tvb:len()
+	if len < 4 or tvb(0, 2):uint() ~= ST_MAGIC or tvb(2, 1):uint() ~= 1 then
+		return false
+	end
+	pinfo.cols.protocol = "psbst"
+	local t = tree:add(psbst, tvb())
+	local mtype = tvb(3, 1):uint()
+	t:add(sf.magic, tvb(0, 2))
+	t:add(sf.wver, tvb(2, 1))
+	t:add(sf.type, tvb(3, 1))
+	local info = st_type_names[mtype] or string.format("type=%d", mtype)
+	if len ~= ST_LEN then
+		t:add_proto_expert_info(ex_st_len)
+		pinfo.cols.info = "[malformed] " .. info
+		return true
+	end
+	t:add(sf.session, tvb(4, 4))
+	t:add(sf.worker, tvb(8, 4))
+	t:add(sf.held, tvb(12, 4))
+	local worker, held = tvb(8, 4):uint(), tvb(12, 4):uint()
+	if mtype == ST_ACK then
+		t:add(sf.flags, tvb(32, 8))
+		local flags = tvb(32, 8):uint64():tonumber()
+		info = info .. string.format(" worker %d newest %d", worker, held)
+		if flags % 2 == 1 then info = info .. " [end]" end
+		if math.floor(flags / 2) % 2 == 1 then info = info .. " [waiting]" end
+	else
+		t:add(sf.samples, tvb(16, 4))
+		t:add(sf.seq, tvb(20, 4))
+		t:add(sf.sum, tvb(24, 8))
+		local samples = tvb(16, 4):uint()
+		if mtype == ST_POST and samples == 0 then
+			info = info .. string.format(" worker %d joins (key %s)", worker,
+				tostring(tvb(24, 8):uint64()))
+		elseif mtype == ST_POST then
+			t:add(sf.window, tvb(32, 8))
+			info = info .. string.format(" worker %d holds %d; mean %.3f of %d samples "
+				.. "over %.3f s", worker, held, tvb(24, 8):uint64():tonumber() / samples,
+				samples, tvb(32, 8):uint64():tonumber() / 1e9)
+		else
+			info = info .. string.format(" worker %d holds %d", worker, held)
+		end
+	end
+	pinfo.cols.info = info
+	t:append_text(", " .. info)
+	return true
+end
+
+psbst:register_heuristic("udp", st_dissect)

@@ -1,8 +1,13 @@
-/* gen_dissector_pcap OUT.pcap: one psb frame of each kind, for testing scripts/psb.lua. */
+/*
+ * gen_dissector_pcap OUT.pcap [MC.pcap]: one psb frame of each kind, for testing
+ * scripts/psb.lua; MC.pcap: one multicast and staleness-experiment packet of each kind.
+ */
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "psb_mc_proto.h"
+#include "psb_stale.h"
 #include "psb_testframe.h"
 
 /*
@@ -69,6 +74,83 @@ send_floats(const struct psb_addr *src, const struct psb_addr *dst, struct psb_h
 	emit(psb_frame_build(frame, src, dst, h, payload, h->seg_len));
 }
 
+/*
+ * The multicast capture (test_dissector.sh expects these too):
+ *
+ *  #  what                          from -> to
+ *  1  DATA v3 seg 1 of 2, 36 B      trainer -> group    session 0x5eed0001, 100-byte version,
+ *  2  PARITY group 0 index 0, 64 B  trainer -> group    64-byte segments, CRC 0x11223344
+ *  3  HEARTBEAT sent 2 at 5000 Mbps trainer -> group
+ *  4  NACK receiver 7: group 0      worker -> trainer
+ *     needs 1, misses 0x2
+ *  5  NCF of the same               trainer -> group
+ *  6  POST worker 2 holds 41,       worker -> trainer   session 0x0000abcd, seq 5
+ *     100 samples summing 4050 over 0.5 s
+ *  7  POST worker 2 joins, key 77   worker -> trainer   session 0
+ *  8  PULL worker 1 holds 4, seq 9  worker -> trainer
+ *  9  ACK worker 2: ended at 41     trainer -> worker
+ * 10  DATA saying 36 B, carrying 30 trainer -> group
+ */
+static void
+emit_udp(const struct psb_addr *src, const struct psb_addr *dst, const uint8_t *dgram, size_t n)
+{
+	struct psb_hdr h = tf_hdr(PSB_MSG_PUSH, 0, 0, 0, 0, 0);
+
+	/* the headers of a psb message as long as the datagram, its 40-byte header overwritten */
+	psb_frame_write_headers(frame, src, dst, &h, (uint16_t)(n - PSB_HDR_LEN));
+	memcpy(frame + PSB_FRAME_HLEN - PSB_HDR_LEN, dgram, n);
+	emit(PSB_FRAME_HLEN - PSB_HDR_LEN + n);
+}
+
+static int
+multicast_capture(const char *path)
+{
+	struct psb_addr trainer = tf_addr(0x20, 0xc6120014, 7001);	/* 198.18.0.20 */
+	struct psb_addr worker = tf_addr(0x21, 0xc6120015, 40000);	/* 198.18.0.21 */
+	struct psb_addr group = tf_addr(0, 0xef120001, 7000);		/* 239.18.0.1 */
+	static const uint8_t gmac[6] = { 0x01, 0x00, 0x5e, 0x12, 0x00, 0x01 };
+	struct psb_mc_ver v = { .vid = 3, .total_len = 100, .seg_size = 64, .group = 64,
+		.crc = 0x11223344 };
+	struct psb_mc_nack_entry e = { .group = 0, .need = 1, .missing = 0x2 };
+	struct psb_stale_msg m;
+	uint8_t d[PSB_MC_HLEN + 64];
+	unsigned int i;
+
+	memcpy(group.mac, gmac, 6);
+	v.nseg = psb_mc_nseg(v.total_len, v.seg_size);
+	nframes = 0;
+	if (tf_pcap_open(&pcap, path) != 0)
+		return -1;
+	for (i = 0; i < 64; i++)
+		d[PSB_MC_HLEN + i] = (uint8_t)i;
+	psb_mc_write_data(d, 0x5eed0001, &v, 1, 36);
+	emit_udp(&trainer, &group, d, PSB_MC_HLEN + 36);
+	psb_mc_write_parity(d, 0x5eed0001, &v, 0, 0);
+	emit_udp(&trainer, &group, d, PSB_MC_HLEN + 64);
+	psb_mc_write_heartbeat(d, 0x5eed0001, &v, 2, 5000);
+	emit_udp(&trainer, &group, d, PSB_MC_HLEN);
+	emit_udp(&worker, &trainer, d, psb_mc_write_nack(d, PSB_MC_NACK, 0x5eed0001, &v, 7, &e, 1));
+	emit_udp(&trainer, &group, d, psb_mc_write_nack(d, PSB_MC_NCF, 0x5eed0001, &v, 0, &e, 1));
+	m = (struct psb_stale_msg){ .type = PSB_STALE_POST, .session = 0xabcd, .worker = 2,
+		.held = 41, .samples = 100, .seq = 5, .sum = 4050, .window = 500000000 };
+	psb_stale_write(d, &m);
+	emit_udp(&worker, &trainer, d, PSB_STALE_LEN);
+	m = (struct psb_stale_msg){ .type = PSB_STALE_POST, .worker = 2, .sum = 77 };
+	psb_stale_write(d, &m);
+	emit_udp(&worker, &trainer, d, PSB_STALE_LEN);
+	m = (struct psb_stale_msg){ .type = PSB_STALE_PULL, .session = 0xabcd, .worker = 1,
+		.held = 4, .seq = 9 };
+	psb_stale_write(d, &m);
+	emit_udp(&worker, &trainer, d, PSB_STALE_LEN);
+	m = (struct psb_stale_msg){ .type = PSB_STALE_ACK, .session = 0xabcd, .worker = 2,
+		.held = 41, .window = PSB_STALE_ACK_END };
+	psb_stale_write(d, &m);
+	emit_udp(&trainer, &worker, d, PSB_STALE_LEN);
+	psb_mc_write_data(d, 0x5eed0001, &v, 1, 36);
+	emit_udp(&trainer, &group, d, PSB_MC_HLEN + 30);
+	return tf_pcap_close(&pcap);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -90,8 +172,8 @@ main(int argc, char **argv)
 	unsigned int i;
 	uint32_t off;
 
-	if (argc != 2) {
-		fprintf(stderr, "usage: %s OUT.pcap\n", argv[0]);
+	if (argc != 2 && argc != 3) {
+		fprintf(stderr, "usage: %s OUT.pcap [MC.pcap]\n", argv[0]);
 		return 2;
 	}
 	if (tf_pcap_open(&pcap, argv[1]) != 0) {
@@ -254,5 +336,12 @@ main(int argc, char **argv)
 		return 1;
 	}
 	printf("gen_dissector_pcap: %u frames written to %s\n", nframes, argv[1]);
+	if (argc > 2) {
+		if (multicast_capture(argv[2]) != 0) {
+			fprintf(stderr, "gen_dissector_pcap: %s: write failed\n", argv[2]);
+			return 1;
+		}
+		printf("gen_dissector_pcap: %u frames written to %s\n", nframes, argv[2]);
+	}
 	return 0;
 }

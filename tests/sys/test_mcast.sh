@@ -12,45 +12,13 @@ MC=$1
 TB=$2
 NAME=m$$
 NAME=${NAME:0:8}
-DIR=$(mktemp -d /tmp/psb-mcast-XXXXXX)
 GROUP=239.18.0.1:7000
 COUNT=12
-PIDS=()
+. "$(dirname "$0")/testbed_env.sh"
 
-cleanup() {
-	local p
-	for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null; done
-	wait 2>/dev/null
-	"$TB" down --name "$NAME" >/dev/null 2>&1
-	rm -rf "$DIR"
-}
-trap cleanup EXIT
-trap 'exit 1' INT TERM
-fail() {
-	local f
-	echo "FAIL: $*" >&2
-	for f in "$DIR"/*.log; do [ -f "$f" ] && { echo "== $f"; tail -n 5 "$f"; }; done >&2
-	exit 1
-}
-
-if [ "$(id -u)" != 0 ] || ! command -v nft >/dev/null || ! command -v ip >/dev/null; then
-	echo "SKIP: needs root, iproute2 and nft"
-	exit 77
-fi
-"$TB" up --name "$NAME" --hosts 5 > "$DIR/tb.log" 2>&1 || fail "testbed: $(cat "$DIR/tb.log")"
-on() { local h=$1; shift; "$TB" exec --name "$NAME" "$h" "$@"; }
-drop() {	# drop HOST PERCENT: of the group's packets arriving at HOST
-	on "$1" nft -f - <<NFT || fail "nft on host $1"
-table inet psbloss {
-	chain in {
-		type filter hook input priority 0; policy accept;
-		udp dport 7000 numgen random mod 100 < $2 drop
-	}
-}
-NFT
-}
-drop 2 3
-drop 3 5
+testbed_up 5
+drop 2 3 7000
+drop 3 5 7000
 
 recv() {	# recv HOST: a receiver on HOST in the background
 	on "$1" timeout -k 2 40 "$MC" recv --local "$("$TB" addr "$1")" --group "$GROUP" \

@@ -24,46 +24,13 @@ TB=$2
 CONFIG=$3
 NAME=s$$
 NAME=${NAME:0:8}
-DIR=$(mktemp -d /tmp/psb-stale-XXXXXX)
 GROUP=239.18.0.2:7100
-PIDS=()
+. "$(dirname "$0")/testbed_env.sh"
 
-cleanup() {
-	local p
-	for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null; done
-	wait 2>/dev/null
-	"$TB" down --name "$NAME" >/dev/null 2>&1
-	rm -rf "$DIR"
-}
-trap cleanup EXIT
-trap 'exit 1' INT TERM
-fail() {
-	local f
-	echo "FAIL: $*" >&2
-	for f in "$DIR"/*.log; do [ -f "$f" ] && { echo "== $f"; tail -n 8 "$f"; }; done >&2
-	exit 1
-}
-
-if [ "$(id -u)" != 0 ] || ! command -v nft >/dev/null || ! command -v ip >/dev/null; then
-	echo "SKIP: needs root, iproute2 and nft"
-	exit 77
-fi
-"$TB" up --name "$NAME" --hosts 6 > "$DIR/tb.log" 2>&1 || fail "testbed: $(cat "$DIR/tb.log")"
-on() { local h=$1; shift; "$TB" exec --name "$NAME" "$h" "$@"; }
-addr() { "$TB" addr "$1"; }
+testbed_up 6
 TRAINER=$(addr 0):7101
-drop() {	# drop HOST PERCENT: of the group's packets arriving at HOST
-	on "$1" nft -f - <<NFT || fail "nft on host $1"
-table inet psbloss {
-	chain in {
-		type filter hook input priority 0; policy accept;
-		udp dport ${GROUP#*:} numgen random mod 100 < $2 drop
-	}
-}
-NFT
-}
-drop 2 3
-drop 3 5
+drop 2 3 "${GROUP#*:}"
+drop 3 5 "${GROUP#*:}"
 
 # worker ID HOST TAG FLAGS...: in the background
 worker() {
@@ -94,7 +61,7 @@ s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
 s.setsockopt(socket.IPPROTO_IP, socket.IP_MULTICAST_TTL, 1)
 rnd = random.Random(7)
 def msg(typ, session, worker, held, samples, seq, total, window, pad=0):
-    return struct.pack(">HBBIIIIIQQQ", 0x5053, 1, typ, session, worker, held, samples, seq,
+    return struct.pack(">HBBIIIIIQQQ", 0x5354, 1, typ, session, worker, held, samples, seq,
                        total, window, pad)
 end = time.time() + 3
 while time.time() < end:
@@ -111,8 +78,8 @@ while time.time() < end:
     s.sendto(msg(1, 0, w, 5, 10, 1, 51, 10**9), (t, tport))
     s.sendto(msg(2, 0, w, 0, 0, 1, 0, 0), (t, tport))
     s.sendto(msg(3, 0, w, 0, 0, 0, 0, 0, pad=1), (t, tport))
-    s.sendto(b"PS" + bytes(46), (t, tport))
-    s.sendto(b"PS\x01\x01", (t, tport))
+    s.sendto(b"ST" + bytes(46), (t, tport))
+    s.sendto(b"ST\x01\x01", (t, tport))
     time.sleep(0.003)
 print("forger done")
 PY
