@@ -1317,8 +1317,10 @@ do_worker(int argc, char **argv)
 	}
 	silent_ns = 3 * opts.post_ns + 3 * SEC;
 	W_t0 = t0 = now = psb_clock_ns();
-	say(8, "worker %u: mode %s, trainer %s", W.id, psb_stale_mode_names[opts.mode],
-	    ipstr(W.trainer, W.trainer_port, who, sizeof(who)));
+	say(7, "worker %u: mode %s, trainer %s; versions held in %llu B (--budget); gives up "
+	    "after %.1f s without the trainer", W.id, psb_stale_mode_names[opts.mode],
+	    ipstr(W.trainer, W.trainer_port, who, sizeof(who)), (unsigned long long)budget,
+	    (W.session == 0 ? join_ns : silent_ns) / 1e9);
 	for (;;) {
 		uint64_t wake;
 		long n;
