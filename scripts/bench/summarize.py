@@ -682,7 +682,7 @@ def staleness(out):
     L = ["psb %s, %s MB versions, %s s a run, %d repetitions; mean staleness in versions, "
          "median over the repetitions [min, max]; a run whose workers did not all end holding "
          "the final version is marked *" % (rev, plan["data_mb"], plan["duration"], plan["reps"]), ""]
-    L.append("| mode | workers | " + " | ".join("every %s s (%g/s)" % (p, 1 / float(p))
+    L.append("| mode | workers | " + " | ".join("every %s s (%.3g/s)" % (p, 1 / float(p))
                                              for p in pushes) + " |")
     L.append("|---|---:|" + "---:|" * len(pushes))
     for m in modes:
@@ -709,8 +709,8 @@ def staleness(out):
              "lower_bound": m == top, "met": ratio is not None and ratio >= 3}
         goals.append(g)
         L.append("| %d | %s | %s | %s | %s |" % (
-            w, "none tested" if e is None else "%g/s" % e,
-            "none tested" if m is None else "%g/s%s" % (m, " (the highest tried)" if m == top else ""),
+            w, "none tried" if e is None else "%.3g/s" % e,
+            "none tried" if m is None else "%.3g/s%s" % (m, " (the highest tried)" if m == top else ""),
             "-" if ratio is None else "%s%.1fx" % (">= " if g["lower_bound"] else "", ratio),
             "met" if g["met"] else "missed"))
     summary = {"git_revision": rev, "plan": plan, "cells": table, "figures": goals}
@@ -734,7 +734,7 @@ def staleness_plots(out, runs, modes, workers, pushes, plan):
     write_atomic(os.path.join(out, "rates.svg"), line_plot(
         "Staleness against the publish rate (%s MB versions)" % plan["data_mb"],
         "versions published per second", "mean staleness (versions)", series, logx=True,
-        xticks=[(1 / float(p), "%g" % (1 / float(p))) for p in pushes]))
+        xticks=[(1 / float(p), "%.3g" % (1 / float(p))) for p in pushes]))
     p = "0.2" if "0.2" in pushes else pushes[0]
     w = workers[0]
     series = []
