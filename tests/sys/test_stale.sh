@@ -14,7 +14,8 @@
 #     trainer that is not there: the worker gives up naming it.
 #  4. A results directory that exists is not overwritten without --overwrite.
 #  Also: the experiment from the shipped document config/staleness.json, flags after
-#  --config overriding it, and a document that is none refused.
+#  --config overriding it, and a document that is none refused; and scripts/staleness.sh,
+#  the seed's command line on a testbed of its own, 2 workers a host.
 #
 # usage: test_stale.sh PATH/psb-stale TESTBED-SCRIPT CONFIG-DIR. Needs root and nft; 77
 # without.
@@ -172,6 +173,24 @@ PY
 [ $? = 2 ] && grep -q "summary.json: [a-z_]*: unknown key (expected one of: name, kind" \
 	"$DIR/baddoc.log" ||
 	fail "a document that is not an experiment was not refused: $(cat "$DIR/baddoc.log")"
+
+# ---- the one-command form with the seed's flags (scripts/staleness.sh): workers placed
+# --nworkers-per-node to a host on a testbed of its own
+Q=q$$
+"$(dirname "$TB")/staleness.sh" --testbed "${Q:0:8}" --build "$(dirname "$ST")/../.." \
+	--out "$DIR/seed" --mode multicast --push_frequency 0.1 --data_size 1 \
+	--post_frequency 0.5 --max_version 15 --workers 4 --nworkers-per-node 2 \
+	--trial_name seed > "$DIR/seed.log" 2>&1 || fail "scripts/staleness.sh exited with $?"
+python3 - "$DIR" <<'PY' || fail "scripts/staleness.sh checks"
+import json, sys
+d = sys.argv[1]
+s = json.load(open(f"{d}/seed/seed/summary.json"))
+hosts = [w["address"].split(":")[0] for w in s["workers"]]
+assert s["ok"] and s["final_version"] == 15 and s["experiment"]["workers_per_node"] == 2, s
+assert hosts[0] == hosts[1] != hosts[2] == hosts[3], hosts
+print(f"scripts/staleness.sh: 4 workers, 2 a host ({', '.join(sorted(set(hosts)))})")
+PY
+grep -q "Average Version difference" "$DIR/seed.log" || fail "scripts/staleness.sh printed no result"
 
 # ---- 3. a worker killed mid-run, a worker that never comes, a trainer that is not there
 PIDS=()

@@ -1,0 +1,92 @@
+#!/bin/bash
+# The staleness benchmark in one command, with its own flags, on a namespace testbed this
+# script builds and removes (scripts/testbed.sh): the trainer on host 0, the workers on
+# hosts 1.. placed --workers-per-node (or --nworkers-per-node) to a host, as the benchmark
+# psb replaces placed them on cluster nodes. Every flag goes to psb-stale's trainer and
+# workers (psb-stale --help lists them); the trainer's output is this script's, its results
+# are in results/TRIAL_NAME/ (--out DIR for another place), the workers' logs beside them.
+#
+#   scripts/staleness.sh --mode multicast --push_frequency 0.2 --data_size 10 \
+#       --pull_frequency 0.2 --post_frequency 2 --step_frequency 0.005 --max_version 500 \
+#       --max_time 60 --workers 4 --nworkers-per-node 2 --LOGLEVEL INFO --trial_name 0208-3
+#
+# Also: --testbed NAME (default st: 1 to 8 letters and digits), --build DIR (default
+# build). Needs root; builds nothing (meson setup build && ninja -C build first).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+die() { echo "staleness.sh: $*" >&2; exit 2; }
+
+BUILD=build
+TBNAME=st
+WORKERS=4
+PER_NODE=1
+MODE=multicast
+TRIAL=trial
+OUT=results
+args=()
+while [ $# -gt 0 ]; do
+	opt=$1
+	case $opt in
+	--testbed|--build) [ $# -ge 2 ] || die "$opt needs a value" ;;
+	--*) [ $# -ge 2 ] || die "$opt needs a value" ;;
+	*) die "unexpected argument '$opt' (flags are --name value)" ;;
+	esac
+	val=$2
+	shift 2
+	case ${opt//-/_} in
+	__testbed) TBNAME=$val; continue ;;
+	__build) BUILD=$val; continue ;;
+	__workers) WORKERS=$val ;;
+	__workers_per_node|__nworkers_per_node) PER_NODE=$val ;;
+	__mode) MODE=$val ;;
+	__trial_name) TRIAL=$val ;;
+	__out) OUT=$val; continue ;;
+	esac
+	args+=("$opt" "$val")
+done
+ST=$BUILD/app/psb-stale/psb-stale
+[ -x "$ST" ] || die "$ST not built (meson setup $BUILD && ninja -C $BUILD)"
+[ "$(id -u)" = 0 ] || die "needs root (it builds network namespaces)"
+[[ "$WORKERS" =~ ^[0-9]+$ ]] && [ "$WORKERS" -ge 1 ] && [ "$WORKERS" -le 199 ] ||
+	die "--workers: 1 to 199 on this testbed (got '$WORKERS')"
+[[ "$PER_NODE" =~ ^[0-9]+$ ]] && [ "$PER_NODE" -ge 1 ] ||
+	die "--workers-per-node: a whole number from 1 (got '$PER_NODE')"
+HOSTS=$(((WORKERS + PER_NODE - 1) / PER_NODE))
+GROUP=239.18.0.9:7400
+TRAINER_PORT=7401
+KEY=$((RANDOM * 32768 + RANDOM))
+case $MODE in
+multicast|epgm) args+=(--group "$GROUP") ;;
+filesystem) mkdir -p "$OUT"; args+=(--dir "$OUT/$TRIAL.versions") ;;
+esac
+
+PIDS=()
+cleanup() {
+	local p
+	for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
+	scripts/testbed.sh down --name "$TBNAME" >/dev/null 2>&1 || true
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+scripts/testbed.sh up --name "$TBNAME" --hosts $((HOSTS + 1)) >/dev/null
+TRAINER=$(scripts/testbed.sh addr 0):$TRAINER_PORT
+mkdir -p "$OUT"
+echo "staleness.sh: testbed $TBNAME: trainer on host 0 ($TRAINER), $WORKERS workers on" \
+	"$HOSTS hosts ($PER_NODE a host); logs of the workers in $OUT/$TRIAL.workers/"
+mkdir -p "$OUT/$TRIAL.workers"
+for ((i = 0; i < WORKERS; i++)); do
+	h=$((1 + i / PER_NODE))
+	scripts/testbed.sh exec --name "$TBNAME" "$h" "$ST" worker --id "$i" --trainer "$TRAINER" \
+		--local "$(scripts/testbed.sh addr "$h")" --key "$KEY" --workers "$WORKERS" \
+		--workers-per-node "$PER_NODE" --mode "$MODE" --trial_name "$TRIAL" \
+		--json "$OUT/$TRIAL.workers/w$i.json" "${args[@]}" \
+		> "$OUT/$TRIAL.workers/w$i.log" 2>&1 &
+	PIDS+=($!)
+done
+rc=0
+scripts/testbed.sh exec --name "$TBNAME" 0 "$ST" trainer --local "$TRAINER" --key "$KEY" \
+	--workers "$WORKERS" --workers-per-node "$PER_NODE" --mode "$MODE" --trial_name "$TRIAL" \
+	--out "$OUT" "${args[@]}" || rc=$?
+for p in "${PIDS[@]}"; do wait "$p" || true; done
+exit $rc
