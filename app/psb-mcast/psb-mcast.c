@@ -56,37 +56,6 @@ usage(FILE *f)
 "        socket); unpaced unless --rate\n");
 }
 
-/* IP:PORT, or die naming opt. */
-static void
-ip_port(const char *opt, const char *v, uint32_t *ip, uint16_t *port)
-{
-	char buf[64];
-	const char *colon = strrchr(v, ':');
-
-	if (colon == NULL || (size_t)(colon - v) >= sizeof(buf))
-		psb_die("%s: expected IP:PORT, got \"%s\"", opt, v);
-	memcpy(buf, v, (size_t)(colon - v));
-	buf[colon - v] = '\0';
-	*ip = psb_cli_ip(opt, buf);
-	*port = (uint16_t)psb_cli_u64(opt, colon + 1, 1, 65535);
-}
-
-static void
-write_json(json_t *o, const char *path)
-{
-	char tmp[4096];
-
-	if (o == NULL)
-		psb_die("cannot build the results");
-	if ((size_t)snprintf(tmp, sizeof(tmp), "%s.tmp.%d", path, (int)getpid()) >= sizeof(tmp))
-		psb_die("--json: path too long");
-	if (json_dump_file(o, tmp, JSON_INDENT(2) | JSON_SORT_KEYS) != 0 || rename(tmp, path) != 0) {
-		unlink(tmp);
-		psb_die("cannot write %s", path);
-	}
-	json_decref(o);
-}
-
 struct bufs {
 	uint8_t *b[4];
 	uint32_t vid[4];
@@ -154,8 +123,8 @@ do_send(int argc, char **argv)
 	cfg.session = (uint32_t)(psb_clock_ns() ^ (uint64_t)getpid() << 16);
 	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
 		switch (c) {
-		case 'l': ip_port("--local", optarg, &local, &lport); break;
-		case 'g': ip_port("--group", optarg, &group, &gport); break;
+		case 'l': psb_cli_ip_port("--local", optarg, &local, &lport); break;
+		case 'g': psb_cli_ip_port("--group", optarg, &group, &gport); break;
 		case 'd': size = psb_cli_size("--data-size", optarg); break;
 		case 'p': push_ns = psb_cli_seconds_in("--push-frequency", optarg, 1000000,
 						       3600000000000ull); break;
@@ -238,7 +207,7 @@ do_send(int argc, char **argv)
 	       (unsigned long long)st->nacks, (unsigned long long)st->nack_entries,
 	       (unsigned long long)st->ncfs, (unsigned long long)ctx.sock.send_busy);
 	if (json_path != NULL)
-		write_json(json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
+		psb_cli_write_json(json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
 			"published", (json_int_t)vid, "sent_whole", (json_int_t)st->sent_whole,
 			"data_pkts", (json_int_t)st->data_pkts,
 			"repair_parity_pkts", (json_int_t)st->repair_parity_pkts,
@@ -282,7 +251,7 @@ do_recv(int argc, char **argv)
 	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
 		switch (c) {
 		case 'l': local = psb_cli_ip("--local", optarg); break;
-		case 'g': ip_port("--group", optarg, &group, &gport); break;
+		case 'g': psb_cli_ip_port("--group", optarg, &group, &gport); break;
 		case 'e': expect = (uint32_t)psb_cli_u64("--expect", optarg, 1, UINT32_MAX); break;
 		case 't': max_ns = psb_cli_seconds_in("--max-time", optarg, 1000000,
 						      86400000000000ull); break;
@@ -350,7 +319,7 @@ do_recv(int argc, char **argv)
 				    st->bad[PSB_MC_BAD_INDEX] + st->bad[PSB_MC_BAD_LENGTH] +
 				    st->bad[PSB_MC_BAD_NACK]));
 	if (json_path != NULL)
-		write_json(json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:b}",
+		psb_cli_write_json(json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:b}",
 			"held", (json_int_t)held, "completed", (json_int_t)st->completed,
 			"checked", (json_int_t)checked, "bytes_differ", (json_int_t)checked_bad,
 			"decoded_groups", (json_int_t)st->decoded_groups,
@@ -512,7 +481,7 @@ do_bench(int argc, char **argv)
 	       (double)st->data_bytes / (double)cpu, (double)st->data_pkts * 1e9 / (now - t0),
 	       cfg.rate_bps ? "paced" : "unpaced");
 	if (json_path != NULL)
-		write_json(json_pack("{s:s, s:I, s:I, s:I, s:I, s:I, s:f, s:f, s:I, s:I}",
+		psb_cli_write_json(json_pack("{s:s, s:I, s:I, s:I, s:I, s:I, s:f, s:f, s:I, s:I}",
 			"sink", sink_name, "data_size", (json_int_t)size, "published", (json_int_t)vid,
 			"data_bytes", (json_int_t)st->data_bytes, "data_pkts", (json_int_t)st->data_pkts,
 			"wall_ns", (json_int_t)(now - t0), "gb_per_s", gbs,

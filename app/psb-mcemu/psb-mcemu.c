@@ -12,7 +12,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "psb_cli.h"
 #include "psb_mc_sim.h"
@@ -224,7 +223,6 @@ main(int argc, char **argv)
 		psb_die("the emulation ran out of memory (%llu packets lost to it): its figures are "
 			"wrong", (unsigned long long)ms->oom);
 	if (json_path != NULL) {
-		char tmp[4096];
 		json_t *o = json_pack("{s:I, s:f, s:b, s:I, s:f, s:f, s:f, s:I, s:I, s:I, s:I,"
 			" s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:f, s:I, s:I, s:f, s:I, s:I}",
 			"receivers", (json_int_t)cfg.nrx, "loss", p, "bursty", burst,
@@ -243,17 +241,7 @@ main(int argc, char **argv)
 			"completed_mean", (double)completed_sum / cfg.nrx,
 			"seed", (json_int_t)cfg.seed, "rate_bps", (json_int_t)cfg.send.rate_bps);
 
-		if (o == NULL)
-			psb_die("cannot build the results");
-		if ((size_t)snprintf(tmp, sizeof(tmp), "%s.tmp.%d", json_path, (int)getpid()) >=
-		    sizeof(tmp))
-			psb_die("--json: path too long");
-		if (json_dump_file(o, tmp, JSON_INDENT(2) | JSON_SORT_KEYS) != 0 ||
-		    rename(tmp, json_path) != 0) {
-			unlink(tmp);
-			psb_die("cannot write %s", json_path);
-		}
-		json_decref(o);
+		psb_cli_write_json(o, json_path);
 	}
 	psb_mc_sim_free(sim);
 	for (i = 0; i < NBUF; i++)

@@ -90,15 +90,6 @@ usage(FILE *f)
 "experiment flags:\n%s", psb_stale_opts_usage);
 }
 
-static void
-ip_port(const char *opt, const char *v, uint32_t *ip, uint16_t *port)
-{
-	*port = 0;
-	psb_cli_host_port(opt, v, ip, port);
-	if (*port == 0)
-		psb_die("%s: expected IP:PORT, got \"%s\"", opt, v);
-}
-
 static const char *
 ipstr(uint32_t ip, uint16_t port, char *buf, size_t len)
 {
@@ -185,21 +176,6 @@ load_config(const char *path)
 	opts.workers_per_node = (uint32_t)st->workers_per_node;
 	snprintf(opts.trial_name, sizeof(opts.trial_name), "%s", conf.name);
 	snprintf(conf_fsdir, sizeof(conf_fsdir), "%s", st->dir);
-}
-
-static void
-write_json(json_t *o, const char *path)
-{
-	char tmp[4300];
-
-	if (o == NULL)
-		psb_die("cannot build the results");
-	snprintf(tmp, sizeof(tmp), "%s.tmp.%d", path, (int)getpid());
-	if (json_dump_file(o, tmp, JSON_INDENT(2) | JSON_SORT_KEYS) != 0 || rename(tmp, path) != 0) {
-		unlink(tmp);
-		psb_die("cannot write %s", path);
-	}
-	json_decref(o);
 }
 
 /* Wait for the first of fds to be readable, at most until wake_ns. */
@@ -853,8 +829,8 @@ do_trainer(int argc, char **argv)
 		.burst_bytes = 64ull * (PSB_MC_HLEN + PSB_MC_SEG_MAX + PSB_MC_WIRE_OVERHEAD) };
 	while ((c = getopt_long(argc, argv, "", all, &idx)) != -1) {
 		switch (c) {
-		case 'l': ip_port("--local", optarg, &local, &lport); break;
-		case 'g': ip_port("--group", optarg, &group, &gport); break;
+		case 'l': psb_cli_ip_port("--local", optarg, &local, &lport); break;
+		case 'g': psb_cli_ip_port("--group", optarg, &group, &gport); break;
 		case 'd': fsdir = optarg; break;
 		case 'o': out = optarg; break;
 		case 'O': overwrite = 1; break;
@@ -1096,7 +1072,7 @@ do_trainer(int argc, char **argv)
 	if (write_plot(path, phase ? (now - T.t0) / 1e9 : 0.0) != 0)
 		psb_die("cannot write %s", path);
 	snprintf(path, sizeof(path), "%s/summary.json", T.dir);
-	write_json(trainer_summary(phase ? (now - T.t0) / 1e9 : 0.0, ok, failure), path);
+	psb_cli_write_json(trainer_summary(phase ? (now - T.t0) / 1e9 : 0.0, ok, failure), path);
 	say(4, "results: %s/{summary.json,staleness.csv,staleness.svg}", T.dir);
 	if (!ok)
 		fprintf(stderr, "psb-stale: trainer: %s (partial results in %s)\n", failure, T.dir);
@@ -1242,9 +1218,9 @@ do_worker(int argc, char **argv)
 		switch (c) {
 		case 'i': W.id = (uint32_t)psb_cli_u64("--id", optarg, 0, PSB_STALE_WORKERS_MAX - 1);
 			have_id = 1; break;
-		case 't': ip_port("--trainer", optarg, &W.trainer, &W.trainer_port); break;
+		case 't': psb_cli_ip_port("--trainer", optarg, &W.trainer, &W.trainer_port); break;
 		case 'l': local = psb_cli_ip("--local", optarg); break;
-		case 'g': ip_port("--group", optarg, &group, &gport); break;
+		case 'g': psb_cli_ip_port("--group", optarg, &group, &gport); break;
 		case 'd': fsdir = optarg; break;
 		case 'b': budget = psb_cli_size("--budget", optarg); break;
 		case 'v': W.verify = 1; break;
@@ -1477,7 +1453,7 @@ do_worker(int argc, char **argv)
 		} else {
 			json_object_set_new(o, "bad_files", json_integer((json_int_t)W.fs.bad_files));
 		}
-		write_json(o, json_path);
+		psb_cli_write_json(o, json_path);
 	}
 	if (failure[0] != '\0')
 		fprintf(stderr, "psb-stale: worker %u: %s\n", W.id, failure);

@@ -11,6 +11,8 @@
 #include <sys/socket.h>
 #include <sys/un.h>
 
+#include <jansson.h>
+
 #include "psb_cli.h"
 #include "psb_conf.h"
 #include "psb_proto.h"
@@ -115,6 +117,29 @@ psb_cli_host_port(const char *opt, const char *v, uint32_t *ip, uint16_t *port)
 	host[colon - v] = '\0';
 	*ip = psb_cli_ip(opt, host);
 	*port = (uint16_t)psb_cli_u64(opt, colon + 1, 1, 65535);
+}
+
+void
+psb_cli_ip_port(const char *opt, const char *v, uint32_t *ip, uint16_t *port)
+{
+	cli_expect(strchr(v, ':') != NULL, opt, "IP:PORT", v);
+	psb_cli_host_port(opt, v, ip, port);
+}
+
+void
+psb_cli_write_json(struct json_t *o, const char *path)
+{
+	char tmp[4200];
+
+	if (o == NULL)
+		psb_die("cannot build the results for %s (out of memory)", path);
+	if ((size_t)snprintf(tmp, sizeof(tmp), "%s.tmp.%d", path, (int)getpid()) >= sizeof(tmp))
+		psb_die("%s: path too long", path);
+	if (json_dump_file(o, tmp, JSON_INDENT(2) | JSON_SORT_KEYS) != 0 || rename(tmp, path) != 0) {
+		unlink(tmp);
+		psb_die("cannot write %s", path);
+	}
+	json_decref(o);
 }
 
 static const char *const log_levels[PSB_LOG_LEVEL_MAX + 1] = {

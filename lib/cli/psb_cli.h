@@ -36,6 +36,17 @@ uint32_t psb_cli_ip(const char *opt, const char *v);
 /* "IP[:PORT]": the port is left alone when absent. Dies naming opt. */
 void psb_cli_host_port(const char *opt, const char *v, uint32_t *ip, uint16_t *port);
 
+/* "IP:PORT", the port required (1 to 65535). Dies naming opt. */
+void psb_cli_ip_port(const char *opt, const char *v, uint32_t *ip, uint16_t *port);
+
+/*
+ * A program's JSON results: o (its reference taken; NULL: out of memory) written to path
+ * whole or not at all (a temporary file beside it, renamed), indented, keys sorted. Dies
+ * naming path when it cannot.
+ */
+struct json_t;
+void psb_cli_write_json(struct json_t *o, const char *path);
+
 /*
  * Longest DPDK file prefix psb accepts: the EAL binds sockets below
  * <runtime dir>/<prefix>/ (mp_socket_<pid>_<n>), and a socket path holds 107 bytes.
