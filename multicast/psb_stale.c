@@ -342,6 +342,7 @@ struct pub {
 struct psb_stale_acct {
 	uint32_t session;
 	uint64_t key;
+	uint64_t post_cost;		/* ns of a worker's budget one post takes */
 	uint32_t nworkers, joined;
 	uint64_t max_window;
 	struct psb_stale_worker_state *w;
@@ -360,16 +361,17 @@ const char *const psb_stale_refusal_names[] = {
 	[PSB_STALE_REF_FUTURE] = "future",
 	[PSB_STALE_REF_WINDOW] = "window",
 	[PSB_STALE_REF_KEY] = "key",
+	[PSB_STALE_REF_RATE] = "rate",
 };
 
 int
-psb_stale_acct_create(uint32_t session, uint32_t workers, uint64_t key,
+psb_stale_acct_create(uint32_t session, uint32_t workers, uint64_t key, uint64_t post_ns,
 		uint64_t max_window_ns, uint64_t push_ns, struct psb_stale_acct **out)
 {
 	struct psb_stale_acct *a;
 	uint64_t cap;
 
-	if (workers == 0 || workers > PSB_STALE_WORKERS_MAX || push_ns == 0 ||
+	if (workers == 0 || workers > PSB_STALE_WORKERS_MAX || push_ns == 0 || post_ns < 2 ||
 	    max_window_ns == 0 || max_window_ns > HOUR_NS)
 		return -EINVAL;
 	/* the versions published within a window, and the one before it */
@@ -387,6 +389,7 @@ psb_stale_acct_create(uint32_t session, uint32_t workers, uint64_t key,
 	}
 	a->session = session;
 	a->key = key;
+	a->post_cost = post_ns / 2;
 	a->nworkers = workers;
 	a->max_window = max_window_ns;
 	a->cap = (uint32_t)cap;
@@ -532,6 +535,12 @@ psb_stale_acct_post(struct psb_stale_acct *a, const struct psb_stale_msg *m, uin
 		return refuse(a, PSB_STALE_REF_REPLAY);
 	if (m->window > a->max_window)
 		return refuse(a, PSB_STALE_REF_WINDOW);
+	/* what was not spent within the last 4 posts' time is not kept */
+	if (w->spent_ns + 4 * a->post_cost < now_ns)
+		w->spent_ns = now_ns - 4 * a->post_cost;
+	if (w->spent_ns + a->post_cost > now_ns)
+		return refuse(a, PSB_STALE_REF_RATE);
+	w->spent_ns += a->post_cost;
 	from = now_ns > m->window ? now_ns - m->window : 0;
 	mean = (double)m->sum / m->samples;
 	tmean = psb_stale_acct_mean(a, from, now_ns);

@@ -149,6 +149,7 @@ enum psb_stale_refusal {
 	PSB_STALE_REF_FUTURE,		/* holds a version not published yet */
 	PSB_STALE_REF_WINDOW,		/* a window longer than the record kept */
 	PSB_STALE_REF_KEY,		/* a join without the experiment's key */
+	PSB_STALE_REF_RATE,		/* posts faster than 2 a post period (4 at once) */
 	PSB_STALE_REF_MAX,
 };
 extern const char *const psb_stale_refusal_names[];
@@ -165,6 +166,7 @@ struct psb_stale_worker_state {
 	double staleness_sum;		/* of its posts' staleness */
 	double staleness_max;
 	uint64_t last_ns;		/* its last post */
+	uint64_t spent_ns;		/* its post budget is spent up to this time */
 };
 
 /* What one post said, figured. */
@@ -189,10 +191,11 @@ struct psb_stale_totals {
 };
 
 /*
- * For workers workers joining with key, posts whose windows reach at most max_window_ns
- * back. 0, or -EINVAL / -ENOMEM.
+ * For workers workers joining with key and posting every post_ns, posts whose windows
+ * reach at most max_window_ns back. A post is a line of results: a worker may post 2 a
+ * post period on average, 4 at once. 0, or -EINVAL / -ENOMEM.
  */
-int psb_stale_acct_create(uint32_t session, uint32_t workers, uint64_t key,
+int psb_stale_acct_create(uint32_t session, uint32_t workers, uint64_t key, uint64_t post_ns,
 		uint64_t max_window_ns, uint64_t push_ns, struct psb_stale_acct **out);
 void psb_stale_acct_free(struct psb_stale_acct *a);
 /* Version vid is the newest from now on. */

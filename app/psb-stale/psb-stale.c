@@ -911,7 +911,8 @@ do_trainer(int argc, char **argv)
 		c = psb_mc_sock_unicast(&T.sock, local, lport, err, sizeof(err));
 	if (c != 0)
 		psb_die("trainer: %s", err);
-	if (psb_stale_acct_create(T.scfg.session, opts.workers, key, 2 * opts.post_ns + SEC,
+	if (psb_stale_acct_create(T.scfg.session, opts.workers, key, opts.post_ns,
+				  2 * opts.post_ns + SEC,
 				  opts.push_ns, &T.acct) != 0)
 		psb_die("trainer: --post_frequency / --push_frequency: too many versions a post "
 			"period to keep account of");

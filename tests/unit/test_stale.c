@@ -203,7 +203,7 @@ test_acct_mean(void **state)
 	struct psb_stale_acct *a;
 
 	(void)state;
-	assert_int_equal(psb_stale_acct_create(42, 2, 0, 10 * SEC, 100 * MS, &a), 0);
+	assert_int_equal(psb_stale_acct_create(42, 2, 0, SEC, 10 * SEC, 100 * MS, &a), 0);
 	/* version v from v x 100 ms on */
 	for (uint32_t v = 1; v <= 50; v++)
 		psb_stale_acct_publish(a, v, v * 100 * MS);
@@ -223,8 +223,8 @@ test_acct_mean(void **state)
 	assert_float_equal(psb_stale_acct_mean(a, 20 * SEC, 21 * SEC), 204.5, 1e-9);
 	assert_float_equal(psb_stale_acct_mean(a, 19650 * MS, 19750 * MS), 196.5, 1e-9);
 	psb_stale_acct_free(a);
-	assert_int_equal(psb_stale_acct_create(42, 0, 0, SEC, MS, &a), -EINVAL);
-	assert_int_equal(psb_stale_acct_create(42, 1, 0, 3600 * SEC, 1000, &a), -EINVAL);
+	assert_int_equal(psb_stale_acct_create(42, 0, 0, SEC, SEC, MS, &a), -EINVAL);
+	assert_int_equal(psb_stale_acct_create(42, 1, 0, SEC, 3600 * SEC, 1000, &a), -EINVAL);
 }
 
 static void
@@ -237,7 +237,7 @@ test_acct_posts(void **state)
 	uint32_t ip = 0xc6130b01;
 
 	(void)state;
-	assert_int_equal(psb_stale_acct_create(42, 2, 0x5eed, 3 * SEC, 100 * MS, &a), 0);
+	assert_int_equal(psb_stale_acct_create(42, 2, 0x5eed, SEC, 3 * SEC, 100 * MS, &a), 0);
 	tot = psb_stale_acct_totals(a);
 	/* joins: session 0 is taken for a join alone; without the key, another host's join
 	 * takes no worker id */
@@ -306,6 +306,21 @@ test_acct_posts(void **state)
 	assert_int_equal(psb_stale_acct_known(a, &m, ip, 5000), -1);
 	psb_stale_acct_bad(a, -PSB_STALE_BAD_MAGIC);
 	assert_int_equal(tot->bad[PSB_STALE_BAD_MAGIC], 1);
+
+	/* a worker posting as fast as it can: 4 at once (1 taken above), then 2 a second */
+	for (uint32_t q = 2; q < 12; q++) {
+		m = post(1, q, 29, 10, 245, SEC);
+		psb_stale_acct_post(a, &m, ip + 1, 5000, 3 * SEC, &pt);
+	}
+	assert_int_equal(psb_stale_acct_worker(a, 1)->posts, 4);
+	assert_int_equal(tot->refused[PSB_STALE_REF_RATE], 7);
+	m = post(1, 12, 29, 10, 245, SEC);
+	assert_int_equal(psb_stale_acct_post(a, &m, ip + 1, 5000, 3 * SEC + SEC / 2, &pt), 1);
+	m = post(1, 13, 29, 10, 245, SEC);
+	assert_int_equal(psb_stale_acct_post(a, &m, ip + 1, 5000, 3 * SEC + SEC / 2, &pt), -1);
+	/* the others post on */
+	m = post(0, 3, 29, 10, 245, SEC);
+	assert_int_equal(psb_stale_acct_post(a, &m, ip, 5000, 3 * SEC + SEC / 2, &pt), 1);
 	psb_stale_acct_free(a);
 }
 
