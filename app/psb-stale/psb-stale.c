@@ -36,6 +36,7 @@
 #include "psb_exp.h"
 #include "psb_mc_sock.h"
 #include "psb_stale.h"
+#include "psb_stale_client.h"
 #include "psb_stale_fs.h"
 
 #define SEC		1000000000ull
@@ -1087,102 +1088,54 @@ do_trainer(int argc, char **argv)
 struct worker {
 	struct psb_mc_sock uni;		/* posts, ACKs, pulls, NACKs */
 	struct psb_mc_sock grp;		/* multicast mode: the group */
-	struct psb_mc_recv *rx;
+	struct psb_stale_client cl;	/* the experiment's part of it */
 	struct psb_stale_fs fs;
 	struct epgm zsub;
 	uint8_t *fsbuf;
 	uint64_t fscap;
-	uint32_t id, trainer;
+	uint32_t trainer;
 	uint16_t trainer_port;
-	uint32_t session;		/* from the trainer's ACK, 0: not joined */
-	uint32_t held, end_vid;
-	uint64_t key;
-	uint64_t versions, verify_fail, stray, early, fs_errors, pull_seq;
-	int verify, running, ended;
 };
 
 static struct worker W;
 
 static void
-worker_nack(void *arg, const uint8_t *buf, size_t len)
+worker_send(void *arg, const uint8_t *buf, size_t len)
 {
 	(void)arg;
 	psb_mc_sock_emit_to(&W.uni, W.trainer, W.trainer_port, buf, (unsigned int)len, NULL, 0);
 }
 
 static void
-worker_send(struct psb_stale_msg *m)
+worker_log(void *arg, int level, const char *line)
 {
-	uint8_t b[PSB_STALE_LEN];
-
-	m->session = W.session;
-	m->worker = W.id;
-	psb_stale_write(b, m);
-	psb_mc_sock_emit_to(&W.uni, W.trainer, W.trainer_port, b, sizeof(b), NULL, 0);
+	(void)arg;
+	say(level, "%s", line);
 }
-
-static void
-took(uint32_t vid, const uint8_t *data, uint64_t len, uint64_t t0)
-{
-	if (W.verify && data != NULL && (psb_stale_verify(data, len, vid) >= 0 ||
-					 len != opts.data_size)) {
-		W.verify_fail++;
-		say(4, "worker %u: ERROR: version %u is not what the trainer made", W.id, vid);
-		return;
-	}
-	W.held = vid;
-	W.versions++;
-	say(8, "worker %u: holds version %u at %.3f s", W.id, vid, psb_clock_ns() / 1e9);
-}
-
-static uint64_t W_t0;
 
 static void
 epgm_take(uint32_t vid, const uint8_t *data, uint64_t len)
 {
-	took(vid, data, len, W_t0);
-}
-
-/* A multicast-protocol packet: of the trainer's session only, once joined. */
-static void
-mc_input(const uint8_t *buf, size_t n, uint64_t t0)
-{
-	struct psb_mc_pkt pk;
-
-	if (W.session == 0) {
-		W.early++;
-		return;
-	}
-	if (psb_mc_parse(buf, n, &pk) > 0 && pk.session != W.session) {
-		W.stray++;
-		return;
-	}
-	if (psb_mc_recv_input(W.rx, buf, n, psb_clock_ns()) == 1) {
-		struct psb_mc_ver v;
-		const uint8_t *d = psb_mc_recv_latest(W.rx, &v);
-
-		took(v.vid, d, v.total_len, t0);
-	}
+	psb_stale_client_took(&W.cl, vid, data, len);
 }
 
 static void
-fs_check(uint64_t t0)
+fs_check(void)
 {
 	char err[512];
 	uint32_t vid;
 	uint64_t len;
 	int rc = psb_stale_fs_latest(&W.fs, &vid);
 
-	if (rc != 0 || vid <= W.held)
+	if (rc != 0 || vid <= W.cl.held)
 		return;
 	rc = psb_stale_fs_read(&W.fs, vid, W.fsbuf, W.fscap, &len, err, sizeof(err));
 	if (rc != 0) {
-		W.fs_errors++;
 		if (rc != -ENOENT)
-			say(5, "worker %u: WARNING: %s", W.id, err);
+			say(5, "worker %u: WARNING: %s", W.cl.cfg.id, err);
 		return;
 	}
-	took(vid, W.fsbuf, len, t0);
+	psb_stale_client_took(&W.cl, vid, W.fsbuf, len);
 }
 
 static int
@@ -1201,47 +1154,48 @@ do_worker(int argc, char **argv)
 	};
 	const struct option *all = options(own);
 	uint64_t rate_bps = 5000000000ull, epgm_ms = 1000;
-	struct psb_mc_recv_cfg rcfg = { .backoff_ns = 2000000, .retry_ns = 10000000,
-		.reorder = 64, .vid_window = 1u << 20, .session_idle_ns = 3 * SEC };
+	struct psb_stale_client_cfg cc = {
+		.recv = { .backoff_ns = 2000000, .retry_ns = 10000000, .reorder = 64,
+			  .vid_window = 1u << 20, .session_idle_ns = 3 * SEC },
+		.join_ns = 10 * SEC, .end_ns = 10 * SEC, .send = worker_send, .log = worker_log,
+	};
+	struct psb_stale_client *cl = &W.cl;
 	uint32_t local = 0, group = 0;
 	uint16_t gport = 0;
-	uint64_t budget = 0, join_ns = 10 * SEC, end_ns = 10 * SEC, silent_ns;
-	uint64_t t0, now, next_join = 0, next_pull = 0, last_ack = 0, end_at = 0;
+	uint64_t budget = 0;
 	const char *fsdir = NULL, *json_path = NULL;
 	static uint8_t buf[BUF_LEN];
-	char err[512], who[32], failure[512] = "";
-	struct psb_stale_sampler smp;
-	struct psb_stale_msg m, fin;
+	char err[512], who[32];
 	struct pollfd pfd[2];
-	int c, idx, have_id = 0, npfd = 1, ok, finals = 0, acked = 0;
+	int c, idx, have_id = 0, npfd = 1, ok;
 
 	while ((c = getopt_long(argc, argv, "", all, &idx)) != -1) {
 		switch (c) {
-		case 'i': W.id = (uint32_t)psb_cli_u64("--id", optarg, 0, PSB_STALE_WORKERS_MAX - 1);
+		case 'i': cc.id = (uint32_t)psb_cli_u64("--id", optarg, 0, PSB_STALE_WORKERS_MAX - 1);
 			have_id = 1; break;
 		case 't': psb_cli_ip_port("--trainer", optarg, &W.trainer, &W.trainer_port); break;
 		case 'l': local = psb_cli_ip("--local", optarg); break;
 		case 'g': psb_cli_ip_port("--group", optarg, &group, &gport); break;
 		case 'd': fsdir = optarg; break;
 		case 'b': budget = psb_cli_size("--budget", optarg); break;
-		case 'v': W.verify = 1; break;
+		case 'v': cc.verify = 1; break;
 		case 'j': json_path = optarg; break;
-		case 'J': join_ns = psb_cli_seconds_in("--join-timeout", optarg, SEC / 10,
-						       3600 * SEC); break;
-		case 'E': end_ns = psb_cli_seconds_in("--end-timeout", optarg, SEC / 10,
-						      3600 * SEC); break;
-		case 'K': W.key = psb_cli_u64("--key", optarg, 0, UINT64_MAX); break;
+		case 'J': cc.join_ns = psb_cli_seconds_in("--join-timeout", optarg, SEC / 10,
+							  3600 * SEC); break;
+		case 'E': cc.end_ns = psb_cli_seconds_in("--end-timeout", optarg, SEC / 10,
+							 3600 * SEC); break;
+		case 'K': cc.key = psb_cli_u64("--key", optarg, 0, UINT64_MAX); break;
 		case 'r': rate_bps = psb_cli_u64("--rate", optarg, 1, 400) * 1000000000ull; break;
 		case 'W': epgm_ms = psb_cli_seconds_in("--epgm-window", optarg, 10000000,
 						       60 * SEC) / 1000000; break;
 		case 'C':
 			load_config(optarg);
-			W.trainer = conf.node.ip;
+			W.trainer = conf.staleness.trainer != 0 ? conf.staleness.trainer : conf.node.ip;
 			W.trainer_port = (uint16_t)conf.staleness.port;
 			group = conf.staleness.group;
 			gport = (uint16_t)conf.staleness.group_port;
 			fsdir = conf_fsdir;
-			W.key = conf.staleness.key;
+			cc.key = conf.staleness.key;
 			rate_bps = conf.staleness.rate;
 			epgm_ms = conf.staleness.epgm_window / 1000000;
 			break;
@@ -1264,156 +1218,75 @@ do_worker(int argc, char **argv)
 	if (budget < 2)
 		psb_die("--budget: too small");
 	if (psb_mc_sock_unicast(&W.uni, local, 0, err, sizeof(err)) != 0)
-		psb_die("worker %u: %s", W.id, err);
+		psb_die("worker %u: %s", cc.id, err);
 	pfd[0] = (struct pollfd){ .fd = W.uni.fd, .events = POLLIN };
 	if (opts.mode == PSB_STALE_MULTICAST) {
 		if (psb_mc_sock_receiver(&W.grp, local, group, gport, err, sizeof(err)) != 0)
-			psb_die("worker %u: %s", W.id, err);
+			psb_die("worker %u: %s", cc.id, err);
 		pfd[npfd++] = (struct pollfd){ .fd = W.grp.fd, .events = POLLIN };
 	}
 	if (opts.mode == PSB_STALE_EPGM) {
 		if (epgm_open(&W.zsub, 0, local, group, gport, rate_bps, epgm_ms, err,
 			      sizeof(err)) != 0)
-			psb_die("worker %u: %s", W.id, err);
+			psb_die("worker %u: %s", cc.id, err);
 		pfd[npfd++] = (struct pollfd){ .fd = W.zsub.fd, .events = POLLIN };
 	} else if (opts.mode == PSB_STALE_FILESYSTEM) {
 		if (psb_stale_fs_open(&W.fs, fsdir, 1, 0, err, sizeof(err)) != 0)
-			psb_die("worker %u: --dir %s", W.id, err);
+			psb_die("worker %u: --dir %s", cc.id, err);
 		W.fscap = budget;
 		W.fsbuf = malloc(budget);
 		if (W.fsbuf == NULL)
-			psb_die("worker %u: out of memory for --budget %llu B", W.id,
+			psb_die("worker %u: out of memory for --budget %llu B", cc.id,
 				(unsigned long long)budget);
-	} else {
-		rcfg.id = W.id;
-		rcfg.budget = budget;
-		rcfg.max_version = budget / 2 < PSB_MC_MAX_VERSION ? budget / 2 : PSB_MC_MAX_VERSION;
-		rcfg.seed = psb_clock_ns() ^ W.id;
-		if (psb_mc_recv_create(&rcfg, worker_nack, NULL, &W.rx) != 0)
-			psb_die("worker %u: bad receiver settings", W.id);
 	}
-	silent_ns = 3 * opts.post_ns + 3 * SEC;
-	W_t0 = t0 = now = psb_clock_ns();
+	cc.mode = opts.mode;
+	cc.trainer_ip = W.trainer;
+	cc.trainer_port = W.trainer_port;
+	cc.step_ns = opts.step_ns;
+	cc.post_ns = opts.post_ns;
+	cc.pull_ns = opts.pull_ns;
+	cc.data_size = opts.data_size;
+	cc.recv.budget = budget;
+	cc.recv.max_version = budget / 2 < PSB_MC_MAX_VERSION ? budget / 2 : PSB_MC_MAX_VERSION;
+	cc.recv.seed = psb_clock_ns() ^ cc.id;
+	if (psb_stale_client_init(cl, &cc, psb_clock_ns()) != 0)
+		psb_die("worker %u: bad receiver settings", cc.id);
 	say(7, "worker %u: mode %s, trainer %s; versions held in %llu B (--budget); gives up "
-	    "after %.1f s without the trainer", W.id, psb_stale_mode_names[opts.mode],
+	    "after %.1f s without the trainer", cc.id, psb_stale_mode_names[opts.mode],
 	    ipstr(W.trainer, W.trainer_port, who, sizeof(who)), (unsigned long long)budget,
-	    (W.session == 0 ? join_ns : silent_ns) / 1e9);
+	    cc.join_ns / 1e9);
 	for (;;) {
-		uint64_t wake;
+		uint64_t now = psb_clock_ns(), wake;
 		long n;
 		int k, got = 0;
 
-		now = psb_clock_ns();
-		if (W.session == 0 && now - t0 >= join_ns) {
-			snprintf(failure, sizeof(failure), "the trainer %s did not answer within "
-				 "%.1f s", who, join_ns / 1e9);
+		if (psb_stale_client_step(cl, now) & PSB_STALE_CL_CHECK)
+			fs_check();
+		if (psb_stale_client_over(cl))
 			break;
-		}
-		/* joins until the trainer says it runs (it waits for every worker first) */
-		if (!W.running && now >= next_join) {
-			m = (struct psb_stale_msg){ .type = PSB_STALE_POST, .sum = W.key };
-			worker_send(&m);
-			next_join = now + SEC / 5;
-		}
-		if (W.session != 0) {
-			if (now - last_ack >= silent_ns) {
-				snprintf(failure, sizeof(failure), "the trainer %s did not answer for "
-					 "%.1f s", who, (now - last_ack) / 1e9);
-				break;
-			}
-			if (W.running && !W.ended && psb_stale_sampler_tick(&smp, W.held, now, &m))
-				worker_send(&m);
-			if (W.ended && W.running && W.held >= W.end_vid && finals < 3 &&
-			    now >= next_join) {
-				/* the last post says it holds the final version: sent until ACKed */
-				if (finals == 0)
-					psb_stale_sampler_flush(&smp, W.held, now, &fin);
-				worker_send(&fin);
-				finals++;
-				next_join = now + SEC / 10;
-			}
-			if (W.ended && now >= end_at) {
-				if (W.held < W.end_vid)
-					snprintf(failure, sizeof(failure), "holds version %u; the "
-						 "trainer ended at %u %.1f s ago", W.held, W.end_vid,
-						 end_ns / 1e9);
-				else
-					say(5, "worker %u: WARNING: the trainer did not acknowledge "
-					    "the final post (it holds the final version %u)", W.id,
-					    W.held);
-				break;
-			}
-			if (opts.mode != PSB_STALE_MULTICAST && now >= next_pull) {
-				if (opts.mode == PSB_STALE_PULL_MODE) {
-					m = (struct psb_stale_msg){ .type = PSB_STALE_PULL,
-						.held = W.held, .seq = (uint32_t)++W.pull_seq };
-					worker_send(&m);
-				} else {
-					fs_check(t0);
-				}
-				next_pull = now + opts.pull_ns;
-			}
-		}
-		if (opts.mode == PSB_STALE_EPGM) {
-			if (W.session != 0)
-				epgm_drain(&W.zsub, W.held, epgm_take);
-			else	/* before it joined: what came is not counted */
-				epgm_drain(&W.zsub, UINT32_MAX, epgm_take);
-		}
+		if (opts.mode == PSB_STALE_EPGM)
+			/* before it joined: what came is not counted */
+			epgm_drain(&W.zsub, cl->session != 0 ? cl->held : UINT32_MAX, epgm_take);
 		for (k = 0; k < (opts.mode == PSB_STALE_MULTICAST ? 2 : 1); k++) {
 			struct psb_mc_sock *s = k == 0 ? &W.uni : &W.grp;
 			unsigned int i;
 
 			for (i = 0; i < READS_A_PASS && (n = psb_mc_sock_recv(s, buf, sizeof(buf), 0))
 			     > 0; i++) {
-				struct psb_stale_msg a;
-
 				got++;
-				if (k == 0 && (s->from != W.trainer || s->from_port != W.trainer_port)) {
-					W.stray++;
-					continue;
-				}
-				if (n >= 2 && psb_rd16(buf) == PSB_MC_MAGIC) {
-					if (W.rx != NULL)
-						mc_input(buf, (size_t)n, t0);
-					continue;
-				}
-				if (psb_stale_parse(buf, (size_t)n, &a) != PSB_STALE_ACK ||
-				    a.worker != W.id || (W.session != 0 && a.session != W.session)) {
-					W.stray++;
-					continue;
-				}
-				if (W.session == 0) {
-					W.session = a.session;
-					say(8, "worker %u: joined session %08x", W.id, a.session);
-				}
-				last_ack = psb_clock_ns();
-				if (!W.running && !(a.window & PSB_STALE_ACK_WAITING)) {
-					/* samples cover the run alone: before it, nothing is stale */
-					W.running = 1;
-					psb_stale_sampler_init(&smp, opts.step_ns, opts.post_ns,
-							       last_ack);
-				}
-				if ((a.window & PSB_STALE_ACK_END) && !W.ended) {
-					W.ended = 1;
-					W.end_vid = a.held;
-					end_at = last_ack + end_ns;
-					next_join = 0;
-				} else if ((a.window & PSB_STALE_ACK_END) && finals > 0) {
-					acked = 1;	/* the final post was taken */
-				}
+				if (k == 0)
+					psb_stale_client_input(cl, buf, (size_t)n, s->from,
+							       s->from_port, psb_clock_ns());
+				else
+					psb_stale_client_group(cl, buf, (size_t)n, psb_clock_ns());
 			}
 		}
-		if (acked)
+		if (psb_stale_client_over(cl))
 			break;
-		if (W.rx != NULL)
-			psb_mc_recv_poll(W.rx, psb_clock_ns());
 		now = psb_clock_ns();
 		wake = now + 5000000;
-		if (W.rx != NULL && psb_mc_recv_next_ns(W.rx) < wake)
-			wake = psb_mc_recv_next_ns(W.rx);
-		if (W.running && !W.ended && psb_stale_sampler_next_ns(&smp) < wake)
-			wake = psb_stale_sampler_next_ns(&smp);
+		if (psb_stale_client_next_ns(cl) < wake)
+			wake = psb_stale_client_next_ns(cl);
 		if (got > 0 && wake > psb_clock_ns() + COALESCE_NS) {
 			/*
 			 * Packets came: let the next ones gather for a moment instead of waking
@@ -1427,20 +1300,21 @@ do_worker(int argc, char **argv)
 			wait_until(pfd, npfd, wake);
 		}
 	}
-	ok = failure[0] == '\0' && W.verify_fail == 0;
-	say(W.verify ? 4 : 7, "worker %u: holds version %u (the trainer's final: %u), %llu "
-	    "versions taken%s%s; %llu stray packets", W.id, W.held, W.end_vid,
-	    (unsigned long long)W.versions, W.verify ? ", every byte checked" : "",
-	    W.verify_fail ? " -- SOME WRONG" : "", (unsigned long long)W.stray);
+	ok = cl->state == PSB_STALE_CL_DONE && cl->verify_fail == 0;
+	say(cc.verify ? 4 : 7, "worker %u: holds version %u (the trainer's final: %u), %llu "
+	    "versions taken%s%s; %llu stray packets", cc.id, cl->held, cl->end_vid,
+	    (unsigned long long)cl->versions, cc.verify ? ", every byte checked" : "",
+	    cl->verify_fail ? " -- SOME WRONG" : "", (unsigned long long)cl->stray);
 	if (json_path != NULL) {
 		json_t *o = json_pack("{s:I, s:s, s:I, s:I, s:I, s:I, s:I, s:b, s:s}",
-			"id", (json_int_t)W.id, "mode", psb_stale_mode_names[opts.mode],
-			"held", (json_int_t)W.held, "final", (json_int_t)W.end_vid,
-			"versions", (json_int_t)W.versions, "verify_fail", (json_int_t)W.verify_fail,
-			"stray", (json_int_t)W.stray, "ok", ok, "failure", failure);
+			"id", (json_int_t)cc.id, "mode", psb_stale_mode_names[opts.mode],
+			"held", (json_int_t)cl->held, "final", (json_int_t)cl->end_vid,
+			"versions", (json_int_t)cl->versions,
+			"verify_fail", (json_int_t)cl->verify_fail,
+			"stray", (json_int_t)cl->stray, "ok", ok, "failure", cl->failure);
 
-		if (W.rx != NULL) {
-			const struct psb_mc_recv_stats *st = psb_mc_recv_stats(W.rx);
+		if (cl->rx != NULL) {
+			const struct psb_mc_recv_stats *st = psb_mc_recv_stats(cl->rx);
 
 			json_object_set_new(o, "receiver", json_pack("{s:I, s:I, s:I, s:I, s:I, "
 				"s:I, s:I}", "completed", (json_int_t)st->completed,
@@ -1456,10 +1330,9 @@ do_worker(int argc, char **argv)
 		}
 		psb_cli_write_json(o, json_path);
 	}
-	if (failure[0] != '\0')
-		fprintf(stderr, "psb-stale: worker %u: %s\n", W.id, failure);
-	if (W.rx != NULL)
-		psb_mc_recv_free(W.rx);
+	if (cl->failure[0] != '\0')
+		fprintf(stderr, "psb-stale: worker %u: %s\n", cc.id, cl->failure);
+	psb_stale_client_fini(cl);
 	if (opts.mode == PSB_STALE_FILESYSTEM)
 		psb_stale_fs_close(&W.fs);
 	free(W.fsbuf);

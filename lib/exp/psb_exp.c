@@ -200,6 +200,8 @@ static const struct psb_conf_field staleness_table[] = {
 	  1, 4096, NULL, NULL, "workers sharing a host" },
 	{ "port", PSB_CONF_UINT, OFF(psb_exp_staleness, port), 0, 0, "7001", 1, 65535, NULL,
 	  NULL, "the trainer's UDP port at node.ip: workers post there" },
+	{ "trainer", PSB_CONF_IP, OFF(psb_exp_staleness, trainer), 0, 0, "0.0.0.0", 0, 0, NULL,
+	  NULL, "the trainer's address (0.0.0.0: node.ip, in the trainer's own document)" },
 	{ "group", PSB_CONF_IP, OFF(psb_exp_staleness, group), 0, 0, "239.18.0.1", 0, 0, NULL,
 	  NULL, "multicast, epgm: the group" },
 	{ "group_port", PSB_CONF_UINT, OFF(psb_exp_staleness, group_port), 0, 0, "7000", 1, 65535,

@@ -106,8 +106,10 @@ struct psb_exp_pushpull {
 
 /*
  * Kind "staleness": the staleness benchmark's flags (psb_stale_opts) and how its trainer
- * and workers meet. Run by psb-stale (trainer and workers over kernel sockets); the
- * trainer's address is node.ip, its port staleness.port.
+ * and workers meet. The trainer runs in psb-stale; workers are psb-stale processes (kernel
+ * sockets) or appliances (node.role worker, worker id node.rank: the receiver role). The
+ * trainer's address is staleness.trainer, or node.ip in the trainer's own document; its
+ * port staleness.port.
  */
 enum psb_exp_stale_mode {
 	PSB_EXP_STALE_MULTICAST,
@@ -128,6 +130,7 @@ struct psb_exp_staleness {
 	uint64_t workers;
 	uint64_t workers_per_node;
 	uint64_t port;			/* the trainer's, where workers post */
+	uint32_t trainer;		/* the trainer's address (0: node.ip, the trainer's) */
 	uint32_t group;			/* multicast, epgm */
 	uint64_t group_port;
 	char dir[256];			/* filesystem: versions' directory, in the results root */

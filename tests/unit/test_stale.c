@@ -2,7 +2,8 @@
  * Unit tests of the staleness experiment's parts (multicast/psb_stale*): its control
  * messages against every kind of malformed one, the flags, the trainer's accounting (the
  * staleness figure, hostile and replayed posts), the worker's sampling, and the filesystem
- * mode's files against damaged and foreign ones.
+ * mode's files against damaged and foreign ones, and a worker's part of the run (joins,
+ * posts, the end, every wait bounded) against a scripted trainer.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -20,6 +21,7 @@
 
 #include "psb_mc_proto.h"
 #include "psb_stale.h"
+#include "psb_stale_client.h"
 #include "psb_stale_fs.h"
 
 #define MS	1000000ull
@@ -433,6 +435,222 @@ test_fs(void **state)
 	free(b);
 }
 
+/* ------------------------------------------------------------ the worker's part ---- */
+
+#define TR_IP	0xc6130010u	/* 198.19.0.16 */
+#define TR_PORT	7001
+
+static struct {
+	struct psb_stale_msg sent[64];
+	unsigned int n;
+	unsigned int bad;
+} g_cl;
+
+static void
+cl_send(void *arg, const uint8_t *buf, size_t len)
+{
+	(void)arg;
+	if (psb_stale_parse(buf, len, &g_cl.sent[g_cl.n % 64]) < 0)
+		g_cl.bad++;
+	g_cl.n++;
+}
+
+static const struct psb_stale_msg *
+cl_last(void)
+{
+	assert_true(g_cl.n > 0);
+	return &g_cl.sent[(g_cl.n - 1) % 64];
+}
+
+static void
+cl_ack(struct psb_stale_client *c, uint32_t session, uint32_t worker, uint32_t held,
+		uint64_t flags, uint32_t ip, uint64_t now)
+{
+	struct psb_stale_msg a = { .type = PSB_STALE_ACK, .session = session, .worker = worker,
+		.held = held, .window = flags };
+	uint8_t b[PSB_STALE_LEN];
+
+	psb_stale_write(b, &a);
+	psb_stale_client_input(c, b, sizeof(b), ip, TR_PORT, now);
+}
+
+static void
+cl_init(struct psb_stale_client *c, int mode)
+{
+	struct psb_stale_client_cfg cfg = {
+		.id = 3, .key = 77, .mode = mode, .trainer_ip = TR_IP, .trainer_port = TR_PORT,
+		.step_ns = 5 * MS, .post_ns = SEC, .pull_ns = 100 * MS, .join_ns = 2 * SEC,
+		.end_ns = 2 * SEC, .data_size = 4096, .verify = 1, .send = cl_send,
+		.recv = { .budget = 1 << 20, .max_version = 1 << 18, .backoff_ns = MS,
+			  .retry_ns = 10 * MS, .reorder = 8, .vid_window = 1024,
+			  .session_idle_ns = SEC, .seed = 1 },
+	};
+
+	memset(&g_cl, 0, sizeof(g_cl));
+	assert_int_equal(psb_stale_client_init(c, &cfg, 0), 0);
+}
+
+static void
+test_client_run(void **state)
+{
+	struct psb_stale_client c;
+	uint8_t *v = malloc(4096);
+	uint64_t t;
+	unsigned int posts = 0;
+
+	(void)state;
+	assert_non_null(v);
+	cl_init(&c, PSB_STALE_MULTICAST);
+	/* joins with the key, every 200 ms */
+	psb_stale_client_step(&c, 0);
+	assert_int_equal(g_cl.n, 1);
+	assert_int_equal(cl_last()->type, PSB_STALE_POST);
+	assert_int_equal(cl_last()->samples, 0);
+	assert_int_equal(cl_last()->sum, 77);
+	assert_int_equal(cl_last()->worker, 3);
+	psb_stale_client_step(&c, 100 * MS);
+	assert_int_equal(g_cl.n, 1);
+	assert_true(psb_stale_client_next_ns(&c) <= 200 * MS);
+	psb_stale_client_step(&c, 200 * MS);
+	assert_int_equal(g_cl.n, 2);
+	/* from another address, for another worker: not taken */
+	cl_ack(&c, 0xabc, 3, 0, PSB_STALE_ACK_WAITING, TR_IP + 1, 210 * MS);
+	cl_ack(&c, 0xabc, 4, 0, PSB_STALE_ACK_WAITING, TR_IP, 210 * MS);
+	assert_int_equal(c.stray, 2);
+	assert_int_equal(c.state, PSB_STALE_CL_JOINING);
+	/* the trainer waits for the others: joined, not running */
+	cl_ack(&c, 0xabc, 3, 0, PSB_STALE_ACK_WAITING, TR_IP, 220 * MS);
+	assert_int_equal(c.state, PSB_STALE_CL_WAITING);
+	assert_int_equal(c.session, 0xabc);
+	/* another session's ACK is stray */
+	cl_ack(&c, 0xabd, 3, 0, 0, TR_IP, 230 * MS);
+	assert_int_equal(c.stray, 3);
+	cl_ack(&c, 0xabc, 3, 0, 0, TR_IP, 300 * MS);
+	assert_int_equal(c.state, PSB_STALE_CL_RUNNING);
+	/* versions: a wrong one is refused, a right one held */
+	psb_stale_fill(v, 4096, 2);
+	psb_stale_client_took(&c, 1, v, 4096);
+	assert_int_equal(c.verify_fail, 1);
+	assert_int_equal(c.held, 0);
+	psb_stale_client_took(&c, 2, v, 4096);
+	assert_int_equal(c.held, 2);
+	psb_stale_client_took(&c, 2, v, 4096);
+	assert_int_equal(c.versions, 1);
+	/* a post a second, of the version held; the trainer ACKs them */
+	g_cl.n = 0;
+	for (t = 300 * MS; t <= 2400 * MS; t += MS) {
+		psb_stale_client_step(&c, t);
+		if (g_cl.n > posts) {
+			posts = g_cl.n;
+			assert_int_equal(cl_last()->type, PSB_STALE_POST);
+			assert_int_equal(cl_last()->held, 2);
+			assert_int_equal(cl_last()->sum, 2ull * cl_last()->samples);
+			assert_int_equal(cl_last()->session, 0xabc);
+			cl_ack(&c, 0xabc, 3, 2, 0, TR_IP, t);
+		}
+	}
+	assert_int_equal(posts, 2);
+	assert_int_equal(c.posts, 2);
+	/* the end at version 4: not held yet, no last post */
+	cl_ack(&c, 0xabc, 3, 4, PSB_STALE_ACK_END, TR_IP, 2500 * MS);
+	assert_int_equal(c.state, PSB_STALE_CL_ENDING);
+	psb_stale_client_step(&c, 2600 * MS);
+	assert_int_equal(g_cl.n, posts);
+	psb_stale_fill(v, 4096, 4);
+	psb_stale_client_took(&c, 4, v, 4096);
+	psb_stale_client_step(&c, 2700 * MS);
+	assert_int_equal(g_cl.n, posts + 1);
+	assert_int_equal(cl_last()->held, 4);
+	assert_true(cl_last()->samples >= 1);
+	/* its ACK ends the worker's run */
+	cl_ack(&c, 0xabc, 3, 4, PSB_STALE_ACK_END, TR_IP, 2710 * MS);
+	assert_int_equal(c.state, PSB_STALE_CL_DONE);
+	assert_int_equal(psb_stale_client_next_ns(&c), UINT64_MAX);
+	assert_int_equal(g_cl.bad, 0);
+	psb_stale_client_fini(&c);
+	free(v);
+}
+
+/* Steps c as psb_stale_client_next_ns says from t until it is over: the time it ended. */
+static uint64_t
+cl_run(struct psb_stale_client *c, uint64_t t)
+{
+	for (;;) {
+		psb_stale_client_step(c, t);
+		if (psb_stale_client_over(c))
+			return t;
+		assert_true(psb_stale_client_next_ns(c) > t);
+		t = psb_stale_client_next_ns(c);
+	}
+}
+
+static void
+test_client_waits(void **state)
+{
+	struct psb_stale_client c;
+	uint64_t t;
+
+	(void)state;
+	/* no trainer: failed at join_ns, naming it */
+	cl_init(&c, PSB_STALE_MULTICAST);
+	t = cl_run(&c, 0);
+	assert_int_equal(c.state, PSB_STALE_CL_FAILED);
+	assert_int_equal(t, 2 * SEC);
+	assert_non_null(strstr(c.failure, "198.19.0.16:7001 did not answer within 2.0 s"));
+	assert_int_equal(g_cl.n, 10);	/* a join every 200 ms */
+	psb_stale_client_fini(&c);
+
+	/* a trainer gone silent while it runs: 3 post periods and 3 s */
+	cl_init(&c, PSB_STALE_PULL_MODE);
+	cl_ack(&c, 9, 3, 0, 0, TR_IP, SEC);
+	assert_int_equal(c.state, PSB_STALE_CL_RUNNING);
+	t = cl_run(&c, SEC);
+	assert_int_equal(t, 7 * SEC);
+	assert_non_null(strstr(c.failure, "did not answer for 6.0 s"));
+	psb_stale_client_fini(&c);
+
+	/* pull mode pulls every pull period, saying what it holds */
+	cl_init(&c, PSB_STALE_PULL_MODE);
+	cl_ack(&c, 9, 3, 0, 0, TR_IP, 0);
+	for (t = 0; t < 1000 * MS; t += MS)
+		psb_stale_client_step(&c, t);
+	assert_int_equal(c.pull_seq, 10);
+	psb_stale_client_fini(&c);
+
+	/* the final version never comes: failed at end_ns, saying what it holds */
+	cl_init(&c, PSB_STALE_MULTICAST);
+	cl_ack(&c, 9, 3, 0, 0, TR_IP, 0);
+	psb_stale_client_took(&c, 5, NULL, 0);
+	cl_ack(&c, 9, 3, 8, PSB_STALE_ACK_END, TR_IP, 100 * MS);
+	t = cl_run(&c, 100 * MS);
+	assert_int_equal(t, 2100 * MS);
+	assert_non_null(strstr(c.failure, "holds version 5; the trainer ended at 8"));
+	/* over: nothing more is taken or sent */
+	g_cl.n = 0;
+	psb_stale_client_step(&c, 3 * SEC);
+	cl_ack(&c, 9, 3, 8, 0, TR_IP, 3 * SEC);
+	assert_int_equal(g_cl.n, 0);
+	assert_int_equal(c.state, PSB_STALE_CL_FAILED);
+	psb_stale_client_fini(&c);
+
+	/* settings that cannot run */
+	{
+		struct psb_stale_client_cfg bad = { .send = cl_send, .step_ns = 1, .post_ns = 1,
+			.pull_ns = 1, .join_ns = 1, .end_ns = 1, .mode = PSB_STALE_FILESYSTEM,
+			.id = PSB_STALE_WORKERS_MAX };
+
+		assert_int_equal(psb_stale_client_init(&c, &bad, 0), -EINVAL);
+		bad.id = 0;
+		bad.send = NULL;
+		assert_int_equal(psb_stale_client_init(&c, &bad, 0), -EINVAL);
+		bad.send = cl_send;
+		assert_int_equal(psb_stale_client_init(&c, &bad, 0), 0);
+		assert_null(c.rx);
+		assert_int_equal(psb_stale_client_step(&c, 0) & PSB_STALE_CL_CHECK, 0);
+		psb_stale_client_fini(&c);
+	}
+}
+
 int
 main(void)
 {
@@ -445,6 +663,8 @@ main(void)
 		cmocka_unit_test(test_acct_posts),
 		cmocka_unit_test(test_sampler),
 		cmocka_unit_test(test_fs),
+		cmocka_unit_test(test_client_run),
+		cmocka_unit_test(test_client_waits),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
