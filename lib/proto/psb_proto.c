@@ -181,7 +181,7 @@ psb_frame_parse(const uint8_t *buf, size_t len, const struct psb_parse_cfg *cfg,
 	uint16_t etype, ip_len, udp_len, frag;
 	size_t l3;
 	unsigned int ihl;
-	int rc, bcast;
+	int rc, bcast, group;
 
 	memset(f, 0, sizeof(*f));
 	if (len > PSB_MAX_FRAME)
@@ -224,13 +224,14 @@ psb_frame_parse(const uint8_t *buf, size_t len, const struct psb_parse_cfg *cfg,
 	f->src.ip = psb_rd32(ip + 12);
 	f->dst.ip = psb_rd32(ip + 16);
 	bcast = f->dst.ip == 0xffffffffu;
-	if (cfg->my_ip != 0 && f->dst.ip != cfg->my_ip && !bcast)
+	group = cfg->group != 0 && f->dst.ip == cfg->group;
+	if (cfg->my_ip != 0 && f->dst.ip != cfg->my_ip && !bcast && !group)
 		return -PSB_DROP_NOT_MINE;
 	f->l4_off = (uint16_t)(l3 + ihl);
 
 	if (ip[9] == IPPROTO_ICMP_) {
-		/* Never answer broadcast pings. */
-		if (bcast && cfg->my_ip != 0)
+		/* Never answer broadcast or multicast pings. */
+		if ((bcast && cfg->my_ip != 0) || group)
 			return -PSB_DROP_NOT_MINE;
 		return parse_icmp(ip + ihl, ip_len - ihl, f);
 	}
@@ -245,6 +246,16 @@ psb_frame_parse(const uint8_t *buf, size_t len, const struct psb_parse_cfg *cfg,
 		return -PSB_DROP_UDP_LEN;
 	f->src.port = psb_rd16(udp);
 	f->dst.port = psb_rd16(udp + 2);
+	if (cfg->udp_lo != 0 && f->dst.port >= cfg->udp_lo && f->dst.port <= cfg->udp_hi &&
+	    !bcast) {
+		/* another protocol's datagram, whole: its own parser checks it */
+		f->payload = udp + PSB_UDP_HLEN;
+		f->payload_len = (uint16_t)(udp_len - PSB_UDP_HLEN);
+		f->kind = PSB_FRAME_UDP;
+		return f->kind;
+	}
+	if (group)		/* the group carries the udp range's protocols alone */
+		return -PSB_DROP_NOT_MINE;
 	if (cfg->psb_port != 0 && f->dst.port != cfg->psb_port &&
 	    (cfg->sched_port == 0 || f->dst.port != cfg->sched_port))
 		return -PSB_DROP_PORT;

@@ -162,6 +162,8 @@ enum psb_frame_kind {
 	PSB_FRAME_ARP_REQUEST,	/* ARP request for our address */
 	PSB_FRAME_ARP_REPLY,	/* ARP reply (learn the sender) */
 	PSB_FRAME_ICMP_ECHO,	/* ICMP echo request for our address */
+	PSB_FRAME_UDP,		/* a UDP datagram for a port of cfg's udp range: payload is
+				 * all of it, hdr is not filled (multicast, experiments) */
 };
 
 /* Addresses of one side of a flow; IPs and ports in host byte order. */
@@ -192,6 +194,13 @@ struct psb_parse_cfg {
 	uint16_t psb_port;		/* psb data port (0: any) */
 	uint16_t sched_port;		/* scheduler port (0: none) */
 	int check_ip_csum;		/* verify the IPv4 header checksum */
+	/*
+	 * UDP ports [udp_lo, udp_hi] carry other protocols than psb's (0, 0: none): their
+	 * datagrams are PSB_FRAME_UDP, to my_ip or, when group is not 0, to that multicast
+	 * group, which nothing else may be addressed to.
+	 */
+	uint16_t udp_lo, udp_hi;
+	uint32_t group;
 };
 
 /*

@@ -644,6 +644,59 @@ test_udp_port(void **state)
 	assert_int_equal(f.dst.port, 9999);
 }
 
+/*
+ * The udp range: datagrams of other protocols, to this node or to the one group, handed
+ * whole; the group carries nothing else, and never ICMP; broadcast is not for the range.
+ */
+static void
+test_udp_range(void **state)
+{
+	struct psb_parse_cfg c = cfg_for(&tf_server);
+	struct psb_frame f;
+	size_t len;
+
+	(void)state;
+	len = build_seg(frame, PSB_MSG_PUSH, 64, 0, 1432);
+	tf_put16(frame + OFF_UDP + 2, 7001);
+	assert_int_equal(psb_frame_parse(frame, len, &c, &f), -PSB_DROP_PORT);
+	c.udp_lo = 7000;
+	c.udp_hi = 7001;
+	assert_int_equal(psb_frame_parse(frame, len, &c, &f), PSB_FRAME_UDP);
+	assert_int_equal(f.dst.port, 7001);
+	assert_ptr_equal(f.payload, frame + OFF_UDP + PSB_UDP_HLEN);
+	assert_int_equal(f.payload_len, len - OFF_UDP - PSB_UDP_HLEN);
+	assert_int_equal(f.hdr.magic, 0);		/* not decoded */
+	tf_put16(frame + OFF_UDP + 2, 7002);
+	assert_int_equal(psb_frame_parse(frame, len, &c, &f), -PSB_DROP_PORT);
+	/* the psb port stays psb's */
+	tf_put16(frame + OFF_UDP + 2, PSB_UDP_PORT);
+	assert_int_equal(psb_frame_parse(frame, len, &c, &f), PSB_FRAME_PSB);
+
+	/* to the group: the range alone */
+	tf_put32(frame + OFF_IP + 16, 0xef120001);
+	tf_fix_ip_csum(frame + OFF_IP);
+	assert_int_equal(psb_frame_parse(frame, len, &c, &f), -PSB_DROP_NOT_MINE);
+	c.group = 0xef120001;
+	assert_int_equal(psb_frame_parse(frame, len, &c, &f), -PSB_DROP_NOT_MINE);
+	tf_put16(frame + OFF_UDP + 2, 7000);
+	assert_int_equal(psb_frame_parse(frame, len, &c, &f), PSB_FRAME_UDP);
+	assert_int_equal(f.dst.ip, 0xef120001);
+	/* another group */
+	tf_put32(frame + OFF_IP + 16, 0xef120002);
+	tf_fix_ip_csum(frame + OFF_IP);
+	assert_int_equal(psb_frame_parse(frame, len, &c, &f), -PSB_DROP_NOT_MINE);
+	/* broadcast to the range: not taken as the range's */
+	tf_put32(frame + OFF_IP + 16, 0xffffffff);
+	tf_fix_ip_csum(frame + OFF_IP);
+	assert_int_not_equal(psb_frame_parse(frame, len, &c, &f), PSB_FRAME_UDP);
+
+	/* an echo request to the group is not answered */
+	len = build_icmp_echo(frame, &tf_worker, &tf_server, 16);
+	tf_put32(frame + OFF_IP + 16, 0xef120001);
+	tf_fix_ip_csum(frame + OFF_IP);
+	assert_int_equal(psb_frame_parse(frame, len, &c, &f), -PSB_DROP_NOT_MINE);
+}
+
 static void
 test_bad_magic(void **state)
 {
@@ -1477,6 +1530,7 @@ main(void)
 		cmocka_unit_test(test_ip_protocol),
 		cmocka_unit_test(test_udp_length),
 		cmocka_unit_test(test_udp_port),
+		cmocka_unit_test(test_udp_range),
 		cmocka_unit_test(test_bad_magic),
 		cmocka_unit_test(test_segment_check),
 		cmocka_unit_test(test_segment_frames),
