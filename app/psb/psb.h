@@ -140,6 +140,13 @@ struct psb_role {
 	void (*ports)(const struct psb_app *app, uint16_t *lo, uint16_t *hi);
 	const uint8_t *types;
 	unsigned int ntypes;
+	/*
+	 * udp: the role takes datagrams of another protocol than psb's (PSB_FRAME_UDP) at its
+	 * ports() instead of psb messages; claim sees f->payload whole, f->hdr not filled.
+	 * group(): the multicast group it receives (0: none), asked where the role runs.
+	 */
+	int udp;
+	uint32_t (*group)(const struct psb_app *app);
 	/* For PSB_ROLE_DELIVER: 0 or -errno as for a ring (-ENOBUFS full, -ENOMEM). */
 	int (*deliver)(struct psb_role_inst *rx, struct rte_mbuf *m, const struct psb_frame *f);
 	int (*init)(struct psb_role_inst *ri);

@@ -197,6 +197,7 @@ struct psb_app {
 		struct psb_role_inst *first;
 		uint16_t port_lo, port_hi;	/* its role's ports() */
 		uint64_t types[4];		/* bit t: its claim may take type t */
+		int udp;			/* takes PSB_FRAME_UDP, not psb messages */
 	} routes[PSB_ROLE_KINDS];
 	struct psb_parse_cfg parse;
 	struct psb_neigh neigh[PSB_NEIGH_MAX];
@@ -288,7 +289,8 @@ psb_route_find(const struct psb_app *app, const struct psb_frame *f, const struc
 		const struct psb_route *r = &app->routes[i];
 
 		/* outside its ports and types the claim says no: not asked */
-		if (d < r->port_lo || d > r->port_hi || !((r->types[t >> 6] >> (t & 63)) & 1))
+		if (d < r->port_lo || d > r->port_hi || r->udp != (f->kind == PSB_FRAME_UDP) ||
+		    (!r->udp && !((r->types[t >> 6] >> (t & 63)) & 1)))
 			continue;
 		idx = r->role->claim(app, f);
 		if (idx == -1)

@@ -216,6 +216,38 @@ drop(struct psb_role_inst *ri, struct rte_mbuf *m, int reason)
 	rte_pktmbuf_free(m);
 }
 
+/*
+ * A datagram of another protocol (the multicast and staleness roles'): to the role whose
+ * ports it came to, its payload whole; no role: dropped as to a port nobody serves.
+ */
+static void
+udp_input(struct psb_role_inst *ri, struct rte_mbuf *m, const struct psb_frame *f,
+		const uint8_t *p)
+{
+	struct psb_app *app = ri->app;
+	const struct psb_route *rt;
+	struct psb_meta *meta = psb_meta(m);
+	int idx;
+
+	memset(&meta->hdr, 0, sizeof(meta->hdr));
+	meta->src = f->src;
+	meta->payload_off = (uint16_t)(f->payload - p);
+	meta->in_port = m->port;
+	if (f->src.ip != app->me.ip && f->dst.ip == app->me.ip)
+		psb_neigh_learn(app, f->src.ip, f->src.mac, m->port);
+	idx = psb_route_find(app, f, &rt);
+	if (idx >= 0 || idx == PSB_ROLE_DELIVER) {
+		psb_handoff_count(ri, idx == PSB_ROLE_DELIVER ? rt->role->deliver(ri, m, f) :
+				  psb_handoff(rt->first[idx].ring, m));
+		return;
+	}
+	if (idx == PSB_ROUTE_NOT_HERE) {
+		psb_handoff_count(ri, psb_handoff(NULL, m));
+		return;
+	}
+	drop(ri, m, PSB_DROP_PORT);
+}
+
 void
 psb_dispatch(struct psb_role_inst *ri, struct rte_mbuf *m)
 {
@@ -260,6 +292,9 @@ psb_dispatch(struct psb_role_inst *ri, struct rte_mbuf *m)
 		ri->cnt.icmp_replies++;
 		reply_in_place(ri, m, (uint16_t)(f.l3_off + ((p[f.l3_off + 2] << 8) |
 			p[f.l3_off + 3])));
+		return;
+	case PSB_FRAME_UDP:
+		udp_input(ri, m, &f, p);
 		return;
 	default:
 		break;

@@ -45,6 +45,21 @@ route_add(struct psb_app *app, const struct psb_role *role, struct psb_role_inst
 	memset(rt->types, role->types == NULL ? 0xff : 0, sizeof(rt->types));
 	for (i = 0; role->types != NULL && i < role->ntypes; i++)
 		rt->types[role->types[i] >> 6] |= UINT64_C(1) << (role->types[i] & 63);
+	rt->udp = role->udp;
+	if (!role->udp)
+		return;
+	/* the parser hands the role's ports over whole, and its group where it runs */
+	if (app->parse.udp_lo == 0 || rt->port_lo < app->parse.udp_lo)
+		app->parse.udp_lo = rt->port_lo;
+	if (rt->port_hi > app->parse.udp_hi)
+		app->parse.udp_hi = rt->port_hi;
+	if (first != NULL && role->group != NULL && app->parse.group == 0)
+		app->parse.group = role->group(app);
+	/* one range for them all: it must leave psb's own ports to psb's messages */
+	if (app->me.port >= app->parse.udp_lo && app->me.port <= app->parse.udp_hi)
+		psb_die("the UDP ports %u-%u of the %s role hold the data port %u: give the "
+			"roles ports apart from it", app->parse.udp_lo, app->parse.udp_hi,
+			role->name, app->me.port);
 }
 
 /*
