@@ -301,12 +301,12 @@ write_ipv4(uint8_t *ip, uint32_t src, uint32_t dst, uint8_t proto, uint16_t tota
 }
 
 void
-psb_frame_write_headers(uint8_t *out, const struct psb_addr *src, const struct psb_addr *dst,
-		const struct psb_hdr *h, uint16_t payload_len)
+psb_udp_write_headers(uint8_t *out, const struct psb_addr *src, const struct psb_addr *dst,
+		uint16_t payload_len)
 {
 	uint8_t *ip = out + PSB_ETH_HLEN;
 	uint8_t *udp = ip + PSB_IP_HLEN;
-	uint16_t udp_len = PSB_UDP_HLEN + PSB_HDR_LEN + payload_len;
+	uint16_t udp_len = PSB_UDP_HLEN + payload_len;
 
 	memcpy(out, dst->mac, 6);
 	memcpy(out + 6, src->mac, 6);
@@ -316,7 +316,14 @@ psb_frame_write_headers(uint8_t *out, const struct psb_addr *src, const struct p
 	psb_wr16(udp + 2, dst->port);
 	psb_wr16(udp + 4, udp_len);
 	psb_wr16(udp + 6, 0);
-	psb_hdr_encode(udp + PSB_UDP_HLEN, h);
+}
+
+void
+psb_frame_write_headers(uint8_t *out, const struct psb_addr *src, const struct psb_addr *dst,
+		const struct psb_hdr *h, uint16_t payload_len)
+{
+	psb_udp_write_headers(out, src, dst, PSB_HDR_LEN + payload_len);
+	psb_hdr_encode(out + PSB_UDP_FRAME_HLEN, h);
 }
 
 void

@@ -19,7 +19,8 @@ extern "C" {
 #define PSB_UDP_HLEN		8
 #define PSB_HDR_LEN		40
 /* Everything in front of a psb payload in a frame built by psb. */
-#define PSB_FRAME_HLEN		(PSB_ETH_HLEN + PSB_IP_HLEN + PSB_UDP_HLEN + PSB_HDR_LEN)
+#define PSB_UDP_FRAME_HLEN	(PSB_ETH_HLEN + PSB_IP_HLEN + PSB_UDP_HLEN)
+#define PSB_FRAME_HLEN		(PSB_UDP_FRAME_HLEN + PSB_HDR_LEN)
 /* Largest value one message may carry (bytes): 1 GiB. */
 #define PSB_MAX_VALUE		(1u << 30)
 /* Largest UDP payload psb ever sends or accepts. */
@@ -232,6 +233,12 @@ void psb_hdr_batch_resp(struct psb_hdr *h, const struct psb_hdr *req, uint16_t l
  * message carrying payload_len value bytes, which the caller places right
  * after. The IPv4 checksum is computed; the UDP checksum is left 0 (IPv4).
  */
+/*
+ * Ethernet, IPv4 and UDP headers (PSB_UDP_FRAME_HLEN bytes, no UDP checksum) of a datagram
+ * of payload_len bytes from src to dst, into out.
+ */
+void psb_udp_write_headers(uint8_t *out, const struct psb_addr *src, const struct psb_addr *dst,
+		uint16_t payload_len);
 void psb_frame_write_headers(uint8_t *out, const struct psb_addr *src,
 		const struct psb_addr *dst, const struct psb_hdr *h, uint16_t payload_len);
 
