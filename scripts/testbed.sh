@@ -4,7 +4,10 @@
 # .11, ... (/24, inside the benchmarking range 198.18.0.0/15), multicast routed out of
 # eth0 and not filtered by the bridge. Nothing leaves the machine.
 #
-#   scripts/testbed.sh up [--name NAME] [--hosts N] [--mtu MTU]   build it (default tb, 4, 9000)
+#   scripts/testbed.sh up [--name NAME] [--hosts N] [--mtu MTU] [--bare LIST]
+#                                                                 build it (default tb, 4, 9000);
+#                                                                 hosts of LIST ("2,3") get no
+#                                                                 address: psb's (af_packet eth0)
 #   scripts/testbed.sh down [--name NAME]                         remove it, whatever is left of it
 #                                                                 (processes on its hosts killed)
 #   scripts/testbed.sh exec [--name NAME] HOST CMD...             run CMD on host HOST (0..N-1)
@@ -18,6 +21,7 @@ NAME=tb
 HOSTS=4
 MTU=9000
 BASE=10
+BARE=
 
 die() { echo "testbed.sh: $*" >&2; exit 2; }
 
@@ -28,6 +32,7 @@ while [ $# -gt 0 ]; do
 	--name) NAME=${2:-}; shift 2 ;;
 	--hosts) HOSTS=${2:-}; shift 2 ;;
 	--mtu) MTU=${2:-}; shift 2 ;;
+	--bare) BARE=${2:-}; shift 2 ;;
 	*) break ;;
 	esac
 done
@@ -36,6 +41,7 @@ done
 	die "--hosts: 1 to 200 (got '$HOSTS')"
 [[ "$MTU" =~ ^[0-9]+$ ]] && [ "$MTU" -ge 1280 ] && [ "$MTU" -le 9000 ] ||
 	die "--mtu: 1280 to 9000 (got '$MTU')"
+[[ "$BARE" =~ ^([0-9]+(,[0-9]+)*)?$ ]] || die "--bare: host numbers, e.g. 2,3 (got '$BARE')"
 BR=psbtb-$NAME
 
 ns() { echo "psbtb-$NAME-h$1"; }
@@ -71,6 +77,11 @@ up() {
 		ip link set "$v" master "$BR" up
 		ip -n "$n" link set lo up
 		ip -n "$n" link set eth0 mtu "$MTU" up
+		if [[ ",$BARE," == *",$i,"* ]]; then
+			# psb's host: psb answers for the address; the kernel keeps quiet
+			ip netns exec "$n" sysctl -qw net.ipv6.conf.eth0.disable_ipv6=1
+			continue
+		fi
 		ip -n "$n" addr add "$(addr "$i")/24" dev eth0
 		ip -n "$n" route add 224.0.0.0/4 dev eth0
 	done
@@ -93,5 +104,5 @@ addr)
 	[[ "${1:-}" =~ ^[0-9]+$ ]] || die "addr HOST"
 	addr "$1"
 	;;
-*) sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'; [ -z "$cmd" ] || exit 2 ;;
+ *) sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; [ -z "$cmd" ] || exit 2 ;;
 esac

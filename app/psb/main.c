@@ -571,6 +571,8 @@ main(int argc, char **argv)
 			 * shares to the servers and workers of its host.
 			 */
 			psb_ctl_sock_poll(app, app->node_role == PSB_NODE_SCHEDULER && work == 0);
+			if (work == 0 && app->idle_sleep_ns != 0)
+				psb_lcore_idle(app);
 		} else {
 			psb_ctl_sock_poll(app, 1);
 		}

@@ -35,6 +35,7 @@ struct psb_meta {
 	struct psb_addr src;
 	uint16_t payload_off;
 	uint16_t in_port;
+	uint32_t dst_ip;	/* PSB_FRAME_UDP: this node's address or its multicast group */
 };
 
 static inline struct psb_meta *
@@ -180,6 +181,7 @@ extern const struct psb_role psb_role_worker;
 extern const struct psb_role psb_role_scheduler;
 extern const struct psb_role psb_role_agent;
 extern const struct psb_role psb_role_echo;
+extern const struct psb_role psb_role_receiver;
 extern const struct psb_role *const psb_roles[];	/* NULL-terminated */
 
 /* A role's fini when all it holds is ri->priv, from rte_malloc. */
@@ -293,5 +295,20 @@ struct psb_worker_pub {
 /* Consistent copy of worker ri's figures; 0, or -EAGAIN if it kept changing. */
 int psb_worker_read(const struct psb_role_inst *ri, struct psb_worker_pub *pub,
 		struct psb_bench_result *r);
+
+/*
+ * Live state the receiver role publishes (roles/receiver.c): a staleness worker's run, read
+ * by the control plane. figures: the receiver's counts (struct psb_stale_snap).
+ */
+struct psb_stale_snap;
+struct psb_receiver_pub {
+	uint32_t exp_id;		/* experiment these figures belong to (0: none yet) */
+	int done;			/* exp_id ended: figures final */
+	int rc;				/* 0, or <0 when it failed */
+	char reason[256];		/* rc < 0: why, naming who did not answer */
+};
+/* Consistent copy of receiver ri's state; 0, or -EAGAIN if it kept changing. */
+int psb_receiver_read(const struct psb_role_inst *ri, struct psb_receiver_pub *pub,
+		struct psb_stale_snap *figures);
 
 #endif /* PSB_H */

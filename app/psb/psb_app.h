@@ -214,6 +214,8 @@ struct psb_app {
 	 */
 	int keep_serving;
 	int echo;			/* answer psb ECHO requests (roles/echo.c) */
+	int stale;			/* a staleness worker: the receiver role, no benchmark */
+	uint64_t idle_sleep_ns;		/* lcores whose roles found nothing to do sleep this long */
 	volatile int finalizing;
 	volatile uint32_t finalized;
 	volatile uint32_t wk_registered;	/* worker roles that registered, once each */

@@ -233,6 +233,7 @@ udp_input(struct psb_role_inst *ri, struct rte_mbuf *m, const struct psb_frame *
 	meta->src = f->src;
 	meta->payload_off = (uint16_t)(f->payload - p);
 	meta->in_port = m->port;
+	meta->dst_ip = f->dst.ip;
 	if (f->src.ip != app->me.ip && f->dst.ip == app->me.ip)
 		psb_neigh_learn(app, f->src.ip, f->src.mac, m->port);
 	idx = psb_route_find(app, f, &rt);

@@ -385,6 +385,60 @@ static const struct psb_metric serve_figs[] = {
 	SRV(resets, COUNTER, U64, NONE, NULL, "reset_state during the experiment"),
 };
 
+#define STL(f, k, t, u, pr, h)	FIG(struct psb_stale_snap, f, k, t, u, pr, h)
+
+static const struct psb_metric stale_figs[] = {
+	STL(worker, GAUGE, U64, NONE, "stale_worker", "This worker's id (node.rank)"),
+	STL(joined, GAUGE, BOOL, BOOL, "stale_joined", "1 once the trainer answered a join"),
+	STL(running, GAUGE, BOOL, BOOL, "stale_running", "1 while the trainer runs and it samples"),
+	STL(ended, GAUGE, BOOL, BOOL, "stale_ended", "1 once the trainer said the run ended"),
+	STL(session, GAUGE, U64, NONE, "stale_session", "The trainer's session it follows"),
+	STL(held, GAUGE, U64, NONE, "stale_held", "The newest version held whole, verified"),
+	STL(final_version, GAUGE, U64, NONE, "stale_final_version",
+		"The trainer's final version, once it said it ended (0: not yet)"),
+	STL(versions, COUNTER, U64, NONE, "stale_versions", "Versions taken"),
+	STL(verify_fail, COUNTER, U64, NONE, "stale_verify_fail",
+		"Versions not what the trainer makes (staleness.verify): not taken"),
+	STL(posts, COUNTER, U64, NONE, "stale_posts", "Posts of samples sent to the trainer"),
+	STL(acks, COUNTER, U64, NONE, "stale_acks", "The trainer's answers taken"),
+	STL(stray, COUNTER, U64, NONE, "stale_stray",
+		"Datagrams not from the trainer or not of its session: not used"),
+	STL(early, COUNTER, U64, NONE, "stale_early", "Versions' packets before it joined: not used"),
+	STL(unresolved, COUNTER, U64, NONE, "stale_unresolved",
+		"Datagrams to the trainer not sent: its MAC not known yet (ARP sent)"),
+	STL(pkts, COUNTER, U64, PACKETS, "stale_mc_rx", "Packets of the versions' protocol taken in"),
+	STL(data_pkts, COUNTER, U64, PACKETS, "stale_mc_data", "Of them, data segments"),
+	STL(parity_pkts, COUNTER, U64, PACKETS, "stale_mc_parity", "Of them, parity symbols"),
+	STL(heartbeats, COUNTER, U64, PACKETS, "stale_mc_heartbeats", "Of them, heartbeats"),
+	STL(malformed, COUNTER, U64, PACKETS, "stale_mc_malformed", "Refused by the parser"),
+	STL(forged, COUNTER, U64, PACKETS, "stale_mc_forged",
+		"Of another session, or describing a version otherwise"),
+	STL(stale, COUNTER, U64, PACKETS, "stale_mc_stale", "Of versions older than the newest seen"),
+	STL(out_of_window, COUNTER, U64, PACKETS, "stale_mc_out_of_window",
+		"Of versions too far ahead of the newest known"),
+	STL(oversize, COUNTER, U64, PACKETS, "stale_mc_oversize",
+		"Of versions larger than the receiver's budget allows"),
+	STL(over_budget, COUNTER, U64, PACKETS, "stale_mc_over_budget",
+		"Parity symbols not held: the budget was spent"),
+	STL(duplicates, COUNTER, U64, PACKETS, "stale_mc_duplicates", "Segments or symbols held already"),
+	STL(decoded_groups, COUNTER, U64, NONE, "stale_mc_decoded_groups", "Groups repaired by parity"),
+	STL(recovered_segs, COUNTER, U64, NONE, "stale_mc_recovered_segments",
+		"Segments recovered from parity"),
+	STL(completed, COUNTER, U64, NONE, "stale_mc_completed", "Versions received whole and checked"),
+	STL(superseded, COUNTER, U64, NONE, "stale_mc_superseded",
+		"Versions given up for a newer one"),
+	STL(crc_fail, COUNTER, U64, NONE, "stale_mc_crc_fail", "Versions whose checksum failed"),
+	STL(late_joins, COUNTER, U64, NONE, "stale_mc_late_joins",
+		"Versions joined mid-stream (no NACKs for them)"),
+	STL(abandoned, COUNTER, U64, NONE, "stale_mc_abandoned",
+		"Newest versions given up: silent while older ones came"),
+	STL(nacks, COUNTER, U64, PACKETS, "stale_mc_nacks", "NACKs sent"),
+	STL(nack_entries, COUNTER, U64, NONE, "stale_mc_nack_entries", "Losses those NACKs named"),
+	STL(nacks_suppressed, COUNTER, U64, NONE, "stale_mc_nacks_suppressed",
+		"NACKs not sent: the repairs were coming"),
+	STL(held_bytes, GAUGE, U64, BYTES, "stale_mc_held", "Bytes the receiver holds now"),
+};
+
 const struct psb_metric_block psb_node_block =
 	PSB_METRIC_BLOCK("node", "psb_node", node_figs);
 const struct psb_metric_block psb_role_block =
@@ -403,10 +457,13 @@ const struct psb_metric_block psb_pp_block =
 	PSB_METRIC_BLOCK("experiment.pushpull", "psb_experiment", pp_figs);
 const struct psb_metric_block psb_serve_block =
 	PSB_METRIC_BLOCK("experiment.serve", "psb_experiment", serve_figs);
+const struct psb_metric_block psb_stale_block =
+	PSB_METRIC_BLOCK("experiment.staleness", "psb_experiment", stale_figs);
 
 const struct psb_metric_block *const psb_blocks[] = {
 	&psb_node_block, &psb_port_block, &psb_role_block, &psb_store_block, &psb_sched_block,
-	&psb_control_block, &psb_exp_block, &psb_pp_block, &psb_serve_block, NULL,
+	&psb_control_block, &psb_exp_block, &psb_pp_block, &psb_serve_block, &psb_stale_block,
+	NULL,
 };
 
 void
@@ -659,6 +716,11 @@ psb_snap_exp_emit(struct psb_emit *e, const struct psb_exp_snap *x, const char *
 		psb_metric_emit(e, &psb_serve_block, &x->serve, detail);
 		psb_emit_close(e);
 	}
+	if (x->has_stale) {
+		psb_emit_open(e, "staleness");
+		psb_metric_emit(e, &psb_stale_block, &x->stale, detail);
+		psb_emit_close(e);
+	}
 	psb_emit_close(e);
 }
 
@@ -709,7 +771,7 @@ psb_snap_emit(struct psb_emit *e, struct psb_app *app, const struct psb_snap *s)
 /* Where a block's figures are in the counters: "roles.NAME", "store", ... */
 static const char *const block_paths[] = {
 	"node", "ports.N", "roles.NAME", "store", "scheduler", "control", "experiment",
-	"experiment.pushpull", "experiment.serve",
+	"experiment.pushpull", "experiment.serve", "experiment.staleness",
 };
 
 static void

@@ -88,6 +88,18 @@ struct psb_serve_snap {
 	char shard[16];
 };
 
+/* experiment.staleness: a staleness worker's run (the receiver role) */
+struct psb_stale_snap {
+	uint64_t worker, session, held, final_version, versions, verify_fail, posts, acks;
+	uint64_t stray, early, unresolved;
+	uint8_t joined, running, ended;
+	/* its multicast receiver (psb_mc_recv) */
+	uint64_t pkts, data_pkts, parity_pkts, heartbeats, malformed, forged, stale;
+	uint64_t out_of_window, oversize, over_budget, duplicates, decoded_groups, recovered_segs;
+	uint64_t completed, superseded, crc_fail, late_joins, abandoned, nacks, nack_entries;
+	uint64_t nacks_suppressed, held_bytes;
+};
+
 /* experiment: the running or last one */
 struct psb_exp_snap {
 	uint64_t id;
@@ -96,9 +108,10 @@ struct psb_exp_snap {
 	char name[128];
 	char results[4096];
 	char error[512];
-	uint8_t has_pp, has_serve;
+	uint8_t has_pp, has_serve, has_stale;
 	struct psb_pp_snap pp;
 	struct psb_serve_snap serve;
+	struct psb_stale_snap stale;
 };
 
 struct psb_snap {
@@ -116,7 +129,7 @@ struct psb_snap {
 /* The tables: one line per figure. */
 extern const struct psb_metric_block psb_node_block, psb_role_block, psb_port_block,
 	psb_store_block, psb_sched_block, psb_control_block, psb_exp_block, psb_pp_block,
-	psb_serve_block;
+	psb_serve_block, psb_stale_block;
 /* Every table, for listing and checking them (NULL-terminated). */
 extern const struct psb_metric_block *const psb_blocks[];
 

@@ -4,6 +4,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include <rte_cycles.h>
 #include <rte_errno.h>
@@ -46,14 +47,14 @@ route_add(struct psb_app *app, const struct psb_role *role, struct psb_role_inst
 	for (i = 0; role->types != NULL && i < role->ntypes; i++)
 		rt->types[role->types[i] >> 6] |= UINT64_C(1) << (role->types[i] & 63);
 	rt->udp = role->udp;
-	if (!role->udp)
+	if (!role->udp || first == NULL)
 		return;
-	/* the parser hands the role's ports over whole, and its group where it runs */
+	/* where the role runs, the parser hands its ports over whole, and its group */
 	if (app->parse.udp_lo == 0 || rt->port_lo < app->parse.udp_lo)
 		app->parse.udp_lo = rt->port_lo;
 	if (rt->port_hi > app->parse.udp_hi)
 		app->parse.udp_hi = rt->port_hi;
-	if (first != NULL && role->group != NULL && app->parse.group == 0)
+	if (role->group != NULL && app->parse.group == 0)
 		app->parse.group = role->group(app);
 	/* one range for them all: it must leave psb's own ports to psb's messages */
 	if (app->me.port >= app->parse.udp_lo && app->me.port <= app->parse.udp_hi)
@@ -207,16 +208,29 @@ maybe_yield(struct lcore_plan *lp)
 	lp->yield_cycles += t1 - t0;
 }
 
+void
+psb_lcore_idle(const struct psb_app *app)
+{
+	struct timespec ts = { 0, (long)app->idle_sleep_ns };
+
+	nanosleep(&ts, NULL);
+}
+
 static int
 lcore_main(void *arg)
 {
 	struct lcore_plan *lp = arg;
 	unsigned int k;
+	int work;
 
 	while (!lp->app->stop_lcores) {
-		for (k = 0; k < 64; k++)
-			poll_once(lp);
-		maybe_yield(lp);
+		for (k = 0, work = 0; k < 64; k++)
+			work += poll_once(lp);
+		/* nothing came in 64 passes: the CPU is the others' for a while (node.idle_sleep) */
+		if (work == 0 && lp->app->idle_sleep_ns != 0)
+			psb_lcore_idle(lp->app);
+		else
+			maybe_yield(lp);
 	}
 	return 0;
 }
@@ -324,8 +338,13 @@ psb_lcore_run_main(struct psb_app *app, uint64_t lim)
 	int work = 0;
 
 	do {
+		int w = 0;
+
 		for (k = 0; k < 64; k++)
-			work += poll_once(lp);
+			w += poll_once(lp);
+		work += w;
+		if (w == 0 && app->idle_sleep_ns != 0)
+			break;		/* idle: the caller sleeps */
 	} while (rte_rdtsc() - t0 < lim && !app->quit);
 	maybe_yield(lp);
 	return work;

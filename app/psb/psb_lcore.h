@@ -31,6 +31,8 @@ void psb_lcore_launch(struct psb_app *app);
 int psb_lcore_run_main(struct psb_app *app, uint64_t lim);
 /* A few passes over the main lcore's roles (run to completion only): a long control wait. */
 void psb_main_poll_roles(struct psb_app *app);
+/* An lcore whose roles found nothing to do: it sleeps node.idle_sleep. */
+void psb_lcore_idle(const struct psb_app *app);
 /* Yields of every lcore so far, and the TSC cycles they took. */
 void psb_lcores_yielded(uint64_t *yields, uint64_t *cycles);
 /*

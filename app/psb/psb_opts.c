@@ -614,6 +614,11 @@ derive(struct psb_app *app, struct psb_run_opts *ro)
 	app->num_servers = (uint16_t)n->num_servers;
 	app->rank_base = (uint16_t)n->rank;
 	app->nlocal_workers = (uint16_t)n->workers;
+	/* a staleness worker runs the receiver role in place of the benchmark's workers */
+	app->stale = c->kind == PSB_EXP_STALENESS;
+	if (app->stale)
+		app->nlocal_workers = 0;
+	app->idle_sleep_ns = n->idle_sleep != 0 ? n->idle_sleep : app->stale ? 100000 : 0;
 	app->nshards = (uint16_t)n->shards;
 	app->sync = n->sync;
 	app->mtu_want = (uint16_t)n->mtu;
@@ -666,8 +671,9 @@ psb_opts_parse(struct psb_app *app, struct psb_run_opts *ro, int argc, char **ar
 	}
 	parse_args(app, ro, &pl, argc, argv);
 	json_decref(pl.specs);
-	/* what a node runs follows from its role */
-	c->kind = c->node.role == PSB_EXP_ROLE_WORKER ? PSB_EXP_PUSHPULL : PSB_EXP_SERVE;
+	/* what a node runs follows from its role, or a staleness worker's document */
+	if (c->kind != PSB_EXP_STALENESS)
+		c->kind = c->node.role == PSB_EXP_ROLE_WORKER ? PSB_EXP_PUSHPULL : PSB_EXP_SERVE;
 	/* ps-lite's scheduler is where DMLC_PS_ROOT_URI says: it needs no DMLC_NODE_HOST */
 	if (c->node.ip == 0 && c->node.role == PSB_EXP_ROLE_SCHEDULER)
 		c->node.ip = c->node.scheduler;

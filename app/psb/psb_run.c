@@ -37,6 +37,47 @@ static const char *const serve_cols[] = {
 	"bytes_sent", "rx_pkts", "tx_pkts", "stale", "run_s", "resets", NULL,
 };
 
+/* A staleness worker's run (the receiver role): its figures, named as its counters. */
+static const char *const staleness_cols[] = {
+	"worker", "held", "final_version", "versions", "verify_fail", "posts", "pkts", "nacks",
+	"decoded_groups", "superseded", "crc_fail", "forged", "stray", NULL,
+};
+
+static const char *const *
+kind_cols(int kind)
+{
+	return kind == PSB_EXP_PUSHPULL ? pushpull_cols : kind == PSB_EXP_STALENESS ?
+		staleness_cols : serve_cols;
+}
+
+/* The receiver's state and figures: 1, or 0 when this node runs none (or they kept changing). */
+static int
+stale_read(struct psb_app *app, struct psb_receiver_pub *pub, struct psb_stale_snap *f)
+{
+	uint16_t i;
+
+	for (i = 0; i < app->nroles; i++)
+		if (app->roles[i].role == &psb_role_receiver)
+			return psb_receiver_read(&app->roles[i], pub, f) == 0;
+	return 0;
+}
+
+/* The receiver's figures as one row of results. */
+static json_t *
+stale_json(const struct psb_stale_snap *f)
+{
+	json_t *out = json_array(), *row;
+	struct psb_emit e;
+
+	psb_emit_tree(&e);
+	psb_emit_open(&e, NULL);
+	psb_metric_emit(&e, &psb_stale_block, f, 1);
+	row = psb_emit_done(&e);
+	if (row != NULL)
+		json_array_append_new(out, row);
+	return out;
+}
+
 const char *
 psb_run_state_name(int state)
 {
@@ -275,9 +316,15 @@ psb_snap_exp(struct psb_app *app, struct psb_exp_snap *x)
 	x->elapsed_s = r->id != 0 && end > r->start_ns ? (end - r->start_ns) / 1e9 : 0.0;
 	snprintf(x->results, sizeof(x->results), "%s", r->results);
 	snprintf(x->error, sizeof(x->error), "%s", r->error);
-	x->has_pp = x->has_serve = 0;
+	x->has_pp = x->has_serve = x->has_stale = 0;
 	if (r->id == 0)
 		return;
+	if (r->conf.kind == PSB_EXP_STALENESS) {
+		struct psb_receiver_pub pub;
+
+		x->has_stale = (uint8_t)stale_read(app, &pub, &x->stale);
+		return;
+	}
 	if (r->conf.kind == PSB_EXP_PUSHPULL && app->node_role == PSB_NODE_WORKER) {
 		/* 72 KB: on the heap, never the kernel's stack pages to map anew */
 		struct pp_sum *s = malloc(sizeof(*s));
@@ -352,6 +399,8 @@ psb_run_json(struct psb_app *app, int hists)
 static int
 run_hand(struct psb_app *app, int op, const struct psb_exp_conf *c)
 {
+	const struct psb_role *role = c->kind == PSB_EXP_STALENESS ? &psb_role_receiver :
+		&psb_role_worker;
 	struct psb_run *r = &app->run;
 	struct psb_exp_conf *copy = malloc(sizeof(*copy));
 	int rc;
@@ -359,7 +408,7 @@ run_hand(struct psb_app *app, int op, const struct psb_exp_conf *c)
 	if (copy == NULL)
 		return -ENOMEM;
 	*copy = *c;
-	rc = psb_roles_call(app, &psb_role_worker, op, copy);
+	rc = psb_roles_call(app, role, op, copy);
 	if (r->handed_late) {
 		free(r->late);		/* an older one a late role may read: at most one kept */
 		r->late = r->handed;
@@ -409,6 +458,21 @@ run_finish(struct psb_app *app, int state)
 				snprintf(r->error, sizeof(r->error), "%u worker(s) failed%s%s",
 					 s->nfailed, s->reason[0] != '\0' ? ": " : "", s->reason);
 			}
+		}
+	} else if (r->conf.kind == PSB_EXP_STALENESS) {
+		struct psb_receiver_pub pub;
+		struct psb_stale_snap f;
+
+		cols = staleness_cols;
+		json_decref(rows);
+		if (!stale_read(app, &pub, &f)) {
+			memset(&f, 0, sizeof(f));
+			pub.rc = 0;
+		}
+		rows = stale_json(&f);
+		if (pub.rc < 0 && state == PSB_RUN_DONE) {
+			state = PSB_RUN_FAILED;
+			snprintf(r->error, sizeof(r->error), "%s", pub.reason);
 		}
 	} else {
 		struct psb_serve_snap sr[PSB_MAX_SHARDS + 1];
@@ -539,10 +603,25 @@ psb_run_start(struct psb_app *app, const struct psb_exp_conf *c, int from_doc, c
 	if (c->kind == PSB_EXP_SERVE && app->node_role == PSB_NODE_WORKER)
 		return psb_fail(err, errlen, "kind: serve runs on a server; this appliance is a "
 				"worker");
-	if (c->kind == PSB_EXP_STALENESS)
-		return psb_fail(err, errlen, "kind: staleness experiments run in psb-stale (psb-stale "
-				"trainer --config FILE, and a worker per host); the appliance has no "
-				"trainer role yet");
+	if (c->kind == PSB_EXP_STALENESS && !app->stale)
+		return psb_fail(err, errlen, "kind: staleness runs on psb started as a staleness "
+				"worker (psb --config with a document of kind staleness); this one "
+				"is a %s", psb_exp_role_names[app->node_role]);
+	if (c->kind != PSB_EXP_STALENESS && app->stale)
+		return psb_fail(err, errlen, "kind: this psb is a staleness worker: it runs "
+				"experiments of kind staleness alone");
+	if (c->kind == PSB_EXP_STALENESS &&
+	    (c->staleness.group != app->conf.staleness.group ||
+	     c->staleness.group_port != app->conf.staleness.group_port ||
+	     c->staleness.mode != app->conf.staleness.mode)) {
+		char ip[20];
+
+		return psb_fail(err, errlen, "staleness.group, group_port, mode: the receiver "
+				"takes %s %s:%u as psb started (its document); start psb again to "
+				"change them", psb_exp_stale_mode_names[app->conf.staleness.mode],
+				psb_ip_str(app->conf.staleness.group, ip),
+				(unsigned int)app->conf.staleness.group_port);
+	}
 	if (from_doc) {
 		rc = psb_exp_results_claim(app->results_root, c, err, errlen);
 		if (rc != 0)
@@ -581,7 +660,7 @@ psb_run_start(struct psb_app *app, const struct psb_exp_conf *c, int from_doc, c
 
 	PSB_INFO(run, "experiment %u \"%s\" (%s) started", r->id, c->name,
 		psb_exp_kind_names[c->kind]);
-	if (c->kind == PSB_EXP_PUSHPULL) {
+	if (c->kind == PSB_EXP_PUSHPULL || c->kind == PSB_EXP_STALENESS) {
 		rc = run_hand(app, PSB_OP_START, &r->conf);
 		if (rc != 0) {
 			snprintf(r->error, sizeof(r->error), "workers did not start: %s",
@@ -601,8 +680,9 @@ psb_run_stop(struct psb_app *app, char *err, size_t errlen)
 
 	if (!psb_run_active(app))
 		return psb_fail(err, errlen, "no experiment is running");
-	if (r->conf.kind == PSB_EXP_PUSHPULL) {
-		rc = psb_roles_call(app, &psb_role_worker, PSB_OP_STOP, NULL);
+	if (r->conf.kind == PSB_EXP_PUSHPULL || r->conf.kind == PSB_EXP_STALENESS) {
+		rc = psb_roles_call(app, r->conf.kind == PSB_EXP_PUSHPULL ? &psb_role_worker :
+				    &psb_role_receiver, PSB_OP_STOP, NULL);
 		if (rc != 0)
 			return psb_fail(err, errlen, "workers did not stop: %s", strerror(-rc));
 	}
@@ -702,6 +782,13 @@ psb_run_poll(struct psb_app *app, uint64_t now_ns)
 			run_finish(app, PSB_RUN_DONE);
 		return;
 	}
+	if (r->conf.kind == PSB_EXP_STALENESS) {
+		struct psb_receiver_pub rp;
+
+		if (stale_read(app, &rp, NULL) && rp.exp_id == r->id && rp.done)
+			run_finish(app, PSB_RUN_DONE);	/* failed, if the receiver says so */
+		return;
+	}
 	for (i = 0; i < app->nroles; i++) {
 		if (app->roles[i].role != &psb_role_worker)
 			continue;
@@ -718,7 +805,7 @@ void
 psb_run_fail_early(struct psb_app *app, int from_doc, const char *fmt, ...)
 {
 	const struct psb_exp_conf *c = &app->conf;
-	const char *const *cols = c->kind == PSB_EXP_PUSHPULL ? pushpull_cols : serve_cols;
+	const char *const *cols = kind_cols(c->kind);
 	struct psb_bench_result r;
 	char reason[320], label[32], path[PATH_MAX], err[512];
 	json_t *rows, *workers, *doc;
@@ -779,8 +866,9 @@ psb_run_fini(struct psb_app *app)
 		return;
 	}
 	/* the process ends because something did not answer: the experiment failed, for that */
-	if (r->conf.kind == PSB_EXP_PUSHPULL)
-		psb_roles_call(app, &psb_role_worker, PSB_OP_STOP, NULL);
+	if (r->conf.kind == PSB_EXP_PUSHPULL || r->conf.kind == PSB_EXP_STALENESS)
+		psb_roles_call(app, r->conf.kind == PSB_EXP_PUSHPULL ? &psb_role_worker :
+			       &psb_role_receiver, PSB_OP_STOP, NULL);
 	snprintf(r->error, sizeof(r->error), "%s", app->fail_reason);
 	run_finish(app, PSB_RUN_FAILED);
 }

@@ -280,6 +280,11 @@ tel_exp(struct rte_tel_data *d, const struct psb_exp_snap *x, int detail)
 		if (c != NULL)
 			used += tel_block(c, &psb_pp_block, &x->pp, detail);
 	}
+	if (x->has_stale) {
+		c = tel_dict(d, "staleness", &used);
+		if (c != NULL)
+			used += tel_block(c, &psb_stale_block, &x->stale, detail);
+	}
 	if (x->has_serve) {
 		c = tel_dict(d, "serve", &used);
 		if (c != NULL)

@@ -70,6 +70,9 @@ const struct psb_conf_field psb_exp_node_table[] = {
 	  "hugepages: use if free, require, never" },
 	{ "yield", PSB_CONF_DURATION, OFF(psb_exp_node, yield), 0, 0, "200us", 0, 1e9, NULL, NULL,
 	  "lcores let waiting threads (psbctl, scrapers) run this often (0: never)" },
+	{ "idle_sleep", PSB_CONF_DURATION, OFF(psb_exp_node, idle_sleep), 0, 0, "0s", 0, 1e7,
+	  NULL, NULL, "an lcore whose roles found nothing to do sleeps this long, leaving its CPU "
+	  "to others (0: a staleness worker 100us; other nodes poll without pause)" },
 	{ "connect_timeout", PSB_CONF_DURATION, OFF(psb_exp_node, connect_timeout), 0, 0, "60s",
 	  0, 3600e9, NULL, NULL, "each wait of the setup at most: a memif server, ARP of the "
 	  "scheduler and servers, REGISTER, BARRIER (0: forever); then psb says what did not "
@@ -225,6 +228,8 @@ static const struct psb_conf_field staleness_table[] = {
 	  "version" },
 	{ "epgm_window", PSB_CONF_DURATION, OFF(psb_exp_staleness, epgm_window), 0, 0, "1s",
 	  10e6, 60e9, NULL, NULL, "epgm: the recovery window" },
+	{ "verify", PSB_CONF_BOOL, OFF(psb_exp_staleness, verify), 0, 0, "false", 0, 0, NULL,
+	  NULL, "workers check every byte of every version (as psb-stale worker --verify)" },
 	{ NULL, 0, 0, 0, 0, NULL, 0, 0, NULL, NULL, NULL },
 };
 
@@ -335,6 +340,31 @@ stale_check(const struct psb_exp_staleness *st, char *err, size_t errlen)
 	return inside_check("staleness.dir", st->dir, err, errlen);
 }
 
+/* A staleness worker's document, the appliance's receiver role: what it can run. */
+static int
+stale_node_check(const struct psb_exp_conf *c, char *err, size_t errlen)
+{
+	const struct psb_exp_staleness *st = &c->staleness;
+
+	if (st->trainer == 0)
+		return psb_fail(err, errlen, "staleness.trainer: psb takes part as a worker and "
+				"needs the trainer's address here (node.ip is this worker's own); a "
+				"trainer's document runs in psb-stale trainer --config FILE");
+	if (st->mode != PSB_EXP_STALE_MULTICAST && st->mode != PSB_EXP_STALE_PULL)
+		return psb_fail(err, errlen, "staleness.mode: psb's receiver takes versions by "
+				"multicast or pull; %s workers are psb-stale worker processes",
+				psb_exp_stale_mode_names[st->mode]);
+	if (c->node.rank >= st->workers)
+		return psb_fail(err, errlen, "node.rank: worker id %llu, but staleness.workers is "
+				"%llu (ids 0 to %llu)", (unsigned long long)c->node.rank,
+				(unsigned long long)st->workers,
+				(unsigned long long)st->workers - 1);
+	if (st->group_port == c->node.udp_port)
+		return psb_fail(err, errlen, "staleness.group_port: %llu is node.udp_port, psb's "
+				"own: give one apart", (unsigned long long)st->group_port);
+	return 0;
+}
+
 int
 psb_exp_check(const struct psb_exp_conf *c, bool need_node, char *err, size_t errlen)
 {
@@ -360,11 +390,14 @@ psb_exp_check(const struct psb_exp_conf *c, bool need_node, char *err, size_t er
 	if (c->kind == PSB_EXP_SERVE && n->role == PSB_EXP_ROLE_WORKER && need_node)
 		return psb_fail(err, errlen, "node.role: kind serve runs on a server or scheduler, "
 				"got \"worker\"");
-	if (c->kind == PSB_EXP_STALENESS && need_node)
-		return psb_fail(err, errlen, "kind: staleness experiments run in psb-stale (psb-stale "
-				"trainer --config FILE, and a worker per host); the appliance has no "
-				"trainer role yet");
+	if (c->kind == PSB_EXP_STALENESS && need_node && n->role != PSB_EXP_ROLE_WORKER)
+		return psb_fail(err, errlen, "node.role: psb takes part in a staleness experiment as "
+				"a worker (node.role worker, its id node.rank); the trainer runs in "
+				"psb-stale (psb-stale trainer --config FILE), got \"%s\"",
+				psb_exp_role_names[n->role]);
 	if (c->kind == PSB_EXP_STALENESS && stale_check(&c->staleness, err, errlen) != 0)
+		return -EINVAL;
+	if (c->kind == PSB_EXP_STALENESS && need_node && stale_node_check(c, err, errlen) != 0)
 		return -EINVAL;
 	if (n->mtu != 0 && n->mtu < 576)
 		return psb_fail(err, errlen, "node.mtu: expected 0 (the port's own) or 576 to 9000, "
@@ -384,6 +417,8 @@ psb_exp_check(const struct psb_exp_conf *c, bool need_node, char *err, size_t er
 				"[\"memif:server:/run/psb.sock\"]");
 	if (n->ip == 0)
 		return psb_fail(err, errlen, "node.ip: expected this node's address, got none");
+	if (c->kind == PSB_EXP_STALENESS)
+		return 0;	/* a staleness worker meets its trainer, not a scheduler */
 	if (n->role == PSB_EXP_ROLE_WORKER && n->scheduler == 0 && n->server == 0)
 		return psb_fail(err, errlen, "node.server: a worker needs node.scheduler or "
 				"node.server");

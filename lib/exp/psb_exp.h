@@ -56,6 +56,7 @@ struct psb_exp_node {
 	uint64_t mbufs;			/* 0: from rings and ports */
 	int huge;			/* enum psb_exp_huge */
 	uint64_t yield;			/* ns between sched_yield() of a polling lcore, 0 never */
+	uint64_t idle_sleep;		/* ns an lcore whose roles found nothing to do sleeps */
 	uint64_t connect_timeout;	/* ns each setup wait may take (ARP, REGISTER...), 0: forever */
 	uint64_t heartbeat;		/* ns between a node's HEARTBEATs to its scheduler, 0: none */
 	uint64_t dead_after;		/* ns of silence after which the scheduler holds a node
@@ -141,6 +142,7 @@ struct psb_exp_staleness {
 	uint64_t join_timeout;		/* ns */
 	uint64_t end_timeout;		/* ns */
 	uint64_t epgm_window;		/* ns */
+	bool verify;			/* workers check every byte of every version */
 };
 
 /* Kind "serve": a measured window of the server. */

@@ -6,7 +6,8 @@
 # the console's show counters. Three nodes between
 # them have every section: a memif server hosting the scheduler and serving a "serve"
 # experiment (store, scheduler, experiment.serve), its worker running push/pull
-# (experiment.pushpull with histograms), and a node on an af_packet port (the kernel's counts).
+# (experiment.pushpull with histograms), and a staleness worker on an af_packet port (the
+# kernel's counts, experiment.staleness).
 #
 # usage: test_metrics.sh PSB PSBCTL
 source "$(dirname "$0")/common.sh" "$1"
@@ -47,8 +48,14 @@ start_psb worker --role worker --port "memif:client:$DIR/m.sock" --ip 198.18.0.2
 	--file-prefix "$TAG-w" --len 4096 --repeat 100000000 --duration 8 -q \
 	--prometheus "$WP" --ctl "$DIR/w.ctl" --counters-file "$DIR/w.jsonl" --counters-every 0.1
 WPID=$LAST_PID
-start_psb afp --port "af_packet:${VETH}a" --ip 198.18.0.3 -l 1 --no-huge \
-	--file-prefix "$TAG-a" --wait --prometheus "$AP" --ctl "$DIR/a.ctl" \
+# the af_packet node is a staleness worker whose trainer never answers: joining throughout
+cat > "$DIR/stale.json" <<EOF
+{"name": "metrics-stale", "kind": "staleness", "node": {"role": "worker", "ip": "198.18.0.3",
+ "ports": ["af_packet:${VETH}a"]}, "staleness": {"trainer": "198.18.0.9", "join_timeout": "60s",
+ "workers": 1}, "output": {"dir": "results"}}
+EOF
+start_psb afp --config "$DIR/stale.json" -l 1 --no-huge --output-dir "$DIR/out" \
+	--file-prefix "$TAG-a" --prometheus "$AP" --ctl "$DIR/a.ctl" \
 	--counters-file "$DIR/a.jsonl" --counters-every 0.1
 APID=$LAST_PID
 wait_http "http://127.0.0.1:$WP/metrics" $WPID

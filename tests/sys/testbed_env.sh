@@ -23,13 +23,14 @@ fail() {
 	exit 1
 }
 
-# testbed_up HOSTS: the testbed, or skip (77) where the test cannot run
+# testbed_up HOSTS [ARGS...]: the testbed (ARGS for testbed.sh up), or skip (77) where the
+# test cannot run
 testbed_up() {
 	if [ "$(id -u)" != 0 ] || ! command -v nft >/dev/null || ! command -v ip >/dev/null; then
 		echo "SKIP: needs root, iproute2 and nft"
 		exit 77
 	fi
-	"$TB" up --name "$NAME" --hosts "$1" > "$DIR/tb.log" 2>&1 ||
+	"$TB" up --name "$NAME" --hosts "$1" "${@:2}" > "$DIR/tb.log" 2>&1 ||
 		fail "testbed: $(cat "$DIR/tb.log")"
 }
 

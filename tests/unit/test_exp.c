@@ -56,10 +56,10 @@ test_shipped_configs(void **state)
 		if (len < 6 || strcmp(de->d_name + len - 5, ".json") != 0)
 			continue;
 		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
-		/* staleness runs in psb-stale, which gives no appliance settings */
+		/* a staleness trainer's runs in psb-stale, which gives no appliance settings */
 		if (psb_exp_load_file(c, path, PSB_EXP_FILE_MAX, false, err, sizeof(err)) != 0)
 			fail_msg("%s: %s", path, err);
-		appliance = c->kind != PSB_EXP_STALENESS;
+		appliance = c->kind != PSB_EXP_STALENESS || c->node.ports.n != 0;
 		if (appliance &&
 		    psb_exp_load_file(c, path, PSB_EXP_FILE_MAX, true, err, sizeof(err)) != 0)
 			fail_msg("%s: %s", path, err);
@@ -80,6 +80,12 @@ test_shipped_configs(void **state)
 	free(c);
 	free(back);
 }
+
+/* the appliance as a staleness worker */
+#define STALE_R(role, node, st) "{\"name\": \"a\", \"kind\": \"staleness\", \"node\": " \
+	"{\"role\": \"" role "\", \"ports\": [\"null\"], \"ip\": \"198.18.0.2\"" node "}, " \
+	"\"staleness\": {\"trainer\": \"198.18.0.1\"" st "}}"
+#define STALE_W(node, st) STALE_R("worker", node, st)
 
 #define NODE_W "\"node\": {\"role\": \"worker\", \"ports\": [\"null\"], \"ip\": \"198.18.0.2\", " \
 	"\"server\": \"198.18.0.1\"}"
@@ -111,7 +117,6 @@ static const struct {
 	  false, "staleness.data_size:", "in [" },
 	{ "{\"name\": \"a\", \"kind\": \"staleness\", \"staleness\": {\"push_frequency\": "
 	  "\"0.1ms\"}}", false, "staleness.push_frequency:", "in [" },
-	{ "{\"name\": \"a\", \"kind\": \"staleness\", " NODE_W "}", true, "kind:", "psb-stale" },
 	{ "{\"name\": \"a\", \"kind\": \"serve\", \"staleness\": {}}", false, "staleness:",
 	  "kind staleness" },
 	{ "{\"name\": \"a\", \"kind\": \"serve\", \"nmae\": 1}", false, "nmae:", "unknown key" },
@@ -165,6 +170,14 @@ static const struct {
 	  "\"abcdefghijabcdefghijabcdefghijabcdefghijk\"}}", false, "node.file_prefix:",
 	  "at most 40" },
 	{ "{\"name\": \"a\", \"kind\": \"pushpull\"}", true, "node:", "appliance" },
+	{ STALE_R("server", "", ""), true, "node.role:", "psb-stale trainer" },
+	{ "{\"name\": \"a\", \"kind\": \"staleness\", \"node\": {\"role\": \"worker\", "
+	  "\"ports\": [\"null\"], \"ip\": \"198.18.0.2\"}}", true, "staleness.trainer:",
+	  "trainer's address" },
+	{ STALE_W("", ", \"mode\": \"filesystem\""), true, "staleness.mode:", "psb-stale worker" },
+	{ STALE_W("", ", \"mode\": \"epgm\""), true, "staleness.mode:", "multicast or pull" },
+	{ STALE_W(", \"rank\": 4", ""), true, "node.rank:", "ids 0 to 3" },
+	{ STALE_W(", \"udp_port\": 7000", ""), true, "staleness.group_port:", "node.udp_port" },
 	{ "{\"name\": \"a\", \"kind\": \"pushpull\", \"node\": {\"ip\": \"198.18.0.2\"}}", true,
 	  "node.ports:", "at least one" },
 	{ "{\"name\": \"a\", \"kind\": \"pushpull\", \"node\": {\"ports\": 5}}", true,

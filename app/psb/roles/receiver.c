@@ -1,0 +1,391 @@
+/*
+ * receiver role: the appliance as a staleness worker (a document of kind staleness on a
+ * worker node, worker id node.rank). It takes the trainer's versions from its multicast
+ * group (or, in pull mode, by unicast), holds the newest verified one, samples and posts
+ * as psb-stale's worker does: the part of the run both share is psb_stale_client, fed
+ * here with the datagrams psb_dispatch hands over (PSB_FRAME_UDP at staleness.group_port,
+ * to this node or the group) and sending its posts, pulls and NACKs through the tx role.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include <rte_malloc.h>
+
+#include "psb_app.h"
+#include "psb_counters.h"
+#include "psb_be.h"
+#include "psb_stale_client.h"
+
+#define ARP_RETRY_NS	(100ull * 1000 * 1000)
+#define PUB_EVERY_NS	(50ull * 1000 * 1000)	/* live figures for the control plane */
+#define MS		1000000ull
+
+/* Figures for readers on other lcores: a sequence lock, odd while being written. */
+struct rcv_snap {
+	volatile uint32_t seq;
+	struct psb_receiver_pub pub;
+	struct psb_stale_snap fig;
+};
+
+struct rcv_priv {
+	struct psb_role_inst *ri;
+	struct psb_stale_client cl;
+	int have;			/* cl holds a run (started, not stopped) */
+	int over;			/* ... which ended: published final */
+	uint32_t exp_id;
+	struct psb_addr src, trainer;
+	uint64_t now;
+	uint64_t next_step_ns;
+	uint64_t next_arp_ns;
+	uint64_t next_pub_ns;
+	uint64_t unresolved;
+	struct psb_mc_recv_stats last;	/* the receiver's, kept once it is freed */
+	struct rcv_snap snap;
+};
+
+/* The trainer's datagram, through the tx role; its MAC from ARP (asked for meanwhile). */
+static void
+rcv_send(void *arg, const uint8_t *buf, size_t len)
+{
+	struct psb_role_inst *ri = arg;
+	struct rcv_priv *rp = ri->priv;
+	const struct psb_neigh *n = psb_neigh_find(ri->app, rp->trainer.ip);
+	struct rte_mbuf *m;
+	uint8_t *p;
+
+	if (n == NULL) {
+		rp->unresolved++;
+		if (rp->now >= rp->next_arp_ns) {
+			psb_arp_resolve(ri, rp->trainer.ip);
+			rp->next_arp_ns = rp->now + ARP_RETRY_NS;
+		}
+		return;
+	}
+	m = rte_pktmbuf_alloc(ri->app->pool);
+	if (m == NULL) {
+		ri->cnt.no_mbuf++;
+		return;
+	}
+	p = (uint8_t *)rte_pktmbuf_append(m, (uint16_t)(PSB_UDP_FRAME_HLEN + len));
+	if (p == NULL) {
+		rte_pktmbuf_free(m);
+		ri->cnt.no_mbuf++;
+		return;
+	}
+	memcpy(rp->trainer.mac, n->mac, 6);
+	psb_udp_write_headers(p, &rp->src, &rp->trainer, (uint16_t)len);
+	memcpy(p + PSB_UDP_FRAME_HLEN, buf, len);
+	m->port = n->port;
+	psb_out_port(ri, m);
+}
+
+static void
+rcv_log(void *arg, int level, const char *line)
+{
+	(void)arg;
+	if (level <= 4)
+		PSB_ERR(receiver, "%s", line);
+	else if (level == 5)
+		PSB_WARN(receiver, "%s", line);
+	else
+		PSB_DEBUG(receiver, "%s", line);
+}
+
+static void
+fill_figures(const struct rcv_priv *rp, struct psb_stale_snap *f)
+{
+	const struct psb_stale_client *c = &rp->cl;
+	const struct psb_mc_recv_stats *st = c->rx != NULL ? psb_mc_recv_stats(c->rx) : &rp->last;
+	unsigned int k;
+
+	memset(f, 0, sizeof(*f));
+	f->worker = c->cfg.id;
+	f->session = c->session;
+	f->held = c->held;
+	f->final_version = c->end_vid;
+	f->versions = c->versions;
+	f->verify_fail = c->verify_fail;
+	f->posts = c->posts;
+	f->acks = c->acks;
+	f->stray = c->stray;
+	f->early = c->early;
+	f->unresolved = rp->unresolved;
+	f->joined = c->session != 0;
+	f->running = c->state == PSB_STALE_CL_RUNNING;
+	f->ended = c->end_vid != 0 || c->state == PSB_STALE_CL_ENDING;
+	f->pkts = st->pkts;
+	f->data_pkts = st->data_pkts;
+	f->parity_pkts = st->parity_pkts;
+	f->heartbeats = st->heartbeats;
+	for (k = 0; k < PSB_MC_BAD_MAX; k++)
+		f->malformed += st->bad[k];
+	f->forged = st->forged;
+	f->stale = st->stale;
+	f->out_of_window = st->out_of_window;
+	f->oversize = st->oversize;
+	f->over_budget = st->over_budget;
+	f->duplicates = st->dup_data + st->dup_parity;
+	f->decoded_groups = st->decoded_groups;
+	f->recovered_segs = st->recovered_segs;
+	f->completed = st->completed;
+	f->superseded = st->superseded;
+	f->crc_fail = st->crc_fail;
+	f->late_joins = st->late_joins;
+	f->abandoned = st->abandoned;
+	f->nacks = st->nacks;
+	f->nack_entries = st->nack_entries;
+	f->nacks_suppressed = st->nacks_suppressed;
+	f->held_bytes = st->held_bytes;
+}
+
+static void
+publish(struct rcv_priv *rp)
+{
+	struct rcv_snap *s = &rp->snap;
+	const struct psb_stale_client *c = &rp->cl;
+
+	__atomic_store_n(&s->seq, s->seq + 1, __ATOMIC_RELEASE);
+	rte_smp_wmb();
+	s->pub.exp_id = rp->exp_id;
+	s->pub.done = !rp->have || psb_stale_client_over(c);
+	s->pub.rc = rp->have && c->state == PSB_STALE_CL_FAILED ? -ETIMEDOUT :
+		rp->have && c->verify_fail != 0 && psb_stale_client_over(c) ? -EIO : 0;
+	if (rp->have && c->state == PSB_STALE_CL_FAILED)
+		snprintf(s->pub.reason, sizeof(s->pub.reason), "worker %u: %.200s", c->cfg.id,
+			 c->failure);
+	else if (s->pub.rc == -EIO)
+		snprintf(s->pub.reason, sizeof(s->pub.reason), "worker %u: %llu version(s) not "
+			 "what the trainer made", c->cfg.id, (unsigned long long)c->verify_fail);
+	else
+		s->pub.reason[0] = '\0';
+	fill_figures(rp, &s->fig);
+	rte_smp_wmb();
+	__atomic_store_n(&s->seq, s->seq + 1, __ATOMIC_RELEASE);
+}
+
+int
+psb_receiver_read(const struct psb_role_inst *ri, struct psb_receiver_pub *pub,
+		struct psb_stale_snap *figures)
+{
+	const struct rcv_priv *rp = ri->priv;
+	uint32_t s0, tries;
+
+	if (rp == NULL)
+		return -ENOENT;
+	for (tries = 0; tries < 1000; tries++) {
+		s0 = __atomic_load_n(&rp->snap.seq, __ATOMIC_ACQUIRE);
+		if (s0 & 1) {
+			rte_pause();
+			continue;
+		}
+		*pub = rp->snap.pub;
+		if (figures != NULL)
+			*figures = rp->snap.fig;
+		rte_smp_rmb();
+		if (__atomic_load_n(&rp->snap.seq, __ATOMIC_ACQUIRE) == s0)
+			return 0;
+	}
+	return -EAGAIN;
+}
+
+/* The run ended or was stopped: its receiver's figures kept, its memory given back. */
+static void
+release(struct rcv_priv *rp)
+{
+	if (rp->cl.rx != NULL)
+		rp->last = *psb_mc_recv_stats(rp->cl.rx);
+	psb_stale_client_fini(&rp->cl);
+}
+
+static int
+rcv_start(struct psb_role_inst *ri, const struct psb_exp_conf *c)
+{
+	struct rcv_priv *rp = ri->priv;
+	struct psb_app *app = ri->app;
+	const struct psb_exp_staleness *st = &c->staleness;
+	uint64_t data = (uint64_t)(st->data_size * 1e6 + 0.5);
+	uint64_t budget = data * 5 / 2 + (16u << 20);
+	struct psb_stale_client_cfg cc = {
+		.id = app->rank_base, .key = st->key, .mode = st->mode,
+		.trainer_ip = st->trainer, .trainer_port = (uint16_t)st->port,
+		.step_ns = st->step_frequency, .post_ns = st->post_frequency,
+		.pull_ns = st->pull_frequency, .join_ns = st->join_timeout,
+		.end_ns = st->end_timeout, .data_size = data, .verify = st->verify,
+		.recv = { .budget = budget, .max_version = RTE_MIN(budget / 2, PSB_MC_MAX_VERSION),
+			  .backoff_ns = 2 * MS, .retry_ns = 10 * MS, .reorder = 64,
+			  .vid_window = 1u << 20, .session_idle_ns = 3000 * MS,
+			  .seed = rte_rdtsc() ^ app->rank_base },
+		.send = rcv_send, .log = rcv_log, .arg = ri,
+	};
+	int rc;
+
+	if (rp->have)
+		release(rp);
+	rp->have = 0;
+	memset(&rp->last, 0, sizeof(rp->last));
+	rp->unresolved = 0;
+	rp->now = psb_now_ns(app);
+	rc = psb_stale_client_init(&rp->cl, &cc, rp->now);
+	if (rc != 0)
+		return rc;
+	rp->exp_id = app->run.id;
+	rp->have = 1;
+	rp->over = 0;
+	rp->trainer = (struct psb_addr){ .ip = st->trainer, .port = (uint16_t)st->port };
+	rp->src = app->me;
+	rp->src.port = (uint16_t)st->group_port;
+	rp->next_step_ns = 0;
+	PSB_INFO(receiver, "worker %u: staleness run %u, mode %s: trainer %u.%u.%u.%u:%u, "
+		"versions of %llu B held in %llu B at most, the trainer's first answer awaited "
+		"%.1f s", cc.id, rp->exp_id, psb_exp_stale_mode_names[st->mode],
+		st->trainer >> 24, (st->trainer >> 16) & 255, (st->trainer >> 8) & 255,
+		st->trainer & 255, (unsigned int)st->port, (unsigned long long)data,
+		(unsigned long long)budget, st->join_timeout / 1e9);
+	publish(rp);
+	return 0;
+}
+
+static int
+rcv_ctl(struct psb_role_inst *ri, int op, const void *arg)
+{
+	struct rcv_priv *rp = ri->priv;
+
+	switch (op) {
+	case PSB_OP_START:
+		return rcv_start(ri, arg);
+	case PSB_OP_STOP:
+		if (rp->have && !psb_stale_client_over(&rp->cl))
+			release(rp);
+		rp->have = 0;
+		publish(rp);
+		return 0;
+	default:
+		return 0;
+	}
+}
+
+static int
+rcv_poll(struct psb_role_inst *ri)
+{
+	struct rcv_priv *rp = ri->priv;
+	struct rte_mbuf *pkts[PSB_BURST];
+	unsigned int n, i;
+	int work;
+
+	/*
+	 * psb starting its document: what comes before the run starts waits in the ring (as
+	 * much as it holds), not refused for want of a run about to begin.
+	 */
+	if (!rp->have && rp->exp_id == 0 && ri->app->autostart)
+		return 0;
+	n = rte_ring_dequeue_burst(ri->ring, (void **)pkts, PSB_BURST, NULL);
+	work = (int)n;
+	if (n != 0 || rp->have)
+		rp->now = psb_now_ns(ri->app);
+	for (i = 0; i < n; i++) {
+		struct rte_mbuf *m = pkts[i];
+		const struct psb_meta *meta = psb_meta(m);
+		const uint8_t *p = rte_pktmbuf_mtod_offset(m, const uint8_t *, meta->payload_off);
+		/* the parser checked the UDP length against the frame */
+		size_t len = (size_t)psb_rd16(p - PSB_UDP_HLEN + 4) - PSB_UDP_HLEN;
+
+		ri->cnt.rx_pkts++;
+		ri->cnt.rx_bytes += m->pkt_len;
+		if (!rp->have || psb_stale_client_over(&rp->cl)) {
+			ri->cnt.refused++;	/* no run to take it */
+		} else if (m->nb_segs != 1 || meta->payload_off + len > m->data_len) {
+			ri->cnt.refused++;
+		} else if (meta->dst_ip == ri->app->parse.group) {
+			psb_stale_client_group(&rp->cl, p, len, rp->now);
+		} else {
+			psb_stale_client_input(&rp->cl, p, len, meta->src.ip, meta->src.port,
+					       rp->now);
+		}
+		rte_pktmbuf_free(m);
+	}
+	if (rp->have && !rp->over && (n != 0 || rp->now >= rp->next_step_ns)) {
+		psb_stale_client_step(&rp->cl, rp->now);
+		rp->next_step_ns = psb_stale_client_next_ns(&rp->cl);
+		work++;
+		if (psb_stale_client_over(&rp->cl)) {
+			rp->over = 1;
+			publish(rp);
+			if (rp->cl.state == PSB_STALE_CL_FAILED)
+				PSB_ERR(receiver, "worker %u: %s", rp->cl.cfg.id, rp->cl.failure);
+			else
+				PSB_INFO(receiver, "worker %u: holds the final version %u, %llu "
+					"versions taken", rp->cl.cfg.id, rp->cl.held,
+					(unsigned long long)rp->cl.versions);
+			release(rp);
+		}
+	}
+	if (rp->have && rp->now >= rp->next_pub_ns) {
+		publish(rp);
+		rp->next_pub_ns = rp->now + PUB_EVERY_NS;
+	}
+	psb_out_flush(ri);
+	return work;
+}
+
+static int
+rcv_init(struct psb_role_inst *ri)
+{
+	struct rcv_priv *rp = rte_zmalloc("psb_receiver", sizeof(*rp), RTE_CACHE_LINE_SIZE);
+
+	if (rp == NULL)
+		return -ENOMEM;
+	rp->ri = ri;
+	ri->priv = rp;
+	return 0;
+}
+
+static void
+rcv_fini(struct psb_role_inst *ri)
+{
+	struct rcv_priv *rp = ri->priv;
+
+	if (rp != NULL && rp->have)
+		release(rp);
+	psb_role_free_priv(ri);
+}
+
+static unsigned int
+rcv_count(const struct psb_app *app)
+{
+	return app->stale ? 1 : 0;
+}
+
+/* Every datagram at its port, to this node or its group: the run sorts them out. */
+static int
+rcv_claim(const struct psb_app *app, const struct psb_frame *f)
+{
+	(void)app;
+	(void)f;
+	return 0;
+}
+
+static void
+rcv_ports(const struct psb_app *app, uint16_t *lo, uint16_t *hi)
+{
+	*lo = *hi = (uint16_t)app->conf.staleness.group_port;
+}
+
+static uint32_t
+rcv_group(const struct psb_app *app)
+{
+	return app->conf.staleness.mode == PSB_EXP_STALE_MULTICAST ? app->conf.staleness.group : 0;
+}
+
+const struct psb_role psb_role_receiver = {
+	.name = "receiver",
+	.count = rcv_count,
+	.ring = 4096,
+	.claim = rcv_claim,
+	.ports = rcv_ports,
+	.udp = 1,
+	.group = rcv_group,
+	.init = rcv_init,
+	.poll = rcv_poll,
+	.fini = rcv_fini,
+	.ctl = rcv_ctl,
+};
