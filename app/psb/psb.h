@@ -10,9 +10,11 @@
 #include <limits.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <string.h>
 
 #include <rte_common.h>
 #include <rte_cycles.h>
+#include <rte_pause.h>
 #include <rte_mbuf.h>
 #include <rte_ring.h>
 
@@ -172,6 +174,48 @@ struct psb_role_inst {
 	struct rte_mbuf *txbuf[PSB_OUT_BUF];
 	struct psb_role_mbox mbox;
 } __rte_cache_aligned;
+
+/*
+ * A sequence lock over figures one lcore publishes and others read: odd while being
+ * written. The writer brackets its writes with psb_seq_write_begin/end; psb_seq_read copies
+ * the figures' two parts (d2 NULL: the first alone) as one: 0, or -EAGAIN if they kept
+ * changing.
+ */
+static inline void
+psb_seq_write_begin(volatile uint32_t *seq)
+{
+	__atomic_store_n(seq, *seq + 1, __ATOMIC_RELAXED);
+	rte_smp_wmb();
+}
+
+static inline void
+psb_seq_write_end(volatile uint32_t *seq)
+{
+	rte_smp_wmb();
+	__atomic_store_n(seq, *seq + 1, __ATOMIC_RELEASE);
+}
+
+static inline int
+psb_seq_read(const volatile uint32_t *seq, void *d1, const void *s1, size_t l1, void *d2,
+		const void *s2, size_t l2)
+{
+	uint32_t s0, tries;
+
+	for (tries = 0; tries < 1000; tries++) {
+		s0 = __atomic_load_n(seq, __ATOMIC_ACQUIRE);
+		if (s0 & 1) {
+			rte_pause();
+			continue;
+		}
+		memcpy(d1, s1, l1);
+		if (d2 != NULL)
+			memcpy(d2, s2, l2);
+		rte_smp_rmb();
+		if (__atomic_load_n(seq, __ATOMIC_ACQUIRE) == s0)
+			return 0;
+	}
+	return -EAGAIN;
+}
 
 /* The role table (roles/roles.c). */
 extern const struct psb_role psb_role_rx;

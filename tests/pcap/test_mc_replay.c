@@ -410,33 +410,34 @@ fig(struct scen *s, const char *name)
 	return json_is_true(v) ? 1 : json_integer_value(v);
 }
 
+/* What psb sent the trainer. */
+struct sent {
+	unsigned int nacks;		/* NACKs of the version asked about */
+	uint64_t missing;		/* the data segments of its group 0 they named, OR-ed */
+	unsigned int posts;		/* POSTs with samples */
+	uint32_t held;			/* the last one's */
+};
+
 /*
  * psb's datagrams to the trainer, each checked: from psb's address and port to the
- * trainer's unicast port, at the MAC the trainer's ACK came from. Counts NACKs naming
- * version vid (missing: the data segments they named, OR-ed) and POSTs, the last one's
- * held in *last_held.
+ * trainer's unicast port, at the MAC the trainer's ACK came from; NACKs of version vid and
+ * posts counted in *o.
  */
 static void
-out_scan(struct scen *s, uint32_t vid, unsigned int *nacks, uint64_t *missing,
-		unsigned int *posts, uint32_t *last_held, unsigned int *arps)
+out_scan(struct scen *s, uint32_t vid, struct sent *o)
 {
 	struct psb_parse_cfg cfg = { .udp_lo = 1, .udp_hi = 65535 };
 	unsigned int i, k;
 
-	*nacks = *posts = *arps = 0;
-	*missing = 0;
-	*last_held = 0;
+	memset(o, 0, sizeof(*o));
 	for (i = 0; i < s->nout; i++) {
 		struct psb_frame f;
 		struct psb_mc_pkt pk;
 		struct psb_stale_msg m;
 		int kind = psb_frame_parse(s->outp[i].data, s->outp[i].len, &cfg, &f);
 
-		if (kind != PSB_FRAME_UDP) {
-			(*arps) += s->outp[i].len >= 14 && s->outp[i].data[12] == 0x08 &&
-				s->outp[i].data[13] == 0x06;
-			continue;
-		}
+		if (kind != PSB_FRAME_UDP)
+			continue;	/* ARP for the trainer */
 		assert_int_equal(f.src.ip, PSB_IP);
 		assert_int_equal(f.src.port, GPORT);
 		assert_int_equal(f.dst.ip, TR_IP);
@@ -448,23 +449,37 @@ out_scan(struct scen *s, uint32_t vid, unsigned int *nacks, uint64_t *missing,
 			assert_int_equal(pk.a, 0);		/* the receiver: worker 0 */
 			if (pk.ver.vid != vid)
 				continue;
-			(*nacks)++;
+			o->nacks++;
 			for (k = 0; k < pk.b; k++) {
 				struct psb_mc_nack_entry e;
 
 				psb_mc_nack_entry(&pk, k, &e);
 				if (e.group == 0)
-					*missing |= e.missing;
+					o->missing |= e.missing;
 			}
 			continue;
 		}
 		assert_int_equal(psb_stale_parse(f.payload, f.payload_len, &m), PSB_STALE_POST);
 		assert_int_equal(m.worker, 0);
 		if (m.samples != 0) {
-			(*posts)++;
-			*last_held = m.held;
+			o->posts++;
+			o->held = m.held;
 		}
 	}
+}
+
+/*
+ * The rest of the sender's packets from 'from' on, the trainer's END at version final, psb
+ * run over it all; what it sent about version vid in *o.
+ */
+static void
+scen_end(struct scen *s, unsigned int from, uint32_t final, uint64_t len, uint32_t vid,
+		struct sent *o)
+{
+	put_pkts(s, from, g.n, 0);
+	put_ack(s, &tr_uni, SESSION, final, PSB_STALE_ACK_END);
+	scen_run(s, len);
+	out_scan(s, vid, o);
 }
 
 #define LEN1	(20 * SEG + 300)	/* 21 segments: one group */
@@ -476,21 +491,18 @@ test_nack(void **state)
 {
 	static struct scen s;
 	struct psb_mc_send *snd = sender(8);
-	uint64_t now = MS, missing;
-	unsigned int nacks, posts, arps;
-	uint32_t held;
+	uint64_t now = MS;
+	struct sent o;
 
 	(void)state;
 	scen_open(&s);
 	publish(snd, 1, LEN1, &now);
 	put_ack(&s, &tr_uni, SESSION, 0, 0);
 	put_pkts(&s, 0, g.n, DROP);
-	put_ack(&s, &tr_uni, SESSION, 1, PSB_STALE_ACK_END);
-	scen_run(&s, LEN1);
-	out_scan(&s, 1, &nacks, &missing, &posts, &held, &arps);
-	assert_true(nacks >= 1);
-	assert_int_equal(missing, DROP);
-	assert_int_equal(posts, 0);
+	scen_end(&s, g.n, 1, LEN1, 1, &o);
+	assert_true(o.nacks >= 1);
+	assert_int_equal(o.missing, DROP);
+	assert_int_equal(o.posts, 0);
 	assert_string_equal(state_of(&s), "failed");
 	assert_non_null(strstr(json_string_value(json_object_get(s.result, "error")),
 			       "holds version 0; the trainer ended at 1"));
@@ -509,9 +521,9 @@ repaired(uint16_t parity, int decoded)
 {
 	static struct scen s;
 	struct psb_mc_send *snd = sender(parity);
-	uint64_t now = MS, missing;
-	unsigned int nacks, posts, arps, made;
-	uint32_t held;
+	uint64_t now = MS;
+	unsigned int made;
+	struct sent o;
 
 	scen_open(&s);
 	publish(snd, 1, LEN1, &now);
@@ -519,10 +531,7 @@ repaired(uint16_t parity, int decoded)
 	repairs_for(snd, 1, LEN1, DROP, &now);
 	put_ack(&s, &tr_uni, SESSION, 0, 0);
 	put_pkts(&s, 0, made, DROP);
-	put_pkts(&s, made, g.n, 0);
-	put_ack(&s, &tr_uni, SESSION, 1, PSB_STALE_ACK_END);
-	scen_run(&s, LEN1);
-	out_scan(&s, 1, &nacks, &missing, &posts, &held, &arps);
+	scen_end(&s, made, 1, LEN1, 1, &o);
 	assert_string_equal(state_of(&s), "done");
 	assert_int_equal(WEXITSTATUS(s.status), 0);
 	assert_int_equal(fig(&s, "held"), 1);
@@ -532,8 +541,8 @@ repaired(uint16_t parity, int decoded)
 	assert_int_equal(fig(&s, "decoded_groups"), decoded);
 	assert_int_equal(fig(&s, "recovered_segs"), decoded ? 2 : 0);
 	/* its last post says it holds the final version */
-	assert_true(posts >= 1);
-	assert_int_equal(held, 1);
+	assert_true(o.posts >= 1);
+	assert_int_equal(o.held, 1);
 	sender_free(snd);
 	scen_close(&s);
 }
@@ -560,6 +569,7 @@ test_corrupt(void **state)
 	struct psb_mc_send *snd = sender(0);
 	uint64_t now = MS;
 	unsigned int made;
+	struct sent o;
 
 	(void)state;
 	scen_open(&s);
@@ -569,9 +579,7 @@ test_corrupt(void **state)
 	repairs_for(snd, 1, LEN1, DROP, &now);
 	put_ack(&s, &tr_uni, SESSION, 0, 0);
 	put_pkts(&s, 0, made, DROP);
-	put_pkts(&s, made, g.n, 0);
-	put_ack(&s, &tr_uni, SESSION, 1, PSB_STALE_ACK_END);
-	scen_run(&s, LEN1);
+	scen_end(&s, made, 1, LEN1, 1, &o);
 	assert_string_equal(state_of(&s), "failed");
 	assert_int_equal(fig(&s, "crc_fail"), 1);
 	assert_int_equal(fig(&s, "completed"), 0);
@@ -588,9 +596,9 @@ test_late_join(void **state)
 {
 	static struct scen s;
 	struct psb_mc_send *snd = sender(8);
-	uint64_t now = MS, missing;
-	unsigned int nacks, posts, arps, i, first2;
-	uint32_t held;
+	uint64_t now = MS;
+	unsigned int i, first2;
+	struct sent o;
 
 	(void)state;
 	scen_open(&s);
@@ -609,16 +617,13 @@ test_late_join(void **state)
 			continue;
 		put_group(&s, g.pkts[i].data, g.pkts[i].len);
 	}
-	put_pkts(&s, first2, g.n, 0);
-	put_ack(&s, &tr_uni, SESSION, 2, PSB_STALE_ACK_END);
-	scen_run(&s, LEN2);
-	out_scan(&s, 1, &nacks, &missing, &posts, &held, &arps);
+	scen_end(&s, first2, 2, LEN2, 1, &o);
 	assert_string_equal(state_of(&s), "done");
-	assert_int_equal(nacks, 0);
+	assert_int_equal(o.nacks, 0);
 	assert_int_equal(fig(&s, "late_joins"), 1);
 	assert_int_equal(fig(&s, "held"), 2);
 	assert_int_equal(fig(&s, "completed"), 1);
-	assert_int_equal(held, 2);
+	assert_int_equal(o.held, 2);
 	sender_free(snd);
 	scen_close(&s);
 }
@@ -629,9 +634,9 @@ test_superseded(void **state)
 {
 	static struct scen s;
 	struct psb_mc_send *snd = sender(8);
-	uint64_t now = MS, missing;
-	unsigned int nacks, posts, arps, first2, i, data1 = 0;
-	uint32_t held;
+	uint64_t now = MS;
+	unsigned int first2, i, data1 = 0;
+	struct sent o;
 
 	(void)state;
 	scen_open(&s);
@@ -648,17 +653,14 @@ test_superseded(void **state)
 		data1++;
 	}
 	publish(snd, 2, LEN1, &now);
-	put_pkts(&s, first2, g.n, 0);
-	put_ack(&s, &tr_uni, SESSION, 2, PSB_STALE_ACK_END);
-	scen_run(&s, LEN1);
-	out_scan(&s, 1, &nacks, &missing, &posts, &held, &arps);
+	scen_end(&s, first2, 2, LEN1, 1, &o);
 	assert_string_equal(state_of(&s), "done");
 	assert_int_equal(data1, 20);
 	assert_int_equal(fig(&s, "superseded"), 1);
 	assert_int_equal(fig(&s, "completed"), 1);
 	assert_int_equal(fig(&s, "held"), 2);
-	assert_int_equal(nacks, 0);	/* 2 came before any NACK of 1 was due */
-	assert_int_equal(held, 2);
+	assert_int_equal(o.nacks, 0);	/* 2 came before any NACK of 1 was due */
+	assert_int_equal(o.held, 2);
 	sender_free(snd);
 	scen_close(&s);
 }
@@ -670,10 +672,11 @@ test_hostile(void **state)
 	static struct scen s;
 	struct psb_mc_send *snd = sender(8);
 	struct psb_addr g_ = group_addr(), me = psb_a;
-	uint64_t now = MS, missing;
-	unsigned int nacks, posts, arps, i;
+	uint64_t now = MS;
+	unsigned int i;
 	uint8_t junk[200], forged[SEG + 64];
-	uint32_t held, rnd = 99;
+	uint32_t rnd = 99;
+	struct sent o;
 	struct psb_mc_ver v = { .vid = 7, .nseg = 21, .total_len = LEN1, .crc = 1, .group = 64,
 		.seg_size = SEG };
 
@@ -701,9 +704,7 @@ test_hostile(void **state)
 	}
 	put_pkts(&s, 0, g.n, 0);
 	put_ack(&s, &tr_uni, SESSION + 1, 1, PSB_STALE_ACK_END);
-	put_ack(&s, &tr_uni, SESSION, 1, PSB_STALE_ACK_END);
-	scen_run(&s, LEN1);
-	out_scan(&s, 1, &nacks, &missing, &posts, &held, &arps);
+	scen_end(&s, g.n, 1, LEN1, 1, &o);
 	assert_string_equal(state_of(&s), "done");
 	assert_int_equal(fig(&s, "held"), 1);
 	assert_int_equal(fig(&s, "final_version"), 1);
@@ -714,8 +715,8 @@ test_hostile(void **state)
 	assert_true(fig(&s, "stray") >= 80 + 2);
 	assert_true(fig(&s, "malformed") + fig(&s, "stray") >= 80 + 80 + 2);
 	assert_int_equal(fig(&s, "crc_fail"), 0);
-	assert_int_equal(nacks, 0);
-	assert_int_equal(held, 1);
+	assert_int_equal(o.nacks, 0);
+	assert_int_equal(o.held, 1);
 	sender_free(snd);
 	scen_close(&s);
 }

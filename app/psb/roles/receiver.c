@@ -144,8 +144,7 @@ publish(struct rcv_priv *rp)
 	struct rcv_snap *s = &rp->snap;
 	const struct psb_stale_client *c = &rp->cl;
 
-	__atomic_store_n(&s->seq, s->seq + 1, __ATOMIC_RELEASE);
-	rte_smp_wmb();
+	psb_seq_write_begin(&s->seq);
 	s->pub.exp_id = rp->exp_id;
 	s->pub.done = !rp->have || psb_stale_client_over(c);
 	s->pub.rc = rp->have && c->state == PSB_STALE_CL_FAILED ? -ETIMEDOUT :
@@ -159,8 +158,7 @@ publish(struct rcv_priv *rp)
 	else
 		s->pub.reason[0] = '\0';
 	fill_figures(rp, &s->fig);
-	rte_smp_wmb();
-	__atomic_store_n(&s->seq, s->seq + 1, __ATOMIC_RELEASE);
+	psb_seq_write_end(&s->seq);
 }
 
 int
@@ -168,24 +166,11 @@ psb_receiver_read(const struct psb_role_inst *ri, struct psb_receiver_pub *pub,
 		struct psb_stale_snap *figures)
 {
 	const struct rcv_priv *rp = ri->priv;
-	uint32_t s0, tries;
 
 	if (rp == NULL)
 		return -ENOENT;
-	for (tries = 0; tries < 1000; tries++) {
-		s0 = __atomic_load_n(&rp->snap.seq, __ATOMIC_ACQUIRE);
-		if (s0 & 1) {
-			rte_pause();
-			continue;
-		}
-		*pub = rp->snap.pub;
-		if (figures != NULL)
-			*figures = rp->snap.fig;
-		rte_smp_rmb();
-		if (__atomic_load_n(&rp->snap.seq, __ATOMIC_ACQUIRE) == s0)
-			return 0;
-	}
-	return -EAGAIN;
+	return psb_seq_read(&rp->snap.seq, pub, &rp->snap.pub, sizeof(*pub), figures,
+			    &rp->snap.fig, sizeof(*figures));
 }
 
 /* The run ended or was stopped: its receiver's figures kept, its memory given back. */

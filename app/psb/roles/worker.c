@@ -121,8 +121,7 @@ publish(struct psb_role_inst *ri, uint64_t now, int running, int done, int rc)
 	struct worker_priv *wp = ri->priv;
 	struct worker_snap *sn = &wp->snap;
 
-	__atomic_store_n(&sn->seq, sn->seq + 1, __ATOMIC_RELAXED);
-	rte_smp_wmb();
+	psb_seq_write_begin(&sn->seq);
 	sn->pub.exp_id = wp->exp_id;
 	sn->pub.running = running;
 	sn->pub.done = done;
@@ -137,8 +136,7 @@ publish(struct psb_role_inst *ri, uint64_t now, int running, int done, int rc)
 		psb_bench_result_empty(&sn->r, wp->exp.pushpull.mode,
 			(uint32_t)wp->exp.pushpull.len);
 	}
-	rte_smp_wmb();
-	__atomic_store_n(&sn->seq, sn->seq + 1, __ATOMIC_RELEASE);
+	psb_seq_write_end(&sn->seq);
 	wp->next_pub_ns = now + PUB_EVERY_NS;
 }
 
@@ -147,24 +145,11 @@ psb_worker_read(const struct psb_role_inst *ri, struct psb_worker_pub *pub,
 		struct psb_bench_result *r)
 {
 	const struct worker_priv *wp = ri->priv;
-	uint32_t s0, tries;
 
 	if (wp == NULL)
 		return -ENOENT;
-	for (tries = 0; tries < 1000; tries++) {
-		s0 = __atomic_load_n(&wp->snap.seq, __ATOMIC_ACQUIRE);
-		if (s0 & 1) {
-			rte_pause();
-			continue;
-		}
-		*pub = wp->snap.pub;
-		if (r != NULL)
-			memcpy(r, &wp->snap.r, sizeof(*r));
-		rte_smp_rmb();
-		if (__atomic_load_n(&wp->snap.seq, __ATOMIC_ACQUIRE) == s0)
-			return 0;
-	}
-	return -EAGAIN;
+	return psb_seq_read(&wp->snap.seq, pub, &wp->snap.pub, sizeof(*pub), r, &wp->snap.r,
+			    sizeof(*r));
 }
 
 static int
