@@ -226,9 +226,14 @@ struct epgm {
 	uint64_t sent, dropped, bad;
 };
 
+/*
+ * A PUB (pub) or SUB socket on group:port by way of local. max_msg: SUB, the largest message
+ * it takes (ZeroMQ drops a peer that sends a larger one): a publisher on the group cannot
+ * make a worker hold more than its HWM of them.
+ */
 static int
 epgm_open(struct epgm *e, int pub, uint32_t local, uint32_t group, uint16_t port,
-		uint64_t rate_bps, uint64_t window_ms, char *err, size_t errlen)
+		uint64_t rate_bps, uint64_t window_ms, int64_t max_msg, char *err, size_t errlen)
 {
 	char ep[96];
 	int v, hwm = 4, linger = 0, tpdu = 8800, buf = 8 << 20;
@@ -251,7 +256,8 @@ epgm_open(struct epgm *e, int pub, uint32_t local, uint32_t group, uint16_t port
 	    zmq_setsockopt(e->sock, ZMQ_SNDBUF, &buf, sizeof(buf)) != 0 ||
 	    zmq_setsockopt(e->sock, ZMQ_RCVBUF, &buf, sizeof(buf)) != 0)
 		goto fail;
-	if (!pub && zmq_setsockopt(e->sock, ZMQ_SUBSCRIBE, "", 0) != 0)
+	if (!pub && (zmq_setsockopt(e->sock, ZMQ_SUBSCRIBE, "", 0) != 0 ||
+		     zmq_setsockopt(e->sock, ZMQ_MAXMSGSIZE, &max_msg, sizeof(max_msg)) != 0))
 		goto fail;
 	snprintf(ep, sizeof(ep), "epgm://%u.%u.%u.%u;%u.%u.%u.%u:%u", local >> 24,
 		 (local >> 16) & 255, (local >> 8) & 255, local & 255, group >> 24,
@@ -589,7 +595,6 @@ on_datagram(const uint8_t *buf, size_t n, int phase_end)
 	uint32_t ip = T.sock.from;
 	uint16_t port = T.sock.from_port;
 	struct psb_stale_msg m;
-	unsigned int i;
 	int rc;
 
 	if (n >= 2 && psb_rd16(buf) == PSB_MC_MAGIC) {
@@ -597,11 +602,15 @@ on_datagram(const uint8_t *buf, size_t n, int phase_end)
 			psb_mc_send_input(T.tx, buf, n, psb_clock_ns());
 			return;
 		}
-		for (i = 0; opts.mode == PSB_STALE_PULL_MODE && i < opts.workers; i++)
-			if (T.pull[i].tx != NULL && T.pull[i].ip == ip && T.pull[i].port == port) {
-				psb_mc_send_input(T.pull[i].tx, buf, n, psb_clock_ns());
-				return;
-			}
+		struct psb_mc_pkt pk;
+
+		/* pull: the NACK names its receiver, the worker, whose address it must come from */
+		if (opts.mode == PSB_STALE_PULL_MODE && psb_mc_parse(buf, n, &pk) == PSB_MC_NACK &&
+		    pk.a < opts.workers && T.pull[pk.a].tx != NULL && T.pull[pk.a].ip == ip &&
+		    T.pull[pk.a].port == port) {
+			psb_mc_send_input(T.pull[pk.a].tx, buf, n, psb_clock_ns());
+			return;
+		}
 		T.stray_nacks++;
 		return;
 	}
@@ -899,13 +908,6 @@ do_trainer(int argc, char **argv)
 		if (!overwrite)
 			psb_die("%s exists: give another --trial_name, or --overwrite", T.dir);
 	}
-	snprintf(T.csv_tmp, sizeof(T.csv_tmp), "%s/.staleness.csv.tmp", T.dir);
-	T.csv = fopen(T.csv_tmp, "w");
-	if (T.csv == NULL)
-		psb_die("%s: %s", T.csv_tmp, strerror(errno));
-	fprintf(T.csv, "t_s,worker,held,current,mean_version,trainer_mean_version,staleness,"
-		"staleness_seed\n");
-
 	if (opts.mode == PSB_STALE_MULTICAST)
 		c = psb_mc_sock_sender(&T.sock, local, lport, group, gport, err, sizeof(err));
 	else
@@ -929,12 +931,19 @@ do_trainer(int argc, char **argv)
 		if (T.pull == NULL)
 			psb_die("out of memory");
 	} else if (opts.mode == PSB_STALE_EPGM) {
-		if (epgm_open(&T.zpub, 1, local, group, gport, T.scfg.rate_bps, epgm_ms, err,
+		if (epgm_open(&T.zpub, 1, local, group, gport, T.scfg.rate_bps, epgm_ms, -1, err,
 			      sizeof(err)) != 0)
 			psb_die("trainer: %s", err);
 	} else if (psb_stale_fs_open(&T.fs, fsdir, 1, 4, err, sizeof(err)) != 0) {
 		psb_die("trainer: --dir %s", err);
 	}
+	/* last of the set-up: what could not be set up leaves no half-written file */
+	snprintf(T.csv_tmp, sizeof(T.csv_tmp), "%s/.staleness.csv.tmp", T.dir);
+	T.csv = fopen(T.csv_tmp, "w");
+	if (T.csv == NULL)
+		psb_die("%s: %s", T.csv_tmp, strerror(errno));
+	fprintf(T.csv, "t_s,worker,held,current,mean_version,trainer_mean_version,staleness,"
+		"staleness_seed\n");
 	T.bin_ns = opts.max_time_ns / BINS + 1;
 	say(7, "trainer: trial %s, mode %s: %u workers post to %s; %llu B every %.3f s until "
 	    "version %u or %.1f s; holds at most %u versions (--budget %llu B); results in %s",
@@ -1226,8 +1235,9 @@ do_worker(int argc, char **argv)
 		pfd[npfd++] = (struct pollfd){ .fd = W.grp.fd, .events = POLLIN };
 	}
 	if (opts.mode == PSB_STALE_EPGM) {
-		if (epgm_open(&W.zsub, 0, local, group, gport, rate_bps, epgm_ms, err,
-			      sizeof(err)) != 0)
+		/* a version whole, as the other modes hold at most (--budget) */
+		if (epgm_open(&W.zsub, 0, local, group, gport, rate_bps, epgm_ms,
+			      (int64_t)(budget / 2), err, sizeof(err)) != 0)
 			psb_die("worker %u: %s", cc.id, err);
 		pfd[npfd++] = (struct pollfd){ .fd = W.zsub.fd, .events = POLLIN };
 	} else if (opts.mode == PSB_STALE_FILESYSTEM) {
