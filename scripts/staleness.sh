@@ -11,7 +11,9 @@
 #       --max_time 60 --workers 4 --nworkers-per-node 2 --LOGLEVEL INFO --trial_name 0208-3
 #
 # Also: --testbed NAME (default st: 1 to 8 letters and digits), --build DIR (default
-# build). Needs root; builds nothing (meson setup build && ninja -C build first).
+# build), --psb-workers N (the last N workers are psb itself, the receiver role on
+# af_packet, one a host of their own; multicast and pull modes). Needs root; builds nothing
+# (meson setup build && ninja -C build first).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -24,11 +26,12 @@ PER_NODE=1
 MODE=multicast
 TRIAL=trial
 OUT=results
+PSBW=0
 args=()
 while [ $# -gt 0 ]; do
 	opt=$1
 	case $opt in
-	--testbed|--build) [ $# -ge 2 ] || die "$opt needs a value" ;;
+	--testbed|--build|--psb-workers) [ $# -ge 2 ] || die "$opt needs a value" ;;
 	--*) [ $# -ge 2 ] || die "$opt needs a value" ;;
 	*) die "unexpected argument '$opt' (flags are --name value)" ;;
 	esac
@@ -37,6 +40,7 @@ while [ $# -gt 0 ]; do
 	case ${opt//-/_} in
 	__testbed) TBNAME=$val; continue ;;
 	__build) BUILD=$val; continue ;;
+	__psb_workers) PSBW=$val; continue ;;
 	__workers) WORKERS=$val ;;
 	__workers_per_node|__nworkers_per_node) PER_NODE=$val ;;
 	__mode) MODE=$val ;;
@@ -52,7 +56,15 @@ ST=$BUILD/app/psb-stale/psb-stale
 	die "--workers: 1 to 199 on this testbed (got '$WORKERS')"
 [[ "$PER_NODE" =~ ^[0-9]+$ ]] && [ "$PER_NODE" -ge 1 ] ||
 	die "--workers-per-node: a whole number from 1 (got '$PER_NODE')"
-HOSTS=$(((WORKERS + PER_NODE - 1) / PER_NODE))
+[[ "$PSBW" =~ ^[0-9]+$ ]] && [ "$PSBW" -le "$WORKERS" ] ||
+	die "--psb-workers: 0 to --workers ($WORKERS) (got '$PSBW')"
+if [ "$PSBW" -gt 0 ]; then
+	case $MODE in multicast|pull) ;; *) die "--psb-workers: psb takes multicast or pull mode," \
+		"not $MODE" ;; esac
+	[ -x "$BUILD/app/psb/psb" ] || die "$BUILD/app/psb/psb not built"
+fi
+KW=$((WORKERS - PSBW))		# workers over kernel sockets, then psb's
+HOSTS=$(((KW + PER_NODE - 1) / PER_NODE))
 GROUP=239.18.0.9:7400
 TRAINER_PORT=7401
 KEY=$((RANDOM * 32768 + RANDOM))
@@ -69,13 +81,47 @@ cleanup() {
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
-scripts/testbed.sh up --name "$TBNAME" --hosts $((HOSTS + 1)) >/dev/null
+BARE=$(seq -s, $((HOSTS + 1)) $((HOSTS + PSBW)))
+scripts/testbed.sh up --name "$TBNAME" --hosts $((HOSTS + PSBW + 1)) ${BARE:+--bare "$BARE"} \
+	>/dev/null
 TRAINER=$(scripts/testbed.sh addr 0):$TRAINER_PORT
 mkdir -p "$OUT"
-echo "staleness.sh: testbed $TBNAME: trainer on host 0 ($TRAINER), $WORKERS workers on" \
-	"$HOSTS hosts ($PER_NODE a host); logs of the workers in $OUT/$TRIAL.workers/"
+echo "staleness.sh: testbed $TBNAME: trainer on host 0 ($TRAINER), $KW workers on" \
+	"$HOSTS hosts ($PER_NODE a host)${BARE:+, $PSBW psb workers on hosts $BARE}; logs of" \
+	"the workers in $OUT/$TRIAL.workers/"
 mkdir -p "$OUT/$TRIAL.workers"
-for ((i = 0; i < WORKERS; i++)); do
+W_OUT=$(cd "$OUT/$TRIAL.workers" && pwd)
+# psb worker i on host h: its document (the flags as its staleness section), then psb
+for ((i = KW; i < WORKERS; i++)); do
+	h=$((HOSTS + 1 + i - KW))
+	python3 - "$W_OUT/psb$i.json" "$i" "$(scripts/testbed.sh addr "$h")" "${TRAINER%:*}" \
+		"$TRAINER_PORT" "$GROUP" "$KEY" "$WORKERS" "$MODE" "$TBNAME$$-$i" "${args[@]}" <<'PY'
+import json, sys
+path, rank, ip, trainer, tport, group, key, workers, mode, prefix = sys.argv[1:11]
+st = {"mode": mode, "trainer": trainer, "port": int(tport), "group": group.split(":")[0],
+      "group_port": int(group.split(":")[1]), "key": int(key), "workers": int(workers),
+      "verify": True}
+flags = sys.argv[11:]
+for name, v in zip(flags[::2], flags[1::2]):
+    name = name.lstrip("-").replace("-", "_")
+    if name in ("push_frequency", "pull_frequency", "post_frequency", "step_frequency",
+                "max_time"):
+        st[name] = v + "s"
+    elif name == "data_size":
+        st[name] = float(v)
+    elif name == "max_version":
+        st[name] = int(v)
+doc = {"name": "psb%s" % rank, "kind": "staleness",
+       "node": {"role": "worker", "ip": ip, "rank": int(rank), "ports": ["af_packet:eth0"],
+                "mtu": 9000, "huge": "no", "file_prefix": prefix},
+       "staleness": st, "output": {"dir": ".", "overwrite": True}}
+json.dump(doc, open(path, "w"), indent=1)
+PY
+	scripts/testbed.sh exec --name "$TBNAME" "$h" "$BUILD/app/psb/psb" --config \
+		"$W_OUT/psb$i.json" --output-dir "$W_OUT" > "$W_OUT/psb$i.log" 2>&1 &
+	PIDS+=($!)
+done
+for ((i = 0; i < KW; i++)); do
 	h=$((1 + i / PER_NODE))
 	scripts/testbed.sh exec --name "$TBNAME" "$h" "$ST" worker --id "$i" --trainer "$TRAINER" \
 		--local "$(scripts/testbed.sh addr "$h")" --key "$KEY" --workers "$WORKERS" \

@@ -13,7 +13,8 @@
 #  Every worker ends holding the final version, every byte checked; the psb workers were
 #  repaired (NACKs, parity) and counted the forgeries; the trainer's staleness stays within a
 #  bound; psb's results say done. Then the failure: a psb worker whose trainer is not there
-#  ends failed after staleness.join_timeout, naming it, with its results written.
+#  ends failed after staleness.join_timeout, naming it, with its results written. And
+#  scripts/staleness.sh --psb-workers: the seed's command line with psb as one worker.
 #
 # usage: test_stale_psb.sh PATH/psb PATH/psbctl PATH/psb-stale TESTBED-SCRIPT. Needs root and
 # nft; 77 without.
@@ -189,4 +190,21 @@ import json, sys
 r = json.load(open(sys.argv[1] + "/res/stale-w2/result.json"))
 assert r["state"] == "failed" and "did not answer" in r["error"], r
 PY
+# ---- the one-command form (scripts/staleness.sh --psb-workers): worker 2 of 3 is psb
+Q=r$$
+"$(dirname "$TB")/staleness.sh" --testbed "${Q:0:8}" --build "$(dirname "$PSB")/../.." \
+	--out "$DIR/seed" --mode multicast --push_frequency 0.1 --data_size 1 \
+	--post_frequency 0.5 --max_version 15 --workers 3 --psb-workers 1 \
+	--trial_name seed > "$DIR/seed.log" 2>&1 || fail "scripts/staleness.sh exited with $?"
+python3 - "$DIR" <<'PY' || fail "scripts/staleness.sh --psb-workers checks"
+import json, sys
+d = sys.argv[1]
+s = json.load(open(f"{d}/seed/seed/summary.json"))
+assert s["ok"] and s["final_version"] == 15, s
+assert all(w["holds_final"] for w in s["workers"]), s["workers"]
+r = json.load(open(f"{d}/seed/seed.workers/psb2/result.json"))
+assert r["state"] == "done" and r["rows"][0]["held"] == 15, r
+print("scripts/staleness.sh --psb-workers 1: worker 2 (psb) holds version 15")
+PY
+
 echo "test_stale_psb: ok"
