@@ -12,7 +12,8 @@
 #    the group and to psb's own address.
 #  Every worker ends holding the final version, every byte checked; the psb workers were
 #  repaired (NACKs, parity) and counted the forgeries; the trainer's staleness stays within a
-#  bound; psb's results say done. Then the failure: a psb worker whose trainer is not there
+#  bound; psb's results say done. Pull mode: psb pulls each version beside a kernel-socket
+#  worker. Then the failure: a psb worker whose trainer is not there
 #  ends failed after staleness.join_timeout, naming it, with its results written. And
 #  scripts/staleness.sh --psb-workers: the seed's command line with psb as one worker.
 #
@@ -52,17 +53,18 @@ table bridge $BRT {
 }
 NFT
 
-# doc HOST RANK [JOIN]: the document of psb worker RANK on HOST (wHOST.json), and the same
-# without its node (sHOST.json)
+# doc HOST RANK [JOIN [MODE [WORKERS]]]: the document of psb worker RANK on HOST (wHOST.json),
+# and the same without its node (sHOST.json)
 doc() {
 	cat > "$DIR/w$1.json" <<EOF
 {"name": "stale-w$2", "kind": "staleness",
  "node": {"role": "worker", "ip": "$(addr "$1")", "rank": $2, "ports": ["af_packet:eth0"],
           "mtu": 9000, "huge": "no", "file_prefix": "psbsl$$-$1", "connect_timeout": "10s"},
- "staleness": {"mode": "multicast", "trainer": "$TRAINER", "port": $TPORT,
+ "staleness": {"mode": "${4:-multicast}", "trainer": "$TRAINER", "port": $TPORT,
                "group": "$GROUP", "group_port": $GPORT, "push_frequency": "0.1s",
                "data_size": 2, "post_frequency": "0.5s", "step_frequency": "5ms",
-               "max_version": 40, "max_time": "20s", "workers": 4, "key": $KEY,
+               "max_version": 40, "max_time": "20s", "workers": ${5:-4}, "key": $KEY,
+               "pull_frequency": "20ms",
                "verify": true, "join_timeout": "${3:-20s}"},
  "output": {"dir": "res", "overwrite": true}}
 EOF
@@ -175,6 +177,36 @@ for rank in (2, 3):
 c = json.load(open(f"{d}/c4.json"))["counters"]
 assert c["worker"] == 3 and c["held"] == 40 and c["completed"] == 40 and c["ended"] is True, c
 print(f"4 workers (2 psb) hold version 40 under 3 % loss and a forger; staleness "
+      f"{s['average_version_difference']:.3f}")
+PY
+
+# ---- pull mode: psb pulls each version from the trainer, beside a kernel-socket worker
+doc 3 1 20s pull 2
+on 3 timeout -k 2 60 "$PSB" --config "$DIR/w3.json" --output-dir "$DIR" > "$DIR/psb3p.log" 2>&1 &
+PSB3=$!
+PIDS+=($PSB3)
+wait_ctl 3 $PSB3
+FLP=(--mode pull --push_frequency 0.1 --data_size 2 --pull_frequency 0.02 --post_frequency 0.5
+     --step_frequency 0.005 --max_version 40 --max_time 20 --workers 2 --key $KEY)
+on 1 timeout -k 2 60 "$ST" worker --id 0 --trainer "$TRAINER:$TPORT" --local "$(addr 1)" \
+	--verify --json "$DIR/kp.json" "${FLP[@]}" > "$DIR/kp.log" 2>&1 &
+K0=$!
+PIDS+=($K0)
+on 0 timeout -k 2 60 "$ST" trainer --local "$TRAINER:$TPORT" --out "$DIR/res" \
+	--trial_name trp "${FLP[@]}" > "$DIR/trp.log" 2>&1 || fail "pull: the trainer exited with $?"
+wait "$K0" || fail "pull: the kernel worker exited with $?"
+wait "$PSB3" || fail "pull: psb exited with $?"
+python3 - "$DIR" <<'PY' || fail "pull checks"
+import json, sys
+d = sys.argv[1]
+s = json.load(open(f"{d}/res/trp/summary.json"))
+assert s["ok"] and s["final_version"] == 40, s
+assert all(w["holds_final"] for w in s["workers"]), s["workers"]
+r = json.load(open(f"{d}/res/stale-w1/result.json"))
+f = r["rows"][0]
+assert r["state"] == "done" and f["held"] == 40 and f["verify_fail"] == 0, r
+assert f["completed"] >= 2 and f["data_pkts"] > 0, f
+print(f"pull: psb and a kernel-socket worker hold version 40; staleness "
       f"{s['average_version_difference']:.3f}")
 PY
 
