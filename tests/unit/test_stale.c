@@ -37,7 +37,15 @@ test_msg_roundtrip(void **state)
 	(void)state;
 	psb_stale_write(b, &m);
 	assert_int_equal(psb_stale_parse(b, sizeof(b), &r), PSB_STALE_POST);
-	assert_memory_equal(&m, &r, sizeof(m));
+	/* field by field: the structs' padding is not part of the message */
+	assert_int_equal(r.type, m.type);
+	assert_int_equal(r.session, m.session);
+	assert_int_equal(r.worker, m.worker);
+	assert_int_equal(r.held, m.held);
+	assert_int_equal(r.samples, m.samples);
+	assert_int_equal(r.seq, m.seq);
+	assert_int_equal(r.sum, m.sum);
+	assert_int_equal(r.window, m.window);
 	m = (struct psb_stale_msg){ .type = PSB_STALE_ACK, .session = 7, .worker = 3, .held = 12,
 		.window = PSB_STALE_ACK_END };
 	psb_stale_write(b, &m);
