@@ -610,6 +610,19 @@ psb_run_start(struct psb_app *app, const struct psb_exp_conf *c, int from_doc, c
 	if (c->kind != PSB_EXP_STALENESS && app->stale)
 		return psb_fail(err, errlen, "kind: this psb is a staleness worker: it runs "
 				"experiments of kind staleness alone");
+	if (c->kind == PSB_EXP_STALENESS) {
+		/* a document started here leaves its node out: checked as this node's */
+		struct psb_exp_conf *tmp = malloc(sizeof(*tmp));
+
+		if (tmp == NULL)
+			return -ENOMEM;
+		*tmp = *c;
+		tmp->node = app->conf.node;
+		rc = psb_exp_check(tmp, true, err, errlen);
+		free(tmp);
+		if (rc != 0)
+			return rc;
+	}
 	if (c->kind == PSB_EXP_STALENESS &&
 	    (c->staleness.group != app->conf.staleness.group ||
 	     c->staleness.group_port != app->conf.staleness.group_port ||

@@ -93,6 +93,11 @@ PSB4=$!
 PIDS+=($PSB4)
 wait_ctl 3 $PSB3
 wait_ctl 4 $PSB4
+# a document without its trainer is refused, naming the field, and nothing starts
+python3 -c 'import json, sys; d = json.load(open(sys.argv[1])); del d["staleness"]["trainer"]; \
+	json.dump(d, open(sys.argv[2], "w"))' "$DIR/s4.json" "$DIR/s4bad.json"
+ctl 4 start "$DIR/s4bad.json" > "$DIR/start4bad.log" 2>&1 && fail "psb 4 took a run without a trainer"
+grep -q "staleness.trainer" "$DIR/start4bad.log" || fail "refusal: $(cat "$DIR/start4bad.log")"
 ctl 4 start "$DIR/s4.json" > "$DIR/start4.log" 2>&1 || fail "psbctl start: $(cat "$DIR/start4.log")"
 ctl 4 status | grep -q running || fail "psb 4: not running after start"
 # a second start while it runs is refused, naming the running one
