@@ -22,6 +22,7 @@
 #include "psb_mc_proto.h"
 #include "psb_stale.h"
 #include "psb_stale_client.h"
+#include "psb_stale_trainer.h"
 #include "psb_stale_fs.h"
 
 #define MS	1000000ull
@@ -659,6 +660,240 @@ test_client_waits(void **state)
 	}
 }
 
+/* ------------------------------------- the trainer's part, against real workers' ---- */
+
+#define NW	3
+#define W_IP(i)	(0x0a000001u + (i))
+#define W_PORT	7000
+#define T_IP	0x0a0000ffu
+#define T_PORT	7001
+
+/* A network of one trainer and NW workers: datagrams delivered on the next pass. */
+static struct {
+	struct psb_stale_trainer t;
+	struct psb_stale_client c[NW];
+	struct { uint8_t b[PSB_STALE_LEN]; uint32_t from, to; uint16_t fport; } q[256];
+	unsigned int nq;
+	int joins[NW];		/* worker i joins (0: never) */
+	uint32_t cut[NW];	/* worker i takes no version past this (0: all) */
+	int skip_every;		/* publish skips every n-th version (0: none) */
+	int fail_at;		/* publish fails at this version (0: never) */
+	uint64_t points;
+} N;
+
+static void
+net_put(uint32_t from, uint16_t fport, uint32_t to, const uint8_t *buf, size_t len)
+{
+	assert_int_equal(len, PSB_STALE_LEN);
+	assert_true(N.nq < 256);
+	memcpy(N.q[N.nq].b, buf, len);
+	N.q[N.nq].from = from;
+	N.q[N.nq].fport = fport;
+	N.q[N.nq++].to = to;
+}
+
+static void
+tr_send(void *arg, uint32_t ip, uint16_t port, const uint8_t *buf, size_t len)
+{
+	(void)arg;
+	assert_int_equal(port, W_PORT);
+	net_put(T_IP, T_PORT, ip, buf, len);
+}
+
+static void
+wk_send(void *arg, const uint8_t *buf, size_t len)
+{
+	net_put(W_IP((uint32_t)(uintptr_t)arg), W_PORT, T_IP, buf, len);
+}
+
+/* The versions' transport, perfect: every worker takes each version as it is made. */
+static int
+tr_publish(void *arg, uint32_t vid, uint64_t now, uint64_t *done)
+{
+	unsigned int i;
+
+	(void)arg;
+	if (N.fail_at != 0 && (int)vid >= N.fail_at)
+		return -1;
+	if (N.skip_every != 0 && vid % (uint32_t)N.skip_every == 0 && N.t.skipped < vid / 2)
+		return 1;
+	*done = now + 100000;
+	for (i = 0; i < NW; i++)
+		if (N.cut[i] == 0 || vid <= N.cut[i])
+			psb_stale_client_took(&N.c[i], vid, NULL, 0);
+	return 0;
+}
+
+static void
+tr_point(void *arg, const struct psb_stale_point *pt)
+{
+	(void)arg;
+	assert_true(pt->worker < NW);
+	/* versions reach a worker the moment they are made: less than one behind */
+	if (N.cut[pt->worker] == 0)
+		assert_true(pt->staleness < 1.0);
+	N.points++;
+}
+
+static void
+net_init(uint32_t max_version)
+{
+	struct psb_stale_trainer_cfg tc = { .session = 0x77, .key = 5, .workers = NW,
+		.push_ns = 100 * MS, .post_ns = 500 * MS, .max_version = max_version,
+		.max_time_ns = 60 * SEC, .join_ns = 2 * SEC, .end_ns = 2 * SEC,
+		.publish = tr_publish, .send = tr_send, .point = tr_point };
+	unsigned int i;
+
+	memset(&N, 0, sizeof(N));
+	assert_int_equal(psb_stale_trainer_init(&N.t, &tc, 0), 0);
+	for (i = 0; i < NW; i++) {
+		struct psb_stale_client_cfg cc = { .id = i, .key = 5, .mode = PSB_STALE_FILESYSTEM,
+			.trainer_ip = T_IP, .trainer_port = T_PORT, .step_ns = 5 * MS,
+			.post_ns = 500 * MS, .pull_ns = 100 * MS, .join_ns = 3 * SEC,
+			.end_ns = 3 * SEC, .send = wk_send, .arg = (void *)(uintptr_t)i };
+
+		assert_int_equal(psb_stale_client_init(&N.c[i], &cc, 0), 0);
+		N.joins[i] = 1;
+	}
+}
+
+/* Both sides in steps of 1 ms until the trainer's run is over, 30 s at most: its end. */
+static uint64_t
+net_run(void)
+{
+	uint64_t t;
+	unsigned int i, k;
+
+	for (t = 0; t < 30 * SEC; t += MS) {
+		/* what was sent last pass arrives */
+		unsigned int n = N.nq;
+
+		for (k = 0; k < n; k++) {
+			if (N.q[k].to == T_IP) {
+				struct psb_stale_msg m;
+
+				psb_stale_trainer_input(&N.t, N.q[k].b, PSB_STALE_LEN, N.q[k].from,
+							N.q[k].fport, t, &m);
+				continue;
+			}
+			for (i = 0; i < NW; i++)
+				if (N.q[k].to == W_IP(i))
+					psb_stale_client_input(&N.c[i], N.q[k].b, PSB_STALE_LEN,
+							       N.q[k].from, N.q[k].fport, t);
+		}
+		memmove(N.q, N.q + n, (N.nq - n) * sizeof(N.q[0]));
+		N.nq -= n;
+		psb_stale_trainer_step(&N.t, t);
+		for (i = 0; i < NW; i++)
+			if (N.joins[i])
+				psb_stale_client_step(&N.c[i], t);
+		if (psb_stale_trainer_over(&N.t))
+			return t;
+	}
+	fail_msg("the trainer's run did not end in 30 s");
+	return 0;
+}
+
+static void
+net_fini(void)
+{
+	unsigned int i;
+
+	psb_stale_trainer_fini(&N.t);
+	for (i = 0; i < NW; i++)
+		psb_stale_client_fini(&N.c[i]);
+}
+
+static void
+test_trainer_run(void **state)
+{
+	const struct psb_stale_totals *tot;
+	unsigned int i;
+	uint64_t end;
+
+	(void)state;
+	net_init(20);
+	end = net_run();
+	assert_int_equal(N.t.phase, PSB_STALE_TR_DONE);
+	assert_int_equal(N.t.vid, 20);
+	assert_int_equal(N.t.pushes, 20);
+	assert_int_equal(N.t.late_pushes, 0);
+	assert_int_equal(psb_stale_trainer_ndone(&N.t), NW);
+	/* 20 versions 100 ms apart from the join, then the final posts */
+	assert_true(end > 1900 * MS && end < 2500 * MS);
+	tot = psb_stale_acct_totals(N.t.acct);
+	assert_int_equal(tot->joins, NW);
+	assert_true(tot->posts >= 3 * NW);
+	assert_int_equal(N.points, tot->posts);
+	assert_true(tot->staleness_sum / tot->posts < 0.5);
+	for (i = 0; i < NW; i++) {
+		assert_int_equal(N.c[i].held, 20);
+		assert_int_equal(N.c[i].end_vid, 20);
+		assert_true(N.c[i].state == PSB_STALE_CL_ENDING || N.c[i].state == PSB_STALE_CL_DONE);
+	}
+	net_fini();
+
+	/* a version skipped for want of memory is counted, the run goes on to 20 */
+	net_init(20);
+	N.skip_every = 5;
+	net_run();
+	assert_int_equal(N.t.phase, PSB_STALE_TR_DONE);
+	assert_int_equal(N.t.vid, 20);
+	assert_true(N.t.skipped >= 1);
+	net_fini();
+
+	/* a version that cannot be made fails the run, saying which */
+	net_init(20);
+	N.fail_at = 7;
+	net_run();
+	assert_int_equal(N.t.phase, PSB_STALE_TR_FAILED);
+	assert_non_null(strstr(N.t.failure, "version 7 could not be published"));
+	net_fini();
+}
+
+static void
+test_trainer_waits(void **state)
+{
+	uint64_t end;
+
+	(void)state;
+	/* worker 2 never joins: the run fails at join_ns, naming it, nothing published */
+	net_init(20);
+	N.joins[2] = 0;
+	end = net_run();
+	assert_int_equal(N.t.phase, PSB_STALE_TR_FAILED);
+	assert_int_equal(end, 2 * SEC);
+	assert_string_equal(N.t.failure, "workers did not join within 2.0 s: 2");
+	assert_int_equal(N.t.vid, 0);
+	/* the others were told to wait */
+	assert_int_equal(N.c[0].state, PSB_STALE_CL_WAITING);
+	net_fini();
+
+	/* worker 1 takes nothing past version 12: the end fails end_ns later, naming it */
+	net_init(20);
+	N.cut[1] = 12;
+	end = net_run();
+	assert_int_equal(N.t.phase, PSB_STALE_TR_FAILED);
+	assert_non_null(strstr(N.t.failure, "did not hold the final version 20 within 2.0 s: "
+				       "1 (holds 12)"));
+	assert_int_equal(psb_stale_trainer_ndone(&N.t), NW - 1);
+	assert_true(end > 3 * SEC && end < 5 * SEC);
+	net_fini();
+
+	/* settings that cannot run */
+	{
+		struct psb_stale_trainer t;
+		struct psb_stale_trainer_cfg bad = { .workers = 0, .push_ns = 1, .post_ns = 1,
+			.max_version = 1, .join_ns = 1, .end_ns = 1, .publish = tr_publish,
+			.send = tr_send };
+
+		assert_int_equal(psb_stale_trainer_init(&t, &bad, 0), -EINVAL);
+		bad.workers = 1;
+		bad.publish = NULL;
+		assert_int_equal(psb_stale_trainer_init(&t, &bad, 0), -EINVAL);
+	}
+}
+
 int
 main(void)
 {
@@ -673,6 +908,8 @@ main(void)
 		cmocka_unit_test(test_fs),
 		cmocka_unit_test(test_client_run),
 		cmocka_unit_test(test_client_waits),
+		cmocka_unit_test(test_trainer_run),
+		cmocka_unit_test(test_trainer_waits),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
