@@ -228,6 +228,7 @@ psb_stale_trainer_step(struct psb_stale_trainer *t, uint64_t now_ns)
 	if (t->phase == PSB_STALE_TR_JOINING) {
 		if (psb_stale_acct_joined(t->acct) == t->cfg.workers) {
 			t->phase = PSB_STALE_TR_RUNNING;
+			t->ran = 1;
 			t->t0 = t->next_push = now_ns;
 			t->next_report = now_ns + PSB_STALE_REPORT_NS;
 			for (i = 0; i < t->cfg.workers; i++)

@@ -61,6 +61,7 @@ struct psb_stale_trainer {
 	struct psb_stale_trainer_cfg cfg;
 	struct psb_stale_acct *acct;
 	int phase;			/* enum psb_stale_trainer_phase */
+	int ran;			/* publishing began */
 	uint32_t vid;			/* the newest version published */
 	uint64_t t0;			/* publishing began (the join, until then) */
 	uint64_t deadline;		/* joining, ending: the wait's end */

@@ -37,10 +37,10 @@
 #include "psb_mc_sock.h"
 #include "psb_stale.h"
 #include "psb_stale_client.h"
+#include "psb_stale_trainer.h"
 #include "psb_stale_fs.h"
 
 #define SEC		1000000000ull
-#define REPORT_NS	(5 * SEC)
 #define BINS		512		/* plot: time bins */
 #define PLOT_WORKERS	8		/* plot: workers drawn one line each */
 #define SLOTS_MAX	64
@@ -366,29 +366,22 @@ struct bin {
 };
 
 struct trainer {
+	struct psb_stale_trainer tr;	/* the run: joins, pushes, posts, the end */
 	struct psb_mc_sock sock;
 	struct psb_mc_send *tx;		/* multicast */
 	struct puller *pull;		/* [workers], pull */
 	struct psb_stale_fs fs;		/* filesystem */
 	struct epgm zpub;		/* epgm */
 	struct psb_mc_send_cfg scfg;
-	struct psb_stale_acct *acct;
 	struct slot slots[SLOTS_MAX];
 	unsigned int nslots, max_slots;
 	int newest;			/* slot of the newest version, -1 none */
-	uint32_t vid;
-	uint64_t t0;
-	uint64_t push_sum_ns, push_max_ns, pushes, late_pushes, no_slot;
 	uint64_t unexpected, stray_nacks, pulls;
-	uint8_t *done;			/* [workers]: holds the final version */
-	uint8_t *warned;		/* [workers]: said to be silent */
 	FILE *csv;
 	char csv_tmp[4200], dir[4096];
 	struct bin mean_bins[BINS];
 	struct bin wbins[PLOT_WORKERS][BINS];
 	uint64_t bin_ns;
-	uint64_t report_posts;
-	double report_sum;
 };
 
 static struct trainer T;
@@ -441,24 +434,19 @@ pull_emit(void *arg, const uint8_t *hdr, unsigned int hlen, const uint8_t *paylo
 	return psb_mc_sock_emit_to(&T.sock, p->ip, p->port, hdr, hlen, payload, plen);
 }
 
+/* The run's messages to a worker. */
 static void
-send_msg(uint32_t ip, uint16_t port, const struct psb_stale_msg *m)
+tr_send(void *arg, uint32_t ip, uint16_t port, const uint8_t *buf, size_t len)
 {
-	uint8_t b[PSB_STALE_LEN];
-
-	psb_stale_write(b, m);
-	psb_mc_sock_emit_to(&T.sock, ip, port, b, sizeof(b), NULL, 0);
+	(void)arg;
+	psb_mc_sock_emit_to(&T.sock, ip, port, buf, (unsigned int)len, NULL, 0);
 }
 
 static void
-ack(uint32_t worker, uint64_t flags)
+tr_log(void *arg, int level, const char *line)
 {
-	const struct psb_stale_worker_state *w = psb_stale_acct_worker(T.acct, worker);
-	struct psb_stale_msg m = { .type = PSB_STALE_ACK, .session = T.scfg.session,
-		.worker = worker, .held = T.vid, .window = flags };
-
-	if (w != NULL && w->ip != 0)
-		send_msg(w->ip, w->port, &m);
+	(void)arg;
+	say(level, "%s", line);
 }
 
 /* Give a puller the newest version when it has an older one. */
@@ -479,27 +467,27 @@ pull_give(struct puller *p)
 	p->vid = s->vid;
 }
 
+/* Version vid made and handed to the workers' transport (the run's publish). */
 static int
-publish(void)
+tr_publish(void *arg, uint32_t vid, uint64_t now, uint64_t *done)
 {
-	uint64_t t = psb_clock_ns(), done;
 	struct slot *s;
 	char err[512];
 	int i = slot_get();
 
+	(void)arg;
 	if (i < 0) {
-		T.no_slot++;
 		say(5, "trainer: WARNING: no memory left for version %u within --budget: not "
-		    "published", T.vid + 1);
-		return 0;
+		    "published", vid);
+		return 1;
 	}
 	s = &T.slots[i];
-	s->vid = ++T.vid;
+	s->vid = vid;
 	psb_stale_fill(s->data, opts.data_size, s->vid);
 	s->crc = psb_mc_crc(0, s->data, opts.data_size);
 	if (opts.mode == PSB_STALE_MULTICAST) {
 		s->refs++;
-		if (psb_mc_send_publish(T.tx, s->vid, s->data, opts.data_size, s->crc, t) != 0)
+		if (psb_mc_send_publish(T.tx, s->vid, s->data, opts.data_size, s->crc, now) != 0)
 			psb_die("trainer: cannot publish version %u", s->vid);
 	} else if (opts.mode == PSB_STALE_EPGM) {
 		epgm_publish(&T.zpub, s->vid, s->data, opts.data_size, s->crc);
@@ -511,57 +499,34 @@ publish(void)
 		}
 	}
 	T.newest = i;
-	done = psb_clock_ns();
-	psb_stale_acct_publish(T.acct, s->vid, done);
-	T.pushes++;
-	T.push_sum_ns += done - t;
-	if (done - t > T.push_max_ns)
-		T.push_max_ns = done - t;
-	say(8, "trainer: version %u published at %.3f s in %.2f ms", s->vid, done / 1e9,
-	    (done - t) / 1e6);
+	*done = psb_clock_ns();
+	say(8, "trainer: version %u published at %.3f s in %.2f ms", s->vid, *done / 1e9,
+	    (*done - now) / 1e6);
 	return 0;
 }
 
 static void
 bin_add(struct bin *b, uint64_t t_ns, double v)
 {
-	uint64_t i = (t_ns - T.t0) / T.bin_ns;
+	uint64_t i = (t_ns - T.tr.t0) / T.bin_ns;
 
-	if (t_ns < T.t0 || i >= BINS)
+	if (t_ns < T.tr.t0 || i >= BINS)
 		return;
 	b[i].sum += v;
 	b[i].n++;
 }
 
+/* A post's figures: a line of the CSV, and the plot's bins. */
 static void
-on_post(const struct psb_stale_msg *m, uint32_t ip, uint16_t port, int phase_end)
+tr_point(void *arg, const struct psb_stale_point *pt)
 {
-	struct psb_stale_point pt;
-	int rc = psb_stale_acct_post(T.acct, m, ip, port, psb_clock_ns(), &pt);
-	char who[32];
-
-	if (rc < 0)
-		return;
-	if (rc == 0) {
-		say(8, "trainer: worker %u joined from %s", m->worker,
-		    ipstr(ip, port, who, sizeof(who)));
-	} else {
-		fprintf(T.csv, "%.6f,%u,%u,%u,%.4f,%.4f,%.4f,%.4f\n", (pt.t_ns - T.t0) / 1e9,
-			pt.worker, pt.held, pt.current, pt.mean, pt.trainer_mean, pt.staleness,
-			pt.staleness_seed);
-		bin_add(T.mean_bins, pt.t_ns, pt.staleness);
-		if (pt.worker < PLOT_WORKERS)
-			bin_add(T.wbins[pt.worker], pt.t_ns, pt.staleness);
-		T.report_posts++;
-		T.report_sum += pt.staleness;
-		T.warned[m->worker] = 0;
-	}
-	if (phase_end && m->held >= T.vid && !T.done[m->worker]) {
-		T.done[m->worker] = 1;
-		say(8, "trainer: worker %u holds the final version %u", m->worker, T.vid);
-	}
-	ack(m->worker, phase_end ? PSB_STALE_ACK_END :
-	    psb_stale_acct_joined(T.acct) < opts.workers ? PSB_STALE_ACK_WAITING : 0);
+	(void)arg;
+	fprintf(T.csv, "%.6f,%u,%u,%u,%.4f,%.4f,%.4f,%.4f\n", (pt->t_ns - T.tr.t0) / 1e9,
+		pt->worker, pt->held, pt->current, pt->mean, pt->trainer_mean, pt->staleness,
+		pt->staleness_seed);
+	bin_add(T.mean_bins, pt->t_ns, pt->staleness);
+	if (pt->worker < PLOT_WORKERS)
+		bin_add(T.wbins[pt->worker], pt->t_ns, pt->staleness);
 }
 
 static void
@@ -573,8 +538,6 @@ on_pull(const struct psb_stale_msg *m, uint32_t ip, uint16_t port)
 		T.unexpected++;
 		return;
 	}
-	if (psb_stale_acct_known(T.acct, m, ip, port) != 0)
-		return;
 	T.pulls++;
 	p = &T.pull[m->worker];
 	if (p->tx == NULL) {
@@ -590,20 +553,19 @@ on_pull(const struct psb_stale_msg *m, uint32_t ip, uint16_t port)
 }
 
 static void
-on_datagram(const uint8_t *buf, size_t n, int phase_end)
+on_datagram(const uint8_t *buf, size_t n)
 {
 	uint32_t ip = T.sock.from;
 	uint16_t port = T.sock.from_port;
 	struct psb_stale_msg m;
-	int rc;
 
 	if (n >= 2 && psb_rd16(buf) == PSB_MC_MAGIC) {
+		struct psb_mc_pkt pk;
+
 		if (opts.mode == PSB_STALE_MULTICAST) {
 			psb_mc_send_input(T.tx, buf, n, psb_clock_ns());
 			return;
 		}
-		struct psb_mc_pkt pk;
-
 		/* pull: the NACK names its receiver, the worker, whose address it must come from */
 		if (opts.mode == PSB_STALE_PULL_MODE && psb_mc_parse(buf, n, &pk) == PSB_MC_NACK &&
 		    pk.a < opts.workers && T.pull[pk.a].tx != NULL && T.pull[pk.a].ip == ip &&
@@ -614,50 +576,9 @@ on_datagram(const uint8_t *buf, size_t n, int phase_end)
 		T.stray_nacks++;
 		return;
 	}
-	rc = psb_stale_parse(buf, n, &m);
-	if (rc < 0) {
-		psb_stale_acct_bad(T.acct, rc);
-		return;
-	}
-	if (rc == PSB_STALE_POST)
-		on_post(&m, ip, port, phase_end);
-	else if (rc == PSB_STALE_PULL)
+	if (psb_stale_trainer_input(&T.tr, buf, n, ip, port, psb_clock_ns(), &m) ==
+	    PSB_STALE_PULL)
 		on_pull(&m, ip, port);
-	else
-		T.unexpected++;
-}
-
-static void
-report(uint64_t now)
-{
-	const struct psb_stale_totals *tot = psb_stale_acct_totals(T.acct);
-
-	say(7, "[%7.1f s] version %u: Average Version difference %.3f (last 5 s %.3f over %llu "
-	    "posts; the seed's measure %.3f)", (now - T.t0) / 1e9, T.vid,
-	    tot->posts ? tot->staleness_sum / tot->posts : 0.0,
-	    T.report_posts ? T.report_sum / T.report_posts : 0.0,
-	    (unsigned long long)T.report_posts,
-	    tot->posts ? tot->staleness_seed_sum / tot->posts : 0.0);
-	T.report_posts = 0;
-	T.report_sum = 0;
-}
-
-/* Warn once about a worker that has not posted for three post periods. */
-static void
-check_silent(uint64_t now)
-{
-	unsigned int i;
-
-	for (i = 0; i < opts.workers; i++) {
-		const struct psb_stale_worker_state *w = psb_stale_acct_worker(T.acct, i);
-		uint64_t last = w->last_ns ? w->last_ns : T.t0;
-
-		if (!T.warned[i] && now > last + 3 * opts.post_ns + SEC) {
-			T.warned[i] = 1;
-			say(5, "trainer: WARNING: worker %u has not posted for %.1f s", i,
-			    (now - last) / 1e9);
-		}
-	}
 }
 
 static void
@@ -735,12 +656,12 @@ write_plot(const char *path, double dur_s)
 static json_t *
 trainer_summary(double dur_s, int ok, const char *failure)
 {
-	const struct psb_stale_totals *tot = psb_stale_acct_totals(T.acct);
+	const struct psb_stale_totals *tot = psb_stale_acct_totals(T.tr.acct);
 	json_t *o = json_object(), *ws = json_array(), *ref = json_object(), *bad = json_object();
 	unsigned int i;
 
 	for (i = 0; i < opts.workers; i++) {
-		const struct psb_stale_worker_state *w = psb_stale_acct_worker(T.acct, i);
+		const struct psb_stale_worker_state *w = psb_stale_acct_worker(T.tr.acct, i);
 		char who[32];
 
 		json_array_append_new(ws, json_pack("{s:I, s:b, s:s, s:I, s:I, s:f, s:f, s:I, s:b}",
@@ -749,7 +670,7 @@ trainer_summary(double dur_s, int ok, const char *failure)
 			"posts", (json_int_t)w->posts, "samples", (json_int_t)w->samples,
 			"mean_staleness", w->posts ? w->staleness_sum / w->posts : 0.0,
 			"max_staleness", w->staleness_max, "holds", (json_int_t)w->held,
-			"holds_final", T.done[i] != 0));
+			"holds_final", T.tr.done[i] != 0));
 	}
 	for (i = 0; i < PSB_STALE_REF_MAX; i++)
 		json_object_set_new(ref, psb_stale_refusal_names[i], json_integer(
@@ -761,13 +682,13 @@ trainer_summary(double dur_s, int ok, const char *failure)
 	json_object_set_new(o, "ok", json_boolean(ok));
 	json_object_set_new(o, "failure", json_string(failure ? failure : ""));
 	json_object_set_new(o, "duration_s", json_real(dur_s));
-	json_object_set_new(o, "final_version", json_integer(T.vid));
-	json_object_set_new(o, "pushes", json_integer((json_int_t)T.pushes));
-	json_object_set_new(o, "late_pushes", json_integer((json_int_t)T.late_pushes));
-	json_object_set_new(o, "not_published_no_memory", json_integer((json_int_t)T.no_slot));
-	json_object_set_new(o, "time_per_push_ms", json_real(T.pushes ?
-		T.push_sum_ns / 1e6 / T.pushes : 0.0));
-	json_object_set_new(o, "time_per_push_max_ms", json_real(T.push_max_ns / 1e6));
+	json_object_set_new(o, "final_version", json_integer(T.tr.vid));
+	json_object_set_new(o, "pushes", json_integer((json_int_t)T.tr.pushes));
+	json_object_set_new(o, "late_pushes", json_integer((json_int_t)T.tr.late_pushes));
+	json_object_set_new(o, "not_published_no_memory", json_integer((json_int_t)T.tr.skipped));
+	json_object_set_new(o, "time_per_push_ms", json_real(T.tr.pushes ?
+		T.tr.push_sum_ns / 1e6 / T.tr.pushes : 0.0));
+	json_object_set_new(o, "time_per_push_max_ms", json_real(T.tr.push_max_ns / 1e6));
 	json_object_set_new(o, "posts", json_integer((json_int_t)tot->posts));
 	json_object_set_new(o, "average_version_difference", json_real(tot->posts ?
 		tot->staleness_sum / tot->posts : 0.0));
@@ -777,7 +698,7 @@ trainer_summary(double dur_s, int ok, const char *failure)
 	json_object_set_new(o, "workers", ws);
 	json_object_set_new(o, "refused", ref);
 	json_object_set_new(o, "malformed", bad);
-	json_object_set_new(o, "unexpected", json_integer((json_int_t)T.unexpected));
+	json_object_set_new(o, "unexpected", json_integer((json_int_t)(T.unexpected + T.tr.unexpected)));
 	json_object_set_new(o, "stray_nacks", json_integer((json_int_t)T.stray_nacks));
 	if (opts.mode == PSB_STALE_MULTICAST) {
 		const struct psb_mc_send_stats *st = psb_mc_send_stats(T.tx);
@@ -824,12 +745,14 @@ do_trainer(int argc, char **argv)
 	uint64_t key = 0, epgm_ms = 1000;
 	const char *fsdir = NULL, *out = "results";
 	uint64_t budget = 1ull << 30, join_ns = 10 * SEC, end_ns = 10 * SEC;
-	uint64_t now, next_push, next_report, deadline, next_end_ack = 0;
-	int c, idx, overwrite = 0, phase = 0;	/* 0 join, 1 run, 2 end */
-	char err[512], path[4200], who[32], failure[1024] = "";
+	uint64_t now;
+	int c, idx, overwrite = 0;
+	char err[512], path[4200], who[32];
 	static uint8_t buf[BUF_LEN];
-	unsigned int i, ndone;
+	unsigned int i;
 	const struct psb_stale_totals *tot;
+	struct psb_stale_trainer_cfg tc;
+	double dur;
 	struct pollfd pfd;
 	int ok;
 
@@ -914,15 +837,14 @@ do_trainer(int argc, char **argv)
 		c = psb_mc_sock_unicast(&T.sock, local, lport, err, sizeof(err));
 	if (c != 0)
 		psb_die("trainer: %s", err);
-	if (psb_stale_acct_create(T.scfg.session, opts.workers, key, opts.post_ns,
-				  2 * opts.post_ns + SEC,
-				  opts.push_ns, &T.acct) != 0)
+	tc = (struct psb_stale_trainer_cfg){ .session = T.scfg.session, .key = key,
+		.workers = opts.workers, .push_ns = opts.push_ns, .post_ns = opts.post_ns,
+		.max_version = opts.max_version, .max_time_ns = opts.max_time_ns,
+		.join_ns = join_ns, .end_ns = end_ns, .publish = tr_publish, .send = tr_send,
+		.point = tr_point, .log = tr_log };
+	if (psb_stale_trainer_init(&T.tr, &tc, psb_clock_ns()) != 0)
 		psb_die("trainer: --post_frequency / --push_frequency: too many versions a post "
 			"period to keep account of");
-	T.done = calloc(opts.workers, 1);
-	T.warned = calloc(opts.workers, 1);
-	if (T.done == NULL || T.warned == NULL)
-		psb_die("out of memory");
 	if (opts.mode == PSB_STALE_MULTICAST) {
 		if (psb_mc_send_create(&T.scfg, mc_emit, slot_release, NULL, &T.tx) != 0)
 			psb_die("trainer: bad sender settings");
@@ -953,89 +875,18 @@ do_trainer(int argc, char **argv)
 	    (unsigned long long)budget, T.dir);
 
 	pfd = (struct pollfd){ .fd = T.sock.fd, .events = POLLIN };
-	now = psb_clock_ns();
-	T.t0 = now;
-	deadline = now + join_ns;
-	next_push = next_report = UINT64_MAX;
 	for (;;) {
 		uint64_t wake;
 		long n;
 
-		now = psb_clock_ns();
-		if (phase == 0 && psb_stale_acct_joined(T.acct) == opts.workers) {
-			phase = 1;
-			T.t0 = next_push = now;
-			next_report = now + REPORT_NS;
-			for (i = 0; i < opts.workers; i++)
-				ack(i, 0);	/* they start sampling now */
-			say(7, "trainer: all %u workers joined; publishing", opts.workers);
-		}
-		if (phase == 0 && now >= deadline) {
-			int k = snprintf(failure, sizeof(failure), "workers did not join within %.1f "
-					 "s:", join_ns / 1e9);
-
-			for (i = 0; i < opts.workers && k < (int)sizeof(failure) - 16; i++)
-				if (psb_stale_acct_worker(T.acct, i)->ip == 0)
-					k += snprintf(failure + k, sizeof(failure) - k, " %u", i);
+		psb_stale_trainer_step(&T.tr, psb_clock_ns());
+		if (psb_stale_trainer_over(&T.tr))
 			break;
-		}
-		if (phase == 1 && now >= next_push) {
-			if (publish() != 0) {
-				snprintf(failure, sizeof(failure), "version %u could not be written",
-					 T.vid + 1);
-				break;
-			}
-			next_push += opts.push_ns;
-			if (next_push <= now) {		/* a push took longer than its period */
-				T.late_pushes += (now - next_push) / opts.push_ns + 1;
-				next_push += ((now - next_push) / opts.push_ns + 1) * opts.push_ns;
-			}
-			if (T.vid >= opts.max_version || now - T.t0 >= opts.max_time_ns) {
-				phase = 2;
-				deadline = now + end_ns;
-				next_end_ack = now;
-				say(7, "trainer: stopped at version %u after %.1f s; waiting for the "
-				    "workers to hold it", T.vid, (now - T.t0) / 1e9);
-			}
-		}
-		if (phase == 1 && now >= next_report) {
-			report(now);
-			check_silent(now);
-			next_report += REPORT_NS;
-		}
-		if (phase == 2) {
-			for (i = 0, ndone = 0; i < opts.workers; i++)
-				ndone += T.done[i];
-			if (ndone == opts.workers)
-				break;
-			if (now >= deadline) {
-				int k = snprintf(failure, sizeof(failure), "workers did not hold the "
-						 "final version %u within %.1f s:", T.vid,
-						 end_ns / 1e9);
-
-				for (i = 0; i < opts.workers && k < (int)sizeof(failure) - 32; i++)
-					if (!T.done[i])
-						k += snprintf(failure + k, sizeof(failure) - k,
-							      " %u (holds %u)", i,
-							      psb_stale_acct_worker(T.acct, i)->held);
-				break;
-			}
-			if (now >= next_end_ack) {
-				for (i = 0; i < opts.workers; i++)
-					if (!T.done[i])
-						ack(i, PSB_STALE_ACK_END);
-				next_end_ack = now + SEC / 10;
-			}
-		}
 		for (i = 0; i < READS_A_PASS && (n = psb_mc_sock_recv(&T.sock, buf, sizeof(buf), 0))
 		     > 0; i++)
-			on_datagram(buf, (size_t)n, phase == 2);
+			on_datagram(buf, (size_t)n);
 		now = psb_clock_ns();
-		wake = phase == 0 ? deadline : phase == 1 ? next_push : next_end_ack;
-		if (phase == 1 && next_report < wake)
-			wake = next_report;
-		if (phase == 2 && deadline < wake)
-			wake = deadline;
+		wake = psb_stale_trainer_next_ns(&T.tr);
 		if (T.tx != NULL) {
 			psb_mc_send_poll(T.tx, now, 256);
 			if (psb_mc_send_next_ns(T.tx, now) < wake)
@@ -1052,27 +903,27 @@ do_trainer(int argc, char **argv)
 
 	/* results, whatever the end: partial ones name what failed */
 	now = psb_clock_ns();
-	tot = psb_stale_acct_totals(T.acct);
-	ok = failure[0] == '\0';
+	tot = psb_stale_acct_totals(T.tr.acct);
+	ok = T.tr.phase == PSB_STALE_TR_DONE;
+	dur = T.tr.ran ? (now - T.tr.t0) / 1e9 : 0.0;
 	say(4, "psb-stale trainer: trial %s, mode %s, %u workers: final version %u after %.1f s",
-	    opts.trial_name, psb_stale_mode_names[opts.mode], opts.workers, T.vid,
-	    phase ? (now - T.t0) / 1e9 : 0.0);
+	    opts.trial_name, psb_stale_mode_names[opts.mode], opts.workers, T.tr.vid, dur);
 	say(4, "Average Version difference: %.3f  (the seed's measure: %.3f; max %.3f; %llu "
 	    "posts)", tot->posts ? tot->staleness_sum / tot->posts : 0.0,
 	    tot->posts ? tot->staleness_seed_sum / tot->posts : 0.0, tot->staleness_max,
 	    (unsigned long long)tot->posts);
-	say(4, "Time per push: %.3f ms (max %.3f ms, %llu late)", T.pushes ?
-	    T.push_sum_ns / 1e6 / T.pushes : 0.0, T.push_max_ns / 1e6,
-	    (unsigned long long)T.late_pushes);
-	say(4, "Final version: %u", T.vid);
+	say(4, "Time per push: %.3f ms (max %.3f ms, %llu late)", T.tr.pushes ?
+	    T.tr.push_sum_ns / 1e6 / T.tr.pushes : 0.0, T.tr.push_max_ns / 1e6,
+	    (unsigned long long)T.tr.late_pushes);
+	say(4, "Final version: %u", T.tr.vid);
 	say(4, "%6s %7s %10s %10s %7s %s", "worker", "posts", "staleness", "max", "holds",
 	    "final");
 	for (i = 0; i < opts.workers; i++) {
-		const struct psb_stale_worker_state *w = psb_stale_acct_worker(T.acct, i);
+		const struct psb_stale_worker_state *w = psb_stale_acct_worker(T.tr.acct, i);
 
 		say(4, "%6u %7llu %10.3f %10.3f %7u %s", i, (unsigned long long)w->posts,
 		    w->posts ? w->staleness_sum / w->posts : 0.0, w->staleness_max, w->held,
-		    T.done[i] ? "yes" : "no");
+		    T.tr.done[i] ? "yes" : "no");
 	}
 	if (fclose(T.csv) != 0)
 		psb_die("%s: write failed", T.csv_tmp);
@@ -1080,15 +931,17 @@ do_trainer(int argc, char **argv)
 	if (rename(T.csv_tmp, path) != 0)
 		psb_die("%s: %s", path, strerror(errno));
 	snprintf(path, sizeof(path), "%s/staleness.svg", T.dir);
-	if (write_plot(path, phase ? (now - T.t0) / 1e9 : 0.0) != 0)
+	if (write_plot(path, dur) != 0)
 		psb_die("cannot write %s", path);
 	snprintf(path, sizeof(path), "%s/summary.json", T.dir);
-	psb_cli_write_json(trainer_summary(phase ? (now - T.t0) / 1e9 : 0.0, ok, failure), path);
+	psb_cli_write_json(trainer_summary(dur, ok, T.tr.failure), path);
 	say(4, "results: %s/{summary.json,staleness.csv,staleness.svg}", T.dir);
 	if (!ok)
-		fprintf(stderr, "psb-stale: trainer: %s (partial results in %s)\n", failure, T.dir);
+		fprintf(stderr, "psb-stale: trainer: %s (partial results in %s)\n", T.tr.failure,
+			T.dir);
 	if (opts.mode == PSB_STALE_EPGM)
 		epgm_close(&T.zpub);
+	psb_stale_trainer_fini(&T.tr);
 	return ok ? 0 : 1;
 }
 
