@@ -1,6 +1,7 @@
 /* The staleness experiment: options, control protocol, the trainer's accounting, sampling. */
 #include <errno.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -650,4 +651,18 @@ uint64_t
 psb_stale_sampler_next_ns(const struct psb_stale_sampler *s)
 {
 	return s->next_step < s->next_post ? s->next_step : s->next_post;
+}
+
+void
+psb_stale_logf(psb_stale_log_fn log, void *arg, int level, const char *fmt, ...)
+{
+	char line[400];
+	va_list ap;
+
+	if (log == NULL)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	log(arg, level, line);
 }

@@ -82,6 +82,12 @@ int psb_stale_parse(const uint8_t *buf, size_t len, struct psb_stale_msg *m);
 void psb_stale_write(uint8_t *out, const struct psb_stale_msg *m);
 const char *psb_stale_bad_name(int bad);
 
+/* A line for the log at level (psb_cli_log_level numbering: 4 error ... 8 debug). */
+typedef void (*psb_stale_log_fn)(void *arg, int level, const char *line);
+/* The formatted line to log (NULL: none wanted), cut at 400 bytes. */
+void psb_stale_logf(psb_stale_log_fn log, void *arg, int level, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
 /* Modes: how workers get the trainer's versions. */
 enum psb_stale_mode {
 	PSB_STALE_MULTICAST,		/* psb's reliable multicast */

@@ -22,19 +22,7 @@ const char *const psb_stale_client_state_names[] = {
 	[PSB_STALE_CL_FAILED] = "failed",
 };
 
-static void
-say(const struct psb_stale_client *c, int level, const char *fmt, ...)
-{
-	char line[320];
-	va_list ap;
-
-	if (c->cfg.log == NULL)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(line, sizeof(line), fmt, ap);
-	va_end(ap);
-	c->cfg.log(c->cfg.arg, level, line);
-}
+#define say(c, level, ...)	psb_stale_logf((c)->cfg.log, (c)->cfg.arg, level, __VA_ARGS__)
 
 static const char *
 trainer_str(const struct psb_stale_client *c, char *buf, size_t len)
@@ -76,6 +64,21 @@ nack(void *arg, const uint8_t *buf, size_t len)
 	struct psb_stale_client *c = arg;
 
 	c->cfg.send(c->cfg.arg, buf, len);
+}
+
+uint64_t
+psb_stale_client_budget(uint64_t data_size)
+{
+	return data_size * 5 / 2 + (16u << 20);
+}
+
+void
+psb_stale_client_recv_cfg(struct psb_mc_recv_cfg *rc, uint64_t budget)
+{
+	*rc = (struct psb_mc_recv_cfg){ .budget = budget,
+		.max_version = budget / 2 < PSB_MC_MAX_VERSION ? budget / 2 : PSB_MC_MAX_VERSION,
+		.backoff_ns = 2 * MS, .retry_ns = 10 * MS, .reorder = 64, .vid_window = 1u << 20,
+		.session_idle_ns = 3000 * MS };
 }
 
 int

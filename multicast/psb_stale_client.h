@@ -26,8 +26,6 @@
 
 /* Send len bytes to the trainer (its address and port), by unicast. */
 typedef void (*psb_stale_send_fn)(void *arg, const uint8_t *buf, size_t len);
-/* A line for the log at level (psb_cli_log_level numbering: 4 error ... 8 debug). */
-typedef void (*psb_stale_log_fn)(void *arg, int level, const char *line);
 
 struct psb_stale_client_cfg {
 	uint32_t id;			/* the worker id, 0 .. PSB_STALE_WORKERS_MAX - 1 */
@@ -82,6 +80,14 @@ struct psb_stale_client {
 	uint64_t acks, posts;
 	char failure[256];
 };
+
+/*
+ * A worker's bytes for versions of data_size bytes, when none are given: the newest one,
+ * the one being received, held parity and 16 MB more (data_size * 2.5 + 16 MB).
+ */
+uint64_t psb_stale_client_budget(uint64_t data_size);
+/* The receiver's settings of a worker holding its versions in budget bytes (not id, seed). */
+void psb_stale_client_recv_cfg(struct psb_mc_recv_cfg *rc, uint64_t budget);
 
 /* 0, or -EINVAL (settings) / -ENOMEM (the receiver). */
 int psb_stale_client_init(struct psb_stale_client *c, const struct psb_stale_client_cfg *cfg,

@@ -1,6 +1,5 @@
 /* The trainer's part of the staleness experiment, whatever carries its versions. */
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,19 +9,7 @@
 #define SEC		1000000000ull
 #define END_ACK_EVERY	(SEC / 10)
 
-static void
-say(const struct psb_stale_trainer *t, int level, const char *fmt, ...)
-{
-	char line[400];
-	va_list ap;
-
-	if (t->cfg.log == NULL)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(line, sizeof(line), fmt, ap);
-	va_end(ap);
-	t->cfg.log(t->cfg.arg, level, line);
-}
+#define say(t, level, ...)	psb_stale_logf((t)->cfg.log, (t)->cfg.arg, level, __VA_ARGS__)
 
 int
 psb_stale_trainer_init(struct psb_stale_trainer *t, const struct psb_stale_trainer_cfg *cfg,
@@ -116,14 +103,15 @@ int
 psb_stale_trainer_input(struct psb_stale_trainer *t, const uint8_t *buf, size_t len,
 		uint32_t ip, uint16_t port, uint64_t now_ns, struct psb_stale_msg *m)
 {
-	int rc = psb_stale_parse(buf, len, m);
+	int rc;
 
+	if (psb_stale_trainer_over(t))
+		return 0;	/* the run's figures are final */
+	rc = psb_stale_parse(buf, len, m);
 	if (rc < 0) {
 		psb_stale_acct_bad(t->acct, rc);
 		return 0;
 	}
-	if (psb_stale_trainer_over(t))
-		return 0;
 	if (rc == PSB_STALE_POST) {
 		on_post(t, m, ip, port, now_ns);
 		return 0;

@@ -1017,8 +1017,6 @@ do_worker(int argc, char **argv)
 	const struct option *all = options(own);
 	uint64_t rate_bps = 5000000000ull, epgm_ms = 1000;
 	struct psb_stale_client_cfg cc = {
-		.recv = { .backoff_ns = 2000000, .retry_ns = 10000000, .reorder = 64,
-			  .vid_window = 1u << 20, .session_idle_ns = 3 * SEC },
 		.join_ns = 10 * SEC, .end_ns = 10 * SEC, .send = worker_send, .log = worker_log,
 	};
 	struct psb_stale_client *cl = &W.cl;
@@ -1076,7 +1074,7 @@ do_worker(int argc, char **argv)
 	if (opts.mode == PSB_STALE_FILESYSTEM && fsdir == NULL)
 		psb_die("worker: --mode filesystem needs --dir DIR");
 	if (budget == 0)
-		budget = opts.data_size * 5 / 2 + (16u << 20);
+		budget = psb_stale_client_budget(opts.data_size);
 	if (budget < 2)
 		psb_die("--budget: too small");
 	if (psb_mc_sock_unicast(&W.uni, local, 0, err, sizeof(err)) != 0)
@@ -1109,8 +1107,7 @@ do_worker(int argc, char **argv)
 	cc.post_ns = opts.post_ns;
 	cc.pull_ns = opts.pull_ns;
 	cc.data_size = opts.data_size;
-	cc.recv.budget = budget;
-	cc.recv.max_version = budget / 2 < PSB_MC_MAX_VERSION ? budget / 2 : PSB_MC_MAX_VERSION;
+	psb_stale_client_recv_cfg(&cc.recv, budget);
 	cc.recv.seed = psb_clock_ns() ^ cc.id;
 	if (psb_stale_client_init(cl, &cc, psb_clock_ns()) != 0)
 		psb_die("worker %u: bad receiver settings", cc.id);

@@ -773,6 +773,8 @@ static const char *const block_paths[] = {
 	"node", "ports.N", "roles.NAME", "store", "scheduler", "control", "experiment",
 	"experiment.pushpull", "experiment.serve", "experiment.staleness",
 };
+/* a path for every table of psb_blocks[] (NULL-terminated) */
+_Static_assert(RTE_DIM(block_paths) + 1 == RTE_DIM(psb_blocks), "block_paths: one per table");
 
 static void
 describe(json_t *a, const char *path, const char *prefix, const struct psb_metric_block *b)

@@ -18,7 +18,6 @@
 
 #define ARP_RETRY_NS	(100ull * 1000 * 1000)
 #define PUB_EVERY_NS	(50ull * 1000 * 1000)	/* live figures for the control plane */
-#define MS		1000000ull
 
 /* Figures for readers on other lcores: a sequence lock, odd while being written. */
 struct rcv_snap {
@@ -189,21 +188,19 @@ rcv_start(struct psb_role_inst *ri, const struct psb_exp_conf *c)
 	struct psb_app *app = ri->app;
 	const struct psb_exp_staleness *st = &c->staleness;
 	uint64_t data = (uint64_t)(st->data_size * 1e6 + 0.5);
-	uint64_t budget = data * 5 / 2 + (16u << 20);
+	uint64_t budget = psb_stale_client_budget(data);
 	struct psb_stale_client_cfg cc = {
 		.id = app->rank_base, .key = st->key, .mode = st->mode,
 		.trainer_ip = st->trainer, .trainer_port = (uint16_t)st->port,
 		.step_ns = st->step_frequency, .post_ns = st->post_frequency,
 		.pull_ns = st->pull_frequency, .join_ns = st->join_timeout,
 		.end_ns = st->end_timeout, .data_size = data, .verify = st->verify,
-		.recv = { .budget = budget, .max_version = RTE_MIN(budget / 2, PSB_MC_MAX_VERSION),
-			  .backoff_ns = 2 * MS, .retry_ns = 10 * MS, .reorder = 64,
-			  .vid_window = 1u << 20, .session_idle_ns = 3000 * MS,
-			  .seed = rte_rdtsc() ^ app->rank_base },
 		.send = rcv_send, .log = rcv_log, .arg = ri,
 	};
 	int rc;
 
+	psb_stale_client_recv_cfg(&cc.recv, budget);
+	cc.recv.seed = rte_rdtsc() ^ app->rank_base;
 	if (rp->have)
 		release(rp);
 	rp->have = 0;
