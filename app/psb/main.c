@@ -509,8 +509,7 @@ main(int argc, char **argv)
 
 	nworker_lcores = psb_lcore_place(app);
 	PSB_INFO(main, "%s %s, %u role(s) on %u lcore(s)%s, MTU %u, segment %u B",
-		app->node_role == PSB_NODE_SERVER ? "server" :
-		app->node_role == PSB_NODE_WORKER ? "worker" : "scheduler",
+		psb_exp_role_names[app->node_role],
 		psb_ip_str(app->me.ip, err), app->nroles,
 		nworker_lcores == 0 ? 1 : nworker_lcores,
 		nworker_lcores == 0 ? " (run to completion)" : "", app->mtu, app->seg_size);

@@ -226,6 +226,7 @@ extern const struct psb_role psb_role_scheduler;
 extern const struct psb_role psb_role_agent;
 extern const struct psb_role psb_role_echo;
 extern const struct psb_role psb_role_receiver;
+extern const struct psb_role psb_role_trainer;
 extern const struct psb_role *const psb_roles[];	/* NULL-terminated */
 
 /* A role's fini when all it holds is ri->priv, from rte_malloc. */
@@ -341,18 +342,38 @@ int psb_worker_read(const struct psb_role_inst *ri, struct psb_worker_pub *pub,
 		struct psb_bench_result *r);
 
 /*
- * Live state the receiver role publishes (roles/receiver.c): a staleness worker's run, read
- * by the control plane. figures: the receiver's counts (struct psb_stale_snap).
+ * Live state the staleness roles publish (roles/receiver.c, roles/trainer.c): a staleness
+ * worker's or trainer's run, read by the control plane. figures: the role's counts (struct
+ * psb_stale_snap, struct psb_trainer_snap).
  */
 struct psb_stale_snap;
-struct psb_receiver_pub {
+struct psb_trainer_snap;
+struct psb_stale_pub {
 	uint32_t exp_id;		/* experiment these figures belong to (0: none yet) */
 	int done;			/* exp_id ended: figures final */
 	int rc;				/* 0, or <0 when it failed */
 	char reason[256];		/* rc < 0: why, naming who did not answer */
 };
 /* Consistent copy of receiver ri's state; 0, or -EAGAIN if it kept changing. */
-int psb_receiver_read(const struct psb_role_inst *ri, struct psb_receiver_pub *pub,
+int psb_receiver_read(const struct psb_role_inst *ri, struct psb_stale_pub *pub,
 		struct psb_stale_snap *figures);
+int psb_trainer_read(const struct psb_role_inst *ri, struct psb_stale_pub *pub,
+		struct psb_trainer_snap *figures);
+
+/* A worker as the trainer saw it: a row of the trainer's results. */
+struct psb_trainer_row {
+	uint32_t worker;
+	uint32_t ip;			/* 0: it never joined */
+	uint16_t port;
+	uint8_t holds_final;
+	uint32_t holds;			/* the version its last post said it held */
+	uint64_t posts, samples;
+	double staleness_mean, staleness_max;
+};
+/*
+ * The trainer's rows, one per worker, once psb_trainer_read said done (final until the
+ * role is started again); NULL when it has none.
+ */
+const struct psb_trainer_row *psb_trainer_rows(const struct psb_role_inst *ri, uint32_t *n);
 
 #endif /* PSB_H */

@@ -39,6 +39,7 @@ enum psb_node_role {
 	PSB_NODE_SERVER,
 	PSB_NODE_WORKER,
 	PSB_NODE_SCHEDULER,
+	PSB_NODE_TRAINER,	/* a staleness trainer: the trainer role, no benchmark */
 };
 
 /* The experiment the appliance runs or ran last (psb_run.c; main lcore). */
@@ -215,6 +216,7 @@ struct psb_app {
 	int keep_serving;
 	int echo;			/* answer psb ECHO requests (roles/echo.c) */
 	int stale;			/* a staleness worker: the receiver role, no benchmark */
+	int trainer;			/* a staleness trainer: the trainer role */
 	uint64_t idle_sleep_ns;		/* lcores whose roles found nothing to do sleep this long */
 	volatile int finalizing;
 	volatile uint32_t finalized;

@@ -276,7 +276,7 @@ cmd_list(struct psb_app *app, const json_t *req, int *quit)
 			"state", psb_run_state_name(h->state),
 			"elapsed_s", elapsed, "results", h->results));
 	}
-	/* the kinds the appliance runs (staleness as a worker; its trainer is psb-stale) */
+	/* the kinds the appliance runs (staleness as its trainer or a worker) */
 	for (i = 0; psb_exp_kind_names[i] != NULL; i++)
 		json_array_append_new(kinds, json_string(psb_exp_kind_names[i]));
 	return ok(json_pack("{s:o,s:o,s:s*}", "experiments", exps, "kinds", kinds, "loaded",

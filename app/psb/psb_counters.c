@@ -439,6 +439,81 @@ static const struct psb_metric stale_figs[] = {
 	STL(held_bytes, GAUGE, U64, BYTES, "stale_mc_held", "Bytes the receiver holds now"),
 };
 
+#define TRN(f, k, t, u, pr, h)	FIG(struct psb_trainer_snap, f, k, t, u, pr, h)
+
+static const struct psb_metric trainer_figs[] = {
+	TRN(session, GAUGE, U64, NONE, "trainer_session", "The run's session (workers follow it)"),
+	TRN(workers, GAUGE, U64, NONE, "trainer_workers", "Workers of the run"),
+	TRN(joined, GAUGE, U64, NONE, "trainer_joined", "Workers that joined"),
+	TRN(running, GAUGE, BOOL, BOOL, "trainer_running", "1 while it publishes"),
+	TRN(ended, GAUGE, BOOL, BOOL, "trainer_ended",
+		"1 once it stopped publishing (max_version or max_time)"),
+	TRN(holding_final, GAUGE, U64, NONE, "trainer_holding_final",
+		"Workers that said they hold the final version"),
+	TRN(version, GAUGE, U64, NONE, "trainer_version", "The newest version published"),
+	TRN(pushes, COUNTER, U64, NONE, "trainer_pushes", "Versions published"),
+	TRN(late_pushes, COUNTER, U64, NONE, "trainer_late_pushes",
+		"Push periods missed: a push took longer than its period"),
+	TRN(skipped, COUNTER, U64, NONE, "trainer_skipped",
+		"Pushes skipped: no memory within staleness.budget then"),
+	TRN(push_ms_mean, GAUGE, DBL, NONE, "trainer_push_ms",
+		"Time per push (a version made and handed to the sender), ms"),
+	TRN(push_ms_max, GAUGE, DBL, NONE, "trainer_push_ms_max", "Longest push, ms"),
+	TRN(posts, COUNTER, U64, NONE, "trainer_posts", "Workers' posts with samples taken"),
+	TRN(joins, COUNTER, U64, NONE, "trainer_joins", "Joins taken"),
+	TRN(duplicates, COUNTER, U64, NONE, "trainer_duplicate_posts",
+		"Posts sent again (their ACK lost): not counted twice"),
+	TRN(staleness_mean, GAUGE, DBL, VERSIONS, "trainer_staleness",
+		"Average Version difference over the posts so far"),
+	TRN(staleness_seed_mean, GAUGE, DBL, VERSIONS, "trainer_staleness_seed",
+		"The same by the seed's measure (newest version less the worker's mean)"),
+	TRN(staleness_max, GAUGE, DBL, VERSIONS, "trainer_staleness_max", "Largest staleness of a post"),
+	TRN(refused, COUNTER, U64, NONE, "trainer_refused",
+		"Messages refused: wrong key or session, unknown worker, another address, over a "
+		"worker's post budget"),
+	TRN(malformed, COUNTER, U64, PACKETS, "trainer_malformed", "Messages the parser refused"),
+	TRN(unexpected, COUNTER, U64, PACKETS, "trainer_unexpected",
+		"Well-formed messages a trainer takes none of"),
+	TRN(stray_nacks, COUNTER, U64, PACKETS, "trainer_stray_nacks",
+		"NACKs from no worker the run sends to"),
+	TRN(unresolved, COUNTER, U64, PACKETS, "trainer_unresolved",
+		"Messages to a worker not sent: its MAC unknown yet (ARP asked)"),
+	TRN(pulls, COUNTER, U64, NONE, "trainer_pulls", "Pull mode: PULLs taken"),
+	TRN(held_bytes, GAUGE, U64, BYTES, "trainer_held", "Memory its versions take"),
+	TRN(published, COUNTER, U64, NONE, "trainer_mc_published", "Versions handed to the sender"),
+	TRN(superseded, COUNTER, U64, NONE, "trainer_mc_superseded",
+		"Of them, replaced by a newer one before a byte was sent"),
+	TRN(sent_whole, COUNTER, U64, NONE, "trainer_mc_sent_whole", "Versions sent to their end"),
+	TRN(data_pkts, COUNTER, U64, PACKETS, "trainer_mc_data", "Data segments sent"),
+	TRN(data_bytes, COUNTER, U64, BYTES, "trainer_mc_data_bytes", "Their bytes of versions"),
+	TRN(proactive_pkts, COUNTER, U64, PACKETS, "trainer_mc_proactive",
+		"Parity symbols sent unasked"),
+	TRN(repair_parity_pkts, COUNTER, U64, PACKETS, "trainer_mc_repair_parity",
+		"Parity symbols sent as repairs"),
+	TRN(repair_data_pkts, COUNTER, U64, PACKETS, "trainer_mc_repair_data",
+		"Data segments sent again as repairs"),
+	TRN(repair_bytes, COUNTER, U64, BYTES, "trainer_mc_repair_bytes", "Bytes of repairs"),
+	TRN(heartbeats, COUNTER, U64, PACKETS, "trainer_mc_heartbeats", "Heartbeats sent"),
+	TRN(ncfs, COUNTER, U64, PACKETS, "trainer_mc_ncfs", "Repairs announced to all (NCF)"),
+	TRN(nacks, COUNTER, U64, PACKETS, "trainer_mc_nacks", "NACKs taken"),
+	TRN(nack_entries, COUNTER, U64, NONE, "trainer_mc_nack_entries", "Losses those NACKs named"),
+	TRN(nack_merged, COUNTER, U64, NONE, "trainer_mc_nack_merged",
+		"Entries merged into a repair already waiting"),
+	TRN(nack_superseded, COUNTER, U64, NONE, "trainer_mc_nack_superseded",
+		"Entries for a version released (superseded): not repaired"),
+	TRN(nack_premature, COUNTER, U64, NONE, "trainer_mc_nack_premature",
+		"Entries for groups not sent yet"),
+	TRN(nack_forged, COUNTER, U64, PACKETS, "trainer_mc_nack_forged",
+		"NACKs of another session or describing a version otherwise"),
+	TRN(nack_malformed, COUNTER, U64, PACKETS, "trainer_mc_nack_malformed",
+		"NACKs the parser refused"),
+	TRN(emit_busy, COUNTER, U64, NONE, "trainer_mc_emit_busy",
+		"Packets held back: no packet buffer or room toward the port then"),
+	TRN(backoffs, COUNTER, U64, NONE, "trainer_mc_backoffs",
+		"Adaptive pacing: rate cuts for repairs over 2 % of data"),
+	TRN(rate_bps, GAUGE, U64, NONE, "trainer_mc_rate_bps", "The sender's pace now, bit/s"),
+};
+
 const struct psb_metric_block psb_node_block =
 	PSB_METRIC_BLOCK("node", "psb_node", node_figs);
 const struct psb_metric_block psb_role_block =
@@ -459,11 +534,13 @@ const struct psb_metric_block psb_serve_block =
 	PSB_METRIC_BLOCK("experiment.serve", "psb_experiment", serve_figs);
 const struct psb_metric_block psb_stale_block =
 	PSB_METRIC_BLOCK("experiment.staleness", "psb_experiment", stale_figs);
+const struct psb_metric_block psb_trainer_block =
+	PSB_METRIC_BLOCK("experiment.trainer", "psb_experiment", trainer_figs);
 
 const struct psb_metric_block *const psb_blocks[] = {
 	&psb_node_block, &psb_port_block, &psb_role_block, &psb_store_block, &psb_sched_block,
 	&psb_control_block, &psb_exp_block, &psb_pp_block, &psb_serve_block, &psb_stale_block,
-	NULL,
+	&psb_trainer_block, NULL,
 };
 
 void
@@ -603,14 +680,13 @@ psb_snap_exp_source(psb_snap_exp_fn *fn)
 struct psb_snap *
 psb_snap_take_parts(struct psb_app *app, unsigned int parts)
 {
-	static const char *const node_names[] = { "server", "worker", "scheduler" };
 	struct psb_snap *s = malloc(sizeof(*s));
 	unsigned int i;
 
 	if (s == NULL)
 		return NULL;
 	memset(&s->node, 0, sizeof(s->node));
-	snprintf(s->node.role, sizeof(s->node.role), "%s", node_names[app->node_role]);
+	snprintf(s->node.role, sizeof(s->node.role), "%s", psb_exp_role_names[app->node_role]);
 	psb_ip_str(app->me.ip, s->node.ip);
 	s->node.uptime_s = (double)psb_now_ns(app) / 1e9;
 	s->node.lcores = app->nworker_lcores == 0 ? 1 : app->nworker_lcores;
@@ -721,6 +797,11 @@ psb_snap_exp_emit(struct psb_emit *e, const struct psb_exp_snap *x, const char *
 		psb_metric_emit(e, &psb_stale_block, &x->stale, detail);
 		psb_emit_close(e);
 	}
+	if (x->has_trainer) {
+		psb_emit_open(e, "trainer");
+		psb_metric_emit(e, &psb_trainer_block, &x->trainer, detail);
+		psb_emit_close(e);
+	}
 	psb_emit_close(e);
 }
 
@@ -771,7 +852,7 @@ psb_snap_emit(struct psb_emit *e, struct psb_app *app, const struct psb_snap *s)
 /* Where a block's figures are in the counters: "roles.NAME", "store", ... */
 static const char *const block_paths[] = {
 	"node", "ports.N", "roles.NAME", "store", "scheduler", "control", "experiment",
-	"experiment.pushpull", "experiment.serve", "experiment.staleness",
+	"experiment.pushpull", "experiment.serve", "experiment.staleness", "experiment.trainer",
 };
 /* a path for every table of psb_blocks[] (NULL-terminated) */
 _Static_assert(RTE_DIM(block_paths) + 1 == RTE_DIM(psb_blocks), "block_paths: one per table");

@@ -100,6 +100,21 @@ struct psb_stale_snap {
 	uint64_t nacks_suppressed, held_bytes;
 };
 
+/* experiment.trainer: a staleness trainer's run (the trainer role) */
+struct psb_trainer_snap {
+	uint64_t session, workers, joined, holding_final, version, pushes, late_pushes, skipped;
+	uint8_t running, ended;
+	double push_ms_mean, push_ms_max;
+	uint64_t posts, joins, duplicates;
+	double staleness_mean, staleness_seed_mean, staleness_max;
+	uint64_t refused, malformed, unexpected, stray_nacks, unresolved, pulls, held_bytes;
+	/* its sender (psb_mc_send; in pull mode, every worker's summed) */
+	uint64_t published, superseded, sent_whole, data_pkts, data_bytes, proactive_pkts;
+	uint64_t repair_parity_pkts, repair_data_pkts, repair_bytes, heartbeats, ncfs, nacks;
+	uint64_t nack_entries, nack_merged, nack_superseded, nack_premature, nack_forged;
+	uint64_t nack_malformed, emit_busy, backoffs, rate_bps;
+};
+
 /* experiment: the running or last one */
 struct psb_exp_snap {
 	uint64_t id;
@@ -108,10 +123,11 @@ struct psb_exp_snap {
 	char name[128];
 	char results[4096];
 	char error[512];
-	uint8_t has_pp, has_serve, has_stale;
+	uint8_t has_pp, has_serve, has_stale, has_trainer;
 	struct psb_pp_snap pp;
 	struct psb_serve_snap serve;
 	struct psb_stale_snap stale;
+	struct psb_trainer_snap trainer;
 };
 
 struct psb_snap {
@@ -129,7 +145,7 @@ struct psb_snap {
 /* The tables: one line per figure. */
 extern const struct psb_metric_block psb_node_block, psb_role_block, psb_port_block,
 	psb_store_block, psb_sched_block, psb_control_block, psb_exp_block, psb_pp_block,
-	psb_serve_block, psb_stale_block;
+	psb_serve_block, psb_stale_block, psb_trainer_block;
 /* Every table, for listing and checking them (NULL-terminated). */
 extern const struct psb_metric_block *const psb_blocks[];
 

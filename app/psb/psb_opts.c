@@ -118,7 +118,8 @@ struct conf_opt {
 #define F(nm, path, val, help)		{ nm, 0, path, val, NULL, NULL, NULL, help }
 
 static const struct conf_opt conf_opts[] = {
-	NE("role", "node.role", "DMLC_ROLE", "server|worker|scheduler", "what this process is"),
+	NE("role", "node.role", "DMLC_ROLE", "server|worker|scheduler|trainer",
+	   "what this process is (trainer: of a staleness document)"),
 	NE("port", "node.ports", "DMLC_INTERFACE", "SPEC", "a port; repeat for more. SPEC is one "
 	   "of\nmemif:server|client:/abs/path.sock[:id] (client: zero-copy),\n"
 	   "af_packet:IFNAME, tap:IFNAME, pcap:IN.pcap:OUT.pcap, ring, null,\n"
@@ -585,6 +586,10 @@ parse_args(struct psb_app *app, struct psb_run_opts *ro, struct port_list *pl, i
 		set_path(c, "-vv", "output.log_every", "1s");
 }
 
+_Static_assert((int)PSB_NODE_TRAINER == (int)PSB_EXP_ROLE_TRAINER &&
+	       (int)PSB_NODE_SCHEDULER == (int)PSB_EXP_ROLE_SCHEDULER,
+	       "enum psb_node_role follows enum psb_exp_role");
+
 /* The node's settings as the running node reads them, from app->conf alone. */
 static void
 derive(struct psb_app *app, struct psb_run_opts *ro)
@@ -614,11 +619,16 @@ derive(struct psb_app *app, struct psb_run_opts *ro)
 	app->num_servers = (uint16_t)n->num_servers;
 	app->rank_base = (uint16_t)n->rank;
 	app->nlocal_workers = (uint16_t)n->workers;
-	/* a staleness worker runs the receiver role in place of the benchmark's workers */
-	app->stale = c->kind == PSB_EXP_STALENESS;
-	if (app->stale)
+	/*
+	 * a staleness document's node runs the receiver role (a worker) or the trainer role in
+	 * place of the benchmark's workers
+	 */
+	app->trainer = c->kind == PSB_EXP_STALENESS && n->role == PSB_EXP_ROLE_TRAINER;
+	app->stale = c->kind == PSB_EXP_STALENESS && !app->trainer;
+	if (c->kind == PSB_EXP_STALENESS)
 		app->nlocal_workers = 0;
-	app->idle_sleep_ns = n->idle_sleep != 0 ? n->idle_sleep : app->stale ? 100000 : 0;
+	app->idle_sleep_ns = n->idle_sleep != 0 ? n->idle_sleep :
+		c->kind == PSB_EXP_STALENESS ? 100000 : 0;
 	app->nshards = (uint16_t)n->shards;
 	app->sync = n->sync;
 	app->mtu_want = (uint16_t)n->mtu;

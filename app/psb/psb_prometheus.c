@@ -86,6 +86,8 @@ prom_experiment(struct psb_prom *p, const struct psb_exp_snap *x)
 		psb_prom_block(p, &psb_pp_block, &x->pp, &l);
 	if (x->has_stale)
 		psb_prom_block(p, &psb_stale_block, &x->stale, &l);
+	if (x->has_trainer)
+		psb_prom_block(p, &psb_trainer_block, &x->trainer, &l);
 	if (x->has_serve) {
 		psb_prom_label(&l, "shard", x->serve.shard);
 		psb_prom_block(p, &psb_serve_block, &x->serve, &l);

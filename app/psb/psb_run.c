@@ -43,22 +43,45 @@ static const char *const staleness_cols[] = {
 	"decoded_groups", "superseded", "crc_fail", "forged", "stray", NULL,
 };
 
+/* A staleness trainer's run (the trainer role): a row per worker, as the trainer saw it. */
+static const char *const trainer_cols[] = {
+	"worker", "address", "posts", "samples", "staleness_mean", "staleness_max", "holds",
+	"holds_final", NULL,
+};
+
 static const char *const *
-kind_cols(int kind)
+kind_cols(const struct psb_app *app, int kind)
 {
 	return kind == PSB_EXP_PUSHPULL ? pushpull_cols : kind == PSB_EXP_STALENESS ?
-		staleness_cols : serve_cols;
+		(app->trainer ? trainer_cols : staleness_cols) : serve_cols;
 }
 
-/* The receiver's state and figures: 1, or 0 when this node runs none (or they kept changing). */
-static int
-stale_read(struct psb_app *app, struct psb_receiver_pub *pub, struct psb_stale_snap *f)
+/* The role that runs experiments of kind on this node; NULL: none does (serve). */
+static const struct psb_role *
+run_role(const struct psb_app *app, int kind)
 {
+	if (kind == PSB_EXP_PUSHPULL)
+		return &psb_role_worker;
+	if (kind == PSB_EXP_STALENESS)
+		return app->trainer ? &psb_role_trainer : &psb_role_receiver;
+	return NULL;
+}
+
+/*
+ * The staleness role's state, and its figures where wanted (f: a receiver's, tf: a
+ * trainer's): 1, or 0 when this node runs none (or they kept changing).
+ */
+static int
+stale_read(struct psb_app *app, struct psb_stale_pub *pub, struct psb_stale_snap *f,
+		struct psb_trainer_snap *tf)
+{
+	const struct psb_role *role = run_role(app, PSB_EXP_STALENESS);
 	uint16_t i;
 
 	for (i = 0; i < app->nroles; i++)
-		if (app->roles[i].role == &psb_role_receiver)
-			return psb_receiver_read(&app->roles[i], pub, f) == 0;
+		if (app->roles[i].role == role)
+			return (app->trainer ? psb_trainer_read(&app->roles[i], pub, tf) :
+				psb_receiver_read(&app->roles[i], pub, f)) == 0;
 	return 0;
 }
 
@@ -75,6 +98,40 @@ stale_json(const struct psb_stale_snap *f)
 	row = psb_emit_done(&e);
 	if (row != NULL)
 		json_array_append_new(out, row);
+	return out;
+}
+
+/* The trainer's rows, a worker each, and one of them all (its figures f). */
+static json_t *
+trainer_json(struct psb_app *app, const struct psb_trainer_snap *f)
+{
+	const struct psb_trainer_row *rows = NULL;
+	json_t *out = json_array();
+	uint32_t i, n = 0;
+	char who[32];
+
+	for (i = 0; i < app->nroles; i++)
+		if (app->roles[i].role == &psb_role_trainer)
+			rows = psb_trainer_rows(&app->roles[i], &n);
+	for (i = 0; i < n; i++) {
+		const struct psb_trainer_row *r = &rows[i];
+
+		who[0] = '\0';
+		if (r->ip != 0) {
+			psb_ip_str(r->ip, who);
+			snprintf(who + strlen(who), sizeof(who) - strlen(who), ":%u",
+				 (unsigned int)r->port);
+		}
+		json_array_append_new(out, json_pack("{s:i,s:s,s:I,s:I,s:f,s:f,s:I,s:b}",
+			"worker", (int)r->worker, "address", who, "posts", (json_int_t)r->posts,
+			"samples", (json_int_t)r->samples, "staleness_mean", r->staleness_mean,
+			"staleness_max", r->staleness_max, "holds", (json_int_t)r->holds,
+			"holds_final", r->holds_final));
+	}
+	json_array_append_new(out, json_pack("{s:s,s:s,s:I,s:s,s:f,s:f,s:I,s:I}", "worker", "all",
+		"address", "", "posts", (json_int_t)f->posts, "samples", "",
+		"staleness_mean", f->staleness_mean, "staleness_max", f->staleness_max,
+		"holds", (json_int_t)f->version, "holds_final", (json_int_t)f->holding_final));
 	return out;
 }
 
@@ -316,13 +373,16 @@ psb_snap_exp(struct psb_app *app, struct psb_exp_snap *x)
 	x->elapsed_s = r->id != 0 && end > r->start_ns ? (end - r->start_ns) / 1e9 : 0.0;
 	snprintf(x->results, sizeof(x->results), "%s", r->results);
 	snprintf(x->error, sizeof(x->error), "%s", r->error);
-	x->has_pp = x->has_serve = x->has_stale = 0;
+	x->has_pp = x->has_serve = x->has_stale = x->has_trainer = 0;
 	if (r->id == 0)
 		return;
 	if (r->conf.kind == PSB_EXP_STALENESS) {
-		struct psb_receiver_pub pub;
+		struct psb_stale_pub pub;
 
-		x->has_stale = (uint8_t)stale_read(app, &pub, &x->stale);
+		if (app->trainer)
+			x->has_trainer = (uint8_t)stale_read(app, &pub, NULL, &x->trainer);
+		else
+			x->has_stale = (uint8_t)stale_read(app, &pub, &x->stale, NULL);
 		return;
 	}
 	if (r->conf.kind == PSB_EXP_PUSHPULL && app->node_role == PSB_NODE_WORKER) {
@@ -399,8 +459,7 @@ psb_run_json(struct psb_app *app, int hists)
 static int
 run_hand(struct psb_app *app, int op, const struct psb_exp_conf *c)
 {
-	const struct psb_role *role = c->kind == PSB_EXP_STALENESS ? &psb_role_receiver :
-		&psb_role_worker;
+	const struct psb_role *role = run_role(app, c->kind);
 	struct psb_run *r = &app->run;
 	struct psb_exp_conf *copy = malloc(sizeof(*copy));
 	int rc;
@@ -460,16 +519,18 @@ run_finish(struct psb_app *app, int state)
 			}
 		}
 	} else if (r->conf.kind == PSB_EXP_STALENESS) {
-		struct psb_receiver_pub pub;
+		struct psb_stale_pub pub;
 		struct psb_stale_snap f;
+		struct psb_trainer_snap tf;
 
-		cols = staleness_cols;
+		cols = kind_cols(app, r->conf.kind);
 		json_decref(rows);
-		if (!stale_read(app, &pub, &f)) {
+		if (!stale_read(app, &pub, &f, &tf)) {
 			memset(&f, 0, sizeof(f));
+			memset(&tf, 0, sizeof(tf));
 			pub.rc = 0;
 		}
-		rows = stale_json(&f);
+		rows = app->trainer ? trainer_json(app, &tf) : stale_json(&f);
 		if (pub.rc < 0 && state == PSB_RUN_DONE) {
 			state = PSB_RUN_FAILED;
 			snprintf(r->error, sizeof(r->error), "%s", pub.reason);
@@ -603,13 +664,14 @@ psb_run_start(struct psb_app *app, const struct psb_exp_conf *c, int from_doc, c
 	if (c->kind == PSB_EXP_SERVE && app->node_role == PSB_NODE_WORKER)
 		return psb_fail(err, errlen, "kind: serve runs on a server; this appliance is a "
 				"worker");
-	if (c->kind == PSB_EXP_STALENESS && !app->stale)
+	if (c->kind == PSB_EXP_STALENESS && !app->stale && !app->trainer)
 		return psb_fail(err, errlen, "kind: staleness runs on psb started as a staleness "
-				"worker (psb --config with a document of kind staleness); this one "
-				"is a %s", psb_exp_role_names[app->node_role]);
-	if (c->kind != PSB_EXP_STALENESS && app->stale)
-		return psb_fail(err, errlen, "kind: this psb is a staleness worker: it runs "
-				"experiments of kind staleness alone");
+				"worker or trainer (psb --config with a document of kind staleness); "
+				"this one is a %s", psb_exp_role_names[app->node_role]);
+	if (c->kind != PSB_EXP_STALENESS && (app->stale || app->trainer))
+		return psb_fail(err, errlen, "kind: this psb is a staleness %s: it runs "
+				"experiments of kind staleness alone", app->trainer ? "trainer" :
+				"worker");
 	if (c->kind == PSB_EXP_STALENESS) {
 		/* a document started here leaves its node out: checked as this node's */
 		struct psb_exp_conf *tmp = malloc(sizeof(*tmp));
@@ -623,7 +685,12 @@ psb_run_start(struct psb_app *app, const struct psb_exp_conf *c, int from_doc, c
 		if (rc != 0)
 			return rc;
 	}
-	if (c->kind == PSB_EXP_STALENESS &&
+	if (c->kind == PSB_EXP_STALENESS && app->trainer &&
+	    c->staleness.port != app->conf.staleness.port)
+		return psb_fail(err, errlen, "staleness.port: the trainer takes joins and posts at "
+				"%u as psb started (its document); start psb again to change it",
+				(unsigned int)app->conf.staleness.port);
+	if (c->kind == PSB_EXP_STALENESS && !app->trainer &&
 	    (c->staleness.group != app->conf.staleness.group ||
 	     c->staleness.group_port != app->conf.staleness.group_port ||
 	     c->staleness.mode != app->conf.staleness.mode)) {
@@ -694,8 +761,7 @@ psb_run_stop(struct psb_app *app, char *err, size_t errlen)
 	if (!psb_run_active(app))
 		return psb_fail(err, errlen, "no experiment is running");
 	if (r->conf.kind == PSB_EXP_PUSHPULL || r->conf.kind == PSB_EXP_STALENESS) {
-		rc = psb_roles_call(app, r->conf.kind == PSB_EXP_PUSHPULL ? &psb_role_worker :
-				    &psb_role_receiver, PSB_OP_STOP, NULL);
+		rc = psb_roles_call(app, run_role(app, r->conf.kind), PSB_OP_STOP, NULL);
 		if (rc != 0)
 			return psb_fail(err, errlen, "workers did not stop: %s", strerror(-rc));
 	}
@@ -796,9 +862,9 @@ psb_run_poll(struct psb_app *app, uint64_t now_ns)
 		return;
 	}
 	if (r->conf.kind == PSB_EXP_STALENESS) {
-		struct psb_receiver_pub rp;
+		struct psb_stale_pub rp;
 
-		if (stale_read(app, &rp, NULL) && rp.exp_id == r->id && rp.done)
+		if (stale_read(app, &rp, NULL, NULL) && rp.exp_id == r->id && rp.done)
 			run_finish(app, PSB_RUN_DONE);	/* failed, if the receiver says so */
 		return;
 	}
@@ -818,7 +884,7 @@ void
 psb_run_fail_early(struct psb_app *app, int from_doc, const char *fmt, ...)
 {
 	const struct psb_exp_conf *c = &app->conf;
-	const char *const *cols = kind_cols(c->kind);
+	const char *const *cols = kind_cols(app, c->kind);
 	struct psb_bench_result r;
 	char reason[320], label[32], path[PATH_MAX], err[512];
 	json_t *rows, *workers, *doc;
@@ -880,8 +946,7 @@ psb_run_fini(struct psb_app *app)
 	}
 	/* the process ends because something did not answer: the experiment failed, for that */
 	if (r->conf.kind == PSB_EXP_PUSHPULL || r->conf.kind == PSB_EXP_STALENESS)
-		psb_roles_call(app, r->conf.kind == PSB_EXP_PUSHPULL ? &psb_role_worker :
-			       &psb_role_receiver, PSB_OP_STOP, NULL);
+		psb_roles_call(app, run_role(app, r->conf.kind), PSB_OP_STOP, NULL);
 	snprintf(r->error, sizeof(r->error), "%s", app->fail_reason);
 	run_finish(app, PSB_RUN_FAILED);
 }

@@ -285,6 +285,11 @@ tel_exp(struct rte_tel_data *d, const struct psb_exp_snap *x, int detail)
 		if (c != NULL)
 			used += tel_block(c, &psb_stale_block, &x->stale, detail);
 	}
+	if (x->has_trainer) {
+		c = tel_dict(d, "trainer", &used);
+		if (c != NULL)
+			used += tel_block(c, &psb_trainer_block, &x->trainer, detail);
+	}
 	if (x->has_serve) {
 		c = tel_dict(d, "serve", &used);
 		if (c != NULL)

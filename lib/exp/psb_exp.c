@@ -16,7 +16,7 @@
 const char *const psb_exp_kind_names[] = { "pushpull", "serve", "staleness", NULL };
 const char *const psb_exp_stale_mode_names[] = { "multicast", "pull", "filesystem", "epgm",
 	NULL };
-const char *const psb_exp_role_names[] = { "server", "worker", "scheduler", NULL };
+const char *const psb_exp_role_names[] = { "server", "worker", "scheduler", "trainer", NULL };
 static const char *const huge_names[] = { "auto", "yes", "no", NULL };
 /* enum psb_bench_mode, same order */
 static const char *const mode_names[] = {
@@ -349,7 +349,8 @@ stale_node_check(const struct psb_exp_conf *c, char *err, size_t errlen)
 	if (st->trainer == 0)
 		return psb_fail(err, errlen, "staleness.trainer: psb takes part as a worker and "
 				"needs the trainer's address here (node.ip is this worker's own); a "
-				"trainer's document runs in psb-stale trainer --config FILE");
+				"trainer's document says node.role trainer (psb) or runs in "
+				"psb-stale trainer --config FILE");
 	if (st->mode != PSB_EXP_STALE_MULTICAST && st->mode != PSB_EXP_STALE_PULL)
 		return psb_fail(err, errlen, "staleness.mode: psb's receiver takes versions by "
 				"multicast or pull; %s workers are psb-stale worker processes",
@@ -362,6 +363,29 @@ stale_node_check(const struct psb_exp_conf *c, char *err, size_t errlen)
 	if (st->group_port == c->node.udp_port)
 		return psb_fail(err, errlen, "staleness.group_port: %llu is node.udp_port, psb's "
 				"own: give one apart", (unsigned long long)st->group_port);
+	return 0;
+}
+
+/* A trainer's document, the appliance's trainer role: what it can run. */
+static int
+trainer_node_check(const struct psb_exp_conf *c, char *err, size_t errlen)
+{
+	const struct psb_exp_staleness *st = &c->staleness;
+	uint64_t data = (uint64_t)(st->data_size * 1e6 + 0.5);
+
+	if (st->trainer != 0 && st->trainer != c->node.ip)
+		return psb_fail(err, errlen, "staleness.trainer: the trainer is this node: leave it "
+				"out or give node.ip's address");
+	if (st->mode != PSB_EXP_STALE_MULTICAST && st->mode != PSB_EXP_STALE_PULL)
+		return psb_fail(err, errlen, "staleness.mode: psb's trainer sends versions by "
+				"multicast or pull; %s runs in psb-stale trainer --config FILE",
+				psb_exp_stale_mode_names[st->mode]);
+	if (st->port == c->node.udp_port)
+		return psb_fail(err, errlen, "staleness.port: %llu is node.udp_port, psb's own: "
+				"give one apart", (unsigned long long)st->port);
+	if (st->budget / (data ? data : 1) < 2)
+		return psb_fail(err, errlen, "staleness.budget: %llu B hold fewer than 2 versions "
+				"of %llu B", (unsigned long long)st->budget, (unsigned long long)data);
 	return 0;
 }
 
@@ -387,17 +411,22 @@ psb_exp_check(const struct psb_exp_conf *c, bool need_node, char *err, size_t er
 	if (c->kind == PSB_EXP_PUSHPULL && n->role != PSB_EXP_ROLE_WORKER && need_node)
 		return psb_fail(err, errlen, "node.role: kind pushpull runs on a worker, got \"%s\"",
 				psb_exp_role_names[n->role]);
-	if (c->kind == PSB_EXP_SERVE && n->role == PSB_EXP_ROLE_WORKER && need_node)
+	if (c->kind == PSB_EXP_SERVE && (n->role == PSB_EXP_ROLE_WORKER ||
+	    n->role == PSB_EXP_ROLE_TRAINER) && need_node)
 		return psb_fail(err, errlen, "node.role: kind serve runs on a server or scheduler, "
-				"got \"worker\"");
-	if (c->kind == PSB_EXP_STALENESS && need_node && n->role != PSB_EXP_ROLE_WORKER)
+				"got \"%s\"%s", psb_exp_role_names[n->role],
+				n->role == PSB_EXP_ROLE_TRAINER ? " (a trainer runs kind staleness)" :
+				"");
+	if (c->kind == PSB_EXP_STALENESS && need_node && n->role != PSB_EXP_ROLE_WORKER &&
+	    n->role != PSB_EXP_ROLE_TRAINER)
 		return psb_fail(err, errlen, "node.role: psb takes part in a staleness experiment as "
-				"a worker (node.role worker, its id node.rank); the trainer runs in "
-				"psb-stale (psb-stale trainer --config FILE), got \"%s\"",
-				psb_exp_role_names[n->role]);
+				"the trainer (node.role trainer) or a worker (node.role worker, its "
+				"id node.rank), got \"%s\"", psb_exp_role_names[n->role]);
 	if (c->kind == PSB_EXP_STALENESS && stale_check(&c->staleness, err, errlen) != 0)
 		return -EINVAL;
-	if (c->kind == PSB_EXP_STALENESS && need_node && stale_node_check(c, err, errlen) != 0)
+	if (c->kind == PSB_EXP_STALENESS && need_node &&
+	    (n->role == PSB_EXP_ROLE_TRAINER ? trainer_node_check(c, err, errlen) :
+	     stale_node_check(c, err, errlen)) != 0)
 		return -EINVAL;
 	if (n->mtu != 0 && n->mtu < 576)
 		return psb_fail(err, errlen, "node.mtu: expected 0 (the port's own) or 576 to 9000, "
@@ -418,7 +447,7 @@ psb_exp_check(const struct psb_exp_conf *c, bool need_node, char *err, size_t er
 	if (n->ip == 0)
 		return psb_fail(err, errlen, "node.ip: expected this node's address, got none");
 	if (c->kind == PSB_EXP_STALENESS)
-		return 0;	/* a staleness worker meets its trainer, not a scheduler */
+		return 0;	/* trainer and workers meet, without a scheduler */
 	if (n->role == PSB_EXP_ROLE_WORKER && n->scheduler == 0 && n->server == 0)
 		return psb_fail(err, errlen, "node.server: a worker needs node.scheduler or "
 				"node.server");

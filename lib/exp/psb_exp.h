@@ -25,6 +25,7 @@ enum psb_exp_role {
 	PSB_EXP_ROLE_SERVER,
 	PSB_EXP_ROLE_WORKER,
 	PSB_EXP_ROLE_SCHEDULER,
+	PSB_EXP_ROLE_TRAINER,	/* kind staleness: the trainer role */
 };
 
 enum psb_exp_huge {
@@ -107,10 +108,10 @@ struct psb_exp_pushpull {
 
 /*
  * Kind "staleness": the staleness benchmark's flags (psb_stale_opts) and how its trainer
- * and workers meet. The trainer runs in psb-stale; workers are psb-stale processes (kernel
- * sockets) or appliances (node.role worker, worker id node.rank: the receiver role). The
- * trainer's address is staleness.trainer, or node.ip in the trainer's own document; its
- * port staleness.port.
+ * and workers meet. The trainer is psb-stale's or an appliance's (node.role trainer: the
+ * trainer role); workers are psb-stale processes (kernel sockets) or appliances (node.role
+ * worker, worker id node.rank: the receiver role). The trainer's address is
+ * staleness.trainer, or node.ip in the trainer's own document; its port staleness.port.
  */
 enum psb_exp_stale_mode {
 	PSB_EXP_STALE_MULTICAST,

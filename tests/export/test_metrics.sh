@@ -3,11 +3,12 @@
 # the control socket, psbctl's lines, the counters file, DPDK telemetry (in each endpoint that
 # serves it: /psb/roles,NAME, /psb/ports and /psb/ports,ID, /psb/store, ..., the totals of
 # /psb/roles and /psb/status), Prometheus (under the name the table gives, with its type) and
-# the console's show counters. Three nodes between
+# the console's show counters. Four nodes between
 # them have every section: a memif server hosting the scheduler and serving a "serve"
 # experiment (store, scheduler, experiment.serve), its worker running push/pull
-# (experiment.pushpull with histograms), and a staleness worker on an af_packet port (the
-# kernel's counts, experiment.staleness).
+# (experiment.pushpull with histograms), a staleness worker on an af_packet port (the
+# kernel's counts, experiment.staleness), and a staleness trainer on a null port
+# (experiment.trainer).
 #
 # usage: test_metrics.sh PSB PSBCTL
 source "$(dirname "$0")/common.sh" "$1"
@@ -26,6 +27,8 @@ WP=$(free_port)
 AP=$(free_port)
 while [ "$WP" = "$SP" ]; do WP=$(free_port); done
 while [ "$AP" = "$SP" ] || [ "$AP" = "$WP" ]; do AP=$(free_port); done
+TP=$(free_port)
+while [ "$TP" = "$SP" ] || [ "$TP" = "$WP" ] || [ "$TP" = "$AP" ]; do TP=$(free_port); done
 
 # the server, with its console on a FIFO this shell holds open (fd 3) until it sends quit
 mkfifo "$DIR/console.in"
@@ -58,8 +61,19 @@ start_psb afp --config "$DIR/stale.json" -l 1 --no-huge --output-dir "$DIR/out" 
 	--file-prefix "$TAG-a" --prometheus "$AP" --ctl "$DIR/a.ctl" \
 	--counters-file "$DIR/a.jsonl" --counters-every 0.1
 APID=$LAST_PID
+# a staleness trainer on a null port: its workers never join (experiment.trainer)
+cat > "$DIR/trainer.json" <<EOF
+{"name": "metrics-trainer", "kind": "staleness", "node": {"role": "trainer", "ip": "198.18.0.9",
+ "ports": ["null"]}, "staleness": {"join_timeout": "60s", "workers": 2},
+ "output": {"dir": "results"}}
+EOF
+start_psb trainer --config "$DIR/trainer.json" -l 1 --no-huge --output-dir "$DIR/out" \
+	--file-prefix "$TAG-t" --prometheus "$TP" --ctl "$DIR/t.ctl" \
+	--counters-file "$DIR/t.jsonl" --counters-every 0.1
+TPID=$LAST_PID
 wait_http "http://127.0.0.1:$WP/metrics" $WPID
 wait_http "http://127.0.0.1:$AP/metrics" $APID
+wait_http "http://127.0.0.1:$TP/metrics" $TPID
 for _ in $(seq 100); do
 	alive $WPID
 	n=$("$PSBCTL" --ctl "$DIR/w.ctl" --json counters experiment.pushpull.requests 2>/dev/null |
@@ -72,18 +86,18 @@ done
 
 # every export of each node, one after the other
 "$PSBCTL" --ctl "$DIR/s.ctl" raw '{"cmd":"metrics"}' >"$DIR/metrics.json" || fail "metrics"
-for node in s w a; do
+for node in s w a t; do
 	"$PSBCTL" --ctl "$DIR/$node.ctl" --json counters >"$DIR/$node.ctl.json" ||
 		fail "psbctl --json counters ($node)"
 	"$PSBCTL" --ctl "$DIR/$node.ctl" counters >"$DIR/$node.lines" || fail "psbctl counters ($node)"
 done
-for x in s:$SP w:$WP a:$AP; do
+for x in s:$SP w:$WP a:$AP t:$TP; do
 	curl -sf --max-time 5 "http://127.0.0.1:${x#*:}/metrics" >"$DIR/${x%%:*}.prom" ||
 		fail "Prometheus page of ${x%%:*}"
 done
 SECTIONS=(node ports roles store scheduler control experiment)
 # telemetry: each section's endpoint, and those of each role instance and port of the node
-for node in s w a; do
+for node in s w a t; do
 	python3 - "$DIR/$node.ctl.json" "${SECTIONS[@]}" >"$DIR/$node.telcmds" <<'PY'
 import json, sys
 c = json.load(open(sys.argv[1]))["counters"]
@@ -174,7 +188,7 @@ def tel_places(parts, m):
         yield "/psb/status", parts
 
 
-for node in "swa":
+for node in "swat":
     ctl = json.load(open("%s/%s.ctl.json" % (d, node)))["counters"]
     lines = set(l.split(" ", 1)[0] for l in open("%s/%s.lines" % (d, node)))
     fl = [json.loads(l) for l in open("%s/%s.jsonl" % (d, node))][-1]["counters"]
@@ -233,7 +247,7 @@ if missing:
     bad.append("figures no node showed: %s" % " ".join(missing))
 for b in bad:
     print(b)
-print("metrics: %d figures, %d instances checked in 6 exports of 3 nodes" %
+print("metrics: %d figures, %d instances checked in 6 exports of 4 nodes" %
       (len(metrics), sum(seen.values())))
 sys.exit(1 if bad else 0)
 PY
@@ -246,4 +260,5 @@ exec 3>&-
 for _ in $(seq 150); do kill -0 $SPID 2>/dev/null || break; sleep 0.1; done
 kill -0 $SPID 2>/dev/null && fail "the server still runs 15 s after quit"
 stop_psb $APID
+stop_psb $TPID
 echo "metrics: every figure in every export"

@@ -56,7 +56,7 @@ test_shipped_configs(void **state)
 		if (len < 6 || strcmp(de->d_name + len - 5, ".json") != 0)
 			continue;
 		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
-		/* a staleness trainer's runs in psb-stale, which gives no appliance settings */
+		/* psb-stale's staleness documents give no appliance settings (node.ports) */
 		if (psb_exp_load_file(c, path, PSB_EXP_FILE_MAX, false, err, sizeof(err)) != 0)
 			fail_msg("%s: %s", path, err);
 		appliance = c->kind != PSB_EXP_STALENESS || c->node.ports.n != 0;
@@ -86,6 +86,10 @@ test_shipped_configs(void **state)
 	"{\"role\": \"" role "\", \"ports\": [\"null\"], \"ip\": \"198.18.0.2\"" node "}, " \
 	"\"staleness\": {\"trainer\": \"198.18.0.1\"" st "}}"
 #define STALE_W(node, st) STALE_R("worker", node, st)
+/* a trainer's document: node.ip is the trainer */
+#define STALE_T(node, st) "{\"name\": \"a\", \"kind\": \"staleness\", \"node\": " \
+	"{\"role\": \"trainer\", \"ports\": [\"null\"], \"ip\": \"198.18.0.1\"" node "}, " \
+	"\"staleness\": {\"data_size\": 10" st "}}"
 
 #define NODE_W "\"node\": {\"role\": \"worker\", \"ports\": [\"null\"], \"ip\": \"198.18.0.2\", " \
 	"\"server\": \"198.18.0.1\"}"
@@ -170,7 +174,22 @@ static const struct {
 	  "\"abcdefghijabcdefghijabcdefghijabcdefghijk\"}}", false, "node.file_prefix:",
 	  "at most 40" },
 	{ "{\"name\": \"a\", \"kind\": \"pushpull\"}", true, "node:", "appliance" },
-	{ STALE_R("server", "", ""), true, "node.role:", "psb-stale trainer" },
+	{ STALE_R("server", "", ""), true, "node.role:", "the trainer (node.role trainer) or a "
+	  "worker" },
+	{ STALE_R("scheduler", "", ""), true, "node.role:", "got \"scheduler\"" },
+	{ STALE_T("", ", \"trainer\": \"198.18.0.7\""), true, "staleness.trainer:",
+	  "this node" },
+	{ STALE_T("", ", \"mode\": \"filesystem\""), true, "staleness.mode:", "psb-stale trainer" },
+	{ STALE_T("", ", \"mode\": \"epgm\""), true, "staleness.mode:", "multicast or pull" },
+	{ STALE_T(", \"udp_port\": 7001", ""), true, "staleness.port:", "node.udp_port" },
+	{ STALE_T("", ", \"budget\": \"15MB\""), true, "staleness.budget:",
+	  "fewer than 2 versions of 10000000 B" },
+	{ "{\"name\": \"a\", \"kind\": \"serve\", \"node\": {\"role\": \"trainer\", "
+	  "\"ports\": [\"null\"], \"ip\": \"198.18.0.1\"}}", true, "node.role:",
+	  "a trainer runs kind staleness" },
+	{ "{\"name\": \"a\", \"kind\": \"pushpull\", \"node\": {\"role\": \"trainer\", "
+	  "\"ports\": [\"null\"], \"ip\": \"198.18.0.1\"}}", true, "node.role:",
+	  "runs on a worker" },
 	{ "{\"name\": \"a\", \"kind\": \"staleness\", \"node\": {\"role\": \"worker\", "
 	  "\"ports\": [\"null\"], \"ip\": \"198.18.0.2\"}}", true, "staleness.trainer:",
 	  "trainer's address" },
@@ -191,7 +210,7 @@ static const struct {
 	{ "{\"name\": \"a\", \"kind\": \"pushpull\", \"node\": {\"ports\": [\"null\"], \"ip\": "
 	  "\"198.18.0.2\"}}", true, "node.server:", "node.scheduler" },
 	{ "{\"name\": \"a\", \"kind\": \"pushpull\", \"node\": {\"role\": \"boss\"}}", true,
-	  "node.role:", "server, worker, scheduler" },
+	  "node.role:", "server, worker, scheduler, trainer" },
 	{ "{\"name\": \"a\", \"kind\": \"pushpull\", \"node\": {\"role\": \"server\", \"ports\": "
 	  "[\"null\"], \"ip\": \"198.18.0.1\"}}", true, "node.role:", "worker" },
 	{ "{\"name\": \"a\", \"kind\": \"serve\", " NODE_W "}", true, "node.role:", "server" },
@@ -609,6 +628,11 @@ test_staleness_kind(void **state)
 	assert_int_equal(load_text(c, "{\"name\": \"s\", \"kind\": \"staleness\", "
 		"\"staleness\": {\"mode\": \"pull\", \"group\": \"10.0.0.1\"}}", false, err,
 		sizeof(err)), 0);
+	/* the appliance as the trainer: its own address, or none, as staleness.trainer */
+	assert_int_equal(load_text(c, STALE_T("", ""), true, err, sizeof(err)), 0);
+	assert_int_equal(c->node.role, PSB_EXP_ROLE_TRAINER);
+	assert_int_equal(load_text(c, STALE_T("", ", \"trainer\": \"198.18.0.1\", \"mode\": "
+		"\"pull\", \"budget\": \"20MB\""), true, err, sizeof(err)), 0);
 	free(c);
 }
 

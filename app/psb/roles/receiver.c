@@ -22,7 +22,7 @@
 /* Figures for readers on other lcores: a sequence lock, odd while being written. */
 struct rcv_snap {
 	volatile uint32_t seq;
-	struct psb_receiver_pub pub;
+	struct psb_stale_pub pub;
 	struct psb_stale_snap fig;
 };
 
@@ -161,7 +161,7 @@ publish(struct rcv_priv *rp)
 }
 
 int
-psb_receiver_read(const struct psb_role_inst *ri, struct psb_receiver_pub *pub,
+psb_receiver_read(const struct psb_role_inst *ri, struct psb_stale_pub *pub,
 		struct psb_stale_snap *figures)
 {
 	const struct rcv_priv *rp = ri->priv;

@@ -6,8 +6,8 @@
 /*
  * Claims are asked in this order, on every node. The worker's ports are its own: asked
  * first, a worker's answers pass no other claim. The server takes every request at the
- * data port that no earlier role claimed. The receiver's datagrams are not psb's: they
- * never reach a claim of psb messages.
+ * data port that no earlier role claimed. The receiver's and the trainer's datagrams are
+ * not psb's: they never reach a claim of psb messages.
  */
 const struct psb_role *const psb_roles[] = {
 	&psb_role_rx,
@@ -17,6 +17,7 @@ const struct psb_role *const psb_roles[] = {
 	&psb_role_agent,
 	&psb_role_echo,
 	&psb_role_receiver,
+	&psb_role_trainer,
 	&psb_role_server,
 	NULL,
 };

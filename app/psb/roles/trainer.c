@@ -1,0 +1,761 @@
+/*
+ * trainer role: the appliance as the staleness experiment's trainer (a document of kind
+ * staleness on a node of role trainer). The run itself (the join wait, a version every push
+ * period, posts and their ACKs, the report every 5 s, the end) is psb_stale_trainer, as in
+ * psb-stale's trainer; here it is fed the datagrams psb_dispatch hands over (PSB_FRAME_UDP
+ * at staleness.port, to this node), and its versions go out as mbufs through the tx role:
+ * by psb_mc_send to the group's MAC (01:00:5e and the group's low 23 bits), or in pull mode
+ * by one psb_mc_send a worker, to that worker's address.
+ *
+ * Versions are made here (psb_stale_fill, CRC32C) into at most staleness.budget bytes: a
+ * version is kept while a sender still sends or repairs it, and a push that finds no room
+ * is skipped (counted), never blocking the lcore.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <rte_malloc.h>
+#include <rte_memcpy.h>
+
+#include "psb_app.h"
+#include "psb_be.h"
+#include "psb_counters.h"
+#include "psb_mc_send.h"
+#include "psb_stale_trainer.h"
+
+#define ARP_RETRY_NS	(100ull * 1000 * 1000)
+#define PUB_EVERY_NS	(50ull * 1000 * 1000)	/* live figures for the control plane */
+#define SLOTS_MAX	64			/* versions held at most, whatever the budget */
+#define SEND_PASS	256			/* packets a sender sends a pass at most */
+
+/* Figures for readers on other lcores: a sequence lock, odd while being written. */
+struct trn_snap {
+	volatile uint32_t seq;
+	struct psb_stale_pub pub;
+	struct psb_trainer_snap fig;
+};
+
+struct trn_slot {
+	uint8_t *data;
+	uint32_t vid, crc;
+	uint32_t refs;			/* senders holding it */
+};
+
+/*
+ * A sender and where its packets go: the group (multicast), or in pull mode one worker
+ * (made at its first PULL).
+ */
+struct trn_out {
+	struct psb_role_inst *ri;
+	struct psb_mc_send *tx;
+	struct psb_addr to;		/* the group's MAC is fixed; a worker's from ARP */
+	int group;
+	uint32_t vid;			/* pull: the newest it holds or was given */
+};
+
+struct trn_priv {
+	struct psb_role_inst *ri;
+	struct psb_stale_trainer tr;
+	int have;			/* tr holds a run (started, not released) */
+	uint32_t exp_id;
+	int mode;			/* enum psb_exp_stale_mode */
+	struct psb_mc_send_cfg scfg;
+	struct trn_out mc;		/* multicast: the group's sender */
+	struct trn_out *pull;		/* pull: [workers] */
+	struct psb_addr src;
+	uint64_t data;			/* bytes a version */
+	struct trn_slot slots[SLOTS_MAX];
+	unsigned int nslots, max_slots;
+	int newest;
+	uint64_t now;
+	uint64_t next_step_ns, next_pub_ns, next_arp_ns;
+	uint64_t unresolved, stray_nacks, pulls;
+	struct psb_mc_send_stats last;	/* the senders' figures, kept once they are freed */
+	struct psb_trainer_row *rows;	/* [nrows], once the run ended */
+	uint32_t nrows;
+	struct trn_snap snap;
+};
+
+static void
+mac_of_group(uint32_t g, uint8_t *mac)
+{
+	mac[0] = 0x01;
+	mac[1] = 0x00;
+	mac[2] = 0x5e;
+	mac[3] = (uint8_t)((g >> 16) & 0x7f);
+	mac[4] = (uint8_t)(g >> 8);
+	mac[5] = (uint8_t)g;
+}
+
+/* hdr then payload as one datagram from the trainer's port to dst, into the tx role. */
+static int
+send_dgram(struct psb_role_inst *ri, const struct psb_addr *dst, uint16_t port,
+		const uint8_t *hdr, unsigned int hlen, const uint8_t *payload, unsigned int plen)
+{
+	struct trn_priv *tp = ri->priv;
+	struct rte_mbuf *m = rte_pktmbuf_alloc(ri->app->pool);
+	uint8_t *p;
+
+	if (m == NULL) {
+		ri->cnt.no_mbuf++;
+		return -EAGAIN;
+	}
+	p = (uint8_t *)rte_pktmbuf_append(m, (uint16_t)(PSB_UDP_FRAME_HLEN + hlen + plen));
+	if (p == NULL) {
+		rte_pktmbuf_free(m);
+		ri->cnt.no_mbuf++;
+		return -EAGAIN;
+	}
+	psb_udp_write_headers(p, &tp->src, dst, (uint16_t)(hlen + plen));
+	memcpy(p + PSB_UDP_FRAME_HLEN, hdr, hlen);
+	if (plen != 0)
+		rte_memcpy(p + PSB_UDP_FRAME_HLEN + hlen, payload, plen);
+	m->port = port;
+	psb_out_port(ri, m);
+	return 0;
+}
+
+/* A worker's MAC and port, or NULL (ARP asked, at most every 100 ms). */
+static const struct psb_neigh *
+neigh_of(struct psb_role_inst *ri, uint32_t ip)
+{
+	struct trn_priv *tp = ri->priv;
+	const struct psb_neigh *n = psb_neigh_find(ri->app, ip);
+
+	if (n != NULL)
+		return n;
+	tp->unresolved++;
+	if (tp->now >= tp->next_arp_ns) {
+		psb_arp_resolve(ri, ip);
+		tp->next_arp_ns = tp->now + ARP_RETRY_NS;
+	}
+	return NULL;
+}
+
+/* A sender's packets: to the group out of the first port, or to its worker. */
+static int
+out_emit(void *arg, const uint8_t *hdr, unsigned int hlen, const uint8_t *payload,
+		unsigned int plen)
+{
+	struct trn_out *o = arg;
+	const struct psb_neigh *n;
+
+	if (o->group)
+		return send_dgram(o->ri, &o->to, o->ri->app->port_ids[0], hdr, hlen, payload,
+				  plen);
+	n = neigh_of(o->ri, o->to.ip);
+	if (n == NULL)
+		return -EAGAIN;
+	memcpy(o->to.mac, n->mac, 6);
+	return send_dgram(o->ri, &o->to, n->port, hdr, hlen, payload, plen);
+}
+
+/* The run's messages to a worker (ACKs). */
+static void
+trn_send(void *arg, uint32_t ip, uint16_t port, const uint8_t *buf, size_t len)
+{
+	struct psb_role_inst *ri = arg;
+	const struct psb_neigh *n = neigh_of(ri, ip);
+	struct psb_addr to = { .ip = ip, .port = port };
+
+	if (n == NULL)
+		return;
+	memcpy(to.mac, n->mac, 6);
+	send_dgram(ri, &to, n->port, buf, (unsigned int)len, NULL, 0);
+}
+
+static void
+trn_log(void *arg, int level, const char *line)
+{
+	(void)arg;
+	if (level <= 4)
+		PSB_ERR(trainer, "%s", line);
+	else if (level == 5)
+		PSB_WARN(trainer, "%s", line);
+	else if (level <= 7)
+		PSB_INFO(trainer, "%s", line);
+	else
+		PSB_DEBUG(trainer, "%s", line);
+}
+
+static void
+slot_release(void *arg, uint32_t vid, const void *data)
+{
+	struct trn_priv *tp = ((struct trn_out *)arg)->ri->priv;
+	unsigned int i;
+
+	(void)vid;
+	for (i = 0; i < tp->nslots; i++)
+		if (tp->slots[i].data == data && tp->slots[i].refs != 0) {
+			tp->slots[i].refs--;
+			return;
+		}
+}
+
+/* A slot no sender holds and not the newest, or a new one within the budget; -1: none. */
+static int
+slot_free(struct trn_priv *tp)
+{
+	unsigned int i;
+
+	for (i = 0; i < tp->nslots; i++)
+		if (tp->slots[i].refs == 0 && (int)i != tp->newest)
+			return (int)i;
+	if (tp->nslots == tp->max_slots)
+		return -1;
+	tp->slots[tp->nslots].data = malloc(tp->data != 0 ? tp->data : 1);
+	if (tp->slots[tp->nslots].data == NULL)
+		return -1;
+	return (int)tp->nslots++;
+}
+
+/* Version vid made and handed to the workers' transport (the run's publish). */
+static int
+trn_publish(void *arg, uint32_t vid, uint64_t now, uint64_t *done)
+{
+	struct psb_role_inst *ri = arg;
+	struct trn_priv *tp = ri->priv;
+	int i = slot_free(tp);
+	struct trn_slot *s;
+
+	if (i < 0) {
+		PSB_WARN(trainer, "no memory left for version %u within staleness.budget: not "
+			 "published", vid);
+		return 1;
+	}
+	s = &tp->slots[i];
+	s->vid = vid;
+	psb_stale_fill(s->data, tp->data, vid);
+	s->crc = psb_mc_crc(0, s->data, tp->data);
+	if (tp->mode == PSB_EXP_STALE_MULTICAST) {
+		s->refs++;
+		if (psb_mc_send_publish(tp->mc.tx, vid, s->data, tp->data, s->crc, now) != 0) {
+			s->refs--;
+			return -1;
+		}
+	}
+	tp->newest = i;
+	*done = psb_now_ns(ri->app);
+	return 0;
+}
+
+/* Give a puller the newest version when it holds an older one. */
+static void
+pull_give(struct trn_priv *tp, struct trn_out *p)
+{
+	struct trn_slot *s;
+
+	if (tp->newest < 0 || p->vid >= tp->slots[tp->newest].vid)
+		return;
+	s = &tp->slots[tp->newest];
+	s->refs++;
+	if (psb_mc_send_publish(p->tx, s->vid, s->data, tp->data, s->crc, tp->now) != 0) {
+		s->refs--;
+		return;
+	}
+	p->vid = s->vid;
+}
+
+static void
+on_pull(struct trn_priv *tp, const struct psb_stale_msg *m, uint32_t ip, uint16_t port)
+{
+	struct trn_out *p;
+
+	if (tp->mode != PSB_EXP_STALE_PULL) {
+		tp->tr.unexpected++;
+		return;
+	}
+	tp->pulls++;
+	p = &tp->pull[m->worker];
+	if (p->tx == NULL) {
+		p->ri = tp->ri;
+		p->to = (struct psb_addr){ .ip = ip, .port = port };
+		p->vid = m->held;
+		if (psb_mc_send_create(&tp->scfg, out_emit, slot_release, p, &p->tx) != 0) {
+			p->tx = NULL;
+			tp->ri->cnt.no_mbuf++;	/* no memory for its sender: its next PULL tries */
+			return;
+		}
+	}
+	if (m->held > p->vid)
+		p->vid = m->held;
+	pull_give(tp, p);
+}
+
+/* A datagram at the trainer's port. */
+static void
+trn_input(struct trn_priv *tp, const uint8_t *p, size_t len, uint32_t ip, uint16_t port)
+{
+	struct psb_stale_msg m;
+	struct psb_mc_pkt pk;
+
+	if (len >= 2 && psb_rd16(p) == PSB_MC_MAGIC) {
+		if (tp->mode == PSB_EXP_STALE_MULTICAST) {
+			psb_mc_send_input(tp->mc.tx, p, len, tp->now);
+			return;
+		}
+		/* pull: the NACK names its receiver, a worker, whose address it must come from */
+		if (psb_mc_parse(p, len, &pk) == PSB_MC_NACK && pk.a < tp->tr.cfg.workers &&
+		    tp->pull[pk.a].tx != NULL && tp->pull[pk.a].to.ip == ip &&
+		    tp->pull[pk.a].to.port == port) {
+			psb_mc_send_input(tp->pull[pk.a].tx, p, len, tp->now);
+			return;
+		}
+		tp->stray_nacks++;
+		return;
+	}
+	if (psb_stale_trainer_input(&tp->tr, p, len, ip, port, tp->now, &m) == PSB_STALE_PULL)
+		on_pull(tp, &m, ip, port);
+}
+
+static void
+stats_add(struct psb_mc_send_stats *a, const struct psb_mc_send_stats *b)
+{
+	unsigned int k;
+
+	a->published += b->published;
+	a->superseded += b->superseded;
+	a->sent_whole += b->sent_whole;
+	a->data_pkts += b->data_pkts;
+	a->data_bytes += b->data_bytes;
+	a->proactive_pkts += b->proactive_pkts;
+	a->repair_parity_pkts += b->repair_parity_pkts;
+	a->repair_data_pkts += b->repair_data_pkts;
+	a->repair_bytes += b->repair_bytes;
+	a->heartbeats += b->heartbeats;
+	a->ncfs += b->ncfs;
+	a->nacks += b->nacks;
+	a->nack_entries += b->nack_entries;
+	a->nack_merged += b->nack_merged;
+	a->nack_superseded += b->nack_superseded;
+	a->nack_premature += b->nack_premature;
+	a->nack_forged += b->nack_forged;
+	for (k = 0; k < PSB_MC_BAD_MAX; k++)
+		a->nack_bad[k] += b->nack_bad[k];
+	a->emit_busy += b->emit_busy;
+	a->backoffs += b->backoffs;
+	a->rate_bps = b->rate_bps > a->rate_bps ? b->rate_bps : a->rate_bps;
+}
+
+/* Every sender's figures summed (kept ones, once the senders were freed). */
+static void
+sender_stats(const struct trn_priv *tp, struct psb_mc_send_stats *st)
+{
+	uint32_t i;
+
+	*st = tp->last;
+	if (tp->mc.tx != NULL)
+		stats_add(st, psb_mc_send_stats(tp->mc.tx));
+	for (i = 0; tp->pull != NULL && i < tp->tr.cfg.workers; i++)
+		if (tp->pull[i].tx != NULL)
+			stats_add(st, psb_mc_send_stats(tp->pull[i].tx));
+}
+
+static void
+fill_figures(const struct trn_priv *tp, struct psb_trainer_snap *f)
+{
+	const struct psb_stale_trainer *t = &tp->tr;
+	const struct psb_stale_totals *tot;
+	struct psb_mc_send_stats st;
+	unsigned int k;
+
+	memset(f, 0, sizeof(*f));
+	if (t->acct == NULL)
+		return;
+	tot = psb_stale_acct_totals(t->acct);
+	sender_stats(tp, &st);
+	f->session = t->cfg.session;
+	f->workers = t->cfg.workers;
+	f->joined = psb_stale_acct_joined(t->acct);
+	f->holding_final = psb_stale_trainer_ndone(t);
+	f->running = t->phase == PSB_STALE_TR_RUNNING;
+	f->ended = t->phase >= PSB_STALE_TR_ENDING;
+	f->version = t->vid;
+	f->pushes = t->pushes;
+	f->late_pushes = t->late_pushes;
+	f->skipped = t->skipped;
+	f->push_ms_mean = t->pushes ? t->push_sum_ns / 1e6 / t->pushes : 0.0;
+	f->push_ms_max = t->push_max_ns / 1e6;
+	f->posts = tot->posts;
+	f->joins = tot->joins;
+	f->duplicates = tot->duplicates;
+	f->staleness_mean = tot->posts ? tot->staleness_sum / tot->posts : 0.0;
+	f->staleness_seed_mean = tot->posts ? tot->staleness_seed_sum / tot->posts : 0.0;
+	f->staleness_max = tot->staleness_max;
+	for (k = 0; k < PSB_STALE_REF_MAX; k++)
+		f->refused += tot->refused[k];
+	for (k = 0; k < PSB_STALE_BAD_MAX; k++)
+		f->malformed += tot->bad[k];
+	f->unexpected = t->unexpected;
+	f->stray_nacks = tp->stray_nacks;
+	f->unresolved = tp->unresolved;
+	f->pulls = tp->pulls;
+	f->held_bytes = (uint64_t)tp->nslots * tp->data;
+	f->published = st.published;
+	f->superseded = st.superseded;
+	f->sent_whole = st.sent_whole;
+	f->data_pkts = st.data_pkts;
+	f->data_bytes = st.data_bytes;
+	f->proactive_pkts = st.proactive_pkts;
+	f->repair_parity_pkts = st.repair_parity_pkts;
+	f->repair_data_pkts = st.repair_data_pkts;
+	f->repair_bytes = st.repair_bytes;
+	f->heartbeats = st.heartbeats;
+	f->ncfs = st.ncfs;
+	f->nacks = st.nacks;
+	f->nack_entries = st.nack_entries;
+	f->nack_merged = st.nack_merged;
+	f->nack_superseded = st.nack_superseded;
+	f->nack_premature = st.nack_premature;
+	f->nack_forged = st.nack_forged;
+	for (k = 0; k < PSB_MC_BAD_MAX; k++)
+		f->nack_malformed += st.nack_bad[k];
+	f->emit_busy = st.emit_busy;
+	f->backoffs = st.backoffs;
+	f->rate_bps = st.rate_bps;
+}
+
+/* The run's state for the control plane; final: it ended (or was stopped), figures final. */
+static void
+publish(struct trn_priv *tp, int final)
+{
+	struct trn_snap *s = &tp->snap;
+	const struct psb_stale_trainer *t = &tp->tr;
+
+	psb_seq_write_begin(&s->seq);
+	s->pub.exp_id = tp->exp_id;
+	s->pub.done = final || !tp->have;
+	if (tp->have) {
+		s->pub.rc = t->phase == PSB_STALE_TR_FAILED ? -ETIMEDOUT : 0;
+		if (s->pub.rc != 0)
+			snprintf(s->pub.reason, sizeof(s->pub.reason), "trainer: %.240s",
+				 t->failure);
+		else
+			s->pub.reason[0] = '\0';
+		fill_figures(tp, &s->fig);	/* once the run is over, they stay as they were */
+	}
+	psb_seq_write_end(&s->seq);
+}
+
+int
+psb_trainer_read(const struct psb_role_inst *ri, struct psb_stale_pub *pub,
+		struct psb_trainer_snap *figures)
+{
+	const struct trn_priv *tp = ri->priv;
+
+	if (tp == NULL)
+		return -ENOENT;
+	return psb_seq_read(&tp->snap.seq, pub, &tp->snap.pub, sizeof(*pub), figures,
+			    &tp->snap.fig, sizeof(*figures));
+}
+
+const struct psb_trainer_row *
+psb_trainer_rows(const struct psb_role_inst *ri, uint32_t *n)
+{
+	const struct trn_priv *tp = ri->priv;
+
+	*n = tp != NULL && tp->rows != NULL ? tp->nrows : 0;
+	return *n != 0 ? tp->rows : NULL;
+}
+
+/* The run's workers as rows of results, from its accounting. */
+static void
+take_rows(struct trn_priv *tp)
+{
+	const struct psb_stale_trainer *t = &tp->tr;
+	uint32_t i;
+
+	free(tp->rows);
+	tp->nrows = 0;
+	tp->rows = calloc(t->cfg.workers, sizeof(*tp->rows));
+	if (tp->rows == NULL)
+		return;
+	for (i = 0; i < t->cfg.workers; i++) {
+		const struct psb_stale_worker_state *w = psb_stale_acct_worker(t->acct, i);
+		struct psb_trainer_row *r = &tp->rows[i];
+
+		r->worker = i;
+		r->ip = w->ip;
+		r->port = w->port;
+		r->holds = w->held;
+		r->holds_final = t->done[i];
+		r->posts = w->posts;
+		r->samples = w->samples;
+		r->staleness_mean = w->posts ? w->staleness_sum / w->posts : 0.0;
+		r->staleness_max = w->staleness_max;
+	}
+	tp->nrows = t->cfg.workers;
+}
+
+/* The senders and versions given back, the sender's figures kept. */
+static void
+release_senders(struct trn_priv *tp)
+{
+	uint32_t i;
+
+	sender_stats(tp, &tp->last);
+	psb_mc_send_free(tp->mc.tx);
+	tp->mc.tx = NULL;
+	for (i = 0; tp->pull != NULL && i < tp->tr.cfg.workers; i++)
+		psb_mc_send_free(tp->pull[i].tx);
+	free(tp->pull);
+	tp->pull = NULL;
+	for (i = 0; i < tp->nslots; i++)
+		free(tp->slots[i].data);
+	memset(tp->slots, 0, sizeof(tp->slots));
+	tp->nslots = 0;
+	tp->newest = -1;
+}
+
+/* The run ended or was stopped: its figures final (rows, published), its memory given back. */
+static void
+end_run(struct trn_priv *tp)
+{
+	take_rows(tp);
+	release_senders(tp);
+	publish(tp, 1);
+	psb_stale_trainer_fini(&tp->tr);
+	tp->have = 0;
+}
+
+/* The seed's closing lines. */
+static void
+say_results(const struct trn_priv *tp)
+{
+	const struct psb_stale_trainer *t = &tp->tr;
+	const struct psb_stale_totals *tot = psb_stale_acct_totals(t->acct);
+
+	PSB_INFO(trainer, "final version %u after %.1f s", t->vid,
+		 t->ran ? (tp->now - t->t0) / 1e9 : 0.0);
+	PSB_INFO(trainer, "Average Version difference: %.3f  (the seed's measure: %.3f; max %.3f; "
+		 "%llu posts)", tot->posts ? tot->staleness_sum / tot->posts : 0.0,
+		 tot->posts ? tot->staleness_seed_sum / tot->posts : 0.0, tot->staleness_max,
+		 (unsigned long long)tot->posts);
+	PSB_INFO(trainer, "Time per push: %.3f ms (max %.3f ms, %llu late)",
+		 t->pushes ? t->push_sum_ns / 1e6 / t->pushes : 0.0, t->push_max_ns / 1e6,
+		 (unsigned long long)t->late_pushes);
+	PSB_INFO(trainer, "Final version: %u", t->vid);
+	if (t->phase == PSB_STALE_TR_FAILED)
+		PSB_ERR(trainer, "%s", t->failure);
+}
+
+static int
+trn_start(struct psb_role_inst *ri, const struct psb_exp_conf *c)
+{
+	struct trn_priv *tp = ri->priv;
+	struct psb_app *app = ri->app;
+	const struct psb_exp_staleness *st = &c->staleness;
+	unsigned int seg = app->mtu - PSB_IP_HLEN - PSB_UDP_HLEN - PSB_MC_HLEN;
+	struct psb_stale_trainer_cfg tc;
+	int rc;
+
+	if (tp->have)
+		end_run(tp);
+	free(tp->rows);
+	tp->rows = NULL;
+	tp->nrows = 0;
+	memset(&tp->last, 0, sizeof(tp->last));
+	tp->unresolved = tp->stray_nacks = tp->pulls = 0;
+	tp->mode = st->mode;
+	tp->data = (uint64_t)(st->data_size * 1e6 + 0.5);
+	tp->max_slots = (unsigned int)RTE_MIN(st->budget / (tp->data ? tp->data : 1),
+					      (uint64_t)SLOTS_MAX);
+	tp->newest = -1;
+	if (tp->max_slots < 2 || tp->data > PSB_MC_MAX_VERSION)
+		return -EINVAL;		/* psb_exp_check said so first */
+	tp->now = psb_now_ns(app);
+	tp->scfg = (struct psb_mc_send_cfg){
+		.session = (uint32_t)(rte_rdtsc() ^ (uint64_t)app->me.ip << 8) | 1,
+		.seg_size = (uint16_t)RTE_MIN(seg, (unsigned int)PSB_MC_SEG_MAX), .group = 64,
+		.parity = (uint16_t)st->parity, .rate_bps = st->rate, .heartbeat_ns = 5000000,
+		.nack_hold_ns = 200000 };
+	tc = (struct psb_stale_trainer_cfg){ .session = tp->scfg.session, .key = st->key,
+		.workers = (uint32_t)st->workers, .push_ns = st->push_frequency,
+		.post_ns = st->post_frequency, .max_version = (uint32_t)st->max_version,
+		.max_time_ns = st->max_time, .join_ns = st->join_timeout,
+		.end_ns = st->end_timeout, .publish = trn_publish, .send = trn_send,
+		.log = trn_log, .arg = ri };
+	rc = psb_stale_trainer_init(&tp->tr, &tc, tp->now);
+	if (rc != 0)
+		return rc;
+	tp->mc = (struct trn_out){ .ri = ri, .group = 1,
+		.to = { .ip = st->group, .port = (uint16_t)st->group_port } };
+	mac_of_group(st->group, tp->mc.to.mac);
+	if (tp->mode == PSB_EXP_STALE_MULTICAST)
+		rc = psb_mc_send_create(&tp->scfg, out_emit, slot_release, &tp->mc, &tp->mc.tx);
+	else if ((tp->pull = calloc(tc.workers, sizeof(*tp->pull))) == NULL)
+		rc = -ENOMEM;
+	if (rc != 0) {
+		psb_stale_trainer_fini(&tp->tr);
+		return rc;
+	}
+	tp->exp_id = app->run.id;
+	tp->have = 1;
+	tp->src = app->me;
+	tp->src.port = (uint16_t)st->port;
+	tp->next_step_ns = 0;
+	PSB_INFO(trainer, "staleness run %u, mode %s: %u workers join at %u.%u.%u.%u:%u; %llu B "
+		 "every %.3f s until version %u or %.1f s; versions in %llu B at most (%u of them), "
+		 "sent in segments of %u B at %.2f Gbit/s%s", tp->exp_id,
+		 psb_exp_stale_mode_names[tp->mode], tc.workers, app->me.ip >> 24,
+		 (app->me.ip >> 16) & 255, (app->me.ip >> 8) & 255, app->me.ip & 255,
+		 (unsigned int)st->port, (unsigned long long)tp->data, st->push_frequency / 1e9,
+		 tc.max_version, st->max_time / 1e9,
+		 (unsigned long long)tp->max_slots * tp->data, tp->max_slots,
+		 (unsigned int)tp->scfg.seg_size, st->rate / 1e9,
+		 tp->mode == PSB_EXP_STALE_MULTICAST ? " to the group" : " to each worker");
+	publish(tp, 0);
+	return 0;
+}
+
+static int
+trn_ctl(struct psb_role_inst *ri, int op, const void *arg)
+{
+	struct trn_priv *tp = ri->priv;
+
+	switch (op) {
+	case PSB_OP_START:
+		return trn_start(ri, arg);
+	case PSB_OP_STOP:
+		if (tp->have)
+			end_run(tp);
+		return 0;
+	default:
+		return 0;
+	}
+}
+
+/* The senders' packets due now, as many as the tx ring takes; 1 while one is busy. */
+static int
+send_due(struct trn_priv *tp, unsigned int *sent)
+{
+	struct psb_role_inst *ri = tp->ri;
+	unsigned int room = rte_ring_free_count(ri->app->tx_ring), i;
+	int busy = 0;
+
+	room = room > ri->ntx ? RTE_MIN(room - ri->ntx, (unsigned int)SEND_PASS) : 0;
+	if (tp->mc.tx != NULL) {
+		if (psb_mc_send_next_ns(tp->mc.tx, tp->now) <= tp->now)
+			*sent += psb_mc_send_poll(tp->mc.tx, tp->now, room);
+		busy |= psb_mc_send_busy(tp->mc.tx);
+	}
+	for (i = 0; tp->pull != NULL && i < tp->tr.cfg.workers; i++) {
+		struct psb_mc_send *tx = tp->pull[i].tx;
+
+		if (tx == NULL)
+			continue;
+		if (psb_mc_send_next_ns(tx, tp->now) <= tp->now && *sent < room)
+			*sent += psb_mc_send_poll(tx, tp->now, room - *sent);
+		busy |= psb_mc_send_busy(tx);
+	}
+	return busy;
+}
+
+static int
+trn_poll(struct psb_role_inst *ri)
+{
+	struct trn_priv *tp = ri->priv;
+	struct rte_mbuf *pkts[PSB_BURST];
+	unsigned int n, i, sent = 0;
+	int work;
+
+	/* psb starting its document: what comes before the run starts waits in the ring */
+	if (!tp->have && tp->exp_id == 0 && ri->app->autostart)
+		return 0;
+	n = rte_ring_dequeue_burst(ri->ring, (void **)pkts, PSB_BURST, NULL);
+	work = (int)n;
+	if (n != 0 || tp->have)
+		tp->now = psb_now_ns(ri->app);
+	for (i = 0; i < n; i++) {
+		struct rte_mbuf *m = pkts[i];
+		const struct psb_meta *meta = psb_meta(m);
+		const uint8_t *p = rte_pktmbuf_mtod_offset(m, const uint8_t *, meta->payload_off);
+		/* the parser checked the UDP length against the frame */
+		size_t len = (size_t)psb_rd16(p - PSB_UDP_HLEN + 4) - PSB_UDP_HLEN;
+
+		ri->cnt.rx_pkts++;
+		ri->cnt.rx_bytes += m->pkt_len;
+		if (!tp->have || m->nb_segs != 1 || meta->payload_off + len > m->data_len)
+			ri->cnt.refused++;	/* no run to take it, or not whole */
+		else
+			trn_input(tp, p, len, meta->src.ip, meta->src.port);
+		rte_pktmbuf_free(m);
+	}
+	if (tp->have && (n != 0 || tp->now >= tp->next_step_ns)) {
+		psb_stale_trainer_step(&tp->tr, tp->now);
+		tp->next_step_ns = psb_stale_trainer_next_ns(&tp->tr);
+		work++;
+	}
+	if (tp->have && send_due(tp, &sent))
+		work++;		/* a version streams: no sleeping between paced bursts */
+	work += (int)sent;
+	if (tp->have && psb_stale_trainer_over(&tp->tr)) {
+		say_results(tp);
+		end_run(tp);
+	} else if (tp->have && tp->now >= tp->next_pub_ns) {
+		publish(tp, 0);
+		tp->next_pub_ns = tp->now + PUB_EVERY_NS;
+	}
+	psb_out_flush(ri);
+	return work;
+}
+
+static int
+trn_init(struct psb_role_inst *ri)
+{
+	struct trn_priv *tp = rte_zmalloc("psb_trainer", sizeof(*tp), RTE_CACHE_LINE_SIZE);
+
+	if (tp == NULL)
+		return -ENOMEM;
+	tp->ri = ri;
+	tp->newest = -1;
+	ri->priv = tp;
+	return 0;
+}
+
+static void
+trn_fini(struct psb_role_inst *ri)
+{
+	struct trn_priv *tp = ri->priv;
+
+	if (tp != NULL && tp->have)
+		end_run(tp);
+	if (tp != NULL)
+		free(tp->rows);
+	psb_role_free_priv(ri);
+}
+
+static unsigned int
+trn_count(const struct psb_app *app)
+{
+	return app->trainer ? 1 : 0;
+}
+
+/* Every datagram at its port, to this node: the run sorts them out. */
+static int
+trn_claim(const struct psb_app *app, const struct psb_frame *f)
+{
+	(void)app;
+	(void)f;
+	return 0;
+}
+
+static void
+trn_ports(const struct psb_app *app, uint16_t *lo, uint16_t *hi)
+{
+	*lo = *hi = (uint16_t)app->conf.staleness.port;
+}
+
+const struct psb_role psb_role_trainer = {
+	.name = "trainer",
+	.count = trn_count,
+	.ring = 4096,
+	.claim = trn_claim,
+	.ports = trn_ports,
+	.udp = 1,
+	.init = trn_init,
+	.poll = trn_poll,
+	.fini = trn_fini,
+	.ctl = trn_ctl,
+};
