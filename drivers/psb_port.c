@@ -184,9 +184,17 @@ psb_port_parse(const char *spec, int index, struct psb_port_spec *p, char *err, 
 			f[2][0] != '\0' ? ",tx_pcap=" : "", f[2]);
 		return devargs_fit(n, p, err, errlen);
 	}
+	/* null:sink takes every frame sent and receives none (plain null receives empty ones) */
+	if (strcmp(f[0], "null") == 0 && nf == 2 && strcmp(f[1], "sink") == 0) {
+		p->kind = PSB_PORT_NULL;
+		snprintf(p->name, sizeof(p->name), "net_null%d", index);
+		snprintf(p->devargs, sizeof(p->devargs), "%s,no-rx=1", p->name);
+		return 0;
+	}
 	if (strcmp(f[0], "ring") == 0 || strcmp(f[0], "null") == 0) {
 		if (nf != 1)
-			return psb_fail(err, errlen, "port '%s': '%s' takes no arguments", spec, f[0]);
+			return psb_fail(err, errlen, "port '%s': '%s' takes no arguments%s", spec,
+					f[0], strcmp(f[0], "null") == 0 ? " but sink" : "");
 		p->kind = strcmp(f[0], "ring") == 0 ? PSB_PORT_RING : PSB_PORT_NULL;
 		snprintf(p->name, sizeof(p->name), "net_%.5s%d", f[0], index);
 		snprintf(p->devargs, sizeof(p->devargs), "%s", p->name);

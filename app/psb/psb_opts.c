@@ -123,7 +123,8 @@ static const struct conf_opt conf_opts[] = {
 	NE("port", "node.ports", "DMLC_INTERFACE", "SPEC", "a port; repeat for more. SPEC is one "
 	   "of\nmemif:server|client:/abs/path.sock[:id] (client: zero-copy),\n"
 	   "af_packet:IFNAME, tap:IFNAME, pcap:IN.pcap:OUT.pcap, ring, null,\n"
-	   "pci:DDDD:BB:DD.F (DMLC_INTERFACE=IF is af_packet:IF)"),
+	   "null:sink (takes what is sent, receives nothing), pci:DDDD:BB:DD.F\n"
+	   "(DMLC_INTERFACE=IF is af_packet:IF)"),
 	NE("ip", "node.ip", "DMLC_NODE_HOST", "A.B.C.D", "this node's address"),
 	N("mac", "node.mac", "XX:XX:..", "this node's MAC (\"\": the first port's)"),
 	N("udp-port", "node.udp_port", "N", "data port"),

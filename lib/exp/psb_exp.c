@@ -28,7 +28,7 @@ const struct psb_conf_field psb_exp_node_table[] = {
 	  psb_exp_role_names, NULL, "what this appliance is in the job" },
 	{ "ports", PSB_CONF_STRLIST, OFF(psb_exp_node, ports), 0, 0, NULL, 0, 8, NULL, NULL,
 	  "port specs: memif:server|client:/abs.sock, af_packet:IF, tap:IF, pcap:IN:OUT, ring, "
-	  "null, pci:BDF" },
+	  "null, null:sink, pci:BDF" },
 	{ "ip", PSB_CONF_IP, OFF(psb_exp_node, ip), 0, 0, NULL, 0, 0, NULL, NULL,
 	  "this node's address" },
 	{ "mac", PSB_CONF_STRING, OFF(psb_exp_node, mac), sizeof(((struct psb_exp_node *)0)->mac),

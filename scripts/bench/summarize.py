@@ -628,10 +628,13 @@ def mc_emu_plot(out, runs):
 
 
 def mc_send(out):
-    """scripts/bench/mc_send.sh: raw/{copy,udp}-PAIR.json, psb-mcast bench runs in pairs."""
+    """scripts/bench/mc_send.sh: raw/{copy,udp,dpdk}-ROUND.json: psb-mcast bench runs and
+    psb's trainer role into a null port, in rounds."""
     pairs = sorted(p for (p,) in raw_index(out, r"copy-(\d+)\.json"))
     copy = [json.load(open(f"{out}/raw/copy-{p}.json")) for p in pairs]
     udp = [json.load(open(f"{out}/raw/udp-{p}.json")) for p in pairs]
+    dpdk = [json.load(open(f"{out}/raw/dpdk-{p}.json")) for p in pairs
+            if os.path.exists(f"{out}/raw/dpdk-{p}.json")]
     rev = about_revision(out)
     ratio = paired(copy, udp, lambda r: r["gb_per_s"])
     med_c = statistics.median(r["gb_per_s"] for r in copy)
@@ -640,21 +643,43 @@ def mc_send(out):
                "udp_gb_per_s": med_u, "ratio": ratio, "goal_gb_per_s": 3.0,
                "met": med_c >= 3.0, "data_size": copy[0]["data_size"],
                "rate_bps": copy[0]["rate_bps"]}
-    L = ["psb %s, %d B versions back to back, paced at %g Gbit/s, %d pairs" % (
+    rows = [("psb's sender into packet buffers (a copy of every packet), back to back", copy),
+            ("psb's sender into kernel UDP sockets (sendmsg), back to back", udp)]
+    if dpdk:
+        ratio_d = paired(dpdk, udp[:len(dpdk)], lambda r: r["gb_per_s"])
+        med_d = statistics.median(r["gb_per_s"] for r in dpdk)
+        summary.update({"dpdk_gb_per_s": med_d, "dpdk_ratio": ratio_d, "met": med_d >= 3.0,
+                        "dpdk_superseded": sum(r["superseded"] for r in dpdk),
+                        "dpdk_published": sum(r["published"] for r in dpdk),
+                        "dpdk_push_ms": statistics.median(r["push_ms"] for r in dpdk)})
+        rows.append(("psb's trainer role on DPDK into a null port, a version made every %g ms "
+                     "on the same core (%g GB/s offered)" % (dpdk[0]["push_ms_period"],
+                                                            dpdk[0]["offered_gb_per_s"]), dpdk))
+    L = ["psb %s, %d B versions, paced at %g Gbit/s, %d rounds" % (
          rev, copy[0]["data_size"], copy[0]["rate_bps"] / 1e9, len(pairs)), "",
-         "| one core, sender into | data GB/s (median) | per CPU second | range |",
+         "| one core | data GB/s (median) | per CPU second | range |",
          "|---|---:|---:|---|"]
-    for name, runs in (("packet buffers (a copy of every packet)", copy),
-                       ("kernel UDP sockets (sendmsg)", udp)):
+    for name, runs in rows:
         L.append("| %s | %.2f | %.2f | %.2f-%.2f |" % (
             name, statistics.median(r["gb_per_s"] for r in runs),
             statistics.median(r["gb_per_cpu_s"] for r in runs),
             min(r["gb_per_s"] for r in runs), max(r["gb_per_s"] for r in runs)))
-    L += ["", "| figure | target | measured | |", "|---|---|---:|---|",
-          "| psb's sender on one core, into packet buffers | >= 3 GB/s of data | %.2f GB/s | %s |"
+    L += ["", "| figure | target | measured | |", "|---|---|---:|---|"]
+    if dpdk:
+        L += ["| psb's sender role on one core (DPDK), into a null port | >= 3 GB/s of data | "
+              "%.2f GB/s | %s |" % (med_d, "met" if med_d >= 3.0 else "missed"),
+              "| against psb's sender into kernel sockets, paired | | %.1fx [%.1f, %.1f] | |"
+              % (ratio_d["median"], ratio_d["ci95"][0], ratio_d["ci95"][1])]
+    L += ["| psb's sender on one core, into packet buffers | >= 3 GB/s of data | %.2f GB/s | %s |"
           % (med_c, "met" if med_c >= 3.0 else "missed"),
           "| against the same sender into kernel sockets, paired | | %.1fx [%.1f, %.1f] | |"
           % (ratio["median"], ratio["ci95"][0], ratio["ci95"][1])]
+    if dpdk:
+        L += ["", "The trainer role made every version it sent (fill and CRC32C, %.2f ms a "
+              "version, median) on the same lcore as its sender, the tx and rx roles; %d of "
+              "its %d versions were superseded before a byte was sent (latest-value "
+              "semantics)." % (summary["dpdk_push_ms"], summary["dpdk_superseded"],
+                               summary["dpdk_published"])]
     return summary, L, True
 
 

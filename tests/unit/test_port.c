@@ -90,6 +90,7 @@ test_port_kinds(void **state)
 
 	parse_ok("ring", 0, PSB_PORT_RING, "net_ring0", "net_ring0", &p);
 	parse_ok("null", 5, PSB_PORT_NULL, "net_null5", "net_null5", &p);
+	parse_ok("null:sink", 1, PSB_PORT_NULL, "net_null1", "net_null1,no-rx=1", &p);
 
 	parse_ok("pci:0000:03:00.0", 0, PSB_PORT_PCI, "0000:03:00.0", "0000:03:00.0", &p);
 	parse_ok("0000:81:00.1", 1, PSB_PORT_PCI, "0000:81:00.1", "0000:81:00.1", &p);
@@ -143,7 +144,8 @@ test_port_errors(void **state)
 	parse_bad("pcap:x.pcap", "expected pcap:IN.pcap:OUT.pcap", NULL);
 	parse_bad("pcap:a:b:c", "expected pcap:IN.pcap:OUT.pcap", NULL);
 	parse_bad("ring:0", "takes no arguments", NULL);
-	parse_bad("null:x", "takes no arguments", NULL);
+	parse_bad("null:x", "takes no arguments but sink", NULL);
+	parse_bad("null:sink:x", "takes no arguments but sink", NULL);
 	parse_bad("pci:zz", "PCI address", NULL);
 	parse_bad("pci:", "PCI address", NULL);
 	parse_bad("pci:0000:03:00.0,x=y", "PCI address", NULL);
