@@ -37,12 +37,11 @@
 #include "psb_mc_sock.h"
 #include "psb_stale.h"
 #include "psb_stale_client.h"
+#include "psb_stale_series.h"
 #include "psb_stale_trainer.h"
 #include "psb_stale_fs.h"
 
 #define SEC		1000000000ull
-#define BINS		512		/* plot: time bins */
-#define PLOT_WORKERS	8		/* plot: workers drawn one line each */
 #define SLOTS_MAX	64
 #define READS_A_PASS	256
 #define BUF_LEN		(PSB_MC_HLEN + PSB_MC_SEG_MAX + 64)
@@ -360,11 +359,6 @@ struct puller {
 	uint32_t vid;			/* the newest it was given */
 };
 
-struct bin {
-	double sum;
-	uint32_t n;
-};
-
 struct trainer {
 	struct psb_stale_trainer tr;	/* the run: joins, pushes, posts, the end */
 	struct psb_mc_sock sock;
@@ -379,9 +373,7 @@ struct trainer {
 	uint64_t unexpected, stray_nacks, pulls;
 	FILE *csv;
 	char csv_tmp[4200], dir[4096];
-	struct bin mean_bins[BINS];
-	struct bin wbins[PLOT_WORKERS][BINS];
-	uint64_t bin_ns;
+	struct psb_stale_plot plot;
 };
 
 static struct trainer T;
@@ -505,28 +497,13 @@ tr_publish(void *arg, uint32_t vid, uint64_t now, uint64_t *done)
 	return 0;
 }
 
-static void
-bin_add(struct bin *b, uint64_t t_ns, double v)
-{
-	uint64_t i = (t_ns - T.tr.t0) / T.bin_ns;
-
-	if (t_ns < T.tr.t0 || i >= BINS)
-		return;
-	b[i].sum += v;
-	b[i].n++;
-}
-
 /* A post's figures: a line of the CSV, and the plot's bins. */
 static void
 tr_point(void *arg, const struct psb_stale_point *pt)
 {
 	(void)arg;
-	fprintf(T.csv, "%.6f,%u,%u,%u,%.4f,%.4f,%.4f,%.4f\n", (pt->t_ns - T.tr.t0) / 1e9,
-		pt->worker, pt->held, pt->current, pt->mean, pt->trainer_mean, pt->staleness,
-		pt->staleness_seed);
-	bin_add(T.mean_bins, pt->t_ns, pt->staleness);
-	if (pt->worker < PLOT_WORKERS)
-		bin_add(T.wbins[pt->worker], pt->t_ns, pt->staleness);
+	psb_stale_csv_line(T.csv, T.tr.t0, pt);
+	psb_stale_plot_add(&T.plot, T.tr.t0, pt);
 }
 
 static void
@@ -579,78 +556,6 @@ on_datagram(const uint8_t *buf, size_t n)
 	if (psb_stale_trainer_input(&T.tr, buf, n, ip, port, psb_clock_ns(), &m) ==
 	    PSB_STALE_PULL)
 		on_pull(&m, ip, port);
-}
-
-static void
-plot_line(FILE *f, const struct bin *b, double xmax, double ymax, const char *color,
-		double width)
-{
-	unsigned int i, k = 0;
-
-	fprintf(f, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"%.1f\" points=\"", color,
-		width);
-	for (i = 0; i < BINS; i++) {
-		double x, y;
-
-		if (b[i].n == 0)
-			continue;
-		x = 60 + 560 * ((i + 0.5) * T.bin_ns / 1e9) / xmax;
-		y = 330 - 300 * (b[i].sum / b[i].n) / ymax;
-		fprintf(f, "%s%.1f,%.1f", k++ ? " " : "", x, y < 30 ? 30 : y > 330 ? 330 : y);
-	}
-	fprintf(f, "\"/>\n");
-}
-
-/* staleness.svg: the mean over workers per time bin, and the first workers' own lines. */
-static int
-write_plot(const char *path, double dur_s)
-{
-	static const char *const colors[PLOT_WORKERS] = { "#1f77b4", "#ff7f0e", "#2ca02c",
-		"#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f" };
-	char tmp[4300];
-	double ymax = 1, xmax = dur_s > 0.001 ? dur_s : 0.001;
-	unsigned int i, w;
-	FILE *f;
-
-	for (w = 0; w <= PLOT_WORKERS; w++)
-		for (i = 0; i < BINS; i++) {
-			const struct bin *b = w == PLOT_WORKERS ? &T.mean_bins[i] : &T.wbins[w][i];
-
-			if (b->n && b->sum / b->n > ymax)
-				ymax = b->sum / b->n;
-		}
-	ymax = ymax * 1.1;
-	snprintf(tmp, sizeof(tmp), "%s.tmp.%d", path, (int)getpid());
-	f = fopen(tmp, "w");
-	if (f == NULL)
-		return -1;
-	fprintf(f, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"700\" height=\"380\" "
-		"font-family=\"sans-serif\" font-size=\"12\">\n<rect width=\"700\" height=\"380\" "
-		"fill=\"white\"/>\n<text x=\"350\" y=\"18\" text-anchor=\"middle\">%s: staleness "
-		"(versions) over time, mode %s, %u workers</text>\n", opts.trial_name,
-		psb_stale_mode_names[opts.mode], opts.workers);
-	fprintf(f, "<line x1=\"60\" y1=\"330\" x2=\"620\" y2=\"330\" stroke=\"black\"/>\n"
-		"<line x1=\"60\" y1=\"30\" x2=\"60\" y2=\"330\" stroke=\"black\"/>\n");
-	for (i = 0; i <= 4; i++) {
-		fprintf(f, "<text x=\"%.1f\" y=\"348\" text-anchor=\"middle\">%.1f</text>\n",
-			60 + 140.0 * i, xmax * i / 4);
-		fprintf(f, "<text x=\"54\" y=\"%.1f\" text-anchor=\"end\">%.2f</text>\n",
-			334 - 75.0 * i, ymax * i / 4);
-	}
-	fprintf(f, "<text x=\"340\" y=\"370\" text-anchor=\"middle\">time (s)</text>\n");
-	for (w = 0; w < PLOT_WORKERS && w < opts.workers; w++)
-		plot_line(f, T.wbins[w], xmax, ymax, colors[w], 1);
-	plot_line(f, T.mean_bins, xmax, ymax, "black", 2.5);
-	fprintf(f, "<text x=\"630\" y=\"40\">mean</text>\n");
-	for (w = 0; w < PLOT_WORKERS && w < opts.workers; w++)
-		fprintf(f, "<text x=\"630\" y=\"%u\" fill=\"%s\">worker %u</text>\n", 56 + 14 * w,
-			colors[w], w);
-	fprintf(f, "</svg>\n");
-	if (fclose(f) != 0 || rename(tmp, path) != 0) {
-		unlink(tmp);
-		return -1;
-	}
-	return 0;
 }
 
 static json_t *
@@ -747,7 +652,7 @@ do_trainer(int argc, char **argv)
 	uint64_t budget = 1ull << 30, join_ns = 10 * SEC, end_ns = 10 * SEC;
 	uint64_t now;
 	int c, idx, overwrite = 0;
-	char err[512], path[4200], who[32];
+	char err[512], path[4200], who[32], title[256];
 	static uint8_t buf[BUF_LEN];
 	unsigned int i;
 	const struct psb_stale_totals *tot;
@@ -864,9 +769,8 @@ do_trainer(int argc, char **argv)
 	T.csv = fopen(T.csv_tmp, "w");
 	if (T.csv == NULL)
 		psb_die("%s: %s", T.csv_tmp, strerror(errno));
-	fprintf(T.csv, "t_s,worker,held,current,mean_version,trainer_mean_version,staleness,"
-		"staleness_seed\n");
-	T.bin_ns = opts.max_time_ns / BINS + 1;
+	psb_stale_csv_header(T.csv);
+	psb_stale_plot_init(&T.plot, opts.max_time_ns);
 	say(7, "trainer: trial %s, mode %s: %u workers post to %s; %llu B every %.3f s until "
 	    "version %u or %.1f s; holds at most %u versions (--budget %llu B); results in %s",
 	    opts.trial_name, psb_stale_mode_names[opts.mode], opts.workers,
@@ -931,7 +835,9 @@ do_trainer(int argc, char **argv)
 	if (rename(T.csv_tmp, path) != 0)
 		psb_die("%s: %s", path, strerror(errno));
 	snprintf(path, sizeof(path), "%s/staleness.svg", T.dir);
-	if (write_plot(path, dur) != 0)
+	snprintf(title, sizeof(title), "%s: staleness (versions) over time, mode %s, %u workers",
+		 opts.trial_name, psb_stale_mode_names[opts.mode], opts.workers);
+	if (psb_stale_plot_write(&T.plot, path, title, dur, opts.workers) != 0)
 		psb_die("cannot write %s", path);
 	snprintf(path, sizeof(path), "%s/summary.json", T.dir);
 	psb_cli_write_json(trainer_summary(dur, ok, T.tr.failure), path);

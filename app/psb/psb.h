@@ -375,5 +375,17 @@ struct psb_trainer_row {
  * role is started again); NULL when it has none.
  */
 const struct psb_trainer_row *psb_trainer_rows(const struct psb_role_inst *ri, uint32_t *n);
+/* Its posts, each a line of staleness.csv, with what the plot needs; as the rows. */
+struct psb_stale_point;
+struct psb_trainer_series {
+	struct psb_stale_point *pts;	/* [n] */
+	uint32_t n;
+	uint64_t dropped;		/* posts past its bound: not kept */
+	uint64_t t0_ns;			/* publishing began */
+	double dur_s;
+	uint64_t max_time_ns;
+	uint32_t workers;
+};
+const struct psb_trainer_series *psb_trainer_series(const struct psb_role_inst *ri);
 
 #endif /* PSB_H */

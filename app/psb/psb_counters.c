@@ -480,6 +480,8 @@ static const struct psb_metric trainer_figs[] = {
 		"Messages to a worker not sent: its MAC unknown yet (ARP asked)"),
 	TRN(pulls, COUNTER, U64, NONE, "trainer_pulls", "Pull mode: PULLs taken"),
 	TRN(held_bytes, GAUGE, U64, BYTES, "trainer_held", "Memory its versions take"),
+	TRN(series_dropped, COUNTER, U64, NONE, "trainer_series_dropped",
+		"Posts not kept for staleness.csv and .svg: past their bound"),
 	TRN(published, COUNTER, U64, NONE, "trainer_mc_published", "Versions handed to the sender"),
 	TRN(superseded, COUNTER, U64, NONE, "trainer_mc_superseded",
 		"Of them, replaced by a newer one before a byte was sent"),

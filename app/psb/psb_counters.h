@@ -108,6 +108,7 @@ struct psb_trainer_snap {
 	uint64_t posts, joins, duplicates;
 	double staleness_mean, staleness_seed_mean, staleness_max;
 	uint64_t refused, malformed, unexpected, stray_nacks, unresolved, pulls, held_bytes;
+	uint64_t series_dropped;
 	/* its sender (psb_mc_send; in pull mode, every worker's summed) */
 	uint64_t published, superseded, sent_whole, data_pkts, data_bytes, proactive_pkts;
 	uint64_t repair_parity_pkts, repair_data_pkts, repair_bytes, heartbeats, ncfs, nacks;

@@ -15,6 +15,7 @@
 #include "psb_hist.h"
 #include "psb_kv.h"
 #include "psb_report.h"
+#include "psb_stale_series.h"
 
 static const char *const state_names[] = {
 	[PSB_RUN_IDLE] = "idle", [PSB_RUN_RUNNING] = "running", [PSB_RUN_DONE] = "done",
@@ -479,6 +480,54 @@ run_hand(struct psb_app *app, int op, const struct psb_exp_conf *c)
 	return rc;
 }
 
+/*
+ * A trainer's run: its posts as staleness.csv and staleness.svg, into the results directory
+ * being made (psb_exp_results_write_with). 0, or -errno.
+ */
+static int
+trainer_series_write(const char *dir, void *arg)
+{
+	struct psb_app *app = arg;
+	const struct psb_run *r = &app->run;
+	const struct psb_trainer_series *sr = NULL;
+	struct psb_stale_plot *plot;
+	char path[PATH_MAX + 32], title[256];
+	uint32_t i;
+	FILE *f;
+	int rc = 0;
+
+	for (i = 0; i < app->nroles; i++)
+		if (app->roles[i].role == &psb_role_trainer)
+			sr = psb_trainer_series(&app->roles[i]);
+	if (sr == NULL)
+		return 0;	/* no run's figures: no series */
+	plot = malloc(sizeof(*plot));
+	if (plot == NULL)
+		return -ENOMEM;
+	psb_stale_plot_init(plot, sr->max_time_ns);
+	snprintf(path, sizeof(path), "%s/staleness.csv", dir);
+	f = fopen(path, "w");
+	if (f != NULL) {
+		psb_stale_csv_header(f);
+		for (i = 0; i < sr->n; i++) {
+			psb_stale_csv_line(f, sr->t0_ns, &sr->pts[i]);
+			psb_stale_plot_add(plot, sr->t0_ns, &sr->pts[i]);
+		}
+	}
+	if (f == NULL || fclose(f) != 0)
+		rc = -(errno != 0 ? errno : EIO);
+	snprintf(path, sizeof(path), "%s/staleness.svg", dir);
+	snprintf(title, sizeof(title), "%s: staleness (versions) over time, mode %s, %u workers",
+		 r->conf.name, psb_exp_stale_mode_names[r->conf.staleness.mode], sr->workers);
+	if (rc == 0 && psb_stale_plot_write(plot, path, title, sr->dur_s, sr->workers) != 0)
+		rc = -(errno != 0 ? errno : EIO);
+	if (sr->dropped != 0)
+		PSB_WARN(run, "experiment %u: %llu posts past the bound of the time series: not in "
+			 "staleness.csv", r->id, (unsigned long long)sr->dropped);
+	free(plot);
+	return rc;
+}
+
 /* The experiment ended (state): results, history, log. */
 static void
 run_finish(struct psb_app *app, int state)
@@ -570,7 +619,8 @@ run_finish(struct psb_app *app, int state)
 		pthread_mutex_unlock(&app->ctl_lock);
 		if (r->error[0] != '\0')
 			json_object_set_new(doc, "error", json_string(r->error));
-		if (psb_exp_results_write(app->results_root, &r->conf, doc, rows, cols, r->results,
+		if (psb_exp_results_write_with(app->results_root, &r->conf, doc, rows, cols,
+				app->trainer ? trainer_series_write : NULL, app, r->results,
 				sizeof(r->results), err, sizeof(err)) != 0) {
 			PSB_ERR(run, "experiment %u: results NOT written: %s", r->id, err);
 			snprintf(r->error, sizeof(r->error), "results not written: %.200s", err);
@@ -578,7 +628,8 @@ run_finish(struct psb_app *app, int state)
 		} else {
 			char abs[PATH_MAX];
 
-			printf("results: %s/{result.json,result.csv,result.txt}\n", r->results);
+			printf("results: %s/{result.json,result.csv,result.txt%s}\n", r->results,
+			       app->trainer ? ",staleness.csv,staleness.svg" : "");
 			fflush(stdout);
 			if (realpath(r->results, abs) != NULL)
 				memcpy(r->results, abs, sizeof(r->results));

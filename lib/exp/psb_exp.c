@@ -588,7 +588,8 @@ psb_exp_results_path(const char *root, const struct psb_exp_conf *c, char *out, 
 }
 
 /* What psb writes into a results directory: the only files it ever removes from one. */
-static const char *const result_files[] = { "result.json", "result.csv", "result.txt", NULL };
+static const char *const result_files[] = { "result.json", "result.csv", "result.txt",
+	PSB_EXP_EXTRA_FILES, NULL };
 
 /* -ENOTEMPTY (the first other entry in left) when dir holds more than psb's result files. */
 static int
@@ -837,6 +838,16 @@ psb_exp_results_write(const char *root, const struct psb_exp_conf *c, const json
 		const json_t *rows, const char *const *cols, char *where, size_t wherelen, char *err,
 		size_t errlen)
 {
+	return psb_exp_results_write_with(root, c, doc, rows, cols, NULL, NULL, where, wherelen,
+					  err, errlen);
+}
+
+int
+psb_exp_results_write_with(const char *root, const struct psb_exp_conf *c,
+		const json_t *doc, const json_t *rows, const char *const *cols,
+		psb_exp_extra_fn extra, void *arg, char *where, size_t wherelen, char *err,
+		size_t errlen)
+{
 	char base[PATH_MAX], final[PATH_MAX + 128], tmp[PATH_MAX + 128], old[PATH_MAX + 128];
 	char *text;
 	struct stat st;
@@ -870,6 +881,8 @@ psb_exp_results_write(const char *root, const struct psb_exp_conf *c, const json
 		rc = write_file(tmp, "result.txt", text);
 		free(text);
 	}
+	if (rc == 0 && extra != NULL)
+		rc = extra(tmp, arg);
 	if (rc != 0) {
 		snprintf(err, errlen, "cannot write results into %s: %s", tmp, strerror(-rc));
 		psb_rmdir_flat(tmp, result_files, true, NULL, 0);

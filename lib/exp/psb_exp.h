@@ -267,6 +267,17 @@ int psb_exp_results_claim(const char *root, const struct psb_exp_conf *c, char *
 int psb_exp_results_write(const char *root, const struct psb_exp_conf *c, const json_t *doc,
 		const json_t *rows, const char *const *cols, char *where, size_t wherelen, char *err,
 		size_t errlen);
+/*
+ * The same, with more files: extra(dir, arg) writes them into the new directory before it
+ * is moved into place (0, or -errno: nothing is moved). Only the names of
+ * PSB_EXP_EXTRA_FILES are psb's own (a directory holding others is never replaced).
+ */
+#define PSB_EXP_EXTRA_FILES	"staleness.csv", "staleness.svg"
+typedef int (*psb_exp_extra_fn)(const char *dir, void *arg);
+int psb_exp_results_write_with(const char *root, const struct psb_exp_conf *c,
+		const json_t *doc, const json_t *rows, const char *const *cols,
+		psb_exp_extra_fn extra, void *arg, char *where, size_t wherelen, char *err,
+		size_t errlen);
 
 /* A results directory psb_exp_prune looked at. */
 struct psb_exp_pruned {

@@ -12,7 +12,7 @@
  *     another session's NACK: counted (malformed, refused, nack_forged), the run unchanged;
  *   - the workers never say they hold the final version: the run fails end_timeout after
  *     its last push, naming both with the version they hold, psb exits 1, and its results
- *     have a row per worker.
+ *     have a row per worker (staleness.csv its header alone: no post came).
  */
 #include <fcntl.h>
 #include <signal.h>
@@ -342,6 +342,21 @@ test_trainer_replay(void **state)
 	assert_true(json_integer_value(trainer_fig("malformed")) >= 2);
 	assert_true(json_integer_value(trainer_fig("refused")) >= 2);
 	assert_int_equal(json_integer_value(trainer_fig("nack_forged")), 1);
+	/* the time series beside the results: no post, a header alone */
+	{
+		char path[192], line[256];
+		FILE *f;
+
+		snprintf(path, sizeof(path), "%s/res/trr/staleness.csv", S.dir);
+		f = fopen(path, "r");
+		assert_non_null(f);
+		assert_non_null(fgets(line, sizeof(line), f));
+		assert_int_equal(strncmp(line, "t_s,worker,held", 15), 0);
+		assert_null(fgets(line, sizeof(line), f));
+		fclose(f);
+		snprintf(path, sizeof(path), "%s/res/trr/staleness.svg", S.dir);
+		assert_int_equal(access(path, R_OK), 0);
+	}
 	rows = json_object_get(S.result, "rows");
 	assert_int_equal(json_array_size(rows), 3);
 	for (i = 0; i < 2; i++) {

@@ -9,8 +9,8 @@
 #    frames to host 3: the trainer repairs (NACKs taken, parity sent). Host 4 sends junk,
 #    posts with a wrong key, another session's NACKs and posts in a worker's name to the
 #    trainer's port: counted, the run unchanged. Every worker holds version 40, every byte
-#    checked; the trainer's results (a row per worker) say done and the staleness stays
-#    under 1.
+#    checked; the trainer's results (a row per worker, staleness.csv a line a post, and
+#    staleness.svg) say done and the staleness stays under 1.
 #  - Pull, from the document: each worker pulls each version from psb.
 #  - A run whose workers never come: failed after join_timeout naming them, exit 1, the
 #    results written.
@@ -176,6 +176,13 @@ assert 0 <= t["staleness_mean"] < 1.0, t
 # lossy: repaired; the forger's messages counted, not taken
 assert t["nacks"] > 0 and t["repair_parity_pkts"] + t["repair_data_pkts"] > 0, t
 assert t["malformed"] > 0 and t["refused"] > 0 and t["nack_forged"] > 0, t
+# the time series: a line a post, the plot beside it
+import csv
+lines = list(csv.DictReader(open(f"{d}/res/stale-trainer/staleness.csv")))
+assert len(lines) == t["posts"] and t["series_dropped"] == 0, (len(lines), t["posts"])
+assert {int(l["worker"]) for l in lines} == {0, 1, 2}, lines[:3]
+assert all(0 <= float(l["staleness"]) < 5 for l in lines), lines
+assert open(f"{d}/res/stale-trainer/staleness.svg").read().count("<polyline") == 4
 e = json.load(open(f"{d}/end.json"))["counters"]
 assert e == t, (e, t)
 for i in (0, 1):

@@ -356,6 +356,21 @@ slurp(const char *path)
 }
 
 /* Results appear whole in DIR/name; a second run never replaces them unless asked to. */
+/* The extra files of a results directory: both of them (arg non-NULL), or a failure. */
+static int
+series_extra(const char *dir, void *arg)
+{
+	char p[1200];
+
+	if (arg == NULL)
+		return -EIO;
+	snprintf(p, sizeof(p), "%s/staleness.csv", dir);
+	fclose(fopen(p, "w"));
+	snprintf(p, sizeof(p), "%s/staleness.svg", dir);
+	fclose(fopen(p, "w"));
+	return 0;
+}
+
 static void
 test_results_directory(void **state)
 {
@@ -400,6 +415,23 @@ test_results_directory(void **state)
 	json_object_set_new(doc, "state", json_string("again"));
 	assert_int_equal(psb_exp_results_write(tmpl, &c, doc, rows, cols, where, sizeof(where), err,
 					       sizeof(err)), 0);
+	snprintf(p, sizeof(p), "%s/res/deeper/trial-1/result.json", tmpl);
+	assert_non_null(strstr(slurp(p), "\"again\""));
+	snprintf(p, sizeof(p), "%s/res/deeper", tmpl);
+	assert_int_equal(count_entries(p), 2);
+
+	/* more files with the results (a trainer's series): moved in with them, psb's own */
+	assert_int_equal(psb_exp_results_write_with(tmpl, &c, doc, rows, cols, series_extra,
+						    (void *)"1", where, sizeof(where), err,
+						    sizeof(err)), 0);
+	snprintf(p, sizeof(p), "%s/res/deeper/trial-1", tmpl);
+	assert_int_equal(count_entries(p), 5);
+	assert_int_equal(psb_exp_results_claim(tmpl, &c, err, sizeof(err)), 0);
+	/* ... and when they cannot be written, nothing is moved: the last results stay */
+	json_object_set_new(doc, "state", json_string("not this"));
+	assert_int_equal(psb_exp_results_write_with(tmpl, &c, doc, rows, cols, series_extra,
+						    NULL, where, sizeof(where), err,
+						    sizeof(err)), -EIO);
 	snprintf(p, sizeof(p), "%s/res/deeper/trial-1/result.json", tmpl);
 	assert_non_null(strstr(slurp(p), "\"again\""));
 	snprintf(p, sizeof(p), "%s/res/deeper", tmpl);

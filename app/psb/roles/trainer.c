@@ -28,6 +28,7 @@
 #define PUB_EVERY_NS	(50ull * 1000 * 1000)	/* live figures for the control plane */
 #define SLOTS_MAX	64			/* versions held at most, whatever the budget */
 #define SEND_PASS	256			/* packets a sender sends a pass at most */
+#define SERIES_MAX	262144			/* posts kept for staleness.csv at most */
 
 /* Figures for readers on other lcores: a sequence lock, odd while being written. */
 struct trn_snap {
@@ -74,6 +75,8 @@ struct trn_priv {
 	struct psb_mc_send_stats last;	/* the senders' figures, kept once they are freed */
 	struct psb_trainer_row *rows;	/* [nrows], once the run ended */
 	uint32_t nrows;
+	struct psb_trainer_series series;	/* its posts: staleness.csv and .svg */
+	uint32_t series_max;
 	struct trn_snap snap;
 };
 
@@ -163,6 +166,19 @@ trn_send(void *arg, uint32_t ip, uint16_t port, const uint8_t *buf, size_t len)
 		return;
 	memcpy(to.mac, n->mac, 6);
 	send_dgram(ri, &to, n->port, buf, (unsigned int)len, NULL, 0);
+}
+
+/* A post's figures, kept for the run's time series (within its bound, else counted). */
+static void
+trn_point(void *arg, const struct psb_stale_point *pt)
+{
+	struct trn_priv *tp = ((struct psb_role_inst *)arg)->priv;
+	struct psb_trainer_series *sr = &tp->series;
+
+	if (sr->n < tp->series_max)
+		sr->pts[sr->n++] = *pt;
+	else
+		sr->dropped++;
 }
 
 static void
@@ -392,6 +408,7 @@ fill_figures(const struct trn_priv *tp, struct psb_trainer_snap *f)
 	f->unresolved = tp->unresolved;
 	f->pulls = tp->pulls;
 	f->held_bytes = (uint64_t)tp->nslots * tp->data;
+	f->series_dropped = tp->series.dropped;
 	f->published = st.published;
 	f->superseded = st.superseded;
 	f->sent_whole = st.sent_whole;
@@ -459,6 +476,14 @@ psb_trainer_rows(const struct psb_role_inst *ri, uint32_t *n)
 	return *n != 0 ? tp->rows : NULL;
 }
 
+const struct psb_trainer_series *
+psb_trainer_series(const struct psb_role_inst *ri)
+{
+	const struct trn_priv *tp = ri->priv;
+
+	return tp != NULL && tp->rows != NULL ? &tp->series : NULL;
+}
+
 /* The run's workers as rows of results, from its accounting. */
 static void
 take_rows(struct trn_priv *tp)
@@ -486,6 +511,10 @@ take_rows(struct trn_priv *tp)
 		r->staleness_max = w->staleness_max;
 	}
 	tp->nrows = t->cfg.workers;
+	tp->series.t0_ns = t->t0;
+	tp->series.dur_s = t->ran ? (tp->now - t->t0) / 1e9 : 0.0;
+	tp->series.max_time_ns = t->cfg.max_time_ns;
+	tp->series.workers = t->cfg.workers;
 }
 
 /* The senders and versions given back, the sender's figures kept. */
@@ -555,6 +584,8 @@ trn_start(struct psb_role_inst *ri, const struct psb_exp_conf *c)
 	free(tp->rows);
 	tp->rows = NULL;
 	tp->nrows = 0;
+	free(tp->series.pts);
+	memset(&tp->series, 0, sizeof(tp->series));
 	memset(&tp->last, 0, sizeof(tp->last));
 	tp->unresolved = tp->stray_nacks = tp->pulls = 0;
 	tp->mode = st->mode;
@@ -575,7 +606,13 @@ trn_start(struct psb_role_inst *ri, const struct psb_exp_conf *c)
 		.post_ns = st->post_frequency, .max_version = (uint32_t)st->max_version,
 		.max_time_ns = st->max_time, .join_ns = st->join_timeout,
 		.end_ns = st->end_timeout, .publish = trn_publish, .send = trn_send,
-		.log = trn_log, .arg = ri };
+		.point = trn_point, .log = trn_log, .arg = ri };
+	/* a post is a line: 2 a post period a worker on average, 4 at once */
+	tp->series_max = (uint32_t)RTE_MIN((uint64_t)SERIES_MAX, st->workers *
+		(2 * (st->max_time / st->post_frequency) + 4));
+	tp->series.pts = malloc((size_t)tp->series_max * sizeof(*tp->series.pts));
+	if (tp->series.pts == NULL)
+		return -ENOMEM;
 	rc = psb_stale_trainer_init(&tp->tr, &tc, tp->now);
 	if (rc != 0)
 		return rc;
@@ -721,8 +758,10 @@ trn_fini(struct psb_role_inst *ri)
 
 	if (tp != NULL && tp->have)
 		end_run(tp);
-	if (tp != NULL)
+	if (tp != NULL) {
 		free(tp->rows);
+		free(tp->series.pts);
+	}
 	psb_role_free_priv(ri);
 }
 
