@@ -236,8 +236,8 @@ trn_publish(void *arg, uint32_t vid, uint64_t now, uint64_t *done)
 	struct trn_slot *s;
 
 	if (i < 0) {
-		PSB_WARN(trainer, "no memory left for version %u within staleness.budget: not "
-			 "published", vid);
+		PSB_LOG_LIMITED(WARNING, trainer, "no memory left for version %u within "
+				"staleness.budget: not published (experiment.trainer.skipped)", vid);
 		return 1;
 	}
 	s = &tp->slots[i];
@@ -634,14 +634,16 @@ trn_start(struct psb_role_inst *ri, const struct psb_exp_conf *c)
 	tp->next_step_ns = 0;
 	PSB_INFO(trainer, "staleness run %u, mode %s: %u workers join at %u.%u.%u.%u:%u; %llu B "
 		 "every %.3f s until version %u or %.1f s; versions in %llu B at most (%u of them), "
-		 "sent in segments of %u B at %.2f Gbit/s%s", tp->exp_id,
+		 "sent in segments of %u B at %.2f Gbit/s%s; %u posts kept for staleness.csv",
+		 tp->exp_id,
 		 psb_exp_stale_mode_names[tp->mode], tc.workers, app->me.ip >> 24,
 		 (app->me.ip >> 16) & 255, (app->me.ip >> 8) & 255, app->me.ip & 255,
 		 (unsigned int)st->port, (unsigned long long)tp->data, st->push_frequency / 1e9,
 		 tc.max_version, st->max_time / 1e9,
 		 (unsigned long long)tp->max_slots * tp->data, tp->max_slots,
 		 (unsigned int)tp->scfg.seg_size, st->rate / 1e9,
-		 tp->mode == PSB_EXP_STALE_MULTICAST ? " to the group" : " to each worker");
+		 tp->mode == PSB_EXP_STALE_MULTICAST ? " to the group" : " to each worker",
+		 tp->series_max);
 	publish(tp, 0);
 	return 0;
 }
