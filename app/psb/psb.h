@@ -176,6 +176,25 @@ struct psb_role_inst {
 } __rte_cache_aligned;
 
 /*
+ * A datagram of another protocol handed to its role (PSB_FRAME_UDP), counted as received:
+ * its payload, *len bytes (the parser checked the UDP length against the frame); NULL when
+ * it is not whole in its first segment.
+ */
+static inline const uint8_t *
+psb_udp_take(struct psb_role_inst *ri, struct rte_mbuf *m, size_t *len)
+{
+	const struct psb_meta *meta = (const struct psb_meta *)rte_mbuf_to_priv(m);
+	const uint8_t *p = rte_pktmbuf_mtod_offset(m, const uint8_t *, meta->payload_off);
+
+	ri->cnt.rx_pkts++;
+	ri->cnt.rx_bytes += m->pkt_len;
+	*len = (size_t)((p[-4] << 8) | p[-3]) - 8;	/* the UDP header's length, less itself */
+	if (m->nb_segs != 1 || meta->payload_off + *len > m->data_len)
+		return NULL;
+	return p;
+}
+
+/*
  * A sequence lock over figures one lcore publishes and others read: odd while being
  * written. The writer brackets its writes with psb_seq_write_begin/end; psb_seq_read copies
  * the figures' two parts (d2 NULL: the first alone) as one: 0, or -EAGAIN if they kept
@@ -231,6 +250,8 @@ extern const struct psb_role *const psb_roles[];	/* NULL-terminated */
 
 /* A role's fini when all it holds is ri->priv, from rte_malloc. */
 void psb_role_free_priv(struct psb_role_inst *ri);
+/* A claim that takes every message at its role's ports (instance 0): its run sorts them out. */
+int psb_claim_any(const struct psb_app *app, const struct psb_frame *f);
 
 /* Queue m for the role reading r: 0, or -ENOENT (no such role here), -ENOBUFS (ring full). */
 static inline int

@@ -32,9 +32,7 @@ TPORT=7301
 KEY=4711
 . "$(dirname "$0")/testbed_env.sh"
 
-BRT=psbsl$$		# the bridge's loss table (root namespace: removed here)
 cleanup_all() {
-	nft delete table bridge "$BRT" 2>/dev/null
 	rm -rf /var/run/dpdk/psbsl$$-*
 	testbed_cleanup
 }
@@ -44,14 +42,7 @@ testbed_up 6 --bare 3,4
 TRAINER=$(addr 0)
 drop 1 3 "$GPORT"
 drop 2 3 "$GPORT"
-nft -f - <<NFT || fail "nft on the bridge"
-table bridge $BRT {
-	chain loss {
-		type filter hook forward priority 0; policy accept;
-		oifname { "tb${NAME}3", "tb${NAME}4" } udp dport $GPORT numgen random mod 100 < 3 drop
-	}
-}
-NFT
+bridge_drop 3 "$GPORT" 3 4
 
 # doc HOST RANK [JOIN [MODE [WORKERS]]]: the document of psb worker RANK on HOST (wHOST.json),
 # and the same without its node (sHOST.json)

@@ -30,9 +30,7 @@ TPORT=7401
 KEY=4712
 . "$(dirname "$0")/testbed_env.sh"
 
-BRT=psbst$$		# the bridge's loss table (root namespace: removed here)
 cleanup_all() {
-	nft delete table bridge "$BRT" 2>/dev/null
 	rm -rf /var/run/dpdk/psbst$$-*
 	testbed_cleanup
 }
@@ -42,14 +40,7 @@ testbed_up 5 --bare 0,3
 TRAINER=$(addr 0)
 drop 1 3 "$GPORT"
 drop 2 3 "$GPORT"
-nft -f - <<NFT || fail "nft on the bridge"
-table bridge $BRT {
-	chain loss {
-		type filter hook forward priority 0; policy accept;
-		oifname "tb${NAME}3" udp dport $GPORT numgen random mod 100 < 3 drop
-	}
-}
-NFT
+bridge_drop 3 "$GPORT" 3
 
 # doc FILE ROLE HOST [MODE [WORKERS [JOIN [RANK]]]]: a document for psb on HOST
 doc() {

@@ -1,15 +1,18 @@
 # Shared by the tests on the namespace testbed (scripts/testbed.sh), sourced after they set
 # TB (the script) and NAME (the testbed's): a scratch directory DIR, the processes they
 # start in PIDS, killed with the testbed's hosts and DIR removed on any exit; fail, which
-# shows the tail of every log in DIR; and on, addr and drop to use the hosts.
+# shows the tail of every log in DIR; and on, addr, drop and bridge_drop to use the hosts.
 
 DIR=$(mktemp -d /tmp/psb-tb-XXXXXX)
 PIDS=()
+
+BRIDGE_LOSS=""		# bridge_drop's table (root namespace)
 
 testbed_cleanup() {
 	local p
 	for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null; done
 	wait 2>/dev/null
+	[ -z "$BRIDGE_LOSS" ] || nft delete table bridge "$BRIDGE_LOSS" 2>/dev/null
 	"$TB" down --name "$NAME" >/dev/null 2>&1
 	rm -rf "$DIR"
 }
@@ -45,6 +48,24 @@ table inet psbloss {
 	chain in {
 		type filter hook input priority 0; policy accept;
 		udp dport $3 numgen random mod 100 < $2 drop
+	}
+}
+NFT
+}
+
+# bridge_drop PERCENT PORT HOST...: of the UDP datagrams to PORT the bridge forwards to each
+# HOST (hosts psb runs on with af_packet, whose frames no host firewall sees); the table is
+# removed with the testbed
+bridge_drop() {
+	local pct=$1 port=$2 ifs="" h
+	shift 2
+	for h in "$@"; do ifs+="${ifs:+, }\"tb${NAME}$h\""; done
+	BRIDGE_LOSS=psbloss$$
+	nft -f - <<NFT || fail "nft on the bridge"
+table bridge $BRIDGE_LOSS {
+	chain loss {
+		type filter hook forward priority 0; policy accept;
+		oifname { $ifs } udp dport $port numgen random mod 100 < $pct drop
 	}
 }
 NFT

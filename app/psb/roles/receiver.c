@@ -267,16 +267,11 @@ rcv_poll(struct psb_role_inst *ri)
 	for (i = 0; i < n; i++) {
 		struct rte_mbuf *m = pkts[i];
 		const struct psb_meta *meta = psb_meta(m);
-		const uint8_t *p = rte_pktmbuf_mtod_offset(m, const uint8_t *, meta->payload_off);
-		/* the parser checked the UDP length against the frame */
-		size_t len = (size_t)psb_rd16(p - PSB_UDP_HLEN + 4) - PSB_UDP_HLEN;
+		size_t len;
+		const uint8_t *p = psb_udp_take(ri, m, &len);
 
-		ri->cnt.rx_pkts++;
-		ri->cnt.rx_bytes += m->pkt_len;
-		if (!rp->have || psb_stale_client_over(&rp->cl)) {
-			ri->cnt.refused++;	/* no run to take it */
-		} else if (m->nb_segs != 1 || meta->payload_off + len > m->data_len) {
-			ri->cnt.refused++;
+		if (p == NULL || !rp->have || psb_stale_client_over(&rp->cl)) {
+			ri->cnt.refused++;	/* not whole, or no run to take it */
 		} else if (meta->dst_ip == ri->app->parse.group) {
 			psb_stale_client_group(&rp->cl, p, len, rp->now);
 		} else {
@@ -337,15 +332,6 @@ rcv_count(const struct psb_app *app)
 	return app->stale ? 1 : 0;
 }
 
-/* Every datagram at its port, to this node or its group: the run sorts them out. */
-static int
-rcv_claim(const struct psb_app *app, const struct psb_frame *f)
-{
-	(void)app;
-	(void)f;
-	return 0;
-}
-
 static void
 rcv_ports(const struct psb_app *app, uint16_t *lo, uint16_t *hi)
 {
@@ -362,7 +348,7 @@ const struct psb_role psb_role_receiver = {
 	.name = "receiver",
 	.count = rcv_count,
 	.ring = 4096,
-	.claim = rcv_claim,
+	.claim = psb_claim_any,	/* every datagram at its port: the run sorts them out */
 	.ports = rcv_ports,
 	.udp = 1,
 	.group = rcv_group,

@@ -709,14 +709,11 @@ trn_poll(struct psb_role_inst *ri)
 	for (i = 0; i < n; i++) {
 		struct rte_mbuf *m = pkts[i];
 		const struct psb_meta *meta = psb_meta(m);
-		const uint8_t *p = rte_pktmbuf_mtod_offset(m, const uint8_t *, meta->payload_off);
-		/* the parser checked the UDP length against the frame */
-		size_t len = (size_t)psb_rd16(p - PSB_UDP_HLEN + 4) - PSB_UDP_HLEN;
+		size_t len;
+		const uint8_t *p = psb_udp_take(ri, m, &len);
 
-		ri->cnt.rx_pkts++;
-		ri->cnt.rx_bytes += m->pkt_len;
-		if (!tp->have || m->nb_segs != 1 || meta->payload_off + len > m->data_len)
-			ri->cnt.refused++;	/* no run to take it, or not whole */
+		if (p == NULL || !tp->have)
+			ri->cnt.refused++;	/* not whole, or no run to take it */
 		else
 			trn_input(tp, p, len, meta->src.ip, meta->src.port);
 		rte_pktmbuf_free(m);
@@ -773,15 +770,6 @@ trn_count(const struct psb_app *app)
 	return app->trainer ? 1 : 0;
 }
 
-/* Every datagram at its port, to this node: the run sorts them out. */
-static int
-trn_claim(const struct psb_app *app, const struct psb_frame *f)
-{
-	(void)app;
-	(void)f;
-	return 0;
-}
-
 static void
 trn_ports(const struct psb_app *app, uint16_t *lo, uint16_t *hi)
 {
@@ -792,7 +780,7 @@ const struct psb_role psb_role_trainer = {
 	.name = "trainer",
 	.count = trn_count,
 	.ring = 4096,
-	.claim = trn_claim,
+	.claim = psb_claim_any,	/* every datagram at its port: the run sorts them out */
 	.ports = trn_ports,
 	.udp = 1,
 	.init = trn_init,
