@@ -61,10 +61,10 @@ start_psb afp --config "$DIR/stale.json" -l 1 --no-huge --output-dir "$DIR/out" 
 	--file-prefix "$TAG-a" --prometheus "$AP" --ctl "$DIR/a.ctl" \
 	--counters-file "$DIR/a.jsonl" --counters-every 0.1
 APID=$LAST_PID
-# a staleness trainer on a null port: its workers never join (experiment.trainer)
+# a staleness trainer on a null port (a sink): its workers never join (experiment.trainer)
 cat > "$DIR/trainer.json" <<EOF
 {"name": "metrics-trainer", "kind": "staleness", "node": {"role": "trainer", "ip": "198.18.0.9",
- "ports": ["null"]}, "staleness": {"join_timeout": "60s", "workers": 2},
+ "ports": ["null:sink"]}, "staleness": {"join_timeout": "60s", "workers": 2},
  "output": {"dir": "results"}}
 EOF
 start_psb trainer --config "$DIR/trainer.json" -l 1 --no-huge --output-dir "$DIR/out" \
