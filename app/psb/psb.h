@@ -295,6 +295,20 @@ struct rte_mbuf *psb_build(struct psb_role_inst *ri, const struct psb_addr *src,
 const struct psb_neigh *psb_neigh_find(const struct psb_app *app, uint32_t ip);
 /* Send an ARP request for ip out of every port. */
 void psb_arp_resolve(struct psb_role_inst *ri, uint32_t ip);
+/*
+ * ip's neighbour, or NULL while it is unknown: then ARP is asked for it, at most every
+ * PSB_ARP_RETRY_NS by the caller's *next_arp_ns (now: the caller's clock).
+ */
+#define PSB_ARP_RETRY_NS	(100ull * 1000 * 1000)
+const struct psb_neigh *psb_neigh_or_arp(struct psb_role_inst *ri, uint32_t ip, uint64_t now,
+		uint64_t *next_arp_ns);
+/*
+ * A datagram of another protocol than psb's (hdr then payload) from src to dst, out of
+ * port, for the transmitter: 0, or -EAGAIN with no packet buffer now (counted no_mbuf).
+ */
+int psb_out_udp(struct psb_role_inst *ri, const struct psb_addr *src, const struct psb_addr *dst,
+		uint16_t port, const void *hdr, unsigned int hlen, const void *payload,
+		unsigned int plen);
 
 /* Registration with the scheduler (roles/agent.c), used by servers and workers. */
 enum psb_agent_state {

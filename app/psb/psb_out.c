@@ -144,3 +144,42 @@ psb_arp_resolve(struct psb_role_inst *ri, uint32_t ip)
 		psb_out_port(ri, m);
 	}
 }
+
+const struct psb_neigh *
+psb_neigh_or_arp(struct psb_role_inst *ri, uint32_t ip, uint64_t now, uint64_t *next_arp_ns)
+{
+	const struct psb_neigh *n = psb_neigh_find(ri->app, ip);
+
+	if (n == NULL && now >= *next_arp_ns) {
+		psb_arp_resolve(ri, ip);
+		*next_arp_ns = now + PSB_ARP_RETRY_NS;
+	}
+	return n;
+}
+
+int
+psb_out_udp(struct psb_role_inst *ri, const struct psb_addr *src, const struct psb_addr *dst,
+		uint16_t port, const void *hdr, unsigned int hlen, const void *payload,
+		unsigned int plen)
+{
+	struct rte_mbuf *m = rte_pktmbuf_alloc(ri->app->pool);
+	uint8_t *p;
+
+	if (m == NULL) {
+		ri->cnt.no_mbuf++;
+		return -EAGAIN;
+	}
+	p = (uint8_t *)rte_pktmbuf_append(m, (uint16_t)(PSB_UDP_FRAME_HLEN + hlen + plen));
+	if (p == NULL) {
+		rte_pktmbuf_free(m);
+		ri->cnt.no_mbuf++;
+		return -EAGAIN;
+	}
+	psb_udp_write_headers(p, src, dst, (uint16_t)(hlen + plen));
+	memcpy(p + PSB_UDP_FRAME_HLEN, hdr, hlen);
+	if (plen != 0)
+		rte_memcpy(p + PSB_UDP_FRAME_HLEN + hlen, payload, plen);
+	m->port = port;
+	psb_out_port(ri, m);
+	return 0;
+}

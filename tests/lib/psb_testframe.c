@@ -1,5 +1,10 @@
 /* Frames and captures for psb's tests (see psb_testframe.h). */
+#include <fcntl.h>
+#include <signal.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "psb_testframe.h"
 
@@ -311,4 +316,34 @@ tf_pcap_close(struct tf_pcap *p)
 		rc = -1;
 	p->fp = NULL;
 	return rc;
+}
+
+int
+tf_run_psb(const char *psb, const char *doc, const char *dir, unsigned int timeout_s,
+		int *status)
+{
+	pid_t pid = fork();
+	unsigned int i;
+
+	if (pid < 0)
+		return -1;
+	if (pid == 0) {
+		int devnull = open("/dev/null", O_WRONLY);
+
+		if (devnull >= 0 && getenv("PSB_TEST_VERBOSE") == NULL) {
+			dup2(devnull, 1);
+			dup2(devnull, 2);
+		}
+		execl(psb, psb, "--config", doc, "--output-dir", dir, "--ctl", "none",
+		      (char *)NULL);
+		_exit(127);
+	}
+	for (i = 0; i < timeout_s * 10; i++) {
+		if (waitpid(pid, status, WNOHANG) == pid)
+			return 0;
+		usleep(100000);
+	}
+	kill(pid, SIGKILL);
+	waitpid(pid, status, 0);
+	return -1;
 }

@@ -145,4 +145,12 @@ int tf_pcap_open(struct tf_pcap *p, const char *path);
 void tf_pcap_put(struct tf_pcap *p, const void *frame, size_t len, uint32_t sec, uint32_t usec);
 int tf_pcap_close(struct tf_pcap *p);
 
+/*
+ * psb --config doc --output-dir dir --ctl none, its output on /dev/null unless
+ * PSB_TEST_VERBOSE is set, waited for timeout_s at most: 0 with *status its wait status, or
+ * -1 when it had to be killed (or could not be started).
+ */
+int tf_run_psb(const char *psb, const char *doc, const char *dir, unsigned int timeout_s,
+		int *status);
+
 #endif /* PSB_TESTFRAME_H */

@@ -17,9 +17,7 @@
  *                   address, truncated packets: counted, and the run is unchanged
  */
 #include <errno.h>
-#include <fcntl.h>
 #include <setjmp.h>
-#include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -334,8 +332,6 @@ scen_run(struct scen *s, uint64_t len)
 	json_error_t jerr;
 	FILE *f;
 	pcap_t *p;
-	pid_t pid;
-	int rc;
 
 	assert_int_equal(tf_pcap_close(&s->cap), 0);
 	snprintf(prefix, sizeof(prefix), "psbmr-%d", (int)getpid());
@@ -351,30 +347,9 @@ scen_run(struct scen *s, uint64_t len)
 		"\"post_frequency\": \"100ms\", \"step_frequency\": \"1ms\"}, \"output\": "
 		"{\"dir\": \"res\"}}\n", s->in, s->out, prefix, TPORT, GPORT, len / 1e6);
 	assert_int_equal(fclose(f), 0);
-	pid = fork();
-	assert_true(pid >= 0);
-	if (pid == 0) {
-		int devnull = open("/dev/null", O_WRONLY);
-
-		if (devnull >= 0 && getenv("PSB_TEST_VERBOSE") == NULL) {
-			dup2(devnull, 1);
-			dup2(devnull, 2);
-		}
-		execl(psb_bin, psb_bin, "--config", s->doc, "--output-dir", s->dir, "--ctl",
-		      "none", (char *)NULL);
-		_exit(127);
-	}
 	/* bounded: the run ends end_timeout after the trainer's END, or at join_timeout */
-	for (rc = 0; rc < 300; rc++) {
-		if (waitpid(pid, &s->status, WNOHANG) == pid)
-			break;
-		usleep(100000);
-	}
-	if (rc == 300) {
-		kill(pid, SIGKILL);
-		waitpid(pid, &s->status, 0);
+	if (tf_run_psb(psb_bin, s->doc, s->dir, 30, &s->status) != 0)
 		fail_msg("psb did not exit within 30 s");
-	}
 	assert_true(WIFEXITED(s->status));
 	p = pcap_open_offline(s->out, errbuf);
 	if (p == NULL)

@@ -14,8 +14,6 @@
  *     its last push, naming both with the version they hold, psb exits 1, and its results
  *     have a row per worker (staleness.csv its header alone: no post came).
  */
-#include <fcntl.h>
-#include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -101,8 +99,6 @@ run_psb(void)
 	json_error_t jerr;
 	FILE *f;
 	pcap_t *p;
-	pid_t pid;
-	int rc;
 
 	assert_int_equal(tf_pcap_close(&S.cap), 0);
 	snprintf(prefix, sizeof(prefix), "psbtr-%d", (int)getpid());
@@ -119,30 +115,9 @@ run_psb(void)
 		"{\"dir\": \"res\"}}\n", S.in, S.out, prefix, TPORT, GPORT, LEN / 1e6, KEY,
 		VERSIONS);
 	assert_int_equal(fclose(f), 0);
-	pid = fork();
-	assert_true(pid >= 0);
-	if (pid == 0) {
-		int devnull = open("/dev/null", O_WRONLY);
-
-		if (devnull >= 0 && getenv("PSB_TEST_VERBOSE") == NULL) {
-			dup2(devnull, 1);
-			dup2(devnull, 2);
-		}
-		execl(psb_bin, psb_bin, "--config", S.doc, "--output-dir", S.dir, "--ctl", "none",
-		      (char *)NULL);
-		_exit(127);
-	}
 	/* bounded: the run ends end_timeout after its last push */
-	for (rc = 0; rc < 300; rc++) {
-		if (waitpid(pid, &S.status, WNOHANG) == pid)
-			break;
-		usleep(100000);
-	}
-	if (rc == 300) {
-		kill(pid, SIGKILL);
-		waitpid(pid, &S.status, 0);
+	if (tf_run_psb(psb_bin, S.doc, S.dir, 30, &S.status) != 0)
 		fail_msg("psb did not exit within 30 s");
-	}
 	assert_true(WIFEXITED(S.status));
 	p = pcap_open_offline(S.out, errbuf);
 	if (p == NULL)

@@ -16,7 +16,6 @@
 #include "psb_be.h"
 #include "psb_stale_client.h"
 
-#define ARP_RETRY_NS	(100ull * 1000 * 1000)
 #define PUB_EVERY_NS	(50ull * 1000 * 1000)	/* live figures for the control plane */
 
 /* Figures for readers on other lcores: a sequence lock, odd while being written. */
@@ -48,34 +47,15 @@ rcv_send(void *arg, const uint8_t *buf, size_t len)
 {
 	struct psb_role_inst *ri = arg;
 	struct rcv_priv *rp = ri->priv;
-	const struct psb_neigh *n = psb_neigh_find(ri->app, rp->trainer.ip);
-	struct rte_mbuf *m;
-	uint8_t *p;
+	const struct psb_neigh *n = psb_neigh_or_arp(ri, rp->trainer.ip, rp->now,
+						     &rp->next_arp_ns);
 
 	if (n == NULL) {
 		rp->unresolved++;
-		if (rp->now >= rp->next_arp_ns) {
-			psb_arp_resolve(ri, rp->trainer.ip);
-			rp->next_arp_ns = rp->now + ARP_RETRY_NS;
-		}
-		return;
-	}
-	m = rte_pktmbuf_alloc(ri->app->pool);
-	if (m == NULL) {
-		ri->cnt.no_mbuf++;
-		return;
-	}
-	p = (uint8_t *)rte_pktmbuf_append(m, (uint16_t)(PSB_UDP_FRAME_HLEN + len));
-	if (p == NULL) {
-		rte_pktmbuf_free(m);
-		ri->cnt.no_mbuf++;
 		return;
 	}
 	memcpy(rp->trainer.mac, n->mac, 6);
-	psb_udp_write_headers(p, &rp->src, &rp->trainer, (uint16_t)len);
-	memcpy(p + PSB_UDP_FRAME_HLEN, buf, len);
-	m->port = n->port;
-	psb_out_port(ri, m);
+	psb_out_udp(ri, &rp->src, &rp->trainer, n->port, buf, (unsigned int)len, NULL, 0);
 }
 
 static void

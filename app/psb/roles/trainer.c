@@ -16,7 +16,6 @@
 #include <string.h>
 
 #include <rte_malloc.h>
-#include <rte_memcpy.h>
 
 #include "psb_app.h"
 #include "psb_be.h"
@@ -24,7 +23,6 @@
 #include "psb_mc_send.h"
 #include "psb_stale_trainer.h"
 
-#define ARP_RETRY_NS	(100ull * 1000 * 1000)
 #define PUB_EVERY_NS	(50ull * 1000 * 1000)	/* live figures for the control plane */
 #define SLOTS_MAX	64			/* versions held at most, whatever the budget */
 #define SEND_PASS	256			/* packets a sender sends a pass at most */
@@ -91,49 +89,16 @@ mac_of_group(uint32_t g, uint8_t *mac)
 	mac[5] = (uint8_t)g;
 }
 
-/* hdr then payload as one datagram from the trainer's port to dst, into the tx role. */
-static int
-send_dgram(struct psb_role_inst *ri, const struct psb_addr *dst, uint16_t port,
-		const uint8_t *hdr, unsigned int hlen, const uint8_t *payload, unsigned int plen)
-{
-	struct trn_priv *tp = ri->priv;
-	struct rte_mbuf *m = rte_pktmbuf_alloc(ri->app->pool);
-	uint8_t *p;
-
-	if (m == NULL) {
-		ri->cnt.no_mbuf++;
-		return -EAGAIN;
-	}
-	p = (uint8_t *)rte_pktmbuf_append(m, (uint16_t)(PSB_UDP_FRAME_HLEN + hlen + plen));
-	if (p == NULL) {
-		rte_pktmbuf_free(m);
-		ri->cnt.no_mbuf++;
-		return -EAGAIN;
-	}
-	psb_udp_write_headers(p, &tp->src, dst, (uint16_t)(hlen + plen));
-	memcpy(p + PSB_UDP_FRAME_HLEN, hdr, hlen);
-	if (plen != 0)
-		rte_memcpy(p + PSB_UDP_FRAME_HLEN + hlen, payload, plen);
-	m->port = port;
-	psb_out_port(ri, m);
-	return 0;
-}
-
-/* A worker's MAC and port, or NULL (ARP asked, at most every 100 ms). */
+/* A worker's MAC and port, or NULL (ARP asked, at most every 100 ms; counted). */
 static const struct psb_neigh *
 neigh_of(struct psb_role_inst *ri, uint32_t ip)
 {
 	struct trn_priv *tp = ri->priv;
-	const struct psb_neigh *n = psb_neigh_find(ri->app, ip);
+	const struct psb_neigh *n = psb_neigh_or_arp(ri, ip, tp->now, &tp->next_arp_ns);
 
-	if (n != NULL)
-		return n;
-	tp->unresolved++;
-	if (tp->now >= tp->next_arp_ns) {
-		psb_arp_resolve(ri, ip);
-		tp->next_arp_ns = tp->now + ARP_RETRY_NS;
-	}
-	return NULL;
+	if (n == NULL)
+		tp->unresolved++;
+	return n;
 }
 
 /* A sender's packets: to the group out of the first port, or to its worker. */
@@ -142,16 +107,17 @@ out_emit(void *arg, const uint8_t *hdr, unsigned int hlen, const uint8_t *payloa
 		unsigned int plen)
 {
 	struct trn_out *o = arg;
+	struct trn_priv *tp = o->ri->priv;
 	const struct psb_neigh *n;
 
 	if (o->group)
-		return send_dgram(o->ri, &o->to, o->ri->app->port_ids[0], hdr, hlen, payload,
-				  plen);
+		return psb_out_udp(o->ri, &tp->src, &o->to, o->ri->app->port_ids[0], hdr, hlen,
+				   payload, plen);
 	n = neigh_of(o->ri, o->to.ip);
 	if (n == NULL)
 		return -EAGAIN;
 	memcpy(o->to.mac, n->mac, 6);
-	return send_dgram(o->ri, &o->to, n->port, hdr, hlen, payload, plen);
+	return psb_out_udp(o->ri, &tp->src, &o->to, n->port, hdr, hlen, payload, plen);
 }
 
 /* The run's messages to a worker (ACKs). */
@@ -159,13 +125,14 @@ static void
 trn_send(void *arg, uint32_t ip, uint16_t port, const uint8_t *buf, size_t len)
 {
 	struct psb_role_inst *ri = arg;
+	struct trn_priv *tp = ri->priv;
 	const struct psb_neigh *n = neigh_of(ri, ip);
 	struct psb_addr to = { .ip = ip, .port = port };
 
 	if (n == NULL)
 		return;
 	memcpy(to.mac, n->mac, 6);
-	send_dgram(ri, &to, n->port, buf, (unsigned int)len, NULL, 0);
+	psb_out_udp(ri, &tp->src, &to, n->port, buf, (unsigned int)len, NULL, 0);
 }
 
 /* A post's figures, kept for the run's time series (within its bound, else counted). */

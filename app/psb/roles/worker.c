@@ -10,7 +10,6 @@
 #include "psb_bench.h"
 #include "psb_ctl.h"
 
-#define ARP_RETRY_NS	(100ull * 1000 * 1000)
 
 enum worker_state { W_REGISTER, W_RESOLVE, W_READY, W_RUN };
 
@@ -502,7 +501,7 @@ resolve_servers(struct psb_role_inst *ri, uint64_t now)
 			psb_arp_resolve(ri, wp->servers[s].ip);
 	}
 	if (missing != 0 && now >= wp->next_arp_ns)
-		wp->next_arp_ns = now + ARP_RETRY_NS;
+		wp->next_arp_ns = now + PSB_ARP_RETRY_NS;
 	return missing == 0;
 }
 
