@@ -39,10 +39,10 @@
 #include "psb_stale_client.h"
 #include "psb_stale_series.h"
 #include "psb_stale_trainer.h"
+#include "psb_stale_versions.h"
 #include "psb_stale_fs.h"
 
 #define SEC		1000000000ull
-#define SLOTS_MAX	64
 #define READS_A_PASS	256
 #define BUF_LEN		(PSB_MC_HLEN + PSB_MC_SEG_MAX + 64)
 #define COALESCE_NS	200000	/* a worker that just read packets waits this long for more */
@@ -343,14 +343,6 @@ epgm_drain(struct epgm *e, uint32_t held, void (*take)(uint32_t, const uint8_t *
 
 /* ======================================================================== trainer ==== */
 
-/* A version's bytes, shared by the senders that hold it (refs) and the newest pointer. */
-struct slot {
-	uint8_t *data;
-	uint32_t vid;
-	uint32_t refs;
-	uint32_t crc;
-};
-
 /* A worker's own sender in pull mode: unicast to where its PULLs come from. */
 struct puller {
 	struct psb_mc_send *tx;
@@ -367,9 +359,7 @@ struct trainer {
 	struct psb_stale_fs fs;		/* filesystem */
 	struct epgm zpub;		/* epgm */
 	struct psb_mc_send_cfg scfg;
-	struct slot slots[SLOTS_MAX];
-	unsigned int nslots, max_slots;
-	int newest;			/* slot of the newest version, -1 none */
+	struct psb_stale_versions vers;	/* the versions made, held by senders */
 	uint64_t unexpected, stray_nacks, pulls;
 	FILE *csv;
 	char csv_tmp[4200], dir[4096];
@@ -381,32 +371,9 @@ static struct trainer T;
 static void
 slot_release(void *arg, uint32_t vid, const void *data)
 {
-	unsigned int i;
-
 	(void)arg;
 	(void)vid;
-	for (i = 0; i < T.nslots; i++)
-		if (T.slots[i].data == data && T.slots[i].refs > 0) {
-			T.slots[i].refs--;
-			return;
-		}
-}
-
-/* A slot nobody holds, or a new one within the budget; -1 when there is none. */
-static int
-slot_get(void)
-{
-	unsigned int i;
-
-	for (i = 0; i < T.nslots; i++)
-		if (T.slots[i].refs == 0 && (int)i != T.newest)
-			return (int)i;
-	if (T.nslots == T.max_slots)
-		return -1;
-	T.slots[T.nslots].data = malloc(opts.data_size ? opts.data_size : 1);
-	if (T.slots[T.nslots].data == NULL)
-		return -1;
-	return (int)T.nslots++;
+	psb_stale_versions_release(&T.vers, data);
 }
 
 static int
@@ -445,11 +412,10 @@ tr_log(void *arg, int level, const char *line)
 static void
 pull_give(struct puller *p)
 {
-	struct slot *s;
+	struct psb_stale_version *s = psb_stale_versions_newest(&T.vers);
 
-	if (T.newest < 0 || p->vid >= T.slots[T.newest].vid)
+	if (s == NULL || p->vid >= s->vid)
 		return;
-	s = &T.slots[T.newest];
 	s->refs++;
 	if (psb_mc_send_publish(p->tx, s->vid, s->data, opts.data_size, s->crc,
 				psb_clock_ns()) != 0) {
@@ -463,20 +429,15 @@ pull_give(struct puller *p)
 static int
 tr_publish(void *arg, uint32_t vid, uint64_t now, uint64_t *done)
 {
-	struct slot *s;
+	struct psb_stale_version *s = psb_stale_versions_make(&T.vers, vid);
 	char err[512];
-	int i = slot_get();
 
 	(void)arg;
-	if (i < 0) {
+	if (s == NULL) {
 		say(5, "trainer: WARNING: no memory left for version %u within --budget: not "
 		    "published", vid);
 		return 1;
 	}
-	s = &T.slots[i];
-	s->vid = vid;
-	psb_stale_fill(s->data, opts.data_size, s->vid);
-	s->crc = psb_mc_crc(0, s->data, opts.data_size);
 	if (opts.mode == PSB_STALE_MULTICAST) {
 		s->refs++;
 		if (psb_mc_send_publish(T.tx, s->vid, s->data, opts.data_size, s->crc, now) != 0)
@@ -490,7 +451,6 @@ tr_publish(void *arg, uint32_t vid, uint64_t now, uint64_t *done)
 			return -1;
 		}
 	}
-	T.newest = i;
 	*done = psb_clock_ns();
 	say(8, "trainer: version %u published at %.3f s in %.2f ms", s->vid, *done / 1e9,
 	    (*done - now) / 1e6);
@@ -717,13 +677,9 @@ do_trainer(int argc, char **argv)
 		psb_die("trainer: --mode filesystem needs --dir DIR");
 	if (opts.data_size > PSB_MC_MAX_VERSION)
 		psb_die("--data_size: at most %llu bytes", (unsigned long long)PSB_MC_MAX_VERSION);
-	T.max_slots = (unsigned int)(budget / (opts.data_size ? opts.data_size : 1));
-	if (T.max_slots > SLOTS_MAX)
-		T.max_slots = SLOTS_MAX;
-	if (T.max_slots < 2)
+	if (psb_stale_versions_init(&T.vers, opts.data_size, budget) != 0)
 		psb_die("--budget: %llu bytes hold fewer than 2 versions of %llu bytes",
 			(unsigned long long)budget, (unsigned long long)opts.data_size);
-	T.newest = -1;
 	T.scfg.session = (uint32_t)(psb_clock_ns() ^ (uint64_t)getpid() << 16) | 1;
 
 	/* the results directory first: a run that cannot keep its results does not start */
@@ -775,7 +731,7 @@ do_trainer(int argc, char **argv)
 	    "version %u or %.1f s; holds at most %u versions (--budget %llu B); results in %s",
 	    opts.trial_name, psb_stale_mode_names[opts.mode], opts.workers,
 	    ipstr(local, lport, who, sizeof(who)), (unsigned long long)opts.data_size,
-	    opts.push_ns / 1e9, opts.max_version, opts.max_time_ns / 1e9, T.max_slots,
+	    opts.push_ns / 1e9, opts.max_version, opts.max_time_ns / 1e9, T.vers.max,
 	    (unsigned long long)budget, T.dir);
 
 	pfd = (struct pollfd){ .fd = T.sock.fd, .events = POLLIN };

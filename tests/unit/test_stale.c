@@ -24,6 +24,7 @@
 #include "psb_stale_client.h"
 #include "psb_stale_trainer.h"
 #include "psb_stale_fs.h"
+#include "psb_stale_versions.h"
 
 #define MS	1000000ull
 #define SEC	1000000000ull
@@ -894,6 +895,44 @@ test_trainer_waits(void **state)
 	}
 }
 
+/*
+ * The trainer's versions: made whole with their CRC within the budget, never in a buffer a
+ * sender holds or in the newest one; when every buffer is held, none is made.
+ */
+static void
+test_versions(void **state)
+{
+	struct psb_stale_versions vs;
+	struct psb_stale_version *a, *b, *c;
+
+	(void)state;
+	assert_int_equal(psb_stale_versions_init(&vs, 1000, 1999), -EINVAL);
+	assert_int_equal(psb_stale_versions_init(&vs, 1001, 3000), 0);
+	assert_int_equal(vs.max, 2);
+	assert_null(psb_stale_versions_newest(&vs));
+	a = psb_stale_versions_make(&vs, 1);
+	assert_non_null(a);
+	assert_int_equal(psb_stale_verify(a->data, 1001, 1), -1);
+	assert_int_equal(a->crc, psb_mc_crc(0, a->data, 1001));
+	assert_ptr_equal(psb_stale_versions_newest(&vs), a);
+	a->refs++;				/* a sender holds version 1 */
+	b = psb_stale_versions_make(&vs, 2);	/* a second buffer */
+	assert_non_null(b);
+	assert_ptr_not_equal(b, a);
+	assert_null(psb_stale_versions_make(&vs, 3));	/* 1 held, 2 the newest */
+	assert_ptr_equal(psb_stale_versions_newest(&vs), b);
+	psb_stale_versions_release(&vs, a->data);
+	psb_stale_versions_release(&vs, a->data);	/* not held: nothing */
+	assert_int_equal(a->refs, 0);
+	c = psb_stale_versions_make(&vs, 3);	/* version 1's buffer again */
+	assert_ptr_equal(c, a);
+	assert_int_equal(c->vid, 3);
+	assert_int_equal(psb_stale_verify(c->data, 1001, 3), -1);
+	assert_int_equal(vs.n, 2);
+	psb_stale_versions_fini(&vs);
+	assert_null(psb_stale_versions_newest(&vs));
+}
+
 int
 main(void)
 {
@@ -902,6 +941,7 @@ main(void)
 		cmocka_unit_test(test_msg_malformed),
 		cmocka_unit_test(test_opts),
 		cmocka_unit_test(test_fill_verify),
+		cmocka_unit_test(test_versions),
 		cmocka_unit_test(test_acct_mean),
 		cmocka_unit_test(test_acct_posts),
 		cmocka_unit_test(test_sampler),

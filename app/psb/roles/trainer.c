@@ -22,9 +22,9 @@
 #include "psb_counters.h"
 #include "psb_mc_send.h"
 #include "psb_stale_trainer.h"
+#include "psb_stale_versions.h"
 
 #define PUB_EVERY_NS	(50ull * 1000 * 1000)	/* live figures for the control plane */
-#define SLOTS_MAX	64			/* versions held at most, whatever the budget */
 #define SEND_PASS	256			/* packets a sender sends a pass at most */
 #define SERIES_MAX	262144			/* posts kept for staleness.csv at most */
 
@@ -33,12 +33,6 @@ struct trn_snap {
 	volatile uint32_t seq;
 	struct psb_stale_pub pub;
 	struct psb_trainer_snap fig;
-};
-
-struct trn_slot {
-	uint8_t *data;
-	uint32_t vid, crc;
-	uint32_t refs;			/* senders holding it */
 };
 
 /*
@@ -63,10 +57,7 @@ struct trn_priv {
 	struct trn_out mc;		/* multicast: the group's sender */
 	struct trn_out *pull;		/* pull: [workers] */
 	struct psb_addr src;
-	uint64_t data;			/* bytes a version */
-	struct trn_slot slots[SLOTS_MAX];
-	unsigned int nslots, max_slots;
-	int newest;
+	struct psb_stale_versions vers;	/* the versions made, held by senders */
 	uint64_t now;
 	uint64_t next_step_ns, next_pub_ns, next_arp_ns;
 	uint64_t unresolved, stray_nacks, pulls;
@@ -166,31 +157,9 @@ static void
 slot_release(void *arg, uint32_t vid, const void *data)
 {
 	struct trn_priv *tp = ((struct trn_out *)arg)->ri->priv;
-	unsigned int i;
 
 	(void)vid;
-	for (i = 0; i < tp->nslots; i++)
-		if (tp->slots[i].data == data && tp->slots[i].refs != 0) {
-			tp->slots[i].refs--;
-			return;
-		}
-}
-
-/* A slot no sender holds and not the newest, or a new one within the budget; -1: none. */
-static int
-slot_free(struct trn_priv *tp)
-{
-	unsigned int i;
-
-	for (i = 0; i < tp->nslots; i++)
-		if (tp->slots[i].refs == 0 && (int)i != tp->newest)
-			return (int)i;
-	if (tp->nslots == tp->max_slots)
-		return -1;
-	tp->slots[tp->nslots].data = malloc(tp->data != 0 ? tp->data : 1);
-	if (tp->slots[tp->nslots].data == NULL)
-		return -1;
-	return (int)tp->nslots++;
+	psb_stale_versions_release(&tp->vers, data);
 }
 
 /* Version vid made and handed to the workers' transport (the run's publish). */
@@ -199,26 +168,20 @@ trn_publish(void *arg, uint32_t vid, uint64_t now, uint64_t *done)
 {
 	struct psb_role_inst *ri = arg;
 	struct trn_priv *tp = ri->priv;
-	int i = slot_free(tp);
-	struct trn_slot *s;
+	struct psb_stale_version *s = psb_stale_versions_make(&tp->vers, vid);
 
-	if (i < 0) {
+	if (s == NULL) {
 		PSB_LOG_LIMITED(WARNING, trainer, "no memory left for version %u within "
 				"staleness.budget: not published (experiment.trainer.skipped)", vid);
 		return 1;
 	}
-	s = &tp->slots[i];
-	s->vid = vid;
-	psb_stale_fill(s->data, tp->data, vid);
-	s->crc = psb_mc_crc(0, s->data, tp->data);
 	if (tp->mode == PSB_EXP_STALE_MULTICAST) {
 		s->refs++;
-		if (psb_mc_send_publish(tp->mc.tx, vid, s->data, tp->data, s->crc, now) != 0) {
+		if (psb_mc_send_publish(tp->mc.tx, vid, s->data, tp->vers.len, s->crc, now) != 0) {
 			s->refs--;
 			return -1;
 		}
 	}
-	tp->newest = i;
 	*done = psb_now_ns(ri->app);
 	return 0;
 }
@@ -227,13 +190,12 @@ trn_publish(void *arg, uint32_t vid, uint64_t now, uint64_t *done)
 static void
 pull_give(struct trn_priv *tp, struct trn_out *p)
 {
-	struct trn_slot *s;
+	struct psb_stale_version *s = psb_stale_versions_newest(&tp->vers);
 
-	if (tp->newest < 0 || p->vid >= tp->slots[tp->newest].vid)
+	if (s == NULL || p->vid >= s->vid)
 		return;
-	s = &tp->slots[tp->newest];
 	s->refs++;
-	if (psb_mc_send_publish(p->tx, s->vid, s->data, tp->data, s->crc, tp->now) != 0) {
+	if (psb_mc_send_publish(p->tx, s->vid, s->data, tp->vers.len, s->crc, tp->now) != 0) {
 		s->refs--;
 		return;
 	}
@@ -374,7 +336,7 @@ fill_figures(const struct trn_priv *tp, struct psb_trainer_snap *f)
 	f->stray_nacks = tp->stray_nacks;
 	f->unresolved = tp->unresolved;
 	f->pulls = tp->pulls;
-	f->held_bytes = (uint64_t)tp->nslots * tp->data;
+	f->held_bytes = (uint64_t)tp->vers.n * tp->vers.len;
 	f->series_dropped = tp->series.dropped;
 	f->published = st.published;
 	f->superseded = st.superseded;
@@ -497,11 +459,7 @@ release_senders(struct trn_priv *tp)
 		psb_mc_send_free(tp->pull[i].tx);
 	free(tp->pull);
 	tp->pull = NULL;
-	for (i = 0; i < tp->nslots; i++)
-		free(tp->slots[i].data);
-	memset(tp->slots, 0, sizeof(tp->slots));
-	tp->nslots = 0;
-	tp->newest = -1;
+	psb_stale_versions_fini(&tp->vers);
 }
 
 /* The run ended or was stopped: its figures final (rows, published), its memory given back. */
@@ -544,6 +502,7 @@ trn_start(struct psb_role_inst *ri, const struct psb_exp_conf *c)
 	const struct psb_exp_staleness *st = &c->staleness;
 	unsigned int seg = app->mtu - PSB_IP_HLEN - PSB_UDP_HLEN - PSB_MC_HLEN;
 	struct psb_stale_trainer_cfg tc;
+	uint64_t data;
 	int rc;
 
 	if (tp->have)
@@ -556,11 +515,8 @@ trn_start(struct psb_role_inst *ri, const struct psb_exp_conf *c)
 	memset(&tp->last, 0, sizeof(tp->last));
 	tp->unresolved = tp->stray_nacks = tp->pulls = 0;
 	tp->mode = st->mode;
-	tp->data = (uint64_t)(st->data_size * 1e6 + 0.5);
-	tp->max_slots = (unsigned int)RTE_MIN(st->budget / (tp->data ? tp->data : 1),
-					      (uint64_t)SLOTS_MAX);
-	tp->newest = -1;
-	if (tp->max_slots < 2 || tp->data > PSB_MC_MAX_VERSION)
+	data = (uint64_t)(st->data_size * 1e6 + 0.5);
+	if (data > PSB_MC_MAX_VERSION || psb_stale_versions_init(&tp->vers, data, st->budget) != 0)
 		return -EINVAL;		/* psb_exp_check said so first */
 	tp->now = psb_now_ns(app);
 	tp->scfg = (struct psb_mc_send_cfg){
@@ -605,9 +561,9 @@ trn_start(struct psb_role_inst *ri, const struct psb_exp_conf *c)
 		 tp->exp_id,
 		 psb_exp_stale_mode_names[tp->mode], tc.workers, app->me.ip >> 24,
 		 (app->me.ip >> 16) & 255, (app->me.ip >> 8) & 255, app->me.ip & 255,
-		 (unsigned int)st->port, (unsigned long long)tp->data, st->push_frequency / 1e9,
+		 (unsigned int)st->port, (unsigned long long)data, st->push_frequency / 1e9,
 		 tc.max_version, st->max_time / 1e9,
-		 (unsigned long long)tp->max_slots * tp->data, tp->max_slots,
+		 (unsigned long long)tp->vers.max * data, tp->vers.max,
 		 (unsigned int)tp->scfg.seg_size, st->rate / 1e9,
 		 tp->mode == PSB_EXP_STALE_MULTICAST ? " to the group" : " to each worker",
 		 tp->series_max);
@@ -712,7 +668,7 @@ trn_init(struct psb_role_inst *ri)
 	if (tp == NULL)
 		return -ENOMEM;
 	tp->ri = ri;
-	tp->newest = -1;
+	tp->vers.newest = -1;
 	ri->priv = tp;
 	return 0;
 }
