@@ -684,18 +684,30 @@ def mc_send(out):
 
 
 def staleness(out):
-    """scripts/bench/staleness.sh: raw/MODE-wW-pP-rR.json (the trainer's summary) and .csv."""
+    """scripts/bench/staleness.sh: raw/MODE-gRATE-wW-pP-rR.json (the trainer's summary; no
+    -gRATE for filesystem, which is not paced) and .csv."""
     plan = json.load(open(f"{out}/raw/plan.json"))
     rev = about_revision(out)
     runs = {}
     for path in sorted(glob.glob(os.path.join(out, "raw", "*.json"))):
-        m = re.fullmatch(r"([a-z]+)-w(\d+)-p([0-9.]+)-r(\d+)\.json", os.path.basename(path))
+        m = re.fullmatch(r"([a-z]+)(?:-g(\d+))?-w(\d+)-p([0-9.]+)-r(\d+)\.json",
+                         os.path.basename(path))
         if m:
-            runs.setdefault((m.group(1), int(m.group(2)), m.group(3)), []).append(
+            rate = None if m.group(2) is None else int(m.group(2))
+            runs.setdefault((m.group(1), rate, int(m.group(3)), m.group(4)), []).append(
                 json.load(open(path)))
-    modes = [m for m in plan["modes"] if any(k[0] == m for k in runs)]
-    workers = sorted({k[1] for k in runs})
-    pushes = sorted({k[2] for k in runs}, key=lambda p: -float(p))
+    # a row a mode and pacing rate, in the plan's order of modes, slower rates first
+    variants = sorted({k[:2] for k in runs}, key=lambda v: (
+        plan["modes"].index(v[0]) if v[0] in plan["modes"] else len(plan["modes"]), v[1] or 0))
+    rates_of = {m: [r for mm, r in variants if mm == m] for m, _ in variants}
+
+    def label(m, r):
+        return m if len(rates_of[m]) < 2 else "%s, %d Gbit/s" % (m, r)
+
+    def key(m, r, w, p):
+        return "%s%s/w%d/p%s" % (m, "" if r is None else "@%d" % r, w, p)
+    workers = sorted({k[2] for k in runs})
+    pushes = sorted({k[3] for k in runs}, key=lambda p: -float(p))
 
     def cell(rs):
         v = [x["average_version_difference"] for x in rs]
@@ -703,58 +715,73 @@ def staleness(out):
                 "held_final": sum(all(w["holds_final"] for w in x["workers"]) for x in rs),
                 "push_ms": statistics.median(x["time_per_push_ms"] for x in rs),
                 "versions": statistics.median(x["final_version"] for x in rs)}
-    table = {f"{m}/w{w}/p{p}": cell(runs[m, w, p]) for (m, w, p) in runs}
+    table = {key(*k): cell(v) for k, v in runs.items()}
     L = ["psb %s, %s MB versions, %s s a run, %d repetitions; mean staleness in versions, "
          "median over the repetitions [min, max]; a run whose workers did not all end holding "
          "the final version is marked *" % (rev, plan["data_mb"], plan["duration"], plan["reps"]), ""]
     L.append("| mode | workers | " + " | ".join("every %s s (%.3g/s)" % (p, 1 / float(p))
                                              for p in pushes) + " |")
     L.append("|---|---:|" + "---:|" * len(pushes))
-    for m in modes:
+    for m, r in variants:
         for w in workers:
             row = []
             for p in pushes:
-                c = table.get(f"{m}/w{w}/p{p}")
+                c = table.get(key(m, r, w, p))
                 row.append("-" if c is None else "%.2f [%.2f, %.2f]%s" % (
                     c["median"], c["min"], c["max"], "" if c["held_final"] == c["runs"] else "*"))
-            L.append("| %s | %d | %s |" % (m, w, " | ".join(row)))
-    # the figure: the highest rate at which each keeps the median staleness <= 1
+            L.append("| %s | %d | %s |" % (label(m, r), w, " | ".join(row)))
+
+    # the figure: the highest publish rate at which each keeps the median staleness <= 1, at
+    # the pacing rate where it does best (the higher pacing rate when two do as well)
     def best(m, w):
-        ok = [1 / float(p) for p in pushes
-              if (m, w, p) in runs and table[f"{m}/w{w}/p{p}"]["median"] <= 1.0]
-        return max(ok) if ok else None
+        found = None
+        for r in rates_of.get(m, []):
+            ok = [1 / float(p) for p in pushes
+                  if (m, r, w, p) in runs and table[key(m, r, w, p)]["median"] <= 1.0]
+            if ok and (found is None or max(ok) >= found[0]):
+                found = (max(ok), r)
+        return found
     goals = []
+    many = any(len(rates_of.get(m, [])) > 1 for m in ("epgm", "multicast"))
     L += ["", "| workers | highest rate with staleness <= 1: epgm | psb multicast | ratio "
           "(target >= 3) | |", "|---:|---:|---:|---:|---|"]
+    top = max(1 / float(p) for p in pushes)
     for w in workers:
         e, m = best("epgm", w), best("multicast", w)
-        top = max(1 / float(p) for p in pushes)
-        ratio = None if e is None or m is None else m / e
-        g = {"workers": w, "epgm_rate": e, "multicast_rate": m, "ratio": ratio,
-             "lower_bound": m == top, "met": ratio is not None and ratio >= 3}
+        ratio = None if e is None or m is None else m[0] / e[0]
+        g = {"workers": w, "epgm_rate": e and e[0], "epgm_pacing_gbit": e and e[1],
+             "multicast_rate": m and m[0], "multicast_pacing_gbit": m and m[1],
+             "ratio": ratio, "lower_bound": m is not None and m[0] == top,
+             "met": ratio is not None and ratio >= 3}
         goals.append(g)
+
+        def said(x):
+            if x is None:
+                return "none tried"
+            return "%.3g/s%s%s" % (x[0], " at %d Gbit/s" % x[1] if many else "",
+                                   " (the highest tried)" if x[0] == top else "")
         L.append("| %d | %s | %s | %s | %s |" % (
-            w, "none tried" if e is None else "%.3g/s" % e,
-            "none tried" if m is None else "%.3g/s%s" % (m, " (the highest tried)" if m == top else ""),
+            w, said(e), said(m),
             "-" if ratio is None else "%s%.1fx" % (">= " if g["lower_bound"] else "", ratio),
             "met" if g["met"] else "missed"))
     summary = {"git_revision": rev, "plan": plan, "cells": table, "figures": goals}
-    staleness_plots(out, runs, modes, workers, pushes, plan)
+    staleness_plots(out, runs, variants, label, workers, pushes, plan)
     return summary, L, True
 
 
-def staleness_plots(out, runs, modes, workers, pushes, plan):
-    """rates.svg: median staleness against the publish rate, a line per mode and workers;
-    over_time.svg: the seed's workload (or the slowest tried), fewest workers, first
-    repetition, the mean over workers per half second, a line per mode."""
+def staleness_plots(out, runs, variants, label, workers, pushes, plan):
+    """rates.svg: median staleness against the publish rate, a line per mode, pacing rate
+    and workers; over_time.svg: the seed's workload (or the slowest tried), fewest workers,
+    first repetition, the mean over workers per half second, a line per mode and pacing."""
     from svgplot import line_plot
     series = []
-    for i, m in enumerate(modes):
+    for i, (m, r) in enumerate(variants):
         for j, w in enumerate(workers):
             pts = [(1 / float(p), statistics.median(x["average_version_difference"]
-                                                    for x in runs[m, w, p]))
-                   for p in pushes if (m, w, p) in runs]
-            series.append({"name": "%s, %d workers" % (m, w), "color": PALETTE_MODES[i % 4],
+                                                    for x in runs[m, r, w, p]))
+                   for p in pushes if (m, r, w, p) in runs]
+            series.append({"name": "%s, %d workers" % (label(m, r), w),
+                           "color": PALETTE_MODES[i % len(PALETTE_MODES)],
                            "dash": j > 0, "points": sorted(pts)})
     write_atomic(os.path.join(out, "rates.svg"), line_plot(
         "Staleness against the publish rate (%s MB versions)" % plan["data_mb"],
@@ -763,22 +790,25 @@ def staleness_plots(out, runs, modes, workers, pushes, plan):
     p = "0.2" if "0.2" in pushes else pushes[0]
     w = workers[0]
     series = []
-    for i, m in enumerate(modes):
-        path = os.path.join(out, "raw", "%s-w%d-p%s-r1.csv" % (m, w, p))
+    for i, (m, r) in enumerate(variants):
+        path = os.path.join(out, "raw", "%s%s-w%d-p%s-r1.csv" % (
+            m, "" if r is None else "-g%d" % r, w, p))
         if not os.path.exists(path):
             continue
         bins = {}
         for row in csv.DictReader(open(path)):
             b = int(float(row["t_s"]) * 2)
             bins.setdefault(b, []).append(float(row["staleness"]))
-        series.append({"name": m, "color": PALETTE_MODES[i % 4], "markers": False,
+        series.append({"name": label(m, r), "color": PALETTE_MODES[i % len(PALETTE_MODES)],
+                       "markers": False,
                        "points": [((b + 0.5) / 2, statistics.mean(v)) for b, v in sorted(bins.items())]})
     write_atomic(os.path.join(out, "over_time.svg"), line_plot(
         "Staleness over time: %s MB every %s s, %d workers" % (plan["data_mb"], p, w),
         "time (s)", "mean staleness over workers (versions)", series))
 
 
-PALETTE_MODES = ["#1f77b4", "#d62728", "#2ca02c", "#ff7f0e"]
+PALETTE_MODES = ["#1f77b4", "#17becf", "#2ca02c", "#8c564b", "#d62728", "#ff7f0e",
+                 "#9467bd", "#7f7f7f"]
 
 
 KINDS = {"revs": (revs, 2), "job": (job, 2), "soak": (soak, 1), "pushpull": (pushpull, 2), "ctl": (ctl, 2),
