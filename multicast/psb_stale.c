@@ -301,16 +301,32 @@ word(uint64_t i, uint32_t vid)
 }
 
 void
-psb_stale_fill(uint8_t *buf, uint64_t len, uint32_t vid)
+psb_stale_fill_at(uint8_t *buf, uint64_t off, uint64_t n, uint32_t vid)
 {
-	uint64_t i, n = len / 8, w;
+	uint64_t i = off / 8, end = off + n, w;
 
-	for (i = 0; i < n; i++) {
+	if (n == 0)
+		return;
+	if (off % 8 != 0) {	/* the rest of the word off is in */
+		unsigned int k = (unsigned int)(off % 8), m = 8 - k;
+
+		w = word(i++, vid);
+		memcpy(buf + off, (uint8_t *)&w + k, m < n ? m : n);
+	}
+	for (; i * 8 + 8 <= end; i++) {
 		w = word(i, vid);
 		memcpy(buf + i * 8, &w, 8);
 	}
-	w = word(n, vid);
-	memcpy(buf + n * 8, &w, len - n * 8);
+	if (i * 8 < end) {
+		w = word(i, vid);
+		memcpy(buf + i * 8, &w, end - i * 8);
+	}
+}
+
+void
+psb_stale_fill(uint8_t *buf, uint64_t len, uint32_t vid)
+{
+	psb_stale_fill_at(buf, 0, len, vid);
 }
 
 int64_t

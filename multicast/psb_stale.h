@@ -138,6 +138,8 @@ int psb_stale_opts_check(const struct psb_stale_opts *o, char *err, size_t errle
  * byte it holds (psb_stale_verify: the offset of the first wrong byte, or -1).
  */
 void psb_stale_fill(uint8_t *buf, uint64_t len, uint32_t vid);
+/* Bytes off .. off + n - 1 of version vid, at buf + off (buf: the version's start). */
+void psb_stale_fill_at(uint8_t *buf, uint64_t off, uint64_t n, uint32_t vid);
 int64_t psb_stale_verify(const uint8_t *buf, uint64_t len, uint32_t vid);
 
 /*

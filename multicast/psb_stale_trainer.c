@@ -168,27 +168,57 @@ fail_naming(struct psb_stale_trainer *t, const char *what, int held)
 	t->phase = PSB_STALE_TR_FAILED;
 }
 
+/* The run stops publishing when it reached its final version or its time. */
+static void
+end_check(struct psb_stale_trainer *t, uint64_t now_ns)
+{
+	if (t->vid >= t->cfg.max_version || now_ns - t->t0 >= t->cfg.max_time_ns) {
+		t->phase = PSB_STALE_TR_ENDING;
+		t->making = 0;
+		t->deadline = now_ns + t->cfg.end_ns;
+		t->next_end_ack = now_ns;
+		say(t, 7, "trainer: stopped at version %u after %.1f s; waiting for the workers to "
+		    "hold it", t->vid, (now_ns - t->t0) / 1e9);
+	}
+}
+
+/* Version vid handed over at done, publishing asked for it at since. */
+static void
+published(struct psb_stale_trainer *t, uint32_t vid, uint64_t since, uint64_t done)
+{
+	t->vid = vid;
+	psb_stale_acct_publish(t->acct, t->vid, done);
+	t->pushes++;
+	t->push_sum_ns += done - since;
+	if (done - since > t->push_max_ns)
+		t->push_max_ns = done - since;
+}
+
+static void
+cannot_publish(struct psb_stale_trainer *t, uint32_t vid)
+{
+	snprintf(t->failure, sizeof(t->failure), "version %u could not be published", vid);
+	t->phase = PSB_STALE_TR_FAILED;
+}
+
 static void
 push(struct psb_stale_trainer *t, uint64_t now_ns)
 {
 	uint64_t done = now_ns;
-	int rc = t->cfg.publish(t->cfg.arg, t->vid + 1, now_ns, &done);
+	int rc;
 
-	if (rc < 0) {
-		snprintf(t->failure, sizeof(t->failure), "version %u could not be published",
-			 t->vid + 1);
-		t->phase = PSB_STALE_TR_FAILED;
+	if (t->making != 0) {
+		t->late_pushes++;	/* the version before is still being made */
+	} else if ((rc = t->cfg.publish(t->cfg.arg, t->vid + 1, now_ns, &done)) < 0) {
+		cannot_publish(t, t->vid + 1);
 		return;
-	}
-	if (rc > 0) {
+	} else if (rc == 1) {
 		t->skipped++;
+	} else if (rc == 2) {
+		t->making = t->vid + 1;
+		t->making_since = now_ns;
 	} else {
-		t->vid++;
-		psb_stale_acct_publish(t->acct, t->vid, done);
-		t->pushes++;
-		t->push_sum_ns += done - now_ns;
-		if (done - now_ns > t->push_max_ns)
-			t->push_max_ns = done - now_ns;
+		published(t, t->vid + 1, now_ns, done);
 	}
 	t->next_push += t->cfg.push_ns;
 	if (t->next_push <= now_ns) {
@@ -198,13 +228,21 @@ push(struct psb_stale_trainer *t, uint64_t now_ns)
 		t->late_pushes += missed;
 		t->next_push += missed * t->cfg.push_ns;
 	}
-	if (t->vid >= t->cfg.max_version || now_ns - t->t0 >= t->cfg.max_time_ns) {
-		t->phase = PSB_STALE_TR_ENDING;
-		t->deadline = now_ns + t->cfg.end_ns;
-		t->next_end_ack = now_ns;
-		say(t, 7, "trainer: stopped at version %u after %.1f s; waiting for the workers to "
-		    "hold it", t->vid, (now_ns - t->t0) / 1e9);
+	end_check(t, now_ns);
+}
+
+void
+psb_stale_trainer_made(struct psb_stale_trainer *t, uint32_t vid, int rc, uint64_t done_ns)
+{
+	if (t->phase != PSB_STALE_TR_RUNNING || t->making == 0 || vid != t->making)
+		return;
+	t->making = 0;
+	if (rc != 0) {
+		cannot_publish(t, vid);
+		return;
 	}
+	published(t, vid, t->making_since, done_ns);
+	end_check(t, done_ns);
 }
 
 void

@@ -37,7 +37,9 @@ struct psb_stale_trainer_cfg {
 	/*
 	 * Make version vid the newest and send it: 0 with *done_ns the time it was handed
 	 * over (its staleness counts from then), 1 when it was skipped (no memory for it
-	 * now: counted, the next push tries again), -1 when it could not be (the run fails).
+	 * now: counted, the next push tries again), -1 when it could not be (the run fails),
+	 * 2 when it is being made, to be handed over later (psb_stale_trainer_made says when;
+	 * until then no other push is asked for, and pushes due are counted late).
 	 */
 	int (*publish)(void *arg, uint32_t vid, uint64_t now_ns, uint64_t *done_ns);
 	/* A message to a worker at ip:port. */
@@ -63,6 +65,8 @@ struct psb_stale_trainer {
 	int phase;			/* enum psb_stale_trainer_phase */
 	int ran;			/* publishing began */
 	uint32_t vid;			/* the newest version published */
+	uint32_t making;		/* the version being made (publish said 2), 0 none */
+	uint64_t making_since;
 	uint64_t t0;			/* publishing began (the join, until then) */
 	uint64_t deadline;		/* joining, ending: the wait's end */
 	uint64_t next_push, next_report, next_end_ack;
@@ -87,6 +91,15 @@ void psb_stale_trainer_fini(struct psb_stale_trainer *t);
  */
 int psb_stale_trainer_input(struct psb_stale_trainer *t, const uint8_t *buf, size_t len,
 		uint32_t ip, uint16_t port, uint64_t now_ns, struct psb_stale_msg *m);
+
+/*
+ * Version vid, being made since publish said 2, handed over at done_ns (rc 0), or not to be
+ * (rc -1: the run fails). Ignored for any other version, and once the run stopped
+ * publishing (the caller gives up a version still being made then: the run's final version
+ * is the newest one handed over).
+ */
+void psb_stale_trainer_made(struct psb_stale_trainer *t, uint32_t vid, int rc,
+		uint64_t done_ns);
 
 /* Whatever is due by now: the phases, pushes, reports, END ACKs, the waits. */
 void psb_stale_trainer_step(struct psb_stale_trainer *t, uint64_t now_ns);

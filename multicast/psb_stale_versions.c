@@ -15,7 +15,7 @@ psb_stale_versions_init(struct psb_stale_versions *vs, uint64_t len, uint64_t bu
 	memset(vs, 0, sizeof(*vs));
 	vs->len = len;
 	vs->max = (unsigned int)(max < PSB_STALE_VERSIONS_MAX ? max : PSB_STALE_VERSIONS_MAX);
-	vs->newest = -1;
+	vs->newest = vs->making = -1;
 	return vs->max < 2 ? -EINVAL : 0;
 }
 
@@ -27,31 +27,68 @@ psb_stale_versions_fini(struct psb_stale_versions *vs)
 	for (i = 0; i < vs->n; i++)
 		free(vs->v[i].data);
 	vs->n = 0;
-	vs->newest = -1;
+	vs->newest = vs->making = -1;
 }
 
-struct psb_stale_version *
-psb_stale_versions_make(struct psb_stale_versions *vs, uint32_t vid)
+int
+psb_stale_versions_begin(struct psb_stale_versions *vs, uint32_t vid)
 {
 	struct psb_stale_version *v = NULL;
 	unsigned int i;
 
+	if (vs->making >= 0)
+		return -EBUSY;
 	for (i = 0; i < vs->n && v == NULL; i++)
 		if (vs->v[i].refs == 0 && (int)i != vs->newest)
 			v = &vs->v[i];
 	if (v == NULL) {
 		if (vs->n == vs->max)
-			return NULL;
+			return -ENOMEM;
 		vs->v[vs->n].data = malloc(vs->len != 0 ? vs->len : 1);
 		if (vs->v[vs->n].data == NULL)
-			return NULL;
+			return -ENOMEM;
 		v = &vs->v[vs->n++];
 	}
 	v->vid = vid;
-	psb_stale_fill(v->data, vs->len, vid);
-	v->crc = psb_mc_crc(0, v->data, vs->len);
-	vs->newest = (int)(v - vs->v);
+	vs->making = (int)(v - vs->v);
+	vs->made = 0;
+	vs->made_crc = 0;
+	return 0;
+}
+
+struct psb_stale_version *
+psb_stale_versions_step(struct psb_stale_versions *vs, uint64_t max)
+{
+	struct psb_stale_version *v;
+	uint64_t n;
+
+	if (vs->making < 0)
+		return NULL;
+	v = &vs->v[vs->making];
+	n = vs->len - vs->made < max ? vs->len - vs->made : max;
+	psb_stale_fill_at(v->data, vs->made, n, v->vid);
+	vs->made_crc = psb_mc_crc(vs->made_crc, v->data + vs->made, n);
+	vs->made += n;
+	if (vs->made < vs->len)
+		return NULL;
+	v->crc = vs->made_crc;
+	vs->newest = vs->making;
+	vs->making = -1;
 	return v;
+}
+
+void
+psb_stale_versions_abort(struct psb_stale_versions *vs)
+{
+	vs->making = -1;
+}
+
+struct psb_stale_version *
+psb_stale_versions_make(struct psb_stale_versions *vs, uint32_t vid)
+{
+	if (psb_stale_versions_begin(vs, vid) != 0)
+		return NULL;
+	return psb_stale_versions_step(vs, UINT64_MAX);
 }
 
 struct psb_stale_version *

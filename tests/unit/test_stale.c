@@ -198,6 +198,21 @@ test_fill_verify(void **state)
 	assert_int_equal(psb_stale_verify(b, 100003, 7), 100002);
 	psb_stale_fill(b, 0, 1);
 	assert_int_equal(psb_stale_verify(b, 0, 1), -1);
+	/* made a range at a time, from any offset and of any length: the same bytes */
+	{
+		static const uint64_t cuts[] = { 0, 1, 3, 8, 13, 16, 17, 4099, 4100, 65541,
+						 100000, 100001, 100003 };
+		unsigned int k;
+
+		memset(b, 0, 100003);
+		for (k = 0; k + 1 < sizeof(cuts) / sizeof(cuts[0]); k++)
+			psb_stale_fill_at(b, cuts[k], cuts[k + 1] - cuts[k], 9);
+		assert_int_equal(psb_stale_verify(b, 100003, 9), -1);
+		memset(b + 5, 0, 2);
+		psb_stale_fill_at(b, 5, 2, 9);		/* within one word */
+		psb_stale_fill_at(b, 7, 0, 1);		/* nothing */
+		assert_int_equal(psb_stale_verify(b, 100003, 9), -1);
+	}
 	free(b);
 }
 
@@ -679,6 +694,9 @@ static struct {
 	uint32_t cut[NW];	/* worker i takes no version past this (0: all) */
 	int skip_every;		/* publish skips every n-th version (0: none) */
 	int fail_at;		/* publish fails at this version (0: never) */
+	uint64_t make_ns;	/* a version takes this long to make (0: made at once) */
+	uint32_t pending;	/* the version being made */
+	uint64_t pending_at;	/* when it is whole */
 	uint64_t points;
 } N;
 
@@ -708,20 +726,32 @@ wk_send(void *arg, const uint8_t *buf, size_t len)
 }
 
 /* The versions' transport, perfect: every worker takes each version as it is made. */
-static int
-tr_publish(void *arg, uint32_t vid, uint64_t now, uint64_t *done)
+static void
+deliver(uint32_t vid)
 {
 	unsigned int i;
 
+	for (i = 0; i < NW; i++)
+		if (N.cut[i] == 0 || vid <= N.cut[i])
+			psb_stale_client_took(&N.c[i], vid, NULL, 0);
+}
+
+static int
+tr_publish(void *arg, uint32_t vid, uint64_t now, uint64_t *done)
+{
 	(void)arg;
 	if (N.fail_at != 0 && (int)vid >= N.fail_at)
 		return -1;
 	if (N.skip_every != 0 && vid % (uint32_t)N.skip_every == 0 && N.t.skipped < vid / 2)
 		return 1;
+	assert_int_equal(N.pending, 0);		/* never asked while one is being made */
+	if (N.make_ns != 0) {
+		N.pending = vid;
+		N.pending_at = now + N.make_ns;
+		return 2;
+	}
 	*done = now + 100000;
-	for (i = 0; i < NW; i++)
-		if (N.cut[i] == 0 || vid <= N.cut[i])
-			psb_stale_client_took(&N.c[i], vid, NULL, 0);
+	deliver(vid);
 	return 0;
 }
 
@@ -737,11 +767,11 @@ tr_point(void *arg, const struct psb_stale_point *pt)
 }
 
 static void
-net_init(uint32_t max_version)
+net_init_for(uint32_t max_version, uint64_t max_time_ns)
 {
 	struct psb_stale_trainer_cfg tc = { .session = 0x77, .key = 5, .workers = NW,
 		.push_ns = 100 * MS, .post_ns = 500 * MS, .max_version = max_version,
-		.max_time_ns = 60 * SEC, .join_ns = 2 * SEC, .end_ns = 2 * SEC,
+		.max_time_ns = max_time_ns, .join_ns = 2 * SEC, .end_ns = 2 * SEC,
 		.publish = tr_publish, .send = tr_send, .point = tr_point };
 	unsigned int i;
 
@@ -756,6 +786,12 @@ net_init(uint32_t max_version)
 		assert_int_equal(psb_stale_client_init(&N.c[i], &cc, 0), 0);
 		N.joins[i] = 1;
 	}
+}
+
+static void
+net_init(uint32_t max_version)
+{
+	net_init_for(max_version, 60 * SEC);
 }
 
 /* Both sides in steps of 1 ms until the trainer's run is over, 30 s at most: its end. */
@@ -784,6 +820,15 @@ net_run(void)
 		}
 		memmove(N.q, N.q + n, (N.nq - n) * sizeof(N.q[0]));
 		N.nq -= n;
+		if (N.pending != 0 && t >= N.pending_at) {
+			/* whole: handed over, unless the run stopped publishing meanwhile */
+			uint32_t v = N.pending;
+
+			N.pending = 0;
+			if (N.t.making == v)
+				deliver(v);
+			psb_stale_trainer_made(&N.t, v, 0, t);
+		}
 		psb_stale_trainer_step(&N.t, t);
 		for (i = 0; i < NW; i++)
 			if (N.joins[i])
@@ -849,6 +894,72 @@ test_trainer_run(void **state)
 	net_run();
 	assert_int_equal(N.t.phase, PSB_STALE_TR_FAILED);
 	assert_non_null(strstr(N.t.failure, "version 7 could not be published"));
+	net_fini();
+}
+
+/*
+ * Versions made over time (publish says 2, made says when each is whole): counted from
+ * their push to then, no other asked for meanwhile, the pushes due meanwhile late.
+ */
+static void
+test_trainer_making(void **state)
+{
+	const struct psb_stale_totals *tot;
+	unsigned int i;
+
+	(void)state;
+	/* 30 ms to make, a push every 100 ms: on time, 30 ms a push */
+	net_init(20);
+	N.make_ns = 30 * MS;
+	net_run();
+	assert_int_equal(N.t.phase, PSB_STALE_TR_DONE);
+	assert_int_equal(N.t.vid, 20);
+	assert_int_equal(N.t.pushes, 20);
+	assert_int_equal(N.t.late_pushes, 0);
+	assert_int_equal(N.t.push_sum_ns, 20 * 30 * MS);
+	/* a version counts from its hand-over, when the workers take it */
+	tot = psb_stale_acct_totals(N.t.acct);
+	assert_true(tot->posts >= 3 * NW);
+	assert_true(tot->staleness_sum / tot->posts < 0.1);
+	net_fini();
+
+	/* 250 ms to make: a version every 300 ms, the 2 pushes due meanwhile late */
+	net_init(10);
+	N.make_ns = 250 * MS;
+	net_run();
+	assert_int_equal(N.t.phase, PSB_STALE_TR_DONE);
+	assert_int_equal(N.t.vid, 10);
+	assert_int_equal(N.t.pushes, 10);
+	assert_int_equal(N.t.late_pushes, 20);
+	assert_int_equal(N.t.push_max_ns, 250 * MS);
+	net_fini();
+
+	/* the run's time ends while one is being made: it is given up, the final version is
+	 * the one handed over before, and every worker ends holding it */
+	net_init_for(1000, 1000 * MS);
+	N.make_ns = 250 * MS;
+	net_run();
+	assert_int_equal(N.t.phase, PSB_STALE_TR_DONE);
+	assert_int_equal(N.t.vid, 3);		/* made at 250, 550, 850 ms; 4th given up */
+	assert_int_equal(N.t.making, 0);
+	for (i = 0; i < NW; i++)
+		assert_int_equal(N.c[i].held, 3);
+	net_fini();
+
+	/* a version that cannot be handed over fails the run, naming it */
+	net_init(20);
+	N.make_ns = 30 * MS;
+	psb_stale_trainer_step(&N.t, 0);
+	N.t.phase = PSB_STALE_TR_RUNNING;	/* as if every worker had joined */
+	N.t.t0 = N.t.next_push = 0;
+	psb_stale_trainer_step(&N.t, 0);
+	assert_int_equal(N.t.making, 1);
+	psb_stale_trainer_made(&N.t, 2, 0, 10 * MS);	/* not the one being made: nothing */
+	assert_int_equal(N.t.making, 1);
+	psb_stale_trainer_made(&N.t, 1, -1, 30 * MS);
+	assert_int_equal(N.t.phase, PSB_STALE_TR_FAILED);
+	assert_non_null(strstr(N.t.failure, "version 1 could not be published"));
+	N.pending = 0;
 	net_fini();
 }
 
@@ -931,6 +1042,34 @@ test_versions(void **state)
 	assert_int_equal(vs.n, 2);
 	psb_stale_versions_fini(&vs);
 	assert_null(psb_stale_versions_newest(&vs));
+
+	/* made a slice at a time: the newest only once whole, one at a time, given up */
+	assert_int_equal(psb_stale_versions_init(&vs, 100003, 300009), 0);
+	a = psb_stale_versions_make(&vs, 1);
+	assert_non_null(a);
+	assert_int_equal(psb_stale_versions_begin(&vs, 2), 0);
+	assert_int_equal(psb_stale_versions_begin(&vs, 3), -EBUSY);
+	assert_null(psb_stale_versions_make(&vs, 3));
+	for (b = NULL; b == NULL; )
+		if ((b = psb_stale_versions_step(&vs, 4097)) == NULL)
+			assert_ptr_equal(psb_stale_versions_newest(&vs), a);
+	assert_ptr_equal(psb_stale_versions_newest(&vs), b);
+	assert_int_equal(b->vid, 2);
+	assert_int_equal(psb_stale_verify(b->data, 100003, 2), -1);
+	assert_int_equal(b->crc, psb_mc_crc(0, b->data, 100003));
+	assert_null(psb_stale_versions_step(&vs, 4097));	/* none being made */
+	assert_int_equal(psb_stale_versions_begin(&vs, 3), 0);
+	c = &vs.v[vs.making];
+	assert_ptr_equal(c, a);				/* not 2, the newest */
+	assert_null(psb_stale_versions_step(&vs, 1000));
+	psb_stale_versions_abort(&vs);
+	assert_null(psb_stale_versions_step(&vs, 1000000));
+	assert_ptr_equal(psb_stale_versions_newest(&vs), b);
+	c = psb_stale_versions_make(&vs, 4);		/* the buffer given up, again */
+	assert_ptr_equal(c, a);
+	assert_int_equal(psb_stale_verify(c->data, 100003, 4), -1);
+	assert_int_equal(c->crc, psb_mc_crc(0, c->data, 100003));
+	psb_stale_versions_fini(&vs);
 }
 
 int
@@ -949,6 +1088,7 @@ main(void)
 		cmocka_unit_test(test_client_run),
 		cmocka_unit_test(test_client_waits),
 		cmocka_unit_test(test_trainer_run),
+		cmocka_unit_test(test_trainer_making),
 		cmocka_unit_test(test_trainer_waits),
 	};
 

@@ -9,7 +9,10 @@
  *
  * Versions are made here (psb_stale_fill, CRC32C) into at most staleness.budget bytes: a
  * version is kept while a sender still sends or repairs it, and a push that finds no room
- * is skipped (counted), never blocking the lcore.
+ * is skipped (counted), never blocking the lcore. A version is made MAKE_SLICE bytes a poll
+ * pass (about 0.1 ms of the lcore), so that one of gigabytes does not hold up the packets
+ * of this lcore's roles; it is handed over once whole, and its time per push is from its
+ * push to then.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,6 +30,7 @@
 #define PUB_EVERY_NS	(50ull * 1000 * 1000)	/* live figures for the control plane */
 #define SEND_PASS	256			/* packets a sender sends a pass at most */
 #define SERIES_MAX	262144			/* posts kept for staleness.csv at most */
+#define MAKE_SLICE	(1u << 20)		/* bytes of a version made a poll pass */
 
 /* Figures for readers on other lcores: a sequence lock, odd while being written. */
 struct trn_snap {
@@ -162,28 +166,61 @@ slot_release(void *arg, uint32_t vid, const void *data)
 	psb_stale_versions_release(&tp->vers, data);
 }
 
-/* Version vid made and handed to the workers' transport (the run's publish). */
+/* A version made whole handed to the workers' transport: 0, or -1 (the run fails). */
+static int
+hand_over(struct trn_priv *tp, struct psb_stale_version *s, uint64_t now)
+{
+	if (tp->mode != PSB_EXP_STALE_MULTICAST)
+		return 0;		/* pull: given to each worker as it asks */
+	s->refs++;
+	if (psb_mc_send_publish(tp->mc.tx, s->vid, s->data, tp->vers.len, s->crc, now) != 0) {
+		s->refs--;
+		return -1;
+	}
+	return 0;
+}
+
+/* Version vid begun, and made as far as a slice goes (the run's publish). */
 static int
 trn_publish(void *arg, uint32_t vid, uint64_t now, uint64_t *done)
 {
 	struct psb_role_inst *ri = arg;
 	struct trn_priv *tp = ri->priv;
-	struct psb_stale_version *s = psb_stale_versions_make(&tp->vers, vid);
+	struct psb_stale_version *s;
 
-	if (s == NULL) {
+	if (psb_stale_versions_begin(&tp->vers, vid) != 0) {
 		PSB_LOG_LIMITED(WARNING, trainer, "no memory left for version %u within "
 				"staleness.budget: not published (experiment.trainer.skipped)", vid);
 		return 1;
 	}
-	if (tp->mode == PSB_EXP_STALE_MULTICAST) {
-		s->refs++;
-		if (psb_mc_send_publish(tp->mc.tx, vid, s->data, tp->vers.len, s->crc, now) != 0) {
-			s->refs--;
-			return -1;
-		}
-	}
+	s = psb_stale_versions_step(&tp->vers, MAKE_SLICE);
+	if (s == NULL)
+		return 2;		/* the next passes make the rest (make_more) */
+	if (hand_over(tp, s, now) != 0)
+		return -1;
 	*done = psb_now_ns(ri->app);
 	return 0;
+}
+
+/* A slice more of the version being made; handed over once whole. 1 while one is made. */
+static int
+make_more(struct trn_priv *tp)
+{
+	struct psb_stale_version *s;
+	uint64_t now;
+
+	if (tp->vers.making < 0)
+		return 0;
+	if (tp->tr.phase != PSB_STALE_TR_RUNNING || tp->tr.making == 0) {
+		psb_stale_versions_abort(&tp->vers);	/* the run stopped publishing */
+		return 0;
+	}
+	s = psb_stale_versions_step(&tp->vers, MAKE_SLICE);
+	if (s == NULL)
+		return 1;
+	now = psb_now_ns(tp->ri->app);
+	psb_stale_trainer_made(&tp->tr, s->vid, hand_over(tp, s, now), now);
+	return 1;
 }
 
 /* Give a puller the newest version when it holds an older one. */
@@ -646,6 +683,8 @@ trn_poll(struct psb_role_inst *ri)
 		tp->next_step_ns = psb_stale_trainer_next_ns(&tp->tr);
 		work++;
 	}
+	if (tp->have && make_more(tp))
+		work++;
 	if (tp->have && send_due(tp, &sent))
 		work++;		/* a version streams: no sleeping between paced bursts */
 	work += (int)sent;
@@ -668,7 +707,7 @@ trn_init(struct psb_role_inst *ri)
 	if (tp == NULL)
 		return -ENOMEM;
 	tp->ri = ri;
-	tp->vers.newest = -1;
+	tp->vers.newest = tp->vers.making = -1;
 	ri->priv = tp;
 	return 0;
 }
