@@ -48,7 +48,13 @@ ns() { echo "psbtb-$NAME-h$1"; }
 addr() { echo "198.19.0.$((BASE + $1))"; }
 
 down() {
-	local n
+	local n v
+	# the hosts' links first: a namespace's veths go only some time after the namespace,
+	# and a testbed made again at once under the same name would find them still there
+	for v in $(ip -o link show 2>/dev/null | awk -F': ' '{ sub(/@.*/, "", $2); print $2 }' |
+		   grep -E "^tb$NAME[0-9]+$" || true); do
+		ip link del "$v" 2>/dev/null || true
+	done
 	for n in $(ip netns list 2>/dev/null | awk '{print $1}' | grep -E "^psbtb-$NAME-h[0-9]+$" || true); do
 		# whatever still runs on the host goes with it
 		ip netns pids "$n" 2>/dev/null | xargs -r kill -9 2>/dev/null || true

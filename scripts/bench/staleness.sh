@@ -48,11 +48,9 @@ for r in $RATES; do
 	[ "$r" -gt "$maxr" ] && maxr=$r
 done
 [ "$maxr" -gt 0 ] || { echo "$NAME: --rates: none given" >&2; exit 2; }
-maxw=0
 for w in $WORKERS; do
 	[[ "$w" =~ ^[0-9]+$ ]] && [ "$w" -ge 1 ] && [ "$w" -le 64 ] ||
 		{ echo "$NAME: --workers: 1 to 64 each (got $w)" >&2; exit 2; }
-	[ "$w" -gt "$maxw" ] && maxw=$w
 done
 [ "$(id -u)" = 0 ] || { echo "$NAME: needs root (network namespaces)" >&2; exit 1; }
 bench_out staleness
@@ -65,14 +63,22 @@ bench_cleanup() {
 	sysctl -q -w net.core.rmem_max="$RMEM" net.core.wmem_max="$WMEM" || true
 }
 sysctl -q -w net.core.rmem_max=16777216 net.core.wmem_max=16777216
-"$TB" up --name "$TBNAME" --hosts $((maxw + 1)) > "$TMP/tb.log" 2>&1 ||
-	{ cat "$TMP/tb.log" >&2; exit 1; }
+# a testbed of W + 1 hosts for W workers: the bridge floods the group to every host, so a
+# larger one would make each packet cost as many copies as its hosts, not as the workers
+tb_hosts=0
+testbed_for() {
+	[ "$tb_hosts" = $(($1 + 1)) ] && return 0
+	"$TB" down --name "$TBNAME" > /dev/null 2>&1 || true
+	"$TB" up --name "$TBNAME" --hosts $(($1 + 1)) > "$TMP/tb.log" 2>&1 ||
+		{ cat "$TMP/tb.log" >&2; exit 1; }
+	tb_hosts=$(($1 + 1))
+}
 {
 	bench_about "$BUILD" "none (trainer and workers unpinned, one namespace each)" "$COMMAND"
 	echo "workload $DATA MB versions every P s for $DUR s, P in [$PUSHES], workers in [$WORKERS]" \
 		"(one a host), steps of 5 ms, posts every 0.5 s; modes [$MODES] rotated over $REPS" \
-		"repetitions; pacing [$RATES] Gbit/s (multicast, epgm; pull at $maxr); testbed of $((maxw + 1))" \
-		"namespaces on a bridge, MTU 9000; socket buffers 8 MB (rmem_max 16 MB for the run)"
+		"repetitions; pacing [$RATES] Gbit/s (multicast, epgm; pull at $maxr); testbed of W + 1" \
+		"namespaces (one a worker and the trainer's) on a bridge, MTU 9000; socket buffers 8 MB (rmem_max 16 MB for the run)"
 } > "$OUT/ABOUT.txt"
 cat "$OUT/ABOUT.txt"
 bench_plan workers="[$WORKERS]" pushes="[$PUSHES]" modes="[$MODES]" data_mb="$DATA" \
@@ -94,6 +100,7 @@ TRAINER=$("$TB" addr 0):7301
 run=0
 for rep in $(seq "$REPS"); do
 	for w in $WORKERS; do
+		testbed_for "$w"
 		for p in $PUSHES; do
 			for k in $(seq 0 $((nvar - 1))); do
 				v=${variants[$(((k + rep) % nvar))]}
