@@ -732,14 +732,18 @@ def staleness(out):
             L.append("| %s | %d | %s |" % (label(m, r), w, " | ".join(row)))
 
     # the figure: the highest publish rate at which each keeps the median staleness <= 1, at
-    # the pacing rate where it does best (the higher pacing rate when two do as well)
+    # the pacing rate where it does best (when two hold the same publish rate, the one with
+    # the lower staleness there)
     def best(m, w):
         found = None
         for r in rates_of.get(m, []):
-            ok = [1 / float(p) for p in pushes
+            ok = [(1 / float(p), table[key(m, r, w, p)]["median"]) for p in pushes
                   if (m, r, w, p) in runs and table[key(m, r, w, p)]["median"] <= 1.0]
-            if ok and (found is None or max(ok) >= found[0]):
-                found = (max(ok), r)
+            if not ok:
+                continue
+            rate, stale = max(ok)
+            if found is None or (rate, -stale) > (found[0], -found[2]):
+                found = (rate, r, stale)
         return found
     goals = []
     many = any(len(rates_of.get(m, [])) > 1 for m in ("epgm", "multicast"))
