@@ -897,6 +897,18 @@ test_trainer_run(void **state)
 	net_fini();
 }
 
+/* A run to max_version with versions taking make_ms each to make: done, every push made */
+static void
+run_made(uint32_t max_version, uint64_t make_ms)
+{
+	net_init(max_version);
+	N.make_ns = make_ms * MS;
+	net_run();
+	assert_int_equal(N.t.phase, PSB_STALE_TR_DONE);
+	assert_int_equal(N.t.vid, max_version);
+	assert_int_equal(N.t.pushes, max_version);
+}
+
 /*
  * Versions made over time (publish says 2, made says when each is whole): counted from
  * their push to then, no other asked for meanwhile, the pushes due meanwhile late.
@@ -909,12 +921,7 @@ test_trainer_making(void **state)
 
 	(void)state;
 	/* 30 ms to make, a push every 100 ms: on time, 30 ms a push */
-	net_init(20);
-	N.make_ns = 30 * MS;
-	net_run();
-	assert_int_equal(N.t.phase, PSB_STALE_TR_DONE);
-	assert_int_equal(N.t.vid, 20);
-	assert_int_equal(N.t.pushes, 20);
+	run_made(20, 30);
 	assert_int_equal(N.t.late_pushes, 0);
 	assert_int_equal(N.t.push_sum_ns, 20 * 30 * MS);
 	/* a version counts from its hand-over, when the workers take it */
@@ -924,12 +931,7 @@ test_trainer_making(void **state)
 	net_fini();
 
 	/* 250 ms to make: a version every 300 ms, the 2 pushes due meanwhile late */
-	net_init(10);
-	N.make_ns = 250 * MS;
-	net_run();
-	assert_int_equal(N.t.phase, PSB_STALE_TR_DONE);
-	assert_int_equal(N.t.vid, 10);
-	assert_int_equal(N.t.pushes, 10);
+	run_made(10, 250);
 	assert_int_equal(N.t.late_pushes, 20);
 	assert_int_equal(N.t.push_max_ns, 250 * MS);
 	net_fini();
