@@ -9,7 +9,7 @@ PKGS=(
 	build-essential pkg-config meson ninja-build python3
 	libdpdk-dev dpdk-dev dpdk
 	libjansson-dev libpcap-dev libcmocka-dev libibverbs-dev libmicrohttpd-dev
-	libcurl4-openssl-dev libyajl-dev libisal-dev libzmq3-dev
+	libcurl4-openssl-dev libyajl-dev libisal-dev libzmq3-dev zlib1g-dev
 	clang libclang-rt-14-dev
 	tshark iproute2 iputils-ping tmux curl nftables
 	prometheus python3-prometheus-client

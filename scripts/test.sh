@@ -7,6 +7,7 @@ cd "$(dirname "$0")/.."
 
 FUZZ_SECONDS=${PSB_FUZZ_SECONDS:-60}
 MC_FUZZ_SECONDS=${PSB_MC_FUZZ_SECONDS:-20}
+ROCE_FUZZ_SECONDS=${PSB_ROCE_FUZZ_SECONDS:-20}
 scripts/setup.sh --no-huge
 
 setup_dir() {
@@ -41,7 +42,8 @@ ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print
 echo "== fuzzing the packet parser for ${FUZZ_SECONDS}s"
 fuzz_ok=1
 CC=clang setup_dir build-fuzz -Ddpdk=disabled -Dtests=enabled -Dfuzz=true -Dbuildtype=debug
-ninja -C build-fuzz tests/fuzz/fuzz_frame tests/fuzz/fuzz_gen_corpus tests/fuzz/fuzz_mc >/dev/null
+ninja -C build-fuzz tests/fuzz/fuzz_frame tests/fuzz/fuzz_gen_corpus tests/fuzz/fuzz_mc \
+	tests/fuzz/fuzz_roce >/dev/null
 # fuzz NAME SECONDS CORPUS: the libFuzzer target NAME for SECONDS, its statistics shown
 fuzz() {
 	if ! build-fuzz/tests/fuzz/$1 -max_total_time="$2" -print_final_stats=1 "$3" \
@@ -54,11 +56,14 @@ fuzz() {
 }
 corpus=$(mktemp -d)
 mc_corpus=$(mktemp -d)
-trap 'rm -rf "$corpus" "$mc_corpus"' EXIT
+roce_corpus=$(mktemp -d)
+trap 'rm -rf "$corpus" "$mc_corpus" "$roce_corpus"' EXIT
 build-fuzz/tests/fuzz/fuzz_gen_corpus "$corpus" >/dev/null
 fuzz fuzz_frame "$FUZZ_SECONDS" "$corpus"
 echo "== fuzzing the multicast packets and state machines for ${MC_FUZZ_SECONDS}s"
 fuzz fuzz_mc "$MC_FUZZ_SECONDS" "$mc_corpus"
+echo "== fuzzing the RoCE parser, ICRC and QP table for ${ROCE_FUZZ_SECONDS}s"
+fuzz fuzz_roce "$ROCE_FUZZ_SECONDS" "$roce_corpus"
 
 # A skipped test checked nothing: the summary counts it as failed, by name.
 python3 - "$fuzz_ok" <<'PY' || status=1

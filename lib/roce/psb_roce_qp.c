@@ -1,0 +1,339 @@
+/* Per-QP accounting of RoCE traffic: a bounded hash table, least recently seen evicted. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "psb_roce_qp.h"
+
+#define NIL		UINT32_MAX
+#define PSN_MASK	0xffffffu
+#define PSN_HALF	0x800000u
+
+struct psb_roce_qptab {
+	uint32_t cap, n, mask;
+	uint64_t seed;
+	uint32_t lru_head, lru_tail;	/* least recently seen at the head */
+	uint32_t *buckets;
+	struct psb_roce_qp *e;
+	struct psb_roce_totals tot;
+};
+
+struct psb_roce_qptab *
+psb_roce_qptab_create(uint32_t cap, uint64_t seed)
+{
+	struct psb_roce_qptab *t;
+	uint32_t nb = 1;
+
+	if (cap == 0 || cap > PSB_ROCE_QP_MAX)
+		return NULL;
+	while (nb < 2 * cap)
+		nb <<= 1;
+	t = calloc(1, sizeof(*t));
+	if (t == NULL)
+		return NULL;
+	t->buckets = malloc(sizeof(*t->buckets) * nb);
+	t->e = calloc(cap, sizeof(*t->e));
+	if (t->buckets == NULL || t->e == NULL) {
+		psb_roce_qptab_free(t);
+		return NULL;
+	}
+	t->cap = cap;
+	t->mask = nb - 1;
+	t->seed = seed;
+	psb_roce_qptab_reset(t);
+	return t;
+}
+
+void
+psb_roce_qptab_free(struct psb_roce_qptab *t)
+{
+	if (t == NULL)
+		return;
+	free(t->buckets);
+	free(t->e);
+	free(t);
+}
+
+uint32_t
+psb_roce_qptab_cap(const struct psb_roce_qptab *t)
+{
+	return t->cap;
+}
+
+void
+psb_roce_qptab_reset(struct psb_roce_qptab *t)
+{
+	memset(t->buckets, 0xff, sizeof(*t->buckets) * (t->mask + 1));
+	t->n = 0;
+	t->lru_head = t->lru_tail = NIL;
+	memset(&t->tot, 0, sizeof(t->tot));
+}
+
+static uint32_t
+key_hash(const struct psb_roce_qptab *t, const struct psb_roce_qp_key *k)
+{
+	uint64_t w[5], h = t->seed ^ 0x243f6a8885a308d3ull;
+	unsigned int i;
+
+	memcpy(w, k, sizeof(w));
+	for (i = 0; i < 5; i++) {
+		h = (h ^ w[i]) * 0x9e3779b97f4a7c15ull;
+		h ^= h >> 29;
+	}
+	h *= 0xbf58476d1ce4e5b9ull;
+	return (uint32_t)(h ^ (h >> 32));
+}
+
+_Static_assert(sizeof(struct psb_roce_qp_key) == 40, "the key is hashed as 5 words");
+
+static void
+lru_unlink(struct psb_roce_qptab *t, uint32_t i)
+{
+	struct psb_roce_qp *q = &t->e[i];
+
+	if (q->lprev != NIL)
+		t->e[q->lprev].lnext = q->lnext;
+	else
+		t->lru_head = q->lnext;
+	if (q->lnext != NIL)
+		t->e[q->lnext].lprev = q->lprev;
+	else
+		t->lru_tail = q->lprev;
+}
+
+static void
+lru_push(struct psb_roce_qptab *t, uint32_t i)
+{
+	struct psb_roce_qp *q = &t->e[i];
+
+	q->lnext = NIL;
+	q->lprev = t->lru_tail;
+	if (t->lru_tail != NIL)
+		t->e[t->lru_tail].lnext = i;
+	else
+		t->lru_head = i;
+	t->lru_tail = i;
+}
+
+static uint32_t
+lookup(const struct psb_roce_qptab *t, const struct psb_roce_qp_key *k, uint32_t h)
+{
+	uint32_t i;
+
+	for (i = t->buckets[h & t->mask]; i != NIL; i = t->e[i].hnext)
+		if (t->e[i].hash == h && memcmp(&t->e[i].key, k, sizeof(*k)) == 0)
+			return i;
+	return NIL;
+}
+
+static void
+chain_remove(struct psb_roce_qptab *t, uint32_t i)
+{
+	uint32_t *link = &t->buckets[t->e[i].hash & t->mask];
+
+	while (*link != i)
+		link = &t->e[*link].hnext;
+	*link = t->e[i].hnext;
+}
+
+/* A new entry for k: a free one, or the least recently seen one's. */
+static uint32_t
+insert(struct psb_roce_qptab *t, const struct psb_roce_qp_key *k, uint32_t h)
+{
+	uint32_t i;
+
+	if (t->n < t->cap) {
+		i = t->n++;
+	} else {
+		i = t->lru_head;
+		lru_unlink(t, i);
+		chain_remove(t, i);
+		t->tot.qp_evicted++;
+	}
+	memset(&t->e[i], 0, sizeof(t->e[i]));
+	t->e[i].key = *k;
+	t->e[i].hash = h;
+	t->e[i].hnext = t->buckets[h & t->mask];
+	t->buckets[h & t->mask] = i;
+	lru_push(t, i);
+	t->tot.qp_new++;
+	return i;
+}
+
+static void
+key_of(struct psb_roce_qp_key *k, const struct psb_roce_pkt *p)
+{
+	memset(k, 0, sizeof(*k));
+	k->kind = p->kind;
+	k->dqpn = p->dqpn;
+	memcpy(k->src, p->src, 16);
+	memcpy(k->dst, p->dst, 16);
+}
+
+/* PSNs between the expected one and psn, or the duplicate it is (returned as -1). */
+static int64_t
+psn_ahead(uint32_t psn, uint32_t expect)
+{
+	uint32_t d = (psn - expect) & PSN_MASK;
+
+	return d < PSN_HALF ? (int64_t)d : -1;
+}
+
+static void
+follow_psn(struct psb_roce_qp *q, const struct psb_roce_pkt *p, uint64_t *missing,
+	   uint64_t *dup)
+{
+	uint8_t op = p->opcode & 0x1f;
+	int64_t d;
+
+	if (p->cls == PSB_ROCE_CNP || p->cls == PSB_ROCE_OTHER)
+		return;
+	if (p->has_aeth || op == 0x0e) {
+		/* responses: ACKs, NAKs, atomic ACKs, READ responses */
+		if (!q->resp_seen) {
+			q->resp_seen = 1;
+			q->resp_top = p->psn;
+			return;
+		}
+		d = psn_ahead(p->psn, q->resp_top);
+		if (d <= 0) {
+			(*dup)++;
+			return;
+		}
+		if ((op == 0x0e || op == 0x0f) && d > 1)	/* MIDDLE, LAST */
+			*missing += (uint64_t)d - 1;
+		q->resp_top = p->psn;
+		return;
+	}
+	if (q->req_seen) {
+		d = psn_ahead(p->psn, q->req_next);
+		if (d < 0) {
+			(*dup)++;
+			return;
+		}
+		if (!q->after_read)
+			*missing += (uint64_t)d;
+	}
+	q->req_seen = 1;
+	q->req_next = (p->psn + 1) & PSN_MASK;
+	q->after_read = op == 0x0c;
+}
+
+void
+psb_roce_qptab_account(struct psb_roce_qptab *t, const struct psb_roce_pkt *p, uint32_t len,
+		       int icrc_ok, uint64_t now_ns)
+{
+	struct psb_roce_totals *tot = &t->tot;
+	struct psb_roce_qp_key k;
+	struct psb_roce_qp *q;
+	uint64_t missing = 0, dup = 0;
+	int nak = p->has_aeth ? psb_roce_nak_of(p->syndrome) : -1;
+	uint32_t h, i;
+
+	tot->frames[p->kind < PSB_ROCE_KINDS ? p->kind : PSB_ROCE_NONE]++;
+	tot->bytes += len;
+	key_of(&k, p);
+	h = key_hash(t, &k);
+	i = lookup(t, &k, h);
+	if (!icrc_ok) {
+		tot->icrc_bad++;
+		if (i != NIL) {
+			t->e[i].st.icrc_bad++;
+			t->e[i].st.pkts++;
+			t->e[i].st.bytes += len;
+		}
+		return;
+	}
+	if (i == NIL)
+		i = insert(t, &k, h);
+	else {
+		lru_unlink(t, i);
+		lru_push(t, i);
+	}
+	q = &t->e[i];
+	if (q->st.pkts == 0)
+		q->st.first_ns = now_ns;
+	q->st.last_ns = now_ns;
+	q->st.pkts++;
+	q->st.bytes += len;
+	q->st.ops[p->cls]++;
+	tot->ops[p->cls]++;
+	if (nak >= 0) {
+		q->st.naks[nak]++;
+		tot->naks[nak]++;
+	}
+	if (p->ecn == 3) {
+		q->st.ecn_ce++;
+		tot->ecn_ce++;
+	}
+	if (p->becn) {
+		q->st.becn++;
+		tot->becn++;
+	}
+	follow_psn(q, p, &missing, &dup);
+	q->st.psn_missing += missing;
+	q->st.psn_dup += dup;
+	tot->psn_missing += missing;
+	tot->psn_dup += dup;
+}
+
+void
+psb_roce_qptab_malformed(struct psb_roce_qptab *t)
+{
+	t->tot.malformed++;
+}
+
+const struct psb_roce_totals *
+psb_roce_qptab_totals(const struct psb_roce_qptab *t)
+{
+	/* qp_tracked is a gauge kept here, not on every packet */
+	((struct psb_roce_qptab *)t)->tot.qp_tracked = t->n;
+	return &t->tot;
+}
+
+const struct psb_roce_qp *
+psb_roce_qptab_find(const struct psb_roce_qptab *t, const struct psb_roce_qp_key *k)
+{
+	struct psb_roce_qp_key kk;
+	uint32_t i;
+
+	memset(&kk, 0, sizeof(kk));
+	kk.kind = k->kind;
+	kk.dqpn = k->dqpn;
+	memcpy(kk.src, k->src, 16);
+	memcpy(kk.dst, k->dst, 16);
+	i = lookup(t, &kk, key_hash(t, &kk));
+	return i == NIL ? NULL : &t->e[i];
+}
+
+static int
+by_pkts(const void *a, const void *b)
+{
+	const struct psb_roce_qp *x = a, *y = b;
+
+	if (x->st.pkts != y->st.pkts)
+		return x->st.pkts > y->st.pkts ? -1 : 1;
+	return x->key.dqpn < y->key.dqpn ? -1 : x->key.dqpn > y->key.dqpn;
+}
+
+uint32_t
+psb_roce_qptab_rows(const struct psb_roce_qptab *t, struct psb_roce_qp *rows, uint32_t max)
+{
+	struct psb_roce_qp *all;
+	uint32_t n;
+
+	if (max == 0 || t->n == 0)
+		return 0;
+	all = malloc(sizeof(*all) * t->n);
+	if (all == NULL) {
+		/* no room to sort: the first max as they are */
+		n = t->n < max ? t->n : max;
+		memcpy(rows, t->e, sizeof(*rows) * n);
+		return n;
+	}
+	memcpy(all, t->e, sizeof(*all) * t->n);
+	qsort(all, t->n, sizeof(*all), by_pkts);
+	n = t->n < max ? t->n : max;
+	memcpy(rows, all, sizeof(*rows) * n);
+	free(all);
+	return n;
+}

@@ -1,0 +1,620 @@
+/*
+ * RoCE parsing, the ICRC against published frames, frames made to order, and per-QP
+ * accounting (PSN gaps and duplicates, NAKs, CNPs, ECN, eviction).
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "psb_roce.h"
+#include "psb_roce_qp.h"
+
+static size_t
+unhex(uint8_t *out, const char *hex)
+{
+	size_t n = 0;
+	unsigned int v;
+
+	while (*hex != '\0') {
+		if (*hex == ' ' || *hex == '\n') {
+			hex++;
+			continue;
+		}
+		assert_int_equal(sscanf(hex, "%2x", &v), 1);
+		out[n++] = (uint8_t)v;
+		hex += 2;
+	}
+	return n;
+}
+
+static uint16_t
+csum(const uint8_t *b, size_t len, uint32_t sum)
+{
+	size_t i;
+
+	for (i = 0; i + 1 < len; i += 2)
+		sum += (uint32_t)(b[i] << 8 | b[i + 1]);
+	if (len & 1)
+		sum += (uint32_t)b[len - 1] << 8;
+	while (sum >> 16)
+		sum = (sum & 0xffff) + (sum >> 16);
+	return (uint16_t)sum;
+}
+
+/*
+ * A CNP captured from a ConnectX-4 Lx, as published with scapy's RoCE tests
+ * (test/contrib/roce.uts): its ICRC, made by the NIC, is 82 fd 00 2a on the wire.
+ */
+static const char cx4_cnp[] =
+	"e41d2dab2bc2 7cfe90643b32 0800 45c2 003c 718c 4000 4011 9161 0a001101 0a001201"
+	"0000 12b7 0028 0000 8100 ffff 4000 0118 0000 0000"
+	"0000 0000 0000 0000 0000 0000 0000 0000 82fd 002a";
+
+static void
+test_vector_cnp(void **state)
+{
+	uint8_t f[128];
+	struct psb_roce_pkt p;
+	size_t n = unhex(f, cx4_cnp);
+
+	(void)state;
+	assert_int_equal(n, 74);
+	assert_int_equal(psb_roce_parse(f, n, &p), 1);
+	assert_int_equal(p.kind, PSB_ROCE_V2_IP4);
+	assert_int_equal(p.opcode, PSB_ROCE_OP_CNP);
+	assert_int_equal(p.cls, PSB_ROCE_CNP);
+	assert_int_equal(p.becn, 1);
+	assert_int_equal(p.fecn, 0);
+	assert_int_equal(p.dqpn, 0x118);
+	assert_int_equal(p.psn, 0);
+	assert_int_equal(p.ecn, 2);		/* TOS 0xc2: ECT(0) */
+	assert_int_equal(p.end, 74);
+	assert_int_equal(p.payload, 0);
+	assert_int_equal(psb_roce_icrc(f, &p), 0x2a00fd82);
+	assert_true(psb_roce_icrc_ok(f, &p));
+	f[60] ^= 1;				/* a reserved byte of the CNP */
+	assert_false(psb_roce_icrc_ok(f, &p));
+}
+
+/*
+ * A UC SEND_ONLY with 2 bytes of padding, from the same published tests: ICRC 78 f3 53 f3,
+ * IP checksum b4d5 and UDP checksum aca2, the UDP one taken over the ICRC too (so the
+ * frame below is the one they made, ICRC included).
+ */
+static const char uc_send[] =
+	"248a07a8fa22 248a07a8fa22 0800 4501 0040 0478 4000 4011 b4d5 c0a80007 c0a80007"
+	"c000 12b7 002c aca2 2460 ffff 0000 00d3 00cf 1710"
+	"4630818be28935d90e9a95505401be885e500000 78f353f3 00000000";
+
+static void
+test_vector_uc_send(void **state)
+{
+	uint8_t f[128];
+	struct psb_roce_pkt p;
+	size_t n = unhex(f, uc_send);
+
+	(void)state;
+	assert_int_equal(n, 82);
+	/* the frame is what they said: both checksums hold */
+	assert_int_equal(csum(f + 14, 20, 0), 0xffff);
+	assert_int_equal(csum(f + 34, 44, 17 + 44 + csum(f + 26, 8, 0)), 0xffff);
+	assert_int_equal(psb_roce_parse(f, n, &p), 1);
+	assert_string_equal(psb_roce_opcode_name(p.opcode), "UC_SEND_ONLY");
+	assert_int_equal(p.dqpn, 211);
+	assert_int_equal(p.psn, 13571856);	/* 0xcf1710 */
+	assert_int_equal(p.pad, 2);
+	assert_int_equal(p.payload, 18);
+	assert_int_equal(p.end, 14 + 64);	/* the 4 bytes after it are Ethernet padding */
+	assert_int_equal(p.ecn, 1);
+	assert_true(psb_roce_icrc_ok(f, &p));
+	assert_int_equal(psb_roce_icrc(f, &p), 0xf353f378);
+}
+
+static const uint8_t mac_a[6] = { 0x02, 0, 0, 0, 0, 0xa }, mac_b[6] = { 0x02, 0, 0, 0, 0, 0xb };
+
+static void
+spec_init(struct psb_roce_spec *s, uint8_t kind, uint8_t opcode)
+{
+	static const uint8_t gid_a[16] = { 0xfe, 0x80, [8] = 2, [15] = 0xa };
+	static const uint8_t gid_b[16] = { 0xfe, 0x80, [8] = 2, [15] = 0xb };
+
+	memset(s, 0, sizeof(*s));
+	s->kind = kind;
+	s->opcode = opcode;
+	memcpy(s->src_mac, mac_a, 6);
+	memcpy(s->dst_mac, mac_b, 6);
+	if (kind == PSB_ROCE_V2_IP4) {
+		psb_roce_addr4(s->src, 0xc6120001);	/* 198.18.0.1 */
+		psb_roce_addr4(s->dst, 0xc6120002);
+	} else {
+		memcpy(s->src, gid_a, 16);
+		memcpy(s->dst, gid_b, 16);
+	}
+	s->sport = 49152;
+	s->ttl = 64;
+	s->tclass = 0x02;
+	s->dqpn = 0x1234;
+	s->psn = 100;
+	s->payload = 1021;
+	s->seed = opcode;
+	s->dma_len = 1021;
+}
+
+/* Fields routers may change: the ICRC holds when they do. Offsets from the network header. */
+static void
+check_invariance(uint8_t *f, size_t n, const struct psb_roce_pkt *p)
+{
+	static const size_t v4[] = { 1, 8, 10, 11, 26, 27 }, v6[] = { 0, 1, 2, 3, 7, 46, 47 },
+			    grh[] = { 1, 2, 3, 7 };
+	const size_t *m = p->kind == PSB_ROCE_V2_IP4 ? v4 : p->kind == PSB_ROCE_V2_IP6 ? v6 : grh;
+	size_t nm = p->kind == PSB_ROCE_V2_IP4 ? 6 : p->kind == PSB_ROCE_V2_IP6 ? 7 : 4, i;
+	uint8_t keep;
+
+	for (i = 0; i < nm; i++) {
+		keep = f[p->net_off + m[i]];
+		f[p->net_off + m[i]] ^= (m[i] == 0 ? 0x0f : 0x5a);	/* IP version stays */
+		assert_true(psb_roce_icrc_ok(f, p));
+		f[p->net_off + m[i]] = keep;
+	}
+	keep = f[p->bth_off + 4];
+	f[p->bth_off + 4] ^= 0xc0;			/* FECN, BECN */
+	assert_true(psb_roce_icrc_ok(f, p));
+	f[p->bth_off + 4] = keep;
+	/* and not when anything else does: every byte of the BTH and after it */
+	for (i = p->bth_off; i < p->end; i++) {
+		if (i == (size_t)p->bth_off + 4)
+			continue;
+		f[i] ^= 0x01;
+		assert_false(psb_roce_icrc_ok(f, p));
+		f[i] ^= 0x01;
+	}
+	(void)n;
+}
+
+static void
+test_build_every_opcode(void **state)
+{
+	static const uint8_t kinds[] = { PSB_ROCE_V1, PSB_ROCE_V2_IP4, PSB_ROCE_V2_IP6 };
+	uint8_t f[2048];
+	struct psb_roce_spec s;
+	struct psb_roce_pkt p;
+	unsigned int k, op, made = 0, v;
+	size_t n;
+
+	(void)state;
+	for (k = 0; k < 3; k++) {
+		for (op = 0; op < 256; op++) {
+			for (v = 0; v < 2; v++) {
+				spec_init(&s, kinds[k], (uint8_t)op);
+				s.vlan = v ? 0x6005 : 0;	/* priority 3, VLAN 5 */
+				s.syndrome = 0x60;		/* NAK, PSN sequence error */
+				n = psb_roce_build(f, sizeof(f), &s);
+				if (psb_roce_opcode_name((uint8_t)op) == NULL) {
+					assert_int_equal(n, 0);
+					continue;
+				}
+				assert_true(n > 0);
+				made++;
+				assert_int_equal(psb_roce_parse(f, n, &p), 1);
+				assert_int_equal(p.kind, kinds[k]);
+				assert_int_equal(p.opcode, op);
+				assert_int_equal(p.dqpn, 0x1234);
+				assert_int_equal(p.psn, 100);
+				assert_int_equal(p.end, n);
+				assert_int_equal(p.payload, op == PSB_ROCE_OP_CNP ? 1021 : 1021);
+				assert_int_equal(p.pad, 3);
+				assert_memory_equal(p.src, s.src, 16);
+				assert_memory_equal(p.dst, s.dst, 16);
+				assert_int_equal(p.has_aeth,
+						 (psb_roce_opcode_hdrs((uint8_t)op) &
+						  PSB_ROCE_H_AETH) != 0);
+				if (p.has_aeth)
+					assert_int_equal(psb_roce_nak_of(p.syndrome),
+							 PSB_ROCE_NAK_SEQ);
+				if (psb_roce_opcode_hdrs((uint8_t)op) & PSB_ROCE_H_RETH)
+					assert_int_equal(p.dma_len, 1021);
+				assert_true(psb_roce_icrc_ok(f, &p));
+				if (kinds[k] == PSB_ROCE_V2_IP4)	/* the IP checksum */
+					assert_int_equal(csum(f + p.net_off, 20, 0), 0xffff);
+				if (kinds[k] == PSB_ROCE_V2_IP6)	/* the UDP checksum */
+					assert_int_equal(csum(f + p.net_off + 40,
+							      n - p.net_off - 40,
+							      csum(f + p.net_off + 8, 32, 0) +
+							      17 + (uint32_t)(n - p.net_off - 40)),
+							 0xffff);
+				if (op == 0x04 || op == PSB_ROCE_OP_CNP || op == 0x64)
+					check_invariance(f, n, &p);
+				s.bad_icrc = 1;
+				assert_int_equal(psb_roce_build(f, sizeof(f), &s), n);
+				assert_int_equal(psb_roce_parse(f, n, &p), 1);
+				assert_false(psb_roce_icrc_ok(f, &p));
+			}
+		}
+	}
+	/* RC 23, UC 12, RD 21, UD 2, CNP 1; three kinds, with and without a tag */
+	assert_int_equal(made, (23 + 12 + 21 + 2 + 1) * 3 * 2);
+	/* too small a buffer: nothing */
+	spec_init(&s, PSB_ROCE_V2_IP4, 0x04);
+	assert_int_equal(psb_roce_build(f, 100, &s), 0);
+}
+
+static void
+test_parse_not_roce_and_malformed(void **state)
+{
+	uint8_t f[2048], g[2048];
+	struct psb_roce_spec s;
+	struct psb_roce_pkt p;
+	size_t n, i;
+
+	(void)state;
+	spec_init(&s, PSB_ROCE_V2_IP4, 0x0a);
+	s.payload = 64;
+	n = psb_roce_build(f, sizeof(f), &s);
+	/* every truncation of it: never read past it, never RoCE that fits */
+	for (i = 0; i < n; i++) {
+		memcpy(g, f, i);
+		assert_true(psb_roce_parse(g, i, &p) <= 0);
+	}
+	/* not RoCE: another UDP port, TCP, ARP, IPv6 with an extension header */
+	memcpy(g, f, n);
+	g[14 + 20 + 3] = 0xb8;			/* port 4792 */
+	assert_int_equal(psb_roce_parse(g, n, &p), 0);
+	memcpy(g, f, n);
+	g[14 + 9] = 6;
+	assert_int_equal(psb_roce_parse(g, n, &p), 0);
+	memcpy(g, f, n);
+	g[12] = 0x08;
+	g[13] = 0x06;
+	assert_int_equal(psb_roce_parse(g, n, &p), 0);
+	/* RoCE that cannot be */
+	memcpy(g, f, n);
+	g[14 + 6] = 0x20;			/* more fragments */
+	assert_int_equal(psb_roce_parse(g, n, &p), -EBADMSG);
+	memcpy(g, f, n);
+	g[14 + 2] = 0x7f;			/* IP longer than the frame */
+	assert_int_equal(psb_roce_parse(g, n, &p), -EBADMSG);
+	memcpy(g, f, n);
+	g[14 + 20 + 5] ^= 4;			/* UDP length not the IP one */
+	assert_int_equal(psb_roce_parse(g, n, &p), -EBADMSG);
+	/* a WRITE_ONLY too short for its RETH */
+	memcpy(g, f, n);
+	g[14 + 2] = 0;
+	g[14 + 3] = 20 + 8 + 12 + 8;
+	g[14 + 20 + 4] = 0;
+	g[14 + 20 + 5] = 8 + 12 + 8;
+	assert_int_equal(psb_roce_parse(g, n, &p), -EBADMSG);
+
+	spec_init(&s, PSB_ROCE_V1, 0x11);
+	n = psb_roce_build(f, sizeof(f), &s);
+	assert_int_equal(psb_roce_parse(f, n, &p), 1);
+	f[14 + 6] = 0x11;			/* GRH next header not IBA */
+	assert_int_equal(psb_roce_parse(f, n, &p), -EBADMSG);
+	f[14 + 6] = 0x1b;
+	f[14] = 0x40;				/* not version 6 */
+	assert_int_equal(psb_roce_parse(f, n, &p), -EBADMSG);
+
+	spec_init(&s, PSB_ROCE_V2_IP6, 0x04);
+	n = psb_roce_build(f, sizeof(f), &s);
+	f[14 + 6] = 0;				/* hop-by-hop options first */
+	assert_int_equal(psb_roce_parse(f, n, &p), 0);
+	/* an unknown opcode is RoCE, its class "other", its length not judged */
+	spec_init(&s, PSB_ROCE_V2_IP4, 0x04);
+	n = psb_roce_build(f, sizeof(f), &s);
+	f[14 + 28] = 0x1f;
+	assert_int_equal(psb_roce_parse(f, n, &p), 1);
+	assert_int_equal(p.cls, PSB_ROCE_OTHER);
+	assert_null(psb_roce_opcode_name(0x1f));
+}
+
+/* A frame from the spec into the table. */
+static void
+feed(struct psb_roce_qptab *t, struct psb_roce_spec *s, uint64_t now)
+{
+	uint8_t f[2048];
+	struct psb_roce_pkt p;
+	size_t n = psb_roce_build(f, sizeof(f), s);
+
+	assert_true(n > 0);
+	assert_int_equal(psb_roce_parse(f, n, &p), 1);
+	psb_roce_qptab_account(t, &p, (uint32_t)n, psb_roce_icrc_ok(f, &p), now);
+}
+
+static const struct psb_roce_qp *
+qp_of(struct psb_roce_qptab *t, const struct psb_roce_spec *s)
+{
+	struct psb_roce_qp_key k;
+
+	memset(&k, 0, sizeof(k));
+	k.kind = s->kind;
+	k.dqpn = s->dqpn;
+	memcpy(k.src, s->src, 16);
+	memcpy(k.dst, s->dst, 16);
+	return psb_roce_qptab_find(t, &k);
+}
+
+static void
+test_qp_psn(void **state)
+{
+	struct psb_roce_qptab *t = psb_roce_qptab_create(64, 42);
+	const struct psb_roce_totals *tot;
+	const struct psb_roce_qp *q, *r;
+	struct psb_roce_spec req, ack;
+	static const uint32_t req_psn[] = {
+		10, 11, 12, 15, 16, 16, 14,	/* 13-14 lost (2), then 16 and 14 again */
+		1000, 0x7f0000, 0xfe0000,	/* ahead by less than half: skips */
+		0xffffff, 0, 1,			/* and round */
+		0x800002,			/* half the space ahead of 2: behind, a duplicate */
+	};
+	unsigned int i;
+	uint64_t miss;
+
+	(void)state;
+	assert_non_null(t);
+	spec_init(&req, PSB_ROCE_V2_IP4, 0x04);		/* RC SEND_ONLY */
+	req.payload = 100;
+	for (i = 0; i < sizeof(req_psn) / sizeof(req_psn[0]); i++) {
+		req.psn = req_psn[i];
+		feed(t, &req, 1000 + i);
+	}
+	q = qp_of(t, &req);
+	assert_non_null(q);
+	/* 13 and 14; then every PSN from 17 to 0xfffffe but the 3 seen */
+	miss = 2 + (0xffffff - 17) - 3;
+	assert_int_equal(q->st.pkts, 14);
+	assert_int_equal(q->st.ops[PSB_ROCE_SEND], 14);
+	assert_int_equal(q->st.psn_missing, miss);
+	assert_int_equal(q->st.psn_dup, 3);
+	assert_int_equal(q->st.first_ns, 1000);
+	assert_int_equal(q->st.last_ns, 1013);
+
+	/* a READ request takes its response's PSNs: the next request is ahead, no gap */
+	req.opcode = 0x0c;
+	req.payload = 0;
+	req.psn = 2;
+	feed(t, &req, 2000);
+	req.opcode = 0x0a;
+	req.psn = 9;
+	feed(t, &req, 2001);
+	req.psn = 11;				/* 10 lost */
+	feed(t, &req, 2002);
+	assert_int_equal(q->st.psn_missing, miss + 1);
+	assert_int_equal(q->st.ops[PSB_ROCE_READ], 1);
+	assert_int_equal(q->st.ops[PSB_ROCE_WRITE], 2);
+
+	/* responses under the requester's QP, the other way */
+	spec_init(&ack, PSB_ROCE_V2_IP4, 0x11);
+	memcpy(ack.src, req.dst, 16);
+	memcpy(ack.dst, req.src, 16);
+	ack.dqpn = 0x99;
+	ack.payload = 0;
+	ack.syndrome = 0x1f;			/* ACK */
+	ack.psn = 5;
+	feed(t, &ack, 3000);
+	ack.psn = 9;				/* coalesced: no gap */
+	feed(t, &ack, 3001);
+	ack.psn = 9;				/* again: a duplicate */
+	feed(t, &ack, 3002);
+	ack.syndrome = 0x60;			/* NAK PSN sequence error */
+	ack.psn = 10;
+	feed(t, &ack, 3003);
+	ack.syndrome = 0x3f;			/* RNR NAK */
+	ack.psn = 11;
+	feed(t, &ack, 3004);
+	ack.syndrome = 0x62;			/* NAK remote access error */
+	ack.psn = 12;
+	feed(t, &ack, 3005);
+	ack.opcode = 0x0d;			/* READ response FIRST 13, MIDDLE 14, (15 lost), LAST 16 */
+	ack.syndrome = 0;
+	ack.payload = 1024;
+	ack.psn = 13;
+	feed(t, &ack, 3006);
+	ack.opcode = 0x0e;
+	ack.psn = 14;
+	feed(t, &ack, 3007);
+	ack.opcode = 0x0f;
+	ack.psn = 16;
+	feed(t, &ack, 3008);
+	r = qp_of(t, &ack);
+	assert_non_null(r);
+	assert_ptr_not_equal(r, q);
+	assert_int_equal(r->st.pkts, 9);
+	assert_int_equal(r->st.ops[PSB_ROCE_ACK], 6);
+	assert_int_equal(r->st.ops[PSB_ROCE_READ], 3);
+	assert_int_equal(r->st.psn_dup, 1);
+	assert_int_equal(r->st.psn_missing, 1);
+	assert_int_equal(r->st.naks[PSB_ROCE_NAK_SEQ], 1);
+	assert_int_equal(r->st.naks[PSB_ROCE_NAK_RNR], 1);
+	assert_int_equal(r->st.naks[PSB_ROCE_NAK_ACCESS], 1);
+
+	/* CNPs and ECN CE, to the requester's QP */
+	ack.opcode = PSB_ROCE_OP_CNP;
+	ack.becn = 1;
+	ack.payload = 0;
+	ack.psn = 0;
+	feed(t, &ack, 4000);
+	ack.opcode = 0x11;
+	ack.becn = 0;
+	ack.tclass = 0x03;
+	ack.psn = 17;
+	feed(t, &ack, 4001);
+	assert_int_equal(r->st.ops[PSB_ROCE_CNP], 1);
+	assert_int_equal(r->st.becn, 1);
+	assert_int_equal(r->st.ecn_ce, 1);
+	assert_int_equal(r->st.psn_dup, 1);	/* the CNP's PSN is not followed */
+
+	tot = psb_roce_qptab_totals(t);
+	assert_int_equal(tot->frames[PSB_ROCE_V2_IP4], 14 + 3 + 9 + 2);
+	assert_int_equal(tot->psn_missing, miss + 2);
+	assert_int_equal(tot->psn_dup, 4);
+	assert_int_equal(tot->naks[PSB_ROCE_NAK_SEQ] + tot->naks[PSB_ROCE_NAK_RNR] +
+			 tot->naks[PSB_ROCE_NAK_ACCESS], 3);
+	assert_int_equal(tot->ops[PSB_ROCE_CNP], 1);
+	assert_int_equal(tot->qp_tracked, 2);
+	assert_int_equal(tot->qp_new, 2);
+	psb_roce_qptab_free(t);
+}
+
+static void
+test_qp_icrc_bad(void **state)
+{
+	struct psb_roce_qptab *t = psb_roce_qptab_create(8, 1);
+	struct psb_roce_spec s;
+	const struct psb_roce_qp *q;
+
+	(void)state;
+	spec_init(&s, PSB_ROCE_V2_IP6, 0x04);
+	s.bad_icrc = 1;
+	feed(t, &s, 1);			/* an unknown QP: no entry for it */
+	assert_null(qp_of(t, &s));
+	assert_int_equal(psb_roce_qptab_totals(t)->icrc_bad, 1);
+	assert_int_equal(psb_roce_qptab_totals(t)->qp_tracked, 0);
+	s.bad_icrc = 0;
+	feed(t, &s, 2);
+	s.bad_icrc = 1;
+	s.psn = 5000;			/* on a known QP: counted, its PSNs untouched */
+	feed(t, &s, 3);
+	s.bad_icrc = 0;
+	s.psn = 101;
+	feed(t, &s, 4);
+	q = qp_of(t, &s);
+	assert_non_null(q);
+	assert_int_equal(q->st.pkts, 3);
+	assert_int_equal(q->st.icrc_bad, 1);
+	assert_int_equal(q->st.psn_missing, 0);
+	assert_int_equal(q->st.psn_dup, 0);
+	assert_int_equal(q->st.ops[PSB_ROCE_SEND], 2);
+	assert_int_equal(psb_roce_qptab_totals(t)->icrc_bad, 2);
+	psb_roce_qptab_malformed(t);
+	assert_int_equal(psb_roce_qptab_totals(t)->malformed, 1);
+	psb_roce_qptab_reset(t);
+	assert_null(qp_of(t, &s));
+	assert_int_equal(psb_roce_qptab_totals(t)->frames[PSB_ROCE_V2_IP6], 0);
+	psb_roce_qptab_free(t);
+}
+
+static void
+test_qp_evict(void **state)
+{
+	struct psb_roce_qptab *t = psb_roce_qptab_create(4, 7);
+	const struct psb_roce_totals *tot;
+	struct psb_roce_qp rows[8];
+	struct psb_roce_spec s;
+	unsigned int i, j;
+
+	(void)state;
+	assert_null(psb_roce_qptab_create(0, 0));
+	assert_null(psb_roce_qptab_create(PSB_ROCE_QP_MAX + 1, 0));
+	spec_init(&s, PSB_ROCE_V1, 0x64);	/* UD SEND_ONLY */
+	s.payload = 8;
+	/* QP 1 sent 5 times, early; QPs 2..10 once each, QP 1 touched between them */
+	for (i = 0; i < 5; i++) {
+		s.dqpn = 1;
+		s.psn = i;
+		feed(t, &s, i);
+	}
+	for (i = 2; i <= 10; i++) {
+		s.dqpn = i;
+		s.psn = 0;
+		feed(t, &s, 100 + i);
+		s.dqpn = 1;
+		s.psn = 5 + i;
+		feed(t, &s, 100 + i);
+	}
+	tot = psb_roce_qptab_totals(t);
+	assert_int_equal(tot->qp_tracked, 4);
+	assert_int_equal(tot->qp_new, 10);
+	assert_int_equal(tot->qp_evicted, 6);
+	assert_int_equal(tot->frames[PSB_ROCE_V1], 5 + 9 * 2);
+	/* QP 1, seen all along, stays; of the others the 3 newest */
+	assert_int_equal(psb_roce_qptab_rows(t, rows, 8), 4);
+	assert_int_equal(rows[0].key.dqpn, 1);
+	assert_int_equal(rows[0].st.pkts, 14);
+	for (i = 1; i < 4; i++) {
+		assert_int_equal(rows[i].st.pkts, 1);
+		assert_true(rows[i].key.dqpn >= 8);
+		for (j = 1; j < i; j++)
+			assert_true(rows[j].key.dqpn < rows[i].key.dqpn);
+	}
+	assert_int_equal(psb_roce_qptab_rows(t, rows, 2), 2);
+	assert_int_equal(rows[0].key.dqpn, 1);
+	psb_roce_qptab_free(t);
+}
+
+/* Many QPs hashed into a table of fixed size: found again, none lost, churn bounded. */
+static void
+test_qp_many(void **state)
+{
+	struct psb_roce_qptab *t = psb_roce_qptab_create(1000, 99);
+	struct psb_roce_spec s;
+	unsigned int i;
+
+	(void)state;
+	spec_init(&s, PSB_ROCE_V2_IP4, 0x04);
+	s.payload = 0;
+	for (i = 0; i < 3000; i++) {
+		s.dqpn = (i * 7919) & 0xffffff;	/* distinct: 7919 is odd */
+		feed(t, &s, i);
+	}
+	assert_int_equal(psb_roce_qptab_totals(t)->qp_tracked, 1000);
+	assert_int_equal(psb_roce_qptab_totals(t)->qp_evicted, 2000);
+	for (i = 2000; i < 3000; i++) {
+		s.dqpn = (i * 7919) & 0xffffff;
+		assert_non_null(qp_of(t, &s));
+	}
+	s.dqpn = 0;
+	assert_null(qp_of(t, &s));
+	psb_roce_qptab_free(t);
+}
+
+static void
+test_names(void **state)
+{
+	char buf[64];
+	uint8_t a[16];
+
+	(void)state;
+	assert_string_equal(psb_roce_opcode_name(0x0a), "RC_WRITE_ONLY");
+	assert_string_equal(psb_roce_opcode_name(0x64), "UD_SEND_ONLY");
+	assert_string_equal(psb_roce_opcode_name(0x81), "CNP");
+	assert_null(psb_roce_opcode_name(0x2c));		/* UC has no READ */
+	assert_null(psb_roce_opcode_name(0x76));		/* RD has no invalidate */
+	assert_int_equal(psb_roce_nak_of(0x1f), -1);
+	assert_int_equal(psb_roce_nak_of(0x61), PSB_ROCE_NAK_INV_REQ);
+	assert_int_equal(psb_roce_nak_of(0x63), PSB_ROCE_NAK_OP);
+	assert_int_equal(psb_roce_nak_of(0x64), PSB_ROCE_NAK_OTHER);
+	assert_int_equal(psb_roce_nak_of(0x40), PSB_ROCE_NAK_OTHER);
+	psb_roce_addr4(a, 0xc6120001);
+	psb_roce_addr_str(a, buf, sizeof(buf));
+	assert_string_equal(buf, "198.18.0.1");
+	memset(a, 0, 16);
+	a[0] = 0xfe;
+	a[1] = 0x80;
+	a[15] = 1;
+	psb_roce_addr_str(a, buf, sizeof(buf));
+	assert_string_equal(buf, "fe80::1");
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_vector_cnp),
+		cmocka_unit_test(test_vector_uc_send),
+		cmocka_unit_test(test_build_every_opcode),
+		cmocka_unit_test(test_parse_not_roce_and_malformed),
+		cmocka_unit_test(test_qp_psn),
+		cmocka_unit_test(test_qp_icrc_bad),
+		cmocka_unit_test(test_qp_evict),
+		cmocka_unit_test(test_qp_many),
+		cmocka_unit_test(test_names),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
