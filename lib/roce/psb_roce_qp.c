@@ -143,6 +143,7 @@ insert(struct psb_roce_qptab *t, const struct psb_roce_qp_key *k, uint32_t h)
 
 	if (t->n < t->cap) {
 		i = t->n++;
+		t->tot.qp_tracked = t->n;
 	} else {
 		i = t->lru_head;
 		lru_unlink(t, i);
@@ -285,8 +286,6 @@ psb_roce_qptab_malformed(struct psb_roce_qptab *t)
 const struct psb_roce_totals *
 psb_roce_qptab_totals(const struct psb_roce_qptab *t)
 {
-	/* qp_tracked is a gauge kept here, not on every packet */
-	((struct psb_roce_qptab *)t)->tot.qp_tracked = t->n;
 	return &t->tot;
 }
 

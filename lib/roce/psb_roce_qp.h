@@ -27,8 +27,9 @@
  * QP only if that QP is already tracked, and changes no PSN state. Buckets are hashed with a
  * seed of the caller's, so a peer cannot aim its QP numbers at one chain.
  *
- * One writer (the lcore that owns the table); readers take rows or totals from it only
- * through that writer (see the role).
+ * One writer (the lcore that owns the table). The totals are plain counters, each written
+ * by that writer alone, so another thread may read them as they are; rows are copied out by
+ * the writer.
  */
 
 struct psb_roce_qp_key {

@@ -1,0 +1,44 @@
+#!/bin/bash
+# The RoCE generator against lib/roce's accounting: what psb-rocegen says its files hold
+# (from its own scenario) is what the parser, the ICRC check and the QP table count, exactly;
+# a table too small for the QPs evicts and still counts every frame. The comparison itself
+# must catch a difference.
+set -euo pipefail
+GEN=$1 ACCOUNT=$2 COMPARE=$3
+DIR=$(mktemp -d)
+trap 'rm -rf "$DIR"' EXIT
+fail() { echo "FAIL: $*" >&2; exit 1; }
+
+"$GEN" --wire "$DIR/w.pcap" --host "$DIR/h.pcap" --expect "$DIR/e.json" --repeat 5
+"$ACCOUNT" "$DIR/w.pcap" "$DIR/h.pcap" > "$DIR/a.json"
+python3 "$COMPARE" "$DIR/e.json" "$DIR/a.json"
+
+# every counter is checked: one changed, the comparison fails naming it
+python3 - "$DIR/a.json" <<'PY'
+import json, sys
+a = json.load(open(sys.argv[1]))
+a["qps"][0]["ops"]["write"] += 1
+a["totals"]["psn_dup"] += 1
+json.dump(a, open(sys.argv[1] + ".bad", "w"))
+PY
+if python3 "$COMPARE" "$DIR/e.json" "$DIR/a.json.bad" 2> "$DIR/cmp.err"; then
+	fail "a changed counter was not noticed"
+fi
+grep -q "totals.psn_dup: expected" "$DIR/cmp.err" || fail "the difference was not named: $(cat "$DIR/cmp.err")"
+
+# 300 more QPs into a table of 64: evicted, counted, every frame still in the totals
+"$GEN" --wire "$DIR/w.pcap" --host "$DIR/h.pcap" --expect "$DIR/e.json" --churn 300
+"$ACCOUNT" --cap 64 "$DIR/w.pcap" "$DIR/h.pcap" > "$DIR/a.json"
+python3 - "$DIR/e.json" "$DIR/a.json" <<'PY'
+import json, sys
+e, a = (json.load(open(p)) for p in sys.argv[1:3])
+t = a["totals"]
+new = e["totals"]["qp_new"]
+assert t["qp_new"] == new, (t["qp_new"], new)
+assert t["qp_evicted"] == new - 64 and t["qp_tracked"] == 64, t
+for k in ("v1", "v2_ip4", "v2_ip6", "bytes", "malformed", "icrc_bad", "ops", "naks"):
+    assert t[k] == e["totals"][k], (k, t[k], e["totals"][k])
+assert len(a["qps"]) == 64
+print("eviction: %d QPs into 64, %d evicted, totals whole" % (new, t["qp_evicted"]))
+PY
+echo "PASS"
