@@ -11,6 +11,7 @@
 #include "psb_counters.h"
 #include "psb_ctl.h"
 #include "psb_report.h"
+#include "psb_verbs.h"
 
 json_t *
 psb_cmd_error(const char *code, const char *fmt, ...)
@@ -398,6 +399,20 @@ cmd_log(struct psb_app *app, const json_t *req, int *quit)
 	return ok(json_pack("{s:o}", "log", set.rows));
 }
 
+/*
+ * What rdma-core sees of the host. A host without RDMA is an answer, not a failed command:
+ * available false and the reason. Devices are opened and queried on each call (a few ms a
+ * device on the main lcore), never kept.
+ */
+static json_t *
+cmd_rdma(struct psb_app *app, const json_t *req, int *quit)
+{
+	RTE_SET_USED(app);
+	RTE_SET_USED(req);
+	RTE_SET_USED(quit);
+	return ok(json_pack("{s:o}", "rdma", psb_verbs_query_json()));
+}
+
 static json_t *
 cmd_quit(struct psb_app *app, const json_t *req, int *quit)
 {
@@ -427,6 +442,7 @@ static const struct {
 	{ "clear_port_stats", cmd_clear_port_stats, "zero port statistics: {\"port\": N|\"all\"}" },
 	{ "log", cmd_log, "psb's log types and levels; {\"type\": \"psb.rx\", \"level\": "
 	  "\"debug\"} sets them (type: a glob, psb.* if none)" },
+	{ "rdma", cmd_rdma, "RDMA devices, ports, GIDs and RoCE versions seen through rdma-core" },
 	{ "quit", cmd_quit, "stop the experiment and exit" },
 	{ "help", cmd_help, "these commands" },
 };

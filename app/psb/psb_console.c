@@ -16,6 +16,7 @@
 #include "psb_app.h"
 #include "psb_ctl.h"
 #include "psb_render.h"
+#include "psb_verbs.h"
 
 #define CON_PROMPT	"psb> "
 #define CON_CTRL_C	'\003'
@@ -176,6 +177,7 @@ enum show_what {
 	SHOW_COUNTERS,
 	SHOW_EXPERIMENT,
 	SHOW_LOG,
+	SHOW_RDMA,
 };
 
 static void
@@ -276,6 +278,24 @@ show_counters(FILE *out, const char *what)
 	json_decref(req);
 }
 
+/*
+ * Straight from psb_verbs rather than through the rdma command: the table is printed from
+ * the walk's own struct, of which the command's JSON is another rendering.
+ */
+static void
+show_rdma(FILE *out)
+{
+	struct psb_verbs_list *l = malloc(sizeof(*l));
+
+	if (l == NULL) {
+		fprintf(out, "error: no_memory: out of memory\n");
+		return;
+	}
+	psb_verbs_list(l);
+	psb_verbs_print(out, l);
+	free(l);
+}
+
 /* As psbctl status: the node, then the experiment (every figure: show counters experiment). */
 static void
 show_experiment(FILE *out)
@@ -311,6 +331,9 @@ cb_show(void *parsed, struct cmdline *cl, void *data)
 	case SHOW_LOG:
 		con_run(out, json_pack("{s:s}", "cmd", "log"));
 		break;
+	case SHOW_RDMA:
+		show_rdma(out);
+		break;
 	}
 	out_end(&o, cl);
 }
@@ -327,6 +350,8 @@ static cmdline_parse_token_string_t tok_show_experiment = TOKEN_STRING_INITIALIZ
 	struct res_show, what, "experiment");
 static cmdline_parse_token_string_t tok_show_log = TOKEN_STRING_INITIALIZER(struct res_show,
 	what, "log");
+static cmdline_parse_token_string_t tok_show_rdma = TOKEN_STRING_INITIALIZER(struct res_show,
+	what, "rdma");
 
 static cmdline_parse_inst_t cmd_show_lcores = {
 	.f = cb_show,
@@ -362,6 +387,13 @@ static cmdline_parse_inst_t cmd_show_log = {
 	.data = (void *)(uintptr_t)SHOW_LOG,
 	.help_str = "show log: psb's log types and their levels",
 	.tokens = { (void *)&tok_show, (void *)&tok_show_log, NULL },
+};
+
+static cmdline_parse_inst_t cmd_show_rdma = {
+	.f = cb_show,
+	.data = (void *)(uintptr_t)SHOW_RDMA,
+	.help_str = "show rdma: RDMA devices, ports, GIDs and RoCE versions seen through rdma-core",
+	.tokens = { (void *)&tok_show, (void *)&tok_show_rdma, NULL },
 };
 
 struct res_show_path {
@@ -910,6 +942,7 @@ static cmdline_parse_ctx_t con_ctx[] = {
 	&cmd_show_counters_path,
 	&cmd_show_experiment,
 	&cmd_show_log,
+	&cmd_show_rdma,
 	&cmd_load,
 	&cmd_start,
 	&cmd_start_file,

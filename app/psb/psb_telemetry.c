@@ -15,6 +15,7 @@
 #include "psb_counters.h"
 #include "psb_ctl.h"
 #include "psb_report.h"
+#include "psb_verbs.h"
 
 /*
  * A reply of DPDK 22.11 telemetry is at most 16 KB (MAX_OUTPUT_LEN of lib/telemetry), a dict
@@ -35,6 +36,8 @@
  *   /psb/control      22 figures: < 0.9 KB
  *   /psb/experiment   6 strings, 33 figures (histograms of 21 and 15 bounds): < 3.8 KB
  *   /psb/status       node, and experiment without histograms: < 3.3 KB
+ *   /psb/rdma         what rdma-core sees: measured, and refused whole over TEL_BUDGET
+ *                     (16 devices of 4 ports of 16 GIDs would take some 100 KB)
  *
  * and no dict but xstats has more than 30 entries. The generic /psb/counters,PATH measures
  * its part first and refuses what does not fit (32 workers' roles), naming the endpoints to
@@ -664,6 +667,32 @@ tel_cmd_status(struct rte_tel_data *d, struct psb_app *app, const struct psb_sna
 	return 0;
 }
 
+/*
+ * /psb/rdma: the rdma command's JSON, filled as the generic lookup fills a part; a host with
+ * more GIDs than a reply holds is refused whole rather than cut, naming where to look.
+ */
+static int
+tel_cmd_rdma(struct rte_tel_data *d, struct psb_app *app, const struct psb_snap *s,
+		const char *param)
+{
+	json_t *o = psb_verbs_query_json();
+
+	RTE_SET_USED(app);
+	RTE_SET_USED(s);
+	RTE_SET_USED(param);
+	if (o == NULL)
+		return tel_error(d, "out of memory");
+	if (tel_size(o) > TEL_BUDGET) {
+		json_decref(o);
+		return tel_error(d, "RDMA devices take more than the 16 KB of a reply: psbctl rdma "
+				 "gives them all");
+	}
+	rte_tel_data_start_dict(d);
+	tel_fill(d, o);
+	json_decref(o);
+	return 0;
+}
+
 static int tel_cmd_counters(struct rte_tel_data *d, struct psb_app *app,
 		const struct psb_snap *s, const char *param);
 
@@ -715,6 +744,8 @@ static const struct tel_cmd {
 	{ .cmd = "/psb/experiment", .section = "experiment", .whole = tel_exp_whole,
 	  .parts = PSB_SNAP_EXP,
 	  .help = "Returns psb experiment figures. Parameters: string path" },
+	{ .cmd = "/psb/rdma", .fill = tel_cmd_rdma,
+	  .help = "Returns RDMA devices, ports and GIDs. Takes no parameters" },
 };
 
 static bool

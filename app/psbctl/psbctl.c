@@ -49,6 +49,8 @@ usage(FILE *out)
 "  log [[TYPE] LEVEL]     psb's log types and their levels; with LEVEL (error,\n"
 "                         warning, notice, info, debug) set TYPE (a glob like psb.*,\n"
 "                         or DPDK's; psb.* without) to it\n"
+"  rdma                   RDMA devices, ports, GIDs and RoCE versions seen through\n"
+"                         rdma-core on psb's host, or why there are none\n"
 "  quit                   stop the experiment and make psb exit\n"
 "  help                   the appliance's commands\n"
 "  raw JSON-LINE          send one request as is, print the reply line\n"
@@ -509,7 +511,8 @@ static const struct {
 } commands[] = {
 	{ "start", 0, 1 }, { "stop", 0, 0 }, { "status", 0, 0 }, { "counters", 0, 1 },
 	{ "reset_state", 0, 0 }, { "list", 0, 0 }, { "set", 2, 2 }, { "load", 1, 1 },
-	{ "clear_port_stats", 0, 1 }, { "log", 0, 2 }, { "quit", 0, 0 }, { "help", 0, 0 },
+	{ "clear_port_stats", 0, 1 }, { "log", 0, 2 }, { "rdma", 0, 0 }, { "quit", 0, 0 },
+	{ "help", 0, 0 },
 	{ "raw", 1, 1 },
 	{ "prune", 1, 1 },
 };

@@ -30,7 +30,7 @@ NULLSRV=(--port null --ip 198.18.0.1 --no-huge -l 0)
 
 # 1. Commands piped into -i. The command after quit must not run; \r from the echo is dropped.
 printf '%s\n' help 'show roles' 'show port stats all' 'show lcores' 'show counters rx0' \
-	'show counters store' 'set pushpull.len banana' 'show port stats 9' 'frobnicate' \
+	'show rdma' 'show counters store' 'set pushpull.len banana' 'show port stats 9' 'frobnicate' \
 	'clear port stats all' quit 'show experiment' |
 	timeout -k 5 30 "$PSB" "${NULLSRV[@]}" --file-prefix "$PFX-a" -i 2>"$DIR/a.err" |
 	tr -d '\r' >"$DIR/a.out" || fail "psb -i with piped commands exited with $?: $(cat "$DIR/a.err")"
@@ -38,7 +38,7 @@ A=$DIR/a.out
 for c in 'show port stats\|xstats all' 'show port stats\|xstats <port_id>' 'show lcores' \
 	'show roles' 'show counters:' 'show counters <role>' 'show experiment' 'load <file>' \
 	'start:' 'start <file>' 'stop:' 'reset:' 'set <param> <value>' 'clear port stats all' \
-	'clear port stats <port_id>' 'wait:' 'help:' 'quit:'; do
+	'clear port stats <port_id>' 'wait:' 'help:' 'quit:' 'show rdma:'; do
 	expect "$A" "^  $c" "help does not list \"$c\""
 done
 expect "$A" '^psb> show roles$' "commands are not echoed after the prompt"
@@ -51,6 +51,18 @@ expect "$A" '^  RX-packets: [0-9]+ +RX-missed: [0-9]+ +RX-bytes: [0-9]+$' "show 
 expect "$A" '^  TX-packets: [0-9]+ +TX-errors: [0-9]+ +TX-bytes: [0-9]+$' "show port stats: TX line"
 expect "$A" '^LCORE +BUSY% +ROLES$' "show lcores: header"
 expect "$A" '^ +0 +[0-9.]+ +rx0 tx0 agent0 server0$' "show lcores: lcore 0 does not run all roles"
+# show rdma: the line after it is rdma-core's view, or why there is none. Without ib_core (no
+# /sys/class/infiniband) rdma-core says ENOSYS, which psb words as the kernel's reason.
+RDMA=$(sed -n '/^psb> show rdma$/{n;p;q}' "$A")
+NO_RDMA='no RDMA support in this kernel (ibv_get_device_list: Function not implemented; the'
+NO_RDMA+=' kernel has no InfiniBand/RDMA subsystem)'
+if [ ! -d /sys/class/infiniband ]; then
+	[ "$RDMA" = "$NO_RDMA" ] || fail "show rdma: '$RDMA', not the kernel's reason"
+elif [ -z "$(ls /sys/class/infiniband)" ]; then
+	[ "$RDMA" = 'no RDMA devices (rdma-core sees none)' ] || fail "show rdma: '$RDMA'"
+else
+	[[ "$RDMA" == *' transport, node GUID '* ]] || fail "show rdma: no device line: '$RDMA'"
+fi
 # counters as psbctl prints them: "path value", the whole path (rx0 is found under roles)
 expect "$A" '^roles\.rx0\.rx_pkts [0-9]+$' "show counters rx0: not the roles.rx0 counters"
 expect "$A" '^roles\.rx0\.drops\.ethertype [0-9]+$' "show counters rx0: drops not flattened"

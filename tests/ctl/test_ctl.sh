@@ -17,6 +17,32 @@ grep -q '^role: worker, up [0-9.]* s, nothing loaded$' "$O" &&
 expect_rc 0 "$O" "$E" ctl "$W" list
 grep -q '^no experiments yet' "$O" || fail "list: $(cat "$O")"
 
+# --- rdma: rdma-core's view of the host; none (no ib_core: no /sys/class/infiniband) is an
+# answer with the kernel's reason, not a failed command
+expect_rc 0 "$O" "$E" ctl "$W" help
+grep -q '^  rdma ' "$O" || fail "help does not list rdma: $(cat "$O")"
+expect_rc 0 "$O" "$E" ctl "$W" --json rdma
+python3 - "$O" <<'PY' || fail "rdma: $(cat "$O")"
+import json, os, sys
+r = json.load(open(sys.argv[1]))
+assert r["ok"] is True, r
+d = r["rdma"]
+if not os.path.isdir("/sys/class/infiniband"):
+    assert d == {"available": False, "error": "no RDMA support in this kernel "
+                 "(ibv_get_device_list: Function not implemented; the kernel has no "
+                 "InfiniBand/RDMA subsystem)"}, d
+elif not os.listdir("/sys/class/infiniband"):
+    assert d == {"available": False, "error": "no RDMA devices (rdma-core sees none)"}, d
+else:
+    assert d["available"] is True and d["devices"], d
+    assert all(x["name"] for x in d["devices"]), d
+PY
+expect_rc 0 "$O" "$E" ctl "$W" rdma
+if [ ! -d /sys/class/infiniband ]; then
+	grep -qx 'rdma.available false' "$O" &&
+		grep -qx 'rdma.error no RDMA support in this kernel .*' "$O" || fail "rdma: $(cat "$O")"
+fi
+
 # --- start FILE --wait to completion; FILE resolves here, its results under psb's --output-dir
 mkdir "$DIR/here"
 write_doc "$DIR/here/small.json" small 200 0 results

@@ -11,7 +11,7 @@ CMDS=(/ /help,/psb/counters /psb/status /psb/counters /psb/node /psb/roles /psb/
 	/psb/roles,tx0 /psb/roles,agent0 /psb/roles,server0 /psb/ports /psb/ports,0 /psb/store
 	/psb/scheduler /psb/control /psb/experiment /psb/counters,roles.rx0
 	/psb/roles,server0.drops /psb/ports,0.ipackets /psb/store,limits /psb/counters,nope
-	/psb/roles,nope /psb/ports,9 /ethdev/stats,0)
+	/psb/roles,nope /psb/ports,9 /psb/rdma /ethdev/stats,0)
 
 start_psb server --port "memif:server:$DIR/m.sock" --ip 198.18.0.1 -l 0 --no-huge \
 	--file-prefix "$TAG-s" --wait
@@ -60,7 +60,7 @@ tel "$TAG-s" "${CMDS[@]}" >"$DIR/after.out"
 
 python3 - "$DIR/before.out" "$DIR/mid.out" "$DIR/after.out" "${CMDS[@]}" <<'PY' \
 	|| fail "telemetry replies"
-import json, sys
+import json, os, sys
 
 cmds = sys.argv[4:]
 
@@ -80,7 +80,8 @@ def replies(path):
 
 b, m, a = (replies(p) for p in sys.argv[1:4])
 sections = {"node", "ports", "roles", "store", "control", "experiment"}
-for cmd in ["/psb/status", "/psb/counters", "/psb/scheduler"] + ["/psb/" + s for s in sections]:
+for cmd in ["/psb/status", "/psb/counters", "/psb/scheduler", "/psb/rdma"] + \
+        ["/psb/" + s for s in sections]:
     assert cmd in b["/"], (cmd, "not listed")
 assert b["/help,/psb/counters"]["/psb/counters"].startswith("Returns psb counters")
 instances = ["rx0", "tx0", "agent0", "server0"]
@@ -128,6 +129,14 @@ for r in (b, m, a):
     assert "no role instance nope" in r["/psb/roles,nope"]["error"], r["/psb/roles,nope"]
     assert "no port 9" in r["/psb/ports,9"]["error"], r["/psb/ports,9"]
     assert "ipackets" in r["/ethdev/stats,0"], r["/ethdev/stats,0"]
+    # rdma-core's view; without ib_core (no /sys/class/infiniband) the kernel's reason
+    rd = r["/psb/rdma"]
+    if not os.path.isdir("/sys/class/infiniband"):
+        assert rd == {"available": 0, "error": "no RDMA support in this kernel "
+                      "(ibv_get_device_list: Function not implemented; the kernel has no "
+                      "InfiniBand/RDMA subsystem)"}, rd
+    else:
+        assert rd["available"] in (0, 1) and ("devices" in rd) == (rd["available"] == 1), rd
 # psb counts what its telemetry serves (each reply counts the requests before it)
 assert served[0] < served[1] < served[2], served
 
