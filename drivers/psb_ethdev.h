@@ -26,12 +26,29 @@ struct psb_ethdev_info {
 #define PSB_ETHDEV_FRAMES_SIZED	2
 
 /*
+ * rte_flow isolated mode for a port: only what the rules steer reaches psb (queue 0), the
+ * rest stays with the kernel. The port takes it only if it holds every rule: they are
+ * checked before it is isolated, made once it started, and a port that refuses any leaves
+ * isolation again. why says what it refused.
+ */
+struct psb_flow_rule;
+struct psb_ethdev_isolate {
+	const struct psb_flow_rule *rules;
+	int n;
+	int isolated;		/* out: 1 isolated with every rule, 0 not */
+	char why[384];		/* out, when not: the call or the rule refused, and why */
+};
+
+/*
  * Configure and start port_id with one rx and one tx queue. mtu_want is
  * lowered to what the port and the pool's buffers allow (scatter when the
- * port supports it). flags: PSB_ETHDEV_*. Returns 0 or -errno with a message in err.
+ * port supports it). flags: PSB_ETHDEV_*. iso: isolated mode asked for (NULL: none); a
+ * refusal is no failure, unless the port cannot leave isolation again. Returns 0 or -errno
+ * with a message in err.
  */
 int psb_ethdev_setup(uint16_t port_id, uint16_t mtu_want, unsigned int flags, uint16_t nb_desc,
-		struct rte_mempool *pool, struct psb_ethdev_info *info, char *err, size_t errlen);
+		struct rte_mempool *pool, struct psb_ethdev_isolate *iso,
+		struct psb_ethdev_info *info, char *err, size_t errlen);
 
 void psb_ethdev_close(uint16_t port_id);
 

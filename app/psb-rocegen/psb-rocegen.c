@@ -12,7 +12,8 @@
  * host sends back. EXPECT.json says, from the scenario itself (not from psb's accounting),
  * how many frames go each way and what each queue pair's counters must be, and the totals.
  * --churn N adds N queue pairs of one packet each at the end of WIRE.pcap (to fill and
- * overflow a table); --repeat N plays the scenario N times (PSNs carry on).
+ * overflow a table); --repeat N plays the scenario N times (PSNs carry on); --max-payload
+ * caps the RoCE payloads (frames for a smaller MTU).
  * Files are written whole or not at all.
  */
 #include <arpa/inet.h>
@@ -54,6 +55,7 @@ struct side {
 };
 
 static struct {
+	uint32_t max_payload;		/* --max-payload: frames for a smaller MTU */
 	pcap_t *dead;
 	struct side wire, host;
 	struct qp_expect qp[MAX_QPS];
@@ -122,11 +124,16 @@ qp_find(const struct psb_roce_spec *sp, int make)
 
 /* A RoCE frame of the scenario, onto side s, and what it must count. */
 static void
-roce(struct side *s, const struct psb_roce_spec *sp, struct intent in)
+roce(struct side *s, const struct psb_roce_spec *spec_in, struct intent in)
 {
+	struct psb_roce_spec sp_capped = *spec_in, *sp = &sp_capped;
 	uint8_t f[FRAME_MAX];
-	size_t len = psb_roce_build(f, sizeof(f), sp);
 	struct qp_expect *q;
+	size_t len;
+
+	if (sp->payload > G.max_payload)
+		sp->payload = G.max_payload;
+	len = psb_roce_build(f, sizeof(f), sp);
 
 	if (len == 0)
 		psb_die("scenario: opcode 0x%02x does not make a frame", sp->opcode);
@@ -524,6 +531,8 @@ usage(FILE *f)
 "usage: psb-rocegen --wire WIRE.pcap --host HOST.pcap --expect EXPECT.json [options]\n"
 "  --repeat N    rounds of the scenario (default 1, at most 100000)\n"
 "  --churn N     N more queue pairs, a packet each, at the end of WIRE.pcap (at most %d)\n"
+"  --max-payload BYTES  no RoCE payload longer (default 4096; 1024 keeps frames within\n"
+"                an MTU of 1500)\n"
 "  -h, --help    this text\n", MAX_QPS - 64);
 }
 
@@ -535,6 +544,7 @@ main(int argc, char **argv)
 		{ "expect", required_argument, NULL, 'e' },
 		{ "repeat", required_argument, NULL, 'r' },
 		{ "churn", required_argument, NULL, 'c' }, { "help", no_argument, NULL, 'h' },
+		{ "max-payload", required_argument, NULL, 'm' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *wire = NULL, *host = NULL, *expect = NULL;
@@ -545,6 +555,7 @@ main(int argc, char **argv)
 	int c;
 
 	psb_cli_prog("psb-rocegen");
+	G.max_payload = 4096;
 	while ((c = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
 		switch (c) {
 		case 'w': wire = optarg; break;
@@ -552,6 +563,8 @@ main(int argc, char **argv)
 		case 'e': expect = optarg; break;
 		case 'r': repeat = psb_cli_u64("--repeat", optarg, 1, 100000); break;
 		case 'c': churn = psb_cli_u64("--churn", optarg, 0, MAX_QPS - 64); break;
+		case 'm': G.max_payload = (uint32_t)psb_cli_u64("--max-payload", optarg, 0, 8192);
+			break;
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return 2;
 		}

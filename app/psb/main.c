@@ -19,6 +19,7 @@
 #include <rte_mempool.h>
 
 #include "psb_app.h"
+#include "psb_flow_rules.h"
 #include "psb_agg.h"
 #include "psb_bench.h"
 #include "psb_cli.h"
@@ -200,6 +201,14 @@ log_bounds(const struct psb_app *app)
 			snprintf(req, sizeof(req), "; a request is retried forever (--max-retries 0)");
 	}
 	PSB_INFO(main, "waits: %s for each setup step (--connect-timeout)%s", conn, req);
+	if (app->has_exc)
+		PSB_INFO(main, "passthrough: exception port %s: frames not psb's go there "
+			 "untouched, the host's out of port %s; %s at most %u RoCE queue pairs "
+			 "(--roce-qps; then the least recently seen is evicted), %u frames queued "
+			 "for the host; frames over its MTU %u are dropped for the host (counted, "
+			 "host_dropped)", app->specs[app->exc_idx].spec, app->specs[0].spec,
+			 app->roce_accounting ? "counting" : "not counting (--no-roce-accounting),",
+			 app->roce_qps, psb_role_ring(&psb_role_passthrough, app), app->exc_mtu);
 	if (app->sched_ip == 0)
 		return;
 	if (app->node_role != PSB_NODE_SCHEDULER && app->heartbeat_ns == 0)
@@ -439,6 +448,8 @@ main(int argc, char **argv)
 		struct psb_ethdev_info info;
 		unsigned int flags;
 		uint16_t pid, mtu;
+		struct psb_flow_rule rules[PSB_FLOW_MAX_RULES];
+		struct psb_ethdev_isolate iso = { 0 };
 		uint64_t mark;
 		char why[320];
 
@@ -461,8 +472,13 @@ main(int argc, char **argv)
 				"see scripts/setup.sh)", app->specs[i].spec, app->specs[i].name);
 		}
 		mtu = psb_host_port_mtu(app, i, &flags);
+		if (i == 0 && app->isolate) {
+			iso.rules = rules;
+			iso.n = psb_ports_isolate_rules(app, rules);
+		}
 		mark = psb_log_mark();
-		if (psb_ethdev_setup(pid, mtu, flags, NB_DESC, app->pool, &info, err,
+		if (psb_ethdev_setup(pid, mtu, flags, NB_DESC, app->pool,
+				i == 0 && app->isolate ? &iso : NULL, &info, err,
 				sizeof(err)) != 0) {
 			/* the driver's own line says why (e.g. no memif server on the socket) */
 			if (psb_log_quote(mark, NULL, why, sizeof(why)) == 0)
@@ -470,13 +486,18 @@ main(int argc, char **argv)
 			psb_die("port '%s': %s", app->specs[i].spec, err);
 		}
 		app->port_ids[i] = pid;
+		if (i == 0 && app->isolate)
+			psb_ports_isolate_said(app, &iso);
 		app->port_shared[pid] = app->specs[i].kind == PSB_PORT_MEMIF;
 		if (app->specs[i].kind == PSB_PORT_AF_PACKET &&
 		    psb_afp_stats_open(&app->afp[i], strchr(app->specs[i].spec, ':') + 1, err,
 				sizeof(err)) != 0)
 			PSB_NOTICE(port, "port '%s': no kernel counts of its socket: %s",
 				app->specs[i].spec, err);
-		if (i == 0 || info.mtu < app->mtu)
+		/* the host's MTU behind the exception port is not psb's: it bounds what passes */
+		if (psb_port_is_exc(app, i))
+			app->exc_mtu = info.mtu;
+		else if (i == 0 || info.mtu < app->mtu)
 			app->mtu = info.mtu;
 		PSB_DEBUG(port, "port %u: %s (%s), MTU %u", pid, app->specs[i].spec, info.driver,
 			info.mtu);

@@ -51,7 +51,8 @@ psb_meta(struct rte_mbuf *m)
  * One line each in the descriptor table of psb_counters.c, which every export walks.
  *
  * Every frame the rx role takes from a port ends in exactly one of: a drop reason, handed,
- * not_served, ring_full, no_mbuf, arp_replies, arp_learned, icmp_replies, byes, bye_ignored.
+ * not_served, ring_full, no_mbuf, arp_replies, arp_learned, icmp_replies, byes, bye_ignored,
+ * to_host.
  */
 struct psb_counters {
 	uint64_t rx_pkts;
@@ -62,6 +63,7 @@ struct psb_counters {
 	uint64_t handed;	/* received messages handed to the role serving them */
 	uint64_t not_served;	/* valid psb frame for a role this node does not run */
 	uint64_t ring_full;	/* received messages lost: the serving role's ring was full */
+	uint64_t to_host;	/* frames not psb's handed to the passthrough role, for the host */
 	uint64_t no_mbuf;	/* pool empty */
 	uint64_t tx_ring_full;	/* packets built to send, lost: the transmit ring was full */
 	uint64_t tx_backlog;	/* packets the port did not take at once */
@@ -246,6 +248,7 @@ extern const struct psb_role psb_role_agent;
 extern const struct psb_role psb_role_echo;
 extern const struct psb_role psb_role_receiver;
 extern const struct psb_role psb_role_trainer;
+extern const struct psb_role psb_role_passthrough;
 extern const struct psb_role *const psb_roles[];	/* NULL-terminated */
 
 /* A role's fini when all it holds is ri->priv, from rte_malloc. */

@@ -184,10 +184,23 @@ struct psb_app {
 	int soft_ports;			/* no port DMAs (no PCI device) */
 	struct psb_port_spec specs[PSB_MAX_PORTS];
 	uint16_t port_ids[PSB_MAX_PORTS];
+	/*
+	 * Passthrough (roles/passthrough.c): the exception port toward the host's kernel is the
+	 * last of the ports (index exc_idx) when has_exc. The rx role does not poll it and psb
+	 * sends nothing of its own there; the passthrough role alone uses it.
+	 */
+	int has_exc;
+	uint16_t exc_idx;
+	uint16_t exc_mtu;		/* the exception port's MTU in effect */
+	uint32_t roce_qps;		/* queue pairs counted at once */
+	int roce_accounting;
+	int isolate;			/* asked for; isolated: the port took the rules */
+	int isolated;
 
 	/* Runtime. */
 	struct rte_mempool *pool;
 	struct rte_ring *tx_ring;	/* the tx role's ring: every role sends into it */
+	struct rte_ring *pt_ring;	/* the passthrough role's: frames for the host (NULL: none) */
 	/*
 	 * Dispatch: every role that claims traffic, in table order, and its first instance
 	 * (NULL: this node does not run it).
@@ -255,6 +268,13 @@ struct psb_app {
 	int failing;			/* psb_app_fail: taken by the first caller */
 	char fail_reason[256];
 };
+
+/* ports[i] is the exception port. */
+static inline int
+psb_port_is_exc(const struct psb_app *app, uint16_t i)
+{
+	return app->has_exc && i == app->exc_idx;
+}
 
 static inline uint64_t
 psb_now_ns(const struct psb_app *app)

@@ -202,14 +202,36 @@ reply_in_place(struct psb_role_inst *ri, struct rte_mbuf *m, uint16_t len)
 }
 
 /*
+ * Frames psb drops for these reasons are not psb's: with an exception port they go to the
+ * host's kernel untouched. Those at psb's own ports that are not psb's messages (bad magic,
+ * bad segments) and those too long to hold are psb's to drop.
+ */
+static const uint8_t host_reasons[PSB_DROP_MAX] = {
+	[PSB_DROP_TRUNCATED] = 1, [PSB_DROP_ETHERTYPE] = 1, [PSB_DROP_IP_HDR] = 1,
+	[PSB_DROP_IP_CSUM] = 1, [PSB_DROP_IP_FRAG] = 1, [PSB_DROP_NOT_MINE] = 1,
+	[PSB_DROP_PROTO] = 1, [PSB_DROP_UDP_LEN] = 1, [PSB_DROP_PORT] = 1, [PSB_DROP_ARP] = 1,
+	[PSB_DROP_ICMP] = 1,
+};
+
+/*
  * A received frame dropped for reason (enum psb_drop): counted, and said with psb.rx at
- * debug, a line a second per reason at most.
+ * debug, a line a second per reason at most; or, not being psb's, handed to the
+ * passthrough role for the host (counted as to_host, or ring_full).
  */
 static void
 drop(struct psb_role_inst *ri, struct rte_mbuf *m, int reason)
 {
 	static RTE_DEFINE_PER_LCORE(struct psb_log_limit, said[PSB_DROP_MAX]);
 
+	if (ri->app->pt_ring != NULL && host_reasons[reason]) {
+		if (rte_ring_enqueue(ri->app->pt_ring, m) == 0) {
+			ri->cnt.to_host++;
+		} else {
+			ri->cnt.ring_full++;
+			rte_pktmbuf_free(m);
+		}
+		return;
+	}
 	ri->cnt.drops[reason]++;
 	PSB_LOG_LIMITED_BY(&RTE_PER_LCORE(said)[reason], DEBUG, rx, "port %u: frame dropped: %s",
 		m->port, psb_drop_names[reason]);

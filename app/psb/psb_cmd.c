@@ -413,6 +413,30 @@ cmd_rdma(struct psb_app *app, const json_t *req, int *quit)
 	return ok(json_pack("{s:o}", "rdma", psb_verbs_query_json()));
 }
 
+/* The queue pairs the passthrough counts, most packets first ({"max": N}, all if none). */
+static json_t *
+cmd_roce_qp(struct psb_app *app, const json_t *req, int *quit)
+{
+	const json_t *m = json_object_get(req, "max");
+	json_int_t max = app->roce_qps;
+	json_t *o;
+
+	RTE_SET_USED(quit);
+	if (m != NULL && (!json_is_integer(m) || json_integer_value(m) < 0))
+		return psb_cmd_error("bad_request", "max: expected a number of queue pairs, 0 or "
+				     "more");
+	if (m != NULL && json_integer_value(m) < max)
+		max = json_integer_value(m);
+	if (!app->has_exc)
+		return psb_cmd_error("not_found", "no passthrough: this node has no exception port "
+				     "(node.exception, --exception)");
+	o = psb_roce_qp_reply(app, (uint32_t)max);
+	if (o == NULL)
+		return psb_cmd_error("busy", "the passthrough's figures kept changing, or memory "
+				     "ran out: ask again");
+	return ok(json_pack("{s:o}", "roce_qp", o));
+}
+
 static json_t *
 cmd_quit(struct psb_app *app, const json_t *req, int *quit)
 {
@@ -443,6 +467,8 @@ static const struct {
 	{ "log", cmd_log, "psb's log types and levels; {\"type\": \"psb.rx\", \"level\": "
 	  "\"debug\"} sets them (type: a glob, psb.* if none)" },
 	{ "rdma", cmd_rdma, "RDMA devices, ports, GIDs and RoCE versions seen through rdma-core" },
+	{ "roce_qp", cmd_roce_qp, "RoCE queue pairs the passthrough counts, most packets first: "
+	  "{\"max\": N}" },
 	{ "quit", cmd_quit, "stop the experiment and exit" },
 	{ "help", cmd_help, "these commands" },
 };

@@ -178,6 +178,7 @@ enum show_what {
 	SHOW_EXPERIMENT,
 	SHOW_LOG,
 	SHOW_RDMA,
+	SHOW_ROCE_QP,
 };
 
 static void
@@ -296,6 +297,59 @@ show_rdma(FILE *out)
 	free(l);
 }
 
+/*
+ * The passthrough's RoCE queue pairs (the roce_qp command): the totals in a line, then the
+ * 32 with most packets, a line each.
+ */
+#define SHOW_QPS	32
+
+static void
+show_roce_qp(FILE *out)
+{
+	json_t *res = con_exec(json_pack("{s:s, s:i}", "cmd", "roce_qp", "max", SHOW_QPS));
+	json_t *q, *t, *qps, *r, *ops, *naks;
+	size_t i;
+
+	if (reply_failed(out, res))
+		return;
+	q = json_object_get(res, "roce_qp");
+	t = json_object_get(q, "totals");
+	qps = json_object_get(q, "qps");
+	fprintf(out, "RoCE passed: v1 %" JSON_INTEGER_FORMAT ", v2 IPv4 %" JSON_INTEGER_FORMAT
+		", v2 IPv6 %" JSON_INTEGER_FORMAT " frames, %" JSON_INTEGER_FORMAT " B; ICRC bad %"
+		JSON_INTEGER_FORMAT ", malformed %" JSON_INTEGER_FORMAT "; queue pairs %"
+		JSON_INTEGER_FORMAT " of %" JSON_INTEGER_FORMAT " tracked, %" JSON_INTEGER_FORMAT
+		" evicted%s\n", get_int(t, "v1"), get_int(t, "v2_ip4"), get_int(t, "v2_ip6"),
+		get_int(t, "bytes"), get_int(t, "icrc_bad"), get_int(t, "malformed"),
+		get_int(q, "tracked"), get_int(q, "cap"), get_int(t, "qp_evicted"),
+		json_is_false(json_object_get(q, "accounting")) ?
+		" (not counting: --no-roce-accounting)" : "");
+	fprintf(out, "%-6s %8s %-22s %-22s %10s %12s %6s %6s %6s %6s %6s %5s %7s %5s %5s %6s %5s\n",
+		"VER", "QPN", "SRC", "DST", "PKTS", "BYTES", "SEND", "WRITE", "READ", "ACK",
+		"ATOMIC", "CNP", "MISSING", "DUP", "NAKS", "ECN-CE", "ICRC");
+	json_array_foreach(qps, i, r) {
+		ops = json_object_get(r, "ops");
+		naks = json_object_get(r, "naks");
+		fprintf(out, "%-6s 0x%06llx %-22s %-22s %10" JSON_INTEGER_FORMAT
+			" %12" JSON_INTEGER_FORMAT " %6" JSON_INTEGER_FORMAT " %6" JSON_INTEGER_FORMAT
+			" %6" JSON_INTEGER_FORMAT " %6" JSON_INTEGER_FORMAT " %6" JSON_INTEGER_FORMAT
+			" %5" JSON_INTEGER_FORMAT " %7" JSON_INTEGER_FORMAT " %5" JSON_INTEGER_FORMAT
+			" %5" JSON_INTEGER_FORMAT " %6" JSON_INTEGER_FORMAT " %5" JSON_INTEGER_FORMAT
+			"\n", json_string_value(json_object_get(r, "version")),
+			(unsigned long long)get_int(r, "qpn"),
+			json_string_value(json_object_get(r, "src")),
+			json_string_value(json_object_get(r, "dst")), get_int(r, "pkts"),
+			get_int(r, "bytes"), get_int(ops, "send"), get_int(ops, "write"),
+			get_int(ops, "read"), get_int(ops, "ack"), get_int(ops, "atomic"),
+			get_int(ops, "cnp"), get_int(r, "psn_missing"), get_int(r, "psn_dup"),
+			sum_values(naks), get_int(r, "ecn_ce"), get_int(r, "icrc_bad"));
+	}
+	if ((json_int_t)json_array_size(qps) < get_int(q, "tracked"))
+		fprintf(out, "(%" JSON_INTEGER_FORMAT " more; psbctl roce_qp lists them all)\n",
+			get_int(q, "tracked") - (json_int_t)json_array_size(qps));
+	json_decref(res);
+}
+
 /* As psbctl status: the node, then the experiment (every figure: show counters experiment). */
 static void
 show_experiment(FILE *out)
@@ -334,6 +388,9 @@ cb_show(void *parsed, struct cmdline *cl, void *data)
 	case SHOW_RDMA:
 		show_rdma(out);
 		break;
+	case SHOW_ROCE_QP:
+		show_roce_qp(out);
+		break;
 	}
 	out_end(&o, cl);
 }
@@ -352,6 +409,26 @@ static cmdline_parse_token_string_t tok_show_log = TOKEN_STRING_INITIALIZER(stru
 	what, "log");
 static cmdline_parse_token_string_t tok_show_rdma = TOKEN_STRING_INITIALIZER(struct res_show,
 	what, "rdma");
+
+struct res_show_roce {
+	cmdline_fixed_string_t show;
+	cmdline_fixed_string_t roce;
+	cmdline_fixed_string_t qp;
+};
+
+static cmdline_parse_token_string_t tok_roce_show = TOKEN_STRING_INITIALIZER(
+	struct res_show_roce, show, "show");
+static cmdline_parse_token_string_t tok_roce_roce = TOKEN_STRING_INITIALIZER(
+	struct res_show_roce, roce, "roce");
+static cmdline_parse_token_string_t tok_roce_qp = TOKEN_STRING_INITIALIZER(
+	struct res_show_roce, qp, "qp");
+
+static cmdline_parse_inst_t cmd_show_roce_qp = {
+	.f = cb_show,
+	.data = (void *)(uintptr_t)SHOW_ROCE_QP,
+	.help_str = "show roce qp: RoCE passed through, per queue pair (the 32 busiest)",
+	.tokens = { (void *)&tok_roce_show, (void *)&tok_roce_roce, (void *)&tok_roce_qp, NULL },
+};
 
 static cmdline_parse_inst_t cmd_show_lcores = {
 	.f = cb_show,
@@ -943,6 +1020,7 @@ static cmdline_parse_ctx_t con_ctx[] = {
 	&cmd_show_experiment,
 	&cmd_show_log,
 	&cmd_show_rdma,
+	&cmd_show_roce_qp,
 	&cmd_load,
 	&cmd_start,
 	&cmd_start_file,

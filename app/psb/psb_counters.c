@@ -8,6 +8,7 @@
 
 #include "psb_app.h"
 #include "psb_counters.h"
+#include "psb_roce_json.h"
 #include "psb_bench.h"
 #include "psb_conf.h"
 #include "psb_ctl.h"
@@ -150,6 +151,8 @@ static const struct psb_metric role_figs[] = {
 	RC(handed, NONE, "Received messages handed to the role serving them"),
 	RC(not_served, NONE, "Valid psb frames for a role this node does not run"),
 	RC(ring_full, NONE, "Received messages lost: the serving role's ring was full"),
+	RC(to_host, NONE, "Frames not psb's handed to the passthrough role, for the host's "
+		"kernel"),
 	RC(no_mbuf, NONE, "Packets not built: mbuf pool empty"),
 	RC(tx_ring_full, NONE, "Packets built to send, lost: the transmit ring was full"),
 	RC(tx_backlog, NONE, "Packets the port did not take at once"),
@@ -516,6 +519,72 @@ static const struct psb_metric trainer_figs[] = {
 	TRN(rate_bps, GAUGE, U64, NONE, "trainer_mc_rate_bps", "The sender's pace now, bit/s"),
 };
 
+static const char *
+roce_kind_name(unsigned int k)
+{
+	return psb_roce_kind_names[k];
+}
+
+static const char *
+roce_class_name(unsigned int k)
+{
+	return psb_roce_class_names[k];
+}
+
+static const char *
+roce_nak_name(unsigned int k)
+{
+	return psb_roce_nak_names[k];
+}
+
+#define PT(nm, f, k, t, u, pr, h)	FIG_AT(struct psb_pt_snap, nm, f, k, t, u, pr, h)
+#define PT_BY(nm, f, nn, first_, lbl, fn, h) \
+	FIG_BY(struct psb_pt_snap, nm, f, nn, first_, lbl, fn, h)
+
+static const struct psb_metric pt_figs[] = {
+	PT("to_host_pkts", st.to_host_pkts, COUNTER, U64, PACKETS, "to_host",
+		"Frames not psb's sent out of the exception port to the host's kernel"),
+	PT("to_host_bytes", st.to_host_bytes, COUNTER, U64, BYTES, "to_host",
+		"Bytes of them"),
+	PT("host_dropped", st.host_dropped, COUNTER, U64, PACKETS, NULL,
+		"Frames for the host lost: the exception port full or down"),
+	PT("from_host_pkts", st.from_host_pkts, COUNTER, U64, PACKETS, "from_host",
+		"Frames the host's kernel sent, passed to the first port"),
+	PT("from_host_bytes", st.from_host_bytes, COUNTER, U64, BYTES, "from_host",
+		"Bytes of them"),
+	PT("not_roce", st.not_roce, COUNTER, U64, PACKETS, NULL,
+		"Frames passed either way that were not RoCE"),
+	PT_BY("roce_frames", tot.frames, PSB_ROCE_KINDS, 1, "version", roce_kind_name,
+		"RoCE frames passed either way, by version (v1: Ethertype 0x8915; v2: UDP 4791)"),
+	PT("roce_bytes", tot.bytes, COUNTER, U64, BYTES, NULL, "Bytes of them"),
+	PT("roce_malformed", tot.malformed, COUNTER, U64, PACKETS, NULL,
+		"Frames that said RoCE and could not be (lengths, fragments, a GRH that is not "
+		"one): passed on, not counted on a queue pair"),
+	PT("icrc_bad", tot.icrc_bad, COUNTER, U64, PACKETS, NULL,
+		"RoCE frames whose ICRC is wrong: passed on unchanged, counted on their queue "
+		"pair only if it is tracked"),
+	PT_BY("roce_ops", tot.ops, PSB_ROCE_CLASSES, 0, "op", roce_class_name,
+		"RoCE frames by operation"),
+	PT("psn_missing", tot.psn_missing, COUNTER, U64, NONE, NULL,
+		"PSNs skipped in requests and inside READ responses: packets lost before psb"),
+	PT("psn_dup", tot.psn_dup, COUNTER, U64, PACKETS, NULL,
+		"Packets at a PSN seen before: retransmissions"),
+	PT_BY("naks", tot.naks, PSB_ROCE_NAKS, 0, "syndrome", roce_nak_name,
+		"NAKs by AETH syndrome (rnr: receiver not ready)"),
+	PT("ecn_ce", tot.ecn_ce, COUNTER, U64, PACKETS, NULL,
+		"RoCE frames marked congestion experienced (ECN CE)"),
+	PT("becn", tot.becn, COUNTER, U64, PACKETS, NULL, "RoCE frames with the BTH BECN bit"),
+	PT("qp_new", tot.qp_new, COUNTER, U64, NONE, NULL, "Queue pairs taken into the table"),
+	PT("qp_evicted", tot.qp_evicted, COUNTER, U64, NONE, NULL,
+		"Queue pairs dropped from the table to make room (node.roce_qps reached): the "
+		"least recently seen"),
+	PT("qp_tracked", tot.qp_tracked, GAUGE, U64, NONE, NULL, "Queue pairs in the table now"),
+	PT("qp_cap", st.qp_cap, GAUGE, U64, NONE, NULL,
+		"Queue pairs the table holds at most (node.roce_qps)"),
+	PT("accounting", st.accounting, GAUGE, BOOL, BOOL, NULL,
+		"1 while RoCE is counted (node.roce_accounting)"),
+};
+
 const struct psb_metric_block psb_node_block =
 	PSB_METRIC_BLOCK("node", "psb_node", node_figs);
 const struct psb_metric_block psb_role_block =
@@ -538,11 +607,13 @@ const struct psb_metric_block psb_stale_block =
 	PSB_METRIC_BLOCK("experiment.staleness", "psb_experiment", stale_figs);
 const struct psb_metric_block psb_trainer_block =
 	PSB_METRIC_BLOCK("experiment.trainer", "psb_experiment", trainer_figs);
+const struct psb_metric_block psb_pt_block =
+	PSB_METRIC_BLOCK("passthrough", "psb_passthrough", pt_figs);
 
 const struct psb_metric_block *const psb_blocks[] = {
 	&psb_node_block, &psb_port_block, &psb_role_block, &psb_store_block, &psb_sched_block,
 	&psb_control_block, &psb_exp_block, &psb_pp_block, &psb_serve_block, &psb_stale_block,
-	&psb_trainer_block, NULL,
+	&psb_trainer_block, &psb_pt_block, NULL,
 };
 
 void
@@ -716,6 +787,7 @@ psb_snap_take_parts(struct psb_app *app, unsigned int parts)
 		psb_snap_store(app, &s->store);
 	s->has_sched = (parts & PSB_SNAP_SCHED) && app->host_sched &&
 		psb_snap_sched(app, &s->sched);
+	s->has_pt = (parts & PSB_SNAP_PT) && app->has_exc && psb_snap_pt(&s->pt);
 	if (parts & PSB_SNAP_CONTROL)
 		snap_control(app, &s->control);
 	else
@@ -844,6 +916,11 @@ psb_snap_emit(struct psb_emit *e, struct psb_app *app, const struct psb_snap *s)
 		psb_metric_emit(e, &psb_sched_block, &s->sched, 1);
 		psb_emit_close(e);
 	}
+	if (s->has_pt) {
+		psb_emit_open(e, "passthrough");
+		psb_metric_emit(e, &psb_pt_block, &s->pt, 1);
+		psb_emit_close(e);
+	}
 	psb_emit_open(e, "control");
 	psb_metric_emit(e, &psb_control_block, &s->control, 1);
 	psb_emit_close(e);
@@ -851,10 +928,52 @@ psb_snap_emit(struct psb_emit *e, struct psb_app *app, const struct psb_snap *s)
 	psb_emit_close(e);
 }
 
+json_t *
+psb_roce_qp_reply(const struct psb_app *app, uint32_t max)
+{
+	struct psb_passthrough_view v;
+	struct psb_roce_qp *rows;
+	json_t *qps, *o;
+	uint32_t i;
+
+	if (!app->has_exc)
+		return NULL;
+	if (max > app->roce_qps)
+		max = app->roce_qps;
+	rows = malloc(sizeof(*rows) * (max != 0 ? max : 1));
+	if (rows == NULL || psb_passthrough_read(&v, rows, max) != 0) {
+		free(rows);
+		return NULL;
+	}
+	qps = json_array();
+	for (i = 0; i < v.nrows; i++)
+		json_array_append_new(qps, psb_roce_qp_json(&rows[i]));
+	free(rows);
+	o = json_pack("{s:b, s:I, s:I, s:o, s:o}", "accounting", v.st.accounting,
+		      "tracked", (json_int_t)v.tracked, "cap", (json_int_t)v.st.qp_cap,
+		      "totals", psb_roce_totals_json(&v.tot), "qps", qps);
+	return o;
+}
+
+int
+psb_snap_pt(struct psb_pt_snap *pt)
+{
+	struct psb_passthrough_view v;
+
+	if (psb_passthrough_read(&v, NULL, 0) != 0) {
+		memset(pt, 0, sizeof(*pt));
+		return 0;
+	}
+	pt->st = v.st;
+	pt->tot = v.tot;
+	return 1;
+}
+
 /* Where a block's figures are in the counters: "roles.NAME", "store", ... */
 static const char *const block_paths[] = {
 	"node", "ports.N", "roles.NAME", "store", "scheduler", "control", "experiment",
 	"experiment.pushpull", "experiment.serve", "experiment.staleness", "experiment.trainer",
+	"passthrough",
 };
 /* a path for every table of psb_blocks[] (NULL-terminated) */
 _Static_assert(RTE_DIM(block_paths) + 1 == RTE_DIM(psb_blocks), "block_paths: one per table");

@@ -14,6 +14,7 @@
 #include "psb_bench.h"
 #include "psb_kv.h"
 #include "psb_metric.h"
+#include "psb_passthrough.h"
 #include "psb_sched.h"
 
 struct rte_eth_xstat;
@@ -116,6 +117,13 @@ struct psb_trainer_snap {
 	uint64_t nack_malformed, emit_busy, backoffs, rate_bps;
 };
 
+/* passthrough: the host's traffic through the node, RoCE among it counted (a snapshot of
+ * what the passthrough role published) */
+struct psb_pt_snap {
+	struct psb_pt_stats st;
+	struct psb_roce_totals tot;
+};
+
 /* experiment: the running or last one */
 struct psb_exp_snap {
 	uint64_t id;
@@ -136,9 +144,10 @@ struct psb_snap {
 	unsigned int nports, nroles;
 	struct psb_port_snap ports[PSB_MAX_PORTS];
 	struct psb_role_snap roles[PSB_MAX_ROLES];
-	uint8_t has_store, has_sched;
+	uint8_t has_store, has_sched, has_pt;
 	struct psb_store_snap store;
 	struct psb_sched_stats sched;
+	struct psb_pt_snap pt;
 	struct psb_control_snap control;
 	struct psb_exp_snap exp;
 };
@@ -146,7 +155,7 @@ struct psb_snap {
 /* The tables: one line per figure. */
 extern const struct psb_metric_block psb_node_block, psb_role_block, psb_port_block,
 	psb_store_block, psb_sched_block, psb_control_block, psb_exp_block, psb_pp_block,
-	psb_serve_block, psb_stale_block, psb_trainer_block;
+	psb_serve_block, psb_stale_block, psb_trainer_block, psb_pt_block;
 /* Every table, for listing and checking them (NULL-terminated). */
 extern const struct psb_metric_block *const psb_blocks[];
 
@@ -182,7 +191,8 @@ struct psb_snap *psb_snap_take(struct psb_app *app);
 #define PSB_SNAP_SCHED		(1u << 3)
 #define PSB_SNAP_CONTROL	(1u << 4)
 #define PSB_SNAP_EXP		(1u << 5)
-#define PSB_SNAP_ALL		0x3fu
+#define PSB_SNAP_PT		(1u << 6)
+#define PSB_SNAP_ALL		0x7fu
 struct psb_snap *psb_snap_take_parts(struct psb_app *app, unsigned int parts);
 /* The experiment part as the object under key (NULL: the document); detail adds histograms. */
 void psb_snap_exp_emit(struct psb_emit *e, const struct psb_exp_snap *x, const char *key,
@@ -196,6 +206,14 @@ const char *psb_store_budget_label(unsigned int k);
 void psb_snap_store(const struct psb_app *app, struct psb_store_snap *t);
 /* The scheduler's figures: 1, or 0 if this node runs none. */
 int psb_snap_sched(const struct psb_app *app, struct psb_sched_stats *st);
+/*
+ * The queue pairs the passthrough tracks, most packets first, at most max of them, as
+ * {"accounting", "tracked", "cap", "totals", "qps": [...]} (psb_roce_json's keys); NULL when
+ * the node passes nothing through.
+ */
+json_t *psb_roce_qp_reply(const struct psb_app *app, uint32_t max);
+/* The passthrough role's figures as it published them last: 1, or 0 if none runs. */
+int psb_snap_pt(struct psb_pt_snap *pt);
 /* The port i of app, now. */
 void psb_snap_port(struct psb_app *app, unsigned int i, struct psb_port_snap *p);
 /* The counters of the role instances added up, as psb_report_totals adds them. */

@@ -105,6 +105,8 @@ psb_lcore_plan(struct psb_app *app)
 		}
 		if (*rp == &psb_role_tx)
 			app->tx_ring = r[n - 1].ring;
+		if (*rp == &psb_role_passthrough)
+			app->pt_ring = r[n - 1].ring;
 	}
 	app->host_sched = psb_role_count(&psb_role_scheduler, app) != 0;
 	return 0;

@@ -14,7 +14,7 @@
 struct psb_logtype psb_logtype_main, psb_logtype_host, psb_logtype_port, psb_logtype_rx,
 	psb_logtype_worker, psb_logtype_scheduler, psb_logtype_agent, psb_logtype_ctl,
 	psb_logtype_console, psb_logtype_export, psb_logtype_run, psb_logtype_echo,
-	psb_logtype_receiver, psb_logtype_trainer;
+	psb_logtype_receiver, psb_logtype_trainer, psb_logtype_passthrough;
 
 static const struct {
 	const char *name;
@@ -34,6 +34,7 @@ static const struct {
 	{ "psb.echo", &psb_logtype_echo },	/* the echo role */
 	{ "psb.receiver", &psb_logtype_receiver },	/* the receiver role: a staleness worker */
 	{ "psb.trainer", &psb_logtype_trainer },	/* the trainer role: a staleness trainer */
+	{ "psb.passthrough", &psb_logtype_passthrough },	/* the host's traffic, RoCE counted */
 };
 
 /* --log-level values as given (checked), and as EAL arguments. */

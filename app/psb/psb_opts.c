@@ -148,6 +148,15 @@ static const struct conf_opt conf_opts[] = {
 	  "of the\njob finished (by default they end then, as ps-lite's Finalize\nends a job)"),
 	F("echo", "node.echo", "true", "answer psb ECHO requests at the data port (1 KiB, 1000 a\n"
 	  "second at most; docs/PROTOCOL.md, Echo)"),
+	N("exception", "node.exception", "SPEC", "passthrough: the port toward the host's kernel "
+	  "(tap:IFNAME):\nevery frame that is not psb's goes there bit for bit, what the\n"
+	  "kernel sends goes out of the first port; RoCE is counted per QP"),
+	N("roce-qps", "node.roce_qps", "N", "RoCE queue pairs counted at once (the least recently "
+	  "seen\nmakes room for a new one, counted as evicted)"),
+	F("no-roce-accounting", "node.roce_accounting", "false", "pass RoCE through uncounted"),
+	F("isolate", "node.isolate", "true", "rte_flow isolated mode on the first port: only "
+	  "psb's ports\nand groups to psb, the rest to the kernel (needs --exception,\nused "
+	  "where the port refuses)"),
 	{ "heartbeat", 1, "node.heartbeat", NULL, NULL, "PS_HEARTBEAT_INTERVAL", "S",
 	  "tell the scheduler this node is alive this often (0: never)" },
 	{ "dead-after", 1, "node.dead_after", NULL, NULL, "PS_HEARTBEAT_TIMEOUT", "S",
@@ -591,6 +600,18 @@ _Static_assert((int)PSB_NODE_TRAINER == (int)PSB_EXP_ROLE_TRAINER &&
 	       (int)PSB_NODE_SCHEDULER == (int)PSB_EXP_ROLE_SCHEDULER,
 	       "enum psb_node_role follows enum psb_exp_role");
 
+/* Two port specs that name one device: one interface, socket or pair of files. */
+static int
+same_device(const struct psb_port_spec *a, const struct psb_port_spec *b)
+{
+	if (psb_port_is_kernel(a) && psb_port_is_kernel(b))
+		return strcmp(a->ifname, b->ifname) == 0;
+	if (a->kind == PSB_PORT_MEMIF && b->kind == PSB_PORT_MEMIF)
+		return strcmp(a->sock_path, b->sock_path) == 0;
+	return a->kind == b->kind && (a->kind == PSB_PORT_PCAP || a->kind == PSB_PORT_PCI) &&
+	       strcmp(a->spec, b->spec) == 0;
+}
+
 /* The node's settings as the running node reads them, from app->conf alone. */
 static void
 derive(struct psb_app *app, struct psb_run_opts *ro)
@@ -641,6 +662,28 @@ derive(struct psb_app *app, struct psb_run_opts *ro)
 	app->dead_after_ns = n->dead_after;
 	app->keep_serving = n->keep_serving;
 	app->echo = n->echo;
+	app->has_exc = 0;
+	if (n->exception[0] != '\0') {
+		if (app->nports >= PSB_MAX_PORTS)
+			psb_die("node.exception: %u ports already, %d at most (--exception)",
+				app->nports, PSB_MAX_PORTS);
+		if (psb_port_parse(n->exception, app->nports, &app->specs[app->nports], err,
+				sizeof(err)) != 0)
+			psb_die("node.exception: %s (--exception)", err);
+		for (i = 0; i < app->nports; i++)
+			if (same_device(&app->specs[i], &app->specs[app->nports]))
+				psb_die("node.exception: \"%s\" is node.ports[%u]'s device too: the "
+					"exception port is one of its own (--exception)", n->exception,
+					i);
+		if (app->nports == 0)
+			psb_die("node.exception: no port to pass the host's traffic to: give "
+				"node.ports (--port) too");
+		app->exc_idx = app->nports++;
+		app->has_exc = 1;
+	}
+	app->roce_qps = (uint32_t)n->roce_qps;
+	app->roce_accounting = n->roce_accounting;
+	app->isolate = n->isolate;
 	snprintf(ro->lcores, sizeof(ro->lcores), "%s", n->lcores);
 	ro->eal.lcores = ro->lcores[0] != '\0' ? ro->lcores : NULL;
 	ro->mem_given = n->mem_mb != 0;

@@ -130,8 +130,12 @@ psb_arp_resolve(struct psb_role_inst *ri, uint32_t ip)
 	uint16_t i;
 
 	for (i = 0; i < app->nports; i++) {
-		struct rte_mbuf *m = rte_pktmbuf_alloc(app->pool);
+		struct rte_mbuf *m;
 		uint8_t *p;
+
+		if (psb_port_is_exc(app, i))	/* the host's kernel is not psb's network */
+			continue;
+		m = rte_pktmbuf_alloc(app->pool);
 
 		if (m == NULL) {
 			ri->cnt.no_mbuf++;

@@ -11,6 +11,9 @@
 #include <rte_mbuf.h>
 
 #include "psb_app.h"
+#include "psb_cli.h"
+#include "psb_ethdev.h"
+#include "psb_flow_rules.h"
 #include "psb_guard.h"
 #include "psb_log.h"
 #include "psb_ports.h"
@@ -169,7 +172,8 @@ psb_send_bye(struct psb_app *app)
 		uint8_t *p;
 
 		/* Only memif has a peer that polls shared memory; elsewhere BYE is noise. */
-		if (app->port_paused[pid] || app->specs[i].kind != PSB_PORT_MEMIF)
+		if (app->port_paused[pid] || app->specs[i].kind != PSB_PORT_MEMIF ||
+		    psb_port_is_exc(app, i))
 			continue;
 		m = rte_pktmbuf_alloc(app->pool);
 		if (m == NULL)
@@ -252,4 +256,63 @@ psb_port_stats_clear(unsigned int i)
 	pthread_mutex_lock(&port_tot_lock);
 	memset(port_tot[i].sum, 0, sizeof(port_tot[i].sum));
 	pthread_mutex_unlock(&port_tot_lock);
+}
+
+/* What this node receives, for the rules of isolated mode. */
+static void
+flow_in(const struct psb_app *app, struct psb_flow_in *in)
+{
+	const struct psb_exp_staleness *st = &app->conf.staleness;
+
+	memset(in, 0, sizeof(*in));
+	in->ip = app->me.ip;
+#define FLOW_PORT(l, h, g, w) do { \
+		in->ports[in->nports].lo = (uint16_t)(l); \
+		in->ports[in->nports].hi = (uint16_t)(h); \
+		in->ports[in->nports].group = (g); \
+		snprintf(in->ports[in->nports].what, sizeof(in->ports[0].what), "%s", w); \
+		in->nports++; \
+	} while (0)
+	FLOW_PORT(app->me.port, app->me.port, 0, "psb's data port");
+	if (app->host_sched && app->sched_port != app->me.port)
+		FLOW_PORT(app->sched_port, app->sched_port, 0, "the scheduler's port");
+	if (app->nlocal_workers != 0)
+		FLOW_PORT(app->worker_port_base, app->worker_port_base + app->nlocal_workers - 1, 0,
+			  "the workers' ports");
+	if (app->trainer)
+		FLOW_PORT(st->port, st->port, 0, "the trainer's port");
+	if (app->stale) {
+		FLOW_PORT(st->group_port, st->group_port, 0, "the staleness worker's port");
+		if (st->group != 0)
+			FLOW_PORT(st->group_port, st->group_port, st->group, "the staleness group");
+	}
+#undef FLOW_PORT
+}
+
+int
+psb_ports_isolate_rules(struct psb_app *app, struct psb_flow_rule *rules)
+{
+	struct psb_flow_in in;
+	char err[256];
+	int n;
+
+	flow_in(app, &in);
+	n = psb_flow_rules_build(&in, rules, err, sizeof(err));
+	if (n < 0)
+		psb_die("node.isolate: %s", err);
+	return n;
+}
+
+void
+psb_ports_isolate_said(struct psb_app *app, const struct psb_ethdev_isolate *iso)
+{
+	app->isolated = iso->isolated;
+	if (iso->isolated)
+		PSB_INFO(port, "port '%s' isolated: %d rules steer psb's own traffic to psb (ARP "
+			 "and ping for its address, its UDP ports); the rest, RoCE included, stays "
+			 "with the kernel", app->specs[0].spec, iso->n);
+	else
+		PSB_NOTICE(port, "port '%s': no isolated mode: %s. psb passes the host's traffic "
+			   "itself, through the exception port '%s'", app->specs[0].spec, iso->why,
+			   app->specs[app->exc_idx].spec);
 }

@@ -36,4 +36,15 @@ int psb_port_stats(const struct psb_app *app, unsigned int i, struct rte_eth_sta
 /* clear_port_stats: nothing carried for port i any more. */
 void psb_port_stats_clear(unsigned int i);
 
+/*
+ * node.isolate on the first port: the rules of what this node receives (into rules, at
+ * least PSB_FLOW_MAX_RULES of them; how many), and what became of them said (app->isolated
+ * set when the port took them; else the exception port passes the host's traffic).
+ */
+struct psb_app;
+struct psb_flow_rule;
+struct psb_ethdev_isolate;
+int psb_ports_isolate_rules(struct psb_app *app, struct psb_flow_rule *rules);
+void psb_ports_isolate_said(struct psb_app *app, const struct psb_ethdev_isolate *iso);
+
 #endif /* PSB_PORTS_H */

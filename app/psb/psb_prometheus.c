@@ -166,6 +166,8 @@ psb_export_prometheus(struct psb_app *app, int openmetrics)
 		psb_prom_block(p, &psb_store_block, &s->store, NULL);
 	if (s->has_sched)
 		psb_prom_block(p, &psb_sched_block, &s->sched, NULL);
+	if (s->has_pt)
+		psb_prom_block(p, &psb_pt_block, &s->pt, NULL);
 	psb_prom_block(p, &psb_control_block, &s->control, NULL);
 	prom_experiment(p, &s->exp);
 	free(s);

@@ -285,6 +285,17 @@ psb_report_write_json(struct psb_app *app, const char *path)
 			json_object_set_new(root, "scheduler",
 				psb_report_block_json(&psb_sched_block, &sc));
 	}
+	if (app->has_exc) {
+		struct psb_pt_snap pt;
+		json_t *o;
+
+		if (psb_snap_pt(&pt)) {
+			o = psb_report_block_json(&psb_pt_block, &pt);
+			if (o != NULL)
+				json_object_set_new(o, "roce_qp", psb_roce_qp_reply(app, app->roce_qps));
+			json_object_set_new(root, "passthrough", o);
+		}
+	}
 	json_object_set_new(root, "process", json_pack("{s:I}", "rss_max_bytes",
 		(json_int_t)rss_max_bytes()));
 	json_object_set_new(root, "control", psb_counters_control_json(app));

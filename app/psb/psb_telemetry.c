@@ -36,6 +36,8 @@
  *   /psb/control      22 figures: < 0.9 KB
  *   /psb/experiment   6 strings, 33 figures (histograms of 21 and 15 bounds): < 3.8 KB
  *   /psb/status       node, and experiment without histograms: < 3.3 KB
+ *   /psb/passthrough  22 figures (3 by label: 16 labels): < 1.4 KB
+ *   /psb/roce_qp,N    N queue pairs of < 0.8 KB: as many as fit TEL_BUDGET ("shown")
  *   /psb/rdma         what rdma-core sees: measured, and refused whole over TEL_BUDGET
  *                     (16 devices of 4 ports of 16 GIDs would take some 100 KB)
  *
@@ -693,6 +695,40 @@ tel_cmd_rdma(struct rte_tel_data *d, struct psb_app *app, const struct psb_snap 
 	return 0;
 }
 
+/*
+ * The passthrough's queue pairs, most packets first: as many as the parameter says (16 if
+ * none) and as fit a reply; "shown" says how many did, "tracked" how many there are.
+ */
+static int
+tel_cmd_roce_qp(struct rte_tel_data *d, struct psb_app *app, const struct psb_snap *s,
+		const char *param)
+{
+	unsigned long max = 16;
+	char *end;
+	json_t *o, *qps;
+
+	RTE_SET_USED(s);
+	if (*param != '\0') {
+		errno = 0;
+		max = strtoul(param, &end, 10);
+		if (*end != '\0' || errno != 0 || max > 1u << 20)
+			return tel_error(d, "expected a number of queue pairs");
+	}
+	if (!app->has_exc)
+		return tel_error(d, "no passthrough: this node has no exception port (--exception)");
+	o = psb_roce_qp_reply(app, (uint32_t)max);
+	if (o == NULL)
+		return tel_error(d, "the passthrough's figures kept changing: ask again");
+	qps = json_object_get(o, "qps");
+	while (json_array_size(qps) != 0 && tel_size(o) > TEL_BUDGET)
+		json_array_remove(qps, json_array_size(qps) - 1);
+	json_object_set_new(o, "shown", json_integer((json_int_t)json_array_size(qps)));
+	rte_tel_data_start_dict(d);
+	tel_fill(d, o);
+	json_decref(o);
+	return 0;
+}
+
 static int tel_cmd_counters(struct rte_tel_data *d, struct psb_app *app,
 		const struct psb_snap *s, const char *param);
 
@@ -744,6 +780,13 @@ static const struct tel_cmd {
 	{ .cmd = "/psb/experiment", .section = "experiment", .whole = tel_exp_whole,
 	  .parts = PSB_SNAP_EXP,
 	  .help = "Returns psb experiment figures. Parameters: string path" },
+	{ .cmd = "/psb/passthrough", .section = "passthrough", .block = &psb_pt_block,
+	  .off = offsetof(struct psb_snap, pt), .has = TEL_HAS(has_pt),
+	  .parts = PSB_SNAP_PT,
+	  .absent = "no passthrough: this %s has no exception port (--exception)",
+	  .help = "Returns psb passthrough and RoCE totals. Parameters: string path" },
+	{ .cmd = "/psb/roce_qp", .fill = tel_cmd_roce_qp,
+	  .help = "Returns RoCE queue pairs passed. Parameters: int how many (16)" },
 	{ .cmd = "/psb/rdma", .fill = tel_cmd_rdma,
 	  .help = "Returns RDMA devices, ports and GIDs. Takes no parameters" },
 };

@@ -51,6 +51,8 @@ usage(FILE *out)
 "                         or DPDK's; psb.* without) to it\n"
 "  rdma                   RDMA devices, ports, GIDs and RoCE versions seen through\n"
 "                         rdma-core on psb's host, or why there are none\n"
+"  roce_qp [N]            the RoCE queue pairs psb's passthrough counts, most packets\n"
+"                         first (N of them; all without)\n"
 "  quit                   stop the experiment and make psb exit\n"
 "  help                   the appliance's commands\n"
 "  raw JSON-LINE          send one request as is, print the reply line\n"
@@ -511,7 +513,8 @@ static const struct {
 } commands[] = {
 	{ "start", 0, 1 }, { "stop", 0, 0 }, { "status", 0, 0 }, { "counters", 0, 1 },
 	{ "reset_state", 0, 0 }, { "list", 0, 0 }, { "set", 2, 2 }, { "load", 1, 1 },
-	{ "clear_port_stats", 0, 1 }, { "log", 0, 2 }, { "rdma", 0, 0 }, { "quit", 0, 0 },
+	{ "clear_port_stats", 0, 1 }, { "log", 0, 2 }, { "rdma", 0, 0 }, { "roce_qp", 0, 1 },
+	{ "quit", 0, 0 },
 	{ "help", 0, 0 },
 	{ "raw", 1, 1 },
 	{ "prune", 1, 1 },
@@ -613,6 +616,9 @@ main(int argc, char **argv)
 			if (nargs == 2)
 				json_object_set_new(req, "type", json_string(args[0]));
 			json_object_set_new(req, "level", json_string(args[nargs - 1]));
+		} else if (strcmp(name, "roce_qp") == 0 && nargs > 0) {
+			json_object_set_new(req, "max", json_integer((json_int_t)psb_cli_u64("N",
+				args[0], 0, 1u << 20)));
 		} else if (strcmp(name, "clear_port_stats") == 0 && nargs > 0) {
 			json_object_set_new(req, "port", strcmp(args[0], "all") == 0 ?
 				json_string("all") : json_integer((json_int_t)psb_cli_u64("PORT",

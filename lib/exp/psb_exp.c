@@ -89,6 +89,21 @@ const struct psb_conf_field psb_exp_node_table[] = {
 	{ "echo", PSB_CONF_BOOL, OFF(psb_exp_node, echo), 0, 0, "false", 0, 0, NULL, NULL,
 	  "answer psb ECHO requests at the data port: 1 KiB, 1000 a second at most (the echo "
 	  "role)" },
+	{ "exception", PSB_CONF_STRING, OFF(psb_exp_node, exception),
+	  sizeof(((struct psb_exp_node *)0)->exception), 0, "", 0, 0, NULL, NULL,
+	  "the exception port toward the host's kernel (a port spec, tap:IFNAME): every frame "
+	  "that is not psb's goes there bit for bit, and what the kernel sends goes out of the "
+	  "first port (\"\": none, such frames are dropped)" },
+	{ "roce_qps", PSB_CONF_UINT, OFF(psb_exp_node, roce_qps), 0, 0, "1024", 1, 65536, NULL,
+	  NULL, "RoCE queue pairs the passthrough counts at once; a new one past them takes the "
+	  "place of the one seen least recently (counted as evicted)" },
+	{ "roce_accounting", PSB_CONF_BOOL, OFF(psb_exp_node, roce_accounting), 0, 0, "true", 0,
+	  0, NULL, NULL, "count the RoCE traffic passed through per queue pair (false: pass it "
+	  "uncounted)" },
+	{ "isolate", PSB_CONF_BOOL, OFF(psb_exp_node, isolate), 0, 0, "false", 0, 0, NULL, NULL,
+	  "put the first port in rte_flow isolated mode with rules that steer only psb's UDP "
+	  "ports and groups to psb, all else to the kernel; a port that refuses falls back to "
+	  "the exception port" },
 	{ "file_prefix", PSB_CONF_STRING, OFF(psb_exp_node, file_prefix),
 	  sizeof(((struct psb_exp_node *)0)->file_prefix), 0, "", 0, 0, NULL, NULL,
 	  "DPDK runtime prefix (\"\": psb-PID)" },
@@ -401,6 +416,9 @@ psb_exp_check(const struct psb_exp_conf *c, bool need_node, char *err, size_t er
 	    psb_cli_name_check(n->file_prefix, PSB_PREFIX_MAX, why, sizeof(why)) != 0)
 		return psb_fail(err, errlen, "node.file_prefix: %s (it names the DPDK runtime "
 				"directory)", why);
+	if (n->isolate && n->exception[0] == '\0')
+		return psb_fail(err, errlen, "node.isolate: needs node.exception, the port the "
+				"host's traffic takes where the first port refuses isolation");
 	if ((c->pushpull.len & 3) != 0)
 		return psb_fail(err, errlen, "pushpull.len: %llu is not a multiple of 4 (values are "
 				"float32 arrays)", (unsigned long long)c->pushpull.len);

@@ -64,6 +64,15 @@ struct psb_exp_node {
 					 * dead, 0: never */
 	bool keep_serving;		/* scheduler, servers: stay once every worker finished */
 	bool echo;			/* answer psb ECHO requests (the echo role) */
+	/*
+	 * Passthrough: frames that are not psb's go to this port toward the host's kernel, and
+	 * what the kernel sends comes out of the first port; RoCE among them is counted per
+	 * queue pair, roce_qps of them at most ("": none, such frames are dropped as before).
+	 */
+	char exception[256];
+	uint64_t roce_qps;
+	bool roce_accounting;		/* false: passed on uncounted (to measure its cost) */
+	bool isolate;			/* rte_flow isolated mode: only psb's traffic to psb */
 	char file_prefix[64];
 	/* Control-plane limits: what clients and files may cost the process (CONTROL.md). */
 	uint64_t ctl_requests_per_pass;	/* control requests (and new connections) per pass */

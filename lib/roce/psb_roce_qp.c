@@ -311,7 +311,24 @@ by_pkts(const void *a, const void *b)
 
 	if (x->st.pkts != y->st.pkts)
 		return x->st.pkts > y->st.pkts ? -1 : 1;
-	return x->key.dqpn < y->key.dqpn ? -1 : x->key.dqpn > y->key.dqpn;
+	if (x->key.dqpn != y->key.dqpn)
+		return x->key.dqpn < y->key.dqpn ? -1 : 1;
+	return memcmp(&x->key, &y->key, sizeof(x->key));
+}
+
+void
+psb_roce_qp_sort(struct psb_roce_qp *rows, uint32_t n)
+{
+	qsort(rows, n, sizeof(*rows), by_pkts);
+}
+
+uint32_t
+psb_roce_qptab_entries(const struct psb_roce_qptab *t, struct psb_roce_qp *out, uint32_t max)
+{
+	uint32_t n = t->n < max ? t->n : max;
+
+	memcpy(out, t->e, sizeof(*out) * n);
+	return n;
 }
 
 uint32_t
@@ -322,17 +339,18 @@ psb_roce_qptab_rows(const struct psb_roce_qptab *t, struct psb_roce_qp *rows, ui
 
 	if (max == 0 || t->n == 0)
 		return 0;
-	all = malloc(sizeof(*all) * t->n);
-	if (all == NULL) {
-		/* no room to sort: the first max as they are */
-		n = t->n < max ? t->n : max;
-		memcpy(rows, t->e, sizeof(*rows) * n);
+	if (max >= t->n) {
+		n = psb_roce_qptab_entries(t, rows, max);
+		psb_roce_qp_sort(rows, n);
 		return n;
 	}
-	memcpy(all, t->e, sizeof(*all) * t->n);
-	qsort(all, t->n, sizeof(*all), by_pkts);
-	n = t->n < max ? t->n : max;
-	memcpy(rows, all, sizeof(*rows) * n);
+	all = malloc(sizeof(*all) * t->n);
+	if (all == NULL) {
+		/* no room to sort them all: the first max as they are */
+		return psb_roce_qptab_entries(t, rows, max);
+	}
+	psb_roce_qp_sort(all, psb_roce_qptab_entries(t, all, t->n));
+	memcpy(rows, all, sizeof(*rows) * max);
 	free(all);
-	return n;
+	return max;
 }

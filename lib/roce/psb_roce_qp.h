@@ -96,6 +96,11 @@ const struct psb_roce_qp *psb_roce_qptab_find(const struct psb_roce_qptab *t,
 /* The tracked QPs, most packets first, at most max of them; returns how many. */
 uint32_t psb_roce_qptab_rows(const struct psb_roce_qptab *t, struct psb_roce_qp *rows,
 			     uint32_t max);
+/* The tracked QPs as they lie in the table (cheap: for a writer publishing them). */
+uint32_t psb_roce_qptab_entries(const struct psb_roce_qptab *t, struct psb_roce_qp *out,
+				uint32_t max);
+/* Rows in the order psb_roce_qptab_rows gives: most packets first. */
+void psb_roce_qp_sort(struct psb_roce_qp *rows, uint32_t n);
 /* Forget every QP and zero the totals. */
 void psb_roce_qptab_reset(struct psb_roce_qptab *t);
 

@@ -8,7 +8,7 @@
 # experiment (store, scheduler, experiment.serve), its worker running push/pull
 # (experiment.pushpull with histograms), a staleness worker on an af_packet port (the
 # kernel's counts, experiment.staleness), and a staleness trainer on a null port
-# (experiment.trainer).
+# (experiment.trainer) with a null exception port (passthrough).
 #
 # usage: test_metrics.sh PSB PSBCTL
 source "$(dirname "$0")/common.sh" "$1"
@@ -68,6 +68,7 @@ cat > "$DIR/trainer.json" <<EOF
  "output": {"dir": "results"}}
 EOF
 start_psb trainer --config "$DIR/trainer.json" -l 1 --no-huge --output-dir "$DIR/out" \
+	--exception null:sink \
 	--file-prefix "$TAG-t" --prometheus "$TP" --ctl "$DIR/t.ctl" \
 	--counters-file "$DIR/t.jsonl" --counters-every 0.1
 TPID=$LAST_PID
@@ -95,7 +96,7 @@ for x in s:$SP w:$WP a:$AP t:$TP; do
 	curl -sf --max-time 5 "http://127.0.0.1:${x#*:}/metrics" >"$DIR/${x%%:*}.prom" ||
 		fail "Prometheus page of ${x%%:*}"
 done
-SECTIONS=(node ports roles store scheduler control experiment)
+SECTIONS=(node ports roles store scheduler control experiment passthrough)
 # telemetry: each section's endpoint, and those of each role instance and port of the node
 for node in s w a t; do
 	python3 - "$DIR/$node.ctl.json" "${SECTIONS[@]}" >"$DIR/$node.telcmds" <<'PY'

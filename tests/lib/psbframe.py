@@ -53,3 +53,15 @@ def write_pcap(path, frames, sec=1700000000):
         f.write(struct.pack("<IHHiIII", 0xa1b2c3d4, 2, 4, 0, 0, 65535, 1))
         for i, fr in enumerate(frames):
             f.write(struct.pack("<IIII", sec, i, len(fr), len(fr)) + fr)
+
+
+def read_pcap(path):
+    """The frames of a pcap file (as write_pcap and libpcap write them), in order."""
+    with open(path, "rb") as f:
+        b = f.read()
+    o, out = 24, []
+    while o + 16 <= len(b):
+        _, _, caplen, _ = struct.unpack("<IIII", b[o:o + 16])
+        out.append(b[o + 16:o + 16 + caplen])
+        o += 16 + caplen
+    return out

@@ -18,6 +18,7 @@ const struct psb_role *const psb_roles[] = {
 	&psb_role_echo,
 	&psb_role_receiver,
 	&psb_role_trainer,
+	&psb_role_passthrough,
 	&psb_role_server,
 	NULL,
 };

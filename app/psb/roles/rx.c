@@ -13,7 +13,8 @@ rx_poll(struct psb_role_inst *ri)
 	uint16_t p, n, i;
 
 	for (p = 0; p < app->nports; p++) {
-		if (app->port_paused[app->port_ids[p]])
+		/* the exception port is the passthrough role's */
+		if (app->port_paused[app->port_ids[p]] || psb_port_is_exc(app, p))
 			continue;
 		if (!app->port_shared[app->port_ids[p]]) {
 			n = rte_eth_rx_burst(app->port_ids[p], 0, pkts, PSB_BURST);

@@ -1,0 +1,223 @@
+/*
+ * passthrough role: the host's traffic through psb. Frames the rx role finds are not psb's
+ * (RoCE, ARP and ICMP for others, IPv6, anything else) come in on the role's ring and go out
+ * of the exception port toward the host's kernel; what the kernel sends there goes out of
+ * the first port. Both ways untouched, bit for bit. RoCE among them is counted per queue
+ * pair (lib/roce), in a table of node.roce_qps entries.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include <rte_ethdev.h>
+#include <rte_malloc.h>
+
+#include "psb_app.h"
+#include "psb_counters.h"
+#include "psb_passthrough.h"
+#include "psb_roce.h"
+
+#define PUB_EVERY_NS	(100ull * 1000 * 1000)	/* rows and totals for the control plane */
+
+struct pt_priv {
+	struct psb_roce_qptab *qp;
+	uint16_t exc_port, wire_port;
+	uint64_t next_pub_ns;
+	struct psb_pt_stats st;
+	/* published: a sequence lock, odd while being written */
+	volatile uint32_t seq;
+	struct psb_pt_stats pub_st;
+	struct psb_roce_totals pub_tot;
+	uint32_t pub_n;
+	struct psb_roce_qp *pub_rows;	/* [roce_qps] */
+};
+
+static struct psb_role_inst *g_pt;	/* the one instance, for the readers */
+
+static unsigned int
+pt_count(const struct psb_app *app)
+{
+	return app->has_exc ? 1 : 0;
+}
+
+static int
+pt_init(struct psb_role_inst *ri)
+{
+	struct psb_app *app = ri->app;
+	struct pt_priv *pp = rte_zmalloc("psb_pt", sizeof(*pp), RTE_CACHE_LINE_SIZE);
+
+	if (pp == NULL)
+		return -ENOMEM;
+	ri->priv = pp;
+	pp->exc_port = app->port_ids[app->exc_idx];
+	pp->wire_port = app->port_ids[0];
+	pp->st.qp_cap = app->roce_qps;
+	pp->st.accounting = (uint8_t)app->roce_accounting;
+	pp->qp = psb_roce_qptab_create(app->roce_qps, rte_rand());
+	pp->pub_rows = calloc(app->roce_qps, sizeof(*pp->pub_rows));
+	if (pp->qp == NULL || pp->pub_rows == NULL)
+		return -ENOMEM;
+	__atomic_store_n(&g_pt, ri, __ATOMIC_RELEASE);
+	return 0;
+}
+
+/* RoCE in m counted; m is not written. */
+static inline void
+account(struct pt_priv *pp, struct rte_mbuf *m, uint64_t now)
+{
+	struct psb_roce_pkt p;
+	const uint8_t *d;
+	int rc;
+
+	/* a chained frame is linearized by the rx role, or is the kernel's: first segment */
+	d = rte_pktmbuf_mtod(m, const uint8_t *);
+	rc = psb_roce_parse(d, m->data_len, &p);
+	if (rc == 0) {
+		pp->st.not_roce++;
+		return;
+	}
+	if (rc < 0) {
+		psb_roce_qptab_malformed(pp->qp);
+		return;
+	}
+	psb_roce_qptab_account(pp->qp, &p, m->pkt_len, psb_roce_icrc_ok(d, &p), now);
+}
+
+static void
+publish(struct pt_priv *pp)
+{
+	psb_seq_write_begin(&pp->seq);
+	pp->pub_st = pp->st;
+	pp->pub_tot = *psb_roce_qptab_totals(pp->qp);
+	pp->pub_n = psb_roce_qptab_entries(pp->qp, pp->pub_rows, pp->st.qp_cap);
+	psb_seq_write_end(&pp->seq);
+}
+
+static int
+pt_poll(struct psb_role_inst *ri)
+{
+	struct psb_app *app = ri->app;
+	struct pt_priv *pp = ri->priv;
+	struct rte_mbuf *pkts[PSB_BURST];
+	uint64_t now = psb_now_ns(app);
+	unsigned int n, i, sent;
+	int work;
+
+	/* toward the host: what the rx role found is not psb's */
+	n = rte_ring_dequeue_burst(ri->ring, (void **)pkts, PSB_BURST, NULL);
+	if (n != 0 && app->port_paused[pp->exc_port]) {
+		pp->st.host_dropped += n;
+		rte_pktmbuf_free_bulk(pkts, n);
+	} else if (n != 0) {
+		for (i = 0; i < n; i++) {
+			pp->st.to_host_bytes += pkts[i]->pkt_len;
+			if (pp->st.accounting)
+				account(pp, pkts[i], now);
+		}
+		sent = rte_eth_tx_burst(pp->exc_port, 0, pkts, (uint16_t)n);
+		pp->st.to_host_pkts += sent;
+		if (sent < n) {
+			/* the kernel's queue is full: its traffic, its loss, counted */
+			for (i = sent; i < n; i++)
+				pp->st.to_host_bytes -= pkts[i]->pkt_len;
+			pp->st.host_dropped += n - sent;
+			rte_pktmbuf_free_bulk(&pkts[sent], n - sent);
+		}
+	}
+	work = (int)n;
+
+	/* from the host: everything it sends, out of the first port through the tx role */
+	if (!app->port_paused[pp->exc_port]) {
+		n = rte_eth_rx_burst(pp->exc_port, 0, pkts, PSB_BURST);
+		for (i = 0; i < n; i++) {
+			ri->cnt.rx_pkts++;
+			ri->cnt.rx_bytes += pkts[i]->pkt_len;
+			pp->st.from_host_pkts++;
+			pp->st.from_host_bytes += pkts[i]->pkt_len;
+			if (pp->st.accounting)
+				account(pp, pkts[i], now);
+			pkts[i]->port = pp->wire_port;
+			psb_out_port(ri, pkts[i]);
+		}
+		psb_out_flush(ri);
+		work += (int)n;
+	}
+	if (now >= pp->next_pub_ns) {
+		publish(pp);
+		pp->next_pub_ns = now + PUB_EVERY_NS;
+	}
+	return work;
+}
+
+static int
+pt_ctl(struct psb_role_inst *ri, int op, const void *arg)
+{
+	struct pt_priv *pp = ri->priv;
+
+	(void)arg;
+	if (op == PSB_OP_RESET) {
+		psb_roce_qptab_reset(pp->qp);
+		memset(&pp->st, 0, offsetof(struct psb_pt_stats, qp_cap));
+		publish(pp);
+	}
+	return 0;
+}
+
+static void
+pt_fini(struct psb_role_inst *ri)
+{
+	struct pt_priv *pp = ri->priv;
+	struct rte_mbuf *m;
+
+	if (pp == NULL)
+		return;
+	while (rte_ring_dequeue(ri->ring, (void **)&m) == 0) {
+		pp->st.host_dropped++;
+		rte_pktmbuf_free(m);
+	}
+	if (pp->qp != NULL && pp->pub_rows != NULL)
+		publish(pp);	/* the final figures stay for the exit report */
+}
+
+int
+psb_passthrough_read(struct psb_passthrough_view *v, struct psb_roce_qp *rows, uint32_t max)
+{
+	struct psb_role_inst *ri = __atomic_load_n(&g_pt, __ATOMIC_ACQUIRE);
+	const struct pt_priv *pp;
+	uint32_t s0, tries, n;
+
+	memset(v, 0, sizeof(*v));
+	if (ri == NULL || ri->priv == NULL)
+		return -ENOENT;
+	pp = ri->priv;
+	for (tries = 0; tries < 1000; tries++) {
+		s0 = __atomic_load_n(&pp->seq, __ATOMIC_ACQUIRE);
+		if (s0 & 1) {
+			rte_pause();
+			continue;
+		}
+		v->st = pp->pub_st;
+		v->tot = pp->pub_tot;
+		n = pp->pub_n < max ? pp->pub_n : max;
+		if (rows != NULL && n != 0)
+			memcpy(rows, pp->pub_rows, sizeof(*rows) * n);
+		rte_smp_rmb();
+		if (__atomic_load_n(&pp->seq, __ATOMIC_ACQUIRE) == s0) {
+			v->nrows = rows != NULL ? n : 0;
+			v->tracked = pp->pub_n;
+			if (rows != NULL)
+				psb_roce_qp_sort(rows, v->nrows);
+			return 0;
+		}
+	}
+	return -EAGAIN;
+}
+
+const struct psb_role psb_role_passthrough = {
+	.name = "passthrough",
+	.count = pt_count,
+	.ring = 4096,
+	.init = pt_init,
+	.poll = pt_poll,
+	.ctl = pt_ctl,
+	.fini = pt_fini,
+};
