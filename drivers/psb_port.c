@@ -171,17 +171,22 @@ psb_port_parse(const char *spec, int index, struct psb_port_spec *p, char *err, 
 		if (strcmp(f[0], iface_kinds[i].name) == 0)
 			return iface_parse(&iface_kinds[i], f, nf, index, p, err, errlen);
 	if (strcmp(f[0], "pcap") == 0) {
-		if (nf != 3 || (f[1][0] == '\0' && f[2][0] == '\0'))
-			return psb_fail(err, errlen, "port '%s': expected pcap:IN.pcap:OUT.pcap", spec);
+		int loop = nf == 4 && strcmp(f[3], "loop") == 0;
+
+		/* pcap:IN.pcap:OUT.pcap:loop replays IN from memory without end (benchmarks) */
+		if ((nf != 3 && !loop) || (f[1][0] == '\0' && f[2][0] == '\0') ||
+		    (loop && f[1][0] == '\0'))
+			return psb_fail(err, errlen, "port '%s': expected pcap:IN.pcap:OUT.pcap or "
+					"pcap:IN.pcap:OUT.pcap:loop", spec);
 		if ((f[1][0] != '\0' && !safe_name(f[1])) || (f[2][0] != '\0' && !safe_name(f[2])))
 			return psb_fail(err, errlen, "port '%s': pcap file names may not contain ',' '=' "
 				"or spaces", spec);
 		p->kind = PSB_PORT_PCAP;
 		snprintf(p->name, sizeof(p->name), "net_pcap%d", index);
 		/* One call: appending piecewise ran past devargs when the first part was cut. */
-		n = snprintf(p->devargs, sizeof(p->devargs), "%s%s%s%s%s", p->name,
+		n = snprintf(p->devargs, sizeof(p->devargs), "%s%s%s%s%s%s", p->name,
 			f[1][0] != '\0' ? ",rx_pcap=" : "", f[1],
-			f[2][0] != '\0' ? ",tx_pcap=" : "", f[2]);
+			f[2][0] != '\0' ? ",tx_pcap=" : "", f[2], loop ? ",infinite_rx=1" : "");
 		return devargs_fit(n, p, err, errlen);
 	}
 	/* null:sink takes every frame sent and receives none (plain null receives empty ones) */

@@ -533,6 +533,9 @@ usage(FILE *f)
 "  --churn N     N more queue pairs, a packet each, at the end of WIRE.pcap (at most %d)\n"
 "  --max-payload BYTES  no RoCE payload longer (default 4096; 1024 keeps frames within\n"
 "                an MTU of 1500)\n"
+"  --flood N     instead of the scenario: N frames for benchmarks, round robin over\n"
+"                --qps Q queue pairs (default 64), PSNs in order: RC ACKs (62 B) with\n"
+"                --max-payload 0, else RC WRITE_MIDDLEs of that payload\n"
 "  -h, --help    this text\n", MAX_QPS - 64);
 }
 
@@ -545,10 +548,11 @@ main(int argc, char **argv)
 		{ "repeat", required_argument, NULL, 'r' },
 		{ "churn", required_argument, NULL, 'c' }, { "help", no_argument, NULL, 'h' },
 		{ "max-payload", required_argument, NULL, 'm' },
+		{ "flood", required_argument, NULL, 'f' }, { "qps", required_argument, NULL, 'q' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *wire = NULL, *host = NULL, *expect = NULL;
-	uint64_t repeat = 1, churn = 0, i;
+	uint64_t repeat = 1, churn = 0, flood = 0, flood_qps = 64, i;
 	/* some streams start near the top: their PSNs wrap within a few rounds */
 	struct psn ps = { 0xfffff0, 10, 0, 0xfffffa, 0xffffff, 5, 77 };
 	struct psb_roce_spec sp;
@@ -563,6 +567,8 @@ main(int argc, char **argv)
 		case 'e': expect = optarg; break;
 		case 'r': repeat = psb_cli_u64("--repeat", optarg, 1, 100000); break;
 		case 'c': churn = psb_cli_u64("--churn", optarg, 0, MAX_QPS - 64); break;
+		case 'f': flood = psb_cli_u64("--flood", optarg, 1, 10000000); break;
+		case 'q': flood_qps = psb_cli_u64("--qps", optarg, 1, MAX_QPS - 64); break;
 		case 'm': G.max_payload = (uint32_t)psb_cli_u64("--max-payload", optarg, 0, 8192);
 			break;
 		case 'h': usage(stdout); return 0;
@@ -584,6 +590,18 @@ main(int argc, char **argv)
 		psb_die("pcap_open_dead failed");
 	side_open(&G.wire, wire);
 	side_open(&G.host, host);
+	if (flood != 0) {
+		/* a stream for benchmarks: ACKs (payload 0) or WRITE_MIDDLEs over flood_qps QPs */
+		for (i = 0; i < flood; i++) {
+			spec(&sp, PSB_ROCE_V2_IP4, 1, (uint32_t)(0x1000 + i % flood_qps));
+			sp.opcode = G.max_payload == 0 ? 0x11 : 0x07;
+			sp.syndrome = 0x1f;
+			sp.payload = G.max_payload;
+			sp.psn = (uint32_t)(i / flood_qps) & 0xffffff;
+			roce(&G.wire, &sp, IN(G.max_payload == 0 ? PSB_ROCE_ACK : PSB_ROCE_WRITE));
+		}
+		repeat = 0;
+	}
 	for (i = 0; i < repeat; i++)
 		round_once(&ps, (unsigned int)i);
 	for (i = 0; i < churn; i++) {

@@ -174,6 +174,8 @@ struct psb_role_inst {
 	struct rte_ring *ring;	/* its input (psb_role_ring), or NULL */
 	uint16_t ntx;
 	struct rte_mbuf *txbuf[PSB_OUT_BUF];
+	uint16_t nhost;			/* the rx role: frames for the passthrough role */
+	struct rte_mbuf *hostbuf[PSB_BURST];
 	struct psb_role_mbox mbox;
 } __rte_cache_aligned;
 

@@ -325,8 +325,12 @@ psb_route_find(const struct psb_app *app, const struct psb_frame *f, const struc
 	return -1;
 }
 
-/* The rx classifier (psb_classify.c). */
+/*
+ * The rx classifier (psb_classify.c). Frames for the host wait in the rx role's hostbuf
+ * until psb_host_flush hands them to the passthrough role's ring, a burst at a time.
+ */
 void psb_dispatch(struct psb_role_inst *ri, struct rte_mbuf *m);
+void psb_host_flush(struct psb_role_inst *ri);
 /* server: a BATCH whose records belong to several shards, split among them */
 int psb_dispatch_batch(struct psb_role_inst *rx, struct rte_mbuf *m, const struct psb_frame *f);
 void psb_neigh_learn(struct psb_app *app, uint32_t ip, const uint8_t *mac, uint16_t port);

@@ -201,6 +201,22 @@ reply_in_place(struct psb_role_inst *ri, struct rte_mbuf *m, uint16_t len)
 	psb_out_port(ri, m);
 }
 
+void
+psb_host_flush(struct psb_role_inst *ri)
+{
+	unsigned int n;
+
+	if (ri->nhost == 0)
+		return;
+	n = rte_ring_enqueue_burst(ri->app->pt_ring, (void **)ri->hostbuf, ri->nhost, NULL);
+	ri->cnt.to_host += n;
+	if (n < ri->nhost) {
+		ri->cnt.ring_full += ri->nhost - n;
+		rte_pktmbuf_free_bulk(&ri->hostbuf[n], ri->nhost - n);
+	}
+	ri->nhost = 0;
+}
+
 /*
  * Frames psb drops for these reasons are not psb's: with an exception port they go to the
  * host's kernel untouched. Those at psb's own ports that are not psb's messages (bad magic,
@@ -224,12 +240,9 @@ drop(struct psb_role_inst *ri, struct rte_mbuf *m, int reason)
 	static RTE_DEFINE_PER_LCORE(struct psb_log_limit, said[PSB_DROP_MAX]);
 
 	if (ri->app->pt_ring != NULL && host_reasons[reason]) {
-		if (rte_ring_enqueue(ri->app->pt_ring, m) == 0) {
-			ri->cnt.to_host++;
-		} else {
-			ri->cnt.ring_full++;
-			rte_pktmbuf_free(m);
-		}
+		ri->hostbuf[ri->nhost++] = m;
+		if (ri->nhost == PSB_BURST)
+			psb_host_flush(ri);
 		return;
 	}
 	ri->cnt.drops[reason]++;

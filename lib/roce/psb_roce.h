@@ -15,7 +15,8 @@
  * LRH, then the network header with the fields routers may change set to ones (IPv4 TOS,
  * TTL and header checksum; IPv6/GRH traffic class, flow label and hop limit), the UDP header
  * with its checksum set to ones (v2), the BTH with its reserved byte (FECN, BECN) set to ones,
- * and everything after it up to the ICRC. It is carried least significant byte first.
+ * and everything after it up to the ICRC. It is carried least significant byte first. The
+ * CRC is ISA-L's (carry-less multiply where the CPU has it), carried over the pieces.
  *
  * Parsing reads only within the bytes given and trusts no length field beyond them; the
  * frame is never written. A frame that claims to be RoCE but cannot be (lengths that do not

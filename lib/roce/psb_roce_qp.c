@@ -11,7 +11,7 @@
 struct psb_roce_qptab {
 	uint32_t cap, n, mask;
 	uint64_t seed;
-	uint32_t lru_head, lru_tail;	/* least recently seen at the head */
+	uint32_t hand;			/* the clock: where the next eviction looks first */
 	uint32_t *buckets;
 	struct psb_roce_qp *e;
 	struct psb_roce_totals tot;
@@ -31,7 +31,7 @@ psb_roce_qptab_create(uint32_t cap, uint64_t seed)
 	if (t == NULL)
 		return NULL;
 	t->buckets = malloc(sizeof(*t->buckets) * nb);
-	t->e = calloc(cap, sizeof(*t->e));
+	t->e = aligned_alloc(64, sizeof(*t->e) * cap);
 	if (t->buckets == NULL || t->e == NULL) {
 		psb_roce_qptab_free(t);
 		return NULL;
@@ -64,18 +64,22 @@ psb_roce_qptab_reset(struct psb_roce_qptab *t)
 {
 	memset(t->buckets, 0xff, sizeof(*t->buckets) * (t->mask + 1));
 	t->n = 0;
-	t->lru_head = t->lru_tail = NIL;
+	t->hand = 0;
 	memset(&t->tot, 0, sizeof(t->tot));
 }
 
-static uint32_t
-key_hash(const struct psb_roce_qptab *t, const struct psb_roce_qp_key *k)
+/* The hash of a key given as its words: kind and QP, then the addresses. */
+static inline uint32_t
+hash_words(uint64_t seed, uint64_t w0, const uint8_t src[16], const uint8_t dst[16])
 {
-	uint64_t w[5], h = t->seed ^ 0x243f6a8885a308d3ull;
+	uint64_t w[4], h = seed ^ 0x243f6a8885a308d3ull;
 	unsigned int i;
 
-	memcpy(w, k, sizeof(w));
-	for (i = 0; i < 5; i++) {
+	memcpy(&w[0], src, 16);
+	memcpy(&w[2], dst, 16);
+	h = (h ^ w0) * 0x9e3779b97f4a7c15ull;
+	h ^= h >> 29;
+	for (i = 0; i < 4; i++) {
 		h = (h ^ w[i]) * 0x9e3779b97f4a7c15ull;
 		h ^= h >> 29;
 	}
@@ -83,46 +87,41 @@ key_hash(const struct psb_roce_qptab *t, const struct psb_roce_qp_key *k)
 	return (uint32_t)(h ^ (h >> 32));
 }
 
-_Static_assert(sizeof(struct psb_roce_qp_key) == 40, "the key is hashed as 5 words");
-
-static void
-lru_unlink(struct psb_roce_qptab *t, uint32_t i)
+static inline uint64_t
+word0(uint8_t kind, uint32_t dqpn)
 {
-	struct psb_roce_qp *q = &t->e[i];
-
-	if (q->lprev != NIL)
-		t->e[q->lprev].lnext = q->lnext;
-	else
-		t->lru_head = q->lnext;
-	if (q->lnext != NIL)
-		t->e[q->lnext].lprev = q->lprev;
-	else
-		t->lru_tail = q->lprev;
+	return (uint64_t)kind | (uint64_t)dqpn << 32;
 }
 
-static void
-lru_push(struct psb_roce_qptab *t, uint32_t i)
+static uint32_t
+key_hash(const struct psb_roce_qptab *t, const struct psb_roce_qp_key *k)
 {
-	struct psb_roce_qp *q = &t->e[i];
+	return hash_words(t->seed, word0(k->kind, k->dqpn), k->src, k->dst);
+}
 
-	q->lnext = NIL;
-	q->lprev = t->lru_tail;
-	if (t->lru_tail != NIL)
-		t->e[t->lru_tail].lnext = i;
-	else
-		t->lru_head = i;
-	t->lru_tail = i;
+_Static_assert(sizeof(struct psb_roce_qp_key) == 40, "the key is hashed as 5 words");
+
+/* The entry of the QP of kind, dqpn, src and dst, hashed h; NIL if none. */
+static inline uint32_t
+lookup_of(const struct psb_roce_qptab *t, uint8_t kind, uint32_t dqpn, const uint8_t *src,
+	  const uint8_t *dst, uint32_t h)
+{
+	uint32_t i;
+
+	for (i = t->buckets[h & t->mask]; i != NIL; i = t->e[i].hnext) {
+		const struct psb_roce_qp_key *k = &t->e[i].key;
+
+		if (t->e[i].hash == h && k->dqpn == dqpn && k->kind == kind &&
+		    memcmp(k->src, src, 16) == 0 && memcmp(k->dst, dst, 16) == 0)
+			return i;
+	}
+	return NIL;
 }
 
 static uint32_t
 lookup(const struct psb_roce_qptab *t, const struct psb_roce_qp_key *k, uint32_t h)
 {
-	uint32_t i;
-
-	for (i = t->buckets[h & t->mask]; i != NIL; i = t->e[i].hnext)
-		if (t->e[i].hash == h && memcmp(&t->e[i].key, k, sizeof(*k)) == 0)
-			return i;
-	return NIL;
+	return lookup_of(t, k->kind, k->dqpn, k->src, k->dst, h);
 }
 
 static void
@@ -135,7 +134,10 @@ chain_remove(struct psb_roce_qptab *t, uint32_t i)
 	*link = t->e[i].hnext;
 }
 
-/* A new entry for k: a free one, or the least recently seen one's. */
+/*
+ * A new entry for k: a free one, or one not seen since the clock last passed it (second
+ * chance: a QP seen since keeps its place, and is passed over once).
+ */
 static uint32_t
 insert(struct psb_roce_qptab *t, const struct psb_roce_qp_key *k, uint32_t h)
 {
@@ -145,8 +147,13 @@ insert(struct psb_roce_qptab *t, const struct psb_roce_qp_key *k, uint32_t h)
 		i = t->n++;
 		t->tot.qp_tracked = t->n;
 	} else {
-		i = t->lru_head;
-		lru_unlink(t, i);
+		/* at most two turns: the first clears every mark it passes */
+		while (t->e[t->hand].seen) {
+			t->e[t->hand].seen = 0;
+			t->hand = t->hand + 1 == t->cap ? 0 : t->hand + 1;
+		}
+		i = t->hand;
+		t->hand = t->hand + 1 == t->cap ? 0 : t->hand + 1;
 		chain_remove(t, i);
 		t->tot.qp_evicted++;
 	}
@@ -155,7 +162,6 @@ insert(struct psb_roce_qptab *t, const struct psb_roce_qp_key *k, uint32_t h)
 	t->e[i].hash = h;
 	t->e[i].hnext = t->buckets[h & t->mask];
 	t->buckets[h & t->mask] = i;
-	lru_push(t, i);
 	t->tot.qp_new++;
 	return i;
 }
@@ -232,9 +238,9 @@ psb_roce_qptab_account(struct psb_roce_qptab *t, const struct psb_roce_pkt *p, u
 
 	tot->frames[p->kind < PSB_ROCE_KINDS ? p->kind : PSB_ROCE_NONE]++;
 	tot->bytes += len;
-	key_of(&k, p);
-	h = key_hash(t, &k);
-	i = lookup(t, &k, h);
+	/* the packet's fields as they are: the key is written out only for a new entry */
+	h = hash_words(t->seed, word0(p->kind, p->dqpn), p->src, p->dst);
+	i = lookup_of(t, p->kind, p->dqpn, p->src, p->dst, h);
 	if (!icrc_ok) {
 		tot->icrc_bad++;
 		if (i != NIL) {
@@ -244,12 +250,11 @@ psb_roce_qptab_account(struct psb_roce_qptab *t, const struct psb_roce_pkt *p, u
 		}
 		return;
 	}
-	if (i == NIL)
+	if (i == NIL) {
+		key_of(&k, p);
 		i = insert(t, &k, h);
-	else {
-		lru_unlink(t, i);
-		lru_push(t, i);
-	}
+	} else
+		t->e[i].seen = 1;
 	q = &t->e[i];
 	if (q->st.pkts == 0)
 		q->st.first_ns = now_ns;

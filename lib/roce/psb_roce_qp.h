@@ -21,8 +21,10 @@
  *    response (MIDDLE, LAST) the PSNs are consecutive, and a skip is missing.
  * Half the PSN space ahead counts as ahead, the other half as behind.
  *
- * The table holds at most cap entries. A new QP when it is full takes the place of the one
- * seen least recently (counted as evicted); the totals keep every packet either way. A
+ * The table holds at most cap entries. A new QP when it is full takes the place of one not
+ * seen lately (counted as evicted): a clock passes over the entries, and one seen since it
+ * last passed keeps its place for another turn (second chance, the least recently seen but
+ * for one store a packet); the totals keep every packet either way. A
  * packet whose ICRC is wrong may have any QP number: it is counted in the totals and on its
  * QP only if that QP is already tracked, and changes no PSN state. Buckets are hashed with a
  * seed of the caller's, so a peer cannot aim its QP numbers at one chain.
@@ -51,16 +53,25 @@ struct psb_roce_qp_stats {
 	uint64_t first_ns, last_ns;
 };
 
+/*
+ * What a lookup and the PSN streams touch come first, in the first 64 bytes; an entry is 256
+ * bytes, so that in the table (64-byte aligned) each of those is one cache line.
+ */
 struct psb_roce_qp {
 	struct psb_roce_qp_key key;
-	struct psb_roce_qp_stats st;
-	uint32_t req_next;	/* the next request PSN expected */
-	uint32_t resp_top;	/* the highest response PSN seen */
-	uint8_t req_seen, resp_seen, after_read;
 	uint32_t hash;
 	uint32_t hnext;		/* bucket chain */
-	uint32_t lprev, lnext;	/* least recently seen first */
+	uint32_t req_next;	/* the next request PSN expected */
+	uint32_t resp_top;	/* the highest response PSN seen */
+	uint8_t seen;		/* seen since the clock last passed it */
+	uint8_t req_seen, resp_seen, after_read;
+	struct psb_roce_qp_stats st;
+	uint8_t pad_[16];
 };
+
+_Static_assert(sizeof(struct psb_roce_qp) == 256, "an entry is 4 cache lines");
+_Static_assert(__builtin_offsetof(struct psb_roce_qp, st) == 64,
+	       "a lookup and the PSN streams touch one cache line");
 
 struct psb_roce_totals {
 	uint64_t frames[PSB_ROCE_KINDS];	/* RoCE frames by version ([NONE] unused) */

@@ -32,6 +32,7 @@ rx_poll(struct psb_role_inst *ri)
 		}
 		total += n;
 	}
+	psb_host_flush(ri);
 	psb_out_flush(ri);
 	return total;
 }
