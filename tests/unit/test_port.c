@@ -85,6 +85,8 @@ test_port_kinds(void **state)
 		"net_pcap0,rx_pcap=in.pcap,tx_pcap=out.pcap", &p);
 	parse_ok("pcap:/data/in.pcap:", 3, PSB_PORT_PCAP, "net_pcap3",
 		"net_pcap3,rx_pcap=/data/in.pcap", &p);
+	parse_ok("pcap:in.pcap::loop", 5, PSB_PORT_PCAP, "net_pcap5",
+		"net_pcap5,rx_pcap=in.pcap,infinite_rx=1", &p);
 	parse_ok("pcap::out.pcap", 4, PSB_PORT_PCAP, "net_pcap4", "net_pcap4,tx_pcap=out.pcap",
 		&p);
 
@@ -143,6 +145,7 @@ test_port_errors(void **state)
 	parse_bad("pcap::", "expected pcap:IN.pcap:OUT.pcap", NULL);
 	parse_bad("pcap:x.pcap", "expected pcap:IN.pcap:OUT.pcap", NULL);
 	parse_bad("pcap:a:b:c", "expected pcap:IN.pcap:OUT.pcap", NULL);
+	parse_bad("pcap::out.pcap:loop", "pcap:IN.pcap:OUT.pcap:loop", NULL);	/* nothing to loop */
 	parse_bad("ring:0", "takes no arguments", NULL);
 	parse_bad("null:x", "takes no arguments but sink", NULL);
 	parse_bad("null:sink:x", "takes no arguments but sink", NULL);
