@@ -815,9 +815,67 @@ PALETTE_MODES = ["#1f77b4", "#17becf", "#2ca02c", "#8c564b", "#d62728", "#ff7f0e
                  "#9467bd", "#7f7f7f"]
 
 
+def passthrough(out):
+    """scripts/bench/passthrough.sh: raw/{acct,noacct,testpmd}-{small,large}-ROUND.json."""
+    rounds = sorted(p for (p,) in raw_index(out, r"acct-small-(\d+)\.json"))
+    rev = about_revision(out)
+
+    def runs(mode, size):
+        return [json.load(open(f"{out}/raw/{mode}-{size}-{p}.json")) for p in rounds]
+
+    summary = {"git_revision": rev, "rounds": len(rounds)}
+    L = ["psb %s, one CPU for each run, %d rounds; frames/s and Gbit/s passed to the host "
+         "(psb) or forwarded (testpmd), median [min, max]" % (rev, len(rounds)), "",
+         "| stream | psb, accounting on | psb, accounting off | testpmd io, same ports |",
+         "|---|---:|---:|---:|"]
+    names = {"small": "RC ACKs, 62 B, 64 QPs", "large": "RC WRITE_MIDDLEs, 4154 B, 64 QPs"}
+    figs = {}
+    for size in ("small", "large"):
+        a, n, t = runs("acct", size), runs("noacct", size), runs("testpmd", size)
+        for r in a:	# every frame was RoCE, counted, ICRC right, none lost for the host
+            assert r["icrc_bad"] == 0 and r["host_dropped"] == 0 and r["qp_tracked"] == 64, r
+        cells = []
+        for rs in (a, n, t):
+            m = [r["mpps"] for r in rs]
+            g = [r["gbps"] for r in rs]
+            cells.append("%.2f M/s [%.2f, %.2f], %.1f Gbit/s" % (
+                statistics.median(m), min(m), max(m), statistics.median(g)))
+        L.append("| %s | %s |" % (names[size], " | ".join(cells)))
+        cost = paired(n, a, lambda r: r["mpps"])	# off / on: how much faster without
+        port = paired(a, t, lambda r: r["mpps"])
+        figs[size] = {"acct_mpps": statistics.median(r["mpps"] for r in a),
+                      "noacct_mpps": statistics.median(r["mpps"] for r in n),
+                      "testpmd_mpps": statistics.median(r["mpps"] for r in t),
+                      "acct_gbps": statistics.median(r["gbps"] for r in a),
+                      "testpmd_gbps": statistics.median(r["gbps"] for r in t),
+                      "off_over_on": cost, "acct_over_testpmd": port}
+    summary.update(figs)
+    s, l = figs["small"], figs["large"]
+    cost_pct = (1 - 1 / s["off_over_on"]["median"]) * 100
+    cost_lo = (1 - 1 / s["off_over_on"]["ci95"][0]) * 100
+    cost_hi = (1 - 1 / s["off_over_on"]["ci95"][1]) * 100
+    cost_l = (1 - 1 / l["off_over_on"]["median"]) * 100
+    summary.update({"met_rate": s["acct_mpps"] >= 10.0, "cost_pct_small": cost_pct,
+                    "cost_pct_large": cost_l, "met_cost": cost_pct <= 15.0,
+                    "met_keep_up": l["acct_over_testpmd"]["median"] >= 1.0})
+    L += ["", "| figure | target | measured | |", "|---|---|---:|---|",
+          "| small frames through one core, accounting on | >= 10 M/s | %.2f M/s | %s |" % (
+              s["acct_mpps"], "met" if summary["met_rate"] else "missed"),
+          "| cost of accounting, small frames (frames/s lost, paired) | <= 15 %% | %.0f %% "
+          "[%.0f, %.0f] | %s |" % (cost_pct, cost_lo, cost_hi,
+                                   "met" if summary["met_cost"] else "missed"),
+          "| cost of accounting, 4 KB frames | | %.0f %% | |" % cost_l,
+          "| 4 KB frames: psb with accounting against the ports' own rate, paired | "
+          "keeps up (>= 1x) | %.2fx [%.2f, %.2f] | %s |" % (
+              l["acct_over_testpmd"]["median"], l["acct_over_testpmd"]["ci95"][0],
+              l["acct_over_testpmd"]["ci95"][1],
+              "met" if summary["met_keep_up"] else "missed")]
+    return summary, L, True
+
+
 KINDS = {"revs": (revs, 2), "job": (job, 2), "soak": (soak, 1), "pushpull": (pushpull, 2), "ctl": (ctl, 2),
          "ctl_hostile": (ctl_hostile, 2), "mc_emu": (mc_emu, 2), "mc_send": (mc_send, 2),
-         "staleness": (staleness, 2)}
+         "staleness": (staleness, 2), "passthrough": (passthrough, 2)}
 
 
 def summarize(kind, out):
