@@ -80,6 +80,9 @@ struct iface_kind {
 static const struct iface_kind iface_kinds[] = {
 	{ "af_packet", PSB_PORT_AF_PACKET, "net_af_packet", ",qpairs=1" },
 	{ "tap", PSB_PORT_TAP, "net_tap", "" },
+	/* the kernel's vhost-net moves the frames: no copy through the tap driver's queues */
+	{ "virtio_user", PSB_PORT_VIRTIO_USER, "net_virtio_user",
+	  ",path=/dev/vhost-net,queues=1,queue_size=1024" },
 };
 
 static int
@@ -206,7 +209,7 @@ psb_port_parse(const char *spec, int index, struct psb_port_spec *p, char *err, 
 		return 0;
 	}
 	return psb_fail(err, errlen, "port '%s': unknown kind '%s' (expected pci, memif, af_packet, tap, "
-		"pcap, ring or null)", spec, f[0]);
+		"virtio_user, pcap, ring or null)", spec, f[0]);
 }
 
 /*

@@ -15,6 +15,7 @@ enum psb_port_kind {
 	PSB_PORT_MEMIF,		/* memif:server|client:/path/to.sock[:id] */
 	PSB_PORT_AF_PACKET,	/* af_packet:IFNAME */
 	PSB_PORT_TAP,		/* tap:IFNAME */
+	PSB_PORT_VIRTIO_USER,	/* virtio_user:IFNAME, a tap of the kernel's vhost-net */
 	PSB_PORT_PCAP,		/* pcap:IN.pcap:OUT.pcap (either may be empty) */
 	PSB_PORT_RING,		/* ring */
 	PSB_PORT_NULL,		/* null */
@@ -34,7 +35,8 @@ struct psb_port_spec {
 static inline int
 psb_port_is_kernel(const struct psb_port_spec *p)
 {
-	return p->kind == PSB_PORT_AF_PACKET || p->kind == PSB_PORT_TAP;
+	return p->kind == PSB_PORT_AF_PACKET || p->kind == PSB_PORT_TAP ||
+	       p->kind == PSB_PORT_VIRTIO_USER;
 }
 
 /*

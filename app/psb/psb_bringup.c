@@ -344,6 +344,10 @@ psb_host_prepare(struct psb_app *app, int from_doc)
 	for (i = 0; i < app->nports; i++) {
 		const struct psb_port_spec *p = &app->specs[i];
 
+		if (p->kind == PSB_PORT_VIRTIO_USER && access("/dev/vhost-net", R_OK | W_OK) != 0)
+			psb_die("port '%s': needs /dev/vhost-net, the kernel's vhost_net module, which "
+				"this host does not offer (%s); tap:%s passes the same frames through "
+				"the tap driver", p->spec, strerror(errno), p->ifname);
 		if (p->kind == PSB_PORT_AF_PACKET && if_nametoindex(p->ifname) == 0)
 			psb_die("port '%s': no such device: there is no network interface %s here "
 				"(ip link lists them)", p->spec, p->ifname);

@@ -30,6 +30,11 @@ base=(--port null --ip 198.18.0.1 --no-huge --file-prefix "psbt-cli-$$")
 expect_error "--mem 16" "cannot hold the packet pool" -- "${base[@]}" --mem 16
 expect_error "--mem" "node.mem_mb" "integer" -- "${base[@]}" --mem lots
 expect_error "--port" "unknown kind 'nic'" -- --port nic:0 --ip 198.18.0.1
+# an exception port of the kernel's vhost-net where the kernel has none: said, with tap instead
+if [ ! -e /dev/vhost-net ]; then
+	expect_error "virtio_user:psbv$$" "needs /dev/vhost-net" "tap:psbv$$" -- "${base[@]}" \
+		--exception "virtio_user:psbv$$"
+fi
 expect_error "memif socket must be an absolute path" -- --port memif:server:rel.sock --ip 198.18.0.1
 expect_error "node.ip" "--ip" -- --port null
 expect_error "node.ports" "--port" -- --ip 198.18.0.1

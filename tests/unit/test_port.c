@@ -80,6 +80,9 @@ test_port_kinds(void **state)
 	parse_ok("af_packet:eth0", 1, PSB_PORT_AF_PACKET, "net_af_packet1",
 		"net_af_packet1,iface=eth0,qpairs=1", &p);
 	parse_ok("tap:psb0", 0, PSB_PORT_TAP, "net_tap0", "net_tap0,iface=psb0", &p);
+	parse_ok("virtio_user:psbh0", 2, PSB_PORT_VIRTIO_USER, "net_virtio_user2",
+		"net_virtio_user2,iface=psbh0,path=/dev/vhost-net,queues=1,queue_size=1024", &p);
+	assert_true(psb_port_is_kernel(&p));
 
 	parse_ok("pcap:in.pcap:out.pcap", 0, PSB_PORT_PCAP, "net_pcap0",
 		"net_pcap0,rx_pcap=in.pcap,tx_pcap=out.pcap", &p);
