@@ -585,6 +585,32 @@ static const struct psb_metric pt_figs[] = {
 		"1 while RoCE is counted (node.roce_accounting)"),
 };
 
+/*
+ * One queue pair of the passthrough's table, for Prometheus (the busiest, labelled by
+ * version, QP and addresses); the control socket, console and telemetry show the same
+ * figures under the same names (psb_roce_json).
+ */
+#define QPF(nm, f, u, h)	FIG_AT(struct psb_roce_qp, nm, f, COUNTER, U64, u, NULL, h)
+
+static const struct psb_metric roce_qp_figs[] = {
+	FIG_AT(struct psb_roce_qp, "pkts", st.pkts, COUNTER, U64, PACKETS, "passed",
+		"RoCE frames of the queue pair passed either way"),
+	FIG_AT(struct psb_roce_qp, "bytes", st.bytes, COUNTER, U64, BYTES, "passed",
+		"Bytes of them"),
+	FIG_BY(struct psb_roce_qp, "ops", st.ops, PSB_ROCE_CLASSES, 0, "op", roce_class_name,
+		"Its frames by operation"),
+	QPF("psn_missing", st.psn_missing, NONE, "PSNs skipped: packets lost before psb"),
+	QPF("psn_dup", st.psn_dup, PACKETS, "Packets at a PSN seen before: retransmissions"),
+	FIG_BY(struct psb_roce_qp, "naks", st.naks, PSB_ROCE_NAKS, 0, "syndrome", roce_nak_name,
+		"Its NAKs by AETH syndrome"),
+	QPF("ecn_ce", st.ecn_ce, PACKETS, "Its frames marked ECN CE"),
+	QPF("becn", st.becn, PACKETS, "Its frames with the BTH BECN bit"),
+	QPF("icrc_bad", st.icrc_bad, PACKETS, "Its frames whose ICRC was wrong"),
+};
+
+const struct psb_metric_block psb_roce_qp_block =
+	PSB_METRIC_BLOCK("roce_qp", "psb_roce_qp", roce_qp_figs);
+
 const struct psb_metric_block psb_node_block =
 	PSB_METRIC_BLOCK("node", "psb_node", node_figs);
 const struct psb_metric_block psb_role_block =

@@ -156,6 +156,8 @@ struct psb_snap {
 extern const struct psb_metric_block psb_node_block, psb_role_block, psb_port_block,
 	psb_store_block, psb_sched_block, psb_control_block, psb_exp_block, psb_pp_block,
 	psb_serve_block, psb_stale_block, psb_trainer_block, psb_pt_block;
+/* A queue pair's figures (struct psb_roce_qp), for Prometheus; not a section of the counters */
+extern const struct psb_metric_block psb_roce_qp_block;
 /* Every table, for listing and checking them (NULL-terminated). */
 extern const struct psb_metric_block *const psb_blocks[];
 

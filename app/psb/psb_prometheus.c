@@ -94,6 +94,37 @@ prom_experiment(struct psb_prom *p, const struct psb_exp_snap *x)
 	}
 }
 
+/*
+ * The passthrough's busiest queue pairs, each labelled by version, QP number and addresses:
+ * PROM_QPS of them at most, so that a table of thousands does not make a page of them all
+ * (psbctl roce_qp lists every one).
+ */
+#define PROM_QPS	32
+
+static void
+prom_roce_qps(struct psb_prom *p)
+{
+	struct psb_roce_qp rows[PROM_QPS];
+	struct psb_passthrough_view v;
+	struct psb_prom_labels l;
+	char src[64], dst[64];
+	uint32_t i;
+
+	if (psb_passthrough_read(&v, rows, PROM_QPS) != 0)
+		return;
+	for (i = 0; i < v.nrows; i++) {
+		l.s[0] = '\0';
+		psb_prom_label(&l, "version", psb_roce_kind_names[rows[i].key.kind < PSB_ROCE_KINDS ?
+			       rows[i].key.kind : 0]);
+		psb_prom_label_int(&l, "qpn", (long long)rows[i].key.dqpn);
+		psb_roce_addr_str(rows[i].key.src, src, sizeof(src));
+		psb_roce_addr_str(rows[i].key.dst, dst, sizeof(dst));
+		psb_prom_label(&l, "src", src);
+		psb_prom_label(&l, "dst", dst);
+		psb_prom_block(p, &psb_roce_qp_block, &rows[i], &l);
+	}
+}
+
 /* Every port's counters, and its extended statistics by name. */
 static void
 prom_ports(struct psb_prom *p, struct psb_app *app, const struct psb_snap *s)
@@ -166,8 +197,10 @@ psb_export_prometheus(struct psb_app *app, int openmetrics)
 		psb_prom_block(p, &psb_store_block, &s->store, NULL);
 	if (s->has_sched)
 		psb_prom_block(p, &psb_sched_block, &s->sched, NULL);
-	if (s->has_pt)
+	if (s->has_pt) {
 		psb_prom_block(p, &psb_pt_block, &s->pt, NULL);
+		prom_roce_qps(p);
+	}
 	psb_prom_block(p, &psb_control_block, &s->control, NULL);
 	prom_experiment(p, &s->exp);
 	free(s);

@@ -186,7 +186,7 @@ PY
 tx_csum_off "$nsp" "$vn"
 
 log "run 1: psb on af_packet:$vr, the host's kernel behind tap:$exc"
-start "af_packet:$vr" --roce-qps 256
+start "af_packet:$vr" --roce-qps 256 --prometheus 127.0.0.1:9464
 grep -q "passthrough: exception port tap:$exc" "$tmp/psb.log" || fail "no passthrough line at start"
 ping_from "$nsp" "$host_ip" 5
 log "the peer pings the host's kernel through psb"
@@ -215,6 +215,14 @@ python3 -c 'import json, sys; json.dump(json.load(open(sys.argv[1]))["roce_qp"],
 python3 "$compare" "$tmp/e.json" "$tmp/qp1.json" || fail "the queue pairs are not the scenario's"
 "$psbctl" --ctl "$tmp/psb.ctl" roce_qp 2 >"$tmp/qp.lines" || fail "psbctl roce_qp 2"
 grep -q "qps" "$tmp/qp.lines" || fail "psbctl roce_qp 2 printed no rows: $(head -3 "$tmp/qp.lines")"
+"$psbctl" --ctl "$tmp/psb.ctl" --json roce_qp 2 >"$tmp/qp2.json" || fail "psbctl --json roce_qp 2"
+python3 - "$tmp/qp2.json" "$tmp/e.json" <<'PY' || fail "roce_qp 2: not the two busiest"
+import json, sys
+q = json.load(open(sys.argv[1]))["roce_qp"]
+e = json.load(open(sys.argv[2]))
+busiest = sorted((r["pkts"] for r in e["qps"]), reverse=True)[:2]
+assert [r["pkts"] for r in q["qps"]] == busiest and q["tracked"] == len(e["qps"]), (q, busiest)
+PY
 python3 - "/var/run/dpdk/$prefix/dpdk_telemetry.v2" "$tmp/e.json" <<'PY' || fail "telemetry /psb/roce_qp"
 import json, socket, sys
 s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
@@ -238,7 +246,13 @@ grep -q "^RoCE passed: v1 6, v2 IPv4 78, v2 IPv6 36 frames" "$tmp/psb.log" ||
 grep -q "^VER *QPN *SRC *DST *PKTS" "$tmp/psb.log" || fail "show roce qp: no header"
 grep -Eq "^v2_ip4 0x000101 198.18.0.3 +198.18.0.2 +30 " "$tmp/psb.log" ||
 	fail "show roce qp: no row of QP 0x101 with its 30 packets"
-log "RoCE counted per queue pair: psbctl, telemetry and show roce qp as the scenario says"
+ip netns exec "$ns" curl -sf --max-time 5 http://127.0.0.1:9464/metrics >"$tmp/prom" ||
+	fail "no Prometheus page"
+grep -q '^psb_roce_qp_passed_packets_total{version="v2_ip4",qpn="257",src="198.18.0.3",dst="198.18.0.2"} 30$' \
+	"$tmp/prom" || fail "Prometheus: no series of QP 0x101: $(grep -m3 psb_roce_qp "$tmp/prom")"
+grep -q '^psb_passthrough_icrc_bad_packets_total 6$' "$tmp/prom" ||
+	fail "Prometheus: no passthrough totals: $(grep -m3 psb_passthrough "$tmp/prom")"
+log "RoCE counted per queue pair: psbctl, telemetry, show roce qp and Prometheus as the scenario says"
 stop
 
 log "run 2: --isolate on a net_tap wire port (refused here), bridged to the peer"

@@ -183,12 +183,20 @@ psb_passthrough_read(struct psb_passthrough_view *v, struct psb_roce_qp *rows, u
 {
 	struct psb_role_inst *ri = __atomic_load_n(&g_pt, __ATOMIC_ACQUIRE);
 	const struct pt_priv *pp;
-	uint32_t s0, tries, n;
+	struct psb_roce_qp *all = NULL;
+	uint32_t s0, tries, n = 0;
+	int rc = -EAGAIN;
 
 	memset(v, 0, sizeof(*v));
 	if (ri == NULL || ri->priv == NULL)
 		return -ENOENT;
 	pp = ri->priv;
+	/* the busiest max of them all: every one copied, sorted, the first max kept */
+	if (rows != NULL && max != 0) {
+		all = max >= pp->st.qp_cap ? rows : malloc(sizeof(*all) * pp->st.qp_cap);
+		if (all == NULL)
+			return -ENOMEM;
+	}
 	for (tries = 0; tries < 1000; tries++) {
 		s0 = __atomic_load_n(&pp->seq, __ATOMIC_ACQUIRE);
 		if (s0 & 1) {
@@ -197,19 +205,27 @@ psb_passthrough_read(struct psb_passthrough_view *v, struct psb_roce_qp *rows, u
 		}
 		v->st = pp->pub_st;
 		v->tot = pp->pub_tot;
-		n = pp->pub_n < max ? pp->pub_n : max;
-		if (rows != NULL && n != 0)
-			memcpy(rows, pp->pub_rows, sizeof(*rows) * n);
+		n = pp->pub_n <= pp->st.qp_cap ? pp->pub_n : pp->st.qp_cap;
+		if (all != NULL && n != 0)
+			memcpy(all, pp->pub_rows, sizeof(*all) * n);
 		rte_smp_rmb();
 		if (__atomic_load_n(&pp->seq, __ATOMIC_ACQUIRE) == s0) {
-			v->nrows = rows != NULL ? n : 0;
-			v->tracked = pp->pub_n;
-			if (rows != NULL)
-				psb_roce_qp_sort(rows, v->nrows);
-			return 0;
+			rc = 0;
+			break;
 		}
 	}
-	return -EAGAIN;
+	if (rc == 0) {
+		v->tracked = n;
+		if (all != NULL) {
+			psb_roce_qp_sort(all, n);
+			v->nrows = n < max ? n : max;
+			if (all != rows)
+				memcpy(rows, all, sizeof(*rows) * v->nrows);
+		}
+	}
+	if (all != rows)
+		free(all);
+	return rc;
 }
 
 const struct psb_role psb_role_passthrough = {
