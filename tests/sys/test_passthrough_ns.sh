@@ -253,6 +253,17 @@ grep -q '^psb_roce_qp_passed_packets_total{version="v2_ip4",qpn="257",src="198.1
 grep -q '^psb_passthrough_icrc_bad_packets_total 6$' "$tmp/prom" ||
 	fail "Prometheus: no passthrough totals: $(grep -m3 psb_passthrough "$tmp/prom")"
 log "RoCE counted per queue pair: psbctl, telemetry, show roce qp and Prometheus as the scenario says"
+"$psbctl" --ctl "$tmp/psb.ctl" reset_state >/dev/null || fail "reset_state"
+sleep 0.3
+"$psbctl" --ctl "$tmp/psb.ctl" --json roce_qp >"$tmp/qp3.json" || fail "psbctl roce_qp after reset"
+python3 - "$tmp/qp3.json" <<'PY' || fail "reset_state left RoCE figures"
+import json, sys
+q = json.load(open(sys.argv[1]))["roce_qp"]
+t = q["totals"]
+assert q["tracked"] == 0 and q["qps"] == [] and q["cap"] == 256 and q["accounting"], q
+assert t["v2_ip4"] + t["v2_ip6"] + t["v1"] + t["qp_new"] + t["icrc_bad"] == 0, t
+PY
+log "reset_state: the queue pairs and RoCE totals start again"
 stop
 
 log "run 2: --isolate on a net_tap wire port (refused here), bridged to the peer"
