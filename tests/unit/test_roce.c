@@ -348,6 +348,21 @@ test_qp_psn(void **state)
 	const struct psb_roce_totals *tot;
 	const struct psb_roce_qp *q, *r;
 	struct psb_roce_spec req, ack;
+	/* responses to QP 0x99: ACKs, a duplicate, three NAKs, a READ response with a loss */
+	static const struct {
+		uint8_t op, syn;
+		uint32_t psn, payload;
+	} resp[] = {
+		{ 0x11, 0x1f, 5, 0 },		/* ACK */
+		{ 0x11, 0x1f, 9, 0 },		/* coalesced: no gap */
+		{ 0x11, 0x1f, 9, 0 },		/* again: a duplicate */
+		{ 0x11, 0x60, 10, 0 },		/* NAK PSN sequence error */
+		{ 0x11, 0x3f, 11, 0 },		/* RNR NAK */
+		{ 0x11, 0x62, 12, 0 },		/* NAK remote access error */
+		{ 0x0d, 0, 13, 1024 },		/* READ response FIRST, */
+		{ 0x0e, 0, 14, 1024 },		/* MIDDLE, (15 lost) */
+		{ 0x0f, 0, 16, 1024 },		/* LAST */
+	};
 	static const uint32_t req_psn[] = {
 		10, 11, 12, 15, 16, 16, 14,	/* 13-14 lost (2), then 16 and 14 again */
 		1000, 0x7f0000, 0xfe0000,	/* ahead by less than half: skips */
@@ -395,34 +410,13 @@ test_qp_psn(void **state)
 	memcpy(ack.src, req.dst, 16);
 	memcpy(ack.dst, req.src, 16);
 	ack.dqpn = 0x99;
-	ack.payload = 0;
-	ack.syndrome = 0x1f;			/* ACK */
-	ack.psn = 5;
-	feed(t, &ack, 3000);
-	ack.psn = 9;				/* coalesced: no gap */
-	feed(t, &ack, 3001);
-	ack.psn = 9;				/* again: a duplicate */
-	feed(t, &ack, 3002);
-	ack.syndrome = 0x60;			/* NAK PSN sequence error */
-	ack.psn = 10;
-	feed(t, &ack, 3003);
-	ack.syndrome = 0x3f;			/* RNR NAK */
-	ack.psn = 11;
-	feed(t, &ack, 3004);
-	ack.syndrome = 0x62;			/* NAK remote access error */
-	ack.psn = 12;
-	feed(t, &ack, 3005);
-	ack.opcode = 0x0d;			/* READ response FIRST 13, MIDDLE 14, (15 lost), LAST 16 */
-	ack.syndrome = 0;
-	ack.payload = 1024;
-	ack.psn = 13;
-	feed(t, &ack, 3006);
-	ack.opcode = 0x0e;
-	ack.psn = 14;
-	feed(t, &ack, 3007);
-	ack.opcode = 0x0f;
-	ack.psn = 16;
-	feed(t, &ack, 3008);
+	for (i = 0; i < sizeof(resp) / sizeof(resp[0]); i++) {
+		ack.opcode = resp[i].op;
+		ack.syndrome = resp[i].syn;
+		ack.psn = resp[i].psn;
+		ack.payload = resp[i].payload;
+		feed(t, &ack, 3000 + i);
+	}
 	r = qp_of(t, &ack);
 	assert_non_null(r);
 	assert_ptr_not_equal(r, q);
