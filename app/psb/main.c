@@ -204,9 +204,9 @@ log_bounds(const struct psb_app *app)
 	if (app->has_exc)
 		PSB_INFO(main, "passthrough: exception port %s: frames not psb's go there "
 			 "untouched, the host's out of port %s; %s at most %u RoCE queue pairs "
-			 "(--roce-qps; then the least recently seen is evicted), %u frames queued "
-			 "for the host; frames over its MTU %u are dropped for the host (counted, "
-			 "host_dropped)", app->specs[app->exc_idx].spec, app->specs[0].spec,
+			 "(--roce-qps; then one not seen lately is evicted), %u frames queued for "
+			 "the host (--exception-queue); frames over its MTU %u are dropped for the "
+			 "host (counted, host_dropped)", app->specs[app->exc_idx].spec, app->specs[0].spec,
 			 app->roce_accounting ? "counting" : "not counting (--no-roce-accounting),",
 			 app->roce_qps, psb_role_ring(&psb_role_passthrough, app), app->exc_mtu);
 	if (app->sched_ip == 0)

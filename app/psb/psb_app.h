@@ -193,6 +193,7 @@ struct psb_app {
 	uint16_t exc_idx;
 	uint16_t exc_mtu;		/* the exception port's MTU in effect */
 	uint32_t roce_qps;		/* queue pairs counted at once */
+	uint32_t exc_queue;		/* the passthrough role's ring: frames for the host */
 	int roce_accounting;
 	int isolate;			/* asked for; isolated: the port took the rules */
 	int isolated;

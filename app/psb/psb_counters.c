@@ -576,8 +576,8 @@ static const struct psb_metric pt_figs[] = {
 	PT("becn", tot.becn, COUNTER, U64, PACKETS, NULL, "RoCE frames with the BTH BECN bit"),
 	PT("qp_new", tot.qp_new, COUNTER, U64, NONE, NULL, "Queue pairs taken into the table"),
 	PT("qp_evicted", tot.qp_evicted, COUNTER, U64, NONE, NULL,
-		"Queue pairs dropped from the table to make room (node.roce_qps reached): the "
-		"least recently seen"),
+		"Queue pairs dropped from the table to make room (node.roce_qps reached): one "
+		"not seen since the clock last passed (second chance)"),
 	PT("qp_tracked", tot.qp_tracked, GAUGE, U64, NONE, NULL, "Queue pairs in the table now"),
 	PT("qp_cap", st.qp_cap, GAUGE, U64, NONE, NULL,
 		"Queue pairs the table holds at most (node.roce_qps)"),

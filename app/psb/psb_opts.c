@@ -152,9 +152,11 @@ static const struct conf_opt conf_opts[] = {
 	N("exception", "node.exception", "SPEC", "passthrough: the port toward the host's kernel "
 	  "(tap:IFNAME):\nevery frame that is not psb's goes there bit for bit, what the\n"
 	  "kernel sends goes out of the first port; RoCE is counted per QP"),
-	N("roce-qps", "node.roce_qps", "N", "RoCE queue pairs counted at once (the least recently "
-	  "seen\nmakes room for a new one, counted as evicted)"),
+	N("roce-qps", "node.roce_qps", "N", "RoCE queue pairs counted at once (one not seen "
+	  "lately\nmakes room for a new one, counted as evicted)"),
 	F("no-roce-accounting", "node.roce_accounting", "false", "pass RoCE through uncounted"),
+	N("exception-queue", "node.exception_queue", "N", "frames queued for the host at most (a "
+	  "power of 2; past it\nthey are lost, counted as rx's ring_full)"),
 	F("isolate", "node.isolate", "true", "rte_flow isolated mode on the first port: only "
 	  "psb's ports\nand groups to psb, the rest to the kernel (needs --exception,\nused "
 	  "where the port refuses)"),
@@ -683,6 +685,7 @@ derive(struct psb_app *app, struct psb_run_opts *ro)
 		app->has_exc = 1;
 	}
 	app->roce_qps = (uint32_t)n->roce_qps;
+	app->exc_queue = (uint32_t)n->exception_queue;
 	app->roce_accounting = n->roce_accounting;
 	app->isolate = n->isolate;
 	snprintf(ro->lcores, sizeof(ro->lcores), "%s", n->lcores);

@@ -96,7 +96,10 @@ const struct psb_conf_field psb_exp_node_table[] = {
 	  "first port (\"\": none, such frames are dropped)" },
 	{ "roce_qps", PSB_CONF_UINT, OFF(psb_exp_node, roce_qps), 0, 0, "1024", 1, 65536, NULL,
 	  NULL, "RoCE queue pairs the passthrough counts at once; a new one past them takes the "
-	  "place of the one seen least recently (counted as evicted)" },
+	  "place of one not seen lately (a second-chance clock; counted as evicted)" },
+	{ "exception_queue", PSB_CONF_UINT, OFF(psb_exp_node, exception_queue), 0, 0, "4096", 64,
+	  65536, NULL, NULL, "frames the rx role may queue for the host at most (a power of 2); "
+	  "past it they are lost, counted as the rx role's ring_full" },
 	{ "roce_accounting", PSB_CONF_BOOL, OFF(psb_exp_node, roce_accounting), 0, 0, "true", 0,
 	  0, NULL, NULL, "count the RoCE traffic passed through per queue pair (false: pass it "
 	  "uncounted)" },
@@ -416,6 +419,9 @@ psb_exp_check(const struct psb_exp_conf *c, bool need_node, char *err, size_t er
 	    psb_cli_name_check(n->file_prefix, PSB_PREFIX_MAX, why, sizeof(why)) != 0)
 		return psb_fail(err, errlen, "node.file_prefix: %s (it names the DPDK runtime "
 				"directory)", why);
+	if ((n->exception_queue & (n->exception_queue - 1)) != 0)
+		return psb_fail(err, errlen, "node.exception_queue: %llu is not a power of 2",
+				(unsigned long long)n->exception_queue);
 	if (n->isolate && n->exception[0] == '\0')
 		return psb_fail(err, errlen, "node.isolate: needs node.exception, the port the "
 				"host's traffic takes where the first port refuses isolation");

@@ -71,6 +71,7 @@ struct psb_exp_node {
 	 */
 	char exception[256];
 	uint64_t roce_qps;
+	uint64_t exception_queue;	/* frames waiting for the host at most (a power of 2) */
 	bool roce_accounting;		/* false: passed on uncounted (to measure its cost) */
 	bool isolate;			/* rte_flow isolated mode: only psb's traffic to psb */
 	char file_prefix[64];

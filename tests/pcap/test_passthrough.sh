@@ -10,7 +10,8 @@
 #  - every counter exact: per queue pair and the totals as psb-rocegen's scenario says
 #    (from the stats file, the same rows the control plane shows), frames and bytes each way;
 #  - a table of 8 queue pairs under 100 more: evicted, counted, every frame in the totals;
-#  - accounting off: the same bytes pass, nothing is counted.
+#  - accounting off: the same bytes pass, nothing is counted; the queue for the host is what
+#    --exception-queue says, and one not a power of 2 is refused.
 set -euo pipefail
 PSB=$1 GEN=$2 COMPARE=$3 LIBPY=$4
 DIR=$(mktemp -d /tmp/psb-pt-XXXXXX)
@@ -145,8 +146,16 @@ PY
 # accounting off: the same frames pass, nothing counted
 "$GEN" --wire "$DIR/w.pcap" --host "$DIR/h.pcap" --expect "$DIR/e.json" >/dev/null
 mix
-run_psb 1024 --no-roce-accounting
+run_psb 1024 --no-roce-accounting --exception-queue 64
 check_bytes || fail "accounting off: the bytes passed are not the bytes given"
+grep -q "64 frames queued for the host (--exception-queue)" "$DIR/psb.log" ||
+	fail "psb did not print its queue for the host"
+if "$PSB" --role server --ip 198.18.0.1 --port null --exception null:sink \
+	--exception-queue 100 --no-huge > "$DIR/bad.log" 2>&1; then
+	fail "an exception queue of 100 frames was taken"
+fi
+grep -q "node.exception_queue: 100 is not a power of 2" "$DIR/bad.log" ||
+	fail "the refusal did not name node.exception_queue: $(tail -1 "$DIR/bad.log")"
 python3 - "$DIR/qp.json" <<'PY' || fail "accounting off still counted"
 import json, sys
 q = json.load(open(sys.argv[1]))

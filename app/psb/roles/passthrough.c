@@ -39,6 +39,12 @@ pt_count(const struct psb_app *app)
 	return app->has_exc ? 1 : 0;
 }
 
+static unsigned int
+pt_ring_size(const struct psb_app *app)
+{
+	return app->exc_queue;
+}
+
 static int
 pt_init(struct psb_role_inst *ri)
 {
@@ -231,7 +237,7 @@ psb_passthrough_read(struct psb_passthrough_view *v, struct psb_roce_qp *rows, u
 const struct psb_role psb_role_passthrough = {
 	.name = "passthrough",
 	.count = pt_count,
-	.ring = 4096,
+	.ring_size = pt_ring_size,
 	.init = pt_init,
 	.poll = pt_poll,
 	.ctl = pt_ctl,
