@@ -11,11 +11,19 @@
 #   noacct   the same with --no-roce-accounting: passed, not counted;
 #   testpmd  dpdk-testpmd io-forwarding the same replay into a null port on the same CPU:
 #            what the ports themselves move (its Tx-pps).
+# and over memif, the stream coming from another process on the other CPU (--gen-cpu:
+# dpdk-testpmd io-forwarding the replay into a memif server):
+#   memif-acct, memif-noacct  psb as the memif client, as above;
+#   memif-port                dpdk-testpmd as the memif client, receiving only: what the
+#                             port itself delivers (its Rx-pps).
 # Prints medians and the paired ratios with their bootstrap 95 % intervals: frames/s with
 # accounting on (target >= 10 M/s for small frames), the cost of accounting (on against off,
-# target <= 15 %), and psb against the ports' own rate for 4 KB frames (keeping up).
+# target <= 15 %) from memory and over memif, and for 4 KB frames over memif psb with
+# accounting against the port's rate, what psb takes from it without (keeping up). The
+# replayed stream's PSNs start over at each pass, so its frames count as retransmissions:
+# the same work.
 #
-#   scripts/bench/passthrough.sh [--pairs N] [--seconds S] [--cpu N] [--out DIR]
+#   scripts/bench/passthrough.sh [--pairs N] [--seconds S] [--cpu N] [--gen-cpu N] [--out DIR]
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 . scripts/bench/common.sh
@@ -23,7 +31,8 @@ cd "$(dirname "$0")/../.."
 PAIRS=7
 SECS=3
 CPU=1
-BENCH_OPTS=([--pairs]=PAIRS [--seconds]=SECS [--cpu]=CPU [--out]=OUT)
+GEN_CPU=0
+BENCH_OPTS=([--pairs]=PAIRS [--seconds]=SECS [--cpu]=CPU [--gen-cpu]=GEN_CPU [--out]=OUT)
 bench_options passthrough.sh "$@"
 GEN=$BUILD/app/psb-rocegen/psb-rocegen
 TESTPMD=$(command -v dpdk-testpmd || true)
@@ -32,10 +41,11 @@ bench_built "$PSB" "$PSBCTL" "$GEN"
 bench_out passthrough
 bench_scratch pt
 {
-	bench_about "$BUILD" "CPU $CPU for every run (psb -l $CPU; testpmd's two lcores on it)" \
+	bench_about "$BUILD" "CPU $CPU for every run (psb -l $CPU; testpmd's two lcores on it); the memif generator on CPU $GEN_CPU" \
 		"$COMMAND"
-	echo "workload psb-rocegen --flood 4096 --qps 64: RC ACKs (62 B) and RC WRITE_MIDDLEs" \
-		"(4154 B); $PAIRS rounds of $SECS s runs, acct, noacct and testpmd in rotating order"
+	echo "workload psb-rocegen --flood N --qps 64: RC ACKs (62 B) and RC WRITE_MIDDLEs" \
+		"(4154 B); $PAIRS rounds of $SECS s runs, acct, noacct and the ports alone, from" \
+		"memory and over memif, in rotating order"
 } > "$OUT/ABOUT.txt"
 cat "$OUT/ABOUT.txt"
 
@@ -44,18 +54,51 @@ cat "$OUT/ABOUT.txt"
 "$GEN" --wire "$TMP/large.pcap" --host "$TMP/h.pcap" --expect "$TMP/e.json" --flood 1024 \
 	--qps 64 --max-payload 4096 >/dev/null
 
+# gen_start SIZE: the memif generator, testpmd io-forwarding the replay to a memif server
+gen_start() {
+	rm -f "$TMP/m.sock"
+	"$TESTPMD" --lcores "0@$GEN_CPU,1@$GEN_CPU" --no-huge -m 1024 --no-pci \
+		--file-prefix "$BENCH_PREFIX-gen" \
+		--vdev "net_pcap0,rx_pcap=$TMP/$1.pcap,tx_pcap=/dev/null,infinite_rx=1" \
+		--vdev "net_memif0,role=server,socket=$TMP/m.sock,socket-abstract=no,bsize=9216,rsize=11" \
+		-- --forward-mode=io --nb-cores=1 --total-num-mbufs=32768 --mbuf-size=9216 \
+		--stats-period 1 >"$TMP/gen.log" 2>&1 </dev/null &
+	GEN_PID=$!
+	PIDS+=("$GEN_PID")
+	# its port started, not only its socket made: a client that connects before stays down
+	for ((i = 0; i < 100; i++)); do
+		grep -q "packet forwarding - ports" "$TMP/gen.log" && sleep 0.5 && return
+		sleep 0.1
+	done
+	cat "$TMP/gen.log" >&2
+	exit 1
+}
+
+gen_stop() {
+	kill "$GEN_PID" 2>/dev/null || true
+	wait "$GEN_PID" 2>/dev/null || true
+}
+
 # psb_run MODE SIZE OUT: psb passing the stream through for SECS; its rate from its counters
 psb_run() {
-	local mode=$1 size=$2 out=$3 extra=() a b t0 t1 i
-	[ "$mode" = noacct ] && extra=(--no-roce-accounting)
+	local mode=$1 size=$2 out=$3 extra=() a b t0 t1 i port
+	port="pcap:$TMP/$size.pcap:/dev/null:loop"
+	case $mode in *noacct) extra=(--no-roce-accounting) ;; esac
+	case $mode in memif-*) port="memif:client:$TMP/m.sock"; gen_start "$size" ;; esac
 	rm -f "$TMP/c.sock"
-	"$PSB" --role server --ip 198.18.0.1 --port "pcap:$TMP/$size.pcap:/dev/null:loop" \
+	"$PSB" --role server --ip 198.18.0.1 --port "$port" \
 		--exception null:sink -l "$CPU" --no-huge --file-prefix "$BENCH_PREFIX-psb" \
 		--ctl "$TMP/c.sock" --mtu 9000 "${extra[@]}" >"$TMP/psb.log" 2>&1 &
 	local pid=$!
 	PIDS+=("$pid")
 	for ((i = 0; i < 100; i++)); do [ -S "$TMP/c.sock" ] && break; sleep 0.1; done
 	[ -S "$TMP/c.sock" ] || { cat "$TMP/psb.log" >&2; exit 1; }
+	# frames flowing (a memif link comes up some time after the socket), then a second more
+	for ((i = 0; i < 100; i++)); do
+		"$PSBCTL" --ctl "$TMP/c.sock" counters passthrough.to_host_pkts |
+			grep -qv ' 0$' && break
+		sleep 0.1
+	done
 	sleep 1
 	a=$("$PSBCTL" --ctl "$TMP/c.sock" --json counters passthrough)
 	t0=$(date +%s.%N)
@@ -64,6 +107,7 @@ psb_run() {
 	t1=$(date +%s.%N)
 	"$PSBCTL" --ctl "$TMP/c.sock" quit >/dev/null
 	wait "$pid" || true
+	case $mode in memif-*) gen_stop ;; esac
 	python3 - "$mode" "$size" "$t0" "$t1" "$out" "$a" "$b" <<'PY'
 import json, sys
 mode, size, t0, t1, out = sys.argv[1:6]
@@ -79,43 +123,54 @@ json.dump({"mode": mode, "size": size, "wall_s": wall, "pkts": pkts, "bytes": by
 PY
 }
 
-# testpmd_run SIZE OUT: the same replay io-forwarded into a null port; its Tx-pps
+# testpmd_run MODE SIZE OUT: testpmd, its rate from its statistics of each second:
+#   testpmd     the replay io-forwarded into a null port (port 1's Tx-pps);
+#   memif-port  the memif generator's stream received and dropped (port 0's Rx-pps)
 testpmd_run() {
-	local size=$1 out=$2
+	local mode=$1 size=$2 out=$3 args
+	if [ "$mode" = testpmd ]; then
+		args=(--vdev "net_pcap0,rx_pcap=$TMP/$size.pcap,tx_pcap=/dev/null,infinite_rx=1"
+			--vdev net_null0,no-rx=1 -- --forward-mode=io --max-pkt-len=9200)
+	else
+		gen_start "$size"
+		args=(--vdev "net_memif0,role=client,socket=$TMP/m.sock,socket-abstract=no"
+			-- --forward-mode=rxonly)
+	fi
 	timeout $((SECS + 8)) "$TESTPMD" --lcores "0@$CPU,1@$CPU" --no-huge -m 1024 --no-pci \
-		--file-prefix "$BENCH_PREFIX-tpmd" \
-		--vdev "net_pcap0,rx_pcap=$TMP/$size.pcap,tx_pcap=/dev/null,infinite_rx=1" \
-		--vdev net_null0,no-rx=1 -- --forward-mode=io --nb-cores=1 --stats-period 1 \
-		--total-num-mbufs=16384 --mbuf-size=9216 --max-pkt-len=9200 \
-		>"$TMP/tpmd.log" 2>&1 || true
-	python3 - "$size" "$TMP/tpmd.log" "$out" "$SECS" "$TMP/$size.pcap" <<'PY'
+		--file-prefix "$BENCH_PREFIX-tpmd" "${args[@]}" --nb-cores=1 --stats-period 1 \
+		--total-num-mbufs=16384 --mbuf-size=9216 >"$TMP/tpmd.log" 2>&1 || true
+	[ "$mode" = testpmd ] || gen_stop
+	python3 - "$mode" "$size" "$TMP/tpmd.log" "$out" "$SECS" "$TMP/$size.pcap" <<'PY'
 import json, re, struct, sys
-size, log, out, secs = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
-# every frame of a stream is as long as the first (testpmd's null port counts no bytes)
-flen = struct.unpack("<IIII", open(sys.argv[5], "rb").read()[24:40])[2]
+mode, size, log, out, secs = sys.argv[1:5] + [int(sys.argv[5])]
+# every frame of a stream is as long as the first (a null port counts no bytes)
+flen = struct.unpack("<IIII", open(sys.argv[6], "rb").read()[24:40])[2]
 text = open(log).read()
-# each period's stats: port 1 (the null port) Tx-pps and Tx-bps
-blocks = re.findall(r"NIC statistics for port 1.*?Tx-pps:\s+(\d+)\s+Tx-bps:\s+(\d+)", text, re.S)
-if len(blocks) < secs + 2:
-    sys.exit("testpmd: %d periods of statistics (%s)" % (len(blocks), log))
-pps = sorted(int(p) for p, _ in blocks[2:])
-json.dump({"mode": "testpmd", "size": size, "periods": len(pps), "frame_len": flen,
+if mode == "testpmd":
+    pat = r"NIC statistics for port 1.*?Tx-pps:\s+(\d+)"
+else:
+    pat = r"NIC statistics for port 0.*?Rx-pps:\s+(\d+)"
+rates = [int(p) for p in re.findall(pat, text, re.S)]
+if len(rates) < secs + 2:
+    sys.exit("testpmd: %d periods of statistics (%s)" % (len(rates), log))
+pps = sorted(rates[2:])
+json.dump({"mode": mode, "size": size, "periods": len(pps), "frame_len": flen,
            "mpps": pps[len(pps) // 2] / 1e6, "gbps": pps[len(pps) // 2] * flen * 8 / 1e9},
           open(out, "w"), indent=1)
 PY
 }
 
-total=$((PAIRS * 6))
+total=$((PAIRS * 12))
 for p in $(seq "$PAIRS"); do
 	case $((p % 3)) in
-	1) order="acct noacct testpmd" ;;
-	2) order="noacct testpmd acct" ;;
-	0) order="testpmd acct noacct" ;;
+	1) order="acct noacct testpmd memif-acct memif-noacct memif-port" ;;
+	2) order="noacct testpmd acct memif-noacct memif-port memif-acct" ;;
+	0) order="testpmd acct noacct memif-port memif-acct memif-noacct" ;;
 	esac
 	for size in small large; do
 		for m in $order; do
-			if [ "$m" = testpmd ]; then
-				testpmd_run "$size" "$OUT/raw/$m-$size-$p.json"
+			if [ "$m" = testpmd ] || [ "$m" = memif-port ]; then
+				testpmd_run "$m" "$size" "$OUT/raw/$m-$size-$p.json"
 			else
 				psb_run "$m" "$size" "$OUT/raw/$m-$size-$p.json"
 			fi
