@@ -136,7 +136,7 @@ testpmd_run() {
 		args=(--vdev "net_memif0,role=client,socket=$TMP/m.sock,socket-abstract=no"
 			-- --forward-mode=rxonly)
 	fi
-	timeout $((SECS + 8)) "$TESTPMD" --lcores "0@$CPU,1@$CPU" --no-huge -m 1024 --no-pci \
+	timeout $((SECS + 15)) "$TESTPMD" --lcores "0@$CPU,1@$CPU" --no-huge -m 1024 --no-pci \
 		--file-prefix "$BENCH_PREFIX-tpmd" "${args[@]}" --nb-cores=1 --stats-period 1 \
 		--total-num-mbufs=16384 --mbuf-size=9216 >"$TMP/tpmd.log" 2>&1 || true
 	[ "$mode" = testpmd ] || gen_stop
