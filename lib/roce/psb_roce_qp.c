@@ -118,12 +118,6 @@ lookup_of(const struct psb_roce_qptab *t, uint8_t kind, uint32_t dqpn, const uin
 	return NIL;
 }
 
-static uint32_t
-lookup(const struct psb_roce_qptab *t, const struct psb_roce_qp_key *k, uint32_t h)
-{
-	return lookup_of(t, k->kind, k->dqpn, k->src, k->dst, h);
-}
-
 static void
 chain_remove(struct psb_roce_qptab *t, uint32_t i)
 {
@@ -297,15 +291,8 @@ psb_roce_qptab_totals(const struct psb_roce_qptab *t)
 const struct psb_roce_qp *
 psb_roce_qptab_find(const struct psb_roce_qptab *t, const struct psb_roce_qp_key *k)
 {
-	struct psb_roce_qp_key kk;
-	uint32_t i;
+	uint32_t i = lookup_of(t, k->kind, k->dqpn, k->src, k->dst, key_hash(t, k));
 
-	memset(&kk, 0, sizeof(kk));
-	kk.kind = k->kind;
-	kk.dqpn = k->dqpn;
-	memcpy(kk.src, k->src, 16);
-	memcpy(kk.dst, k->dst, 16);
-	i = lookup(t, &kk, key_hash(t, &kk));
 	return i == NIL ? NULL : &t->e[i];
 }
 
