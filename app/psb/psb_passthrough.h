@@ -1,6 +1,7 @@
 /*
- * The passthrough role's figures as the control plane reads them: its own counts, the RoCE
- * totals and the queue pairs it tracks, published by the role every 100 ms and at its end.
+ * The passthrough role's figures as the control plane reads them: its own counts and the
+ * RoCE totals, published by the role every 100 ms and at its end, and the queue pairs it
+ * tracks, copied out by the role when a reader asks.
  */
 #ifndef PSB_PASSTHROUGH_H
 #define PSB_PASSTHROUGH_H
@@ -27,8 +28,10 @@ struct psb_passthrough_view {
 };
 
 /*
- * What the role published last: v, and up to max of its queue pairs into rows (NULL: none).
- * 0; -ENOENT when this node passes nothing through; -EAGAIN when it kept changing.
+ * What the role published last: v, and up to max of its queue pairs, the busiest, as they
+ * are now, into rows (NULL: none; the role is asked for them, and waited for half a second
+ * at most). 0; -ENOENT when this node passes nothing through; -EAGAIN when the figures kept
+ * changing or the role did not answer; -ENOMEM.
  */
 int psb_passthrough_read(struct psb_passthrough_view *v, struct psb_roce_qp *rows,
 			 uint32_t max);

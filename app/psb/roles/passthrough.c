@@ -5,6 +5,7 @@
  * the first port. Both ways untouched, bit for bit. RoCE among them is counted per queue
  * pair (lib/roce), in a table of node.roce_qps entries.
  */
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -16,22 +17,31 @@
 #include "psb_passthrough.h"
 #include "psb_roce.h"
 
-#define PUB_EVERY_NS	(100ull * 1000 * 1000)	/* rows and totals for the control plane */
+#define PUB_EVERY_NS	(100ull * 1000 * 1000)	/* totals for the control plane */
+#define ROWS_WAIT_US	500000			/* a reader waits this long for the rows */
 
+/*
+ * What the control plane reads. The counts and totals, small, are published every 100 ms
+ * under a sequence lock. The queue pairs (up to 65536 of 256 bytes) are copied only when a
+ * reader asks (rows_want), between two passes of the role, never on a timer: a copy of 16 MB
+ * every 100 ms would hold up the frames of its lcore for milliseconds.
+ */
 struct pt_priv {
 	struct psb_roce_qptab *qp;
 	uint16_t exc_port, wire_port;
 	uint64_t next_pub_ns;
 	struct psb_pt_stats st;
-	/* published: a sequence lock, odd while being written */
-	volatile uint32_t seq;
+	volatile uint32_t seq;		/* odd while pub_st and pub_tot are written */
 	struct psb_pt_stats pub_st;
 	struct psb_roce_totals pub_tot;
-	uint32_t pub_n;
+	volatile uint32_t rows_want, rows_done;	/* a reader's request, and the role's answer */
+	volatile int over;		/* the role ended: pub_rows stay as they are */
+	uint32_t rows_n;
 	struct psb_roce_qp *pub_rows;	/* [roce_qps] */
 };
 
 static struct psb_role_inst *g_pt;	/* the one instance, for the readers */
+static pthread_mutex_t rows_lock = PTHREAD_MUTEX_INITIALIZER;	/* one reader of rows at once */
 
 static unsigned int
 pt_count(const struct psb_app *app)
@@ -94,8 +104,17 @@ publish(struct pt_priv *pp)
 	psb_seq_write_begin(&pp->seq);
 	pp->pub_st = pp->st;
 	pp->pub_tot = *psb_roce_qptab_totals(pp->qp);
-	pp->pub_n = psb_roce_qptab_entries(pp->qp, pp->pub_rows, pp->st.qp_cap);
 	psb_seq_write_end(&pp->seq);
+}
+
+/* The queue pairs for the reader that asked; on the role's lcore (or in its place). */
+static void
+publish_rows(struct pt_priv *pp)
+{
+	uint32_t want = __atomic_load_n(&pp->rows_want, __ATOMIC_ACQUIRE);
+
+	pp->rows_n = psb_roce_qptab_entries(pp->qp, pp->pub_rows, pp->st.qp_cap);
+	__atomic_store_n(&pp->rows_done, want, __ATOMIC_RELEASE);
 }
 
 static int
@@ -151,6 +170,8 @@ pt_poll(struct psb_role_inst *ri)
 		publish(pp);
 		pp->next_pub_ns = now + PUB_EVERY_NS;
 	}
+	if (unlikely(pp->rows_want != pp->rows_done))
+		publish_rows(pp);
 	return work;
 }
 
@@ -180,58 +201,81 @@ pt_fini(struct psb_role_inst *ri)
 		pp->st.host_dropped++;
 		rte_pktmbuf_free(m);
 	}
-	if (pp->qp != NULL && pp->pub_rows != NULL)
-		publish(pp);	/* the final figures stay for the exit report */
+	if (pp->qp != NULL && pp->pub_rows != NULL) {
+		/* the final figures stay for the exit report */
+		publish(pp);
+		publish_rows(pp);
+		__atomic_store_n(&pp->over, 1, __ATOMIC_RELEASE);
+	}
+}
+
+/*
+ * The queue pairs now, into all (qp_cap of them): asked of the role and waited for, or
+ * copied here where the role cannot answer (it ended, or runs on this very lcore, between
+ * its passes). How many, or -EAGAIN when the role did not answer in ROWS_WAIT_US.
+ */
+static int
+read_rows(struct psb_role_inst *ri, struct pt_priv *pp, struct psb_roce_qp *all)
+{
+	uint32_t want, i;
+	int n = -EAGAIN;
+
+	pthread_mutex_lock(&rows_lock);
+	if (__atomic_load_n(&pp->over, __ATOMIC_ACQUIRE)) {
+		n = (int)pp->rows_n;
+	} else {
+		want = pp->rows_done + 1;
+		__atomic_store_n(&pp->rows_want, want, __ATOMIC_RELEASE);
+		if (rte_lcore_id() == ri->lcore)
+			publish_rows(pp);
+		for (i = 0; i < ROWS_WAIT_US / 100; i++) {
+			if (__atomic_load_n(&pp->rows_done, __ATOMIC_ACQUIRE) == want ||
+			    __atomic_load_n(&pp->over, __ATOMIC_ACQUIRE)) {
+				n = (int)pp->rows_n;
+				break;
+			}
+			rte_delay_us_sleep(100);
+		}
+	}
+	if (n > 0)
+		memcpy(all, pp->pub_rows, sizeof(*all) * (uint32_t)n);
+	pthread_mutex_unlock(&rows_lock);
+	return n;
 }
 
 int
 psb_passthrough_read(struct psb_passthrough_view *v, struct psb_roce_qp *rows, uint32_t max)
 {
 	struct psb_role_inst *ri = __atomic_load_n(&g_pt, __ATOMIC_ACQUIRE);
-	const struct pt_priv *pp;
-	struct psb_roce_qp *all = NULL;
-	uint32_t s0, tries, n = 0;
-	int rc = -EAGAIN;
+	struct psb_roce_qp *all;
+	struct pt_priv *pp;
+	int n;
 
 	memset(v, 0, sizeof(*v));
 	if (ri == NULL || ri->priv == NULL)
 		return -ENOENT;
 	pp = ri->priv;
+	if (psb_seq_read(&pp->seq, &v->st, &pp->pub_st, sizeof(v->st), &v->tot, &pp->pub_tot,
+			 sizeof(v->tot)) != 0)
+		return -EAGAIN;
+	v->tracked = (uint32_t)v->tot.qp_tracked;
+	if (rows == NULL || max == 0)
+		return 0;
 	/* the busiest max of them all: every one copied, sorted, the first max kept */
-	if (rows != NULL && max != 0) {
-		all = max >= pp->st.qp_cap ? rows : malloc(sizeof(*all) * pp->st.qp_cap);
-		if (all == NULL)
-			return -ENOMEM;
-	}
-	for (tries = 0; tries < 1000; tries++) {
-		s0 = __atomic_load_n(&pp->seq, __ATOMIC_ACQUIRE);
-		if (s0 & 1) {
-			rte_pause();
-			continue;
-		}
-		v->st = pp->pub_st;
-		v->tot = pp->pub_tot;
-		n = pp->pub_n <= pp->st.qp_cap ? pp->pub_n : pp->st.qp_cap;
-		if (all != NULL && n != 0)
-			memcpy(all, pp->pub_rows, sizeof(*all) * n);
-		rte_smp_rmb();
-		if (__atomic_load_n(&pp->seq, __ATOMIC_ACQUIRE) == s0) {
-			rc = 0;
-			break;
-		}
-	}
-	if (rc == 0) {
-		v->tracked = n;
-		if (all != NULL) {
-			psb_roce_qp_sort(all, n);
-			v->nrows = n < max ? n : max;
-			if (all != rows)
-				memcpy(rows, all, sizeof(*rows) * v->nrows);
-		}
+	all = max >= pp->st.qp_cap ? rows : malloc(sizeof(*all) * pp->st.qp_cap);
+	if (all == NULL)
+		return -ENOMEM;
+	n = read_rows(ri, pp, all);
+	if (n >= 0) {
+		psb_roce_qp_sort(all, (uint32_t)n);
+		v->tracked = (uint32_t)n;
+		v->nrows = (uint32_t)n < max ? (uint32_t)n : max;
+		if (all != rows)
+			memcpy(rows, all, sizeof(*rows) * v->nrows);
 	}
 	if (all != rows)
 		free(all);
-	return rc;
+	return n < 0 ? n : 0;
 }
 
 const struct psb_role psb_role_passthrough = {
