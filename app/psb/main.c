@@ -204,11 +204,13 @@ log_bounds(const struct psb_app *app)
 	if (app->has_exc)
 		PSB_INFO(main, "passthrough: exception port %s: frames not psb's go there "
 			 "untouched, the host's out of port %s; %s at most %u RoCE queue pairs "
-			 "(--roce-qps; then one not seen lately is evicted), %u frames queued for "
-			 "the host (--exception-queue); frames over its MTU %u are dropped for the "
-			 "host (counted, host_dropped)", app->specs[app->exc_idx].spec, app->specs[0].spec,
+			 "(--roce-qps; then one not seen lately is evicted), ICRCs checked by %s, "
+			 "%u frames queued for the host (--exception-queue); frames over its MTU %u "
+			 "are dropped for the host (counted, host_dropped)",
+			 app->specs[app->exc_idx].spec, app->specs[0].spec,
 			 app->roce_accounting ? "counting" : "not counting (--no-roce-accounting),",
-			 app->roce_qps, psb_role_ring(&psb_role_passthrough, app), app->exc_mtu);
+			 app->roce_qps, psb_roce_icrc_impl(), psb_role_ring(&psb_role_passthrough, app),
+			 app->exc_mtu);
 	if (app->sched_ip == 0)
 		return;
 	if (app->node_role != PSB_NODE_SCHEDULER && app->heartbeat_ns == 0)

@@ -1,11 +1,9 @@
-/* RoCE frames: recognition, parsing and the invariant CRC, and frames made to order. */
+/* RoCE frames: recognition, parsing, and frames made to order (the ICRC: psb_roce_icrc.c). */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
-
-#include <isa-l/crc.h>
 
 #include "psb_roce.h"
 
@@ -153,6 +151,33 @@ hdrs_len(uint16_t h)
 	       ((h & PSB_ROCE_H_CNP_PAD) ? 16 : 0);
 }
 
+/*
+ * What the parser needs of every opcode, from the functions above, made at start: a frame
+ * is then one lookup, not a walk through them.
+ */
+static struct {
+	uint16_t hdrs;
+	uint8_t cls;
+	uint8_t hlen;		/* bytes of the extension headers */
+	uint8_t aeth;		/* offset of the AETH or RETH after the BTH */
+} op_tab[256];
+
+__attribute__((constructor)) static void
+op_tab_init(void)
+{
+	unsigned int op;
+
+	for (op = 0; op < 256; op++) {
+		uint16_t h = psb_roce_opcode_hdrs((uint8_t)op);
+
+		op_tab[op].hdrs = h;
+		op_tab[op].cls = psb_roce_opcode_class((uint8_t)op);
+		op_tab[op].hlen = (uint8_t)hdrs_len(h);
+		op_tab[op].aeth = (uint8_t)(((h & PSB_ROCE_H_RDETH) ? 4 : 0) +
+					    ((h & PSB_ROCE_H_DETH) ? 8 : 0));
+	}
+}
+
 static uint16_t
 rd16(const uint8_t *b)
 {
@@ -171,15 +196,32 @@ rd32(const uint8_t *b)
 	return (uint32_t)b[0] << 24 | (uint32_t)b[1] << 16 | (uint32_t)b[2] << 8 | b[3];
 }
 
+/*
+ * An IPv4 address as the packet carries it, in the ::ffff: form: written as two 8-byte
+ * words, as the QP table's hash reads them (a read across narrower writes waits for them).
+ */
+static inline void
+addr4_of(uint8_t a[16], const uint8_t *ip)
+{
+	uint64_t w[2];
+	uint32_t raw;
+
+	memcpy(&raw, ip, 4);
+	w[0] = 0;
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+	w[1] = 0xffff0000ull | (uint64_t)raw << 32;
+#else
+	w[1] = 0xffffull << 32 | raw;
+#endif
+	memcpy(a, w, 16);
+}
+
 void
 psb_roce_addr4(uint8_t a[16], uint32_t ip)
 {
-	memset(a, 0, 10);
-	a[10] = a[11] = 0xff;
-	a[12] = ip >> 24;
-	a[13] = ip >> 16;
-	a[14] = ip >> 8;
-	a[15] = ip;
+	uint32_t be = htonl(ip);
+
+	addr4_of(a, (const uint8_t *)&be);
 }
 
 static int
@@ -219,20 +261,19 @@ parse_iba(const uint8_t *frame, size_t bth, size_t end, struct psb_roce_pkt *p)
 	p->dqpn = rd24(b + 5);
 	p->ackreq = b[8] >> 7;
 	p->psn = rd24(b + 9);
-	p->cls = psb_roce_opcode_class(p->opcode);
-	p->hdrs = psb_roce_opcode_hdrs(p->opcode);
+	p->cls = op_tab[p->opcode].cls;
+	p->hdrs = op_tab[p->opcode].hdrs;
 	p->has_aeth = 0;
 	p->syndrome = 0;
 	p->dma_len = 0;
 	p->payload = 0;
 	if (p->hdrs & PSB_ROCE_H_UNKNOWN)
 		return 1;	/* counted as "other"; its length is its own business */
-	hl = hdrs_len(p->hdrs);
+	hl = op_tab[p->opcode].hlen;
 	if (end < bth + PSB_ROCE_BTH_LEN + hl + p->pad + PSB_ROCE_ICRC_LEN)
 		return -EBADMSG;
 	p->payload = (uint32_t)(end - bth - PSB_ROCE_BTH_LEN - hl - p->pad - PSB_ROCE_ICRC_LEN);
-	aeth = bth + PSB_ROCE_BTH_LEN + ((p->hdrs & PSB_ROCE_H_RDETH) ? 4 : 0) +
-	       ((p->hdrs & PSB_ROCE_H_DETH) ? 8 : 0);
+	aeth = bth + PSB_ROCE_BTH_LEN + op_tab[p->opcode].aeth;
 	if (p->hdrs & PSB_ROCE_H_RETH)
 		p->dma_len = rd32(frame + aeth + 12);
 	if (p->hdrs & PSB_ROCE_H_AETH) {
@@ -298,8 +339,8 @@ psb_roce_parse(const uint8_t *frame, size_t len, struct psb_roce_pkt *p)
 		if (end > len || end < net + ihl + 8 || rd16(u + 4) != end - net - ihl)
 			return -EBADMSG;
 		p->ecn = ip[1] & 3;
-		psb_roce_addr4(p->src, rd32(ip + 12));
-		psb_roce_addr4(p->dst, rd32(ip + 16));
+		addr4_of(p->src, ip + 12);
+		addr4_of(p->dst, ip + 16);
 		return parse_iba(frame, net + ihl + 8, end, p);
 	}
 	if (type == 0x86dd) {
@@ -319,60 +360,6 @@ psb_roce_parse(const uint8_t *frame, size_t len, struct psb_roce_pkt *p)
 		return parse_iba(frame, net + 48, end, p);
 	}
 	return 0;
-}
-
-/* The CRC of the 8 bytes of ones that stand in for the LRH: where every ICRC starts. */
-#define ICRC_ONES	0x2144df1cu
-/* Frames whose IBA part is this short are taken in one piece, masked in a copy. */
-#define ICRC_COPY	256
-
-uint32_t
-psb_roce_icrc(const uint8_t *frame, const struct psb_roce_pkt *p)
-{
-	uint8_t h[ICRC_COPY + 60 + 8];
-	size_t nl = (size_t)(p->bth_off - p->net_off);
-	size_t rest = p->end - PSB_ROCE_ICRC_LEN - p->bth_off - PSB_ROCE_BTH_LEN;
-	size_t take = rest <= ICRC_COPY ? rest : 0;
-
-	/*
-	 * The headers, masked, in a copy (the frame is the caller's and is passed on as is);
-	 * a small packet whole with them, one CRC over it all: the CRC's cost is mostly per call.
-	 */
-	memcpy(h, frame + p->net_off, nl + PSB_ROCE_BTH_LEN + take);
-	switch (p->kind) {
-	case PSB_ROCE_V2_IP4:
-		h[1] = 0xff;				/* TOS */
-		h[8] = 0xff;				/* TTL */
-		h[10] = h[11] = 0xff;			/* header checksum */
-		h[nl - 2] = h[nl - 1] = 0xff;		/* UDP checksum */
-		break;
-	case PSB_ROCE_V2_IP6:
-		h[nl - 2] = h[nl - 1] = 0xff;		/* UDP checksum */
-		/* the same masks as a GRH */
-		__attribute__((fallthrough));
-	case PSB_ROCE_V1:
-		h[0] |= 0x0f;				/* traffic class, */
-		h[1] = h[2] = h[3] = 0xff;		/* and flow label */
-		h[7] = 0xff;				/* hop limit */
-		break;
-	default:
-		return 0;
-	}
-	h[nl + 4] = 0xff;				/* BTH FECN, BECN, reserved */
-	if (take == rest)
-		return crc32_gzip_refl(ICRC_ONES, h, nl + PSB_ROCE_BTH_LEN + rest);
-	return crc32_gzip_refl(crc32_gzip_refl(ICRC_ONES, h, nl + PSB_ROCE_BTH_LEN),
-			       frame + p->bth_off + PSB_ROCE_BTH_LEN, rest);
-}
-
-int
-psb_roce_icrc_ok(const uint8_t *frame, const struct psb_roce_pkt *p)
-{
-	const uint8_t *c = frame + p->end - PSB_ROCE_ICRC_LEN;
-	uint32_t got = (uint32_t)c[0] | (uint32_t)c[1] << 8 | (uint32_t)c[2] << 16 |
-		       (uint32_t)c[3] << 24;
-
-	return got == psb_roce_icrc(frame, p);
 }
 
 /* Frames made to order. */
@@ -554,7 +541,7 @@ psb_roce_build(uint8_t *out, size_t cap, const struct psb_roce_spec *s)
 	memset(b + s->payload, 0, pad);
 	if (psb_roce_parse(out, len, &p) != 1)
 		return 0;
-	x = psb_roce_icrc(out, &p);
+	x = psb_roce_icrc_ref(out, &p);
 	if (s->bad_icrc)
 		x = ~x;
 	b = out + len - PSB_ROCE_ICRC_LEN;

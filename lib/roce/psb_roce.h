@@ -15,8 +15,10 @@
  * LRH, then the network header with the fields routers may change set to ones (IPv4 TOS,
  * TTL and header checksum; IPv6/GRH traffic class, flow label and hop limit), the UDP header
  * with its checksum set to ones (v2), the BTH with its reserved byte (FECN, BECN) set to ones,
- * and everything after it up to the ICRC. It is carried least significant byte first. The
- * CRC is ISA-L's (carry-less multiply where the CPU has it), carried over the pieces.
+ * and everything after it up to the ICRC. It is carried least significant byte first. It
+ * is computed in place by carry-less multiply on AVX-512 where the CPU has it (the payload of
+ * large frames by ISA-L), else over a masked copy of the headers by ISA-L
+ * (psb_roce_icrc.c); frames are built with the latter, checked with the former.
  *
  * Parsing reads only within the bytes given and trusts no length field beyond them; the
  * frame is never written. A frame that claims to be RoCE but cannot be (lengths that do not
@@ -100,6 +102,11 @@ int psb_roce_parse(const uint8_t *frame, size_t len, struct psb_roce_pkt *p);
 /* The ICRC the packet should carry, and whether it carries it. */
 uint32_t psb_roce_icrc(const uint8_t *frame, const struct psb_roce_pkt *p);
 int psb_roce_icrc_ok(const uint8_t *frame, const struct psb_roce_pkt *p);
+/* The ICRC the plain way (the masked headers in a copy, ISA-L's CRC): what the other is
+ * checked against */
+uint32_t psb_roce_icrc_ref(const uint8_t *frame, const struct psb_roce_pkt *p);
+/* How psb_roce_icrc computes: "vpclmulqdq" (in place, AVX-512) or "isa-l" */
+const char *psb_roce_icrc_impl(void);
 
 uint16_t psb_roce_opcode_hdrs(uint8_t opcode);
 uint8_t psb_roce_opcode_class(uint8_t opcode);

@@ -10,7 +10,7 @@
 
 struct psb_roce_qptab {
 	uint32_t cap, n, mask;
-	uint64_t seed;
+	uint32_t k[10];			/* the hash's secret words, from the seed */
 	uint32_t hand;			/* the clock: where the next eviction looks first */
 	uint32_t *buckets;
 	struct psb_roce_qp *e;
@@ -21,7 +21,7 @@ struct psb_roce_qptab *
 psb_roce_qptab_create(uint32_t cap, uint64_t seed)
 {
 	struct psb_roce_qptab *t;
-	uint32_t nb = 1;
+	uint32_t nb = 1, i;
 
 	if (cap == 0 || cap > PSB_ROCE_QP_MAX)
 		return NULL;
@@ -38,7 +38,14 @@ psb_roce_qptab_create(uint32_t cap, uint64_t seed)
 	}
 	t->cap = cap;
 	t->mask = nb - 1;
-	t->seed = seed;
+	for (i = 0; i < 10; i++) {
+		/* splitmix64 */
+		uint64_t z = (seed += 0x9e3779b97f4a7c15ull);
+
+		z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+		z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+		t->k[i] = (uint32_t)(z ^ (z >> 31));
+	}
 	psb_roce_qptab_reset(t);
 	return t;
 }
@@ -68,23 +75,32 @@ psb_roce_qptab_reset(struct psb_roce_qptab *t)
 	memset(&t->tot, 0, sizeof(t->tot));
 }
 
-/* The hash of a key given as its words: kind and QP, then the addresses. */
-static inline uint32_t
-hash_words(uint64_t seed, uint64_t w0, const uint8_t src[16], const uint8_t dst[16])
+/*
+ * The hash of a key given as its words: kind and QP, then the addresses, as ten 32-bit
+ * words added to the table's secret words and multiplied in pairs (NH, as in UMAC: two keys
+ * collide in the 64-bit sum with a chance of 2^-32 whatever a peer chooses), then mixed so
+ * that the bucket, taken from the low bits, depends on all of it. The five products do not
+ * wait on each other.
+ */
+static inline uint64_t
+nh(uint64_t w, const uint32_t *k)
 {
-	uint64_t w[4], h = seed ^ 0x243f6a8885a308d3ull;
-	unsigned int i;
+	return (uint64_t)((uint32_t)w + k[0]) * (uint32_t)((uint32_t)(w >> 32) + k[1]);
+}
+
+static inline uint32_t
+hash_words(const struct psb_roce_qptab *t, uint64_t w0, const uint8_t src[16],
+	   const uint8_t dst[16])
+{
+	uint64_t w[4], h;
 
 	memcpy(&w[0], src, 16);
 	memcpy(&w[2], dst, 16);
-	h = (h ^ w0) * 0x9e3779b97f4a7c15ull;
-	h ^= h >> 29;
-	for (i = 0; i < 4; i++) {
-		h = (h ^ w[i]) * 0x9e3779b97f4a7c15ull;
-		h ^= h >> 29;
-	}
-	h *= 0xbf58476d1ce4e5b9ull;
-	return (uint32_t)(h ^ (h >> 32));
+	h = nh(w0, &t->k[0]) + nh(w[0], &t->k[2]) + nh(w[1], &t->k[4]) + nh(w[2], &t->k[6]) +
+	    nh(w[3], &t->k[8]);
+	h ^= h >> 32;
+	h *= 0x9e3779b97f4a7c15ull;
+	return (uint32_t)(h >> 32);
 }
 
 static inline uint64_t
@@ -96,7 +112,7 @@ word0(uint8_t kind, uint32_t dqpn)
 static uint32_t
 key_hash(const struct psb_roce_qptab *t, const struct psb_roce_qp_key *k)
 {
-	return hash_words(t->seed, word0(k->kind, k->dqpn), k->src, k->dst);
+	return hash_words(t, word0(k->kind, k->dqpn), k->src, k->dst);
 }
 
 _Static_assert(sizeof(struct psb_roce_qp_key) == 40, "the key is hashed as 5 words");
@@ -219,21 +235,37 @@ follow_psn(struct psb_roce_qp *q, const struct psb_roce_pkt *p, uint64_t *missin
 	q->after_read = op == 0x0c;
 }
 
+static inline uint32_t
+pkt_hash(const struct psb_roce_qptab *t, const struct psb_roce_pkt *p)
+{
+	return hash_words(t, word0(p->kind, p->dqpn), p->src, p->dst);
+}
+
+static void account(struct psb_roce_qptab *t, const struct psb_roce_pkt *p, uint32_t len,
+		    int icrc_ok, uint64_t now_ns, uint32_t h);
+
 void
 psb_roce_qptab_account(struct psb_roce_qptab *t, const struct psb_roce_pkt *p, uint32_t len,
 		       int icrc_ok, uint64_t now_ns)
+{
+	account(t, p, len, icrc_ok, now_ns, pkt_hash(t, p));
+}
+
+/* A packet's frame counted, h the hash of its QP */
+static void
+account(struct psb_roce_qptab *t, const struct psb_roce_pkt *p, uint32_t len, int icrc_ok,
+	uint64_t now_ns, uint32_t h)
 {
 	struct psb_roce_totals *tot = &t->tot;
 	struct psb_roce_qp_key k;
 	struct psb_roce_qp *q;
 	uint64_t missing = 0, dup = 0;
 	int nak = p->has_aeth ? psb_roce_nak_of(p->syndrome) : -1;
-	uint32_t h, i;
+	uint32_t i;
 
 	tot->frames[p->kind < PSB_ROCE_KINDS ? p->kind : PSB_ROCE_NONE]++;
 	tot->bytes += len;
 	/* the packet's fields as they are: the key is written out only for a new entry */
-	h = hash_words(t->seed, word0(p->kind, p->dqpn), p->src, p->dst);
 	i = lookup_of(t, p->kind, p->dqpn, p->src, p->dst, h);
 	if (!icrc_ok) {
 		tot->icrc_bad++;
@@ -280,6 +312,45 @@ void
 psb_roce_qptab_malformed(struct psb_roce_qptab *t)
 {
 	t->tot.malformed++;
+}
+
+uint32_t
+psb_roce_qptab_frames(struct psb_roce_qptab *t, const uint8_t *const *data, const uint32_t *seg,
+		      const uint32_t *len, uint32_t n, uint64_t now_ns)
+{
+	struct psb_roce_pkt p[PSB_ROCE_PASS];
+	int rc[PSB_ROCE_PASS], ok[PSB_ROCE_PASS];
+	uint32_t h[PSB_ROCE_PASS], i, m, b, not_roce = 0;
+
+	for (; n > 0; data += m, seg += m, len += m, n -= m) {
+		m = n < PSB_ROCE_PASS ? n : PSB_ROCE_PASS;
+		/* parsed, their buckets fetched ahead */
+		for (i = 0; i < m; i++) {
+			rc[i] = psb_roce_parse(data[i], seg[i], &p[i]);
+			if (rc[i] == 1) {
+				h[i] = pkt_hash(t, &p[i]);
+				__builtin_prefetch(&t->buckets[h[i] & t->mask]);
+			}
+		}
+		/* checked, their entries fetched ahead */
+		for (i = 0; i < m; i++) {
+			if (rc[i] != 1)
+				continue;
+			ok[i] = psb_roce_icrc_ok(data[i], &p[i]);
+			b = t->buckets[h[i] & t->mask];
+			if (b != NIL)
+				__builtin_prefetch(&t->e[b]);
+		}
+		for (i = 0; i < m; i++) {
+			if (rc[i] == 1)
+				account(t, &p[i], len[i], ok[i], now_ns, h[i]);
+			else if (rc[i] < 0)
+				psb_roce_qptab_malformed(t);
+			else
+				not_roce++;
+		}
+	}
+	return not_roce;
 }
 
 const struct psb_roce_totals *

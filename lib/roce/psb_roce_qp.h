@@ -100,6 +100,16 @@ void psb_roce_qptab_account(struct psb_roce_qptab *t, const struct psb_roce_pkt 
 			    uint32_t len, int icrc_ok, uint64_t now_ns);
 /* A frame that said RoCE and was not (psb_roce_parse said -EBADMSG). */
 void psb_roce_qptab_malformed(struct psb_roce_qptab *t);
+/*
+ * n frames parsed, checked and counted as above (frame i's first seg[i] bytes at data[i],
+ * len[i] its length on the wire), a few at a time in passes over them (all parsed, then all
+ * checked, then all counted), so that one frame's work need not wait for the last's to end.
+ * Returns how many were not RoCE.
+ */
+#define PSB_ROCE_PASS	32
+uint32_t psb_roce_qptab_frames(struct psb_roce_qptab *t, const uint8_t *const *data,
+			       const uint32_t *seg, const uint32_t *len, uint32_t n,
+			       uint64_t now_ns);
 
 const struct psb_roce_totals *psb_roce_qptab_totals(const struct psb_roce_qptab *t);
 const struct psb_roce_qp *psb_roce_qptab_find(const struct psb_roce_qptab *t,

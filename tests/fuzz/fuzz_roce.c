@@ -60,6 +60,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	CHECK(rc == 1 || rc == 0 || rc == -EBADMSG);
 	if (rc == 1) {
 		check_parsed(data, size, &p);
+		/* in place (where the CPU can) as over the reference's masked copy */
+		CHECK(psb_roce_icrc(data, &p) == psb_roce_icrc_ref(data, &p));
 		ok = psb_roce_icrc_ok(data, &p);
 		psb_roce_qptab_account(g_tab, &p, (uint32_t)size, ok, g_now++);
 		g_accepted++;

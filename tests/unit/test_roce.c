@@ -10,6 +10,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 #include <isa-l/crc.h>
@@ -593,6 +595,173 @@ test_crc_pieces(void **state)
 	assert_int_equal(crc32_gzip_refl(0, (const uint8_t *)"123456789", 9), 0xcbf43926);
 }
 
+/*
+ * The ICRC taken in place (carry-less multiply over windows of the frame, where the CPU has
+ * it) equals the reference's for every length across the windows' edges, in every kind, with
+ * and without a tag, whatever the masked fields hold; and it reads nothing outside the frame:
+ * frames are also checked right after a page no access may touch, and right before one.
+ */
+static void
+test_icrc_in_place(void **state)
+{
+	static const uint8_t kinds[] = { PSB_ROCE_V1, PSB_ROCE_V2_IP4, PSB_ROCE_V2_IP6 };
+	static const uint8_t ops[] = { 0x04, 0x11, 0x0a, 0x13, 0x64, PSB_ROCE_OP_CNP, 0x29 };
+	long pg = sysconf(_SC_PAGESIZE);
+	uint8_t *map, *at, f[4400];
+	struct psb_roce_spec s;
+	struct psb_roce_pkt p;
+	unsigned int k, v, pay, checked = 0;
+	uint32_t x = 99, ref;
+	size_t n, j;
+
+	(void)state;
+	print_message("ICRC computed by %s\n", psb_roce_icrc_impl());
+	map = mmap(NULL, (size_t)(3 * pg), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+		   -1, 0);
+	assert_true(map != MAP_FAILED);
+	assert_int_equal(mprotect(map, (size_t)pg, PROT_NONE), 0);
+	assert_int_equal(mprotect(map + 2 * pg, (size_t)pg, PROT_NONE), 0);
+	for (k = 0; k < 3; k++)
+		for (v = 0; v < 2; v++)
+			for (pay = 0; pay < 4100; pay += pay < 320 ? 1 : 377) {
+				x = x * 1103515245u + 12345u;
+				spec_init(&s, kinds[k], ops[(pay + k) % sizeof(ops)]);
+				s.vlan = v ? 0x6005 : 0;
+				s.payload = pay;
+				s.seed = x;
+				s.tclass = (uint8_t)(x >> 8);
+				s.ttl = (uint8_t)(x >> 16);
+				s.flow = x >> 12;
+				s.becn = (x >> 3) & 1;
+				s.fecn = (x >> 4) & 1;
+				s.psn = x & 0xffffff;
+				n = psb_roce_build(f, sizeof(f), &s);
+				if (n == 0 || n > (size_t)pg)
+					continue;
+				assert_int_equal(psb_roce_parse(f, n, &p), 1);
+				ref = psb_roce_icrc_ref(f, &p);
+				assert_int_equal(psb_roce_icrc(f, &p), ref);
+				assert_true(psb_roce_icrc_ok(f, &p));
+				at = map + pg;
+				memcpy(at, f, n);
+				assert_int_equal(psb_roce_icrc(at, &p), ref);
+				at = map + 2 * pg - n;
+				memcpy(at, f, n);
+				assert_int_equal(psb_roce_icrc(at, &p), ref);
+				/* a bit changed anywhere it covers: the same CRC from both */
+				j = p.net_off + (x >> 5) % (p.end - PSB_ROCE_ICRC_LEN - p.net_off);
+				f[j] ^= (uint8_t)(1u << (x >> 24) % 8);
+				if (psb_roce_parse(f, n, &p) == 1)
+					assert_int_equal(psb_roce_icrc(f, &p), psb_roce_icrc_ref(f, &p));
+				checked++;
+			}
+	assert_true(checked > 3 * 2 * 320);
+	assert_int_equal(munmap(map, (size_t)(3 * pg)), 0);
+}
+
+/* IPv4 with options: its own header length, the reference's way, the same CRC. */
+static void
+test_icrc_ip4_options(void **state)
+{
+	uint8_t f[600], g[600];
+	struct psb_roce_spec s;
+	struct psb_roce_pkt p;
+	uint32_t c;
+	size_t n;
+
+	(void)state;
+	spec_init(&s, PSB_ROCE_V2_IP4, 0x04);
+	s.payload = 40;
+	n = psb_roce_build(f, sizeof(f), &s);
+	assert_true(n > 0);
+	/* 4 bytes of options (NOPs) after the 20 of the header */
+	memcpy(g, f, 34);
+	memset(g + 34, 1, 4);
+	memcpy(g + 38, f + 34, n - 34);
+	g[14] = 0x46;
+	g[17] = (uint8_t)(g[17] + 4);
+	assert_int_equal(psb_roce_parse(g, n + 4, &p), 1);
+	assert_int_equal(p.bth_off, 14 + 24 + 8);
+	c = psb_roce_icrc_ref(g, &p);
+	g[n] = (uint8_t)c;
+	g[n + 1] = (uint8_t)(c >> 8);
+	g[n + 2] = (uint8_t)(c >> 16);
+	g[n + 3] = (uint8_t)(c >> 24);
+	assert_int_equal(psb_roce_icrc(g, &p), c);
+	assert_true(psb_roce_icrc_ok(g, &p));
+	g[n - 10] ^= 0x40;
+	assert_false(psb_roce_icrc_ok(g, &p));
+}
+
+/*
+ * Frames handed over a burst at a time (parsed, checked, counted in passes) count as they do
+ * one by one: RoCE of many QPs, bad ICRCs, malformed RoCE and frames that are not RoCE, in
+ * bursts that are not a multiple of the pass.
+ */
+static void
+test_qp_frames_pass(void **state)
+{
+	enum { N = 150 };
+	static uint8_t fr[N][600];
+	const uint8_t *data[N];
+	uint32_t seg[N], len[N], not_roce = 0, got = 0, i, done, x = 7;
+	struct psb_roce_qptab *a = psb_roce_qptab_create(16, 42), *b = psb_roce_qptab_create(16, 42);
+	struct psb_roce_qp ra[16], rb[16];
+	struct psb_roce_spec s;
+	struct psb_roce_pkt p;
+	int rc;
+
+	(void)state;
+	assert_non_null(a);
+	assert_non_null(b);
+	for (i = 0; i < N; i++) {
+		x = x * 1103515245u + 12345u;
+		spec_init(&s, (uint8_t)(PSB_ROCE_V1 + (x >> 8) % 3), (x >> 12) % 2 ? 0x04 : 0x11);
+		s.dqpn = (x >> 16) % 24;		/* more QPs than entries: evictions */
+		s.psn = i;
+		s.payload = (x >> 4) % 200;
+		s.bad_icrc = (x >> 20) % 9 == 0;
+		len[i] = (uint32_t)psb_roce_build(fr[i], sizeof(fr[i]), &s);
+		assert_true(len[i] > 0);
+		if ((x >> 24) % 11 == 0) {		/* not RoCE: ARP's Ethertype */
+			fr[i][12] = 0x08;
+			fr[i][13] = 0x06;
+		} else if ((x >> 24) % 13 == 1) {	/* malformed: cut short of its headers */
+			len[i] = 14 + 16;
+			if (s.kind == PSB_ROCE_V2_IP6 || s.kind == PSB_ROCE_V1)
+				len[i] = 14 + 40 + 8 + 4;
+		}
+		data[i] = fr[i];
+		seg[i] = len[i];
+		rc = psb_roce_parse(fr[i], len[i], &p);
+		if (rc == 1)
+			psb_roce_qptab_account(a, &p, len[i], psb_roce_icrc_ok(fr[i], &p),
+					       i / 37 * 37);	/* the time of its burst */
+		else if (rc < 0)
+			psb_roce_qptab_malformed(a);
+		else
+			not_roce++;
+	}
+	for (done = 0; done < N; done += i) {
+		i = N - done < 37 ? N - done : 37;
+		got += psb_roce_qptab_frames(b, data + done, seg + done, len + done, i, done);
+	}
+	assert_int_equal(got, not_roce);
+	assert_true(not_roce > 0);
+	assert_true(psb_roce_qptab_totals(a)->malformed > 0);
+	assert_true(psb_roce_qptab_totals(a)->icrc_bad > 0);
+	assert_true(psb_roce_qptab_totals(a)->qp_evicted > 0);
+	assert_memory_equal(psb_roce_qptab_totals(a), psb_roce_qptab_totals(b),
+			    sizeof(struct psb_roce_totals));
+	assert_int_equal(psb_roce_qptab_rows(a, ra, 16), psb_roce_qptab_rows(b, rb, 16));
+	for (i = 0; i < psb_roce_qptab_totals(a)->qp_tracked; i++) {
+		assert_memory_equal(&ra[i].key, &rb[i].key, sizeof(ra[i].key));
+		assert_memory_equal(&ra[i].st, &rb[i].st, sizeof(ra[i].st));
+	}
+	psb_roce_qptab_free(a);
+	psb_roce_qptab_free(b);
+}
+
 static void
 test_names(void **state)
 {
@@ -634,6 +803,9 @@ main(void)
 		cmocka_unit_test(test_qp_evict),
 		cmocka_unit_test(test_qp_many),
 		cmocka_unit_test(test_crc_pieces),
+		cmocka_unit_test(test_icrc_in_place),
+		cmocka_unit_test(test_icrc_ip4_options),
+		cmocka_unit_test(test_qp_frames_pass),
 		cmocka_unit_test(test_names),
 	};
 

@@ -76,26 +76,21 @@ pt_init(struct psb_role_inst *ri)
 	return 0;
 }
 
-/* RoCE in m counted; m is not written. */
-static inline void
-account(struct pt_priv *pp, struct rte_mbuf *m, uint64_t now)
+/* The RoCE among n frames counted; none is written. */
+static void
+account(struct pt_priv *pp, struct rte_mbuf **pkts, unsigned int n, uint64_t now)
 {
-	struct psb_roce_pkt p;
-	const uint8_t *d;
-	int rc;
+	const uint8_t *data[PSB_BURST];
+	uint32_t seg[PSB_BURST], len[PSB_BURST];
+	unsigned int i;
 
 	/* a chained frame is linearized by the rx role, or is the kernel's: first segment */
-	d = rte_pktmbuf_mtod(m, const uint8_t *);
-	rc = psb_roce_parse(d, m->data_len, &p);
-	if (rc == 0) {
-		pp->st.not_roce++;
-		return;
+	for (i = 0; i < n; i++) {
+		data[i] = rte_pktmbuf_mtod(pkts[i], const uint8_t *);
+		seg[i] = pkts[i]->data_len;
+		len[i] = pkts[i]->pkt_len;
 	}
-	if (rc < 0) {
-		psb_roce_qptab_malformed(pp->qp);
-		return;
-	}
-	psb_roce_qptab_account(pp->qp, &p, m->pkt_len, psb_roce_icrc_ok(d, &p), now);
+	pp->st.not_roce += psb_roce_qptab_frames(pp->qp, data, seg, len, n, now);
 }
 
 static void
@@ -133,11 +128,10 @@ pt_poll(struct psb_role_inst *ri)
 		pp->st.host_dropped += n;
 		rte_pktmbuf_free_bulk(pkts, n);
 	} else if (n != 0) {
-		for (i = 0; i < n; i++) {
+		for (i = 0; i < n; i++)
 			pp->st.to_host_bytes += pkts[i]->pkt_len;
-			if (pp->st.accounting)
-				account(pp, pkts[i], now);
-		}
+		if (pp->st.accounting)
+			account(pp, pkts, n, now);
 		sent = rte_eth_tx_burst(pp->exc_port, 0, pkts, (uint16_t)n);
 		pp->st.to_host_pkts += sent;
 		if (sent < n) {
@@ -153,13 +147,13 @@ pt_poll(struct psb_role_inst *ri)
 	/* from the host: everything it sends, out of the first port through the tx role */
 	if (!app->port_paused[pp->exc_port]) {
 		n = rte_eth_rx_burst(pp->exc_port, 0, pkts, PSB_BURST);
+		if (n != 0 && pp->st.accounting)
+			account(pp, pkts, n, now);
 		for (i = 0; i < n; i++) {
 			ri->cnt.rx_pkts++;
 			ri->cnt.rx_bytes += pkts[i]->pkt_len;
 			pp->st.from_host_pkts++;
 			pp->st.from_host_bytes += pkts[i]->pkt_len;
-			if (pp->st.accounting)
-				account(pp, pkts[i], now);
 			pkts[i]->port = pp->wire_port;
 			psb_out_port(ri, pkts[i]);
 		}
