@@ -16,9 +16,9 @@
  * TTL and header checksum; IPv6/GRH traffic class, flow label and hop limit), the UDP header
  * with its checksum set to ones (v2), the BTH with its reserved byte (FECN, BECN) set to ones,
  * and everything after it up to the ICRC. It is carried least significant byte first. It
- * is computed in place by carry-less multiply on AVX-512 where the CPU has it (the payload of
- * large frames by ISA-L), else over a masked copy of the headers by ISA-L
- * (psb_roce_icrc.c); frames are built with the latter, checked with the former.
+ * is computed in place by carry-less multiply on AVX-512 where the CPU has it, else over a
+ * masked copy of the headers by ISA-L (psb_roce_icrc.c); frames are built with the latter,
+ * checked with the former.
  *
  * Parsing reads only within the bytes given and trusts no length field beyond them; the
  * frame is never written. A frame that claims to be RoCE but cannot be (lengths that do not

@@ -6,12 +6,13 @@
  * frames of RoCE (a 62-byte ACK) was half of what the passthrough spent on a frame.
  *
  * Where the CPU has AVX-512 with carry-less multiply on 512-bit vectors (VPCLMULQDQ), frames
- * whose ICRC covers at most FOLD_MAX bytes are taken in place, without a copy: the covered
- * bytes are loaded into 64-byte windows, the masked fields set to ones by an OR with a
- * pattern, and every 16-byte lane multiplied at once by the power of x that its place in the
- * message stands for, modulo the CRC polynomial; the products' sum is reduced to 32 bits by
- * Barrett reduction. Larger frames have their headers folded so, and the payload continued by
- * ISA-L. The constants are derived here at start, from the polynomial.
+ * are taken in place, without a copy or a call: the covered bytes are loaded into 64-byte
+ * windows, the masked fields set to ones by an OR with a pattern, FOLD_WIN windows carried
+ * forward at once, and at the end every 16-byte lane multiplied by the power of x that its
+ * place in the message stands for, modulo the CRC polynomial; the products' sum is reduced to
+ * 32 bits by Barrett reduction. The constants are derived here at start, from the
+ * polynomial. On 4 KB frames this is as fast as ISA-L (both about 70 ns here, the
+ * multiplier's throughput); on small ones it takes 7 ns where ISA-L's call took 16.
  *
  * The arithmetic (polynomials over GF(2), P the CRC-32 polynomial, the bit-reflected order of
  * this CRC):
@@ -20,7 +21,8 @@
  *    state-zero CRC of 4 bytes of ones and the masked bytes, inverted. So the message is
  *    placed at the end of its windows, zeros before it.
  *  - A message of W bits has CRC state M(x) x^32 mod P. A 64-bit half H of a lane whose low
- *    bit stands e bits before the message's end contributes H(x) x^e. A carry-less product
+ *    bit stands e bits before the message's end contributes H(x) x^e; carrying a window n
+ *    windows on multiplies each half by x^(512 n), the same for every lane. A carry-less product
  *    of two reflected 64-bit values is the reflected product shifted by one, so the constant
  *    for e is x * (x^(e-1) mod P) reflected: every product then lands as a 128-bit reflected
  *    value of degree below 96 with the last lane's alignment, and all are summed (XOR).
@@ -83,14 +85,17 @@ psb_roce_icrc_ref(const uint8_t *frame, const struct psb_roce_pkt *p)
 #include <immintrin.h>
 
 #define FOLD_TARGET	"avx512f,avx512bw,avx512vl,vpclmulqdq,pclmul,sse4.1"
-/* Windows of 64 bytes folded at most: the ICRC of a frame up to this, in place */
+/* Windows of 64 bytes in flight at once: each carried forward FOLD_WIN windows at a time */
+#ifndef FOLD_WIN
 #define FOLD_WIN	4
-#define FOLD_MAX	(64 * FOLD_WIN)
+#endif
 /* x^32 + ... : the low 32 coefficients of P */
 #define POLY		0x04c11db7u
 
 /* Per window, from the message's end: its lanes' constants, low and high halves. */
 static uint64_t fold_k[FOLD_WIN][8] __attribute__((aligned(64)));
+/* Every lane's constants to carry a window FOLD_WIN windows on */
+static uint64_t fold_kn[8] __attribute__((aligned(64)));
 static uint64_t fold_c64, fold_mu, fold_p;
 /*
  * What is ORed into the message of each kind: ones for the LRH's first 4 bytes and over the
@@ -170,6 +175,10 @@ fold_init(void)
 			fold_k[w][2 * l] = kconst(e + 64);
 			fold_k[w][2 * l + 1] = kconst(e);
 		}
+	for (l = 0; l < 4; l++) {
+		fold_kn[2 * l] = kconst(512 * FOLD_WIN + 64);
+		fold_kn[2 * l + 1] = kconst(512 * FOLD_WIN);
+	}
 	fold_c64 = kconst(64);
 	/* mu = floor(x^96 / P): its low 64 coefficients, reflected */
 	for (d = 64; d >= 0; d--)
@@ -187,36 +196,61 @@ fold_init(void)
 	fold_ok = 1;
 }
 
+/* Window w of the message whose windows start at base, the first pad bytes not its */
+__attribute__((target(FOLD_TARGET))) static inline __m512i
+window(uintptr_t base, size_t w, size_t pad, int kind)
+{
+	__m512i x;
+
+	if (w == 0)
+		x = _mm512_maskz_loadu_epi8(~0ull << pad, (const void *)base);
+	else
+		x = _mm512_loadu_si512((const void *)(base + 64 * w));
+	/* the masked fields lie in the first 64 bytes of the message */
+	if (w < 2)
+		x = _mm512_or_si512(x, _mm512_loadu_si512(fold_mask[kind] + 64 * w + 64 - pad));
+	return x;
+}
+
+/* x's lanes, each times the constants of its half in k, summed into one vector */
+__attribute__((target(FOLD_TARGET))) static inline __m512i
+carry(__m512i x, const uint64_t *k, __m512i add)
+{
+	__m512i kv = _mm512_load_si512(k);
+
+	return _mm512_ternarylogic_epi64(add, _mm512_clmulepi64_epi128(x, kv, 0x00),
+					 _mm512_clmulepi64_epi128(x, kv, 0x11), 0x96);
+}
+
 /*
- * The state-zero CRC of the len bytes that end at end (len <= FOLD_MAX), with the mask of
- * kind ORed over them; bytes before them are never read.
+ * The state-zero CRC of the len bytes that end at end, with the mask of kind ORed over their
+ * first 64; bytes before them are never read. FOLD_WIN windows are carried at once, each by
+ * FOLD_WIN windows a step (the products of one do not wait for another's); zero windows
+ * stand before the first so that their count is a multiple of it. Then each is carried to
+ * the end and the lanes summed.
  */
 __attribute__((target(FOLD_TARGET))) static uint32_t
 fold(const uint8_t *end, size_t len, int kind)
 {
-	size_t nwin = (len + 63) / 64, pad = 64 * nwin - len, w;
+	size_t nwin = (len + 63) / 64, pad = 64 * nwin - len;
+	size_t z = (FOLD_WIN - nwin % FOLD_WIN) % FOLD_WIN, w, j;
 	uintptr_t base = (uintptr_t)end - 64 * nwin;
-	__m512i acc = _mm512_setzero_si512();
+	__m512i acc[FOLD_WIN], sum;
 	__m256i y;
 	__m128i t, q;
 
-	for (w = 0; w < nwin; w++) {
-		const uint64_t *k = fold_k[nwin - 1 - w];
-		__m512i x;
-
-		if (w == 0)
-			x = _mm512_maskz_loadu_epi8(~0ull << pad, (const void *)base);
-		else
-			x = _mm512_loadu_si512((const void *)(base + 64 * w));
-		if (w < 2)
-			x = _mm512_or_si512(x, _mm512_loadu_si512(fold_mask[kind] + 64 * w + 64 -
-								     pad));
-		acc = _mm512_ternarylogic_epi64(acc,
-			_mm512_clmulepi64_epi128(x, _mm512_load_si512(k), 0x00),
-			_mm512_clmulepi64_epi128(x, _mm512_load_si512(k), 0x11), 0x96);
-	}
+	for (j = 0; j < FOLD_WIN; j++)
+		acc[j] = j < z ? _mm512_setzero_si512() : window(base, j - z, pad, kind);
+	for (w = FOLD_WIN - z; w < nwin; w += FOLD_WIN)
+		for (j = 0; j < FOLD_WIN; j++)
+			acc[j] = carry(acc[j], fold_kn, window(base, w + j, pad, kind));
+	/* the zero windows of a message shorter than a step are skipped, not carried */
+	j = nwin < FOLD_WIN ? z : 0;
+	sum = carry(acc[j], fold_k[FOLD_WIN - 1 - j], _mm512_setzero_si512());
+	for (j++; j < FOLD_WIN; j++)
+		sum = carry(acc[j], fold_k[FOLD_WIN - 1 - j], sum);
 	/* the lanes summed: one 128-bit value with the last lane's alignment */
-	y = _mm256_xor_si256(_mm512_castsi512_si256(acc), _mm512_extracti64x4_epi64(acc, 1));
+	y = _mm256_xor_si256(_mm512_castsi512_si256(sum), _mm512_extracti64x4_epi64(sum, 1));
 	t = _mm_xor_si128(_mm256_castsi256_si128(y), _mm256_extracti128_si256(y, 1));
 	/*
 	 * To 64 bits U (in the high half), then Barrett's reduction to the 32 of the state; in
@@ -240,13 +274,7 @@ psb_roce_icrc(const uint8_t *frame, const struct psb_roce_pkt *p)
 		return psb_roce_icrc_ref(frame, p);
 	/* the 4 bytes before the network header stand for the LRH's last ones */
 	len = p->end - PSB_ROCE_ICRC_LEN - p->net_off + 4;
-	if (len <= FOLD_MAX)
-		return ~fold(frame + p->end - PSB_ROCE_ICRC_LEN, len, p->kind);
-	/* the headers folded, the payload by ISA-L from that state */
-	return crc32_gzip_refl(~fold(frame + p->bth_off + PSB_ROCE_BTH_LEN,
-				     nl + PSB_ROCE_BTH_LEN + 4, p->kind),
-			       frame + p->bth_off + PSB_ROCE_BTH_LEN,
-			       p->end - PSB_ROCE_ICRC_LEN - p->bth_off - PSB_ROCE_BTH_LEN);
+	return ~fold(frame + p->end - PSB_ROCE_ICRC_LEN, len, p->kind);
 }
 
 const char *

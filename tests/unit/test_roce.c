@@ -607,7 +607,8 @@ test_icrc_in_place(void **state)
 	static const uint8_t kinds[] = { PSB_ROCE_V1, PSB_ROCE_V2_IP4, PSB_ROCE_V2_IP6 };
 	static const uint8_t ops[] = { 0x04, 0x11, 0x0a, 0x13, 0x64, PSB_ROCE_OP_CNP, 0x29 };
 	long pg = sysconf(_SC_PAGESIZE);
-	uint8_t *map, *at, f[4400];
+	uint8_t *map, *at;
+	static uint8_t f[9300];
 	struct psb_roce_spec s;
 	struct psb_roce_pkt p;
 	unsigned int k, v, pay, checked = 0;
@@ -623,7 +624,7 @@ test_icrc_in_place(void **state)
 	assert_int_equal(mprotect(map + 2 * pg, (size_t)pg, PROT_NONE), 0);
 	for (k = 0; k < 3; k++)
 		for (v = 0; v < 2; v++)
-			for (pay = 0; pay < 4100; pay += pay < 320 ? 1 : 377) {
+			for (pay = 0; pay < 9000; pay += pay < 320 ? 1 : 377) {
 				x = x * 1103515245u + 12345u;
 				spec_init(&s, kinds[k], ops[(pay + k) % sizeof(ops)]);
 				s.vlan = v ? 0x6005 : 0;
@@ -636,18 +637,20 @@ test_icrc_in_place(void **state)
 				s.fecn = (x >> 4) & 1;
 				s.psn = x & 0xffffff;
 				n = psb_roce_build(f, sizeof(f), &s);
-				if (n == 0 || n > (size_t)pg)
+				if (n == 0)
 					continue;
 				assert_int_equal(psb_roce_parse(f, n, &p), 1);
 				ref = psb_roce_icrc_ref(f, &p);
 				assert_int_equal(psb_roce_icrc(f, &p), ref);
 				assert_true(psb_roce_icrc_ok(f, &p));
-				at = map + pg;
-				memcpy(at, f, n);
-				assert_int_equal(psb_roce_icrc(at, &p), ref);
-				at = map + 2 * pg - n;
-				memcpy(at, f, n);
-				assert_int_equal(psb_roce_icrc(at, &p), ref);
+				if (n <= (size_t)pg) {
+					at = map + pg;
+					memcpy(at, f, n);
+					assert_int_equal(psb_roce_icrc(at, &p), ref);
+					at = map + 2 * pg - n;
+					memcpy(at, f, n);
+					assert_int_equal(psb_roce_icrc(at, &p), ref);
+				}
 				/* a bit changed anywhere it covers: the same CRC from both */
 				j = p.net_off + (x >> 5) % (p.end - PSB_ROCE_ICRC_LEN - p.net_off);
 				f[j] ^= (uint8_t)(1u << (x >> 24) % 8);
