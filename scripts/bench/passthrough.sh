@@ -13,15 +13,19 @@
 #            what the ports themselves move (its Tx-pps).
 # and over memif, the stream coming from another process on the other CPU (--gen-cpu:
 # dpdk-testpmd io-forwarding the replay into a memif server):
-#   memif-acct, memif-noacct  psb as the memif client, as above;
+#   memif-acct, memif-noacct  psb as the memif client, as above; in the same window, the
+#                             share of the frames the generator read that entered the memif
+#                             ring (its statistics of each second: port 0's RX, port 1's TX),
+#                             the rest having found the ring full, psb behind;
 #   memif-port                dpdk-testpmd as the memif client, receiving only: what the
 #                             port itself delivers (its Rx-pps).
 # Prints medians and the paired ratios with their bootstrap 95 % intervals: frames/s with
 # accounting on (target >= 10 M/s for small frames), the cost of accounting (on against off,
-# target <= 15 %) from memory and over memif, and for 4 KB frames over memif psb with
-# accounting against the port's rate, what psb takes from it without (keeping up). The
-# replayed stream's PSNs start over at each pass, so its frames count as retransmissions:
-# the same work.
+# target <= 15 %) from memory and over memif, and for 4 KB frames over memif the share psb
+# took of what the generator offered with accounting on (keeping up: >= 0.99; the
+# generator's own rate varies several times between runs here, so a ratio of rates from two
+# runs cannot say it). The replayed stream's PSNs start over at each pass, so its frames
+# count as retransmissions: the same work.
 #
 #   scripts/bench/passthrough.sh [--pairs N] [--seconds S] [--cpu N] [--gen-cpu N] [--out DIR]
 set -euo pipefail
@@ -57,7 +61,8 @@ cat "$OUT/ABOUT.txt"
 # gen_start SIZE: the memif generator, testpmd io-forwarding the replay to a memif server
 gen_start() {
 	rm -f "$TMP/m.sock"
-	"$TESTPMD" --lcores "0@$GEN_CPU,1@$GEN_CPU" --no-huge -m 1024 --no-pci \
+	# its statistics of each second written as they come, to be read during the run
+	stdbuf -oL "$TESTPMD" --lcores "0@$GEN_CPU,1@$GEN_CPU" --no-huge -m 1024 --no-pci \
 		--file-prefix "$BENCH_PREFIX-gen" \
 		--vdev "net_pcap0,rx_pcap=$TMP/$1.pcap,tx_pcap=/dev/null,infinite_rx=1" \
 		--vdev "net_memif0,role=server,socket=$TMP/m.sock,socket-abstract=no,bsize=9216,rsize=11" \
@@ -81,7 +86,7 @@ gen_stop() {
 
 # psb_run MODE SIZE OUT: psb passing the stream through for SECS; its rate from its counters
 psb_run() {
-	local mode=$1 size=$2 out=$3 extra=() a b t0 t1 i port
+	local mode=$1 size=$2 out=$3 extra=() a b t0 t1 i port k0=0 k1=0
 	port="pcap:$TMP/$size.pcap:/dev/null:loop"
 	case $mode in *noacct) extra=(--no-roce-accounting) ;; esac
 	case $mode in memif-*) port="memif:client:$TMP/m.sock"; gen_start "$size" ;; esac
@@ -100,25 +105,44 @@ psb_run() {
 		sleep 0.1
 	done
 	sleep 1
+	# over memif, the generator's statistics blocks written so far, before and after
+	k0=$(grep -c "Port statistics" "$TMP/gen.log" 2>/dev/null || true)
 	a=$("$PSBCTL" --ctl "$TMP/c.sock" --json counters passthrough)
 	t0=$(date +%s.%N)
 	sleep "$SECS"
 	b=$("$PSBCTL" --ctl "$TMP/c.sock" --json counters passthrough)
 	t1=$(date +%s.%N)
+	k1=$(grep -c "Port statistics" "$TMP/gen.log" 2>/dev/null || true)
 	"$PSBCTL" --ctl "$TMP/c.sock" quit >/dev/null
 	wait "$pid" || true
 	case $mode in memif-*) gen_stop ;; esac
-	python3 - "$mode" "$size" "$t0" "$t1" "$out" "$a" "$b" <<'PY'
-import json, sys
+	python3 - "$mode" "$size" "$t0" "$t1" "$out" "$a" "$b" "$TMP/gen.log" "$k0" "$k1" <<'PY'
+import json, re, sys
 mode, size, t0, t1, out = sys.argv[1:6]
 a, b = (json.loads(x)["counters"] for x in sys.argv[6:8])
 wall = float(t1) - float(t0)
+gen = {}
+if mode.startswith("memif-"):
+    # what the generator read from its replay (port 0's RX) and what entered the memif
+    # ring (port 1's TX; the rest found the ring full: psb behind), between the last blocks
+    # of its statistics before and after the measurement
+    k0, k1 = int(sys.argv[9]), int(sys.argv[10])
+    blocks = open(sys.argv[8]).read().split("Port statistics")[1:]
+    if k0 < 1 or k1 <= k0 or len(blocks) < k1:
+        sys.exit("memif generator: statistics blocks %d..%d of %d" % (k0, k1, len(blocks)))
+    def cum(blk, port, what):
+        return int(re.search(r"NIC statistics for port %d.*?%s:\s+(\d+)" % (port, what),
+                             blk, re.S).group(1))
+    offered = cum(blocks[k1 - 1], 0, "RX-packets") - cum(blocks[k0 - 1], 0, "RX-packets")
+    entered = cum(blocks[k1 - 1], 1, "TX-packets") - cum(blocks[k0 - 1], 1, "TX-packets")
+    gen = {"gen_offered": offered, "gen_entered": entered, "gen_blocks": k1 - k0,
+           "share": entered / offered if offered else 0.0}
 pkts = b["to_host_pkts"] - a["to_host_pkts"]
 byts = b["to_host_bytes"] - a["to_host_bytes"]
 json.dump({"mode": mode, "size": size, "wall_s": wall, "pkts": pkts, "bytes": byts,
            "mpps": pkts / wall / 1e6, "gbps": byts * 8 / wall / 1e9,
            "icrc_bad": b["icrc_bad"], "qp_tracked": b["qp_tracked"],
-           "roce": sum(b["roce_frames"].values()), "host_dropped": b["host_dropped"]},
+           "roce": sum(b["roce_frames"].values()), "host_dropped": b["host_dropped"], **gen},
           open(out, "w"), indent=1)
 PY
 }

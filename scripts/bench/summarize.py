@@ -861,15 +861,27 @@ def passthrough(out):
 
     s, ms, ml = figs["small"], figs["memif-small"], figs["memif-large"]
     c, cm = cost(s), cost(ms)
-    # the port's rate: what psb takes from it without accounting (a zero-copy memif client
-    # that only classifies; testpmd's receiver copies every frame and takes less)
-    keep = paired(runs("memif-acct", "large"), runs("memif-noacct", "large"),
-                  lambda r: r["mpps"])
-    ml["acct_over_noacct"] = keep
+    # keeping up with the port: the share of the frames the generator offered that entered
+    # the memif ring (the rest found it full: psb behind), in the same window as psb's rate;
+    # the generator's own rate varies between runs here, so this is what says it
+    def share(mode, size):
+        v = [r["share"] for r in runs(mode, size)]
+        return {"median": statistics.median(v), "min": min(v), "max": max(v)}
+
+    keep = share("memif-acct", "large")
+    ml["share_acct"], ml["share_noacct"] = keep, share("memif-noacct", "large")
+    ms["share_acct"], ms["share_noacct"] = share("memif-acct", "small"), share("memif-noacct",
+                                                                           "small")
+    ml["acct_over_noacct"] = paired(runs("memif-acct", "large"), runs("memif-noacct", "large"),
+                                    lambda r: r["mpps"])
     summary.update({"met_rate": s["acct_mpps"] >= 10.0, "cost_pct_small": c[0],
                     "cost_pct_small_memif": cm[0],
-                    "met_cost": min(c[0], cm[0]) <= 15.0,
-                    "met_keep_up": keep["median"] >= 1.0})
+                    "met_cost": max(c[0], cm[0]) <= 15.0,
+                    "met_keep_up": keep["median"] >= 0.99})
+
+    def sh(x):
+        return "%.3f [%.3f, %.3f]" % (x["median"], x["min"], x["max"])
+
     L += ["", "| figure | target | measured | |", "|---|---|---:|---|",
           "| 62 B frames through one core, accounting on, from memory | >= 10 M/s | %.2f M/s "
           "| %s |" % (s["acct_mpps"], "met" if summary["met_rate"] else "missed"),
@@ -880,10 +892,16 @@ def passthrough(out):
                                           "met" if c[0] <= 15.0 else "missed"),
           "| cost of accounting, 62 B, over memif | <= 15 %% | %.0f %% [%.0f, %.0f] | %s |" % (
               cm[0], cm[1], cm[2], "met" if cm[0] <= 15.0 else "missed"),
-          "| 4154 B frames over memif: psb with accounting against the port's rate (psb "
-          "without), paired | keeps up (>= 1x) | %.2fx [%.2f, %.2f] | %s |" % (
-              keep["median"], keep["ci95"][0], keep["ci95"][1],
-              "met" if summary["met_keep_up"] else "missed")]
+          "| 4154 B frames over memif, accounting on: share of the frames the generator "
+          "offered that psb took (without accounting: %s) | keeps up (>= 0.99) | %s | %s |" % (
+              sh(ml["share_noacct"]), sh(keep),
+              "met" if summary["met_keep_up"] else "missed"),
+          "| the same as frames/s, psb with accounting against psb without, paired | | "
+          "%.2fx [%.2f, %.2f] | |" % (ml["acct_over_noacct"]["median"],
+                                      ml["acct_over_noacct"]["ci95"][0],
+                                      ml["acct_over_noacct"]["ci95"][1]),
+          "| 62 B frames over memif: share taken, accounting on (off) | | %s (%s) | |" % (
+              sh(ms["share_acct"]), sh(ms["share_noacct"]))]
     return summary, L, True
 
 
