@@ -19,12 +19,14 @@
 #                             the rest having found the ring full, psb behind;
 #   memif-port                dpdk-testpmd as the memif client, receiving only: what the
 #                             port itself delivers (its Rx-pps).
+# And psb-rocecost: lib/roce alone on the same frames, what parsing, the ICRC (in place and by
+# the reference) and all of the accounting take per frame.
 # Prints medians and the paired ratios with their bootstrap 95 % intervals: frames/s with
 # accounting on (target >= 10 M/s for small frames), the cost of accounting (on against off,
 # target <= 15 %) from memory and over memif, and for 4 KB frames over memif the share psb
-# took of what the generator offered with accounting on (keeping up: >= 0.99; the
-# generator's own rate varies several times between runs here, so a ratio of rates from two
-# runs cannot say it). The replayed stream's PSNs start over at each pass, so its frames
+# took of what the generator offered with accounting on against the share without, paired
+# (keeping up: >= 0.99; psb without accounting leaves about 1 % too, and the generator's own
+# rate varies several times between runs here, so a ratio of rates cannot say it). The replayed stream's PSNs start over at each pass, so its frames
 # count as retransmissions: the same work.
 #
 #   scripts/bench/passthrough.sh [--pairs N] [--seconds S] [--cpu N] [--gen-cpu N] [--out DIR]
@@ -39,9 +41,10 @@ GEN_CPU=0
 BENCH_OPTS=([--pairs]=PAIRS [--seconds]=SECS [--cpu]=CPU [--gen-cpu]=GEN_CPU [--out]=OUT)
 bench_options passthrough.sh "$@"
 GEN=$BUILD/app/psb-rocegen/psb-rocegen
+COST=$BUILD/app/psb-rocegen/psb-rocecost
 TESTPMD=$(command -v dpdk-testpmd || true)
 [ -n "$TESTPMD" ] || { echo "passthrough.sh: dpdk-testpmd not found (scripts/setup.sh)" >&2; exit 1; }
-bench_built "$PSB" "$PSBCTL" "$GEN"
+bench_built "$PSB" "$PSBCTL" "$GEN" "$COST"
 bench_out passthrough
 bench_scratch pt
 {
@@ -135,8 +138,10 @@ if mode.startswith("memif-"):
                              blk, re.S).group(1))
     offered = cum(blocks[k1 - 1], 0, "RX-packets") - cum(blocks[k0 - 1], 0, "RX-packets")
     entered = cum(blocks[k1 - 1], 1, "TX-packets") - cum(blocks[k0 - 1], 1, "TX-packets")
+    rates = [cum(blk, 0, "Rx-pps") for blk in blocks[k0:k1]]
     gen = {"gen_offered": offered, "gen_entered": entered, "gen_blocks": k1 - k0,
-           "share": entered / offered if offered else 0.0}
+           "share": entered / offered if offered else 0.0,
+           "offered_mpps": sum(rates) / len(rates) / 1e6}
 pkts = b["to_host_pkts"] - a["to_host_pkts"]
 byts = b["to_host_bytes"] - a["to_host_bytes"]
 json.dump({"mode": mode, "size": size, "wall_s": wall, "pkts": pkts, "bytes": byts,
@@ -183,6 +188,11 @@ json.dump({"mode": mode, "size": size, "periods": len(pps), "frame_len": flen,
           open(out, "w"), indent=1)
 PY
 }
+
+# where the time of accounting goes: lib/roce alone on the same frames, in memory, on CPU
+for size in small large; do
+	taskset -c "$CPU" "$COST" --rounds "$PAIRS" "$TMP/$size.pcap" >"$OUT/raw/cost-$size.json"
+done
 
 total=$((PAIRS * 12))
 for p in $(seq "$PAIRS"); do

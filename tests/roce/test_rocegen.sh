@@ -2,9 +2,9 @@
 # The RoCE generator against lib/roce's accounting: what psb-rocegen says its files hold
 # (from its own scenario) is what the parser, the ICRC check and the QP table count, exactly;
 # a table too small for the QPs evicts and still counts every frame. The comparison itself
-# must catch a difference.
+# must catch a difference. psb-rocecost times lib/roce over a flood's frames.
 set -euo pipefail
-GEN=$1 ACCOUNT=$2 COMPARE=$3
+GEN=$1 ACCOUNT=$2 COMPARE=$3 COST=$4
 DIR=$(mktemp -d)
 trap 'rm -rf "$DIR"' EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
@@ -41,4 +41,22 @@ for k in ("v1", "v2_ip4", "v2_ip6", "bytes", "malformed", "icrc_bad", "ops", "na
 assert len(a["qps"]) == 64
 print("eviction: %d QPs into 64, %d evicted, totals whole" % (new, t["qp_evicted"]))
 PY
+# psb-rocecost: every way timed, each adding to the one before; too few frames refused
+"$GEN" --wire "$DIR/f.pcap" --host "$DIR/h.pcap" --expect "$DIR/e.json" --flood 256 --qps 8 \
+	--max-payload 0
+"$COST" --rounds 3 --ms 20 "$DIR/f.pcap" > "$DIR/cost.json"
+python3 - "$DIR/cost.json" <<'PY'
+import json, sys
+c = json.load(open(sys.argv[1]))
+n = c["ns_per_frame"]
+assert c["icrc_impl"] in ("vpclmulqdq", "isa-l") and c["frames"] == 256, c
+assert c["frame_len"] == 62 and c["rounds"] == 3, c
+assert 0 < n["parse"] < n["icrc"] and n["parse"] < n["icrc_ref"] and n["parse"] < n["account"], n
+print("psb-rocecost: %s" % json.dumps(c))
+PY
+"$GEN" --wire "$DIR/f.pcap" --host "$DIR/h.pcap" --expect "$DIR/e.json" --flood 8 --qps 2
+if "$COST" --ms 20 "$DIR/f.pcap" 2> "$DIR/cost.err"; then
+	fail "psb-rocecost took 8 frames"
+fi
+grep -q "8 frames, at least 32 needed" "$DIR/cost.err" || fail "$(cat "$DIR/cost.err")"
 echo "PASS"
