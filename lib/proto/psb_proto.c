@@ -38,15 +38,41 @@ uint16_t
 psb_csum_partial(const void *data, size_t len, uint32_t sum)
 {
 	const uint8_t *p = data;
-	uint64_t s = sum;
+	uint64_t s = 0, w64;
+	uint32_t w32;
+	uint16_t w16 = 0;
 
-	while (len >= 2) {
-		s += psb_rd16(p);
+	/*
+	 * The words summed in the CPU's byte order, 8 bytes a load: the folded sum of
+	 * byte-swapped words is the byte-swapped sum (RFC 1071 2(B)), swapped back at the end.
+	 */
+	for (; len >= 8; p += 8, len -= 8) {
+		memcpy(&w64, p, 8);
+		s += (w64 & 0xffffffffu) + (w64 >> 32);
+	}
+	if (len >= 4) {
+		memcpy(&w32, p, 4);
+		s += w32;
+		p += 4;
+		len -= 4;
+	}
+	if (len >= 2) {
+		memcpy(&w16, p, 2);
+		s += w16;
 		p += 2;
 		len -= 2;
 	}
-	if (len)
-		s += (uint32_t)p[0] << 8;
+	if (len) {		/* the first byte of a word padded with zero */
+		w16 = 0;
+		memcpy(&w16, p, 1);
+		s += w16;
+	}
+	while (s >> 16)
+		s = (s & 0xffff) + (s >> 16);
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+	s = (uint64_t)__builtin_bswap16((uint16_t)s);
+#endif
+	s += sum;
 	while (s >> 16)
 		s = (s & 0xffff) + (s >> 16);
 	return (uint16_t)s;

@@ -239,6 +239,12 @@ fold(const uint8_t *end, size_t len, int kind)
 	__m256i y;
 	__m128i t, q;
 
+	if (nwin <= 2) {	/* up to 128 bytes (the small frames): straight */
+		sum = carry(window(base, 0, pad, kind), fold_k[nwin - 1], _mm512_setzero_si512());
+		if (nwin == 2)
+			sum = carry(window(base, 1, pad, kind), fold_k[0], sum);
+		goto lanes;
+	}
 	for (j = 0; j < FOLD_WIN; j++)
 		acc[j] = j < z ? _mm512_setzero_si512() : window(base, j - z, pad, kind);
 	for (w = FOLD_WIN - z; w < nwin; w += FOLD_WIN)
@@ -249,6 +255,7 @@ fold(const uint8_t *end, size_t len, int kind)
 	sum = carry(acc[j], fold_k[FOLD_WIN - 1 - j], _mm512_setzero_si512());
 	for (j++; j < FOLD_WIN; j++)
 		sum = carry(acc[j], fold_k[FOLD_WIN - 1 - j], sum);
+lanes:
 	/* the lanes summed: one 128-bit value with the last lane's alignment */
 	y = _mm256_xor_si256(_mm512_castsi512_si256(sum), _mm512_extracti64x4_epi64(sum, 1));
 	t = _mm_xor_si128(_mm256_castsi256_si128(y), _mm256_extracti128_si256(y, 1));

@@ -1270,6 +1270,30 @@ test_csum(void **state)
 	memset(ones, 0xff, sizeof(ones));
 	assert_int_equal(psb_csum_partial(ones, sizeof(ones), 0), 0xffff);
 	assert_int_equal(psb_csum_partial(ones, 2, 0xffff), 0xffff);
+	/* word by word, as RFC 1071 says it: any length, start and carried sum */
+	{
+		static uint8_t buf[1100];
+		uint32_t x = 1, i, n, off, sum;
+		uint64_t s;
+
+		for (i = 0; i < sizeof(buf); i++) {
+			x = x * 1103515245u + 12345u;
+			buf[i] = (uint8_t)(x >> 16);
+		}
+		for (n = 0; n < 1090; n += n < 80 ? 1 : 37) {
+			x = x * 1103515245u + 12345u;
+			off = x % 8;
+			sum = x >> (x % 16);
+			s = sum;
+			for (i = 0; i + 1 < n; i += 2)
+				s += (uint32_t)buf[off + i] << 8 | buf[off + i + 1];
+			if (n & 1)
+				s += (uint32_t)buf[off + n - 1] << 8;
+			while (s >> 16)
+				s = (s & 0xffff) + (s >> 16);
+			assert_int_equal(psb_csum_partial(buf + off, n, sum), s);
+		}
+	}
 }
 
 static void
