@@ -206,11 +206,12 @@ log_bounds(const struct psb_app *app)
 			 "untouched, the host's out of port %s; %s at most %u RoCE queue pairs "
 			 "(--roce-qps; then one not seen lately is evicted), ICRCs checked by %s, "
 			 "%u frames queued for the host (--exception-queue); frames over its MTU %u "
-			 "are dropped for the host (counted, host_dropped)",
+			 "are dropped for the host (counted, host_dropped); the host's frames use "
+			 "at most half of the transmit ring's %u places, the rest wait (host_held)",
 			 app->specs[app->exc_idx].spec, app->specs[0].spec,
 			 app->roce_accounting ? "counting" : "not counting (--no-roce-accounting),",
 			 app->roce_qps, psb_roce_icrc_impl(), psb_role_ring(&psb_role_passthrough, app),
-			 app->exc_mtu);
+			 app->exc_mtu, psb_role_ring(&psb_role_tx, app));
 	if (app->sched_ip == 0)
 		return;
 	if (app->node_role != PSB_NODE_SCHEDULER && app->heartbeat_ns == 0)

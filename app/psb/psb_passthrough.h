@@ -14,6 +14,7 @@ struct psb_pt_stats {
 	uint64_t to_host_pkts, to_host_bytes;	/* out of the exception port */
 	uint64_t host_dropped;		/* for the host, lost: its port full or down */
 	uint64_t from_host_pkts, from_host_bytes;	/* from the exception port, to the wire */
+	uint64_t host_held;		/* passes the host's frames waited: its half of tx full */
 	uint64_t not_roce;		/* frames passed that were not RoCE */
 	/* settings, kept through a reset */
 	uint64_t qp_cap;		/* node.roce_qps */

@@ -29,6 +29,7 @@
 struct pt_priv {
 	struct psb_roce_qptab *qp;
 	uint16_t exc_port, wire_port;
+	unsigned int host_reserve;	/* tx ring slots the host's frames leave to psb's */
 	uint64_t next_pub_ns;
 	struct psb_pt_stats st;
 	volatile uint32_t seq;		/* odd while pub_st and pub_tot are written */
@@ -65,6 +66,7 @@ pt_init(struct psb_role_inst *ri)
 		return -ENOMEM;
 	ri->priv = pp;
 	pp->exc_port = app->port_ids[app->exc_idx];
+	pp->host_reserve = psb_role_ring(&psb_role_tx, app) / 2;
 	pp->wire_port = app->port_ids[0];
 	pp->st.qp_cap = app->roce_qps;
 	pp->st.accounting = (uint8_t)app->roce_accounting;
@@ -144,9 +146,20 @@ pt_poll(struct psb_role_inst *ri)
 	}
 	work = (int)n;
 
-	/* from the host: everything it sends, out of the first port through the tx role */
+	/*
+	 * From the host: what it sends, out of the first port through the tx role, while at
+	 * least half of the tx ring is free: the other half is psb's own, so that a host sending
+	 * faster than the wire takes leaves its frames waiting in the exception port (its
+	 * kernel's queue, its loss), not psb's sends lost.
+	 */
 	if (!app->port_paused[pp->exc_port]) {
-		n = rte_eth_rx_burst(pp->exc_port, 0, pkts, PSB_BURST);
+		unsigned int room = rte_ring_free_count(app->tx_ring), want = PSB_BURST;
+
+		if (room < pp->host_reserve + PSB_BURST) {
+			want = room > pp->host_reserve ? room - pp->host_reserve : 0;
+			pp->st.host_held++;
+		}
+		n = want == 0 ? 0 : rte_eth_rx_burst(pp->exc_port, 0, pkts, (uint16_t)want);
 		if (n != 0 && pp->st.accounting)
 			account(pp, pkts, n, now);
 		for (i = 0; i < n; i++) {
