@@ -553,8 +553,9 @@ static const struct psb_metric pt_figs[] = {
 	PT("from_host_bytes", st.from_host_bytes, COUNTER, U64, BYTES, "from_host",
 		"Bytes of them"),
 	PT("host_held", st.host_held, COUNTER, U64, NONE, NULL,
-		"Passes in which the host's frames were left waiting in the exception port: they "
-		"had half of the transmit ring in use, the other half is kept for psb's own sends"),
+		"Passes that read the exception port short or not at all, leaving the host's "
+		"frames in its queue: half of the transmit ring was in use, the other half is kept "
+		"for psb's own sends"),
 	PT("not_roce", st.not_roce, COUNTER, U64, PACKETS, NULL,
 		"Frames passed either way that were not RoCE"),
 	PT_BY("roce_frames", tot.frames, PSB_ROCE_KINDS, 1, "version", roce_kind_name,
