@@ -69,6 +69,29 @@ alive() {
 	kill -0 "$1" 2>/dev/null || fail "psb $1 exited early"
 }
 
+# ctl_get PREFIX PATH: one counter of the psb with file prefix PREFIX ($PSBCTL asks)
+ctl_get() {
+	"$PSBCTL" -p "$1" --json counters "$2" |
+		python3 -c 'import json, sys; print(json.dumps(json.load(sys.stdin)["counters"]))'
+}
+
+# ctl_wait PID PREFIX eq|gt PATH VALUE SECONDS WHAT: until counter PATH is VALUE (eq) or a
+# number above it (gt), psb PID alive meanwhile
+ctl_wait() {
+	local pid=$1 prefix=$2 how=$3 path=$4 want=$5 secs=$6 what=$7 v=
+	for _ in $(seq $((secs * 10))); do
+		alive "$pid"
+		v=$(ctl_get "$prefix" "$path") || true
+		case $how in
+		eq) [ "$v" = "$want" ] && return 0 ;;
+		gt) [[ "$v" =~ ^[0-9]+$ ]] && [ "$v" -gt "$want" ] && return 0 ;;
+		esac
+		sleep 0.1
+	done
+	[ "$how" = eq ] || want="above $want"
+	fail "$what: $path is $v, not $want, after $secs s"
+}
+
 # tel PREFIX CMD...: each command through dpdk-telemetry.py, one JSON reply per line
 tel() {
 	local prefix=$1

@@ -32,22 +32,9 @@ SPID=$LAST_PID
 for _ in $(seq 300); do alive $SPID; [ -S "$RUNDIR/$TAG-s/psb.ctl" ] && break; sleep 0.1; done
 [ -S "$RUNDIR/$TAG-s/psb.ctl" ] || fail "psb's control socket did not appear within 30 s"
 
-# get PATH: one counter of psb's
-get() {
-	"$PSBCTL" -p "$TAG-s" --json counters "$1" |
-		python3 -c 'import json, sys; print(json.dumps(json.load(sys.stdin)["counters"]))'
-}
-# wait_for PATH VALUE SECONDS WHAT
-wait_for() {
-	local v=
-	for _ in $(seq $(($3 * 10))); do
-		alive $SPID
-		v=$(get "$1") || true
-		[ "$v" = "$2" ] && return 0
-		sleep 0.1
-	done
-	fail "$4: $1 is $v, not $2, after $3 s"
-}
+# get PATH: one counter of psb's; wait_for PATH VALUE SECONDS WHAT: until it is VALUE
+get() { ctl_get "$TAG-s" "$1"; }
+wait_for() { ctl_wait $SPID "$TAG-s" eq "$@"; }
 
 mkfifo "$DIR/testpmd.in"
 "$TESTPMD" -l 0,1 --no-huge -m 256 --no-pci --file-prefix "$TAG-t" \

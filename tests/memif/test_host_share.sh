@@ -30,34 +30,11 @@ for _ in $(seq 300); do alive $SPID; [ -S "$RUNDIR/$TAG-s/psb.ctl" ] && break; s
 grep -q "the host's frames use at most half of the transmit ring's 8192 places" \
 	"$DIR/server.log" || fail "the host's share is not said at start"
 
-# get PATH: one counter of psb's
-get() {
-	"$PSBCTL" -p "$TAG-s" --json counters "$1" |
-		python3 -c 'import json, sys; print(json.dumps(json.load(sys.stdin)["counters"]))'
-}
-# wait_more PATH THAN SECONDS WHAT: until the counter is above THAN
-wait_more() {
-	local v=
-	for _ in $(seq $(($3 * 10))); do
-		alive $SPID
-		v=$(get "$1") || true
-		[ -n "$v" ] && [ "$v" -gt "$2" ] && return 0
-		sleep 0.1
-	done
-	fail "$4: $1 is $v, not above $2, after $3 s"
-}
-
-# wait_for PATH VALUE SECONDS WHAT: until the counter is VALUE
-wait_for() {
-	local v=
-	for _ in $(seq $(($3 * 10))); do
-		alive $SPID
-		v=$(get "$1") || true
-		[ "$v" = "$2" ] && return 0
-		sleep 0.1
-	done
-	fail "$4: $1 is $v, not $2, after $3 s"
-}
+# get PATH: one counter of psb's; wait_for PATH VALUE SECONDS WHAT: until it is VALUE;
+# wait_more PATH THAN SECONDS WHAT: until it is above THAN
+get() { ctl_get "$TAG-s" "$1"; }
+wait_for() { ctl_wait $SPID "$TAG-s" eq "$@"; }
+wait_more() { ctl_wait $SPID "$TAG-s" gt "$@"; }
 
 mkfifo "$DIR/testpmd.in"
 "$TESTPMD" -l 0,1 --no-huge -m 256 --no-pci --file-prefix "$TAG-t" \
