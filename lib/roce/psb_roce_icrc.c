@@ -86,9 +86,7 @@ psb_roce_icrc_ref(const uint8_t *frame, const struct psb_roce_pkt *p)
 
 #define FOLD_TARGET	"avx512f,avx512bw,avx512vl,vpclmulqdq,pclmul,sse4.1"
 /* Windows of 64 bytes in flight at once: each carried forward FOLD_WIN windows at a time */
-#ifndef FOLD_WIN
 #define FOLD_WIN	4
-#endif
 /* x^32 + ... : the low 32 coefficients of P */
 #define POLY		0x04c11db7u
 
@@ -224,10 +222,11 @@ carry(__m512i x, const uint64_t *k, __m512i add)
 
 /*
  * The state-zero CRC of the len bytes that end at end, with the mask of kind ORed over their
- * first 64; bytes before them are never read. FOLD_WIN windows are carried at once, each by
- * FOLD_WIN windows a step (the products of one do not wait for another's); zero windows
- * stand before the first so that their count is a multiple of it. Then each is carried to
- * the end and the lanes summed.
+ * first 64; bytes before them are never read. A message of fewer than FOLD_WIN windows has
+ * each window carried to the end at once. A longer one has FOLD_WIN windows carried at once,
+ * each by FOLD_WIN windows a step (the products of one do not wait for another's), zero
+ * windows standing before the first so that their count is a multiple of it; then each is
+ * carried to the end. The lanes are summed after.
  */
 __attribute__((target(FOLD_TARGET))) static uint32_t
 fold(const uint8_t *end, size_t len, int kind)
@@ -235,27 +234,22 @@ fold(const uint8_t *end, size_t len, int kind)
 	size_t nwin = (len + 63) / 64, pad = 64 * nwin - len;
 	size_t z = (FOLD_WIN - nwin % FOLD_WIN) % FOLD_WIN, w, j;
 	uintptr_t base = (uintptr_t)end - 64 * nwin;
-	__m512i acc[FOLD_WIN], sum;
+	__m512i acc[FOLD_WIN], sum = _mm512_setzero_si512();
 	__m256i y;
 	__m128i t, q;
 
-	if (nwin <= 2) {	/* up to 128 bytes (the small frames): straight */
-		sum = carry(window(base, 0, pad, kind), fold_k[nwin - 1], _mm512_setzero_si512());
-		if (nwin == 2)
-			sum = carry(window(base, 1, pad, kind), fold_k[0], sum);
-		goto lanes;
-	}
-	for (j = 0; j < FOLD_WIN; j++)
-		acc[j] = j < z ? _mm512_setzero_si512() : window(base, j - z, pad, kind);
-	for (w = FOLD_WIN - z; w < nwin; w += FOLD_WIN)
+	if (nwin < FOLD_WIN) {
+		for (w = 0; w < nwin; w++)
+			sum = carry(window(base, w, pad, kind), fold_k[nwin - 1 - w], sum);
+	} else {
 		for (j = 0; j < FOLD_WIN; j++)
-			acc[j] = carry(acc[j], fold_kn, window(base, w + j, pad, kind));
-	/* the zero windows of a message shorter than a step are skipped, not carried */
-	j = nwin < FOLD_WIN ? z : 0;
-	sum = carry(acc[j], fold_k[FOLD_WIN - 1 - j], _mm512_setzero_si512());
-	for (j++; j < FOLD_WIN; j++)
-		sum = carry(acc[j], fold_k[FOLD_WIN - 1 - j], sum);
-lanes:
+			acc[j] = j < z ? _mm512_setzero_si512() : window(base, j - z, pad, kind);
+		for (w = FOLD_WIN - z; w < nwin; w += FOLD_WIN)
+			for (j = 0; j < FOLD_WIN; j++)
+				acc[j] = carry(acc[j], fold_kn, window(base, w + j, pad, kind));
+		for (j = 0; j < FOLD_WIN; j++)
+			sum = carry(acc[j], fold_k[FOLD_WIN - 1 - j], sum);
+	}
 	/* the lanes summed: one 128-bit value with the last lane's alignment */
 	y = _mm256_xor_si256(_mm512_castsi512_si256(sum), _mm512_extracti64x4_epi64(sum, 1));
 	t = _mm_xor_si128(_mm256_castsi256_si128(y), _mm256_extracti128_si256(y, 1));
