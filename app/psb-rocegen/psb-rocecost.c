@@ -28,6 +28,8 @@
 #include "psb_roce_qp.h"
 
 #define MAX_FRAMES	4096
+#define MAX_LEN		9216	/* the longest frame psb passes (PSB_MAX_FRAME): a file's frames
+				 * are held within MAX_FRAMES * MAX_LEN, whatever it says */
 #define HEADROOM	128	/* where an mbuf's data starts */
 #define BURST		32
 #define WAYS		4
@@ -90,6 +92,12 @@ load(const char *path, struct frames *f)
 		return -1;
 	}
 	while (f->n < MAX_FRAMES && pcap_next_ex(pc, &h, &d) == 1) {
+		if (h->caplen > MAX_LEN) {
+			fprintf(stderr, "psb-rocecost: %s: frame %u is %u bytes, psb passes at "
+				"most %d\n", path, f->n + 1, h->caplen, MAX_LEN);
+			pcap_close(pc);
+			return -1;
+		}
 		b = aligned_alloc(64, (HEADROOM + h->caplen + 63) / 64 * 64);
 		if (b == NULL) {
 			fprintf(stderr, "psb-rocecost: no memory for frame %u\n", f->n);

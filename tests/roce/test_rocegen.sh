@@ -61,4 +61,17 @@ if "$COST" --ms 20 "$DIR/f.pcap" 2> "$DIR/cost.err"; then
 	fail "psb-rocecost took 8 frames"
 fi
 grep -q "8 frames, at least 32 needed" "$DIR/cost.err" || fail "$(cat "$DIR/cost.err")"
+# a frame longer than psb passes is refused, not held: the file's own lengths bound nothing
+python3 - "$DIR/long.pcap" <<'PY'
+import struct, sys
+with open(sys.argv[1], "wb") as f:
+    f.write(struct.pack("<IHHiIII", 0xa1b2c3d4, 2, 4, 0, 0, 262144, 1))
+    for n in (64, 64, 9217):
+        f.write(struct.pack("<IIII", 0, 0, n, n) + bytes(n))
+PY
+if "$COST" --ms 20 "$DIR/long.pcap" 2> "$DIR/cost.err"; then
+	fail "psb-rocecost took a frame of 9217 bytes"
+fi
+grep -q "frame 3 is 9217 bytes, psb passes at most 9216" "$DIR/cost.err" ||
+	fail "$(cat "$DIR/cost.err")"
 echo "PASS"
