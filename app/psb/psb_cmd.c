@@ -64,6 +64,9 @@ load_doc(struct psb_app *app, const json_t *req, struct psb_exp_conf *c)
 	if (doc == NULL && file == NULL)
 		return psb_cmd_error("bad_request", "give \"experiment\": {document} or \"file\": "
 				     "\"path\"");
+	if (doc != NULL && json_object_get(req, "file") != NULL)
+		return psb_cmd_error("bad_request", "file: give \"experiment\" or \"file\", not "
+				     "both");
 	if (doc == NULL) {
 		/* the main lcore reads it: never a FIFO or a device, never more than file_max */
 		loaded = psb_exp_read_json(file, app->conf.node.file_max, &rc, err, sizeof(err));
@@ -448,29 +451,42 @@ cmd_quit(struct psb_app *app, const json_t *req, int *quit)
 
 static json_t *cmd_help(struct psb_app *app, const json_t *req, int *quit);
 
+/*
+ * Each command with the fields its request may have besides "cmd" and "id": any other is
+ * refused by name, so that a misspelt one is not taken for its absence ("prot" clearing
+ * every port's statistics, "experiement" starting the loaded experiment).
+ */
 static const struct {
 	const char *name;
 	json_t *(*fn)(struct psb_app *app, const json_t *req, int *quit);
+	const char *fields[3];
 	const char *help;
 } cmds[] = {
-	{ "start", cmd_start, "start an experiment: {\"experiment\": {...}} or {\"file\": PATH}, "
-	  "or the loaded one" },
-	{ "load", cmd_load, "load an experiment to start later: {\"experiment\"} or {\"file\"}" },
-	{ "stop", cmd_stop, "stop the running experiment (its results are written)" },
-	{ "status", cmd_status, "the running or last experiment, with live figures" },
-	{ "counters", cmd_counters, "every counter, or {\"filter\": \"roles.worker0\"}" },
-	{ "metrics", cmd_metrics, "what each counter is: path, kind, unit, Prometheus name, help" },
-	{ "reset_state", cmd_reset, "zero counters, metrics and the store (after a warm-up)" },
-	{ "list", cmd_list, "experiments run so far, and the kinds" },
-	{ "set", cmd_set, "{\"param\": \"pushpull.rate\", \"value\": \"1Gbps\"}" },
-	{ "clear_port_stats", cmd_clear_port_stats, "zero port statistics: {\"port\": N|\"all\"}" },
-	{ "log", cmd_log, "psb's log types and levels; {\"type\": \"psb.rx\", \"level\": "
-	  "\"debug\"} sets them (type: a glob, psb.* if none)" },
-	{ "rdma", cmd_rdma, "RDMA devices, ports, GIDs and RoCE versions seen through rdma-core" },
-	{ "roce_qp", cmd_roce_qp, "RoCE queue pairs the passthrough counts, most packets first: "
-	  "{\"max\": N}" },
-	{ "quit", cmd_quit, "stop the experiment and exit" },
-	{ "help", cmd_help, "these commands" },
+	{ "start", cmd_start, { "experiment", "file" }, "start an experiment: {\"experiment\": "
+	  "{...}} or {\"file\": PATH}, or the loaded one" },
+	{ "load", cmd_load, { "experiment", "file" }, "load an experiment to start later: "
+	  "{\"experiment\"} or {\"file\"}" },
+	{ "stop", cmd_stop, { NULL }, "stop the running experiment (its results are written)" },
+	{ "status", cmd_status, { NULL }, "the running or last experiment, with live figures" },
+	{ "counters", cmd_counters, { "filter" }, "every counter, or {\"filter\": "
+	  "\"roles.worker0\"}" },
+	{ "metrics", cmd_metrics, { NULL }, "what each counter is: path, kind, unit, Prometheus "
+	  "name, help" },
+	{ "reset_state", cmd_reset, { NULL }, "zero counters, metrics and the store (after a "
+	  "warm-up)" },
+	{ "list", cmd_list, { NULL }, "experiments run so far, and the kinds" },
+	{ "set", cmd_set, { "param", "value" }, "{\"param\": \"pushpull.rate\", \"value\": "
+	  "\"1Gbps\"}" },
+	{ "clear_port_stats", cmd_clear_port_stats, { "port" }, "zero port statistics: "
+	  "{\"port\": N|\"all\"}" },
+	{ "log", cmd_log, { "type", "level" }, "psb's log types and levels; {\"type\": "
+	  "\"psb.rx\", \"level\": \"debug\"} sets them (type: a glob, psb.* if none)" },
+	{ "rdma", cmd_rdma, { NULL }, "RDMA devices, ports, GIDs and RoCE versions seen through "
+	  "rdma-core" },
+	{ "roce_qp", cmd_roce_qp, { "max" }, "RoCE queue pairs the passthrough counts, most "
+	  "packets first: {\"max\": N}" },
+	{ "quit", cmd_quit, { NULL }, "stop the experiment and exit" },
+	{ "help", cmd_help, { NULL }, "these commands" },
 };
 
 static json_t *
@@ -485,6 +501,33 @@ cmd_help(struct psb_app *app, const json_t *req, int *quit)
 	for (i = 0; i < RTE_DIM(cmds); i++)
 		json_object_set_new(o, cmds[i].name, json_string(cmds[i].help));
 	return ok(json_pack("{s:o}", "commands", o));
+}
+
+/* NULL when every field of req is "cmd", "id" or one of fields[]; else the error naming it */
+static json_t *
+unknown_field(const json_t *req, const char *name, const char *const fields[3])
+{
+	char list[96] = "";
+	const char *key;
+	size_t i, used = 0;
+	json_t *v;
+
+	json_object_foreach((json_t *)req, key, v) {
+		if (strcmp(key, "cmd") == 0 || strcmp(key, "id") == 0)
+			continue;
+		for (i = 0; i < 3 && fields[i] != NULL; i++)
+			if (strcmp(key, fields[i]) == 0)
+				break;
+		if (i < 3 && fields[i] != NULL)
+			continue;
+		for (i = 0; i < 3 && fields[i] != NULL && used < sizeof(list); i++)
+			used += snprintf(list + used, sizeof(list) - used, "%s\"%s\"",
+					 i ? ", " : "", fields[i]);
+		return psb_cmd_error("bad_request", "\"%.64s\": not a field of %s (%s%s)", key,
+				     name, used ? "its fields: " : "it takes none besides \"id\"",
+				     list);
+	}
+	return NULL;
 }
 
 json_t *
@@ -503,7 +546,12 @@ psb_cmd_exec(struct psb_app *app, const json_t *req, int *quit)
 				     "them)");
 	for (i = 0; i < RTE_DIM(cmds); i++)
 		if (strcmp(cmds[i].name, name) == 0)
-			return cmds[i].fn(app, req, quit);
+			break;
+	if (i < RTE_DIM(cmds)) {
+		json_t *bad = unknown_field(req, cmds[i].name, cmds[i].fields);
+
+		return bad != NULL ? bad : cmds[i].fn(app, req, quit);
+	}
 	for (i = 0; i < RTE_DIM(cmds) && used < sizeof(list); i++)
 		used += snprintf(list + used, sizeof(list) - used, "%s%s", i ? ", " : "",
 				 cmds[i].name);

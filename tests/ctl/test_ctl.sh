@@ -142,6 +142,16 @@ expect_rc 1 "$O" "$E" ctl "$W" raw '["status"]'
 jq_ 'd["error"]["code"]' <"$O" | grep -qx bad_request || fail "raw array: $(cat "$O")"
 expect_rc 1 "$O" "$E" ctl "$W" raw '{"cmd": "frobnicate"}'
 grep -q 'unknown command "frobnicate"' "$E" || fail "unknown command: $(cat "$E")"
+# a field the command does not take is named, not taken for the absence of the one meant
+expect_rc 1 "$O" "$E" ctl "$W" raw '{"cmd": "clear_port_stats", "prot": 0}'
+grep -q '^psbctl: bad_request: "prot": not a field of clear_port_stats (its fields: "port")' \
+	"$E" || fail "misspelt field: $(cat "$E")"
+expect_rc 1 "$O" "$E" ctl "$W" raw '{"cmd": "status", "id": 3, "verbose": true}'
+grep -q '"verbose": not a field of status (it takes none besides "id")' "$E" ||
+	fail "field of a command without any: $(cat "$E")"
+jq_ 'd["id"]' <"$O" | grep -qx 3 || fail "refused request's id: $(cat "$O")"
+expect_rc 1 "$O" "$E" ctl "$W" raw '{"cmd": "start", "experiment": {}, "file": "x.json"}'
+grep -q 'give "experiment" or "file", not both' "$E" || fail "both experiment and file: $(cat "$E")"
 # a bad document: the error names its JSON path and value, for start and load
 printf '{"name": "bad", "kind": "pushpull", "pushpull": {"len": "abc"}}\n' >"$DIR/bad.json"
 expect_rc 1 "$O" "$E" ctl "$W" start "$DIR/bad.json"
@@ -205,6 +215,12 @@ expect_rc 0 "$O" "$E" ctl "$W" load "$DIR/l.json"
 grep -q '^loaded "loaded" (pushpull)' "$O" || fail "load: $(cat "$O")"
 expect_rc 0 "$O" "$E" ctl "$W" set pushpull.repeat 150
 grep -q '(for the next experiment)' "$O" || fail "set idle: $(cat "$O")"
+# a misspelt "experiment" does not start the loaded one
+expect_rc 1 "$O" "$E" ctl "$W" raw '{"cmd": "start", "experiement": {"name": "typo"}}'
+grep -q '"experiement": not a field of start (its fields: "experiment", "file")' "$E" ||
+	fail "start with a misspelt field: $(cat "$E")"
+[ "$(ctl "$W" --json status | jq_ 'd["experiment"]["id"]')" = 2 ] ||
+	fail "a start with a misspelt field started an experiment"
 expect_rc 0 "$O" "$E" ctl "$W" start --wait
 grep -q '^experiment 3 "loaded" (pushpull): done' "$O" || fail "start loaded: $(cat "$O")"
 jq_ 'd["rows"][0]["iterations"]' <"$DIR/results/loaded/result.json" | grep -qx 150 ||

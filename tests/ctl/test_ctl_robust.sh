@@ -68,10 +68,10 @@ sys.exit(not (v == sorted(v) and v[-1] > v[0]))' "$O" || fail "tx_pkts not growi
 
 # --- oversized request: too_large and closed; psb goes on serving others
 timeout -k 2 30 python3 "$PROTO" too_large "$W" || fail "too_large (protocol)"
-expect_rc 1 "$O" "$E" ctl "$W" raw "{\"cmd\": \"status\", \"pad\": \"$(head -c 70000 /dev/zero | tr '\0' x)\"}"
+expect_rc 1 "$O" "$E" ctl "$W" raw "{\"cmd\": \"status\", \"id\": \"$(head -c 70000 /dev/zero | tr '\0' x)\"}"
 grep -q '^psbctl: too_large: request longer than 65536 bytes' "$E" || fail "raw too_large: $(cat "$E")"
 # just under the limit is still a request
-expect_rc 0 "$O" "$E" ctl "$W" raw "{\"cmd\": \"status\", \"pad\": \"$(head -c 60000 /dev/zero | tr '\0' x)\"}"
+expect_rc 0 "$O" "$E" ctl "$W" raw "{\"cmd\": \"status\", \"id\": \"$(head -c 60000 /dev/zero | tr '\0' x)\"}"
 jq_ 'd["ok"]' <"$O" | grep -qx True || fail "60000-byte request: $(head -c 300 "$O")"
 
 # --- clients leaving mid-request, partial lines, several requests per line-burst
