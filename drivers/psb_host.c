@@ -437,10 +437,21 @@ sockrec_path(const char *dir, const char *sock, char *out, size_t len)
 	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
 }
 
+/* The record: whose socket file it is, and whether its port takes clients yet (ready). */
+static int
+sockrec_write(const struct psb_sockrec *rec, int ready)
+{
+	char text[REC_MAX];
+
+	snprintf(text, sizeof(text), "pid %ld\nstart %llu\ndev %llu\nino %llu\nsock %s\n"
+		 "ready %d\n", rec->owner.pid, rec->owner.start, rec->dev, rec->ino, rec->sock,
+		 ready);
+	return rec_write(rec->path, text);
+}
+
 int
 psb_sock_record(const char *dir, const char *sock, struct psb_sockrec *rec)
 {
-	char text[REC_MAX];
 	struct stat st;
 	int rc;
 
@@ -458,12 +469,16 @@ psb_sock_record(const char *dir, const char *sock, struct psb_sockrec *rec)
 	rc = sockrec_path(dir, sock, rec->path, sizeof(rec->path));
 	if (rc != 0)
 		return rc;
-	snprintf(text, sizeof(text), "pid %ld\nstart %llu\ndev %llu\nino %llu\nsock %s\n",
-		 rec->owner.pid, rec->owner.start, rec->dev, rec->ino, sock);
-	rc = rec_write(rec->path, text);
+	rc = sockrec_write(rec, 0);
 	if (rc != 0)
 		rec->path[0] = '\0';
 	return rc;
+}
+
+int
+psb_sock_ready(const struct psb_sockrec *rec)
+{
+	return rec->path[0] != '\0' ? sockrec_write(rec, 1) : -ENOENT;
 }
 
 void
@@ -493,13 +508,16 @@ psb_unix_listening(const char *path)
 	return found;
 }
 
-/* The record of sock when it still describes the file there (st); 0 or -ENOENT. */
+/*
+ * The record of sock when it still describes the file there (st); 0 or -ENOENT. *ready (when
+ * not NULL): whether its port takes clients (a record without the line: yes).
+ */
 static int
 sock_recorded(const char *dir, const char *sock, const struct stat *st, struct psb_proc *owner,
-		char *path, size_t pathlen)
+	      char *path, size_t pathlen, int *ready)
 {
 	char text[REC_MAX], name[sizeof(((struct psb_sockrec *)0)->sock)];
-	unsigned long long dev, ino;
+	unsigned long long dev, ino, r = 1;
 
 	if (sockrec_path(dir, sock, path, pathlen) != 0 ||
 	    rec_read(path, text, sizeof(text)) != 0 || rec_owner(text, owner) != 0 ||
@@ -507,6 +525,8 @@ sock_recorded(const char *dir, const char *sock, const struct stat *st, struct p
 	    rec_num(text, "dev", &dev) != 0 || rec_num(text, "ino", &ino) != 0 ||
 	    dev != (unsigned long long)st->st_dev || ino != (unsigned long long)st->st_ino)
 		return -ENOENT;
+	if (ready != NULL)
+		*ready = rec_num(text, "ready", &r) != 0 || r != 0;
 	return 0;
 }
 
@@ -533,7 +553,7 @@ psb_sock_claim(const char *dir, const char *sock, char *msg, size_t msglen)
 		snprintf(msg, msglen, "%s is in use: a memif server listens on it", sock);
 		return -EADDRINUSE;
 	}
-	if (sock_recorded(dir, sock, &st, &owner, path, sizeof(path)) != 0) {
+	if (sock_recorded(dir, sock, &st, &owner, path, sizeof(path), NULL) != 0) {
 		snprintf(msg, msglen, "%s is a socket file psb did not leave behind, and nothing in "
 			 "this network namespace listens on it: remove it if no program uses it",
 			 sock);
@@ -578,7 +598,7 @@ psb_sock_sweep(const char *dir)
 		}
 		/* a dead psb's record of a file that is gone (or is another file now) is moot */
 		if (!psb_proc_alive(&owner) && (lstat(sock, &st) != 0 ||
-		    sock_recorded(dir, sock, &st, &owner, again, sizeof(again)) != 0))
+		    sock_recorded(dir, sock, &st, &owner, again, sizeof(again), NULL) != 0))
 			unlink(path);
 	}
 	closedir(d);
@@ -590,19 +610,20 @@ psb_sock_server(const char *dir, const char *sock, long *pid)
 	char path[PATH_MAX];
 	struct psb_proc owner;
 	struct stat st;
+	int ready;
 
 	*pid = 0;
 	if (lstat(sock, &st) != 0)
 		return -errno;
 	if (!S_ISSOCK(st.st_mode))
 		return -ENOTSOCK;
-	if (psb_unix_listening(sock))
-		return 1;
-	if (sock_recorded(dir, sock, &st, &owner, path, sizeof(path)) != 0)
-		return 0;
+	if (sock_recorded(dir, sock, &st, &owner, path, sizeof(path), &ready) != 0)
+		return psb_unix_listening(sock) ? 1 : 0;
 	*pid = owner.pid;
 	/* a psb server in another network namespace does not show here, but runs */
-	return psb_proc_alive(&owner) ? 1 : -ESTALE;
+	if (psb_proc_alive(&owner))
+		return ready ? 1 : -EINPROGRESS;
+	return psb_unix_listening(sock) ? 1 : -ESTALE;
 }
 
 int

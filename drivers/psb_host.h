@@ -83,8 +83,13 @@ struct psb_sockrec {
 	char path[PATH_MAX];		/* the record */
 };
 
-/* After the socket file sock exists: record it as this process's. 0 or -errno. */
+/*
+ * After the socket file sock exists: record it as this process's, its port not taking
+ * clients yet; psb_sock_ready once it does (a memif server turns away for good a client that
+ * comes before its port started). 0 or -errno.
+ */
 int psb_sock_record(const char *dir, const char *sock, struct psb_sockrec *rec);
+int psb_sock_ready(const struct psb_sockrec *rec);
 /* Remove the record (the socket file is its owner's to unlink). */
 void psb_sock_forget(struct psb_sockrec *rec);
 
@@ -104,8 +109,10 @@ int psb_sock_claim(const char *dir, const char *sock, char *msg, size_t msglen);
 
 /*
  * A memif client's view of its server's socket: 1 a server is there (it listens in this
- * network namespace, or the psb that made it runs); 0 cannot tell (a socket file psb did
- * not record); -ESTALE the psb that made it is gone (*pid); -ENOENT, -ENOTSOCK.
+ * network namespace, or the psb that made it runs and its port takes clients); 0 cannot tell
+ * (a socket file psb did not record, nobody listening); -EINPROGRESS the psb that made it
+ * (*pid) runs but has not started its port yet; -ESTALE the psb that made it is gone (*pid);
+ * -ENOENT, -ENOTSOCK.
  */
 int psb_sock_server(const char *dir, const char *sock, long *pid);
 

@@ -475,6 +475,8 @@ main(int argc, char **argv)
 				"see scripts/setup.sh)", app->specs[i].spec, app->specs[i].name);
 		}
 		mtu = psb_host_port_mtu(app, i, &flags);
+		if (app->specs[i].kind == PSB_PORT_MEMIF && !app->specs[i].memif_server)
+			psb_host_memif_wait(app, i, ro.config != NULL);
 		if (i == 0 && app->isolate) {
 			iso.rules = rules;
 			iso.n = psb_ports_isolate_rules(app, rules);
@@ -505,6 +507,7 @@ main(int argc, char **argv)
 		PSB_DEBUG(port, "port %u: %s (%s), MTU %u", pid, app->specs[i].spec, info.driver,
 			info.mtu);
 	}
+	psb_host_memif_ready(app);
 	if (!app->mac_given) {
 		struct rte_ether_addr ea0;
 

@@ -352,7 +352,10 @@ void psb_worker_results_file(const struct psb_app *app, unsigned int rank, char 
  * the results go); dies with the reason. psb_host_port_mtu, before port i is set up: the
  * MTU to ask for and ethdev flags (a kernel interface keeps its MTU unless one was asked
  * for), its state recorded first. psb_host_ports_up, after the EAL, records the memif
- * sockets psb bound. psb_host_restore, at exit, puts interfaces back.
+ * sockets psb bound; psb_host_memif_ready, once its ports are started, records them as
+ * taking clients. psb_host_memif_wait, right before memif client port i starts (it connects
+ * then), waits for its server again: a psb server records its socket a moment after making
+ * it. psb_host_restore, at exit, puts interfaces back.
  * psb_host_cpus: without -l (*lcores NULL or ""), the first CPU this process may use that
  * no other psb polls, claimed for the process's life and written to buf (*lcores points
  * there); with -l, its CPUs claimed too and a CPU another psb polls said at start.
@@ -367,6 +370,8 @@ int psb_eal_init(int argc, char **argv, char *err, size_t len);
 void psb_host_prepare(struct psb_app *app, int from_doc);
 uint16_t psb_host_port_mtu(struct psb_app *app, unsigned int i, unsigned int *flags);
 void psb_host_ports_up(struct psb_app *app);
+void psb_host_memif_wait(struct psb_app *app, unsigned int i, int from_doc);
+void psb_host_memif_ready(struct psb_app *app);
 void psb_host_restore(struct psb_app *app);
 void psb_host_cpus(struct psb_app *app, const char **lcores, char *buf, size_t len);
 int psb_host_huge_lock(struct psb_app *app, int no_huge);

@@ -257,7 +257,9 @@ note_line(void *arg, const char *line)
 }
 
 /*
- * A memif client's server: wait until its socket is there and not one a dead psb left.
+ * A memif client's server: wait until its socket is there, not one a dead psb left, and, when
+ * a psb made it, until that psb's port is started: a memif server turns away a client that
+ * connects before, and DPDK's memif client does not try again (its link would stay down).
  * Never by connecting to it: a memif server takes a connection that says nothing badly.
  */
 static void
@@ -265,6 +267,7 @@ wait_memif_server(struct psb_app *app, const struct psb_port_spec *p, const char
 		int from_doc)
 {
 	uint64_t limit = app->connect_timeout_ns, t0 = psb_clock_ns(), waited = 0;
+	char what[PATH_MAX + 96];
 	int rc, said = 0;
 	long pid = 0;
 
@@ -278,15 +281,24 @@ wait_memif_server(struct psb_app *app, const struct psb_port_spec *p, const char
 			break;
 		if (!said && waited >= 1000000000ull) {
 			said = 1;
-			if (limit != 0)
-				PSB_NOTICE(port, "waiting for a memif server at %s (at most %.1f s, "
-					"--connect-timeout)", p->sock_path, limit / 1e9);
+			if (rc == -EINPROGRESS)
+				snprintf(what, sizeof(what), "psb pid %ld, whose memif server at %s "
+					 "has not started its port yet", pid, p->sock_path);
 			else
-				PSB_NOTICE(port, "waiting for a memif server at %s", p->sock_path);
+				snprintf(what, sizeof(what), "a memif server at %s", p->sock_path);
+			if (limit != 0)
+				PSB_NOTICE(port, "waiting for %s (at most %.1f s, --connect-timeout)",
+					what, limit / 1e9);
+			else
+				PSB_NOTICE(port, "waiting for %s", what);
 		}
 		usleep(100000);
 		waited = psb_clock_ns() - t0;
 	}
+	if (rc == -EINPROGRESS)
+		psb_run_fail_early(app, from_doc, "port '%s': the memif server at %s, psb pid %ld, "
+			"did not start its port in %.1f s (--connect-timeout): see what it says",
+			p->spec, p->sock_path, pid, waited / 1e9);
 	if (rc == -ESTALE)
 		psb_run_fail_early(app, from_doc, "port '%s': no memif server at %s after %.1f s "
 			"(--connect-timeout): the socket file is left from psb pid %ld, which is "
@@ -433,6 +445,28 @@ psb_host_ports_up(struct psb_app *app)
 		if (app->specs[i].kind == PSB_PORT_MEMIF && app->specs[i].memif_server &&
 		    psb_sock_record(dir, app->specs[i].sock_path, &g_socks[i]) != 0)
 			PSB_DEBUG(port, "port '%s': cannot record its socket file",
+				app->specs[i].spec);
+}
+
+void
+psb_host_memif_wait(struct psb_app *app, unsigned int i, int from_doc)
+{
+	char dir[PATH_MAX];
+
+	if (psb_host_dir("memif", dir, sizeof(dir)) != 0)
+		dir[0] = '\0';
+	wait_memif_server(app, &app->specs[i], dir, from_doc);
+}
+
+void
+psb_host_memif_ready(struct psb_app *app)
+{
+	unsigned int i;
+
+	for (i = 0; i < app->nports; i++)
+		if (app->specs[i].kind == PSB_PORT_MEMIF && app->specs[i].memif_server &&
+		    g_socks[i].path[0] != '\0' && psb_sock_ready(&g_socks[i]) != 0)
+			PSB_DEBUG(port, "port '%s': cannot record its socket file as ready",
 				app->specs[i].spec);
 }
 

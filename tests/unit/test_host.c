@@ -197,6 +197,50 @@ test_sock_claim(void **state)
 	assert_int_equal(count_records(), 0);
 }
 
+/*
+ * A memif client's view of its server's socket: a live psb's socket counts only once its
+ * port is started (a server turns away a client that comes before, for good).
+ */
+static void
+test_sock_server(void **state)
+{
+	struct psb_sockrec rec;
+	char path[PATH_MAX];
+	long pid;
+	FILE *f;
+	int fd;
+
+	(void)state;
+	snprintf(g_sock, sizeof(g_sock), "%s/m.sock", g_dir);
+	assert_int_equal(psb_sock_server(g_dir, g_sock, &pid), -ENOENT);
+	/* another program's listening socket: there */
+	fd = bind_sock(g_sock, 1);
+	assert_int_equal(psb_sock_server(g_dir, g_sock, &pid), 1);
+	/* this (live) psb's, its port not started: not yet, whoever listens */
+	assert_int_equal(psb_sock_record(g_dir, g_sock, &rec), 0);
+	assert_int_equal(psb_sock_server(g_dir, g_sock, &pid), -EINPROGRESS);
+	assert_int_equal(pid, getpid());
+	/* its port started */
+	assert_int_equal(psb_sock_ready(&rec), 0);
+	assert_int_equal(psb_sock_server(g_dir, g_sock, &pid), 1);
+	/* a record without the line, as an older psb wrote it: taken as started */
+	snprintf(path, sizeof(path), "%s", rec.path);
+	f = fopen(path, "r+");
+	assert_non_null(f);
+	assert_int_equal(ftruncate(fileno(f), 0), 0);
+	fprintf(f, "pid %ld\nstart %llu\ndev %llu\nino %llu\nsock %s\n", rec.owner.pid,
+		rec.owner.start, rec.dev, rec.ino, g_sock);
+	fclose(f);
+	assert_int_equal(psb_sock_server(g_dir, g_sock, &pid), 1);
+	close(fd);
+	/* a dead psb's record, nobody listening: stale, naming it */
+	child(record_and_die, 1);
+	assert_int_equal(psb_sock_server(g_dir, g_sock, &pid), -ESTALE);
+	assert_true(pid > 0 && pid != getpid());
+	psb_sock_forget(&rec);
+	unlink(g_sock);
+}
+
 static int g_notes;
 
 static void
@@ -403,6 +447,7 @@ main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_proc_alive),
 		cmocka_unit_test_setup_teardown(test_sock_claim, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_sock_server, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_ifstate_records, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_cpu_claims, setup, teardown),
 		cmocka_unit_test(test_cpu_list),
