@@ -41,14 +41,8 @@ run() {	# run TAG SYNCFLAG WORKER_MODE [server options...]
 	kill -0 $spid 2>/dev/null && fail "$tag: the server still runs 15 s after every worker finished"
 	wait $spid || fail "$tag: server exited with $?"
 	for r in $(seq 0 $((NW - 1))); do
-		python3 - "$DIR/w-$tag.$r.json" $KEYS $REPEAT <<'PY' || fail "$tag: worker $r results"
-import json, sys
-r = json.load(open(sys.argv[1]))
-keys, repeat = int(sys.argv[2]), int(sys.argv[3])
-assert r["iterations"] == repeat, r
-assert r["failed"] == 0 and r["verify_errors"] == 0, r
-assert r["keys"] == keys, r
-PY
+		python3 "$(dirname "$0")/check_worker.py" "$DIR/w-$tag.$r.json" $KEYS $REPEAT ||
+			fail "$tag: worker $r results"
 	done
 }
 

@@ -7,62 +7,45 @@
 #  - with --connect-timeout 1 it gives up, non-zero, naming the server that did not start;
 #  - a worker started as soon as the socket file is there waits, connects once the port
 #    runs, and its job ends with every pulled value exact.
-set -euo pipefail
-PSB=$1
-DIR=$(mktemp -d /tmp/psb-memif-early-XXXXXX)
-PIDS=()
-cleanup() {
-	for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null || true; done
-	pkill -9 -f -- "--file-prefix psbt-me$$-" 2>/dev/null || true
-	wait 2>/dev/null || true
-	rm -rf "$DIR" /var/run/dpdk/psbt-me$$-*
-}
-trap cleanup EXIT
-fail() { echo "FAIL: $*" >&2; exit 1; }
+#
+# usage: test_memif_early.sh PATH/psb
+source "$(dirname "$0")/../export/common.sh" "${1:?usage: test_memif_early.sh PATH/psb}"
 
 NW=2 KEYS=4 LEN=20000 REPEAT=10
 
 # a pool of 300000 buffers of 9 KiB: a few seconds between the socket and the port
-timeout -k 5 120 "$PSB" --role server --scheduler 198.18.0.1 --num-workers $NW \
+start_psb srv --role server --scheduler 198.18.0.1 --num-workers $NW \
 	--port "memif:server:$DIR/m.sock" --ip 198.18.0.1 --sync --no-huge --mbufs 300000 \
-	-l 0 --file-prefix "psbt-me$$-s" --stats-file "$DIR/srv.json" >"$DIR/srv.log" 2>&1 &
-spid=$!
-PIDS+=($spid)
+	-l 0 --file-prefix "$TAG-s"
+server=$LAST_PID
 for _ in $(seq 300); do [ -S "$DIR/m.sock" ] && break; sleep 0.01; done
-[ -S "$DIR/m.sock" ] || fail "the server made no socket: $(cat "$DIR/srv.log")"
-[ -S "/var/run/dpdk/psbt-me$$-s/psb.ctl" ] &&
+[ -S "$DIR/m.sock" ] || fail "the server made no socket"
+[ -S "$RUNDIR/$TAG-s/psb.ctl" ] &&
 	fail "the server's port ran as soon as its socket was there: nothing tested"
-server=$(pgrep -P $spid) || fail "no psb under timeout $spid"
 
 # a client that may wait 1 s: gives up, naming the server
 rc=0
 timeout -k 5 30 "$PSB" --role worker --port "memif:client:$DIR/m.sock" --ip 198.18.0.3 \
 	--scheduler 198.18.0.1 --num-workers $NW --workers 1 -l 1 --no-huge --mbufs 4096 \
-	--file-prefix "psbt-me$$-t" --connect-timeout 1 >"$DIR/early.log" 2>&1 || rc=$?
-[ $rc -ne 0 ] && [ $rc -ne 124 ] || fail "the impatient client exited with $rc: $(cat "$DIR/early.log")"
+	--file-prefix "$TAG-t" --connect-timeout 1 >"$DIR/early.out" 2>&1 || rc=$?
+[ $rc -ne 0 ] && [ $rc -ne 124 ] || fail "the impatient client exited with $rc: $(cat "$DIR/early.out")"
 grep -q "the memif server at $DIR/m.sock, psb pid $server, did not start its port in 1\.[0-9] s" \
-	"$DIR/early.log" || fail "the impatient client's reason: $(cat "$DIR/early.log")"
-[ -S "/var/run/dpdk/psbt-me$$-s/psb.ctl" ] &&
+	"$DIR/early.out" || fail "the impatient client's reason: $(cat "$DIR/early.out")"
+[ -S "$RUNDIR/$TAG-s/psb.ctl" ] &&
 	fail "the server's port ran before the impatient client gave up: nothing tested"
 
 # a worker that waits: its job runs, every pull exact
 timeout -k 5 90 "$PSB" --role worker --port "memif:client:$DIR/m.sock" --ip 198.18.0.2 \
 	--scheduler 198.18.0.1 --num-workers $NW --workers $NW --sync -l 1 --no-huge \
-	--mbufs 16384 --file-prefix "psbt-me$$-w" --keys $KEYS --len $LEN --repeat $REPEAT \
+	--mbufs 16384 --file-prefix "$TAG-w" --keys $KEYS --len $LEN --repeat $REPEAT \
 	--mode 0 --verify --results "$DIR/w.json" >"$DIR/w.log" 2>&1 ||
 	fail "the worker exited with $?: $(tail -5 "$DIR/w.log")"
 grep -q "waiting for psb pid $server, whose memif server at $DIR/m.sock has not started its port yet" \
 	"$DIR/w.log" || fail "the worker did not wait for the server's port: $(cat "$DIR/w.log")"
 for r in $(seq 0 $((NW - 1))); do
-	python3 - "$DIR/w.$r.json" $KEYS $REPEAT <<'PY' || fail "worker $r results"
-import json, sys
-r = json.load(open(sys.argv[1]))
-keys, repeat = int(sys.argv[2]), int(sys.argv[3])
-assert r["iterations"] == repeat, r
-assert r["failed"] == 0 and r["verify_errors"] == 0, r
-assert r["keys"] == keys, r
-PY
+	python3 "$HERE/../memif/check_worker.py" "$DIR/w.$r.json" $KEYS $REPEAT ||
+		fail "worker $r results"
 done
-for _ in $(seq 150); do kill -0 $spid 2>/dev/null || break; sleep 0.1; done
-wait $spid || fail "the server exited with $?: $(tail -5 "$DIR/srv.log")"
+for _ in $(seq 150); do kill -0 $server 2>/dev/null || break; sleep 0.1; done
+wait $server || fail "the server exited with $?"
 echo "PASS"
