@@ -100,11 +100,20 @@ psb_ports_check(struct psb_app *app, uint64_t now)
 		return;
 	next_ns = now + 10000000000ull;
 	for (i = 0; i < app->nports; i++) {
-		if (rte_eth_link_get_nowait(app->port_ids[i], &link) == 0 &&
-		    link.link_status == RTE_ETH_LINK_DOWN)
-			PSB_NOTICE(port, "port %u (%s): link is down%s", app->port_ids[i],
-				app->specs[i].spec, app->specs[i].kind == PSB_PORT_MEMIF ?
-				" (memif peer not connected)" : "");
+		if (rte_eth_link_get_nowait(app->port_ids[i], &link) != 0 ||
+		    link.link_status != RTE_ETH_LINK_DOWN)
+			continue;
+		if (app->specs[i].kind != PSB_PORT_MEMIF)
+			PSB_NOTICE(port, "port %u (%s): link is down", app->port_ids[i],
+				app->specs[i].spec);
+		else if (app->specs[i].memif_server)
+			PSB_NOTICE(port, "port %u (%s): link is down (memif peer not connected)",
+				app->port_ids[i], app->specs[i].spec);
+		else	/* DPDK's memif client connects once, when its port starts */
+			PSB_NOTICE(port, "port %u (%s): link is down: the memif server left or "
+				"turned this client away, and a memif client does not connect "
+				"again; start this psb again once the server's port runs",
+				app->port_ids[i], app->specs[i].spec);
 	}
 }
 

@@ -6,7 +6,9 @@
 # runs:
 #  - with --connect-timeout 1 it gives up, non-zero, naming the server that did not start;
 #  - a worker started as soon as the socket file is there waits, connects once the port
-#    runs, and its job ends with every pulled value exact.
+#    runs, and its job ends with every pulled value exact;
+#  - a client whose server left says that it will not connect again (DPDK's memif client
+#    connects once), not only that its link is down.
 #
 # usage: test_memif_early.sh PATH/psb
 source "$(dirname "$0")/../export/common.sh" "${1:?usage: test_memif_early.sh PATH/psb}"
@@ -48,4 +50,26 @@ for r in $(seq 0 $((NW - 1))); do
 done
 for _ in $(seq 150); do kill -0 $server 2>/dev/null || break; sleep 0.1; done
 wait $server || fail "the server exited with $?"
+
+# a client whose server left: it says that it will not connect again, and what to do
+rm -f "$DIR/m.sock"
+start_psb srv2 --role server --port "memif:server:$DIR/m.sock" --ip 198.18.0.1 -l 0 \
+	--no-huge --mbufs 4096 --file-prefix "$TAG-s2"
+server=$LAST_PID
+for _ in $(seq 300); do alive $server; [ -S "$RUNDIR/$TAG-s2/psb.ctl" ] && break; sleep 0.1; done
+start_psb cli --role server --port "memif:client:$DIR/m.sock" --ip 198.18.0.2 -l 1 \
+	--no-huge --mbufs 4096 --file-prefix "$TAG-c" -v
+client=$LAST_PID
+for _ in $(seq 300); do alive $client; grep -q "port 0: link up" "$DIR/cli.log" && break; sleep 0.1; done
+grep -q "port 0: link up" "$DIR/cli.log" || fail "the client's link did not come up"
+stop_psb $server
+for _ in $(seq 200); do
+	alive $client
+	grep -q "the memif server left or turned this client away, and a memif client does not connect again; start this psb again" \
+		"$DIR/cli.log" && break
+	sleep 0.1
+done
+grep -q "a memif client does not connect again" "$DIR/cli.log" ||
+	fail "the client did not say its server left"
+stop_psb $client
 echo "PASS"
