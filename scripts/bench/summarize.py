@@ -878,10 +878,20 @@ def passthrough(out):
     keep = ml["share_acct_over_noacct"]
     ml["acct_over_noacct"] = paired(runs("memif-acct", "large"), runs("memif-noacct", "large"),
                                     lambda r: r["mpps"])
+    # over memif the cost is psb's only while psb, not the generator, sets the rate: when psb
+    # without accounting took nearly all the generator offered, frames/s say nothing of it
+    memif_gen_bound = ms["share_noacct"]["median"] >= 0.9
     summary.update({"met_rate": s["acct_mpps"] >= 10.0, "cost_pct_small": c[0],
-                    "cost_pct_small_memif": cm[0],
-                    "met_cost": max(c[0], cm[0]) <= 15.0,
+                    "cost_pct_small_memif": None if memif_gen_bound else cm[0],
+                    "met_cost": c[0] <= 15.0 and (memif_gen_bound or cm[0] <= 15.0),
                     "met_keep_up": keep["median"] >= 0.99})
+    if memif_gen_bound:
+        memif_cost = ("| cost of accounting, 62 B, over memif | <= 15 %% | not measured: the "
+                      "generator set the rate (psb without accounting took %.3f of its "
+                      "frames) | |" % ms["share_noacct"]["median"])
+    else:
+        memif_cost = ("| cost of accounting, 62 B, over memif | <= 15 %% | %.0f %% [%.0f, %.0f] "
+                      "| %s |" % (cm[0], cm[1], cm[2], "met" if cm[0] <= 15.0 else "missed"))
 
     def sh(x):
         return "%.3f [%.3f, %.3f] of %.2f M/s" % (x["median"], x["min"], x["max"],
@@ -895,8 +905,7 @@ def passthrough(out):
           "| cost of accounting, 62 B, from memory (frames/s lost, paired) | <= 15 %% | "
           "%.0f %% [%.0f, %.0f] | %s |" % (c[0], c[1], c[2],
                                           "met" if c[0] <= 15.0 else "missed"),
-          "| cost of accounting, 62 B, over memif | <= 15 %% | %.0f %% [%.0f, %.0f] | %s |" % (
-              cm[0], cm[1], cm[2], "met" if cm[0] <= 15.0 else "missed"),
+          memif_cost,
           "| 4154 B frames over memif: the share of the generator's frames psb took with "
           "accounting against without, paired | keeps up (>= 0.99) | %.3f [%.3f, %.3f] | %s |"
           % (keep["median"], keep["ci95"][0], keep["ci95"][1],
