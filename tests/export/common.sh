@@ -128,6 +128,18 @@ wait_http() {
 	fail "$url: no answer after 20 s"
 }
 
+# wait_grep FILE PATTERN SECONDS WHAT [PID]: until grep finds PATTERN in FILE (psb PID alive
+# meanwhile), else fail saying WHAT did not happen
+wait_grep() {
+	local file=$1 pat=$2 secs=$3 what=$4 pid=${5:-}
+	for _ in $(seq $((secs * 10))); do
+		[ -z "$pid" ] || alive "$pid"
+		grep -q -- "$pat" "$file" 2>/dev/null && return 0
+		sleep 0.1
+	done
+	fail "$what within $secs s"
+}
+
 # wait_lines FILE N PID: until FILE has N lines
 wait_lines() {
 	local file=$1 n=$2 pid=$3

@@ -55,11 +55,7 @@ tel "$PFX" /psb/roles,rx0 /psb/roles,tx0 /psb/ports,0 >"$DIR/tel.out" ||
 curl -sf --max-time 5 "http://127.0.0.1:$PORT/metrics" >"$DIR/metrics.prom" ||
 	fail "no Prometheus page on port $PORT"
 printf '%s\n' 'show counters rx0' 'show counters tx0' 'show counters ports.0' 'show lcores' >&3
-for _ in $(seq 100); do
-	grep -q '^LCORE' "$DIR/console.out" && break
-	sleep 0.1
-done
-grep -q '^LCORE' "$DIR/console.out" || fail "the console did not answer within 10 s"
+wait_grep "$DIR/console.out" '^LCORE' 10 "the console did not answer"
 echo quit >&3
 exec 3>&-
 for _ in $(seq 150); do kill -0 $SPID 2>/dev/null || break; sleep 0.1; done

@@ -114,11 +114,7 @@ PY
 done
 printf 'show counters %s\n' "${SECTIONS[@]}" >&3
 echo 'show lcores' >&3
-for _ in $(seq 100); do
-	grep -q '^LCORE' "$DIR/console.out" && break
-	sleep 0.1
-done
-grep -q '^LCORE' "$DIR/console.out" || fail "the console did not answer within 10 s"
+wait_grep "$DIR/console.out" '^LCORE' 10 "the console did not answer"
 SFILE=$(find "$DIR/out" -name c.jsonl | head -1)
 [ -n "$SFILE" ] && cp "$SFILE" "$DIR/s.jsonl" || fail "no counters file of the serve experiment"
 

@@ -62,20 +62,10 @@ for _ in $(seq 300); do alive $server; [ -S "$RUNDIR/$TAG-s2/psb.ctl" ] && break
 start_psb cli --role server --port "memif:client:$DIR/m.sock" --ip 198.18.0.2 -l 1 \
 	--no-huge --mbufs 4096 --file-prefix "$TAG-c" -v
 client=$LAST_PID
-for _ in $(seq 300); do
-	alive $client
-	grep -q "port 0: link up" "$DIR/cli.log" && break
-	sleep 0.1
-done
-grep -q "port 0: link up" "$DIR/cli.log" || fail "the client's link did not come up"
+wait_grep "$DIR/cli.log" "port 0: link up" 30 "the client's link did not come up" $client
 stop_psb $server
 said="the memif server left or turned this client away, and a memif client does not"
 said="$said connect again; start this psb again"
-for _ in $(seq 200); do
-	alive $client
-	grep -q "$said" "$DIR/cli.log" && break
-	sleep 0.1
-done
-grep -q "$said" "$DIR/cli.log" || fail "the client did not say its server left"
+wait_grep "$DIR/cli.log" "$said" 20 "the client did not say its server left" $client
 stop_psb $client
 echo "PASS"
