@@ -201,6 +201,12 @@ psb_mc_crc(uint32_t crc, const void *buf, uint64_t len)
 {
 	const uint8_t *p = buf;
 
+	/*
+	 * ISA-L's crc32_iscsi runs the CRC register from the value given and returns it as it
+	 * stands: CRC-32C's initial and final inversions are ours. Inverting on the way in and
+	 * out keeps the result a finished CRC-32C that the next call carries on from.
+	 */
+	crc = ~crc;
 	/* ISA-L takes an int length */
 	while (len > 0) {
 		int n = len > (1u << 30) ? 1 << 30 : (int)len;
@@ -209,5 +215,5 @@ psb_mc_crc(uint32_t crc, const void *buf, uint64_t len)
 		p += n;
 		len -= (uint64_t)n;
 	}
-	return crc;
+	return ~crc;
 }

@@ -4,13 +4,13 @@
  * A sender publishes versions: numbered byte strings of up to PSB_MC_MAX_VERSION bytes, cut
  * into segments of seg_size bytes, grouped by k (group) for erasure coding. Every packet
  * carries the whole description of the version it is about (number, length, segments,
- * group, CRC32C of the whole), so a receiver that joins late needs nothing else, and a
+ * group, CRC-32C of the whole), so a receiver that joins late needs nothing else, and a
  * packet that contradicts what a receiver holds is told apart. All fields big-endian.
  *
- *   0  u16 magic 0x504d ("PM")     2  u8 wire version (1)   3  u8 type
+ *   0  u16 magic 0x504d ("PM")     2  u8 wire version (2)   3  u8 type
  *   4  u32 session (the sender's; a receiver follows one)
  *   8  u32 vid                     12 u32 nseg
- *  16 u64 total_len                24 u32 crc (CRC32C of the version)
+ *  16 u64 total_len                24 u32 crc (CRC-32C of the version, psb_mc_crc)
  *  28 u16 group (k, 1..64)         30 u16 seg_size
  *  32 type-specific, 8 bytes:
  *     DATA    u32 seg, u16 len, u16 flags                              + len bytes
@@ -20,6 +20,10 @@
  *             u32 group index, u16 symbols still needed, u16 0, u64 missing data bitmap
  *     NCF     as NACK (receiver id 0): the repairs the sender queued, multicast at once so
  *             that receivers missing the same symbols do not ask again
+ *
+ * Wire version 1 carried another CRC in the same place (CRC-32C's register without its
+ * initial and final inversions); a receiver of one version counts the other's packets as
+ * PSB_MC_BAD_MAGIC instead of failing every version's CRC.
  */
 #ifndef PSB_MC_PROTO_H
 #define PSB_MC_PROTO_H
@@ -28,7 +32,7 @@
 #include <stdint.h>
 
 #define PSB_MC_MAGIC		0x504d
-#define PSB_MC_WIRE_VERSION	1
+#define PSB_MC_WIRE_VERSION	2
 #define PSB_MC_HLEN		40
 #define PSB_MC_GROUP_MAX	64		/* data segments per group: one u64 bitmap */
 #define PSB_MC_PARITY_MAX	128		/* parity symbols per group (k + m <= 256) */
@@ -153,7 +157,11 @@ size_t psb_mc_write_nack(uint8_t *out, uint8_t type, uint32_t session,
 
 const char *psb_mc_bad_name(int bad);
 
-/* CRC32C of len bytes, continuing from crc (0 to start). */
+/*
+ * CRC-32C (Castagnoli: polynomial 0x1EDC6F41, reflected 0x82F63B78, initial value and final
+ * XOR 0xFFFFFFFF; "123456789" gives 0xE3069283) of len bytes, continuing from crc: 0 to
+ * start, and psb_mc_crc(psb_mc_crc(0, a, n), b, m) is the CRC-32C of a followed by b.
+ */
 uint32_t psb_mc_crc(uint32_t crc, const void *buf, uint64_t len);
 
 #endif /* PSB_MC_PROTO_H */

@@ -11,8 +11,6 @@
 #include "psb_mc_proto.h"
 #include "psb_stale_fs.h"
 
-#define MAGIC	0x50534256u	/* "PSBV" */
-
 static int
 fail(char *err, size_t errlen, int rc, const char *fmt, ...)
 {
@@ -83,10 +81,11 @@ psb_stale_fs_publish(struct psb_stale_fs *fs, uint32_t vid, const void *data, ui
 
 	file_name(name, sizeof(name), vid);
 	snprintf(tmp, sizeof(tmp), ".%s.tmp", name);
-	psb_wr32(h, MAGIC);
+	psb_wr32(h, PSB_STALE_FS_MAGIC);
 	psb_wr32(h + 4, vid);
 	psb_wr64(h + 8, len);
 	psb_wr32(h + 16, crc);
+	psb_wr32(h + 20, PSB_STALE_FS_FORMAT);
 	fd = openat(fs->dirfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
 	if (fd < 0)
 		return fail(err, errlen, -errno, "%s: %s", tmp, strerror(errno));
@@ -190,7 +189,15 @@ psb_stale_fs_read(struct psb_stale_fs *fs, uint32_t vid, uint8_t *buf, uint64_t 
 		return fail(err, errlen, -EBADMSG, "%s: not a regular file", name);
 	}
 	rc = read_all(fd, h, sizeof(h));
-	if (rc == 0 && (psb_rd32(h) != MAGIC || psb_rd32(h + 4) != vid || psb_rd32(h + 20) != 0 ||
+	if (rc == 0 && psb_rd32(h) == PSB_STALE_FS_MAGIC &&
+	    psb_rd32(h + 20) != PSB_STALE_FS_FORMAT) {
+		/* a writer of another format: its CRC would fail, for no fault of the file */
+		close(fd);
+		fs->bad_files++;
+		return fail(err, errlen, -EBADMSG, "%s: format %u, this reader takes format %u",
+			    name, psb_rd32(h + 20), PSB_STALE_FS_FORMAT);
+	}
+	if (rc == 0 && (psb_rd32(h) != PSB_STALE_FS_MAGIC || psb_rd32(h + 4) != vid ||
 			psb_rd64(h + 24) != 0))
 		rc = -EBADMSG;
 	n = psb_rd64(h + 8);

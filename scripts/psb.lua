@@ -562,6 +562,8 @@ udp_table:add_for_decode_as(psb)
 
 local psbmc = Proto("psbmc", "psb reliable multicast")
 local MC_MAGIC, MC_HLEN, MC_ENTRY = 0x504d, 40, 16
+-- PSB_MC_WIRE_VERSION; wire version 1 carried another CRC and is shown, flagged
+local MC_WIRE_VERSION = 2
 local MC_DATA, MC_PARITY, MC_HEARTBEAT, MC_NACK, MC_NCF = 1, 2, 3, 4, 5
 local mc_type_names = {
 	[MC_DATA] = "DATA", [MC_PARITY] = "PARITY", [MC_HEARTBEAT] = "HEARTBEAT",
@@ -575,7 +577,7 @@ local mf = {
 	vid = ProtoField.uint32("psbmc.vid", "Version", base.DEC),
 	nseg = ProtoField.uint32("psbmc.nseg", "Segments", base.DEC),
 	total_len = ProtoField.uint64("psbmc.total_len", "Version length", base.DEC),
-	crc = ProtoField.uint32("psbmc.crc", "CRC32C of the version", base.HEX),
+	crc = ProtoField.uint32("psbmc.crc", "CRC-32C of the version", base.HEX),
 	group = ProtoField.uint16("psbmc.group", "Group size (k)", base.DEC),
 	seg_size = ProtoField.uint16("psbmc.seg_size", "Segment size", base.DEC),
 	seg = ProtoField.uint32("psbmc.seg", "Segment", base.DEC),
@@ -598,18 +600,24 @@ local ex_mc_len = ProtoExpert.new("psbmc.length", "Length does not match the pac
 	.. "(a receiver drops it)", expert.group.MALFORMED, expert.severity.ERROR)
 local ex_mc_type = ProtoExpert.new("psbmc.bad_type", "Unknown type (a receiver drops it)",
 	expert.group.MALFORMED, expert.severity.ERROR)
-psbmc.experts = { ex_mc_len, ex_mc_type }
+local ex_mc_wire = ProtoExpert.new("psbmc.wire_version", "Wire version 1, whose CRC is not "
+	.. "CRC-32C (a receiver of wire version 2 drops it)", expert.group.PROTOCOL,
+	expert.severity.WARN)
+psbmc.experts = { ex_mc_len, ex_mc_type, ex_mc_wire }
 
 local function mc_dissect(tvb, pinfo, tree)
 	local len = tvb:len()
-	if len < MC_HLEN or tvb(0, 2):uint() ~= MC_MAGIC or tvb(2, 1):uint() ~= 1 then
+	local wver = len >= MC_HLEN and tvb(2, 1):uint()
+	if len < MC_HLEN or tvb(0, 2):uint() ~= MC_MAGIC or
+		(wver ~= MC_WIRE_VERSION and wver ~= 1) then
 		return false
 	end
 	pinfo.cols.protocol = "psbmc"
 	local t = tree:add(psbmc, tvb())
 	local mtype, vid = tvb(3, 1):uint(), tvb(8, 4):uint()
 	t:add(mf.magic, tvb(0, 2))
-	t:add(mf.wver, tvb(2, 1))
+	local wi = t:add(mf.wver, tvb(2, 1))
+	if wver ~= MC_WIRE_VERSION then wi:add_proto_expert_info(ex_mc_wire) end
 	local ti = t:add(mf.type, tvb(3, 1))
 	t:add(mf.session, tvb(4, 4))
 	t:add(mf.vid, tvb(8, 4))
@@ -672,6 +680,7 @@ local function mc_dissect(tvb, pinfo, tree)
 		t:add(mf.payload, tvb(MC_HLEN))
 	end
 	if len ~= want then info = "[malformed] " .. info end
+	if wver ~= MC_WIRE_VERSION then info = "[wire version 1] " .. info end
 	pinfo.cols.info = info
 	t:append_text(", " .. info)
 	return true

@@ -212,12 +212,12 @@ opts_json(void)
 /*
  * The baseline transport: ZeroMQ PUB/SUB over epgm (PGM in UDP), as the old benchmark
  * multicast its parameters. A version is two message parts: a 24-byte header (magic
- * "PSBV", u32 version, u64 length, u32 CRC32C, u32 0) and the data. Queues are kept to a
- * few versions each way (a SUB would otherwise queue a thousand of them); the PGM
- * transmit window holds --epgm-window of data at the rate; packets are up to 8800 bytes.
+ * "PSBV", u32 version, u64 length, u32 CRC-32C, u32 format: the filesystem mode's header
+ * less its last 8 bytes) and the data. Queues are kept to a few versions each way (a SUB
+ * would otherwise queue a thousand of them); the PGM transmit window holds --epgm-window of
+ * data at the rate; packets are up to 8800 bytes.
  */
 #define EPGM_HLEN	24
-#define EPGM_MAGIC	0x50534256u
 
 struct epgm {
 	void *ctx, *sock;
@@ -289,10 +289,11 @@ epgm_publish(struct epgm *e, uint32_t vid, const uint8_t *data, uint64_t len, ui
 {
 	uint8_t h[EPGM_HLEN] = { 0 };
 
-	psb_wr32(h, EPGM_MAGIC);
+	psb_wr32(h, PSB_STALE_FS_MAGIC);
 	psb_wr32(h + 4, vid);
 	psb_wr64(h + 8, len);
 	psb_wr32(h + 16, crc);
+	psb_wr32(h + 20, PSB_STALE_FS_FORMAT);
 	if (zmq_send(e->sock, h, sizeof(h), ZMQ_SNDMORE | ZMQ_DONTWAIT) != (int)sizeof(h) ||
 	    zmq_send(e->sock, data, len, ZMQ_DONTWAIT) < 0) {
 		e->dropped++;
@@ -329,8 +330,8 @@ epgm_drain(struct epgm *e, uint32_t held, void (*take)(uint32_t, const uint8_t *
 			const uint8_t *hp = zmq_msg_data(&h), *dp = zmq_msg_data(&d);
 			uint64_t len = zmq_msg_size(&d);
 
-			if (zmq_msg_size(&h) != EPGM_HLEN || psb_rd32(hp) != EPGM_MAGIC ||
-			    psb_rd64(hp + 8) != len || psb_rd32(hp + 20) != 0 ||
+			if (zmq_msg_size(&h) != EPGM_HLEN || psb_rd32(hp) != PSB_STALE_FS_MAGIC ||
+			    psb_rd64(hp + 8) != len || psb_rd32(hp + 20) != PSB_STALE_FS_FORMAT ||
 			    psb_mc_crc(0, dp, len) != psb_rd32(hp + 16))
 				e->bad++;
 			else if (psb_rd32(hp + 4) > held)

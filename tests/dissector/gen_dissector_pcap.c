@@ -90,6 +90,8 @@ send_floats(const struct psb_addr *src, const struct psb_addr *dst, struct psb_h
  *  8  PULL worker 1 holds 4, seq 9  worker -> trainer
  *  9  ACK worker 2: ended at 41     trainer -> worker
  * 10  DATA saying 36 B, carrying 30 trainer -> group
+ * 11  DATA of frame 1 in wire        trainer -> group
+ *     version 1 (another CRC)
  */
 static void
 emit_udp(const struct psb_addr *src, const struct psb_addr *dst, const uint8_t *dgram, size_t n)
@@ -148,6 +150,8 @@ multicast_capture(const char *path)
 	emit_udp(&trainer, &worker, d, PSB_STALE_LEN);
 	psb_mc_write_data(d, 0x5eed0001, &v, 1, 36);
 	emit_udp(&trainer, &group, d, PSB_MC_HLEN + 30);
+	d[2] = 1;
+	emit_udp(&trainer, &group, d, PSB_MC_HLEN + 36);
 	return tf_pcap_close(&pcap);
 }
 

@@ -153,8 +153,8 @@ run_tshark -e frame.number -e psb.flags.beats -e psb.epoch >"$tmp/got_epoch.csv"
 # The multicast capture: psb's reliable multicast (psbmc) and the staleness experiment's
 # messages (psbst), found on any port by their magic.
 mcfields=(
-	frame.number psbmc.type psbmc.session psbmc.vid psbmc.nseg psbmc.total_len psbmc.crc
-	psbmc.seg psbmc.len psbmc.group_index psbmc.parity_index psbmc.sent psbmc.rate_mbps
+	frame.number psbmc.version psbmc.type psbmc.session psbmc.vid psbmc.nseg psbmc.total_len
+	psbmc.crc psbmc.seg psbmc.len psbmc.group_index psbmc.parity_index psbmc.sent psbmc.rate_mbps
 	psbmc.receiver psbmc.entries psbmc.entry.group psbmc.entry.need psbmc.entry.missing
 	psbst.type psbst.session psbst.worker psbst.held psbst.samples psbst.seq psbst.sum
 	psbst.window_ns psbst.flags _ws.expert.message _ws.col.Info
@@ -164,16 +164,17 @@ for f in "${mcfields[@]}"; do
 	mcargs+=(-e "$f")
 done
 cat >"$tmp/want_mc.csv" <<'EOF'
-1,1,0x5eed0001,3,2,100,0x11223344,1,36,,,,,,,,,,,,,,,,,,,,DATA v3 session=0x5eed0001 seg 1/2 len 36
-2,2,0x5eed0001,3,2,100,0x11223344,,64,0,0,,,,,,,,,,,,,,,,,,PARITY v3 session=0x5eed0001 group 0 parity 0
-3,3,0x5eed0001,3,2,100,0x11223344,,,,,2,5000,,,,,,,,,,,,,,,,HEARTBEAT v3 session=0x5eed0001 sent 2/2 at 5000 Mbit/s
-4,4,0x5eed0001,3,2,100,0x11223344,,,,,,,7,1,0,1,0x0000000000000002,,,,,,,,,,,NACK v3 session=0x5eed0001 receiver 7 1 entry [group 0 need 1 missing 0x0000000000000002]
-5,5,0x5eed0001,3,2,100,0x11223344,,,,,,,,1,0,1,0x0000000000000002,,,,,,,,,,,NCF v3 session=0x5eed0001 1 entry [group 0 need 1 missing 0x0000000000000002]
-6,,,,,,,,,,,,,,,,,,1,0x0000abcd,2,41,100,5,4050,500000000,,,POST worker 2 holds 41; mean 40.500 of 100 samples over 0.500 s
-7,,,,,,,,,,,,,,,,,,1,0x00000000,2,0,0,0,77,,,,POST worker 2 joins (key 77)
-8,,,,,,,,,,,,,,,,,,2,0x0000abcd,1,4,0,9,0,,,,PULL worker 1 holds 4
-9,,,,,,,,,,,,,,,,,,3,0x0000abcd,2,41,,,,,0x0000000000000001,,ACK worker 2 newest 41 [end]
-10,1,0x5eed0001,3,2,100,0x11223344,1,36,,,,,,,,,,,,,,,,,,,Length does not match the packet (a receiver drops it),[malformed] DATA v3 session=0x5eed0001 seg 1/2 len 36
+1,2,1,0x5eed0001,3,2,100,0x11223344,1,36,,,,,,,,,,,,,,,,,,,,DATA v3 session=0x5eed0001 seg 1/2 len 36
+2,2,2,0x5eed0001,3,2,100,0x11223344,,64,0,0,,,,,,,,,,,,,,,,,,PARITY v3 session=0x5eed0001 group 0 parity 0
+3,2,3,0x5eed0001,3,2,100,0x11223344,,,,,2,5000,,,,,,,,,,,,,,,,HEARTBEAT v3 session=0x5eed0001 sent 2/2 at 5000 Mbit/s
+4,2,4,0x5eed0001,3,2,100,0x11223344,,,,,,,7,1,0,1,0x0000000000000002,,,,,,,,,,,NACK v3 session=0x5eed0001 receiver 7 1 entry [group 0 need 1 missing 0x0000000000000002]
+5,2,5,0x5eed0001,3,2,100,0x11223344,,,,,,,,1,0,1,0x0000000000000002,,,,,,,,,,,NCF v3 session=0x5eed0001 1 entry [group 0 need 1 missing 0x0000000000000002]
+6,,,,,,,,,,,,,,,,,,,1,0x0000abcd,2,41,100,5,4050,500000000,,,POST worker 2 holds 41; mean 40.500 of 100 samples over 0.500 s
+7,,,,,,,,,,,,,,,,,,,1,0x00000000,2,0,0,0,77,,,,POST worker 2 joins (key 77)
+8,,,,,,,,,,,,,,,,,,,2,0x0000abcd,1,4,0,9,0,,,,PULL worker 1 holds 4
+9,,,,,,,,,,,,,,,,,,,3,0x0000abcd,2,41,,,,,0x0000000000000001,,ACK worker 2 newest 41 [end]
+10,2,1,0x5eed0001,3,2,100,0x11223344,1,36,,,,,,,,,,,,,,,,,,,Length does not match the packet (a receiver drops it),[malformed] DATA v3 session=0x5eed0001 seg 1/2 len 36
+11,1,1,0x5eed0001,3,2,100,0x11223344,1,36,,,,,,,,,,,,,,,,,,,Wire version 1, whose CRC is not CRC-32C (a receiver of wire version 2 drops it),[wire version 1] DATA v3 session=0x5eed0001 seg 1/2 len 36
 EOF
 pcap=mc.pcap run_tshark "${mcargs[@]}" >"$tmp/got_mc.csv"
 

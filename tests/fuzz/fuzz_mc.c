@@ -214,7 +214,7 @@ main(void)
 		if (l >= 4 && rnd() % 2) {
 			buf[0] = 0x50;
 			buf[1] = 0x4d;
-			buf[2] = 1;
+			buf[2] = PSB_MC_WIRE_VERSION;
 			buf[3] = (uint8_t)(rnd() % 6);
 		}
 		LLVMFuzzerTestOneInput(buf, l);

@@ -49,7 +49,7 @@ for i in range(300):
         # a well-formed DATA packet of another session, for versions 1..12
         vid, total, seg = rnd.randrange(1, 13), 3000000, 8932
         nseg = (total + seg - 1) // seg
-        hdr = struct.pack(">HBBIIIQIHHIHH", 0x504D, 1, 1, 0xBAD5E55, vid, nseg, total,
+        hdr = struct.pack(">HBBIIIQIHHIHH", 0x504D, 2, 1, 0xBAD5E55, vid, nseg, total,
                           0, 64, seg, 0, seg, 0)
         pkt = hdr + bytes(seg)
     s.sendto(pkt, (g, port))

@@ -69,7 +69,7 @@ while time.time() < end:
     # junk, and well-formed DATA of another session, to the group
     s.sendto(bytes(rnd.getrandbits(8) for _ in range(rnd.randrange(1, 120))), (g, gport))
     vid, total, seg = rnd.randrange(1, 60), 2000000, 8932
-    hdr = struct.pack(">HBBIIIQIHHIHH", 0x504D, 1, 1, 0xBAD5E55, vid, (total + seg - 1) // seg,
+    hdr = struct.pack(">HBBIIIQIHHIHH", 0x504D, 2, 1, 0xBAD5E55, vid, (total + seg - 1) // seg,
                       total, 0, 64, seg, 0, seg, 0)
     s.sendto(hdr + bytes(seg), (g, gport))
     # posts in every worker's name: joins from here, staleness of 0, replays, bad fields

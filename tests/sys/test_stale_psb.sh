@@ -118,7 +118,7 @@ while time.time() < end:
     for dst in ((g, gport), (p3, gport), (p4, gport)):
         s.sendto(bytes(rnd.getrandbits(8) for _ in range(rnd.randrange(1, 120))), dst)
         vid, total, seg = rnd.randrange(1, 60), 2000000, 8932
-        hdr = struct.pack(">HBBIIIQIHHIHH", 0x504D, 1, 1, 0xBAD5E55, vid,
+        hdr = struct.pack(">HBBIIIQIHHIHH", 0x504D, 2, 1, 0xBAD5E55, vid,
                           (total + seg - 1) // seg, total, 0, 64, seg, 0, seg, 0)
         s.sendto(hdr + bytes(seg), dst)
     # ACKs in the trainer's name, from here: END of the run at version 1

@@ -111,7 +111,7 @@ end = time.time() + 4
 while time.time() < end:
     # junk, a NACK of another session, joins with a wrong key, a post in worker 0's name
     s.sendto(bytes(rnd.getrandbits(8) for _ in range(rnd.randrange(1, 120))), (tr, tport))
-    nack = struct.pack(">HBBIIIQIHHIHH", 0x504D, 1, 4, 0xBAD5E55, 3, 224, 2000000, 0, 64,
+    nack = struct.pack(">HBBIIIQIHHIHH", 0x504D, 2, 4, 0xBAD5E55, 3, 224, 2000000, 0, 64,
                        8932, 0, 1, 0) + struct.pack(">IHHQ", 0, 1, 0, 1)
     s.sendto(nack, (tr, tport))
     for w in (0, 1, 2):

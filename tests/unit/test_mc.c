@@ -117,9 +117,12 @@ test_proto_malformed(void **state)
 	buf[0] ^= 1;
 	assert_int_equal(psb_mc_parse(buf, PSB_MC_HLEN + 1000, &p), -PSB_MC_BAD_MAGIC);
 	buf[0] ^= 1;
-	buf[2] = 2;
+	/* another wire version, older (another CRC) or newer: not this protocol */
+	buf[2] = PSB_MC_WIRE_VERSION - 1;
 	assert_int_equal(psb_mc_parse(buf, PSB_MC_HLEN + 1000, &p), -PSB_MC_BAD_MAGIC);
-	buf[2] = 1;
+	buf[2] = PSB_MC_WIRE_VERSION + 1;
+	assert_int_equal(psb_mc_parse(buf, PSB_MC_HLEN + 1000, &p), -PSB_MC_BAD_MAGIC);
+	buf[2] = PSB_MC_WIRE_VERSION;
 	buf[3] = 9;
 	assert_int_equal(psb_mc_parse(buf, PSB_MC_HLEN + 1000, &p), -PSB_MC_BAD_TYPE);
 	buf[3] = 0;
@@ -195,19 +198,120 @@ test_proto_malformed(void **state)
 	assert_string_equal(psb_mc_bad_name(-PSB_MC_BAD_NACK), "nack");
 }
 
-static void
-test_crc(void **state)
+/*
+ * CRC-32C from its definition, a bit at a time: the register starts inverted, each bit of
+ * each byte (least significant first) shifts it right, the reflected polynomial 0x82F63B78
+ * XORed in when a one falls out, and the result is inverted. crc carries on as psb_mc_crc's.
+ */
+static uint32_t
+crc32c_bits(uint32_t crc, const uint8_t *p, size_t n)
 {
-	static uint8_t buf[100000];
-	uint32_t whole, part;
+	size_t i;
+	int b;
+
+	crc = ~crc;
+	for (i = 0; i < n; i++) {
+		crc ^= p[i];
+		for (b = 0; b < 8; b++)
+			crc = crc >> 1 ^ (crc & 1 ? 0x82f63b78u : 0);
+	}
+	return ~crc;
+}
+
+/* The 4 CRC bytes as RFC 3720 prints them (in the order sent: least significant first). */
+static uint32_t
+le32_of(const char *hex)
+{
+	unsigned int b[4];
+
+	assert_int_equal(sscanf(hex, "%x %x %x %x", &b[0], &b[1], &b[2], &b[3]), 4);
+	return b[0] | b[1] << 8 | b[2] << 16 | (uint32_t)b[3] << 24;
+}
+
+/* The version CRC is CRC-32C: its check value and RFC 3720's examples (appendix B.4). */
+static void
+test_crc_known(void **state)
+{
+	static const uint8_t read10[48] = {	/* B.4's SCSI Read (10) command PDU */
+		0x01, 0xc0, [16] = 0x14, [22] = 0x04, [27] = 0x14, [31] = 0x18, [32] = 0x28,
+		[40] = 0x02,
+	};
+	uint8_t b[32];
+	int i;
 
 	(void)state;
-	fill(buf, sizeof(buf), 1);
-	whole = psb_mc_crc(0, buf, sizeof(buf));
-	part = psb_mc_crc(psb_mc_crc(0, buf, 33333), buf + 33333, sizeof(buf) - 33333);
-	assert_int_equal(whole, part);
-	buf[777] ^= 4;
-	assert_int_not_equal(psb_mc_crc(0, buf, sizeof(buf)), whole);
+	/* the check value of the CRC catalogues: "123456789" */
+	assert_int_equal(psb_mc_crc(0, "123456789", 9), 0xe3069283);
+	assert_int_equal(crc32c_bits(0, (const uint8_t *)"123456789", 9), 0xe3069283);
+	assert_int_equal(psb_mc_crc(0, b, 0), 0);
+	memset(b, 0, 32);
+	assert_int_equal(psb_mc_crc(0, b, 32), le32_of("aa 36 91 8a"));
+	memset(b, 0xff, 32);
+	assert_int_equal(psb_mc_crc(0, b, 32), le32_of("43 ab a8 62"));
+	for (i = 0; i < 32; i++)
+		b[i] = (uint8_t)i;
+	assert_int_equal(psb_mc_crc(0, b, 32), le32_of("4e 79 dd 46"));
+	for (i = 0; i < 32; i++)
+		b[i] = (uint8_t)(31 - i);
+	assert_int_equal(psb_mc_crc(0, b, 32), le32_of("5c db 3f 11"));
+	assert_int_equal(psb_mc_crc(0, read10, sizeof(read10)), le32_of("56 3a 96 d9"));
+}
+
+/*
+ * Against the definition: every length to 300 at every alignment to 8, buffers of up to
+ * 3 MB, and a CRC carried over pieces cut anywhere.
+ */
+static void
+test_crc_long(void **state)
+{
+	enum { MAX = 3 * 1024 * 1024 + 13, CUTS = 24 };
+	static const size_t lens[] = { 1000, 7001, 65539, 1048575, MAX };
+	uint8_t *buf = malloc(MAX + 8);
+	size_t n, off, cut[CUTS], i, j, l;
+	uint32_t want[CUTS], whole, c;
+
+	(void)state;
+	assert_non_null(buf);
+	for (i = 0; i < MAX + 8; i++)
+		buf[i] = (uint8_t)rnd();
+	for (n = 0; n <= 300; n++)
+		for (off = 0; off < 8; off++)
+			assert_int_equal(psb_mc_crc(0, buf + off, n), crc32c_bits(0, buf + off, n));
+	/* cut points in increasing order, the last the end: prefix CRCs from one pass */
+	for (l = 0; l < sizeof(lens) / sizeof(lens[0]); l++) {
+		n = lens[l];
+		off = rnd() % 8;
+		for (i = 0; i < CUTS - 1; i++)
+			cut[i] = rnd() % (n + 1);
+		cut[CUTS - 1] = n;
+		for (i = 1; i < CUTS; i++)		/* sorted, small as it is */
+			for (j = i; j > 0 && cut[j - 1] > cut[j]; j--) {
+				size_t t = cut[j];
+
+				cut[j] = cut[j - 1];
+				cut[j - 1] = t;
+			}
+		for (i = 0, c = 0; i < CUTS; i++) {
+			c = crc32c_bits(c, buf + off + (i ? cut[i - 1] : 0),
+					cut[i] - (i ? cut[i - 1] : 0));
+			want[i] = c;
+		}
+		whole = want[CUTS - 1];
+		assert_int_equal(psb_mc_crc(0, buf + off, n), whole);
+		for (i = 0, c = 0; i < CUTS; i++) {
+			/* each prefix at once, and the CRC carried from piece to piece */
+			assert_int_equal(psb_mc_crc(0, buf + off, cut[i]), want[i]);
+			c = psb_mc_crc(c, buf + off + (i ? cut[i - 1] : 0),
+				       cut[i] - (i ? cut[i - 1] : 0));
+			assert_int_equal(c, want[i]);
+			/* and in two pieces cut there */
+			assert_int_equal(psb_mc_crc(psb_mc_crc(0, buf + off, cut[i]),
+						    buf + off + cut[i], n - cut[i]), whole);
+		}
+		buf[off + rnd() % n] ^= (uint8_t)(1u << rnd() % 8);
+		assert_int_not_equal(psb_mc_crc(0, buf + off, n), whole);
+	}
+	free(buf);
 }
 
 /* ---- the erasure code ---- */
@@ -544,7 +648,8 @@ test_parity_repairs_different_losses(void **state)
 	for (i = 0; i < 4; i++)
 		loss(n, i)->p = 0;
 	v = ver_of(1, 16000, 1000, 16);
-	v.crc = psb_mc_crc(0, d, 16000);
+	/* CRC-32C as the protocol states it: the receivers hold the version by it */
+	v.crc = crc32c_bits(0, d, 16000);
 	for (i = 0; i < 4; i++) {
 		psb_mc_write_heartbeat(pkt, 0xabcd, &v, 0, 0);
 		psb_mc_recv_input(rx(n, i), pkt, PSB_MC_HLEN, 0);
@@ -944,7 +1049,8 @@ main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_proto_roundtrip),
 		cmocka_unit_test(test_proto_malformed),
-		cmocka_unit_test(test_crc),
+		cmocka_unit_test(test_crc_known),
+		cmocka_unit_test(test_crc_long),
 		cmocka_unit_test(test_fec),
 		cmocka_unit_test(test_no_loss),
 		cmocka_unit_test(test_random_loss),

@@ -19,6 +19,7 @@
 
 #include <cmocka.h>
 
+#include "psb_be.h"
 #include "psb_mc_proto.h"
 #include "psb_stale.h"
 #include "psb_stale_client.h"
@@ -458,6 +459,71 @@ test_fs(void **state)
 	rm_dir();
 	free(a);
 	free(b);
+}
+
+/* A version file made here, header field by field: "123456789" under the CRC given. */
+static void
+put_file(uint32_t vid, uint32_t crc, uint32_t format)
+{
+	uint8_t f[PSB_STALE_FS_HLEN + 9] = { 0 };
+	char path[128];
+	int fd;
+
+	psb_wr32(f, 0x50534256);		/* "PSBV" */
+	psb_wr32(f + 4, vid);
+	psb_wr64(f + 8, 9);
+	psb_wr32(f + 16, crc);
+	psb_wr32(f + 20, format);
+	memcpy(f + PSB_STALE_FS_HLEN, "123456789", 9);
+	snprintf(path, sizeof(path), "%s/v%010u.psbv", g_dir, vid);
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, f, sizeof(f)), sizeof(f));
+	close(fd);
+}
+
+/*
+ * The file header as PROTOCOL.md gives it: format 2, the data's CRC-32C (its check value
+ * here, 0xe3069283, written by hand); a file of format 0, whose CRC was another, is refused
+ * by its format, not taken for a damaged one; what psb writes says format 2.
+ */
+static void
+test_fs_format(void **state)
+{
+	struct psb_stale_fs fs;
+	uint8_t b[64], h[PSB_STALE_FS_HLEN];
+	char err[256], path[128];
+	uint64_t len;
+	int fd;
+
+	(void)state;
+	snprintf(g_dir, sizeof(g_dir), "/tmp/psb-stalefs-XXXXXX");
+	assert_non_null(mkdtemp(g_dir));
+	assert_int_equal(psb_stale_fs_open(&fs, g_dir, 0, 4, err, sizeof(err)), 0);
+	put_file(1, 0xe3069283, 2);
+	assert_int_equal(psb_stale_fs_read(&fs, 1, b, sizeof(b), &len, err, sizeof(err)), 0);
+	assert_int_equal(len, 9);
+	assert_memory_equal(b, "123456789", 9);
+	put_file(2, 0x58e3fa20, 0);
+	assert_int_equal(psb_stale_fs_read(&fs, 2, b, sizeof(b), &len, err, sizeof(err)),
+			 -EBADMSG);
+	assert_string_equal(err, "v0000000002.psbv: format 0, this reader takes format 2");
+	put_file(3, 0xe3069283, 3);
+	assert_int_equal(psb_stale_fs_read(&fs, 3, b, sizeof(b), &len, err, sizeof(err)),
+			 -EBADMSG);
+	assert_non_null(strstr(err, "format 3"));
+	assert_int_equal(fs.bad_files, 2);
+	assert_int_equal(psb_stale_fs_publish(&fs, 4, "123456789", 9, psb_mc_crc(0, "123456789", 9),
+					      err, sizeof(err)), 0);
+	snprintf(path, sizeof(path), "%s/v0000000004.psbv", g_dir);
+	fd = open(path, O_RDONLY);
+	assert_true(fd >= 0);
+	assert_int_equal(read(fd, h, sizeof(h)), sizeof(h));
+	close(fd);
+	assert_int_equal(psb_rd32(h + 16), 0xe3069283);
+	assert_int_equal(psb_rd32(h + 20), 2);
+	psb_stale_fs_close(&fs);
+	rm_dir();
 }
 
 /* ------------------------------------------------------------ the worker's part ---- */
@@ -1087,6 +1153,7 @@ main(void)
 		cmocka_unit_test(test_acct_posts),
 		cmocka_unit_test(test_sampler),
 		cmocka_unit_test(test_fs),
+		cmocka_unit_test(test_fs_format),
 		cmocka_unit_test(test_client_run),
 		cmocka_unit_test(test_client_waits),
 		cmocka_unit_test(test_trainer_run),
