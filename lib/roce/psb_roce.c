@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "psb_proto.h"
 #include "psb_roce.h"
 
 const char *const psb_roce_kind_names[PSB_ROCE_KINDS] = {
@@ -386,26 +387,6 @@ wr32(uint8_t *b, uint32_t v)
 	wr16(b + 2, v);
 }
 
-static uint32_t
-sum16(const uint8_t *b, size_t len, uint32_t sum)
-{
-	size_t i;
-
-	for (i = 0; i + 1 < len; i += 2)
-		sum += rd16(b + i);
-	if (len & 1)
-		sum += (uint32_t)b[len - 1] << 8;
-	return sum;
-}
-
-static uint16_t
-fold(uint32_t sum)
-{
-	while (sum >> 16)
-		sum = (sum & 0xffff) + (sum >> 16);
-	return (uint16_t)~sum;
-}
-
 static void
 put_ext(uint8_t *b, const struct psb_roce_spec *s, uint16_t h)
 {
@@ -505,7 +486,7 @@ psb_roce_build(uint8_t *out, size_t cap, const struct psb_roce_spec *s)
 		wr16(b + 10, 0);
 		memcpy(b + 12, s->src + 12, 4);
 		memcpy(b + 16, s->dst + 12, 4);
-		wr16(b + 10, fold(sum16(b, 20, 0)));
+		wr16(b + 10, (uint16_t)~psb_csum_partial(b, 20, 0));
 	} else {
 		wr16(out + off, s->kind == PSB_ROCE_V1 ? PSB_ROCE_ETHERTYPE : 0x86dd);
 		wr32(b, 6u << 28 | (uint32_t)s->tclass << 20 | (s->flow & 0xfffff));
@@ -551,9 +532,9 @@ psb_roce_build(uint8_t *out, size_t cap, const struct psb_roce_spec *s)
 	b[3] = x >> 24;
 	if (s->kind == PSB_ROCE_V2_IP6) {
 		/* the ICRC masks the UDP checksum, so it comes last: pseudo-header, datagram */
-		uint32_t sum = sum16(out + net + 8, 32, 0) + (uint32_t)(len - l4) + 17;
+		uint16_t sum = psb_csum_partial(out + net + 8, 32, (uint32_t)(len - l4) + 17);
 
-		x = fold(sum16(out + l4, len - l4, sum));
+		x = (uint16_t)~psb_csum_partial(out + l4, len - l4, sum);
 		wr16(out + l4 + 6, x == 0 ? 0xffff : x);
 	}
 	return len;

@@ -57,6 +57,39 @@ tf_xorshift32(uint32_t *state)
 	return x;
 }
 
+static int
+hexval(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
+size_t
+tf_unhex(uint8_t *out, size_t cap, const char *hex)
+{
+	size_t n = 0;
+	int hi, lo;
+
+	while (*hex != '\0') {
+		if (*hex == ' ' || *hex == '\n') {
+			hex++;
+			continue;
+		}
+		hi = hexval(hex[0]);
+		lo = hi < 0 ? -1 : hexval(hex[1]);
+		if (lo < 0 || n == cap)
+			return 0;
+		out[n++] = (uint8_t)(hi << 4 | lo);
+		hex += 2;
+	}
+	return n;
+}
+
 const struct psb_addr tf_worker = TF_ADDR(0x01, TF_WORKER_IP, TF_WORKER_PORT);
 const struct psb_addr tf_server = TF_ADDR(0x02, TF_SERVER_IP, PSB_UDP_PORT);
 const struct psb_addr tf_sched = TF_ADDR(0x0a, TF_SCHED_IP, PSB_SCHED_PORT);

@@ -25,6 +25,13 @@ void tf_put_floats(uint8_t *out, const float *v, unsigned int n);
 /* Fixed-seed xorshift32: the same sequence on every run. */
 uint32_t tf_xorshift32(uint32_t *state);
 
+/*
+ * Bytes written as hex digits, two a byte, spaces and newlines between bytes ignored (frames
+ * copied from where they were published): their count, or 0 for anything else or more
+ * than cap bytes.
+ */
+size_t tf_unhex(uint8_t *out, size_t cap, const char *hex);
+
 /* The node with MAC 02:00:00:00:mac>>8:mac&0xff at ip:port (TF_ADDR: as an initializer). */
 #define TF_ADDR(mac_, ip_, port_) { \
 	.mac = { 0x02, 0x00, 0x00, 0x00, (uint8_t)((mac_) >> 8), (uint8_t)(mac_) }, \

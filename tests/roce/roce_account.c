@@ -1,7 +1,10 @@
 /*
- * roce_account [--cap N] FILE.pcap...: the RoCE accounting of lib/roce over the frames of
- * the files, in order, printed as {"totals": ..., "qps": [...]} (the rows psb exports).
- * The tests hold it against what psb-rocegen says the files contain.
+ * roce_account [--cap N] [--icrc LIST] FILE.pcap...: the RoCE accounting of lib/roce over the
+ * frames of the files, in order, printed as {"totals": ..., "qps": [...]} (the rows psb
+ * exports). The tests hold it against what psb-rocegen says the files contain. With --icrc,
+ * LIST gets a line per RoCE frame, "FILE FRAME KIND REF ICRC" (file and frame counted from 0,
+ * the ICRC by the reference and as psb takes it, in hex), after a line "# icrc IMPL": what
+ * tests/roce/icrc_oracle.py holds against the ICRC it computes itself.
  */
 #include <errno.h>
 #include <jansson.h>
@@ -22,12 +25,25 @@ main(int argc, char **argv)
 	struct psb_roce_qp *rows;
 	uint32_t cap = 1024, n, i;
 	json_t *qps, *out;
-	int a = 1;
+	FILE *list = NULL;
+	int a = 1, first;
 
-	if (argc > 2 && strcmp(argv[1], "--cap") == 0) {
-		cap = (uint32_t)strtoul(argv[2], NULL, 10);
-		a = 3;
+	for (; a + 1 < argc && strncmp(argv[a], "--", 2) == 0; a += 2) {
+		if (strcmp(argv[a], "--cap") == 0) {
+			cap = (uint32_t)strtoul(argv[a + 1], NULL, 10);
+		} else if (strcmp(argv[a], "--icrc") == 0 && list == NULL) {
+			list = fopen(argv[a + 1], "w");
+			if (list == NULL) {
+				perror(argv[a + 1]);
+				return 1;
+			}
+			fprintf(list, "# icrc %s\n", psb_roce_icrc_impl());
+		} else {
+			fprintf(stderr, "roce_account: %s: not an option\n", argv[a]);
+			return 2;
+		}
 	}
+	first = a;
 	t = psb_roce_qptab_create(cap, 12345);
 	rows = calloc(cap, sizeof(*rows));
 	if (t == NULL || rows == NULL) {
@@ -48,9 +64,13 @@ main(int argc, char **argv)
 			struct psb_roce_pkt pk;
 			int rc = psb_roce_parse(d, h->caplen, &pk);
 
-			if (rc == 1)
+			if (rc == 1) {
 				psb_roce_qptab_account(t, &pk, h->caplen, psb_roce_icrc_ok(d, &pk), k);
-			else if (rc < 0)
+				if (list != NULL)
+					fprintf(list, "%d %llu %s %08x %08x\n", a - first,
+						(unsigned long long)k, psb_roce_kind_names[pk.kind],
+						psb_roce_icrc_ref(d, &pk), psb_roce_icrc(d, &pk));
+			} else if (rc < 0)
 				psb_roce_qptab_malformed(t);
 			k++;
 		}
@@ -65,6 +85,10 @@ main(int argc, char **argv)
 	json_dumpf(out, stdout, JSON_INDENT(1) | JSON_SORT_KEYS);
 	putchar('\n');
 	json_decref(out);
+	if (list != NULL && fclose(list) != 0) {
+		perror("roce_account: --icrc");
+		return 1;
+	}
 	free(rows);
 	psb_roce_qptab_free(t);
 	return 0;

@@ -2,16 +2,19 @@
 # The RoCE generator against lib/roce's accounting: what psb-rocegen says its files hold
 # (from its own scenario) is what the parser, the ICRC check and the QP table count, exactly;
 # a table too small for the QPs evicts and still counts every frame. The comparison itself
-# must catch a difference. psb-rocecost times lib/roce over a flood's frames.
+# must catch a difference. Every ICRC lib/roce computes (the reference and in place) is the
+# one icrc_oracle.py computes from the specification with zlib. psb-rocecost times lib/roce
+# over a flood's frames.
 set -euo pipefail
-GEN=$1 ACCOUNT=$2 COMPARE=$3 COST=$4
+GEN=$1 ACCOUNT=$2 COMPARE=$3 COST=$4 ORACLE=$5
 DIR=$(mktemp -d)
 trap 'rm -rf "$DIR"' EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
 
 "$GEN" --wire "$DIR/w.pcap" --host "$DIR/h.pcap" --expect "$DIR/e.json" --repeat 5
-"$ACCOUNT" "$DIR/w.pcap" "$DIR/h.pcap" > "$DIR/a.json"
+"$ACCOUNT" --icrc "$DIR/icrc.txt" "$DIR/w.pcap" "$DIR/h.pcap" > "$DIR/a.json"
 python3 "$COMPARE" "$DIR/e.json" "$DIR/a.json"
+python3 "$ORACLE" "$DIR/icrc.txt" "$DIR/w.pcap" "$DIR/h.pcap"
 
 # every counter is checked: one changed, the comparison fails naming it
 python3 - "$DIR/a.json" <<'PY'
