@@ -18,7 +18,8 @@
  * and everything after it up to the ICRC. It is carried least significant byte first. It
  * is computed in place by carry-less multiply on AVX-512 where the CPU has it, else over a
  * masked copy of the headers by ISA-L (psb_roce_icrc.c); frames are built with the latter,
- * checked with the former.
+ * checked with the former. The environment variable PSB_ROCE_ICRC=isa-l makes the process
+ * take every ICRC the latter way, as a CPU without the former would.
  *
  * Parsing reads only within the bytes given and trusts no length field beyond them; the
  * frame is never written. A frame that claims to be RoCE but cannot be (lengths that do not
@@ -107,6 +108,9 @@ int psb_roce_icrc_ok(const uint8_t *frame, const struct psb_roce_pkt *p);
 uint32_t psb_roce_icrc_ref(const uint8_t *frame, const struct psb_roce_pkt *p);
 /* How psb_roce_icrc computes: "vpclmulqdq" (in place, AVX-512) or "isa-l" */
 const char *psb_roce_icrc_impl(void);
+/* Why not in place: NULL when it is, else the reason ("this CPU has no AVX-512 VPCLMULQDQ",
+ * "PSB_ROCE_ICRC=isa-l") */
+const char *psb_roce_icrc_why(void);
 
 uint16_t psb_roce_opcode_hdrs(uint8_t opcode);
 uint8_t psb_roce_opcode_class(uint8_t opcode);

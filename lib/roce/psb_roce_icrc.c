@@ -31,6 +31,8 @@
  *    mu = floor(x^96 / P) = x^64 + mu_low, and the state is the low 32 bits of Q P.
  */
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <isa-l/crc.h>
@@ -106,6 +108,7 @@ static const uint8_t fold_nl[PSB_ROCE_KINDS] = {
 	[PSB_ROCE_V1] = PSB_ROCE_GRH_LEN, [PSB_ROCE_V2_IP4] = 28, [PSB_ROCE_V2_IP6] = 48,
 };
 static int fold_ok;
+static const char *fold_why = "this CPU has no AVX-512 VPCLMULQDQ";
 
 /* x^e mod P, coefficient d in bit d; e = -1 for x's inverse */
 static uint32_t
@@ -154,6 +157,24 @@ mask_fill(uint8_t *m, int kind, size_t nl)
 	m[nl + 4] = 0xff;
 }
 
+/*
+ * PSB_ROCE_ICRC=isa-l takes every ICRC by the reference, as on a CPU without the in-place
+ * path (to measure one against the other, and for the tests of that case); "vpclmulqdq" or
+ * nothing leaves the choice to the CPU. Anything else is said on stderr and left alone.
+ */
+static int
+icrc_forced_ref(void)
+{
+	const char *env = getenv("PSB_ROCE_ICRC");
+
+	if (env == NULL || env[0] == '\0' || strcmp(env, "vpclmulqdq") == 0)
+		return 0;
+	if (strcmp(env, "isa-l") == 0)
+		return 1;
+	fprintf(stderr, "psb_roce: PSB_ROCE_ICRC=%s is not isa-l or vpclmulqdq; ignored\n", env);
+	return 0;
+}
+
 __attribute__((constructor)) static void
 fold_init(void)
 {
@@ -161,6 +182,10 @@ fold_init(void)
 	uint64_t mu = 0;
 	int w, l, k, d;
 
+	if (icrc_forced_ref()) {
+		fold_why = "PSB_ROCE_ICRC=isa-l";
+		return;
+	}
 	__builtin_cpu_init();
 	if (!__builtin_cpu_supports("avx512bw") || !__builtin_cpu_supports("avx512vl") ||
 	    !__builtin_cpu_supports("vpclmulqdq") || !__builtin_cpu_supports("pclmul"))
@@ -192,6 +217,7 @@ fold_init(void)
 	for (k = PSB_ROCE_V1; k < PSB_ROCE_KINDS; k++)
 		mask_fill(fold_mask[k] + 64, k, fold_nl[k]);
 	fold_ok = 1;
+	fold_why = NULL;
 }
 
 /* Window w of the message whose windows start at base, the first pad bytes not its */
@@ -283,6 +309,12 @@ psb_roce_icrc_impl(void)
 {
 	return fold_ok ? "vpclmulqdq" : "isa-l";
 }
+
+const char *
+psb_roce_icrc_why(void)
+{
+	return fold_why;
+}
 #else
 uint32_t
 psb_roce_icrc(const uint8_t *frame, const struct psb_roce_pkt *p)
@@ -294,6 +326,12 @@ const char *
 psb_roce_icrc_impl(void)
 {
 	return "isa-l";
+}
+
+const char *
+psb_roce_icrc_why(void)
+{
+	return "this build is not for x86-64";
 }
 #endif
 

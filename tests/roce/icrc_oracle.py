@@ -11,7 +11,8 @@ It first reproduces the ICRC of every published frame below. With LIST (roce_acc
 and the pcap files it was made from, every RoCE frame listed must have the ICRC computed here
 from lib/roce's reference and from lib/roce as psb takes it (in place where the CPU can);
 each kind must be there, in frames of more than four 64-byte windows. Exit 1 naming every
-difference."""
+difference; else 77 (skipped) when psb did not take the ICRC in place, which was then not
+checked."""
 import os
 import sys
 import zlib
@@ -88,12 +89,12 @@ def main():
         if got != carried or not name.startswith(kind):
             bad.append(f"published {name}: computed {got:08x}, carried {carried:08x} ({kind})")
     seen = {}
-    impl = "?"
+    impl, why = "?", ""
     if len(sys.argv) > 2:
         files = [read_pcap(p) for p in sys.argv[2:]]
         for line in open(sys.argv[1]):
             if line.startswith("# icrc "):
-                impl = line.split()[2]
+                impl, _, why = line[len("# icrc "):].strip().partition(" ")
                 continue
             fi, fr, kind, ref, taken = line.split()
             want_kind, want, _, covered = icrc(files[int(fi)][int(fr)])
@@ -118,6 +119,9 @@ def main():
           "".join(f"; {n} {k} frames (up to {longest} bytes covered)"
                   for k, (n, longest) in sorted(seen.items())) +
           (f" agree with lib/roce's reference and with psb's ({impl})" if seen else ""))
+    if why:
+        print(f"skipped: {why}: the in-place ICRC is not checked against the definition")
+        sys.exit(77)
 
 
 main()

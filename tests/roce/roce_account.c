@@ -3,8 +3,9 @@
  * frames of the files, in order, printed as {"totals": ..., "qps": [...]} (the rows psb
  * exports). The tests hold it against what psb-rocegen says the files contain. With --icrc,
  * LIST gets a line per RoCE frame, "FILE FRAME KIND REF ICRC" (file and frame counted from 0,
- * the ICRC by the reference and as psb takes it, in hex), after a line "# icrc IMPL": what
- * tests/roce/icrc_oracle.py holds against the ICRC it computes itself.
+ * the ICRC by the reference and as psb takes it, in hex), after a line "# icrc IMPL [WHY]"
+ * (why not in place, when it is not): what tests/roce/icrc_oracle.py holds against the ICRC
+ * it computes itself.
  */
 #include <errno.h>
 #include <jansson.h>
@@ -37,7 +38,8 @@ main(int argc, char **argv)
 				perror(argv[a + 1]);
 				return 1;
 			}
-			fprintf(list, "# icrc %s\n", psb_roce_icrc_impl());
+			fprintf(list, "# icrc %s %s\n", psb_roce_icrc_impl(),
+				psb_roce_icrc_why() != NULL ? psb_roce_icrc_why() : "");
 		} else {
 			fprintf(stderr, "roce_account: %s: not an option\n", argv[a]);
 			return 2;

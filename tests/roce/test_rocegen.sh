@@ -14,7 +14,10 @@ fail() { echo "FAIL: $*" >&2; exit 1; }
 "$GEN" --wire "$DIR/w.pcap" --host "$DIR/h.pcap" --expect "$DIR/e.json" --repeat 5
 "$ACCOUNT" --icrc "$DIR/icrc.txt" "$DIR/w.pcap" "$DIR/h.pcap" > "$DIR/a.json"
 python3 "$COMPARE" "$DIR/e.json" "$DIR/a.json"
-python3 "$ORACLE" "$DIR/icrc.txt" "$DIR/w.pcap" "$DIR/h.pcap"
+# (77: psb did not take the ICRC in place; the rest is checked, then the test says it skipped)
+oracle=0
+python3 "$ORACLE" "$DIR/icrc.txt" "$DIR/w.pcap" "$DIR/h.pcap" || oracle=$?
+[ $oracle = 0 ] || [ $oracle = 77 ] || fail "the ICRCs are not the specification's"
 
 # every counter is checked: one changed, the comparison fails naming it
 python3 - "$DIR/a.json" <<'PY'
@@ -44,20 +47,62 @@ for k in ("v1", "v2_ip4", "v2_ip6", "bytes", "malformed", "icrc_bad", "ops", "na
 assert len(a["qps"]) == 64
 print("eviction: %d QPs into 64, %d evicted, totals whole" % (new, t["qp_evicted"]))
 PY
-# psb-rocecost: every way timed (what it measures is for the benchmark, not checked here);
-# too few frames refused
+# psb-rocecost: what it says of the file is the file (frames, bytes); each round timed for
+# at least the --ms asked, all of them together for no longer than it ran (a clock of its own
+# that ran fast or in other units would not be); each figure the median of its rounds' own
+# (frames gone over, whole passes, and ns taken); and each within what a loaded machine gives
+# a 62-byte frame and a unit wrong by 1000 would not: 0.5 ns to 20 us. Which way is faster
+# is not checked: a loaded machine can upset it. Too few frames refused.
 "$GEN" --wire "$DIR/f.pcap" --host "$DIR/h.pcap" --expect "$DIR/e.json" --flood 256 --qps 8 \
 	--max-payload 0
-"$COST" --rounds 3 --ms 20 "$DIR/f.pcap" > "$DIR/cost.json"
-python3 - "$DIR/cost.json" <<'PY'
-import json, sys
-c = json.load(open(sys.argv[1]))
-n = c["ns_per_frame"]
-assert c["icrc_impl"] in ("vpclmulqdq", "isa-l") and c["frames"] == 256, c
-assert c["frame_len"] == 62 and c["rounds"] == 3, c
-assert sorted(n) == ["account", "icrc", "icrc_ref", "parse"], n
-assert all(0 < v < 1e6 for v in n.values()), n
-print("psb-rocecost: %s" % json.dumps(c))
+PYTHONPATH="$(dirname "$0")/../lib" python3 - "$COST" "$DIR/f.pcap" <<'PY'
+import json, subprocess, sys, time
+from psbframe import read_pcap
+cost, pcap = sys.argv[1:3]
+frames = read_pcap(pcap)
+t0 = time.monotonic()
+out = subprocess.run([cost, "--rounds", "3", "--ms", "20", pcap], check=True,
+                     stdout=subprocess.PIPE, text=True).stdout
+wall = (time.monotonic() - t0) * 1e9
+c = json.loads(out)
+bad = []
+
+
+def need(ok, what):
+    if not ok:
+        bad.append(what)
+
+
+ways = ["account", "icrc", "icrc_ref", "parse"]
+need(c["frames"] == len(frames) == 256, f"frames {c['frames']}, the file has {len(frames)}")
+need(c["bytes"] == sum(map(len, frames)), f"bytes {c['bytes']}, the file has "
+     f"{sum(map(len, frames))}")
+need(c["frame_len"] == len(frames[0]) == 62, f"frame_len {c['frame_len']}")
+need(c["rounds"] == 3 and c["ms"] == 20, f"rounds {c['rounds']}, ms {c['ms']}")
+need(c["icrc_impl"] in ("vpclmulqdq", "isa-l"), f"icrc_impl {c['icrc_impl']}")
+need(sorted(c["ns_per_frame"]) == ways == sorted(c["timed"]), f"ways {sorted(c['timed'])}")
+total = 0
+for w in ways:
+    per_pass = 256 // 32 * 32 if w == "account" else 256
+    rounds = c["timed"][w]
+    need(len(rounds) == 3, f"{w}: {len(rounds)} rounds timed")
+    for r in rounds:
+        need(r["frames"] > 0 and r["frames"] % per_pass == 0,
+             f"{w}: {r['frames']} frames timed, not whole passes over {per_pass}")
+        need(20e6 <= r["ns"] < 10e9, f"{w}: a round timed {r['ns']} ns, not 20 ms to 10 s")
+        total += r["ns"]
+    med = sorted(r["ns"] / r["frames"] for r in rounds)[len(rounds) // 2]
+    n = c["ns_per_frame"][w]
+    need(abs(n - med) <= 1e-6 * med, f"{w}: {n} ns a frame, its rounds' median {med}")
+    need(0.5 <= n <= 20000, f"{w}: {n} ns a frame, not 0.5 ns to 20 us")
+need(total <= wall, f"its rounds timed {total / 1e6:.1f} ms in all, it ran {wall / 1e6:.1f} ms")
+for b in bad:
+    print("psb-rocecost: " + b, file=sys.stderr)
+if bad:
+    print(out, file=sys.stderr)
+    sys.exit(1)
+print("psb-rocecost: %s ns a frame; %.0f ms timed in %.0f ms" %
+      (json.dumps(c["ns_per_frame"]), total / 1e6, wall / 1e6))
 PY
 "$GEN" --wire "$DIR/f.pcap" --host "$DIR/h.pcap" --expect "$DIR/e.json" --flood 8 --qps 2
 if "$COST" --ms 20 "$DIR/f.pcap" 2> "$DIR/cost.err"; then
@@ -77,4 +122,8 @@ if "$COST" --ms 20 "$DIR/long.pcap" 2> "$DIR/cost.err"; then
 fi
 grep -q "frame 3 is 9217 bytes, psb passes at most 9216" "$DIR/cost.err" ||
 	fail "$(cat "$DIR/cost.err")"
+if [ $oracle = 77 ]; then
+	echo "SKIP: the in-place ICRC was not checked (above); the rest passed"
+	exit 77
+fi
 echo "PASS"

@@ -20,6 +20,7 @@
 #include "psb_roce.h"
 #include "psb_roce_qp.h"
 #include "psb_testframe.h"
+#include "psb_testskip.h"
 
 static uint16_t
 csum(const uint8_t *b, size_t len, uint32_t sum)
@@ -698,7 +699,8 @@ test_icrc_in_place(void **state)
 	size_t n, j;
 
 	(void)state;
-	print_message("ICRC computed by %s\n", psb_roce_icrc_impl());
+	if (psb_roce_icrc_why() != NULL)	/* the reference against itself checks nothing */
+		tf_skip("%s: the in-place ICRC is not tested", psb_roce_icrc_why());
 	map = mmap(NULL, (size_t)(3 * pg), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
 		   -1, 0);
 	assert_true(map != MAP_FAILED);
@@ -896,5 +898,5 @@ main(void)
 		cmocka_unit_test(test_names),
 	};
 
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	return tf_exit_status(cmocka_run_group_tests(tests, NULL, NULL));
 }
