@@ -387,6 +387,14 @@ test_sampler(void **state)
 
 static char g_dir[64];
 
+/* A directory of its own for a test's files, removed by rm_dir */
+static void
+mk_dir(void)
+{
+	snprintf(g_dir, sizeof(g_dir), "/tmp/psb-stalefs-XXXXXX");
+	assert_non_null(mkdtemp(g_dir));
+}
+
 static void
 rm_dir(void)
 {
@@ -407,8 +415,7 @@ test_fs(void **state)
 	int fd;
 
 	(void)state;
-	snprintf(g_dir, sizeof(g_dir), "/tmp/psb-stalefs-XXXXXX");
-	assert_non_null(mkdtemp(g_dir));
+	mk_dir();
 	assert_int_equal(psb_stale_fs_open(&w, g_dir, 1, 2, err, sizeof(err)), 0);
 	assert_int_equal(psb_stale_fs_open(&r, g_dir, 0, 0, err, sizeof(err)), 0);
 	assert_int_equal(psb_stale_fs_latest(&r, &vid), -ENOENT);
@@ -497,8 +504,7 @@ test_fs_format(void **state)
 	int fd;
 
 	(void)state;
-	snprintf(g_dir, sizeof(g_dir), "/tmp/psb-stalefs-XXXXXX");
-	assert_non_null(mkdtemp(g_dir));
+	mk_dir();
 	assert_int_equal(psb_stale_fs_open(&fs, g_dir, 0, 4, err, sizeof(err)), 0);
 	put_file(1, 0xe3069283, 2);
 	assert_int_equal(psb_stale_fs_read(&fs, 1, b, sizeof(b), &len, err, sizeof(err)), 0);
