@@ -6,7 +6,8 @@
 1. Every committed run under ROOT/docs/bench (a directory with a summary.md, its script
    named in its ABOUT.txt) whose summary is in summarize.py is summarized again from its raw data, in
    a copy: summary.json, summary.md and its plots (*.svg) must come out byte for byte as
-   committed.
+   committed. Its raw data must be one archive, raw.tar.xz, as rawdata.py packs it (the same
+   files packed again give the same tar), not a raw/ directory.
 2. In README.md and docs/BENCHMARKS.md, a table right after a line
    `<!-- summary: docs/bench/<run>/summary.md -->` must be that file's table, line for line
    (`summary.md#N`: its Nth table).
@@ -16,13 +17,16 @@ Runs of scripts whose summary is not in summarize.py yet are listed, not checked
 summary was made again, or a mark was pointed at a new run), then checks.
 Exit status 0 when all holds, 1 with every difference listed.
 """
+import lzma
 import os
 import re
 import shutil
 import sys
+import tarfile
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from rawdata import ARCHIVE, pack_tar, unpack_bytes  # noqa: E402
 from summarize import KINDS, summarize, write_atomic  # noqa: E402
 
 DOCS = ("README.md", "docs/BENCHMARKS.md")
@@ -48,10 +52,31 @@ def kind_of(run):
     return None
 
 
+def check_archive(run, rel, errors):
+    """The run's raw data: one archive, packed as rawdata.py packs (a tar of the same bytes
+    for the same files; the compression is liblzma's, the same for the same input)."""
+    if os.path.isdir(os.path.join(run, "raw")):
+        errors.append(f"{rel}/raw: not packed (scripts/bench/rawdata.py pack {rel})")
+        return
+    path = os.path.join(run, ARCHIVE)
+    if not os.path.exists(path):
+        errors.append(f"{rel}: no {ARCHIVE}")
+        return
+    try:
+        with lzma.open(path) as f:
+            tar = f.read()
+        if tar != pack_tar(unpack_bytes(path)):
+            errors.append(f"{rel}/{ARCHIVE}: not as rawdata.py packs it (unpack it into raw/ "
+                          f"and pack it again)")
+    except (OSError, ValueError, tarfile.TarError, lzma.LZMAError) as e:
+        errors.append(f"{rel}/{ARCHIVE}: {e}")
+
+
 def check_runs(root, errors):
     checked, skipped = [], []
     for run in runs(root):
         rel = os.path.relpath(run, root)
+        check_archive(run, rel, errors)
         kind = kind_of(run)
         if kind not in KINDS:
             skipped.append(f"{rel} ({kind or 'no command in an ABOUT.txt'})")

@@ -52,7 +52,7 @@ bench_built() {
 # wrote into is refused, so that no run's figures mix with another's.
 bench_out() {
 	[ -n "$OUT" ] || OUT=results/$1-$(date +%Y%m%d-%H%M%S)
-	if [ -e "$OUT/summary.json" ] || [ -d "$OUT/raw" ]; then
+	if [ -e "$OUT/summary.json" ] || [ -d "$OUT/raw" ] || [ -e "$OUT/raw.tar.xz" ]; then
 		echo "$NAME: $OUT already holds results; give another --out (or remove it)" >&2
 		exit 2
 	fi
@@ -91,6 +91,14 @@ for arg in sys.argv[1:]:
     plan[k] = [value(w) for w in v[1:-1].split()] if v.startswith("[") else value(v)
 print(json.dumps(plan))
 PY
+}
+
+# bench_finish KIND: the end of a run: its raw data packed into raw.tar.xz (raw/ removed;
+# a run stopped before keeps raw/, which summarize.py reads as well), then its summary made
+# from them. Returns the summary's status.
+bench_finish() {
+	python3 scripts/bench/rawdata.py pack "$OUT" > /dev/null || return 1
+	python3 scripts/bench/summarize.py "$1" "$OUT"
 }
 
 # bench_abba PAIR A B: A B for odd pairs, B A for even ones, so that neither always runs first

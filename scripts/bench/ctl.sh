@@ -114,5 +114,5 @@ latency noyield --yield 0
 
 # the summary comes from the raw data alone (check_docs.py makes it again from them)
 bench_plan "len=$LEN"
-python3 scripts/bench/summarize.py ctl "$OUT"
+bench_finish ctl
 echo "results in $OUT"

@@ -74,5 +74,5 @@ scripts/bench/ctl_hostile.py windows --pairs "$PAIRS" --window "$WINDOW" --worke
 stop_pair
 
 # the summary comes from the raw data alone (check_docs.py makes it again from them)
-python3 scripts/bench/summarize.py ctl_hostile "$OUT"
+bench_finish ctl_hostile
 echo "results in $OUT"

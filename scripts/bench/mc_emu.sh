@@ -39,4 +39,4 @@ for k in $RECEIVERS; do
 	done
 done
 
-python3 scripts/bench/summarize.py mc_emu "$OUT"
+bench_finish mc_emu

@@ -118,4 +118,4 @@ for p in $(seq "$PAIRS"); do
 	done
 done
 echo >&2
-python3 scripts/bench/summarize.py mc_send "$OUT"
+bench_finish mc_send

@@ -216,4 +216,4 @@ for p in $(seq "$PAIRS"); do
 	done
 done
 echo >&2
-python3 scripts/bench/summarize.py passthrough "$OUT"
+bench_finish passthrough

@@ -78,8 +78,8 @@ if [ $EXTRAS = 1 ]; then
 		psb_run "rate-psb-$r" 64 1 "$RATE_KEYS"
 		kernel_run "rate-kernel-$r" 64 1 "$RATE_KEYS"
 	done
-	"$AGGBENCH" --mb 64 --runs "$RUNS" --json "$OUT/aggbench.json" > "$OUT/aggbench.txt"
+	"$AGGBENCH" --mb 64 --runs "$RUNS" --json "$OUT/raw/aggbench.json" > "$OUT/raw/aggbench.txt"
 fi
 
 # the summary comes from the raw data alone (check_docs.py makes it again from them)
-python3 scripts/bench/summarize.py pushpull "$OUT"
+bench_finish pushpull

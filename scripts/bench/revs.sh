@@ -88,4 +88,4 @@ done
 echo >&2
 
 # the summary comes from the raw data alone (check_docs.py makes it again from them)
-python3 scripts/bench/summarize.py revs "$OUT"
+bench_finish revs

@@ -8,7 +8,8 @@
 # included); before each reset, the worker's requests, failures and verify errors. Prints,
 # per process, where each figure started and ended and its slope per hour (least squares
 # after the first minute: start-up allocations are not a leak); every window must have
-# exact sums. Writes raw/samples.csv, raw/windows.csv, summary.json, summary.md, ABOUT.txt.
+# exact sums. Writes samples.csv and windows.csv (in raw.tar.xz), summary.json, summary.md,
+# ABOUT.txt.
 #
 #   scripts/bench/soak.sh [--minutes M] [--sample S] [--len BYTES] [--out DIR]
 set -euo pipefail
@@ -117,4 +118,4 @@ cp "$TMP/results/soak/result.json" "$OUT/raw/result.json" 2>/dev/null ||
 stop_pair
 
 # the summary comes from the raw data alone (check_docs.py makes it again from them)
-python3 scripts/bench/summarize.py soak "$OUT"
+bench_finish soak

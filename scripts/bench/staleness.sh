@@ -153,4 +153,4 @@ for rep in $(seq "$REPS"); do
 	done
 done
 echo >&2
-python3 scripts/bench/summarize.py staleness "$OUT"
+bench_finish staleness

@@ -3,14 +3,14 @@
 
     scripts/bench/summarize.py KIND DIR
 
-KIND is pushpull, revs, job, soak, ctl, ctl_hostile, mc_emu, mc_send or staleness (the script that made DIR). Writes DIR/summary.json and
-DIR/summary.md, each whole or not at all, and prints the table. The benchmark scripts call
+KIND is pushpull, revs, job, soak, ctl, ctl_hostile, mc_emu, mc_send, staleness or
+passthrough (the script that made DIR). Reads DIR's raw data (raw.tar.xz, or raw/ of a run
+that was stopped: rawdata.py), writes DIR/summary.json and DIR/summary.md (and plots), each
+whole or not at all, and prints the table. The benchmark scripts call
 it when they end; scripts/bench/check_docs.py calls it on every committed run to check that
 the committed summaries and the tables in the docs come out of the raw data as they are.
 Exit status 1 when the run itself failed (a failed job, a verify error), 2 on bad use.
 """
-import csv
-import glob
 import json
 import os
 import re
@@ -19,6 +19,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from ctl_paired import median_ci  # noqa: E402
+from rawdata import Raw  # noqa: E402
 
 
 def write_atomic(path, text):
@@ -28,14 +29,10 @@ def write_atomic(path, text):
     os.replace(path + ".tmp", path)
 
 
-def raw_index(out, pattern):
-    """(len, run) pairs of raw/<pattern> files, pattern with (\\d+) for each."""
-    found = set()
-    for p in glob.glob(os.path.join(out, "raw", "*.json")):
-        m = re.fullmatch(pattern, os.path.basename(p))
-        if m:
-            found.add(tuple(int(g) for g in m.groups()))
-    return found
+def raw_index(raw, pattern):
+    """The numbers in the names of the raw files pattern matches, a tuple each (pattern with
+    (\\d+) for each)."""
+    return {tuple(int(g) for g in m.groups()) for _, m in raw.match(pattern)}
 
 
 def about_revision(out):
@@ -56,13 +53,14 @@ def paired(p, k, f):
 
 def revs(out):
     """scripts/bench/revs.sh: raw/{a,b}-LEN-PAIR.json, base and head in pairs."""
-    idx = raw_index(out, r"[ab]-(\d+)-(\d+)\.json")
+    raw = Raw(out)
+    idx = raw_index(raw, r"[ab]-(\d+)-(\d+)\.json")
     sizes = sorted({s for s, _ in idx}, reverse=True)
     rows = []
     for size in sizes:
         pairs = max(p for s, p in idx if s == size)
-        a = [json.load(open(f"{out}/raw/a-{size}-{p}.json")) for p in range(1, pairs + 1)]
-        b = [json.load(open(f"{out}/raw/b-{size}-{p}.json")) for p in range(1, pairs + 1)]
+        a = [raw.json(f"a-{size}-{p}.json") for p in range(1, pairs + 1)]
+        b = [raw.json(f"b-{size}-{p}.json") for p in range(1, pairs + 1)]
         for r in a + b:	# revs.sh stops at a run that fails
             assert r["failed"] == 0 and r.get("state", "done") == "done", r
         ratio = paired(b, a, lambda r: r["goodput_gbps"])
@@ -84,19 +82,19 @@ def revs(out):
 
 def job(out):
     """scripts/bench/job.sh: raw/{psb,kernel}-LEN-RUN-w{0,1}.json; raw/plan.json if there."""
-    plan_path = os.path.join(out, "raw", "plan.json")
-    if os.path.exists(plan_path):
-        plan = json.load(open(plan_path))
+    raw = Raw(out)
+    if raw.has("plan.json"):
+        plan = raw.json("plan.json")
         sizes, runs = [int(s) for s in plan["sizes"]], int(plan["runs"])
     else:
-        idx = raw_index(out, r"(?:psb|kernel)-(\d+)-(\d+)-w\d\.json")
+        idx = raw_index(raw, r"(?:psb|kernel)-(\d+)-(\d+)-w\d\.json")
         sizes = sorted({s for s, _ in idx})
         runs = max(r for _, r in idx)
 
     def load(tag):
         """Both workers' results, or None when one of them wrote none."""
         try:
-            return [json.load(open(f"{out}/raw/{tag}-w{i}.json")) for i in (0, 1)]
+            return [raw.json(f"{tag}-w{i}.json") for i in (0, 1)]
         except (OSError, ValueError):
             return None
 
@@ -158,10 +156,11 @@ def fit(xs, ys):
 
 def soak(out):
     """scripts/bench/soak.sh: raw/samples.csv, raw/windows.csv, raw/result.json, raw/scrape.json."""
-    rows = list(csv.DictReader(open(os.path.join(out, "raw", "samples.csv"))))
-    wins = list(csv.DictReader(open(os.path.join(out, "raw", "windows.csv"))))
-    w = json.load(open(os.path.join(out, "raw", "result.json")))["rows"][0]
-    scrape = json.load(open(os.path.join(out, "raw", "scrape.json")))
+    raw = Raw(out)
+    rows = raw.csv("samples.csv")
+    wins = raw.csv("windows.csv")
+    w = raw.json("result.json")["rows"][0]
+    scrape = raw.json("scrape.json")
     # every window between resets, and the last one (the results)
     tot = {k: sum(int(x[k]) for x in wins) + int(w[k])
            for k in ("requests", "retries", "failed", "verify_errors")}
@@ -237,21 +236,21 @@ def pushpull(out):
     (sizes, modes, runs in the order run) if there. Run r of psb and run r of the kernel
     baseline ran one after the other: they are a pair. Also draws goodput.svg (goodput
     against size, per mode) and rtt_cdf.svg (round-trip CDFs) from the same data."""
-    plan_path = os.path.join(out, "raw", "plan.json")
-    if os.path.exists(plan_path):
-        plan = json.load(open(plan_path))
+    raw = Raw(out)
+    if raw.has("plan.json"):
+        plan = raw.json("plan.json")
         sizes, modes, runs = [str(x) for x in plan["sizes"]], [str(x) for x in plan["modes"]], \
             int(plan["runs"])
     else:
-        idx = raw_index(out, r"psb-(\d+)-(\d)-(\d+)\.json")
+        idx = raw_index(raw, r"psb-(\d+)-(\d)-(\d+)\.json")
         sizes = [str(x) for x in sorted({a for a, _, _ in idx})]
         modes = [str(x) for x in sorted({b for _, b, _ in idx})]
         runs = max(c for _, _, c in idx)
-    extras = os.path.exists(os.path.join(out, "aggbench.json"))
+    extras = raw.has("aggbench.json")
     names = {"0": "PUSH_THEN_PULL", "1": "PUSH_PULL", "2": "PUSH_ONLY", "3": "PULL_ONLY"}
 
     def load(tag):
-        return [json.load(open(f"{out}/raw/{tag}-{r}.json")) for r in range(1, runs + 1)]
+        return [raw.json(f"{tag}-{r}.json") for r in range(1, runs + 1)]
 
     def med(rs, f):
         return statistics.median(f(x) for x in rs)
@@ -345,10 +344,10 @@ def pushpull(out):
                               [("requests/s", f"{rate['psb_ops']:,.0f}", f"{rate['kernel_ops']:,.0f}",
                                 fmt_ratio(rate["ratio"]), "%d / %d" % tuple(rate["retries"]),
                                 "%d / %d" % tuple(rate["failed"]))]), ""]
-        agg = json.load(open(f"{out}/aggbench.json"))
+        agg = raw.json("aggbench.json")
         summary["aggbench"] = agg
         text += ["## Server-side summation vs a plain `a += b` loop (one core, GB/s of gradient input)", "",
-                 "```", open(f"{out}/aggbench.txt").read().rstrip(), "```", ""]
+                 "```", raw.text("aggbench.txt").rstrip(), "```", ""]
         text += targets_table(summary, agg)
         text += headline_table(summary)
     plots = pushpull_plots(out, sizes, modes, names, summary, loaded, lat)
@@ -483,22 +482,22 @@ def ctl(out):
     """scripts/bench/ctl.sh: raw/paired.json (monitoring against goodput), raw/status-{yield,
     noyield}.json (status latency under load); the value size from raw/plan.json, else from
     the command in ABOUT.txt (--len, default 4096)."""
-    plan_path = os.path.join(out, "raw", "plan.json")
-    if os.path.exists(plan_path):
-        length = int(json.load(open(plan_path))["len"])
+    raw = Raw(out)
+    if raw.has("plan.json"):
+        length = int(raw.json("plan.json")["len"])
     else:
         length = 4096
         for line in open(os.path.join(out, "ABOUT.txt")):
             m = re.match(r"command .*--len (\d+)", line)
             if m:
                 length = int(m.group(1))
-    p = json.load(open(os.path.join(out, "raw", "paired.json")))
-    lat = {t: json.load(open(os.path.join(out, "raw", "status-%s.json" % t)))
+    p = raw.json("paired.json")
+    lat = {t: raw.json("status-%s.json" % t)
            for t in ("yield", "noyield")}
     for t in lat:	# the worker's control counters around its status runs, if recorded
-        c = [os.path.join(out, "raw", "status-%s-control-%d.json" % (t, i)) for i in (0, 1)]
-        if all(os.path.exists(x) for x in c):
-            a, b = (json.load(open(x))["counters"] for x in c)
+        c = ["status-%s-control-%d.json" % (t, i) for i in (0, 1)]
+        if all(raw.has(x) for x in c):
+            a, b = (raw.json(x)["counters"] for x in c)
             lat[t]["control"] = {k: b[k] - a[k] for k in ("socket_requests", "throttled_passes",
                                                           "socket_deferred")}
     sc = p["scraper"]
@@ -532,8 +531,9 @@ def ctl(out):
 def ctl_hostile(out):
     """scripts/bench/ctl_hostile.sh: raw/windows.json (per process and behaviour, the paired
     windows' ratios), raw/plan.json (the value size), the revision from ABOUT.txt."""
-    raw = json.load(open(os.path.join(out, "raw", "windows.json")))
-    length = int(json.load(open(os.path.join(out, "raw", "plan.json")))["len"])
+    files = Raw(out)
+    raw = files.json("windows.json")
+    length = int(files.json("plan.json")["len"])
     rev = about_revision(out)
     summary = {"git_revision": rev, "len": length, "window_s": raw["window_s"],
                "pairs": raw["pairs"], "goal": 0.90, "results": raw["summary"]}
@@ -567,9 +567,9 @@ def ctl_hostile(out):
 def mc_emu(out):
     """scripts/bench/mc_emu.sh: raw/kK-pP-parityN.json, one psb-mcemu run each."""
     runs = []
-    for path in sorted(glob.glob(os.path.join(out, "raw", "*.json"))):
-        r = json.load(open(path))
-        runs.append(r)
+    raw = Raw(out)
+    for name, _ in raw.match(r".*\.json"):
+        runs.append(raw.json(name))
     rev = about_revision(out)
     runs.sort(key=lambda r: (r["loss"], r["parity"] == 0, r["receivers"]))
     L = ["psb %s, %d B every %g s, %g s emulated" % (rev, runs[0]["data_size"],
@@ -630,11 +630,11 @@ def mc_emu_plot(out, runs):
 def mc_send(out):
     """scripts/bench/mc_send.sh: raw/{copy,udp,dpdk}-ROUND.json: psb-mcast bench runs and
     psb's trainer role into a null port, in rounds."""
-    pairs = sorted(p for (p,) in raw_index(out, r"copy-(\d+)\.json"))
-    copy = [json.load(open(f"{out}/raw/copy-{p}.json")) for p in pairs]
-    udp = [json.load(open(f"{out}/raw/udp-{p}.json")) for p in pairs]
-    dpdk = [json.load(open(f"{out}/raw/dpdk-{p}.json")) for p in pairs
-            if os.path.exists(f"{out}/raw/dpdk-{p}.json")]
+    raw = Raw(out)
+    pairs = sorted(p for (p,) in raw_index(raw, r"copy-(\d+)\.json"))
+    copy = [raw.json(f"copy-{p}.json") for p in pairs]
+    udp = [raw.json(f"udp-{p}.json") for p in pairs]
+    dpdk = [raw.json(f"dpdk-{p}.json") for p in pairs if raw.has(f"dpdk-{p}.json")]
     rev = about_revision(out)
     ratio = paired(copy, udp, lambda r: r["gb_per_s"])
     med_c = statistics.median(r["gb_per_s"] for r in copy)
@@ -686,16 +686,14 @@ def mc_send(out):
 def staleness(out):
     """scripts/bench/staleness.sh: raw/MODE-gRATE-wW-pP-rR.json (the trainer's summary; no
     -gRATE for filesystem, which is not paced) and .csv."""
-    plan = json.load(open(f"{out}/raw/plan.json"))
+    raw = Raw(out)
+    plan = raw.json("plan.json")
     rev = about_revision(out)
     runs = {}
-    for path in sorted(glob.glob(os.path.join(out, "raw", "*.json"))):
-        m = re.fullmatch(r"([a-z]+)(?:-g(\d+))?-w(\d+)-p([0-9.]+)-r(\d+)\.json",
-                         os.path.basename(path))
-        if m:
-            rate = None if m.group(2) is None else int(m.group(2))
-            runs.setdefault((m.group(1), rate, int(m.group(3)), m.group(4)), []).append(
-                json.load(open(path)))
+    for name, m in raw.match(r"([a-z]+)(?:-g(\d+))?-w(\d+)-p([0-9.]+)-r(\d+)\.json"):
+        rate = None if m.group(2) is None else int(m.group(2))
+        runs.setdefault((m.group(1), rate, int(m.group(3)), m.group(4)), []).append(
+            raw.json(name))
     # a row a mode and pacing rate, in the plan's order of modes, slower rates first
     variants = sorted({k[:2] for k in runs}, key=lambda v: (
         plan["modes"].index(v[0]) if v[0] in plan["modes"] else len(plan["modes"]), v[1] or 0))
@@ -769,11 +767,11 @@ def staleness(out):
             "-" if ratio is None else "%s%.1fx" % (">= " if g["lower_bound"] else "", ratio),
             "met" if g["met"] else "missed"))
     summary = {"git_revision": rev, "plan": plan, "cells": table, "figures": goals}
-    staleness_plots(out, runs, variants, label, workers, pushes, plan)
+    staleness_plots(raw, out, runs, variants, label, workers, pushes, plan)
     return summary, L, True
 
 
-def staleness_plots(out, runs, variants, label, workers, pushes, plan):
+def staleness_plots(raw, out, runs, variants, label, workers, pushes, plan):
     """rates.svg: median staleness against the publish rate, a line per mode, pacing rate
     and workers; over_time.svg: the seed's workload (or the slowest tried), fewest workers,
     first repetition, the mean over workers per half second, a line per mode and pacing."""
@@ -795,12 +793,11 @@ def staleness_plots(out, runs, variants, label, workers, pushes, plan):
     w = workers[0]
     series = []
     for i, (m, r) in enumerate(variants):
-        path = os.path.join(out, "raw", "%s%s-w%d-p%s-r1.csv" % (
-            m, "" if r is None else "-g%d" % r, w, p))
-        if not os.path.exists(path):
+        name = "%s%s-w%d-p%s-r1.csv" % (m, "" if r is None else "-g%d" % r, w, p)
+        if not raw.has(name):
             continue
         bins = {}
-        for row in csv.DictReader(open(path)):
+        for row in raw.csv(name):
             b = int(float(row["t_s"]) * 2)
             bins.setdefault(b, []).append(float(row["staleness"]))
         series.append({"name": label(m, r), "color": PALETTE_MODES[i % len(PALETTE_MODES)],
@@ -818,11 +815,12 @@ PALETTE_MODES = ["#1f77b4", "#17becf", "#2ca02c", "#8c564b", "#d62728", "#ff7f0e
 def passthrough(out):
     """scripts/bench/passthrough.sh: raw/{acct,noacct,testpmd,memif-acct,memif-noacct,
     memif-port}-{small,large}-ROUND.json."""
-    rounds = sorted(p for (p,) in raw_index(out, r"acct-small-(\d+)\.json"))
+    raw = Raw(out)
+    rounds = sorted(p for (p,) in raw_index(raw, r"acct-small-(\d+)\.json"))
     rev = about_revision(out)
 
     def runs(mode, size):
-        return [json.load(open(f"{out}/raw/{mode}-{size}-{p}.json")) for p in rounds]
+        return [raw.json(f"{mode}-{size}-{p}.json") for p in rounds]
 
     def cell(rs):
         m = [r["mpps"] for r in rs]
@@ -919,7 +917,7 @@ def passthrough(out):
           "| 62 B frames over memif: the shares, with accounting; without | | %s; %s | |" % (
               sh(ms["share_acct"]), sh(ms["share_noacct"]))]
     # where the time goes: lib/roce alone (psb-rocecost), against psb's frame without it
-    cost = {size: json.load(open(f"{out}/raw/cost-{size}.json")) for size in ("small", "large")}
+    cost = {size: raw.json(f"cost-{size}.json") for size in ("small", "large")}
     summary["cost_ns"] = cost
     L += ["", "Where the time of accounting goes: lib/roce alone on the same frames in memory "
           "(psb-rocecost, ICRC by %s), ns per frame, median of %d rounds; psb's whole frame "
