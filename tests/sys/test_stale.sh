@@ -33,11 +33,12 @@ TRAINER=$(addr 0):7101
 drop 2 3 "${GROUP#*:}"
 drop 3 5 "${GROUP#*:}"
 
-# worker ID HOST TAG FLAGS...: in the background
+# worker ID HOST TAG FLAGS...: in the background, WDELAY seconds from now (default 0)
 worker() {
 	local id=$1 h=$2 tag=$3
 	shift 3
-	on "$h" timeout -k 2 60 "$ST" worker --id "$id" --trainer "$TRAINER" --local "$(addr "$h")" \
+	on "$h" timeout -k 2 60 sh -c 'sleep "$0"; exec "$@"' "${WDELAY:-0}" \
+		"$ST" worker --id "$id" --trainer "$TRAINER" --local "$(addr "$h")" \
 		--verify --json "$DIR/$tag-w$id.json" "$@" > "$DIR/$tag-w$id.log" 2>&1 &
 	PIDS+=($!)
 }
@@ -53,7 +54,9 @@ trainer() {
 # ---- 1. multicast with loss and a hostile peer
 FL=(--mode multicast --push_frequency 0.1 --data_size 2 --post_frequency 0.5
     --step_frequency 0.005 --max_version 40 --max_time 20 --workers 4 --key 90210)
-for i in 0 1 2 3; do worker $i $((i + 1)) mc --group "$GROUP" "${FL[@]}"; done
+# the workers join a second after the trainer started: until then the forger's joins
+# without the key meet worker ids nobody holds (refused: key), not only taken ones
+for i in 0 1 2 3; do WDELAY=1.2 worker $i $((i + 1)) mc --group "$GROUP" "${FL[@]}"; done
 on 5 python3 - "${GROUP%:*}" "${GROUP#*:}" "${TRAINER%:*}" "${TRAINER#*:}" \
 	> "$DIR/forger.log" 2>&1 <<'PY' &
 import random, socket, struct, sys, time
