@@ -9,6 +9,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include "psb_clock.h"
 #include "psb_mc_sock.h"
 
 static int
@@ -104,6 +105,17 @@ psb_mc_sock_unicast(struct psb_mc_sock *s, uint32_t local, uint16_t local_port, 
 	return sock_open(s, 0, 0, local, local_port, "bind to the local address", err, errlen);
 }
 
+int
+psb_mc_sock_stamp(struct psb_mc_sock *s)
+{
+	int one = 1;
+
+	if (setsockopt(s->fd, SOL_SOCKET, SO_TIMESTAMPNS, &one, sizeof(one)) != 0)
+		return -errno;
+	s->stamp = 1;
+	return 0;
+}
+
 void
 psb_mc_sock_close(struct psb_mc_sock *s)
 {
@@ -159,7 +171,12 @@ long
 psb_mc_sock_recv(struct psb_mc_sock *s, uint8_t *buf, size_t len, int timeout_ms)
 {
 	struct sockaddr_in from;
-	socklen_t fl = sizeof(from);
+	struct iovec iov = { .iov_base = buf, .iov_len = len };
+	union { char b[CMSG_SPACE(sizeof(struct timespec))]; struct cmsghdr align; } ctl;
+	struct msghdr mh = { .msg_name = &from, .msg_namelen = sizeof(from), .msg_iov = &iov,
+		.msg_iovlen = 1, .msg_control = ctl.b, .msg_controllen = sizeof(ctl.b) };
+	struct cmsghdr *c;
+	uint64_t real;
 	ssize_t n;
 
 	if (timeout_ms > 0) {
@@ -168,9 +185,26 @@ psb_mc_sock_recv(struct psb_mc_sock *s, uint8_t *buf, size_t len, int timeout_ms
 		if (poll(&p, 1, timeout_ms) < 0)
 			return errno == EINTR ? 0 : -errno;
 	}
-	n = recvfrom(s->fd, buf, len, MSG_DONTWAIT, (struct sockaddr *)&from, &fl);
+	n = recvmsg(s->fd, &mh, MSG_DONTWAIT);
 	if (n < 0)
 		return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR ? 0 : -errno;
+	/*
+	 * The kernel's stamp is on the wall clock: as long ago on psb's, the wall clock read
+	 * first (an error of the reads' order makes it later, never earlier than it came).
+	 */
+	real = s->stamp ? psb_clock_read_ns(CLOCK_REALTIME) : 0;
+	s->arrived_ns = psb_clock_ns();
+	for (c = CMSG_FIRSTHDR(&mh); s->stamp && c != NULL; c = CMSG_NXTHDR(&mh, c))
+		if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_TIMESTAMPNS) {
+			struct timespec at;
+			uint64_t then, ago;
+
+			memcpy(&at, CMSG_DATA(c), sizeof(at));
+			then = (uint64_t)at.tv_sec * 1000000000ull + (uint64_t)at.tv_nsec;
+			ago = real > then ? real - then : 0;
+			if (ago < s->arrived_ns)
+				s->arrived_ns -= ago;
+		}
 	s->recv_pkts++;
 	s->recv_bytes += (uint64_t)n;
 	s->from = ntohl(from.sin_addr.s_addr);

@@ -23,6 +23,8 @@ struct psb_mc_sock {
 	uint16_t peer_port;
 	uint32_t from;			/* where the last datagram came from */
 	uint16_t from_port;
+	uint64_t arrived_ns;		/* when it came, psb_clock_ns (psb_mc_sock_stamp) */
+	int stamp;
 	uint64_t sent, send_busy, recv_pkts, recv_bytes;
 };
 
@@ -59,8 +61,15 @@ int psb_mc_sock_emit_to(struct psb_mc_sock *s, uint32_t ip, uint16_t port, const
 void psb_mc_sock_nack(void *arg, const uint8_t *buf, size_t len);
 
 /*
+ * Have the kernel stamp each datagram as it comes (recv's arrived_ns): a process that is
+ * busy for a while (making a version) still knows when each came. 0, or -errno.
+ */
+int psb_mc_sock_stamp(struct psb_mc_sock *s);
+
+/*
  * One datagram, waiting up to timeout_ms (0: not at all): its length, 0 when none came,
- * -errno on error; from and from_port say where it came from.
+ * -errno on error; from and from_port say where it came from, arrived_ns when (with
+ * psb_mc_sock_stamp: the kernel's stamp; without: now).
  */
 long psb_mc_sock_recv(struct psb_mc_sock *s, uint8_t *buf, size_t len, int timeout_ms);
 

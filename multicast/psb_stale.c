@@ -360,13 +360,14 @@ struct psb_stale_acct {
 	uint32_t session;
 	uint64_t key;
 	uint64_t post_cost;		/* ns of a worker's budget one post takes */
+	uint64_t step;			/* between a worker's samples */
 	uint32_t nworkers, joined;
 	uint64_t max_window;
 	struct psb_stale_worker_state *w;
 	/* when which version became the newest: a ring, oldest first from head */
 	struct pub *ring;
 	uint32_t cap, head, n;
-	uint32_t before;		/* the newest until the oldest entry kept */
+	struct pub before;		/* the newest until the oldest entry kept, since when */
 	struct psb_stale_totals tot;
 };
 
@@ -379,20 +380,27 @@ const char *const psb_stale_refusal_names[] = {
 	[PSB_STALE_REF_WINDOW] = "window",
 	[PSB_STALE_REF_KEY] = "key",
 	[PSB_STALE_REF_RATE] = "rate",
+	[PSB_STALE_REF_STEP] = "step",
+	[PSB_STALE_REF_AHEAD] = "ahead",
 };
 
 int
-psb_stale_acct_create(uint32_t session, uint32_t workers, uint64_t key, uint64_t post_ns,
-		uint64_t max_window_ns, uint64_t push_ns, struct psb_stale_acct **out)
+psb_stale_acct_create(uint32_t session, uint32_t workers, uint64_t key, uint64_t step_ns,
+		uint64_t post_ns, uint64_t max_window_ns, uint64_t push_ns,
+		struct psb_stale_acct **out)
 {
 	struct psb_stale_acct *a;
 	uint64_t cap;
 
 	if (workers == 0 || workers > PSB_STALE_WORKERS_MAX || push_ns == 0 || post_ns < 2 ||
-	    max_window_ns == 0 || max_window_ns > HOUR_NS)
+	    step_ns == 0 || step_ns > HOUR_NS || max_window_ns == 0 || max_window_ns > HOUR_NS)
 		return -EINVAL;
-	/* the versions published within a window, and the one before it */
-	cap = max_window_ns / push_ns + 4;
+	/*
+	 * The versions published within a window, and the one before it. Pushes are a period
+	 * apart, but a version made over time may be handed over late and the next one on time:
+	 * two a period at most. What a window needs beyond that is refused, never guessed.
+	 */
+	cap = 2 * (max_window_ns / push_ns + 2);
 	if (cap > (1u << 22))
 		return -EINVAL;
 	a = calloc(1, sizeof(*a));
@@ -407,6 +415,7 @@ psb_stale_acct_create(uint32_t session, uint32_t workers, uint64_t key, uint64_t
 	a->session = session;
 	a->key = key;
 	a->post_cost = post_ns / 2;
+	a->step = step_ns;
 	a->nworkers = workers;
 	a->max_window = max_window_ns;
 	a->cap = (uint32_t)cap;
@@ -436,7 +445,7 @@ psb_stale_acct_publish(struct psb_stale_acct *a, uint32_t vid, uint64_t now_ns)
 	struct pub *p;
 
 	if (a->n == a->cap) {
-		a->before = a->ring[a->head].vid;
+		a->before = a->ring[a->head];
 		a->head = (a->head + 1) % a->cap;
 		a->n--;
 	}
@@ -452,31 +461,32 @@ psb_stale_acct_current(const struct psb_stale_acct *a)
 	return a->n == 0 ? 0 : at(a, a->n - 1)->vid;
 }
 
-double
-psb_stale_acct_mean(const struct psb_stale_acct *a, uint64_t from_ns, uint64_t to_ns)
+int
+psb_stale_acct_sampled(const struct psb_stale_acct *a, uint64_t end_ns, uint64_t step_ns,
+		uint32_t n, uint64_t *sum)
 {
-	double area = 0;
-	uint64_t t;
-	uint32_t i, vid = a->before;
+	uint64_t span, first, total;
+	uint32_t i, vid = a->before.vid;
 
-	if (to_ns <= from_ns) {
-		/* a point: the version newest then */
-		for (i = 0; i < a->n && at(a, i)->t <= to_ns; i++)
-			vid = at(a, i)->vid;
-		return vid;
+	if (n == 0) {
+		*sum = 0;
+		return 0;
 	}
-	/* the version newest at from_ns: the last one published by then (the ring keeps
-	 * max_window of them, so the one before the window is there too) */
-	for (i = 0; i < a->n && at(a, i)->t <= from_ns; i++)
+	span = (uint64_t)(n - 1) * step_ns;
+	first = end_ns > span ? end_ns - span : 0;
+	/* before.t: since when the version before the oldest entry kept was the newest */
+	if (first < a->before.t)
+		return -ERANGE;
+	for (i = 0; i < a->n && at(a, i)->t <= first; i++)
 		vid = at(a, i)->vid;
-	t = from_ns;
-	for (; i < a->n && at(a, i)->t < to_ns; i++) {
-		area += (double)vid * (double)(at(a, i)->t - t);
-		t = at(a, i)->t;
+	total = (uint64_t)n * vid;
+	/* each later version adds its rise to every instant from its time on */
+	for (; i < a->n && at(a, i)->t <= end_ns; i++) {
+		total += (uint64_t)(at(a, i)->vid - vid) * ((end_ns - at(a, i)->t) / step_ns + 1);
 		vid = at(a, i)->vid;
 	}
-	area += (double)vid * (double)(to_ns - t);
-	return area / (double)(to_ns - from_ns);
+	*sum = total;
+	return 0;
 }
 
 void
@@ -517,8 +527,8 @@ psb_stale_acct_post(struct psb_stale_acct *a, const struct psb_stale_msg *m, uin
 {
 	struct psb_stale_worker_state *w;
 	uint32_t current = psb_stale_acct_current(a);
-	double mean, tmean, s;
-	uint64_t from;
+	uint64_t tsum;
+	double mean, s;
 
 	/* a worker joins before it knows the session: 0 is taken for a join alone */
 	if (m->session != a->session && !(m->session == 0 && m->samples == 0))
@@ -552,39 +562,51 @@ psb_stale_acct_post(struct psb_stale_acct *a, const struct psb_stale_msg *m, uin
 		return refuse(a, PSB_STALE_REF_REPLAY);
 	if (m->window > a->max_window)
 		return refuse(a, PSB_STALE_REF_WINDOW);
+	/*
+	 * The samples, step apart on the worker's clock, the last taken no later than the post
+	 * was sent: placed step apart ending now (when it came), each instant is no earlier
+	 * than the sample's own, and the trainer's version then no older than at the sample.
+	 * A worker sampling faster than step could not be placed so.
+	 */
+	if ((uint64_t)(m->samples - 1) * a->step >= m->window)
+		return refuse(a, PSB_STALE_REF_STEP);
+	if (psb_stale_acct_sampled(a, now_ns, a->step, m->samples, &tsum) != 0)
+		return refuse(a, PSB_STALE_REF_WINDOW);
+	/* a worker holding a version before the record says it was made: a bad post */
+	if (tsum < m->sum)
+		return refuse(a, PSB_STALE_REF_AHEAD);
 	/* what was not spent within the last 4 posts' time is not kept */
 	if (w->spent_ns + 4 * a->post_cost < now_ns)
 		w->spent_ns = now_ns - 4 * a->post_cost;
 	if (w->spent_ns + a->post_cost > now_ns)
 		return refuse(a, PSB_STALE_REF_RATE);
 	w->spent_ns += a->post_cost;
-	from = now_ns > m->window ? now_ns - m->window : 0;
 	mean = (double)m->sum / m->samples;
-	tmean = psb_stale_acct_mean(a, from, now_ns);
-	s = tmean - mean;
+	s = (double)(tsum - m->sum) / m->samples;
 	w->seq = m->seq;
 	w->last_sum = m->sum;
 	w->last_samples = m->samples;
 	w->held = m->held;
 	w->posts++;
 	w->samples += m->samples;
-	w->staleness_sum += s;
-	if (s > w->staleness_max)
-		w->staleness_max = s;
+	w->diff_sum += current - mean;
+	w->window_sum += s;
+	if (s > w->window_max)
+		w->window_max = s;
 	w->last_ns = now_ns;
 	a->tot.posts++;
-	a->tot.staleness_sum += s;
-	a->tot.staleness_seed_sum += current - mean;
-	if (s > a->tot.staleness_max)
-		a->tot.staleness_max = s;
+	a->tot.diff_sum += current - mean;
+	a->tot.window_sum += s;
+	if (s > a->tot.window_max)
+		a->tot.window_max = s;
 	pt->worker = m->worker;
 	pt->t_ns = now_ns;
 	pt->held = m->held;
 	pt->current = current;
 	pt->mean = mean;
-	pt->trainer_mean = tmean;
-	pt->staleness = s;
-	pt->staleness_seed = current - mean;
+	pt->trainer_mean = (double)tsum / m->samples;
+	pt->version_diff = current - mean;
+	pt->window = s;
 	return 1;
 }
 
@@ -614,9 +636,10 @@ psb_stale_sampler_init(struct psb_stale_sampler *s, uint64_t step_ns, uint64_t p
 {
 	memset(s, 0, sizeof(*s));
 	s->step_ns = step_ns;
-	s->post_ns = post_ns;
+	/* a post falls on a sample: the trainer places a post's last sample when it came */
+	s->post_ns = (post_ns + step_ns - 1) / step_ns * step_ns;
 	s->next_step = now_ns + step_ns;
-	s->next_post = now_ns + post_ns;
+	s->next_post = now_ns + s->post_ns;
 	s->window_start = now_ns;
 }
 
@@ -640,22 +663,30 @@ psb_stale_sampler_flush(struct psb_stale_sampler *s, uint32_t held, uint64_t now
 	s->window_start = now_ns;
 }
 
+void
+psb_stale_sampler_take(struct psb_stale_sampler *s, uint32_t held, uint64_t now_ns)
+{
+	uint64_t due, take;
+
+	if (s->step_ns == 0 || s->next_step > now_ns)
+		return;
+	due = (now_ns - s->next_step) / s->step_ns + 1;
+	take = due;
+	if (take > CATCH_UP_MAX)
+		take = CATCH_UP_MAX;
+	if (take > PSB_STALE_SAMPLES_MAX - s->samples)
+		take = PSB_STALE_SAMPLES_MAX - s->samples;
+	s->samples += take;
+	s->sum += take * held;
+	s->lost_steps += due - take;
+	s->next_step += due * s->step_ns;
+}
+
 int
 psb_stale_sampler_tick(struct psb_stale_sampler *s, uint32_t held, uint64_t now_ns,
 		struct psb_stale_msg *m)
 {
-	if (s->next_step <= now_ns) {
-		uint64_t due = (now_ns - s->next_step) / s->step_ns + 1, take = due;
-
-		if (take > CATCH_UP_MAX)
-			take = CATCH_UP_MAX;
-		if (take > PSB_STALE_SAMPLES_MAX - s->samples)
-			take = PSB_STALE_SAMPLES_MAX - s->samples;
-		s->samples += take;
-		s->sum += take * held;
-		s->lost_steps += due - take;
-		s->next_step += due * s->step_ns;
-	}
+	psb_stale_sampler_take(s, held, now_ns);
 	if (now_ns < s->next_post)
 		return 0;
 	s->next_post += ((now_ns - s->next_post) / s->post_ns + 1) * s->post_ns;

@@ -8,14 +8,18 @@
  * control protocol, the trainer's accounting and the worker's sampling; the transports
  * are psb_mc_* (multicast, pull) and psb_stale_fs (filesystem).
  *
- * Staleness. The benchmark psb replaces measures a post's staleness as the trainer's
- * current version minus the mean version the worker posted. That mean covers the whole
- * post period, so it lags the current version by about half a post period's worth of
- * versions even when every version arrives at once (5 at the seed's 2 s posts and 0.2 s
- * pushes). psb reports it (staleness_seed) and, as its headline figure, the staleness
- * over the same window: the trainer's mean version over the post's window minus the
- * worker's, from the trainer's own record of when it published what. 0 means every worker
- * held every version the moment it was published; 1, one version behind throughout.
+ * Staleness, two measures of each post. The old benchmark's, under its label "Average
+ * Version difference": the trainer's newest version when the post comes less the mean
+ * version the worker posted. That mean covers the whole post period, so it lags the newest
+ * version by about half a post period's worth of versions even when every version arrives
+ * at once (5 at the seed's 2 s posts and 0.2 s pushes). psb's own, the window staleness:
+ * over the post's samples, the version the trainer had made newest at each sample's instant
+ * less the one the worker held then; 0 means every worker held every version the moment it
+ * was published, 1 one version behind throughout. Never below 0: the trainer records a
+ * version's time before any worker can take it, a worker counts a version only in samples
+ * after it took it, and the trainer places a post's samples, one step_ns apart, ending when
+ * the post came, no earlier than the worker took them (it lacks their own instants: another
+ * host's clock); a post that would say less is refused (ahead).
  *
  * Control protocol (UDP, unicast, all fields big-endian, every message PSB_STALE_LEN bytes):
  *
@@ -145,7 +149,7 @@ int64_t psb_stale_verify(const uint8_t *buf, uint64_t len, uint32_t vid);
 /*
  * The trainer's accounting. It records when it published which version, takes posts
  * (checked: a known worker, from the address it joined from, in order, no version newer
- * than published) and turns each into a staleness figure.
+ * than published) and turns each into its two figures.
  */
 struct psb_stale_acct;
 
@@ -158,6 +162,8 @@ enum psb_stale_refusal {
 	PSB_STALE_REF_WINDOW,		/* a window longer than the record kept */
 	PSB_STALE_REF_KEY,		/* a join without the experiment's key */
 	PSB_STALE_REF_RATE,		/* posts faster than 2 a post period (4 at once) */
+	PSB_STALE_REF_STEP,		/* more samples than its window holds at step_ns */
+	PSB_STALE_REF_AHEAD,		/* versions before the record says they were made */
 	PSB_STALE_REF_MAX,
 };
 extern const char *const psb_stale_refusal_names[];
@@ -171,8 +177,9 @@ struct psb_stale_worker_state {
 	uint32_t held;
 	uint64_t posts;
 	uint64_t samples;
-	double staleness_sum;		/* of its posts' staleness */
-	double staleness_max;
+	double diff_sum;		/* of its posts' version differences */
+	double window_sum;		/* of its posts' window staleness */
+	double window_max;
 	uint64_t last_ns;		/* its last post */
 	uint64_t spent_ns;		/* its post budget is spent up to this time */
 };
@@ -183,34 +190,44 @@ struct psb_stale_point {
 	uint64_t t_ns;			/* when it came, the trainer's clock */
 	uint32_t held;
 	uint32_t current;		/* the trainer's newest version then */
-	double mean;			/* the worker's mean version over the window */
-	double trainer_mean;		/* the trainer's over the same window */
-	double staleness;		/* trainer_mean - mean */
-	double staleness_seed;		/* current - mean */
+	double mean;			/* the worker's mean version over its samples */
+	double trainer_mean;		/* the trainer's at the samples' instants */
+	double version_diff;		/* current - mean: the old benchmark's measure */
+	double window;			/* trainer_mean - mean: the window staleness, >= 0 */
 };
 
 struct psb_stale_totals {
 	uint64_t posts;			/* with samples */
 	uint64_t joins;
 	uint64_t duplicates;		/* a post sent again (its ACK was lost): not counted */
-	double staleness_sum, staleness_seed_sum, staleness_max;
+	double diff_sum;		/* of the posts' version differences */
+	double window_sum, window_max;	/* of their window staleness */
 	uint64_t refused[PSB_STALE_REF_MAX];
 	uint64_t bad[PSB_STALE_BAD_MAX];
 };
 
 /*
- * For workers workers joining with key and posting every post_ns, posts whose windows
- * reach at most max_window_ns back. A post is a line of results: a worker may post 2 a
- * post period on average, 4 at once. 0, or -EINVAL / -ENOMEM.
+ * For workers workers joining with key, sampling every step_ns and posting every post_ns,
+ * posts whose windows reach at most max_window_ns back, versions published every push_ns
+ * at most. A post is a line of results: a worker may post 2 a post period on average, 4 at
+ * once. 0, or -EINVAL / -ENOMEM.
  */
-int psb_stale_acct_create(uint32_t session, uint32_t workers, uint64_t key, uint64_t post_ns,
-		uint64_t max_window_ns, uint64_t push_ns, struct psb_stale_acct **out);
+int psb_stale_acct_create(uint32_t session, uint32_t workers, uint64_t key, uint64_t step_ns,
+		uint64_t post_ns, uint64_t max_window_ns, uint64_t push_ns,
+		struct psb_stale_acct **out);
 void psb_stale_acct_free(struct psb_stale_acct *a);
-/* Version vid is the newest from now on. */
+/*
+ * Version vid is the newest from now on: now_ns must be no later than the first moment a
+ * worker can take it (read before it is handed to the workers' transport).
+ */
 void psb_stale_acct_publish(struct psb_stale_acct *a, uint32_t vid, uint64_t now_ns);
 uint32_t psb_stale_acct_current(const struct psb_stale_acct *a);
-/* The trainer's mean version over [from_ns, to_ns]. */
-double psb_stale_acct_mean(const struct psb_stale_acct *a, uint64_t from_ns, uint64_t to_ns);
+/*
+ * The sum of the versions newest at n instants step_ns apart, the last at end_ns: 0 with
+ * *sum, or -ERANGE when the first reaches back before the record kept.
+ */
+int psb_stale_acct_sampled(const struct psb_stale_acct *a, uint64_t end_ns, uint64_t step_ns,
+		uint32_t n, uint64_t *sum);
 
 /*
  * A POST from ip:port, parsed: 1 with *pt filled when it carried samples, 0 when it was a
@@ -232,8 +249,10 @@ const struct psb_stale_totals *psb_stale_acct_totals(const struct psb_stale_acct
 uint32_t psb_stale_acct_joined(const struct psb_stale_acct *a);
 
 /*
- * The worker's sampling: every step_ns the version it holds, every post_ns a POST of what
- * was sampled since the previous one.
+ * The worker's sampling: every step_ns the version it holds, every post_ns (rounded up to
+ * whole steps, so that a post falls on a sample) a POST of what was sampled since the
+ * previous one. A sample counts the version held at its instant, however late it is taken:
+ * before a worker holds a newer version it takes the samples due by then (sampler_take).
  */
 struct psb_stale_sampler {
 	uint64_t step_ns, post_ns;
@@ -245,9 +264,11 @@ struct psb_stale_sampler {
 
 void psb_stale_sampler_init(struct psb_stale_sampler *s, uint64_t step_ns, uint64_t post_ns,
 		uint64_t now_ns);
+/* Take the samples due by now: held is the version held since the last samples taken. */
+void psb_stale_sampler_take(struct psb_stale_sampler *s, uint32_t held, uint64_t now_ns);
 /*
- * Take the samples due by now (held: the version held now) and, when a post is due, fill
- * *m (type, samples, seq, sum, window, held) and return 1; else 0.
+ * Take the samples due by now (held: the version held since the last ones) and, when a post
+ * is due, fill *m (type, samples, seq, sum, window, held) and return 1; else 0.
  */
 int psb_stale_sampler_tick(struct psb_stale_sampler *s, uint32_t held, uint64_t now_ns,
 		struct psb_stale_msg *m);

@@ -117,7 +117,7 @@ psb_stale_client_fini(struct psb_stale_client *c)
 
 void
 psb_stale_client_took(struct psb_stale_client *c, uint32_t vid, const uint8_t *data,
-		uint64_t len)
+		uint64_t len, uint64_t now_ns)
 {
 	if (psb_stale_client_over(c) || vid <= c->held)
 		return;
@@ -128,6 +128,9 @@ psb_stale_client_took(struct psb_stale_client *c, uint32_t vid, const uint8_t *d
 		    vid);
 		return;
 	}
+	/* the samples due until now held the version before, however late they are taken */
+	if (c->state == PSB_STALE_CL_RUNNING)
+		psb_stale_sampler_take(&c->smp, c->held, now_ns);
 	c->held = vid;
 	c->versions++;
 	say(c, 8, "worker %u: holds version %u", c->cfg.id, vid);
@@ -155,7 +158,7 @@ mc_input(struct psb_stale_client *c, const uint8_t *buf, size_t len, uint64_t no
 		struct psb_mc_ver v;
 		const uint8_t *d = psb_mc_recv_latest(c->rx, &v);
 
-		psb_stale_client_took(c, v.vid, d, v.total_len);
+		psb_stale_client_took(c, v.vid, d, v.total_len, now_ns);
 	}
 }
 

@@ -96,7 +96,8 @@ void psb_stale_client_fini(struct psb_stale_client *c);
 
 /*
  * A datagram to the worker's own address from ip:port: the trainer's ACKs, and in pull
- * mode (or as unicast repairs) the versions' packets. From anyone else: stray.
+ * mode (or as unicast repairs) the versions' packets. From anyone else: stray. now_ns, here
+ * and in _group: read after the datagram was received.
  */
 void psb_stale_client_input(struct psb_stale_client *c, const uint8_t *buf, size_t len,
 		uint32_t ip, uint16_t port, uint64_t now_ns);
@@ -105,10 +106,11 @@ void psb_stale_client_group(struct psb_stale_client *c, const uint8_t *buf, size
 		uint64_t now_ns);
 /*
  * A version its caller received (filesystem, epgm): taken if newer than the one held and,
- * with verify, checked first (data NULL: not checked).
+ * with verify, checked first (data NULL: not checked). now_ns: read after its data came,
+ * never before (the worker's samples count it from then on).
  */
 void psb_stale_client_took(struct psb_stale_client *c, uint32_t vid, const uint8_t *data,
-		uint64_t len);
+		uint64_t len, uint64_t now_ns);
 
 /*
  * Whatever is due by now: joins, samples and posts, pulls, NACKs, the end, the waits.

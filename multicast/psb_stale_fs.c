@@ -72,7 +72,7 @@ write_all(int fd, const void *buf, uint64_t len)
 }
 
 int
-psb_stale_fs_publish(struct psb_stale_fs *fs, uint32_t vid, const void *data, uint64_t len,
+psb_stale_fs_write(struct psb_stale_fs *fs, uint32_t vid, const void *data, uint64_t len,
 		uint32_t crc, char *err, size_t errlen)
 {
 	char name[32], tmp[48];
@@ -100,6 +100,18 @@ psb_stale_fs_publish(struct psb_stale_fs *fs, uint32_t vid, const void *data, ui
 		unlinkat(fs->dirfd, tmp, 0);
 		return fail(err, errlen, rc, "%s: %s", name, strerror(-rc));
 	}
+	fs->files_written++;
+	fs->bytes_written += len + sizeof(h);
+	return 0;
+}
+
+int
+psb_stale_fs_link(struct psb_stale_fs *fs, uint32_t vid, char *err, size_t errlen)
+{
+	char name[32];
+	int rc;
+
+	file_name(name, sizeof(name), vid);
 	/* the link: made under a temporary name, renamed over "latest" (atomic) */
 	unlinkat(fs->dirfd, ".latest.tmp", 0);
 	if (symlinkat(name, fs->dirfd, ".latest.tmp") != 0 ||
@@ -108,14 +120,21 @@ psb_stale_fs_publish(struct psb_stale_fs *fs, uint32_t vid, const void *data, ui
 		unlinkat(fs->dirfd, ".latest.tmp", 0);
 		return fail(err, errlen, rc, "%s: %s", PSB_STALE_FS_LATEST, strerror(-rc));
 	}
-	fs->files_written++;
-	fs->bytes_written += len + sizeof(h);
 	if (vid > fs->keep) {
 		file_name(name, sizeof(name), vid - fs->keep);
 		if (unlinkat(fs->dirfd, name, 0) == 0)
 			fs->files_removed++;
 	}
 	return 0;
+}
+
+int
+psb_stale_fs_publish(struct psb_stale_fs *fs, uint32_t vid, const void *data, uint64_t len,
+		uint32_t crc, char *err, size_t errlen)
+{
+	int rc = psb_stale_fs_write(fs, vid, data, len, crc, err, errlen);
+
+	return rc != 0 ? rc : psb_stale_fs_link(fs, vid, err, errlen);
 }
 
 /* vid from a name of the form v%010u.psbv, exactly; -1 otherwise. */

@@ -36,7 +36,14 @@ int psb_stale_fs_open(struct psb_stale_fs *fs, const char *dir, int create, uint
 		char *err, size_t errlen);
 void psb_stale_fs_close(struct psb_stale_fs *fs);
 
-/* Write version vid and point "latest" at it. 0, or -errno with why in err. */
+/*
+ * Write version vid whole under its own name (no worker looks for it yet), then point
+ * "latest" at it (from then on workers can take it): write and link, or both in publish.
+ * 0, or -errno with why in err.
+ */
+int psb_stale_fs_write(struct psb_stale_fs *fs, uint32_t vid, const void *data, uint64_t len,
+		uint32_t crc, char *err, size_t errlen);
+int psb_stale_fs_link(struct psb_stale_fs *fs, uint32_t vid, char *err, size_t errlen);
 int psb_stale_fs_publish(struct psb_stale_fs *fs, uint32_t vid, const void *data, uint64_t len,
 		uint32_t crc, char *err, size_t errlen);
 

@@ -8,8 +8,8 @@
 void
 psb_stale_csv_header(FILE *f)
 {
-	fprintf(f, "t_s,worker,held,current,mean_version,trainer_mean_version,staleness,"
-		"staleness_seed\n");
+	fprintf(f, "t_s,worker,held,current,mean_version,trainer_mean_version,"
+		"version_difference,window_staleness\n");
 }
 
 void
@@ -17,7 +17,7 @@ psb_stale_csv_line(FILE *f, uint64_t t0_ns, const struct psb_stale_point *pt)
 {
 	fprintf(f, "%.6f,%u,%u,%u,%.4f,%.4f,%.4f,%.4f\n",
 		pt->t_ns >= t0_ns ? (pt->t_ns - t0_ns) / 1e9 : 0.0, pt->worker, pt->held,
-		pt->current, pt->mean, pt->trainer_mean, pt->staleness, pt->staleness_seed);
+		pt->current, pt->mean, pt->trainer_mean, pt->version_diff, pt->window);
 }
 
 void
@@ -42,9 +42,9 @@ bin_add(struct psb_stale_plot *p, struct psb_stale_bin *b, uint64_t t0_ns, uint6
 void
 psb_stale_plot_add(struct psb_stale_plot *p, uint64_t t0_ns, const struct psb_stale_point *pt)
 {
-	bin_add(p, p->mean, t0_ns, pt->t_ns, pt->staleness);
+	bin_add(p, p->mean, t0_ns, pt->t_ns, pt->window);
 	if (pt->worker < PSB_STALE_PLOT_WORKERS)
-		bin_add(p, p->worker[pt->worker], t0_ns, pt->t_ns, pt->staleness);
+		bin_add(p, p->worker[pt->worker], t0_ns, pt->t_ns, pt->window);
 }
 
 static void

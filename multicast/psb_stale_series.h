@@ -1,7 +1,7 @@
 /*
  * The staleness experiment's time series, whoever runs the trainer (psb-stale, or the
  * appliance's trainer role): each post's figures as a line of staleness.csv, and
- * staleness.svg, the mean staleness over the workers per time bin with the first workers'
+ * staleness.svg, the mean window staleness over the workers per time bin with the first workers'
  * own lines, drawn from the same posts. EAL-free.
  */
 #ifndef PSB_STALE_SERIES_H

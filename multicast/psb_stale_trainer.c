@@ -18,11 +18,12 @@ psb_stale_trainer_init(struct psb_stale_trainer *t, const struct psb_stale_train
 	memset(t, 0, sizeof(*t));
 	if (cfg->publish == NULL || cfg->send == NULL || cfg->workers == 0 ||
 	    cfg->workers > PSB_STALE_WORKERS_MAX || cfg->push_ns == 0 || cfg->post_ns == 0 ||
+	    cfg->step_ns == 0 ||
 	    cfg->max_version == 0 || cfg->join_ns == 0 || cfg->end_ns == 0)
 		return -EINVAL;
 	t->cfg = *cfg;
 	/* a post's window reaches back two post periods and a second at most */
-	if (psb_stale_acct_create(cfg->session, cfg->workers, cfg->key, cfg->post_ns,
+	if (psb_stale_acct_create(cfg->session, cfg->workers, cfg->key, cfg->step_ns, cfg->post_ns,
 				  2 * cfg->post_ns + SEC, cfg->push_ns, &t->acct) != 0)
 		return -EINVAL;
 	t->done = calloc(cfg->workers, 1);
@@ -88,7 +89,8 @@ on_post(struct psb_stale_trainer *t, const struct psb_stale_msg *m, uint32_t ip,
 		if (t->cfg.point != NULL)
 			t->cfg.point(t->cfg.arg, &pt);
 		t->report_posts++;
-		t->report_sum += pt.staleness;
+		t->report_diff += pt.version_diff;
+		t->report_window += pt.window;
 		t->warned[m->worker] = 0;
 	}
 	if (ending && m->held >= t->vid && !t->done[m->worker]) {
@@ -128,14 +130,15 @@ report(struct psb_stale_trainer *t, uint64_t now_ns)
 	const struct psb_stale_totals *tot = psb_stale_acct_totals(t->acct);
 	uint32_t i;
 
-	say(t, 7, "[%7.1f s] version %u: Average Version difference %.3f (last 5 s %.3f over "
-	    "%llu posts; the seed's measure %.3f)", (now_ns - t->t0) / 1e9, t->vid,
-	    tot->posts ? tot->staleness_sum / tot->posts : 0.0,
-	    t->report_posts ? t->report_sum / t->report_posts : 0.0,
-	    (unsigned long long)t->report_posts,
-	    tot->posts ? tot->staleness_seed_sum / tot->posts : 0.0);
+	say(t, 7, "[%7.1f s] version %u: Average Version difference %.3f, window staleness %.3f "
+	    "(last 5 s: %.3f and %.3f over %llu posts)", (now_ns - t->t0) / 1e9, t->vid,
+	    tot->posts ? tot->diff_sum / tot->posts : 0.0,
+	    tot->posts ? tot->window_sum / tot->posts : 0.0,
+	    t->report_posts ? t->report_diff / t->report_posts : 0.0,
+	    t->report_posts ? t->report_window / t->report_posts : 0.0,
+	    (unsigned long long)t->report_posts);
 	t->report_posts = 0;
-	t->report_sum = 0;
+	t->report_diff = t->report_window = 0;
 	/* once about a worker that has not posted for three post periods and a second */
 	for (i = 0; i < t->cfg.workers; i++) {
 		const struct psb_stale_worker_state *w = psb_stale_acct_worker(t->acct, i);

@@ -31,15 +31,17 @@ struct psb_stale_trainer_cfg {
 	uint64_t key;
 	uint32_t workers;
 	uint64_t push_ns, post_ns;
+	uint64_t step_ns;		/* between a worker's samples, as the workers take them */
 	uint32_t max_version;
 	uint64_t max_time_ns;
 	uint64_t join_ns, end_ns;
 	/*
 	 * Make version vid the newest and send it: 0 with *done_ns the time it was handed
-	 * over (its staleness counts from then), 1 when it was skipped (no memory for it
-	 * now: counted, the next push tries again), -1 when it could not be (the run fails),
-	 * 2 when it is being made, to be handed over later (psb_stale_trainer_made says when;
-	 * until then no other push is asked for, and pushes due are counted late).
+	 * over, read before any worker could take it (it counts as the newest from then), 1
+	 * when it was skipped (no memory for it now: counted, the next push tries again), -1
+	 * when it could not be (the run fails), 2 when it is being made, to be handed over
+	 * later (psb_stale_trainer_made says when; until then no other push is asked for, and
+	 * pushes due are counted late).
 	 */
 	int (*publish)(void *arg, uint32_t vid, uint64_t now_ns, uint64_t *done_ns);
 	/* A message to a worker at ip:port. */
@@ -74,7 +76,7 @@ struct psb_stale_trainer {
 	uint8_t *warned;		/* [workers]: said to be silent */
 	uint64_t pushes, push_sum_ns, push_max_ns, late_pushes, skipped;
 	uint64_t report_posts;
-	double report_sum;
+	double report_diff, report_window;	/* of the posts since the last report */
 	uint64_t unexpected;		/* well-formed messages a trainer takes none of (ACKs) */
 	char failure[512];
 };
@@ -93,10 +95,10 @@ int psb_stale_trainer_input(struct psb_stale_trainer *t, const uint8_t *buf, siz
 		uint32_t ip, uint16_t port, uint64_t now_ns, struct psb_stale_msg *m);
 
 /*
- * Version vid, being made since publish said 2, handed over at done_ns (rc 0), or not to be
- * (rc -1: the run fails). Ignored for any other version, and once the run stopped
- * publishing (the caller gives up a version still being made then: the run's final version
- * is the newest one handed over).
+ * Version vid, being made since publish said 2, handed over at done_ns (rc 0; read before
+ * the hand-over, as publish's), or not to be (rc -1: the run fails). Ignored for any other
+ * version, and once the run stopped publishing (the caller gives up a version still being
+ * made then: the run's final version is the newest one handed over).
  */
 void psb_stale_trainer_made(struct psb_stale_trainer *t, uint32_t vid, int rc,
 		uint64_t done_ns);

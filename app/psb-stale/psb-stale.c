@@ -7,7 +7,8 @@
  *
  * The trainer waits until every worker joined, publishes a version of --data_size every
  * --push_frequency until --max_version or --max_time, prints the Average Version difference
- * every 5 s and at the end, then waits (bounded) until every worker holds the final version.
+ * (the old benchmark's measure) and the window staleness (psb's) every 5 s and at the end,
+ * then waits (bounded) until every worker holds the final version.
  * Results go to --out/--trial_name/: summary.json, staleness.csv (a line per post) and
  * staleness.svg, each written whole or not at all. A worker takes versions by multicast
  * (--group), by pulling them from the trainer, or from the directory --dir, samples the one
@@ -439,20 +440,29 @@ tr_publish(void *arg, uint32_t vid, uint64_t now, uint64_t *done)
 		    "published", vid);
 		return 1;
 	}
+	/*
+	 * The time it counts as the newest from: read right before a worker could take it
+	 * (the link that names its file, the epgm message, the multicast sender: its packets
+	 * leave on its next poll), never after, or a worker could hold it before it counts.
+	 */
+	if (opts.mode == PSB_STALE_FILESYSTEM &&
+	    psb_stale_fs_write(&T.fs, s->vid, s->data, opts.data_size, s->crc, err,
+			       sizeof(err)) != 0) {
+		fprintf(stderr, "psb-stale: trainer: version %u: %s\n", s->vid, err);
+		return -1;
+	}
+	*done = psb_clock_ns();
 	if (opts.mode == PSB_STALE_MULTICAST) {
 		s->refs++;
 		if (psb_mc_send_publish(T.tx, s->vid, s->data, opts.data_size, s->crc, now) != 0)
 			psb_die("trainer: cannot publish version %u", s->vid);
 	} else if (opts.mode == PSB_STALE_EPGM) {
 		epgm_publish(&T.zpub, s->vid, s->data, opts.data_size, s->crc);
-	} else if (opts.mode == PSB_STALE_FILESYSTEM) {
-		if (psb_stale_fs_publish(&T.fs, s->vid, s->data, opts.data_size, s->crc, err,
-					 sizeof(err)) != 0) {
-			fprintf(stderr, "psb-stale: trainer: version %u: %s\n", s->vid, err);
-			return -1;
-		}
+	} else if (opts.mode == PSB_STALE_FILESYSTEM &&
+		   psb_stale_fs_link(&T.fs, s->vid, err, sizeof(err)) != 0) {
+		fprintf(stderr, "psb-stale: trainer: version %u: %s\n", s->vid, err);
+		return -1;
 	}
-	*done = psb_clock_ns();
 	say(8, "trainer: version %u published at %.3f s in %.2f ms", s->vid, *done / 1e9,
 	    (*done - now) / 1e6);
 	return 0;
@@ -514,7 +524,7 @@ on_datagram(const uint8_t *buf, size_t n)
 		T.stray_nacks++;
 		return;
 	}
-	if (psb_stale_trainer_input(&T.tr, buf, n, ip, port, psb_clock_ns(), &m) ==
+	if (psb_stale_trainer_input(&T.tr, buf, n, ip, port, T.sock.arrived_ns, &m) ==
 	    PSB_STALE_PULL)
 		on_pull(&m, ip, port);
 }
@@ -530,12 +540,13 @@ trainer_summary(double dur_s, int ok, const char *failure)
 		const struct psb_stale_worker_state *w = psb_stale_acct_worker(T.tr.acct, i);
 		char who[32];
 
-		json_array_append_new(ws, json_pack("{s:I, s:b, s:s, s:I, s:I, s:f, s:f, s:I, s:b}",
-			"id", (json_int_t)i, "joined", w->ip != 0,
+		json_array_append_new(ws, json_pack("{s:I, s:b, s:s, s:I, s:I, s:f, s:f, s:f, s:I, "
+			"s:b}", "id", (json_int_t)i, "joined", w->ip != 0,
 			"address", w->ip ? ipstr(w->ip, w->port, who, sizeof(who)) : "",
 			"posts", (json_int_t)w->posts, "samples", (json_int_t)w->samples,
-			"mean_staleness", w->posts ? w->staleness_sum / w->posts : 0.0,
-			"max_staleness", w->staleness_max, "holds", (json_int_t)w->held,
+			"average_version_difference", w->posts ? w->diff_sum / w->posts : 0.0,
+			"window_staleness", w->posts ? w->window_sum / w->posts : 0.0,
+			"max_window_staleness", w->window_max, "holds", (json_int_t)w->held,
 			"holds_final", T.tr.done[i] != 0));
 	}
 	for (i = 0; i < PSB_STALE_REF_MAX; i++)
@@ -557,10 +568,10 @@ trainer_summary(double dur_s, int ok, const char *failure)
 	json_object_set_new(o, "time_per_push_max_ms", json_real(T.tr.push_max_ns / 1e6));
 	json_object_set_new(o, "posts", json_integer((json_int_t)tot->posts));
 	json_object_set_new(o, "average_version_difference", json_real(tot->posts ?
-		tot->staleness_sum / tot->posts : 0.0));
-	json_object_set_new(o, "average_version_difference_seed", json_real(tot->posts ?
-		tot->staleness_seed_sum / tot->posts : 0.0));
-	json_object_set_new(o, "max_staleness", json_real(tot->staleness_max));
+		tot->diff_sum / tot->posts : 0.0));
+	json_object_set_new(o, "window_staleness", json_real(tot->posts ?
+		tot->window_sum / tot->posts : 0.0));
+	json_object_set_new(o, "max_window_staleness", json_real(tot->window_max));
 	json_object_set_new(o, "workers", ws);
 	json_object_set_new(o, "refused", ref);
 	json_object_set_new(o, "malformed", bad);
@@ -699,9 +710,15 @@ do_trainer(int argc, char **argv)
 		c = psb_mc_sock_unicast(&T.sock, local, lport, err, sizeof(err));
 	if (c != 0)
 		psb_die("trainer: %s", err);
+	/* a post counts from when it came, not from when the trainer, busy making a version,
+	 * got to it */
+	c = psb_mc_sock_stamp(&T.sock);
+	if (c != 0)
+		psb_die("trainer: SO_TIMESTAMPNS: %s", strerror(-c));
 	tc = (struct psb_stale_trainer_cfg){ .session = T.scfg.session, .key = key,
 		.workers = opts.workers, .push_ns = opts.push_ns, .post_ns = opts.post_ns,
-		.max_version = opts.max_version, .max_time_ns = opts.max_time_ns,
+		.step_ns = opts.step_ns, .max_version = opts.max_version,
+		.max_time_ns = opts.max_time_ns,
 		.join_ns = join_ns, .end_ns = end_ns, .publish = tr_publish, .send = tr_send,
 		.point = tr_point, .log = tr_log };
 	if (psb_stale_trainer_init(&T.tr, &tc, psb_clock_ns()) != 0)
@@ -769,21 +786,22 @@ do_trainer(int argc, char **argv)
 	dur = T.tr.ran ? (now - T.tr.t0) / 1e9 : 0.0;
 	say(4, "psb-stale trainer: trial %s, mode %s, %u workers: final version %u after %.1f s",
 	    opts.trial_name, psb_stale_mode_names[opts.mode], opts.workers, T.tr.vid, dur);
-	say(4, "Average Version difference: %.3f  (the seed's measure: %.3f; max %.3f; %llu "
-	    "posts)", tot->posts ? tot->staleness_sum / tot->posts : 0.0,
-	    tot->posts ? tot->staleness_seed_sum / tot->posts : 0.0, tot->staleness_max,
+	say(4, "Average Version difference: %.3f  (window staleness %.3f, max %.3f; %llu posts)",
+	    tot->posts ? tot->diff_sum / tot->posts : 0.0,
+	    tot->posts ? tot->window_sum / tot->posts : 0.0, tot->window_max,
 	    (unsigned long long)tot->posts);
 	say(4, "Time per push: %.3f ms (max %.3f ms, %llu late)", T.tr.pushes ?
 	    T.tr.push_sum_ns / 1e6 / T.tr.pushes : 0.0, T.tr.push_max_ns / 1e6,
 	    (unsigned long long)T.tr.late_pushes);
 	say(4, "Final version: %u", T.tr.vid);
-	say(4, "%6s %7s %10s %10s %7s %s", "worker", "posts", "staleness", "max", "holds",
-	    "final");
+	say(4, "%6s %7s %10s %10s %10s %7s %s", "worker", "posts", "difference", "window",
+	    "max", "holds", "final");
 	for (i = 0; i < opts.workers; i++) {
 		const struct psb_stale_worker_state *w = psb_stale_acct_worker(T.tr.acct, i);
 
-		say(4, "%6u %7llu %10.3f %10.3f %7u %s", i, (unsigned long long)w->posts,
-		    w->posts ? w->staleness_sum / w->posts : 0.0, w->staleness_max, w->held,
+		say(4, "%6u %7llu %10.3f %10.3f %10.3f %7u %s", i, (unsigned long long)w->posts,
+		    w->posts ? w->diff_sum / w->posts : 0.0,
+		    w->posts ? w->window_sum / w->posts : 0.0, w->window_max, w->held,
 		    T.tr.done[i] ? "yes" : "no");
 	}
 	if (fclose(T.csv) != 0)
@@ -792,7 +810,8 @@ do_trainer(int argc, char **argv)
 	if (rename(T.csv_tmp, path) != 0)
 		psb_die("%s: %s", path, strerror(errno));
 	snprintf(path, sizeof(path), "%s/staleness.svg", T.dir);
-	snprintf(title, sizeof(title), "%s: staleness (versions) over time, mode %s, %u workers",
+	snprintf(title, sizeof(title), "%s: window staleness (versions) over time, mode %s, %u "
+		 "workers",
 		 opts.trial_name, psb_stale_mode_names[opts.mode], opts.workers);
 	if (psb_stale_plot_write(&T.plot, path, title, dur, opts.workers) != 0)
 		psb_die("cannot write %s", path);
@@ -841,7 +860,7 @@ worker_log(void *arg, int level, const char *line)
 static void
 epgm_take(uint32_t vid, const uint8_t *data, uint64_t len)
 {
-	psb_stale_client_took(&W.cl, vid, data, len);
+	psb_stale_client_took(&W.cl, vid, data, len, psb_clock_ns());
 }
 
 static void
@@ -860,7 +879,7 @@ fs_check(void)
 			say(5, "worker %u: WARNING: %s", W.cl.cfg.id, err);
 		return;
 	}
-	psb_stale_client_took(&W.cl, vid, W.fsbuf, len);
+	psb_stale_client_took(&W.cl, vid, W.fsbuf, len, psb_clock_ns());
 }
 
 static int

@@ -408,7 +408,7 @@ struct psb_trainer_row {
 	uint8_t holds_final;
 	uint32_t holds;			/* the version its last post said it held */
 	uint64_t posts, samples;
-	double staleness_mean, staleness_max;
+	double version_difference, window_staleness, window_staleness_max;
 };
 /*
  * The trainer's rows, one per worker, once psb_trainer_read said done (final until the

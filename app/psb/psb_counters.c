@@ -466,11 +466,14 @@ static const struct psb_metric trainer_figs[] = {
 	TRN(joins, COUNTER, U64, NONE, "trainer_joins", "Joins taken"),
 	TRN(duplicates, COUNTER, U64, NONE, "trainer_duplicate_posts",
 		"Posts sent again (their ACK lost): not counted twice"),
-	TRN(staleness_mean, GAUGE, DBL, VERSIONS, "trainer_staleness",
-		"Average Version difference over the posts so far"),
-	TRN(staleness_seed_mean, GAUGE, DBL, VERSIONS, "trainer_staleness_seed",
-		"The same by the seed's measure (newest version less the worker's mean)"),
-	TRN(staleness_max, GAUGE, DBL, VERSIONS, "trainer_staleness_max", "Largest staleness of a post"),
+	TRN(version_difference, GAUGE, DBL, VERSIONS, "trainer_version_difference",
+		"Average Version difference over the posts so far: the newest version when a "
+		"post came less the worker's mean (the old benchmark's measure)"),
+	TRN(window_staleness, GAUGE, DBL, VERSIONS, "trainer_window_staleness",
+		"Window staleness over the posts so far: the newest version at each sample's "
+		"instant less the one the worker held"),
+	TRN(window_staleness_max, GAUGE, DBL, VERSIONS, "trainer_window_staleness_max",
+		"Largest window staleness of a post"),
 	TRN(refused, COUNTER, U64, NONE, "trainer_refused",
 		"Messages refused: wrong key or session, unknown worker, another address, over a "
 		"worker's post budget"),

@@ -107,7 +107,8 @@ struct psb_trainer_snap {
 	uint8_t running, ended;
 	double push_ms_mean, push_ms_max;
 	uint64_t posts, joins, duplicates;
-	double staleness_mean, staleness_seed_mean, staleness_max;
+	double version_difference;	/* the old benchmark's measure, mean over the posts */
+	double window_staleness, window_staleness_max;	/* psb's, mean and largest */
 	uint64_t refused, malformed, unexpected, stray_nacks, unresolved, pulls, held_bytes;
 	uint64_t series_dropped;
 	/* its sender (psb_mc_send; in pull mode, every worker's summed) */

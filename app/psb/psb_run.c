@@ -46,8 +46,8 @@ static const char *const staleness_cols[] = {
 
 /* A staleness trainer's run (the trainer role): a row per worker, as the trainer saw it. */
 static const char *const trainer_cols[] = {
-	"worker", "address", "posts", "samples", "staleness_mean", "staleness_max", "holds",
-	"holds_final", NULL,
+	"worker", "address", "posts", "samples", "version_difference", "window_staleness",
+	"window_staleness_max", "holds", "holds_final", NULL,
 };
 
 static const char *const *
@@ -123,15 +123,19 @@ trainer_json(struct psb_app *app, const struct psb_trainer_snap *f)
 			snprintf(who + strlen(who), sizeof(who) - strlen(who), ":%u",
 				 (unsigned int)r->port);
 		}
-		json_array_append_new(out, json_pack("{s:i,s:s,s:I,s:I,s:f,s:f,s:I,s:b}",
+		json_array_append_new(out, json_pack("{s:i,s:s,s:I,s:I,s:f,s:f,s:f,s:I,s:b}",
 			"worker", (int)r->worker, "address", who, "posts", (json_int_t)r->posts,
-			"samples", (json_int_t)r->samples, "staleness_mean", r->staleness_mean,
-			"staleness_max", r->staleness_max, "holds", (json_int_t)r->holds,
-			"holds_final", r->holds_final));
+			"samples", (json_int_t)r->samples,
+			"version_difference", r->version_difference,
+			"window_staleness", r->window_staleness,
+			"window_staleness_max", r->window_staleness_max,
+			"holds", (json_int_t)r->holds, "holds_final", r->holds_final));
 	}
-	json_array_append_new(out, json_pack("{s:s,s:s,s:I,s:s,s:f,s:f,s:I,s:I}", "worker", "all",
-		"address", "", "posts", (json_int_t)f->posts, "samples", "",
-		"staleness_mean", f->staleness_mean, "staleness_max", f->staleness_max,
+	json_array_append_new(out, json_pack("{s:s,s:s,s:I,s:s,s:f,s:f,s:f,s:I,s:I}", "worker",
+		"all", "address", "", "posts", (json_int_t)f->posts, "samples", "",
+		"version_difference", f->version_difference,
+		"window_staleness", f->window_staleness,
+		"window_staleness_max", f->window_staleness_max,
 		"holds", (json_int_t)f->version, "holds_final", (json_int_t)f->holding_final));
 	return out;
 }

@@ -683,17 +683,33 @@ def mc_send(out):
     return summary, L, True
 
 
+def stale_figures(x):
+    """(window staleness, Average Version difference) of a trainer's summary.json. Runs
+    before the window staleness was named (psb-stale of 2026-11-26) called them
+    average_version_difference and average_version_difference_seed."""
+    if "window_staleness" in x:
+        return x["window_staleness"], x["average_version_difference"]
+    return x["average_version_difference"], x["average_version_difference_seed"]
+
+
 def staleness(out):
-    """scripts/bench/staleness.sh: raw/MODE-gRATE-wW-pP-rR.json (the trainer's summary; no
-    -gRATE for filesystem, which is not paced) and .csv."""
+    """scripts/bench/staleness.sh: raw/MODE-gRATE-wW-pP-postS-rR.json (the trainer's
+    summary; no -gRATE for filesystem, which is not paced; no -postS in runs of one post
+    period, 0.5 s) and .csv. Every repetition's figures are kept in the summary's cells."""
     raw = Raw(out)
     plan = raw.json("plan.json")
     rev = about_revision(out)
     runs = {}
-    for name, m in raw.match(r"([a-z]+)(?:-g(\d+))?-w(\d+)-p([0-9.]+)-r(\d+)\.json"):
+    old = False
+    for name, m in raw.match(r"([a-z]+)(?:-g(\d+))?-w(\d+)-p([0-9.]+)(?:-post([0-9.]+))?"
+                             r"-r(\d+)\.json"):
         rate = None if m.group(2) is None else int(m.group(2))
-        runs.setdefault((m.group(1), rate, int(m.group(3)), m.group(4)), []).append(
-            raw.json(name))
+        x = raw.json(name)
+        old |= "window_staleness" not in x
+        runs.setdefault((m.group(1), rate, int(m.group(3)), m.group(4), m.group(5) or "0.5"),
+                        []).append((int(m.group(6)), x))
+    for v in runs.values():
+        v.sort(key=lambda rx: rx[0])
     # a row a mode and pacing rate, in the plan's order of modes, slower rates first
     variants = sorted({k[:2] for k in runs}, key=lambda v: (
         plan["modes"].index(v[0]) if v[0] in plan["modes"] else len(plan["modes"]), v[1] or 0))
@@ -702,110 +718,169 @@ def staleness(out):
     def label(m, r):
         return m if len(rates_of[m]) < 2 else "%s, %d Gbit/s" % (m, r)
 
-    def key(m, r, w, p):
-        return "%s%s/w%d/p%s" % (m, "" if r is None else "@%d" % r, w, p)
+    def key(m, r, w, p, o):
+        return "%s%s/w%d/p%s/post%s" % (m, "" if r is None else "@%d" % r, w, p, o)
     workers = sorted({k[2] for k in runs})
     pushes = sorted({k[3] for k in runs}, key=lambda p: -float(p))
+    posts = sorted({k[4] for k in runs}, key=float)
+    reps = sorted({rep for v in runs.values() for rep, _ in v})
+
+    def spread(v):
+        return {"median": statistics.median(v), "min": min(v), "max": max(v)}
 
     def cell(rs):
-        v = [x["average_version_difference"] for x in rs]
-        return {"median": statistics.median(v), "min": min(v), "max": max(v), "runs": len(v),
-                "held_final": sum(all(w["holds_final"] for w in x["workers"]) for x in rs),
-                "push_ms": statistics.median(x["time_per_push_ms"] for x in rs),
-                "versions": statistics.median(x["final_version"] for x in rs)}
+        win = [stale_figures(x)[0] for _, x in rs]
+        diff = [stale_figures(x)[1] for _, x in rs]
+        return {"window": dict(spread(win), reps=win),
+                "version_difference": dict(spread(diff), reps=diff),
+                "repetitions": [rep for rep, _ in rs], "runs": len(rs),
+                "held_final": sum(all(w["holds_final"] for w in x["workers"]) for _, x in rs),
+                "push_ms": statistics.median(x["time_per_push_ms"] for _, x in rs),
+                "versions": statistics.median(x["final_version"] for _, x in rs)}
     table = {key(*k): cell(v) for k, v in runs.items()}
-    L = ["psb %s, %s MB versions, %s s a run, %d repetitions; mean staleness in versions, "
-         "median over the repetitions [min, max]; a run whose workers did not all end holding "
-         "the final version is marked *" % (rev, plan["data_mb"], plan["duration"], plan["reps"]), ""]
-    L.append("| mode | workers | " + " | ".join("every %s s (%.3g/s)" % (p, 1 / float(p))
-                                             for p in pushes) + " |")
-    L.append("|---|---:|" + "---:|" * len(pushes))
-    for m, r in variants:
-        for w in workers:
-            row = []
-            for p in pushes:
-                c = table.get(key(m, r, w, p))
-                row.append("-" if c is None else "%.2f [%.2f, %.2f]%s" % (
-                    c["median"], c["min"], c["max"], "" if c["held_final"] == c["runs"] else "*"))
-            L.append("| %s | %d | %s |" % (label(m, r), w, " | ".join(row)))
 
-    # the figure: the highest publish rate at which each keeps the median staleness <= 1, at
+    def rows_of(fmt):
+        """A table's rows: a mode and pacing, workers and post period each; a column a
+        publish rate, fmt(cell) in it."""
+        out_ = []
+        for m, r in variants:
+            for w in workers:
+                for o in posts:
+                    c = [table.get(key(m, r, w, p, o)) for p in pushes]
+                    if all(x is None for x in c):
+                        continue
+                    out_.append("| %s | %d | %s | %s |" % (label(m, r), w, o, " | ".join(
+                        "-" if x is None else fmt(x) for x in c)))
+        return out_
+    cols = " | ".join("every %s s (%.3g/s)" % (p, 1 / float(p)) for p in pushes)
+    L = ["psb %s, %s MB versions, %s s a run, %d repetitions; window staleness in versions "
+         "(psb's: over each post's samples, the trainer's newest version at the sample less "
+         "the worker's), median over the repetitions [min, max]; a run whose workers did not "
+         "all end holding the final version is marked *%s" % (
+             rev, plan["data_mb"], plan["duration"], plan["reps"],
+             "; measured before the window staleness was sampled at the worker's instants "
+             "(then the trainer's time-weighted mean over the post's window, which reads low "
+             "by up to half a step's worth of versions)" if old else ""), "",
+         "| mode | workers | posts every (s) | " + cols + " |",
+         "|---|---:|---:|" + "---:|" * len(pushes)]
+    L += rows_of(lambda c: "%.2f [%.2f, %.2f]%s" % (
+        c["window"]["median"], c["window"]["min"], c["window"]["max"],
+        "" if c["held_final"] == c["runs"] else "*"))
+
+    # the figure: the highest publish rate at which each keeps the window staleness <= 1, at
     # the pacing rate where it does best (when two hold the same publish rate, the one with
-    # the lower staleness there)
-    def best(m, w):
+    # the lower staleness there), in each repetition; the ratio is taken per repetition
+    def best(m, w, o, value):
         found = None
         for r in rates_of.get(m, []):
-            ok = [(1 / float(p), table[key(m, r, w, p)]["median"]) for p in pushes
-                  if (m, r, w, p) in runs and table[key(m, r, w, p)]["median"] <= 1.0]
+            ok = [(1 / float(p), value(key(m, r, w, p, o))) for p in pushes
+                  if (m, r, w, p, o) in runs]
+            ok = [(rate, v) for rate, v in ok if v is not None and v <= 1.0]
             if not ok:
                 continue
             rate, stale = max(ok)
             if found is None or (rate, -stale) > (found[0], -found[2]):
                 found = (rate, r, stale)
         return found
-    goals = []
-    many = any(len(rates_of.get(m, [])) > 1 for m in ("epgm", "multicast"))
-    L += ["", "| workers | highest rate with staleness <= 1: epgm | psb multicast | ratio "
-          "(target >= 3) | |", "|---:|---:|---:|---:|---|"]
-    top = max(1 / float(p) for p in pushes)
-    for w in workers:
-        e, m = best("epgm", w), best("multicast", w)
-        ratio = None if e is None or m is None else m[0] / e[0]
-        g = {"workers": w, "epgm_rate": e and e[0], "epgm_pacing_gbit": e and e[1],
-             "multicast_rate": m and m[0], "multicast_pacing_gbit": m and m[1],
-             "ratio": ratio, "lower_bound": m is not None and m[0] == top,
-             "met": ratio is not None and ratio >= 3}
-        goals.append(g)
 
-        def said(x):
-            if x is None:
-                return "none tried"
-            return "%.3g/s%s%s" % (x[0], " at %d Gbit/s" % x[1] if many else "",
-                                   " (the highest tried)" if x[0] == top else "")
-        L.append("| %d | %s | %s | %s | %s |" % (
-            w, said(e), said(m),
-            "-" if ratio is None else "%s%.1fx" % (">= " if g["lower_bound"] else "", ratio),
-            "met" if g["met"] else "missed"))
+    def in_rep(rep):
+        def value(k):
+            c = table.get(k)
+            return None if c is None or rep not in c["repetitions"] else \
+                c["window"]["reps"][c["repetitions"].index(rep)]
+        return value
+    goals = []
+    top = max(1 / float(p) for p in pushes)
+    L += ["", "| workers | posts every (s) | highest rate with window staleness <= 1: epgm | "
+          "psb multicast | ratio, median of the repetitions' [min, max] (target >= 3) | |",
+          "|---:|---:|---:|---:|---:|---|"]
+    for w in workers:
+        for o in posts:
+            per = []
+            for rep in reps:
+                e, m = best("epgm", w, o, in_rep(rep)), best("multicast", w, o, in_rep(rep))
+                per.append({"repetition": rep, "epgm_rate": e and e[0],
+                            "epgm_pacing_gbit": e and e[1], "multicast_rate": m and m[0],
+                            "multicast_pacing_gbit": m and m[1],
+                            "ratio": None if e is None or m is None else m[0] / e[0]})
+            ratios = [x["ratio"] for x in per if x["ratio"] is not None]
+            if not ratios and all(x["epgm_rate"] is None and x["multicast_rate"] is None
+                                  for x in per):
+                continue
+            er = [x["epgm_rate"] for x in per if x["epgm_rate"] is not None]
+            mr = [x["multicast_rate"] for x in per if x["multicast_rate"] is not None]
+            g = {"workers": w, "post_s": float(o), "repetitions": per,
+                 "ratio": spread(ratios) if ratios else None,
+                 "epgm_rate": spread(er) if er else None,
+                 "multicast_rate": spread(mr) if mr else None,
+                 "lower_bound": bool(mr) and statistics.median(mr) == top,
+                 "met": bool(ratios) and statistics.median(ratios) >= 3}
+            goals.append(g)
+
+            def said(x):
+                if x is None:
+                    return "none held"
+                return "%.3g/s [%.3g, %.3g]%s" % (x["median"], x["min"], x["max"],
+                                                  " (the highest tried)" if x["median"] == top
+                                                  else "")
+            L.append("| %d | %s | %s | %s | %s | %s |" % (
+                w, o, said(g["epgm_rate"]), said(g["multicast_rate"]),
+                "-" if not ratios else "%s%.1fx [%.1f, %.1f]%s" % (
+                    ">= " if g["lower_bound"] else "", g["ratio"]["median"],
+                    g["ratio"]["min"], g["ratio"]["max"],
+                    "" if len(ratios) == len(per) else " (%d of %d repetitions)" % (
+                        len(ratios), len(per))),
+                "met" if g["met"] else "missed"))
+    L += ["", "The old benchmark's measure, its Average Version difference (the trainer's "
+          "newest version when a post came less the worker's mean over the post period), "
+          "median over the repetitions:", "",
+          "| mode | workers | posts every (s) | " + cols + " |",
+          "|---|---:|---:|" + "---:|" * len(pushes)]
+    L += rows_of(lambda c: "%.2f" % c["version_difference"]["median"])
     summary = {"git_revision": rev, "plan": plan, "cells": table, "figures": goals}
-    staleness_plots(raw, out, runs, variants, label, workers, pushes, plan)
+    staleness_plots(raw, out, runs, variants, label, workers, pushes, posts[0], plan)
     return summary, L, True
 
 
-def staleness_plots(raw, out, runs, variants, label, workers, pushes, plan):
-    """rates.svg: median staleness against the publish rate, a line per mode, pacing rate
-    and workers; over_time.svg: the seed's workload (or the slowest tried), fewest workers,
-    first repetition, the mean over workers per half second, a line per mode and pacing."""
+def staleness_plots(raw, out, runs, variants, label, workers, pushes, post, plan):
+    """rates.svg: median window staleness against the publish rate, a line per mode, pacing
+    rate and workers, at the shortest post period; over_time.svg: the seed's workload (or
+    the slowest tried), fewest workers, first repetition, the mean over workers per half
+    second, a line per mode and pacing."""
     from svgplot import line_plot
     series = []
     for i, (m, r) in enumerate(variants):
         for j, w in enumerate(workers):
-            pts = [(1 / float(p), statistics.median(x["average_version_difference"]
-                                                    for x in runs[m, r, w, p]))
-                   for p in pushes if (m, r, w, p) in runs]
+            pts = [(1 / float(p), statistics.median(stale_figures(x)[0]
+                                                    for _, x in runs[m, r, w, p, post]))
+                   for p in pushes if (m, r, w, p, post) in runs]
             series.append({"name": "%s, %d workers" % (label(m, r), w),
                            "color": PALETTE_MODES[i % len(PALETTE_MODES)],
                            "dash": j > 0, "points": sorted(pts)})
     write_atomic(os.path.join(out, "rates.svg"), line_plot(
-        "Staleness against the publish rate (%s MB versions)" % plan["data_mb"],
-        "versions published per second", "mean staleness (versions)", series, logx=True,
+        "Window staleness against the publish rate (%s MB versions, posts every %s s)" % (
+            plan["data_mb"], post),
+        "versions published per second", "mean window staleness (versions)", series, logx=True,
         xticks=[(1 / float(p), "%.3g" % (1 / float(p))) for p in pushes]))
     p = "0.2" if "0.2" in pushes else pushes[0]
     w = workers[0]
     series = []
     for i, (m, r) in enumerate(variants):
-        name = "%s%s-w%d-p%s-r1.csv" % (m, "" if r is None else "-g%d" % r, w, p)
-        if not raw.has(name):
+        base = "%s%s-w%d-p%s" % (m, "" if r is None else "-g%d" % r, w, p)
+        name = next((n for n in ("%s-post%s-r1.csv" % (base, post), base + "-r1.csv")
+                     if raw.has(n)), None)
+        if name is None:
             continue
         bins = {}
         for row in raw.csv(name):
             b = int(float(row["t_s"]) * 2)
-            bins.setdefault(b, []).append(float(row["staleness"]))
+            bins.setdefault(b, []).append(float(row.get("window_staleness", row.get("staleness"))))
         series.append({"name": label(m, r), "color": PALETTE_MODES[i % len(PALETTE_MODES)],
                        "markers": False,
                        "points": [((b + 0.5) / 2, statistics.mean(v)) for b, v in sorted(bins.items())]})
     write_atomic(os.path.join(out, "over_time.svg"), line_plot(
-        "Staleness over time: %s MB every %s s, %d workers" % (plan["data_mb"], p, w),
-        "time (s)", "mean staleness over workers (versions)", series))
+        "Window staleness over time: %s MB every %s s, %d workers" % (plan["data_mb"], p, w),
+        "time (s)", "mean window staleness over workers (versions)", series))
 
 
 PALETTE_MODES = ["#1f77b4", "#17becf", "#2ca02c", "#8c564b", "#d62728", "#ff7f0e",

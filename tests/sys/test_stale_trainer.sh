@@ -158,12 +158,13 @@ for w in (0, 1, 2):
     row = rows[w]
     assert row["holds_final"] is True and row["holds"] == 40 and row["posts"] >= 2, row
     assert row["address"].startswith("198.19.0.1%d:" % (w + 1)), row
-    assert 0 <= row["staleness_mean"] < 1.0, row
+    assert 0 <= row["window_staleness"] < 1.0, row
+    assert row["version_difference"] >= row["window_staleness"], row
 assert rows["all"]["holds_final"] == 3 and rows["all"]["holds"] == 40, rows["all"]
 t = r["counters"]["experiment"]["trainer"]
 assert t["version"] == 40 and t["published"] == 40 and t["sent_whole"] >= 39, t
 assert t["joined"] == 3 and t["holding_final"] == 3 and t["ended"] is True, t
-assert 0 <= t["staleness_mean"] < 1.0, t
+assert 0 <= t["window_staleness"] < 1.0 and t["version_difference"] > 0, t
 # lossy: repaired; the forger's messages counted, not taken
 assert t["nacks"] > 0 and t["repair_parity_pkts"] + t["repair_data_pkts"] > 0, t
 assert t["malformed"] > 0 and t["refused"] > 0 and t["nack_forged"] > 0, t
@@ -172,7 +173,8 @@ import csv
 lines = list(csv.DictReader(open(f"{d}/res/stale-trainer/staleness.csv")))
 assert len(lines) == t["posts"] and t["series_dropped"] == 0, (len(lines), t["posts"])
 assert {int(l["worker"]) for l in lines} == {0, 1, 2}, lines[:3]
-assert all(0 <= float(l["staleness"]) < 5 for l in lines), lines
+assert all(0 <= float(l["window_staleness"]) < 5 and float(l["version_difference"]) >= 0
+           for l in lines), lines
 assert open(f"{d}/res/stale-trainer/staleness.svg").read().count("<polyline") == 4
 e = json.load(open(f"{d}/end.json"))["counters"]
 assert e == t, (e, t)
@@ -183,7 +185,7 @@ p = json.load(open(f"{d}/res/stale-worker/result.json"))
 f = p["rows"][0]
 assert p["state"] == "done" and f["held"] == 40 and f["verify_fail"] == 0, p
 print(f"psb's trainer: 3 workers (1 psb) hold version 40 under 3 % loss and a forger; "
-      f"staleness {t['staleness_mean']:.3f}; {t['nacks']} NACKs, "
+      f"window staleness {t['window_staleness']:.3f}; {t['nacks']} NACKs, "
       f"{t['repair_parity_pkts']} parity repairs")
 PY
 

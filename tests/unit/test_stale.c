@@ -225,34 +225,86 @@ post(uint32_t worker, uint32_t seq, uint32_t held, uint32_t samples, uint64_t su
 		.held = held, .samples = samples, .seq = seq, .sum = sum, .window = window };
 }
 
+/* The sum of the versions newest at n instants step apart ending at end, one by one. */
+static uint64_t
+sampled_slow(const uint64_t *t, const uint32_t *vid, unsigned int nv, uint64_t end,
+		uint64_t step, uint32_t n)
+{
+	uint64_t sum = 0;
+	uint32_t k, v;
+	unsigned int i;
+
+	for (k = 0; k < n; k++) {
+		uint64_t at = end - (uint64_t)(n - 1 - k) * step;
+
+		for (v = 0, i = 0; i < nv && t[i] <= at; i++)
+			v = vid[i];
+		sum += v;
+	}
+	return sum;
+}
+
 static void
-test_acct_mean(void **state)
+test_acct_sampled(void **state)
 {
 	struct psb_stale_acct *a;
+	uint64_t sum, t[40], end, step;
+	uint32_t vid[40], n, v;
+	unsigned int i, round;
 
 	(void)state;
-	assert_int_equal(psb_stale_acct_create(42, 2, 0, SEC, 10 * SEC, 100 * MS, &a), 0);
+	assert_int_equal(psb_stale_acct_create(42, 2, 0, 100 * MS, SEC, 10 * SEC, 100 * MS, &a), 0);
 	/* version v from v x 100 ms on */
-	for (uint32_t v = 1; v <= 50; v++)
+	for (v = 1; v <= 50; v++)
 		psb_stale_acct_publish(a, v, v * 100 * MS);
 	assert_int_equal(psb_stale_acct_current(a), 50);
-	/* [1.0 s, 2.0 s]: versions 10..19, 100 ms each */
-	assert_float_equal(psb_stale_acct_mean(a, SEC, 2 * SEC), 14.5, 1e-9);
-	/* [1.05, 1.15]: half of 10, half of 11 */
-	assert_float_equal(psb_stale_acct_mean(a, 1050 * MS, 1150 * MS), 10.5, 1e-9);
-	/* before the first version: 0; a point: the version newest then */
-	assert_float_equal(psb_stale_acct_mean(a, 0, 100 * MS), 0, 1e-9);
-	assert_float_equal(psb_stale_acct_mean(a, 1234 * MS, 1234 * MS), 12, 1e-9);
-	/* after the last: it stays the newest */
-	assert_float_equal(psb_stale_acct_mean(a, 6 * SEC, 7 * SEC), 50, 1e-9);
-	/* older entries go (10 s of them are kept), the one before what is kept is known */
-	for (uint32_t v = 51; v <= 300; v++)
+	/* 10 instants 100 ms apart ending at 2 s: 1.1 .. 2.0 s, versions 11 .. 20 */
+	assert_int_equal(psb_stale_acct_sampled(a, 2 * SEC, 100 * MS, 10, &sum), 0);
+	assert_int_equal(sum, 155);
+	/* an instant at a version's time holds it; 1 ns before, the one before */
+	assert_int_equal(psb_stale_acct_sampled(a, 1150 * MS, 50 * MS, 2, &sum), 0);
+	assert_int_equal(sum, 22);
+	assert_int_equal(psb_stale_acct_sampled(a, 1100 * MS - 1, 50 * MS, 2, &sum), 0);
+	assert_int_equal(sum, 20);
+	/* before the first version: 0; after the last: it stays the newest; none: 0 */
+	assert_int_equal(psb_stale_acct_sampled(a, 50 * MS, 10 * MS, 5, &sum), 0);
+	assert_int_equal(sum, 0);
+	assert_int_equal(psb_stale_acct_sampled(a, 7 * SEC, 100 * MS, 10, &sum), 0);
+	assert_int_equal(sum, 500);
+	assert_int_equal(psb_stale_acct_sampled(a, 7 * SEC, 100 * MS, 0, &sum), 0);
+	assert_int_equal(sum, 0);
+	/* older entries go (2 x (10 s / 100 ms + 2) kept): what a window needs past them is
+	 * refused, never guessed */
+	for (v = 51; v <= 300; v++)
 		psb_stale_acct_publish(a, v, v * 100 * MS);
-	assert_float_equal(psb_stale_acct_mean(a, 20 * SEC, 21 * SEC), 204.5, 1e-9);
-	assert_float_equal(psb_stale_acct_mean(a, 19650 * MS, 19750 * MS), 196.5, 1e-9);
+	assert_int_equal(psb_stale_acct_sampled(a, 21 * SEC, 100 * MS, 10, &sum), 0);
+	assert_int_equal(sum, 2055);
+	/* kept: 97 .. 300; 96 known as the newest from 9.6 s */
+	assert_int_equal(psb_stale_acct_sampled(a, 10500 * MS, 100 * MS, 10, &sum), 0);
+	assert_int_equal(sum, 1005);
+	assert_int_equal(psb_stale_acct_sampled(a, 10500 * MS - 1, 100 * MS, 10, &sum), -ERANGE);
 	psb_stale_acct_free(a);
-	assert_int_equal(psb_stale_acct_create(42, 0, 0, SEC, SEC, MS, &a), -EINVAL);
-	assert_int_equal(psb_stale_acct_create(42, 1, 0, SEC, 3600 * SEC, 1000, &a), -EINVAL);
+
+	/* against the same sum taken one instant at a time, at random times and steps */
+	srand(7);
+	for (round = 0; round < 200; round++) {
+		assert_int_equal(psb_stale_acct_create(1, 1, 0, MS, SEC, 10 * SEC, MS, &a), 0);
+		for (i = 0, end = 0; i < 40; i++) {
+			end += (uint64_t)(rand() % 3) * MS + (uint64_t)(rand() % 1000) * 1000;
+			t[i] = end;
+			vid[i] = i + 1 + (i > 20);	/* a version skipped: rises of 2 */
+			psb_stale_acct_publish(a, vid[i], t[i]);
+		}
+		step = MS / 2 + (uint64_t)(rand() % 3000) * 1000;
+		n = 1 + (uint32_t)(rand() % 40);
+		end = (uint64_t)n * step + (uint64_t)(rand() % 100) * MS;
+		assert_int_equal(psb_stale_acct_sampled(a, end, step, n, &sum), 0);
+		assert_int_equal(sum, sampled_slow(t, vid, 40, end, step, n));
+		psb_stale_acct_free(a);
+	}
+	assert_int_equal(psb_stale_acct_create(42, 0, 0, MS, SEC, SEC, MS, &a), -EINVAL);
+	assert_int_equal(psb_stale_acct_create(42, 1, 0, 0, SEC, SEC, MS, &a), -EINVAL);
+	assert_int_equal(psb_stale_acct_create(42, 1, 0, MS, SEC, 3600 * SEC, 1000, &a), -EINVAL);
 }
 
 static void
@@ -265,7 +317,8 @@ test_acct_posts(void **state)
 	uint32_t ip = 0xc6130b01;
 
 	(void)state;
-	assert_int_equal(psb_stale_acct_create(42, 2, 0x5eed, SEC, 3 * SEC, 100 * MS, &a), 0);
+	assert_int_equal(psb_stale_acct_create(42, 2, 0x5eed, 10 * MS, SEC, 3 * SEC, 100 * MS, &a),
+			 0);
 	tot = psb_stale_acct_totals(a);
 	/* joins: session 0 is taken for a join alone; without the key, another host's join
 	 * takes no worker id */
@@ -284,13 +337,18 @@ test_acct_posts(void **state)
 
 	for (uint32_t v = 1; v <= 30; v++)
 		psb_stale_acct_publish(a, v, v * 100 * MS);
-	/* worker 0 held each version 50 ms after it came: half a version behind over [1, 2] s */
-	m = post(0, 1, 19, 200, 0, SEC);
-	m.sum = 200 * 14;	/* mean 14.0 against the trainer's 14.5 */
+	/*
+	 * worker 0 held each version 30 ms after it came, sampled every 10 ms over (1, 2] s:
+	 * 3 samples in 10 a version behind. The trainer's versions at 1.01 .. 2.00 s sum to
+	 * 9 x 10 + 10 x (11 + .. + 19) + 20 = 1460, the worker's to 2 x 9 + 10 x (10 + .. + 18)
+	 * + 8 x 19 = 1430.
+	 */
+	m = post(0, 1, 19, 100, 1430, SEC);
 	assert_int_equal(psb_stale_acct_post(a, &m, ip, 5000, 2 * SEC, &pt), 1);
-	assert_float_equal(pt.staleness, 0.5, 1e-9);
-	assert_float_equal(pt.trainer_mean, 14.5, 1e-9);
-	assert_float_equal(pt.staleness_seed, 30 - 14.0, 1e-9);	/* the newest: 30 */
+	assert_float_equal(pt.window, 0.3, 1e-9);
+	assert_float_equal(pt.trainer_mean, 14.6, 1e-9);
+	assert_float_equal(pt.mean, 14.3, 1e-9);
+	assert_float_equal(pt.version_diff, 30 - 14.3, 1e-9);	/* the newest: 30 */
 	assert_int_equal(tot->posts, 1);
 
 	/* the same post again (its ACK was lost): answered, not counted */
@@ -323,11 +381,21 @@ test_acct_posts(void **state)
 	assert_int_equal(psb_stale_acct_worker(a, 0)->held, 19);
 	assert_int_equal(psb_stale_acct_worker(a, 0)->posts, 1);
 
-	/* a worker exactly up to date: 0 */
-	m = post(1, 1, 29, 10, 0, SEC);
-	m.sum = 245;
+	/* a worker exactly up to date: 0 (29 at 2.91 .. 2.99 s, 30 at 3.00) */
+	m = post(1, 1, 30, 10, 9 * 29 + 30, SEC);
 	assert_int_equal(psb_stale_acct_post(a, &m, ip + 1, 5000, 3 * SEC, &pt), 1);
-	assert_float_equal(pt.staleness, 0, 1e-9);
+	assert_float_equal(pt.window, 0, 1e-9);
+	/*
+	 * a worker claiming versions before they were made (30 at every sample): refused, not
+	 * a staleness below 0; nor samples closer than the experiment's step (101 in 1 s)
+	 */
+	m = post(1, 2, 30, 10, 300, SEC);
+	assert_int_equal(psb_stale_acct_post(a, &m, ip + 1, 5000, 3 * SEC, &pt), -1);
+	assert_int_equal(tot->refused[PSB_STALE_REF_AHEAD], 1);
+	m = post(1, 2, 30, 101, 101 * 20, SEC);
+	assert_int_equal(psb_stale_acct_post(a, &m, ip + 1, 5000, 3 * SEC, &pt), -1);
+	assert_int_equal(tot->refused[PSB_STALE_REF_STEP], 1);
+	assert_int_equal(psb_stale_acct_worker(a, 1)->posts, 1);
 	/* PULLs: from where the worker joined only */
 	m = (struct psb_stale_msg){ .type = PSB_STALE_PULL, .session = 42, .worker = 1 };
 	assert_int_equal(psb_stale_acct_known(a, &m, ip + 1, 5000), 0);
@@ -337,7 +405,7 @@ test_acct_posts(void **state)
 
 	/* a worker posting as fast as it can: 4 at once (1 taken above), then 2 a second */
 	for (uint32_t q = 2; q < 12; q++) {
-		m = post(1, q, 29, 10, 245, SEC);
+		m = post(1, q, 29, 10, 245, SEC);	/* 3.0 s: versions 29 .. 30 */
 		psb_stale_acct_post(a, &m, ip + 1, 5000, 3 * SEC, &pt);
 	}
 	assert_int_equal(psb_stale_acct_worker(a, 1)->posts, 4);
@@ -383,6 +451,20 @@ test_sampler(void **state)
 	psb_stale_sampler_flush(&s, 21, 3600 * SEC + 1, &m);
 	assert_int_equal(m.samples, 1);
 	assert_int_equal(m.sum, 21);
+
+	/* samples due before a newer version was taken count the one before, however late
+	 * they are taken: 10, 20, 30 ms held 1; 40 .. 100 ms held 2 */
+	psb_stale_sampler_init(&s, 10 * MS, 100 * MS, 0);
+	psb_stale_sampler_take(&s, 1, 35 * MS);
+	assert_int_equal(psb_stale_sampler_tick(&s, 2, 100 * MS, &m), 1);
+	assert_int_equal(m.samples, 10);
+	assert_int_equal(m.sum, 3 * 1 + 7 * 2);
+	/* a post falls on a sample: 10 ms posts at 3 ms steps come every 12 ms */
+	psb_stale_sampler_init(&s, 3 * MS, 10 * MS, 0);
+	assert_int_equal(psb_stale_sampler_tick(&s, 1, 10 * MS, &m), 0);
+	assert_int_equal(psb_stale_sampler_tick(&s, 1, 12 * MS, &m), 1);
+	assert_int_equal(m.samples, 4);
+	assert_int_equal(psb_stale_sampler_next_ns(&s), 15 * MS);
 }
 
 static char g_dir[64];
@@ -626,12 +708,12 @@ test_client_run(void **state)
 	assert_int_equal(c.state, PSB_STALE_CL_RUNNING);
 	/* versions: a wrong one is refused, a right one held */
 	psb_stale_fill(v, 4096, 2);
-	psb_stale_client_took(&c, 1, v, 4096);
+	psb_stale_client_took(&c, 1, v, 4096, 300 * MS);
 	assert_int_equal(c.verify_fail, 1);
 	assert_int_equal(c.held, 0);
-	psb_stale_client_took(&c, 2, v, 4096);
+	psb_stale_client_took(&c, 2, v, 4096, 300 * MS);
 	assert_int_equal(c.held, 2);
-	psb_stale_client_took(&c, 2, v, 4096);
+	psb_stale_client_took(&c, 2, v, 4096, 300 * MS);
 	assert_int_equal(c.versions, 1);
 	/* a post a second, of the version held; the trainer ACKs them */
 	g_cl.n = 0;
@@ -654,7 +736,7 @@ test_client_run(void **state)
 	psb_stale_client_step(&c, 2600 * MS);
 	assert_int_equal(g_cl.n, posts);
 	psb_stale_fill(v, 4096, 4);
-	psb_stale_client_took(&c, 4, v, 4096);
+	psb_stale_client_took(&c, 4, v, 4096, 2650 * MS);
 	psb_stale_client_step(&c, 2700 * MS);
 	assert_int_equal(g_cl.n, posts + 1);
 	assert_int_equal(cl_last()->held, 4);
@@ -717,7 +799,7 @@ test_client_waits(void **state)
 	/* the final version never comes: failed at end_ns, saying what it holds */
 	cl_init(&c, PSB_STALE_MULTICAST);
 	cl_ack(&c, 9, 3, 0, 0, TR_IP, 0);
-	psb_stale_client_took(&c, 5, NULL, 0);
+	psb_stale_client_took(&c, 5, NULL, 0, 0);
 	cl_ack(&c, 9, 3, 8, PSB_STALE_ACK_END, TR_IP, 100 * MS);
 	t = cl_run(&c, 100 * MS);
 	assert_int_equal(t, 2100 * MS);
@@ -799,13 +881,13 @@ wk_send(void *arg, const uint8_t *buf, size_t len)
 
 /* The versions' transport, perfect: every worker takes each version as it is made. */
 static void
-deliver(uint32_t vid)
+deliver(uint32_t vid, uint64_t now)
 {
 	unsigned int i;
 
 	for (i = 0; i < NW; i++)
 		if (N.cut[i] == 0 || vid <= N.cut[i])
-			psb_stale_client_took(&N.c[i], vid, NULL, 0);
+			psb_stale_client_took(&N.c[i], vid, NULL, 0, now);
 }
 
 static int
@@ -822,8 +904,8 @@ tr_publish(void *arg, uint32_t vid, uint64_t now, uint64_t *done)
 		N.pending_at = now + N.make_ns;
 		return 2;
 	}
-	*done = now + 100000;
-	deliver(vid);
+	*done = now;
+	deliver(vid, now);
 	return 0;
 }
 
@@ -833,8 +915,9 @@ tr_point(void *arg, const struct psb_stale_point *pt)
 	(void)arg;
 	assert_true(pt->worker < NW);
 	/* versions reach a worker the moment they are made: less than one behind */
+	assert_true(pt->window >= 0);
 	if (N.cut[pt->worker] == 0)
-		assert_true(pt->staleness < 1.0);
+		assert_true(pt->window < 1.0);
 	N.points++;
 }
 
@@ -842,7 +925,8 @@ static void
 net_init_for(uint32_t max_version, uint64_t max_time_ns)
 {
 	struct psb_stale_trainer_cfg tc = { .session = 0x77, .key = 5, .workers = NW,
-		.push_ns = 100 * MS, .post_ns = 500 * MS, .max_version = max_version,
+		.push_ns = 100 * MS, .post_ns = 500 * MS, .step_ns = 5 * MS,
+		.max_version = max_version,
 		.max_time_ns = max_time_ns, .join_ns = 2 * SEC, .end_ns = 2 * SEC,
 		.publish = tr_publish, .send = tr_send, .point = tr_point };
 	unsigned int i;
@@ -898,7 +982,7 @@ net_run(void)
 
 			N.pending = 0;
 			if (N.t.making == v)
-				deliver(v);
+				deliver(v, t);
 			psb_stale_trainer_made(&N.t, v, 0, t);
 		}
 		psb_stale_trainer_step(&N.t, t);
@@ -943,7 +1027,8 @@ test_trainer_run(void **state)
 	assert_int_equal(tot->joins, NW);
 	assert_true(tot->posts >= 3 * NW);
 	assert_int_equal(N.points, tot->posts);
-	assert_true(tot->staleness_sum / tot->posts < 0.5);
+	assert_true(tot->window_sum / tot->posts < 0.5);
+	assert_int_equal(tot->refused[PSB_STALE_REF_AHEAD], 0);
 	for (i = 0; i < NW; i++) {
 		assert_int_equal(N.c[i].held, 20);
 		assert_int_equal(N.c[i].end_vid, 20);
@@ -999,7 +1084,7 @@ test_trainer_making(void **state)
 	/* a version counts from its hand-over, when the workers take it */
 	tot = psb_stale_acct_totals(N.t.acct);
 	assert_true(tot->posts >= 3 * NW);
-	assert_true(tot->staleness_sum / tot->posts < 0.1);
+	assert_true(tot->window_sum / tot->posts < 0.1);
 	net_fini();
 
 	/* 250 ms to make: a version every 300 ms, the 2 pushes due meanwhile late */
@@ -1080,6 +1165,218 @@ test_trainer_waits(void **state)
 	}
 }
 
+/* ------------------------------------------- staleness under random timings ---- */
+
+#define RW		4	/* workers */
+#define RQ		4096	/* datagrams and versions in flight */
+
+/*
+ * A run of the trainer and RW workers at random timings: passes of random length, control
+ * datagrams and versions delivered after random delays (versions possibly out of order or
+ * after a newer one), versions made at once or over time, workers busy for a while now and
+ * then (their samples taken late). The worker takes a version when it comes, whenever its
+ * samples are due; the trainer takes a post when it comes.
+ */
+static struct {
+	struct psb_stale_trainer t;
+	struct psb_stale_client c[RW];
+	struct {
+		uint64_t at;		/* arrives */
+		int kind;		/* 0: a datagram, 1: a version */
+		uint32_t to, from, vid;	/* to: a worker, or RW: the trainer */
+		uint8_t b[PSB_STALE_LEN];
+	} q[RQ];
+	unsigned int nq;
+	uint64_t rng, now, make_ns, version_ns, net_ns, busy_ns;
+	uint64_t busy_until[RW];	/* a worker busy (reading a version) steps no sooner */
+	uint32_t pending;
+	uint64_t pending_at;
+	uint64_t points;
+	double min_window, min_diff;
+} R;
+
+static uint64_t
+r_rand(uint64_t n)
+{
+	R.rng ^= R.rng << 13;
+	R.rng ^= R.rng >> 7;
+	R.rng ^= R.rng << 17;
+	return n ? R.rng % n : 0;
+}
+
+static void
+r_put(int kind, uint32_t from, uint32_t to, uint32_t vid, const uint8_t *b, uint64_t delay)
+{
+	assert_true(R.nq < RQ);
+	R.q[R.nq].at = R.now + r_rand(delay + 1);
+	R.q[R.nq].kind = kind;
+	R.q[R.nq].from = from;
+	R.q[R.nq].to = to;
+	R.q[R.nq].vid = vid;
+	if (b != NULL)
+		memcpy(R.q[R.nq].b, b, PSB_STALE_LEN);
+	R.nq++;
+}
+
+static void
+r_tr_send(void *arg, uint32_t ip, uint16_t port, const uint8_t *buf, size_t len)
+{
+	(void)arg;
+	(void)port;
+	assert_int_equal(len, PSB_STALE_LEN);
+	r_put(0, RW, ip - W_IP(0), 0, buf, R.net_ns);
+}
+
+static void
+r_wk_send(void *arg, const uint8_t *buf, size_t len)
+{
+	assert_int_equal(len, PSB_STALE_LEN);
+	r_put(0, (uint32_t)(uintptr_t)arg, RW, 0, buf, R.net_ns);
+}
+
+/* a version handed over now: on its way to every worker */
+static void
+r_hand_over(uint32_t vid)
+{
+	for (uint32_t i = 0; i < RW; i++)
+		r_put(1, RW, i, vid, NULL, R.version_ns);
+}
+
+static int
+r_publish(void *arg, uint32_t vid, uint64_t now, uint64_t *done)
+{
+	(void)arg;
+	if (R.make_ns != 0) {
+		R.pending = vid;
+		R.pending_at = now + r_rand(R.make_ns);
+		return 2;
+	}
+	*done = now;
+	r_hand_over(vid);
+	return 0;
+}
+
+static void
+r_point(void *arg, const struct psb_stale_point *pt)
+{
+	(void)arg;
+	if (pt->window < R.min_window)
+		R.min_window = pt->window;
+	if (pt->version_diff < R.min_diff)
+		R.min_diff = pt->version_diff;
+	R.points++;
+}
+
+/* One run of seed's timings: ends with every worker holding the final version. */
+static void
+r_run(uint64_t seed)
+{
+	struct psb_stale_trainer_cfg tc = { .session = 9, .key = 3, .workers = RW,
+		.max_version = 1000000, .join_ns = 5 * SEC, .end_ns = 5 * SEC,
+		.publish = r_publish, .send = r_tr_send, .point = r_point };
+	struct psb_stale_client_cfg cc = { .key = 3, .mode = PSB_STALE_FILESYSTEM,
+		.trainer_ip = T_IP, .trainer_port = T_PORT, .pull_ns = SEC, .join_ns = 5 * SEC,
+		.end_ns = 5 * SEC, .send = r_wk_send };
+	const struct psb_stale_totals *tot;
+	struct psb_stale_msg m;
+	uint64_t pass_ns;
+	uint32_t i, k;
+
+	memset(&R, 0, sizeof(R));
+	R.rng = seed * 0x9e3779b97f4a7c15ull | 1;
+	tc.push_ns = (2 + r_rand(100)) * MS;
+	cc.step_ns = tc.step_ns = 100000 + r_rand(10 * MS);
+	cc.post_ns = tc.post_ns = tc.step_ns + r_rand(500 * MS);
+	tc.max_time_ns = SEC + r_rand(2 * SEC);
+	R.make_ns = r_rand(2) ? r_rand(tc.push_ns) : 0;
+	R.version_ns = r_rand(30 * MS);
+	R.net_ns = r_rand(5 * MS);
+	pass_ns = 1000 + r_rand(r_rand(2) ? 5 * MS : 200000);
+	R.busy_ns = r_rand(30 * MS);
+	R.min_window = R.min_diff = 1e9;
+	assert_int_equal(psb_stale_trainer_init(&R.t, &tc, 0), 0);
+	for (i = 0; i < RW; i++) {
+		cc.id = i;
+		cc.arg = (void *)(uintptr_t)i;
+		assert_int_equal(psb_stale_client_init(&R.c[i], &cc, 0), 0);
+	}
+	while (!psb_stale_trainer_over(&R.t)) {
+		R.now += 1 + r_rand(pass_ns);
+		assert_true(R.now < 60 * SEC);
+		/* what arrived by now, in the order it came out of the queue */
+		for (k = 0; k < R.nq;) {
+			typeof(R.q[0]) q = R.q[k];
+
+			if (q.at > R.now) {
+				k++;
+				continue;
+			}
+			R.q[k] = R.q[--R.nq];
+			if (q.kind == 1)
+				psb_stale_client_took(&R.c[q.to], q.vid, NULL, 0, R.now);
+			else if (q.to == RW)
+				psb_stale_trainer_input(&R.t, q.b, PSB_STALE_LEN, W_IP(q.from),
+							W_PORT, R.now, &m);
+			else
+				psb_stale_client_input(&R.c[q.to], q.b, PSB_STALE_LEN, T_IP, T_PORT,
+						       R.now);
+		}
+		if (R.pending != 0 && R.now >= R.pending_at) {
+			uint32_t v = R.pending;
+
+			R.pending = 0;
+			if (R.t.making == v)
+				r_hand_over(v);
+			psb_stale_trainer_made(&R.t, v, 0, R.now);
+		}
+		/* the trainer and each worker, when due or at random */
+		if (R.now >= psb_stale_trainer_next_ns(&R.t) || r_rand(2))
+			psb_stale_trainer_step(&R.t, R.now);
+		for (i = 0; i < RW; i++) {
+			if (R.now < R.busy_until[i])
+				continue;
+			if (r_rand(20) == 0)
+				R.busy_until[i] = R.now + r_rand(R.busy_ns);
+			else if (R.now >= psb_stale_client_next_ns(&R.c[i]) || r_rand(2))
+				psb_stale_client_step(&R.c[i], R.now);
+		}
+	}
+	tot = psb_stale_acct_totals(R.t.acct);
+	if (R.t.phase != PSB_STALE_TR_DONE || R.min_window < 0 || R.min_diff < 0 ||
+	    tot->refused[PSB_STALE_REF_AHEAD] || tot->refused[PSB_STALE_REF_STEP] ||
+	    tot->refused[PSB_STALE_REF_WINDOW])
+		fail_msg("seed %llu: push %.1f ms, step %.2f ms, post %.1f ms, make %.1f ms, "
+			 "versions %.1f ms, datagrams %.1f ms late at most, passes of %.2f ms, "
+			 "busy %.1f ms: "
+			 "%s; %llu posts, window staleness %.4f at least, version difference "
+			 "%.4f; refused ahead %llu, step %llu, window %llu",
+			 (unsigned long long)seed, tc.push_ns / 1e6, tc.step_ns / 1e6,
+			 tc.post_ns / 1e6, R.make_ns / 1e6, R.version_ns / 1e6, R.net_ns / 1e6,
+			 pass_ns / 1e6, R.busy_ns / 1e6,
+			 R.t.phase == PSB_STALE_TR_DONE ? "done" : R.t.failure,
+			 (unsigned long long)R.points, R.min_window, R.min_diff,
+			 (unsigned long long)tot->refused[PSB_STALE_REF_AHEAD],
+			 (unsigned long long)tot->refused[PSB_STALE_REF_STEP],
+			 (unsigned long long)tot->refused[PSB_STALE_REF_WINDOW]);
+	assert_true(R.points >= RW);
+	psb_stale_trainer_fini(&R.t);
+	for (i = 0; i < RW; i++)
+		psb_stale_client_fini(&R.c[i]);
+}
+
+/*
+ * Staleness is never below 0, at any timing: the trainer counts a version from before any
+ * worker can take it, a worker's samples count it only from when it took it, however late
+ * they are taken, and the trainer places them no earlier than they were taken.
+ */
+static void
+test_stale_random(void **state)
+{
+	(void)state;
+	for (uint64_t seed = 1; seed <= 300; seed++)
+		r_run(seed);
+}
+
 /*
  * The trainer's versions: made whole with their CRC within the budget, never in a buffer a
  * sender holds or in the newest one; when every buffer is held, none is made.
@@ -1155,7 +1452,7 @@ main(void)
 		cmocka_unit_test(test_opts),
 		cmocka_unit_test(test_fill_verify),
 		cmocka_unit_test(test_versions),
-		cmocka_unit_test(test_acct_mean),
+		cmocka_unit_test(test_acct_sampled),
 		cmocka_unit_test(test_acct_posts),
 		cmocka_unit_test(test_sampler),
 		cmocka_unit_test(test_fs),
@@ -1165,6 +1462,7 @@ main(void)
 		cmocka_unit_test(test_trainer_run),
 		cmocka_unit_test(test_trainer_making),
 		cmocka_unit_test(test_trainer_waits),
+		cmocka_unit_test(test_stale_random),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -196,10 +196,8 @@ trn_publish(void *arg, uint32_t vid, uint64_t now, uint64_t *done)
 	s = psb_stale_versions_step(&tp->vers, MAKE_SLICE);
 	if (s == NULL)
 		return 2;		/* the next passes make the rest (make_more) */
-	if (hand_over(tp, s, now) != 0)
-		return -1;
-	*done = psb_now_ns(ri->app);
-	return 0;
+	*done = psb_now_ns(ri->app);	/* before a worker can take it: it is the newest now */
+	return hand_over(tp, s, now) != 0 ? -1 : 0;
 }
 
 /* A slice more of the version being made; handed over once whole. 1 while one is made. */
@@ -362,9 +360,9 @@ fill_figures(const struct trn_priv *tp, struct psb_trainer_snap *f)
 	f->posts = tot->posts;
 	f->joins = tot->joins;
 	f->duplicates = tot->duplicates;
-	f->staleness_mean = tot->posts ? tot->staleness_sum / tot->posts : 0.0;
-	f->staleness_seed_mean = tot->posts ? tot->staleness_seed_sum / tot->posts : 0.0;
-	f->staleness_max = tot->staleness_max;
+	f->version_difference = tot->posts ? tot->diff_sum / tot->posts : 0.0;
+	f->window_staleness = tot->posts ? tot->window_sum / tot->posts : 0.0;
+	f->window_staleness_max = tot->window_max;
 	for (k = 0; k < PSB_STALE_REF_MAX; k++)
 		f->refused += tot->refused[k];
 	for (k = 0; k < PSB_STALE_BAD_MAX; k++)
@@ -473,8 +471,9 @@ take_rows(struct trn_priv *tp)
 		r->holds_final = t->done[i];
 		r->posts = w->posts;
 		r->samples = w->samples;
-		r->staleness_mean = w->posts ? w->staleness_sum / w->posts : 0.0;
-		r->staleness_max = w->staleness_max;
+		r->version_difference = w->posts ? w->diff_sum / w->posts : 0.0;
+		r->window_staleness = w->posts ? w->window_sum / w->posts : 0.0;
+		r->window_staleness_max = w->window_max;
 	}
 	tp->nrows = t->cfg.workers;
 	tp->series.t0_ns = t->t0;
@@ -519,9 +518,9 @@ say_results(const struct trn_priv *tp)
 
 	PSB_INFO(trainer, "final version %u after %.1f s", t->vid,
 		 t->ran ? (tp->now - t->t0) / 1e9 : 0.0);
-	PSB_INFO(trainer, "Average Version difference: %.3f  (the seed's measure: %.3f; max %.3f; "
-		 "%llu posts)", tot->posts ? tot->staleness_sum / tot->posts : 0.0,
-		 tot->posts ? tot->staleness_seed_sum / tot->posts : 0.0, tot->staleness_max,
+	PSB_INFO(trainer, "Average Version difference: %.3f  (window staleness %.3f, max %.3f; "
+		 "%llu posts)", tot->posts ? tot->diff_sum / tot->posts : 0.0,
+		 tot->posts ? tot->window_sum / tot->posts : 0.0, tot->window_max,
 		 (unsigned long long)tot->posts);
 	PSB_INFO(trainer, "Time per push: %.3f ms (max %.3f ms, %llu late)",
 		 t->pushes ? t->push_sum_ns / 1e6 / t->pushes : 0.0, t->push_max_ns / 1e6,
@@ -563,7 +562,8 @@ trn_start(struct psb_role_inst *ri, const struct psb_exp_conf *c)
 		.nack_hold_ns = 200000 };
 	tc = (struct psb_stale_trainer_cfg){ .session = tp->scfg.session, .key = st->key,
 		.workers = (uint32_t)st->workers, .push_ns = st->push_frequency,
-		.post_ns = st->post_frequency, .max_version = (uint32_t)st->max_version,
+		.post_ns = st->post_frequency, .step_ns = st->step_frequency,
+		.max_version = (uint32_t)st->max_version,
 		.max_time_ns = st->max_time, .join_ns = st->join_timeout,
 		.end_ns = st->end_timeout, .publish = trn_publish, .send = trn_send,
 		.point = trn_point, .log = trn_log, .arg = ri };
