@@ -2,6 +2,8 @@
 """Do the benchmark figures in the docs come out of the committed raw data?
 
     scripts/bench/check_docs.py [--update] [ROOT]
+    scripts/bench/check_docs.py --drift | --published | --unnamed [ROOT]
+    scripts/bench/check_docs.py --repoint OLD=NEW... [ROOT]
 
 1. Every committed run under ROOT/docs/bench (a directory with a summary.md, its script
    named in its ABOUT.txt) whose summary is in summarize.py is summarized again from its raw data, in
@@ -16,11 +18,19 @@ Runs of scripts whose summary is not in summarize.py yet are listed, not checked
 --update first writes each marked table of the two docs from its summary (after a run's
 summary was made again, or a mark was pointed at a new run), then checks.
 Exit status 0 when all holds, 1 with every difference listed.
+
+The published runs are those a mark names. --drift lists each whose revision (ABOUT.txt's,
+a revs run's head) differs from HEAD in the code it measures (app/, lib/, drivers/,
+multicast/: git diff REV HEAD -- those), with how many commits and files: a list to act on
+(scripts/bench/all.sh measures them again), exit status 0. --published prints their names,
+--unnamed the runs under docs/bench that neither doc names any more (all.sh removes them),
+--repoint points every mention of run OLD in the two docs at run NEW (marks, paths, plots).
 """
 import lzma
 import os
 import re
 import shutil
+import subprocess
 import sys
 import tarfile
 import tempfile
@@ -31,6 +41,9 @@ from summarize import KINDS, summarize, write_atomic  # noqa: E402
 
 DOCS = ("README.md", "docs/BENCHMARKS.md")
 MARK = re.compile(r"^<!-- summary: (docs/bench/[^ #]+/summary\.md)(?:#(\d+))? -->$")
+# a run named in a doc: by its path, or by a plot's link from docs/ (bench/RUN/x.svg)
+NAMED = re.compile(r"(?:docs/|\(|\b)bench/([\w.-]+)")
+CODE = ("app", "lib", "drivers", "multicast")	# the code a run measures
 
 
 def runs(root):
@@ -181,12 +194,118 @@ def check_docs(root, errors):
     return marked
 
 
+def published(root):
+    """The runs the docs' marks name, in the order they first do."""
+    out = []
+    for doc in DOCS:
+        for line in open(os.path.join(root, doc)).read().splitlines():
+            m = MARK.match(line.strip())
+            if m:
+                run = m.group(1).split("/")[2]
+                if run not in out:
+                    out.append(run)
+    return out
+
+
+def named(root):
+    """Every run either doc names: its marks, paths, commands and plots."""
+    found = set()
+    for doc in DOCS:
+        found.update(NAMED.findall(open(os.path.join(root, doc)).read()))
+    return found
+
+
+def unnamed(root):
+    """The runs under docs/bench that neither doc names."""
+    d = os.path.join(root, "docs", "bench")
+    return sorted(r for r in os.listdir(d) if os.path.isdir(os.path.join(d, r)) and
+                  r not in named(root))
+
+
+def repoint(root, moves):
+    """Every mention of run old in the docs now names new ({old: new})."""
+    for doc in DOCS:
+        path = os.path.join(root, doc)
+        text = open(path).read()
+        for old, new in moves.items():
+            text = re.sub(r"(?<=bench/)%s(?![\w.-])" % re.escape(old), new, text)
+        write_atomic(path, text)
+
+
+def about(run):
+    """ABOUT.txt's lines, by their first word."""
+    out = {}
+    path = os.path.join(run, "ABOUT.txt")
+    for line in open(path) if os.path.exists(path) else []:
+        k, _, v = line.rstrip("\n").partition(" ")
+        out.setdefault(k, v)
+    return out
+
+
+def git(root, *args):
+    return subprocess.run(["git", "-C", root] + list(args), capture_output=True, text=True)
+
+
+def drift(root):
+    """Lines on each published run whose code differs from HEAD's."""
+    lines, n = [], 0
+    runs = published(root)
+    for run in runs:
+        a = about(os.path.join(root, "docs", "bench", run))
+        words = (a.get("revision") or a.get("head") or "").split()
+        rev = next((w for w in words if re.fullmatch(r"[0-9a-f]{40}", w)), None)
+        what = "" if "revision" in a else " (revs: its head against %s)" % (
+            a.get("base", "?").split()[0])
+        if rev is None:
+            lines.append(f"  docs/bench/{run}: no revision in its ABOUT.txt")
+            n += 1
+            continue
+        if git(root, "cat-file", "-e", rev + "^{commit}").returncode != 0:
+            lines.append(f"  docs/bench/{run}: measured at {rev[:7]}, not in this repository")
+            n += 1
+            continue
+        if git(root, "diff", "--quiet", rev, "HEAD", "--", *CODE).returncode == 0:
+            continue
+        commits = git(root, "rev-list", "--count", rev + "..HEAD", "--", *CODE).stdout.strip()
+        files = len(git(root, "diff", "--name-only", rev, "HEAD", "--", *CODE).stdout.split())
+        n += 1
+        lines.append(f"  docs/bench/{run}: measured at {rev[:7]}{what} on "
+                     f"{a.get('date', '?')[:10]}{', dirty' if 'dirty=true' in words else ''}: "
+                     f"{commits} commit{'' if commits == '1' else 's'} and {files} "
+                     f"file{'' if files == 1 else 's'} of {', '.join(c + '/' for c in CODE)} since")
+    head = ("check_docs: %d of the %d published runs measured code that differs from HEAD's "
+            "(scripts/bench/all.sh measures them again)%s" % (n, len(runs), ":" if n else ""))
+    return [head] + lines
+
+
 def main():
     args = sys.argv[1:]
-    update = "--update" in args
-    args = [a for a in args if a != "--update"]
+    flags = {a for a in args if a in ("--update", "--drift", "--published", "--unnamed")}
+    moves = {}
+    if "--repoint" in args:
+        i = args.index("--repoint")
+        while i + 1 < len(args) and "=" in args[i + 1]:
+            old, new = args.pop(i + 1).split("=", 1)
+            moves[old] = new
+        args.pop(i)
+        if not moves:
+            print("check_docs: --repoint OLD=NEW...", file=sys.stderr)
+            return 2
+    args = [a for a in args if a not in flags]
+    if len(args) > 1 or any(a.startswith("-") for a in args):
+        print(__doc__.split("\n\n")[1], file=sys.stderr)
+        return 2
     root = args[0] if args else os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
-    if update:
+    if "--drift" in flags:
+        print("\n".join(drift(root)))
+        return 0
+    if "--published" in flags or "--unnamed" in flags:
+        print("\n".join(published(root) if "--published" in flags else unnamed(root)))
+        return 0
+    if moves:
+        repoint(root, moves)
+        return 0
+    if "--update" in flags:
         update_docs(root)
     errors = []
     checked, skipped = check_runs(root, errors)
