@@ -19,9 +19,14 @@ declare -A BENCH_OPTS=() BENCH_FLAGS=()
 # (evaluated where the flag stands, so that later options override them). -h, --help prints
 # the script's opening comment. Sets NAME (for messages) and COMMAND (for ABOUT.txt).
 bench_options() {
+	local a
 	NAME=$1
 	shift
-	COMMAND="scripts/bench/$NAME $*"
+	# the command as given: an argument of several words quoted, as all.sh repeats it
+	COMMAND="scripts/bench/$NAME"
+	for a in "$@"; do
+		if [[ "$a" == *[[:space:]]* || -z "$a" ]]; then COMMAND+=" \"$a\""; else COMMAND+=" $a"; fi
+	done
 	while [ $# -gt 0 ]; do
 		if [ -n "${BENCH_OPTS[$1]:-}" ]; then
 			[ $# -ge 2 ] || { echo "$NAME: $1 needs a value" >&2; exit 2; }
@@ -38,6 +43,29 @@ bench_options() {
 		fi
 		shift
 	done
+}
+
+# bench_build_rev REV DIR: REV's tree (git archive: no worktree of the repository touched)
+# with psb and psbctl built in DIR/build, without the tests; prints DIR/build. With
+# PSB_BENCH_BUILDS set, the build is kept there by commit (DIR ignored) and used again when a
+# later run asks for the same commit.
+bench_build_rev() {
+	local rev=$1 dir=$2 sha
+	sha=$(git rev-parse --verify -q "$rev^{commit}") || { echo "$NAME: no revision $rev" >&2; return 2; }
+	[ -z "${PSB_BENCH_BUILDS:-}" ] || dir=$PSB_BENCH_BUILDS/$sha
+	if [ ! -e "$dir/.built" ]; then
+		echo "$NAME: building $rev ($sha)" >&2
+		rm -rf "$dir"
+		mkdir -p "$dir"
+		git archive "$sha" | tar -x -C "$dir" || { echo "$NAME: cannot unpack $rev" >&2; return 1; }
+		# psbctl too where the revision has it (ctl.sh runs an older build whole)
+		(cd "$dir" && meson setup build -Dtests=disabled > build.log 2>&1 &&
+			ninja -C build app/psb/psb >> build.log 2>&1 &&
+			{ ninja -C build app/psbctl/psbctl >> build.log 2>&1 || true; }) ||
+			{ echo "$NAME: $rev does not build (see $dir/build.log)" >&2; return 1; }
+		touch "$dir/.built"
+	fi
+	echo "$dir/build"
 }
 
 # bench_built BIN...: exits unless every BIN is built

@@ -43,6 +43,10 @@ CPU=1
 GEN_CPU=0
 BENCH_OPTS=([--pairs]=PAIRS [--seconds]=SECS [--cpu]=CPU [--gen-cpu]=GEN_CPU [--out]=OUT)
 bench_options passthrough.sh "$@"
+# over memif the rates come from the generator's statistics, a block a second: a run must
+# span two of them
+[[ "$SECS" =~ ^[0-9]+$ ]] && [ "$SECS" -ge 2 ] ||
+	{ echo "passthrough.sh: --seconds: a whole number, at least 2 (got '$SECS')" >&2; exit 2; }
 GEN=$BUILD/app/psb-rocegen/psb-rocegen
 COST=$BUILD/app/psb-rocegen/psb-rocecost
 TESTPMD=$(command -v dpdk-testpmd || true)

@@ -79,9 +79,12 @@ bench_scraper_about() {
 	fi
 }
 
-# bench_about BUILD PINNING COMMAND: the ABOUT.txt of a run of BUILD's binaries
+# bench_about BUILD PINNING COMMAND: the ABOUT.txt of a run of BUILD's binaries; with
+# PSB_BENCH_BASELINE set (all.sh: a run of an older build on purpose, the baseline of the run
+# beside it), a line that says so (check_docs.py --drift leaves it out)
 bench_about() {
 	echo "revision $(bench_revision "$1")"
+	[ -z "${PSB_BENCH_BASELINE:-}" ] || echo "baseline older code on purpose: $PSB_BENCH_BASELINE"
 	bench_build "$1"
 	bench_machine
 	echo "pinning $2"

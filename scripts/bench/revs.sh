@@ -10,7 +10,8 @@
 #                         [--sizes "1048576 4096"] [--sync] [--out DIR]
 #
 # REV: anything git rev-parse takes (default head: the working tree as it is, built in
-# build/). Each revision is built in its own worktree under the output directory's tmp.
+# build/). Each revision is built from git archive in the run's scratch directory, or kept
+# by commit under $PSB_BENCH_BUILDS when that is set (scripts/bench/all.sh sets it).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 . scripts/bench/common.sh
@@ -27,24 +28,11 @@ bench_options revs.sh "$@"
 [ -n "$BASE" ] || { echo "revs.sh: give --base REV" >&2; exit 2; }
 bench_out revs
 bench_scratch psbr
-# the worktrees build() made (it runs in a subshell: what it did is known by place only)
-bench_cleanup() {
-	local w
-	for w in "$TMP/a" "$TMP/b"; do
-		[ -d "$w" ] && git worktree remove --force "$w" 2>/dev/null
-	done
-	git worktree prune 2>/dev/null || true
-}
-
-# build REV DIR: a worktree of REV with psb built in DIR/build; prints the psb binary.
+# build REV DIR: REV's psb built under DIR (bench_build_rev); prints the binary.
 build() {
-	local rev=$1 dir=$2 sha
-	sha=$(git rev-parse --verify "$rev^{commit}") || { echo "revs.sh: no revision $rev" >&2; exit 2; }
-	git worktree add --detach "$dir" "$sha" >/dev/null 2>&1
-	echo "revs.sh: building $rev ($sha)" >&2
-	(cd "$dir" && meson setup build -Dtests=disabled >/dev/null && ninja -C build app/psb/psb >/dev/null) ||
-		{ echo "revs.sh: $rev does not build" >&2; exit 1; }
-	echo "$dir/build/app/psb/psb"
+	local b
+	b=$(bench_build_rev "$1" "$2") || exit $?
+	echo "$b/app/psb/psb"
 }
 
 PSB_A=$(build "$BASE" "$TMP/a")
