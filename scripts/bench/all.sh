@@ -14,7 +14,7 @@
 # --only      only these entries of the plan: a NAME, or a kind (revs: all of them)
 # --keep-old  keep the runs the docs no longer name
 # --smoke     every entry with tiny durations into a copy of the docs in a scratch directory
-#             (the pipeline end to end in some 20 minutes; pinned revisions are HEAD there),
+#             (the pipeline end to end in some 15 minutes; pinned revisions are HEAD there),
 #             removed afterwards; the tree is not touched
 #
 # Prints the time it expects before it starts, each run as it starts and ends, and at the
@@ -175,15 +175,37 @@ done
 [ $SMOKE = 1 ] && total=$(( ${#SEL[@]} + 4 ))	# a minute or so each, and a build
 printf 'all.sh: %d runs into docs/bench/*-%s%s*, about %d h %02d min%s\n' "${#SEL[@]}" "$DATE" \
 	"$letter" $((total / 60)) $((total % 60)) "$([ $SMOKE = 1 ] && echo ' (smoke: a scratch copy)')"
+# same_args SCRIPT ARG... : whether the published run ($old) ran SCRIPT with these arguments,
+# as its ABOUT.txt's command says (its --out aside, quoting aside)
+same_args() {
+	python3 - "docs/bench/$old/ABOUT.txt" "$@" <<'PY'
+import shlex, sys
+cmd = next((l[8:] for l in open(sys.argv[1]) if l.startswith("command ")), "")
+w = shlex.split(cmd)
+if "--out" in w:
+    i = w.index("--out")
+    del w[i:i + 2]
+sys.exit(0 if w and w[0].endswith("/" + sys.argv[2]) and w[1:] == sys.argv[3:] else 1)
+PY
+}
+
 for name in "${SEL[@]}"; do
 	plan_args "$name"
 	printf '  %-26s %3s min, replaces %s\n      %sscripts/bench/%s%s\n' "$(new_name "$name")" \
 		"$E_MIN" "${OLD[$name]:-nothing (no doc names a run of it yet)}" \
 		"${PIN_VAR:+$PIN_VAR=<a build of $PIN_REV> }" "$SCRIPT" "$(words "${ARGS[@]}")"
+	old=${OLD[$name]:-}
+	if [ $SMOKE = 0 ] && [ -n "$old" ] && ! same_args "$SCRIPT" "${ARGS[@]}"; then
+		echo "      (the published run's: $(sed -n 's/^command //p' "docs/bench/$old/ABOUT.txt" |
+			sed 's/ *--out [^ ]*//'))"
+	fi
 done
 # the machine the figures will be of (each run's ABOUT.txt has it whole)
 echo "machine: kernel $(uname -r); $(bench_machine | grep -E '^(simd|hugepages)' | tr '\n' ';' |
 	sed 's/;$//; s/;/; /g')"
+[ "$(awk '/HugePages_Free/ {print $2}' /proc/meminfo)" != 0 ] ||
+	echo "all.sh: no hugepages free: psb will run without them, unlike the runs it replaces" \
+		"(scripts/setup.sh reserves them)"
 [ $LIST = 1 ] && exit 0
 
 [ "$(id -u)" = 0 ] || { echo "all.sh: needs root (namespaces: job, ctl_hostile, staleness)" >&2; exit 1; }
