@@ -236,6 +236,7 @@ for name in "${SEL[@]}"; do
 	new=$(new_name "$name")
 	plan_args "$name"
 	out=$ROOT/docs/bench/$new
+	out=${out#./}		# as the docs write it, in the run's ABOUT.txt
 	env=()
 	if [ -n "$PIN_VAR" ]; then
 		if ! b=$(bench_build_rev "$PIN_REV" "$WORK/pin"); then
