@@ -188,7 +188,7 @@ part_start(struct psb_mc_recv *r, const struct psb_mc_pkt *pk)
 		free(p->ncf_until);
 		free(p->buf);
 		memset(p, 0, sizeof(*p));
-		r->st.over_budget++;
+		r->st.no_memory++;
 		return -1;
 	}
 	p->used = 1;

@@ -26,6 +26,9 @@
  * (suppressed, and counted) when repairs another receiver asked for came meanwhile, or
  * the sender announced (NCF) that they are coming, believed for retry_ns.
  *
+ * Every packet handed in is counted once: pkts = the bad reasons + other + forged + stale +
+ * out_of_window + oversize + no_memory + data_pkts + parity_pkts + heartbeats + ncfs.
+ *
  * With track_only, the receiver keeps bitmaps and counts alone (no bytes, no check): the
  * emulation of many receivers in one process.
  */
@@ -61,6 +64,7 @@ struct psb_mc_recv_stats {
 	uint64_t out_of_window;
 	uint64_t oversize;		/* versions larger than max_version or the budget */
 	uint64_t over_budget;		/* parity symbols not held: the budget was spent */
+	uint64_t no_memory;		/* versions not started: no memory for them */
 	uint64_t other;			/* NACKs heard */
 	uint64_t ncfs;			/* repairs the sender announced */
 	uint64_t data_pkts, parity_pkts, heartbeats;

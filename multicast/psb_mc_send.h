@@ -15,11 +15,32 @@
  * at once (NCF): receivers missing no more than that ask nothing. NACKs for a group are
  * merged for nack_hold_ns, then the group gets as many new parity symbols as the neediest
  * receiver asked for (each one repairs a different loss at each receiver), or, with parity
- * off or spent, the union of the missing segments again.
+ * off or spent, the union of the missing segments again. That is a group's repair round: a
+ * receiver asking again for a group whose round is open adds nothing (merged), so one round
+ * sends a group's symbols once, however many receivers ask and however often.
+ *
+ * What a NACK can make the sender send is bounded, so that no receiver, hostile or broken,
+ * can hold back the others (latest-value semantics):
+ *   - repairs and NCFs together take at most repair_pct of the rate (a token bucket of
+ *     their own, besides the pacing one); what waits for it is counted (repair_limited);
+ *   - the version streaming goes before repairs of the one before it: a newer version
+ *     supersedes an older one, so repairing the older one never delays it;
+ *   - each receiver, known by the address its NACKs come from and the id they carry, may
+ *     draw receiver_pct of that repair budget, and the receivers of one address together
+ *     twice that (so that a receiver changing its id gains nothing): the symbols an entry
+ *     adds to a round are charged to its receiver and its host when the NACK comes, and an
+ *     entry either cannot pay for is ignored and counted (nack_over_budget). `receivers` of
+ *     each are tracked, in sets of 8 by a hash, the one heard from longest ago in a full set
+ *     making room (nackers_evicted, hosts_evicted); the busiest hosts are named by
+ *     psb_mc_send_nackers.
+ * A NACK that arrives is counted once: nack_pkts = nacks + nack_forged + nack_superseded +
+ * the nack_bad reasons; and each entry of a NACK taken once: nack_entries = nack_premature +
+ * nack_over_budget + nack_merged + nack_raised + nack_opened.
  *
  * Pacing: a token bucket of burst_bytes at rate_bps, counting each packet's Ethernet, IPv4
  * and UDP headers. With adaptive on, the rate backs off by a quarter when an interval's
- * repairs exceed 2 % of its data, and climbs back by rate_bps / 32 per quiet interval.
+ * repairs exceed 2 % of its data, and climbs back by rate_bps / 32 per quiet interval; only
+ * what receivers could pay for counts there.
  */
 #ifndef PSB_MC_SEND_H
 #define PSB_MC_SEND_H
@@ -44,7 +65,17 @@ struct psb_mc_send_cfg {
 	uint64_t heartbeat_ns;
 	uint64_t nack_hold_ns;
 	uint64_t adapt_ns;		/* adaptive: the interval judged */
+	uint16_t repair_pct;		/* share of the rate repairs and NCFs may take, % (0: 25) */
+	uint16_t receiver_pct;		/* share of that one receiver may draw, % (0: 25) */
+	uint32_t receivers;		/* NACKing receivers tracked (0: 256; up to 4096) */
 };
+
+#define PSB_MC_REPAIR_PCT	25
+#define PSB_MC_RECEIVER_PCT	25
+#define PSB_MC_RECEIVERS	256
+#define PSB_MC_RECEIVERS_MAX	4096
+/* An unpaced sender (rate_bps 0) takes repair_pct of this for its repairs. */
+#define PSB_MC_UNPACED_BPS	10000000000ull
 
 /*
  * Send one packet: hdr (hlen bytes) then payload (plen bytes, may be 0). 0 when it went,
@@ -55,6 +86,7 @@ typedef int (*psb_mc_emit_fn)(void *arg, const uint8_t *hdr, unsigned int hlen,
 /* A version's bytes are the caller's again. */
 typedef void (*psb_mc_release_fn)(void *arg, uint32_t vid, const void *data);
 
+/* A sender's counters; every field a uint64_t. */
 struct psb_mc_send_stats {
 	uint64_t published;
 	uint64_t superseded;		/* published, replaced before a byte was sent */
@@ -64,14 +96,39 @@ struct psb_mc_send_stats {
 	uint64_t repair_parity_pkts, repair_data_pkts, repair_bytes;
 	uint64_t heartbeats;
 	uint64_t ncfs;			/* repairs announced */
-	uint64_t nacks, nack_entries;
-	uint64_t nack_merged;		/* entries merged into a repair already waiting */
+	uint64_t ncf_skipped;		/* not announced: the repair budget was spent */
+	uint64_t repair_limited;	/* times a repair due waited for the repair budget */
+	uint64_t nack_pkts;		/* packets handed to psb_mc_send_input */
+	uint64_t nacks;			/* NACKs taken */
 	uint64_t nack_superseded;	/* for a version released or unknown and older */
-	uint64_t nack_premature;	/* entries for groups not sent yet */
 	uint64_t nack_forged;		/* another session, or a version described otherwise */
-	uint64_t nack_bad[PSB_MC_BAD_MAX];
+	uint64_t nack_bad[PSB_MC_BAD_MAX];	/* refused by the parser, by reason */
+	uint64_t nack_entries;		/* entries of the NACKs taken */
+	uint64_t nack_premature;	/* entries for groups not sent yet */
+	uint64_t nack_over_budget;	/* entries their receiver could not pay for: ignored */
+	uint64_t nack_merged;		/* entries adding nothing to their group's open round */
+	uint64_t nack_raised;		/* entries adding to their group's open round */
+	uint64_t nack_opened;		/* entries opening a repair round for their group */
+	uint64_t nackers;		/* receivers tracked now */
+	uint64_t nackers_evicted;	/* receivers forgotten to make room for others */
+	uint64_t hosts;			/* hosts (addresses) tracked now */
+	uint64_t hosts_evicted;		/* hosts forgotten to make room for others */
 	uint64_t emit_busy;
 	uint64_t backoffs, rate_bps;
+	uint64_t repair_bps;		/* the repair budget */
+	uint64_t receiver_bps;		/* one receiver's share of it */
+	uint64_t host_bps;		/* the receivers of one address together */
+};
+
+/* A host as the sender knows it from its NACKs: the receivers tracked at one address. */
+struct psb_mc_nacker {
+	uint32_t addr;			/* where its NACKs come from (IPv4, host order) */
+	uint32_t ids;			/* receiver ids tracked from it */
+	uint32_t id;			/* the one of them that sent the most NACKs */
+	uint64_t nacks;			/* their NACKs taken */
+	uint64_t entries;
+	uint64_t over_budget;		/* their entries ignored: over budget */
+	uint64_t repair_bytes;		/* what their entries added to repairs (charged) */
 };
 
 struct psb_mc_send;
@@ -89,8 +146,13 @@ void psb_mc_send_free(struct psb_mc_send *s);
 int psb_mc_send_publish(struct psb_mc_send *s, uint32_t vid, const void *data, uint64_t len,
 		uint32_t crc, uint64_t now_ns);
 
-/* A packet from a receiver (a NACK): checked, counted, merged into the repairs due. */
-void psb_mc_send_input(struct psb_mc_send *s, const uint8_t *buf, size_t len, uint64_t now_ns);
+/*
+ * A packet from a receiver (a NACK) that came from addr (IPv4, host order; a caller with no
+ * addresses names its receivers' sources otherwise): checked, counted, charged to its
+ * receiver and merged into the repairs due.
+ */
+void psb_mc_send_input(struct psb_mc_send *s, const uint8_t *buf, size_t len, uint32_t addr,
+		uint64_t now_ns);
 
 /* Send what is due now, max_pkts packets at most; returns how many were sent. */
 unsigned int psb_mc_send_poll(struct psb_mc_send *s, uint64_t now_ns, unsigned int max_pkts);
@@ -101,6 +163,30 @@ uint64_t psb_mc_send_next_ns(const struct psb_mc_send *s, uint64_t now_ns);
 /* 1 while a version waits to be sent or is being sent, or repairs wait. */
 int psb_mc_send_busy(const struct psb_mc_send *s);
 
+/*
+ * 1 while a version waits to be sent or is being sent. Once 0, every version published was
+ * sent whole (or superseded); repairs may still come, for as long as the caller serves them.
+ */
+int psb_mc_send_streaming(const struct psb_mc_send *s);
+
+/*
+ * The busiest hosts (most NACKs taken first, the receivers tracked at each address summed:
+ * a receiver that changes its id to escape its budget shows as one host of many ids), n at
+ * most: how many were written.
+ */
+unsigned int psb_mc_send_nackers(struct psb_mc_send *s, struct psb_mc_nacker *out,
+		unsigned int n);
+
 const struct psb_mc_send_stats *psb_mc_send_stats(const struct psb_mc_send *s);
+
+/* Several senders' figures as one: counts summed, rates the largest of them. */
+void psb_mc_send_stats_add(struct psb_mc_send_stats *dst, const struct psb_mc_send_stats *src);
+
+/*
+ * Host c (psb_mc_send_nackers' kind) into top, the *k busiest of at most n, busiest first:
+ * summed with the entry of its address if there is one.
+ */
+void psb_mc_nackers_add(struct psb_mc_nacker *top, unsigned int *k, unsigned int n,
+		const struct psb_mc_nacker *c);
 
 #endif /* PSB_MC_SEND_H */

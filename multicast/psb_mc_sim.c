@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "psb_be.h"
 #include "psb_mc_rand.h"
 #include "psb_mc_sim.h"
 
@@ -15,8 +16,14 @@ struct pkt {
 struct ev {
 	uint64_t t;
 	uint64_t seq;			/* ties: in the order they were made */
-	int dst;			/* receiver, or -1: the sender */
+	int dst;			/* receiver, or < 0: to the sender from address -dst */
 	struct pkt *p;
+};
+
+/* What receiver i's NACK callback needs. */
+struct rx_ctx {
+	struct psb_mc_sim *s;
+	unsigned int i;
 };
 
 struct psb_mc_sim {
@@ -24,7 +31,13 @@ struct psb_mc_sim {
 	uint64_t now, seq, rng;
 	struct psb_mc_send *tx;
 	struct psb_mc_recv **rx;
+	struct rx_ctx *ctx;
 	struct psb_mc_loss *loss;
+	uint8_t storm_hdr[PSB_MC_HLEN];	/* the newest version's packet the stormers heard */
+	int storm_heard;
+	uint64_t storm_ns;		/* the stormers' next NACKs */
+	uint32_t storm_turn;
+	uint8_t storm_buf[PSB_MC_HLEN + PSB_MC_NACK_MAX * PSB_MC_NACK_ENTRY];
 	struct ev *heap;
 	size_t nev, cap;
 	struct psb_mc_sim_stats st;
@@ -153,6 +166,11 @@ emit(void *arg, const uint8_t *hdr, unsigned int hlen, const uint8_t *payload,
 		s->st.oom++;
 		return 0;
 	}
+	if (s->cfg.nstorm != 0 && hlen >= PSB_MC_HLEN && hdr[3] != PSB_MC_NCF &&
+	    (!s->storm_heard || psb_rd32(hdr + 8) >= psb_rd32(s->storm_hdr + 8))) {
+		memcpy(s->storm_hdr, hdr, PSB_MC_HLEN);
+		s->storm_heard = 1;
+	}
 	for (i = 0; i < s->cfg.nrx; i++) {
 		struct psb_mc_loss *l = &s->loss[i];
 
@@ -166,10 +184,10 @@ emit(void *arg, const uint8_t *hdr, unsigned int hlen, const uint8_t *payload,
 	return 0;
 }
 
+/* A NACK on its way to the sender from address from. */
 static void
-nack_out(void *arg, const uint8_t *buf, size_t len)
+nack_to_sender(struct psb_mc_sim *s, const uint8_t *buf, size_t len, unsigned int from)
 {
-	struct psb_mc_sim *s = arg;
 	struct pkt *p;
 
 	if (s->cfg.nack_loss > 0 && unif(s) < s->cfg.nack_loss)
@@ -179,8 +197,48 @@ nack_out(void *arg, const uint8_t *buf, size_t len)
 		s->st.oom++;
 		return;
 	}
-	push(s, s->now + s->cfg.delay_ns, -1, p);
+	push(s, s->now + s->cfg.delay_ns, -(int)from, p);
 	unref(p);
+}
+
+static void
+nack_out(void *arg, const uint8_t *buf, size_t len)
+{
+	struct rx_ctx *c = arg;
+
+	nack_to_sender(c->s, buf, len, c->i + 1);
+}
+
+/* Each stormer's NACK: every symbol of every group of the version heard, by its header. */
+static void
+storm(struct psb_mc_sim *s)
+{
+	struct psb_mc_nack_entry e[PSB_MC_NACK_MAX];
+	struct psb_mc_ver v;
+	unsigned int j, g, n;
+	size_t len;
+
+	s->storm_ns = s->now + s->cfg.storm_every_ns;
+	if (!s->storm_heard)
+		return;
+	v = (struct psb_mc_ver){ .vid = psb_rd32(s->storm_hdr + 8),
+		.nseg = psb_rd32(s->storm_hdr + 12), .total_len = psb_rd64(s->storm_hdr + 16),
+		.crc = psb_rd32(s->storm_hdr + 24), .group = psb_rd16(s->storm_hdr + 28),
+		.seg_size = psb_rd16(s->storm_hdr + 30) };
+	for (n = 0, g = 0; g < psb_mc_ngroups(&v) && n < PSB_MC_NACK_MAX; g++, n++)
+		e[n] = (struct psb_mc_nack_entry){ .group = g,
+			.need = (uint16_t)psb_mc_group_k(&v, g),
+			.missing = psb_mc_group_mask(&v, g) };
+	for (j = 0; j < s->cfg.nstorm; j++) {
+		uint32_t id = 1000000 + j * 1000 + (s->cfg.storm_ids > 1 ?
+						    s->storm_turn % s->cfg.storm_ids : 0);
+
+		len = psb_mc_write_nack(s->storm_buf, PSB_MC_NACK, psb_rd32(s->storm_hdr + 4), &v,
+					id, e, n);
+		s->st.storm_nacks++;
+		nack_to_sender(s, s->storm_buf, len, s->cfg.nrx + j + 1);
+	}
+	s->storm_turn++;
 }
 
 static void
@@ -214,7 +272,7 @@ psb_mc_sim_create(const struct psb_mc_sim_cfg *cfg, const struct psb_mc_loss *lo
 	int rc;
 
 	*out = NULL;
-	if (cfg->nrx == 0)
+	if (cfg->nrx == 0 || (cfg->nstorm != 0 && cfg->storm_every_ns == 0))
 		return -EINVAL;
 	s = calloc(1, sizeof(*s));
 	if (s == NULL)
@@ -222,8 +280,9 @@ psb_mc_sim_create(const struct psb_mc_sim_cfg *cfg, const struct psb_mc_loss *lo
 	s->cfg = *cfg;
 	s->rng = cfg->seed * 0x9e3779b97f4a7c15ull + 0x2545f4914f6cdd1dull;
 	s->rx = calloc(cfg->nrx, sizeof(*s->rx));
+	s->ctx = calloc(cfg->nrx, sizeof(*s->ctx));
 	s->loss = calloc(cfg->nrx, sizeof(*s->loss));
-	if (s->rx == NULL || s->loss == NULL) {
+	if (s->rx == NULL || s->ctx == NULL || s->loss == NULL) {
 		psb_mc_sim_free(s);
 		return -ENOMEM;
 	}
@@ -235,7 +294,8 @@ psb_mc_sim_create(const struct psb_mc_sim_cfg *cfg, const struct psb_mc_loss *lo
 
 		rc_i.id = i + 1;
 		rc_i.seed = cfg->seed * 1000003u + i;
-		rc = psb_mc_recv_create(&rc_i, nack_out, s, &s->rx[i]);
+		s->ctx[i] = (struct rx_ctx){ .s = s, .i = i };
+		rc = psb_mc_recv_create(&rc_i, nack_out, &s->ctx[i], &s->rx[i]);
 	}
 	if (rc != 0) {
 		psb_mc_sim_free(s);
@@ -259,6 +319,7 @@ psb_mc_sim_free(struct psb_mc_sim *s)
 	for (i = 0; s->rx != NULL && i < s->cfg.nrx; i++)
 		psb_mc_recv_free(s->rx[i]);
 	free(s->rx);
+	free(s->ctx);
 	free(s->loss);
 	free(s);
 }
@@ -275,6 +336,8 @@ next_event(const struct psb_mc_sim *s)
 
 		t = r < t ? r : t;
 	}
+	if (s->cfg.nstorm != 0 && s->storm_ns < t)
+		t = s->storm_ns;
 	if (s->nev != 0 && s->heap[0].t < t)
 		t = s->heap[0].t;
 	return t;
@@ -295,13 +358,16 @@ psb_mc_sim_run(struct psb_mc_sim *s, uint64_t until_ns)
 			if (e.dst < 0) {
 				s->st.nacks++;
 				s->st.nack_bytes += e.p->len + PSB_MC_WIRE_OVERHEAD;
-				psb_mc_send_input(s->tx, e.p->data, e.p->len, s->now);
+				psb_mc_send_input(s->tx, e.p->data, e.p->len, (uint32_t)-e.dst,
+						  s->now);
 			} else {
 				s->st.deliveries++;
 				psb_mc_recv_input(s->rx[e.dst], e.p->data, e.p->len, s->now);
 			}
 			unref(e.p);
 		}
+		if (s->cfg.nstorm != 0 && s->now >= s->storm_ns)
+			storm(s);
 		psb_mc_send_poll(s->tx, s->now, 64);
 		for (i = 0; i < s->cfg.nrx; i++)
 			psb_mc_recv_poll(s->rx[i], s->now);

@@ -5,6 +5,11 @@
  * may be lost on their way back. Packets are shared between the receivers they reach
  * (reference counted), so a thousand receivers cost a thousand events per packet, not a
  * thousand copies. The unit tests and the emulation of many receivers (psb-mcemu) run on it.
+ *
+ * Besides the receivers, stormers: hostile receivers that hear every packet and, every
+ * storm_every_ns, NACK every symbol of every group of the newest version they heard of
+ * (its description copied from the sender's own packets), as a broken or hostile host on
+ * the group may. Receiver i's NACKs come from address i + 1, stormer j's from nrx + j + 1.
  */
 #ifndef PSB_MC_SIM_H
 #define PSB_MC_SIM_H
@@ -32,6 +37,9 @@ struct psb_mc_sim_cfg {
 	double shared_p;		/* lost before any receiver */
 	double nack_loss;		/* NACKs lost on the way to the sender */
 	uint64_t seed;
+	unsigned int nstorm;		/* stormers */
+	uint64_t storm_every_ns;	/* each one's NACK period */
+	uint32_t storm_ids;		/* receiver ids each stormer takes in turn (0: one) */
 	psb_mc_release_fn release;	/* the sender's, with release_arg */
 	void *release_arg;
 };
@@ -40,6 +48,7 @@ struct psb_mc_sim_stats {
 	uint64_t pkts, wire_bytes;	/* what the sender sent, once each */
 	uint64_t deliveries;		/* packets that reached a receiver */
 	uint64_t nacks, nack_bytes;	/* NACKs that reached the sender */
+	uint64_t storm_nacks;		/* ... of them, the stormers' */
 	uint64_t oom;			/* packets the simulation lost for want of memory */
 };
 

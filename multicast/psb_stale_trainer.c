@@ -58,6 +58,17 @@ psb_stale_trainer_ndone(const struct psb_stale_trainer *t)
 	return n;
 }
 
+int
+psb_stale_trainer_is_worker(const struct psb_stale_trainer *t, uint32_t ip)
+{
+	uint32_t i;
+
+	for (i = 0; ip != 0 && i < t->cfg.workers; i++)
+		if (psb_stale_acct_worker(t->acct, i)->ip == ip)
+			return 1;
+	return 0;
+}
+
 static void
 ack(struct psb_stale_trainer *t, uint32_t worker, uint64_t flags)
 {

@@ -117,4 +117,10 @@ psb_stale_trainer_over(const struct psb_stale_trainer *t)
 /* Workers holding the final version. */
 uint32_t psb_stale_trainer_ndone(const struct psb_stale_trainer *t);
 
+/*
+ * Whether ip is a joined worker's address: only workers may NACK the trainer's versions,
+ * so that no other host on the group can draw repairs from it.
+ */
+int psb_stale_trainer_is_worker(const struct psb_stale_trainer *t, uint32_t ip);
+
 #endif /* PSB_STALE_TRAINER_H */

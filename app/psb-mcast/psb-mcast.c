@@ -26,6 +26,7 @@
 
 #include "psb_cli.h"
 #include "psb_clock.h"
+#include "psb_mc_metric.h"
 #include "psb_mc_sock.h"
 
 static uint8_t
@@ -40,7 +41,8 @@ usage(FILE *f)
 	fprintf(f,
 "usage: psb-mcast send --local IP:PORT --group IP:PORT [--data-size B] [--push-frequency S]\n"
 "                      [--count N] [--linger S] [--rate GBITS] [--parity N] [--group-size K]\n"
-"                      [--seg-size B] [--session N] [--json FILE]\n"
+"                      [--seg-size B] [--session N] [--repair-share PCT]\n"
+"                      [--receiver-share PCT] [--nack-receivers N] [--json FILE]\n"
 "       psb-mcast recv --local IP --group IP:PORT [--expect V] [--max-time S] [--budget B]\n"
 "                      [--id N] [--json FILE]\n"
 "       psb-mcast bench [--sink null|copy|udp] [--data-size B] [--seconds S] [--rate GBITS]\n"
@@ -48,7 +50,9 @@ usage(FILE *f)
 "  send: a version every --push-frequency (default 0.2 s) of --data-size (default 10MB),\n"
 "        --count of them (default 10), then repairs for --linger (default 1 s); pacing\n"
 "        --rate Gbit/s (default 5), --parity symbols per group (default 32, 0: resend),\n"
-"        groups of --group-size (default 64), --seg-size bytes a packet (default 8932)\n"
+"        groups of --group-size (default 64), --seg-size bytes a packet (default 8932);\n"
+"        repairs take at most --repair-share %% of the rate (default 25), a receiver\n"
+"        --receiver-share %% of that (default 25), --nack-receivers tracked (256)\n"
 "  recv: until it holds version --expect (default: --max-time only), at most --max-time\n"
 "        (default 30 s); versions in --budget bytes (default 1GB)\n"
 "  bench: one core publishing versions back to back (CRC included) into a sink for\n"
@@ -104,10 +108,15 @@ do_send(int argc, char **argv)
 		{ "group-size", required_argument, NULL, 'k' },
 		{ "seg-size", required_argument, NULL, 'S' },
 		{ "session", required_argument, NULL, 's' }, { "json", required_argument, NULL, 'j' },
+		{ "repair-share", required_argument, NULL, 'R' },
+		{ "receiver-share", required_argument, NULL, 'V' },
+		{ "nack-receivers", required_argument, NULL, 'N' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct psb_mc_send_cfg cfg = { .seg_size = PSB_MC_SEG_MAX, .group = 64, .parity = 32,
-		.rate_bps = 5000000000ull, .heartbeat_ns = 5000000, .nack_hold_ns = 200000 };
+		.rate_bps = 5000000000ull, .heartbeat_ns = 5000000, .nack_hold_ns = 200000,
+		.repair_pct = PSB_MC_REPAIR_PCT, .receiver_pct = PSB_MC_RECEIVER_PCT,
+		.receivers = PSB_MC_RECEIVERS };
 	uint64_t size = 10000000, push_ns = 200000000, linger_ns = 1000000000, t0, next, end = 0;
 	uint32_t local = 0, group = 0, count = 10, vid = 0;
 	uint16_t lport = 0, gport = 0;
@@ -141,6 +150,12 @@ do_send(int argc, char **argv)
 		case 's': cfg.session = (uint32_t)psb_cli_u64("--session", optarg, 1, UINT32_MAX);
 			break;
 		case 'j': json_path = optarg; break;
+		case 'R': cfg.repair_pct = (uint16_t)psb_cli_u64("--repair-share", optarg, 1, 100);
+			break;
+		case 'V': cfg.receiver_pct = (uint16_t)psb_cli_u64("--receiver-share", optarg, 1,
+								  100); break;
+		case 'N': cfg.receivers = (uint32_t)psb_cli_u64("--nack-receivers", optarg, 8,
+								PSB_MC_RECEIVERS_MAX); break;
 		default: usage(stderr); return 2;
 		}
 	}
@@ -156,6 +171,11 @@ do_send(int argc, char **argv)
 	for (i = 0; i < 4; i++)
 		if ((ctx.bufs.b[i] = malloc(size ? size : 1)) == NULL)
 			psb_die("out of memory for %llu-byte versions", (unsigned long long)size);
+	st = psb_mc_send_stats(tx);
+	printf("send: %u versions of %llu B every %.3f s at %.2f Gbit/s; repairs at most %u %% of "
+	       "it (%.3f Gbit/s), a receiver %u %% of that (%.3f Gbit/s), %u receivers tracked\n",
+	       count, (unsigned long long)size, push_ns / 1e9, cfg.rate_bps / 1e9, cfg.repair_pct,
+	       st->repair_bps / 1e9, cfg.receiver_pct, st->receiver_bps / 1e9, cfg.receivers);
 	t0 = psb_clock_ns();
 	next = t0;
 	for (;;) {
@@ -179,13 +199,17 @@ do_send(int argc, char **argv)
 			fflush(stdout);
 			next += push_ns;
 		}
-		if (vid == count && end == 0 && !psb_mc_send_busy(tx))
+		/* repairs are served for --linger once the last version left, however asked */
+		if (vid == count && end == 0 && !psb_mc_send_streaming(tx)) {
+			printf("send: every version sent at %.3f s; repairs for %.3f s more\n",
+			       (now - t0) / 1e9, linger_ns / 1e9);
 			end = now + linger_ns;
+		}
 		if (end != 0 && now >= end)
 			break;
 		/* NACKs: 256 a pass at most, so that a flood of them never stops the sending */
 		for (i = 0; i < 256 && (n = psb_mc_sock_recv(&ctx.sock, buf, sizeof(buf), 0)) > 0; i++)
-			psb_mc_send_input(tx, buf, (size_t)n, psb_clock_ns());
+			psb_mc_send_input(tx, buf, (size_t)n, ctx.sock.from, psb_clock_ns());
 		psb_mc_send_poll(tx, psb_clock_ns(), 256);
 		now = psb_clock_ns();
 		wake = psb_mc_send_next_ns(tx, now);
@@ -196,25 +220,40 @@ do_send(int argc, char **argv)
 
 			n = psb_mc_sock_recv(&ctx.sock, buf, sizeof(buf), wait);
 			if (n > 0)
-				psb_mc_send_input(tx, buf, (size_t)n, psb_clock_ns());
+				psb_mc_send_input(tx, buf, (size_t)n, ctx.sock.from, psb_clock_ns());
 		}
 	}
-	st = psb_mc_send_stats(tx);
-	printf("send: %u versions, %llu sent whole; data %llu pkts, repairs %llu parity + %llu "
-	       "data pkts; NACKs %llu (%llu entries), NCFs %llu; socket busy %llu\n", vid,
-	       (unsigned long long)st->sent_whole, (unsigned long long)st->data_pkts,
-	       (unsigned long long)st->repair_parity_pkts, (unsigned long long)st->repair_data_pkts,
-	       (unsigned long long)st->nacks, (unsigned long long)st->nack_entries,
-	       (unsigned long long)st->ncfs, (unsigned long long)ctx.sock.send_busy);
-	if (json_path != NULL)
-		psb_cli_write_json(json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
-			"published", (json_int_t)vid, "sent_whole", (json_int_t)st->sent_whole,
-			"data_pkts", (json_int_t)st->data_pkts,
-			"repair_parity_pkts", (json_int_t)st->repair_parity_pkts,
-			"repair_data_pkts", (json_int_t)st->repair_data_pkts,
-			"nacks", (json_int_t)st->nacks, "ncfs", (json_int_t)st->ncfs,
-			"superseded", (json_int_t)st->superseded,
-			"nack_forged", (json_int_t)st->nack_forged), json_path);
+	{
+		struct psb_mc_nacker top[4];
+		unsigned int k = psb_mc_send_nackers(tx, top, 4);
+		char ip[16];
+
+		printf("send: %u versions, %llu sent whole in %.3f s; data %llu pkts, repairs %llu "
+		       "parity + %llu data pkts; NACKs %llu (%llu entries: %llu over budget), NCFs "
+		       "%llu; repairs held by their budget %llu times; socket busy %llu\n", vid,
+		       (unsigned long long)st->sent_whole, (psb_clock_ns() - t0) / 1e9,
+		       (unsigned long long)st->data_pkts,
+		       (unsigned long long)st->repair_parity_pkts,
+		       (unsigned long long)st->repair_data_pkts, (unsigned long long)st->nacks,
+		       (unsigned long long)st->nack_entries,
+		       (unsigned long long)st->nack_over_budget, (unsigned long long)st->ncfs,
+		       (unsigned long long)st->repair_limited,
+		       (unsigned long long)ctx.sock.send_busy);
+		for (i = 0; i < k; i++)
+			printf("send: NACKs from %s: %llu (%u receiver ids, most from id %u), %llu "
+			       "entries over budget, %llu B of repairs\n",
+			       psb_metric_ipv4_str(top[i].addr, ip), (unsigned long long)top[i].nacks,
+			       top[i].ids, top[i].id, (unsigned long long)top[i].over_budget,
+			       (unsigned long long)top[i].repair_bytes);
+	}
+	if (json_path != NULL) {
+		json_t *o = psb_mc_metric_json(&psb_mc_send_block, st);
+
+		json_object_set_new(o, "duration_s", json_real((psb_clock_ns() - t0) / 1e9));
+		json_object_set_new(o, "socket_busy", json_integer((json_int_t)ctx.sock.send_busy));
+		json_object_set_new(o, "nackers", psb_mc_nackers_json(tx, 8));
+		psb_cli_write_json(o, json_path);
+	}
 	psb_mc_send_free(tx);
 	psb_mc_sock_close(&ctx.sock);
 	for (i = 0; i < 4; i++)
@@ -318,13 +357,15 @@ do_recv(int argc, char **argv)
 				    st->bad[PSB_MC_BAD_TYPE] + st->bad[PSB_MC_BAD_GEOMETRY] +
 				    st->bad[PSB_MC_BAD_INDEX] + st->bad[PSB_MC_BAD_LENGTH] +
 				    st->bad[PSB_MC_BAD_NACK]));
-	if (json_path != NULL)
-		psb_cli_write_json(json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:b}",
-			"held", (json_int_t)held, "completed", (json_int_t)st->completed,
-			"checked", (json_int_t)checked, "bytes_differ", (json_int_t)checked_bad,
-			"decoded_groups", (json_int_t)st->decoded_groups,
-			"nacks", (json_int_t)st->nacks, "suppressed", (json_int_t)st->nacks_suppressed,
-			"crc_fail", (json_int_t)st->crc_fail, "ok", ok), json_path);
+	if (json_path != NULL) {
+		json_t *o = psb_mc_metric_json(&psb_mc_recv_block, st);
+
+		json_object_set_new(o, "held", json_integer(held));
+		json_object_set_new(o, "checked", json_integer((json_int_t)checked));
+		json_object_set_new(o, "bytes_differ", json_integer((json_int_t)checked_bad));
+		json_object_set_new(o, "ok", json_boolean(ok));
+		psb_cli_write_json(o, json_path);
+	}
 	if (!ok && expect != 0 && held < expect)
 		fprintf(stderr, "psb-mcast: recv: version %u did not arrive whole within %.1f s "
 			"(holds %u; heard %llu packets from the group)\n", expect, max_ns / 1e9, held,
@@ -463,7 +504,7 @@ do_bench(int argc, char **argv)
 	cpu0 = psb_clock_read_ns(CLOCK_THREAD_CPUTIME_ID);
 	do {
 		now = psb_clock_ns();
-		if (!psb_mc_send_busy(tx)) {
+		if (!psb_mc_send_streaming(tx)) {
 			vid++;
 			/* the trainer's part: the check of every version it publishes */
 			if (psb_mc_send_publish(tx, vid, data, size, psb_mc_crc(0, data, size), now))

@@ -35,6 +35,7 @@
 #include "psb_cli.h"
 #include "psb_clock.h"
 #include "psb_exp.h"
+#include "psb_mc_metric.h"
 #include "psb_mc_sock.h"
 #include "psb_stale.h"
 #include "psb_stale_client.h"
@@ -71,6 +72,7 @@ usage(FILE *f)
 "usage: psb-stale trainer [--config FILE] --local IP:PORT [--group IP:PORT] [--dir DIR]\n"
 "                         [--out DIR]\n"
 "                         [--overwrite] [--rate GBITS] [--parity N] [--budget B]\n"
+"                         [--repair-share PCT] [--receiver-share PCT] [--nack-receivers N]\n"
 "                         [--join-timeout S] [--end-timeout S] [--key N] [--epgm-window S]\n"
 "                         [experiment flags]\n"
 "       psb-stale worker [--config FILE] --id N --trainer IP:PORT --local IP\n"
@@ -81,7 +83,10 @@ usage(FILE *f)
 "  --group: the group of multicast and epgm modes; --dir: filesystem mode's directory;\n"
 "  --epgm-window S: epgm's recovery window (default 1 s); results in\n"
 "  --out (default results)/TRIAL_NAME; --rate Gbit/s of the sender (default 5),\n"
-"  --parity symbols per group (default 32); --budget: bytes of versions held (trainer:\n"
+"  --parity symbols per group (default 32); --repair-share: repairs take at most this %%\n"
+"  of the rate (default 25), --receiver-share: one receiver at most this %% of that\n"
+"  (default 25), --nack-receivers: receivers given a budget (default 256);\n"
+"  --budget: bytes of versions held (trainer:\n"
 "  default 1GiB; worker: 2.5 versions + 16MB); the trainer waits --join-timeout (10 s)\n"
 "  for the workers, and --end-timeout (10 s) for them to hold the final version;\n"
 "  --key: a number trainer and workers share: joins without it are refused (default 0);\n"
@@ -510,15 +515,19 @@ on_datagram(const uint8_t *buf, size_t n)
 	if (n >= 2 && psb_rd16(buf) == PSB_MC_MAGIC) {
 		struct psb_mc_pkt pk;
 
+		/* multicast: from a worker's address, as in pull mode below */
 		if (opts.mode == PSB_STALE_MULTICAST) {
-			psb_mc_send_input(T.tx, buf, n, psb_clock_ns());
+			if (psb_stale_trainer_is_worker(&T.tr, ip))
+				psb_mc_send_input(T.tx, buf, n, ip, psb_clock_ns());
+			else
+				T.stray_nacks++;
 			return;
 		}
 		/* pull: the NACK names its receiver, the worker, whose address it must come from */
 		if (opts.mode == PSB_STALE_PULL_MODE && psb_mc_parse(buf, n, &pk) == PSB_MC_NACK &&
 		    pk.a < opts.workers && T.pull[pk.a].tx != NULL && T.pull[pk.a].ip == ip &&
 		    T.pull[pk.a].port == port) {
-			psb_mc_send_input(T.pull[pk.a].tx, buf, n, psb_clock_ns());
+			psb_mc_send_input(T.pull[pk.a].tx, buf, n, ip, psb_clock_ns());
 			return;
 		}
 		T.stray_nacks++;
@@ -577,20 +586,30 @@ trainer_summary(double dur_s, int ok, const char *failure)
 	json_object_set_new(o, "malformed", bad);
 	json_object_set_new(o, "unexpected", json_integer((json_int_t)(T.unexpected + T.tr.unexpected)));
 	json_object_set_new(o, "stray_nacks", json_integer((json_int_t)T.stray_nacks));
-	if (opts.mode == PSB_STALE_MULTICAST) {
-		const struct psb_mc_send_stats *st = psb_mc_send_stats(T.tx);
+	if (opts.mode == PSB_STALE_MULTICAST || opts.mode == PSB_STALE_PULL_MODE) {
+		struct psb_mc_send_stats st = { 0 };
+		struct psb_mc_nacker top[8], one[8];
+		json_t *busiest = json_array();
+		unsigned int k = 0, n, j;
 
-		json_object_set_new(o, "sender", json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, "
-			"s:I, s:I}", "published", (json_int_t)st->published,
-			"superseded", (json_int_t)st->superseded,
-			"sent_whole", (json_int_t)st->sent_whole,
-			"data_pkts", (json_int_t)st->data_pkts,
-			"repair_parity_pkts", (json_int_t)st->repair_parity_pkts,
-			"repair_data_pkts", (json_int_t)st->repair_data_pkts,
-			"nacks", (json_int_t)st->nacks, "ncfs", (json_int_t)st->ncfs,
-			"nack_forged", (json_int_t)st->nack_forged));
-	} else if (opts.mode == PSB_STALE_PULL_MODE) {
-		json_object_set_new(o, "pulls", json_integer((json_int_t)T.pulls));
+		/* every sender's figures (pull: one a worker, summed) and the busiest NACKers */
+		for (i = 0; i <= (T.pull != NULL ? opts.workers : 0); i++) {
+			struct psb_mc_send *tx = i == 0 ? T.tx : T.pull[i - 1].tx;
+
+			if (tx == NULL)
+				continue;
+			psb_mc_send_stats_add(&st, psb_mc_send_stats(tx));
+			n = psb_mc_send_nackers(tx, one, 8);
+			for (j = 0; j < n; j++)
+				psb_mc_nackers_add(top, &k, 8, &one[j]);
+		}
+		for (j = 0; j < k; j++)
+			json_array_append_new(busiest, psb_mc_metric_json(&psb_mc_nacker_block,
+									  &top[j]));
+		json_object_set_new(o, "sender", psb_mc_metric_json(&psb_mc_send_block, &st));
+		json_object_set_new(o, "nackers", busiest);
+		if (opts.mode == PSB_STALE_PULL_MODE)
+			json_object_set_new(o, "pulls", json_integer((json_int_t)T.pulls));
 	} else if (opts.mode == PSB_STALE_EPGM) {
 		json_object_set_new(o, "epgm", json_pack("{s:I, s:I}", "sent",
 			(json_int_t)T.zpub.sent, "dropped", (json_int_t)T.zpub.dropped));
@@ -609,6 +628,9 @@ do_trainer(int argc, char **argv)
 		{ "dir", required_argument, NULL, 'd' }, { "out", required_argument, NULL, 'o' },
 		{ "overwrite", no_argument, NULL, 'O' }, { "rate", required_argument, NULL, 'r' },
 		{ "parity", required_argument, NULL, 'P' },
+		{ "repair-share", required_argument, NULL, 'R' },
+		{ "receiver-share", required_argument, NULL, 'S' },
+		{ "nack-receivers", required_argument, NULL, 'N' },
 		{ "budget", required_argument, NULL, 'b' },
 		{ "join-timeout", required_argument, NULL, 'J' },
 		{ "end-timeout", required_argument, NULL, 'E' },
@@ -635,6 +657,8 @@ do_trainer(int argc, char **argv)
 
 	T.scfg = (struct psb_mc_send_cfg){ .seg_size = PSB_MC_SEG_MAX, .group = 64, .parity = 32,
 		.rate_bps = 5000000000ull, .heartbeat_ns = 5000000, .nack_hold_ns = 200000,
+		.repair_pct = PSB_MC_REPAIR_PCT, .receiver_pct = PSB_MC_RECEIVER_PCT,
+		.receivers = PSB_MC_RECEIVERS,
 		/* a wake-up of a process costs tens of microseconds: 64 packets a wake */
 		.burst_bytes = 64ull * (PSB_MC_HLEN + PSB_MC_SEG_MAX + PSB_MC_WIRE_OVERHEAD) };
 	while ((c = getopt_long(argc, argv, "", all, &idx)) != -1) {
@@ -648,6 +672,12 @@ do_trainer(int argc, char **argv)
 			break;
 		case 'P': T.scfg.parity = (uint16_t)psb_cli_u64("--parity", optarg, 0,
 							       PSB_MC_PARITY_MAX); break;
+		case 'R': T.scfg.repair_pct = (uint16_t)psb_cli_u64("--repair-share", optarg, 1,
+								    100); break;
+		case 'S': T.scfg.receiver_pct = (uint16_t)psb_cli_u64("--receiver-share", optarg,
+								      1, 100); break;
+		case 'N': T.scfg.receivers = (uint32_t)psb_cli_u64("--nack-receivers", optarg, 8,
+								   PSB_MC_RECEIVERS_MAX); break;
 		case 'b': budget = psb_cli_size("--budget", optarg); break;
 		case 'J': join_ns = psb_cli_seconds_in("--join-timeout", optarg, SEC / 10,
 						       3600 * SEC); break;
@@ -667,6 +697,9 @@ do_trainer(int argc, char **argv)
 			overwrite = conf.output.overwrite;
 			T.scfg.rate_bps = conf.staleness.rate;
 			T.scfg.parity = (uint16_t)conf.staleness.parity;
+			T.scfg.repair_pct = (uint16_t)conf.staleness.repair_share;
+			T.scfg.receiver_pct = (uint16_t)conf.staleness.receiver_share;
+			T.scfg.receivers = (uint32_t)conf.staleness.nack_receivers;
 			budget = conf.staleness.budget;
 			key = conf.staleness.key;
 			join_ns = conf.staleness.join_timeout;
@@ -751,6 +784,13 @@ do_trainer(int argc, char **argv)
 	    ipstr(local, lport, who, sizeof(who)), (unsigned long long)opts.data_size,
 	    opts.push_ns / 1e9, opts.max_version, opts.max_time_ns / 1e9, T.vers.max,
 	    (unsigned long long)budget, T.dir);
+	if (opts.mode == PSB_STALE_MULTICAST || opts.mode == PSB_STALE_PULL_MODE)
+		say(7, "trainer: repairs take at most %u %% of the rate (%.3f Gbit/s), a receiver "
+		    "%u %% of that (%.3f Gbit/s); NACKs beyond are counted and ignored; %u "
+		    "receivers tracked", T.scfg.repair_pct,
+		    T.scfg.rate_bps / 100 * T.scfg.repair_pct / 1e9, T.scfg.receiver_pct,
+		    T.scfg.rate_bps / 100 * T.scfg.repair_pct / 100 * T.scfg.receiver_pct / 1e9,
+		    T.scfg.receivers);
 
 	pfd = (struct pollfd){ .fd = T.sock.fd, .events = POLLIN };
 	for (;;) {
@@ -1056,15 +1096,8 @@ do_worker(int argc, char **argv)
 			"stray", (json_int_t)cl->stray, "ok", ok, "failure", cl->failure);
 
 		if (cl->rx != NULL) {
-			const struct psb_mc_recv_stats *st = psb_mc_recv_stats(cl->rx);
-
-			json_object_set_new(o, "receiver", json_pack("{s:I, s:I, s:I, s:I, s:I, "
-				"s:I, s:I}", "completed", (json_int_t)st->completed,
-				"superseded", (json_int_t)st->superseded,
-				"decoded_groups", (json_int_t)st->decoded_groups,
-				"nacks", (json_int_t)st->nacks,
-				"suppressed", (json_int_t)st->nacks_suppressed,
-				"forged", (json_int_t)st->forged, "crc_fail", (json_int_t)st->crc_fail));
+			json_object_set_new(o, "receiver", psb_mc_metric_json(&psb_mc_recv_block,
+				psb_mc_recv_stats(cl->rx)));
 		} else if (opts.mode == PSB_STALE_EPGM) {
 			json_object_set_new(o, "epgm_bad", json_integer((json_int_t)W.zsub.bad));
 		} else {

@@ -11,6 +11,7 @@
 #include "psb_roce_json.h"
 #include "psb_bench.h"
 #include "psb_conf.h"
+#include "psb_mc_metric.h"
 #include "psb_ctl.h"
 #include "psb_report.h"
 #include "psb_text.h"
@@ -409,40 +410,25 @@ static const struct psb_metric stale_figs[] = {
 	STL(early, COUNTER, U64, NONE, "stale_early", "Versions' packets before it joined: not used"),
 	STL(unresolved, COUNTER, U64, NONE, "stale_unresolved",
 		"Datagrams to the trainer not sent: its MAC not known yet (ARP sent)"),
-	STL(pkts, COUNTER, U64, PACKETS, "stale_mc_rx", "Packets of the versions' protocol taken in"),
-	STL(data_pkts, COUNTER, U64, PACKETS, "stale_mc_data", "Of them, data segments"),
-	STL(parity_pkts, COUNTER, U64, PACKETS, "stale_mc_parity", "Of them, parity symbols"),
-	STL(heartbeats, COUNTER, U64, PACKETS, "stale_mc_heartbeats", "Of them, heartbeats"),
-	STL(malformed, COUNTER, U64, PACKETS, "stale_mc_malformed", "Refused by the parser"),
-	STL(forged, COUNTER, U64, PACKETS, "stale_mc_forged",
-		"Of another session, or describing a version otherwise"),
-	STL(stale, COUNTER, U64, PACKETS, "stale_mc_stale", "Of versions older than the newest seen"),
-	STL(out_of_window, COUNTER, U64, PACKETS, "stale_mc_out_of_window",
-		"Of versions too far ahead of the newest known"),
-	STL(oversize, COUNTER, U64, PACKETS, "stale_mc_oversize",
-		"Of versions larger than the receiver's budget allows"),
-	STL(over_budget, COUNTER, U64, PACKETS, "stale_mc_over_budget",
-		"Parity symbols not held: the budget was spent"),
-	STL(duplicates, COUNTER, U64, PACKETS, "stale_mc_duplicates", "Segments or symbols held already"),
-	STL(decoded_groups, COUNTER, U64, NONE, "stale_mc_decoded_groups", "Groups repaired by parity"),
-	STL(recovered_segs, COUNTER, U64, NONE, "stale_mc_recovered_segments",
-		"Segments recovered from parity"),
-	STL(completed, COUNTER, U64, NONE, "stale_mc_completed", "Versions received whole and checked"),
-	STL(superseded, COUNTER, U64, NONE, "stale_mc_superseded",
-		"Versions given up for a newer one"),
-	STL(crc_fail, COUNTER, U64, NONE, "stale_mc_crc_fail", "Versions whose checksum failed"),
-	STL(late_joins, COUNTER, U64, NONE, "stale_mc_late_joins",
-		"Versions joined mid-stream (no NACKs for them)"),
-	STL(abandoned, COUNTER, U64, NONE, "stale_mc_abandoned",
-		"Newest versions given up: silent while older ones came"),
-	STL(nacks, COUNTER, U64, PACKETS, "stale_mc_nacks", "NACKs sent"),
-	STL(nack_entries, COUNTER, U64, NONE, "stale_mc_nack_entries", "Losses those NACKs named"),
-	STL(nacks_suppressed, COUNTER, U64, NONE, "stale_mc_nacks_suppressed",
-		"NACKs not sent: the repairs were coming"),
-	STL(held_bytes, GAUGE, U64, BYTES, "stale_mc_held", "Bytes the receiver holds now"),
+	/* its receiver's figures, beside its own */
+	{ .name = "", .kind = PSB_METRIC_GROUP, .type = PSB_MT_BLOCK,
+	  .off = offsetof(struct psb_stale_snap, mc), .prom = "stale_mc",
+	  .help = "Its multicast receiver's figures", .sub = &psb_mc_recv_block },
 };
 
 #define TRN(f, k, t, u, pr, h)	FIG(struct psb_trainer_snap, f, k, t, u, pr, h)
+#define TRN_RANK(f, k, t, u, h) \
+	{ .name = #f, .kind = PSB_METRIC_##k, .type = PSB_MT_##t, .unit = PSB_MU_##u, \
+	  .off = offsetof(struct psb_trainer_snap, f), .n = PSB_TRN_NACKERS, .label = "rank", \
+	  .label_of = rank_name, .prom = "trainer_mc_" #f, .help = h }
+
+static const char *
+rank_name(unsigned int k)
+{
+	static const char *const names[PSB_TRN_NACKERS] = { "1", "2", "3", "4" };
+
+	return k < PSB_TRN_NACKERS ? names[k] : "?";
+}
 
 static const struct psb_metric trainer_figs[] = {
 	TRN(session, GAUGE, U64, NONE, "trainer_session", "The run's session (workers follow it)"),
@@ -481,45 +467,26 @@ static const struct psb_metric trainer_figs[] = {
 	TRN(unexpected, COUNTER, U64, PACKETS, "trainer_unexpected",
 		"Well-formed messages a trainer takes none of"),
 	TRN(stray_nacks, COUNTER, U64, PACKETS, "trainer_stray_nacks",
-		"NACKs from no worker the run sends to"),
+		"NACKs not from a worker's address: not taken (no repairs for them)"),
 	TRN(unresolved, COUNTER, U64, PACKETS, "trainer_unresolved",
 		"Messages to a worker not sent: its MAC unknown yet (ARP asked)"),
 	TRN(pulls, COUNTER, U64, NONE, "trainer_pulls", "Pull mode: PULLs taken"),
 	TRN(held_bytes, GAUGE, U64, BYTES, "trainer_held", "Memory its versions take"),
 	TRN(series_dropped, COUNTER, U64, NONE, "trainer_series_dropped",
 		"Posts not kept for staleness.csv and .svg: past their bound"),
-	TRN(published, COUNTER, U64, NONE, "trainer_mc_published", "Versions handed to the sender"),
-	TRN(superseded, COUNTER, U64, NONE, "trainer_mc_superseded",
-		"Of them, replaced by a newer one before a byte was sent"),
-	TRN(sent_whole, COUNTER, U64, NONE, "trainer_mc_sent_whole", "Versions sent to their end"),
-	TRN(data_pkts, COUNTER, U64, PACKETS, "trainer_mc_data", "Data segments sent"),
-	TRN(data_bytes, COUNTER, U64, BYTES, "trainer_mc_data_bytes", "Their bytes of versions"),
-	TRN(proactive_pkts, COUNTER, U64, PACKETS, "trainer_mc_proactive",
-		"Parity symbols sent unasked"),
-	TRN(repair_parity_pkts, COUNTER, U64, PACKETS, "trainer_mc_repair_parity",
-		"Parity symbols sent as repairs"),
-	TRN(repair_data_pkts, COUNTER, U64, PACKETS, "trainer_mc_repair_data",
-		"Data segments sent again as repairs"),
-	TRN(repair_bytes, COUNTER, U64, BYTES, "trainer_mc_repair_bytes", "Bytes of repairs"),
-	TRN(heartbeats, COUNTER, U64, PACKETS, "trainer_mc_heartbeats", "Heartbeats sent"),
-	TRN(ncfs, COUNTER, U64, PACKETS, "trainer_mc_ncfs", "Repairs announced to all (NCF)"),
-	TRN(nacks, COUNTER, U64, PACKETS, "trainer_mc_nacks", "NACKs taken"),
-	TRN(nack_entries, COUNTER, U64, NONE, "trainer_mc_nack_entries", "Losses those NACKs named"),
-	TRN(nack_merged, COUNTER, U64, NONE, "trainer_mc_nack_merged",
-		"Entries merged into a repair already waiting"),
-	TRN(nack_superseded, COUNTER, U64, NONE, "trainer_mc_nack_superseded",
-		"Entries for a version released (superseded): not repaired"),
-	TRN(nack_premature, COUNTER, U64, NONE, "trainer_mc_nack_premature",
-		"Entries for groups not sent yet"),
-	TRN(nack_forged, COUNTER, U64, PACKETS, "trainer_mc_nack_forged",
-		"NACKs of another session or describing a version otherwise"),
-	TRN(nack_malformed, COUNTER, U64, PACKETS, "trainer_mc_nack_malformed",
-		"NACKs the parser refused"),
-	TRN(emit_busy, COUNTER, U64, NONE, "trainer_mc_emit_busy",
-		"Packets held back: no packet buffer or room toward the port then"),
-	TRN(backoffs, COUNTER, U64, NONE, "trainer_mc_backoffs",
-		"Adaptive pacing: rate cuts for repairs over 2 % of data"),
-	TRN(rate_bps, GAUGE, U64, NONE, "trainer_mc_rate_bps", "The sender's pace now, bit/s"),
+	/* its sender's figures, beside its own */
+	{ .name = "", .kind = PSB_METRIC_GROUP, .type = PSB_MT_BLOCK,
+	  .off = offsetof(struct psb_trainer_snap, mc), .prom = "trainer_mc",
+	  .help = "Its multicast sender's figures", .sub = &psb_mc_send_block },
+	TRN_RANK(nacker_addr, GAUGE, IPV4, NONE,
+		"The busiest hosts NACKing it, by rank: their address"),
+	TRN_RANK(nacker_ids, GAUGE, U32, NONE, "... receiver ids tracked from it"),
+	TRN_RANK(nacker_id, GAUGE, U32, NONE, "... the one of them that sent the most NACKs"),
+	TRN_RANK(nacker_nacks, COUNTER, U64, PACKETS, "... their NACKs taken"),
+	TRN_RANK(nacker_over_budget, COUNTER, U64, NONE,
+		"... their entries ignored: over their receiver's budget"),
+	TRN_RANK(nacker_repair_bytes, COUNTER, U64, BYTES,
+		"... what their entries added to repairs"),
 };
 
 static const char *
@@ -1018,7 +985,8 @@ describe(json_t *a, const char *path, const char *prefix, const struct psb_metri
 	char full[160], prom[160];
 
 	for (m = b->m; m < b->m + b->n; m++) {
-		snprintf(full, sizeof(full), "%s.%s", path, m->name);
+		snprintf(full, sizeof(full), "%s%s%s", path, m->name[0] != '\0' ? "." : "",
+			 m->name);
 		psb_metric_prom_name(prom, sizeof(prom), prefix, m, NULL);
 		if (m->type == PSB_MT_BLOCK) {
 			describe(a, full, prom, m->sub);
@@ -1028,7 +996,8 @@ describe(json_t *a, const char *path, const char *prefix, const struct psb_metri
 			"path", full, "kind", psb_metric_kind_name(m->kind),
 			"unit", psb_metric_unit_name(m->unit), "type",
 			m->type == PSB_MT_DBL ? "real" : m->type == PSB_MT_BOOL ? "boolean" :
-			m->type == PSB_MT_HIST ? "histogram" : "integer",
+			m->type == PSB_MT_HIST ? "histogram" : m->type == PSB_MT_IPV4 ? "address" :
+			"integer",
 			"prometheus", prom, "label", m->n > 1 ? m->label : NULL,
 			"detail", m->detail != 0, "conditional", m->cond != 0, "help", m->help));
 	}

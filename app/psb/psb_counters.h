@@ -13,6 +13,8 @@
 #include "psb_app.h"
 #include "psb_bench.h"
 #include "psb_kv.h"
+#include "psb_mc_recv.h"
+#include "psb_mc_send.h"
 #include "psb_metric.h"
 #include "psb_passthrough.h"
 #include "psb_sched.h"
@@ -94,14 +96,11 @@ struct psb_stale_snap {
 	uint64_t worker, session, held, final_version, versions, verify_fail, posts, acks;
 	uint64_t stray, early, unresolved;
 	uint8_t joined, running, ended;
-	/* its multicast receiver (psb_mc_recv) */
-	uint64_t pkts, data_pkts, parity_pkts, heartbeats, malformed, forged, stale;
-	uint64_t out_of_window, oversize, over_budget, duplicates, decoded_groups, recovered_segs;
-	uint64_t completed, superseded, crc_fail, late_joins, abandoned, nacks, nack_entries;
-	uint64_t nacks_suppressed, held_bytes;
+	struct psb_mc_recv_stats mc;	/* its multicast receiver's, every one */
 };
 
 /* experiment.trainer: a staleness trainer's run (the trainer role) */
+#define PSB_TRN_NACKERS	4
 struct psb_trainer_snap {
 	uint64_t session, workers, joined, holding_final, version, pushes, late_pushes, skipped;
 	uint8_t running, ended;
@@ -111,11 +110,13 @@ struct psb_trainer_snap {
 	double window_staleness, window_staleness_max;	/* psb's, mean and largest */
 	uint64_t refused, malformed, unexpected, stray_nacks, unresolved, pulls, held_bytes;
 	uint64_t series_dropped;
-	/* its sender (psb_mc_send; in pull mode, every worker's summed) */
-	uint64_t published, superseded, sent_whole, data_pkts, data_bytes, proactive_pkts;
-	uint64_t repair_parity_pkts, repair_data_pkts, repair_bytes, heartbeats, ncfs, nacks;
-	uint64_t nack_entries, nack_merged, nack_superseded, nack_premature, nack_forged;
-	uint64_t nack_malformed, emit_busy, backoffs, rate_bps;
+	/* its sender's, every one (psb_mc_send; in pull mode, every worker's summed) */
+	struct psb_mc_send_stats mc;
+	/* the busiest hosts NACKing it (psb_mc_send_nackers), by rank: 0 where none */
+	uint32_t nacker_addr[PSB_TRN_NACKERS], nacker_ids[PSB_TRN_NACKERS];
+	uint32_t nacker_id[PSB_TRN_NACKERS];
+	uint64_t nacker_nacks[PSB_TRN_NACKERS], nacker_over_budget[PSB_TRN_NACKERS];
+	uint64_t nacker_repair_bytes[PSB_TRN_NACKERS];
 };
 
 /* passthrough: the host's traffic through the node, RoCE among it counted (a snapshot of

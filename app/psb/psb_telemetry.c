@@ -182,7 +182,13 @@ static size_t
 tel_figure(struct rte_tel_data *d, const char *key, const struct psb_metric *m, const void *base,
 		unsigned int k)
 {
+	uint32_t ip;
+	char buf[16];
+
 	switch (m->type) {
+	case PSB_MT_IPV4:
+		ip = psb_metric_u64(m, base, k) & UINT32_MAX;
+		return ip != 0 ? tel_str(d, key, psb_metric_ipv4_str(ip, buf)) : 0;
 	case PSB_MT_DBL:
 		return tel_real(d, key, psb_metric_value(m, base, k));
 	case PSB_MT_BOOL:
@@ -236,6 +242,8 @@ tel_block(struct rte_tel_data *d, const struct psb_metric_block *b, const void *
 			continue;
 		if (m->type == PSB_MT_HIST) {
 			used += tel_hist(d, m->name, f, m->bounds);
+		} else if (m->type == PSB_MT_BLOCK && m->name[0] == '\0') {
+			used += tel_block(d, m->sub, f, detail);
 		} else if (m->type == PSB_MT_BLOCK) {
 			c = tel_dict(d, m->name, &used);
 			if (c != NULL)

@@ -235,6 +235,15 @@ static const struct psb_conf_field staleness_table[] = {
 	  NULL, "the sender's pace (multicast, pull, epgm)" },
 	{ "parity", PSB_CONF_UINT, OFF(psb_exp_staleness, parity), 0, 0, "32", 0, 128, NULL, NULL,
 	  "parity symbols a group of 64 segments may get as repairs (0: resend segments)" },
+	{ "repair_share", PSB_CONF_UINT, OFF(psb_exp_staleness, repair_share), 0, 0, "25", 1, 100,
+	  NULL, NULL, "multicast, pull: repairs (and their announcements) take at most this "
+	  "percent of the rate, whatever receivers ask" },
+	{ "receiver_share", PSB_CONF_UINT, OFF(psb_exp_staleness, receiver_share), 0, 0, "25", 1,
+	  100, NULL, NULL, "multicast, pull: one receiver (address and id) may draw this percent "
+	  "of the repair share; its NACKs beyond are counted and ignored" },
+	{ "nack_receivers", PSB_CONF_UINT, OFF(psb_exp_staleness, nack_receivers), 0, 0, "256", 8,
+	  4096, NULL, NULL, "multicast, pull: receivers the sender keeps a budget for, the one "
+	  "heard from longest ago making room" },
 	{ "key", PSB_CONF_UINT, OFF(psb_exp_staleness, key), 0, 0, "0", 0, 0, NULL, NULL,
 	  "a number trainer and workers share: joins without it are refused" },
 	{ "budget", PSB_CONF_SIZE, OFF(psb_exp_staleness, budget), 0, 0, "1GiB", 1, 1ull << 40,

@@ -148,6 +148,9 @@ struct psb_exp_staleness {
 	char dir[256];			/* filesystem: versions' directory, in the results root */
 	uint64_t rate;			/* bits/s of the sender (multicast, pull, epgm) */
 	uint64_t parity;
+	uint64_t repair_share;		/* % of rate repairs may take */
+	uint64_t receiver_share;	/* % of that one receiver may draw */
+	uint64_t nack_receivers;	/* receivers the sender keeps a budget for */
 	uint64_t key;
 	uint64_t budget;		/* the trainer's bytes of versions */
 	uint64_t join_timeout;		/* ns */

@@ -58,6 +58,13 @@ psb_metric_present(const struct psb_metric *m, const void *base)
 	return m->cond == 0 || *((const uint8_t *)base + m->cond - 1) != 0;
 }
 
+const char *
+psb_metric_ipv4_str(uint32_t ip, char *buf)
+{
+	snprintf(buf, 16, "%u.%u.%u.%u", ip >> 24, (ip >> 16) & 255, (ip >> 8) & 255, ip & 255);
+	return buf;
+}
+
 double
 psb_metric_value(const struct psb_metric *m, const void *base, unsigned int k)
 {
@@ -67,6 +74,7 @@ psb_metric_value(const struct psb_metric *m, const void *base, unsigned int k)
 	case PSB_MT_U64:
 		return (double)((const uint64_t *)p)[k];
 	case PSB_MT_U32:
+	case PSB_MT_IPV4:
 		return (double)((const uint32_t *)p)[k];
 	case PSB_MT_DBL:
 		return ((const double *)p)[k];
@@ -86,6 +94,7 @@ psb_metric_u64(const struct psb_metric *m, const void *base, unsigned int k)
 	case PSB_MT_U64:
 		return ((const uint64_t *)field(m, base))[k];
 	case PSB_MT_U32:
+	case PSB_MT_IPV4:
 		return ((const uint32_t *)field(m, base))[k];
 	default:
 		d = psb_metric_value(m, base, k);
@@ -119,7 +128,14 @@ static void
 emit_one(struct psb_emit *e, const struct psb_metric *m, const void *base, const char *key,
 		unsigned int k)
 {
+	uint32_t ip;
+	char buf[16];
+
 	switch (m->type) {
+	case PSB_MT_IPV4:
+		ip = ((const uint32_t *)field(m, base))[k];
+		psb_emit_str(e, key, ip != 0 ? psb_metric_ipv4_str(ip, buf) : NULL);
+		break;
 	case PSB_MT_DBL:
 		psb_emit_real(e, key, psb_metric_value(m, base, k));
 		break;
@@ -144,6 +160,8 @@ psb_metric_emit(struct psb_emit *e, const struct psb_metric_block *b, const void
 			continue;
 		if (m->type == PSB_MT_HIST) {
 			psb_metric_hist_emit(e, m->name, field(m, base), m->bounds);
+		} else if (m->type == PSB_MT_BLOCK && m->name[0] == '\0') {
+			psb_metric_emit(e, m->sub, field(m, base), detail);
 		} else if (m->type == PSB_MT_BLOCK) {
 			psb_emit_open(e, m->name);
 			psb_metric_emit(e, m->sub, field(m, base), detail);
@@ -168,10 +186,14 @@ psb_metric_read(const struct psb_metric_block *b, const void *o_json, void *base
 	void *p;
 
 	for (m = b->m; m < b->m + b->n; m++) {
+		p = (char *)base + m->off;
+		if (m->type == PSB_MT_BLOCK && m->name[0] == '\0') {
+			psb_metric_read(m->sub, o, p);
+			continue;
+		}
 		v = json_object_get(o, m->name);
 		if (v == NULL || m->n > 1)
 			continue;
-		p = (char *)base + m->off;
 		switch (m->type) {
 		case PSB_MT_U64:
 			*(uint64_t *)p = (uint64_t)json_integer_value(v);
@@ -185,6 +207,14 @@ psb_metric_read(const struct psb_metric_block *b, const void *o_json, void *base
 		case PSB_MT_BOOL:
 			*(uint8_t *)p = json_is_true(v);
 			break;
+		case PSB_MT_IPV4: {
+			unsigned int a, b2, c, d;
+
+			if (json_is_string(v) && sscanf(json_string_value(v), "%u.%u.%u.%u", &a,
+							&b2, &c, &d) == 4 && (a | b2 | c | d) < 256)
+				*(uint32_t *)p = a << 24 | b2 << 16 | c << 8 | d;
+			break;
+		}
 		case PSB_MT_BLOCK:
 			psb_metric_read(m->sub, v, p);
 			break;
@@ -212,7 +242,7 @@ psb_metric_prom_name(char *dst, size_t len, const char *prefix, const struct psb
 
 	if (scale != NULL)
 		*scale = units[u].scale;
-	if (*nm == '\0') {
+	if (*nm == '\0' || m->type == PSB_MT_IPV4) {
 		if (len != 0)
 			*dst = '\0';
 		return;

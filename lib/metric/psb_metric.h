@@ -28,7 +28,9 @@ enum psb_metric_type {
 	PSB_MT_DBL,
 	PSB_MT_BOOL,		/* uint8_t, exported as true/false (1/0 where numbers only) */
 	PSB_MT_HIST,		/* struct psb_hist */
-	PSB_MT_BLOCK,		/* the struct sub describes */
+	PSB_MT_BLOCK,		/* the struct sub describes; named "": its figures inline */
+	PSB_MT_IPV4,		/* uint32_t, host order: "a.b.c.d" (0: left out); not in
+				 * Prometheus, where an address is a label */
 };
 
 /*
@@ -96,6 +98,9 @@ struct psb_metric_block {
 
 /* Whether m is there in the block at base (cond). */
 int psb_metric_present(const struct psb_metric *m, const void *base);
+/* "a.b.c.d" of an IPv4 address in host order, into buf (16 bytes at least). */
+const char *psb_metric_ipv4_str(uint32_t ip, char *buf);
+
 /* Element k of a scalar or array figure, as a double / as an integer (reals rounded). */
 double psb_metric_value(const struct psb_metric *m, const void *base, unsigned int k);
 uint64_t psb_metric_u64(const struct psb_metric *m, const void *base, unsigned int k);
@@ -107,7 +112,8 @@ psb_metric_len(const struct psb_metric *m)
 
 /*
  * The figures of the block at base as entries of the object open in e: numbers, booleans,
- * arrays as objects by label, histograms as {"le": {...}, "count", "sum"}, groups as objects.
+ * addresses as strings, arrays as objects by label, histograms as {"le": {...}, "count",
+ * "sum"}, groups as objects (a group named "" as entries beside the block's own).
  * detail 0: histograms left out.
  */
 void psb_metric_emit(struct psb_emit *e, const struct psb_metric_block *b, const void *base,

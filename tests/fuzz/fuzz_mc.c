@@ -66,7 +66,7 @@ nack(void *arg, const uint8_t *buf, size_t len)
 	(void)arg;
 	keep(buf, len);
 	if (g_feed)
-		psb_mc_send_input(g_tx, buf, len, g_now);
+		psb_mc_send_input(g_tx, buf, len, 1, g_now);
 }
 
 static void
@@ -75,6 +75,7 @@ setup(void)
 	struct psb_mc_send_cfg sc = {
 		.session = 77, .seg_size = 1000, .group = 8, .parity = 16, .proactive = 1,
 		.heartbeat_ns = 1000, .nack_hold_ns = 10,
+		.receivers = 16,	/* two sets: the inputs' addresses make it evict */
 	};
 	struct psb_mc_recv_cfg rc = {
 		.budget = BUDGET, .max_version = 64u << 10, .backoff_ns = 100, .retry_ns = 1000,
@@ -144,6 +145,27 @@ check_parsed(const uint8_t *data, size_t size)
 	}
 }
 
+/* Every packet the sender was handed, and every entry of the NACKs it took, counted once. */
+static void
+check_sender(void)
+{
+	const struct psb_mc_send_stats *ss = psb_mc_send_stats(g_tx);
+	struct psb_mc_nacker top[4];
+	uint64_t bad = 0;
+	unsigned int k, n;
+
+	for (k = 0; k < PSB_MC_BAD_MAX; k++)
+		bad += ss->nack_bad[k];
+	CHECK(ss->nack_pkts == ss->nacks + ss->nack_forged + ss->nack_superseded + bad);
+	CHECK(ss->nack_entries == ss->nack_premature + ss->nack_over_budget + ss->nack_merged +
+	      ss->nack_raised + ss->nack_opened);
+	CHECK(ss->nackers <= 16);
+	n = psb_mc_send_nackers(g_tx, top, 4);
+	CHECK(n <= ss->nackers);
+	for (k = 1; k < n; k++)
+		CHECK(top[k - 1].nacks >= top[k].nacks);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int
@@ -162,8 +184,10 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		rs = psb_mc_recv_stats(g_rx[i]);
 		CHECK(i == 1 ? rs->held_bytes == 0 : rs->held_bytes <= BUDGET);
 	}
-	psb_mc_send_input(g_tx, data, size, g_now);
+	/* from one of 64 addresses, by the input's last byte: receivers come and go */
+	psb_mc_send_input(g_tx, data, size, size != 0 ? data[size - 1] & 63 : 0, g_now);
 	psb_mc_send_poll(g_tx, g_now, 4);
+	check_sender();
 	return 0;
 }
 

@@ -9,7 +9,8 @@
  *   - its ACKs go to each worker's MAC, address and port, with the run's session; the first
  *     says the others are awaited, the last ones say the run ended at the final version;
  *   - junk, a truncated message, joins with the wrong key or for a worker id past the run,
- *     another session's NACK: counted (malformed, refused, nack_forged), the run unchanged;
+ *     another session's NACK from a worker and from another host: counted (malformed,
+ *     refused, nack_forged, stray_nacks), the run unchanged;
  *   - the workers never say they hold the final version: the run fails end_timeout after
  *     its last push, naming both with the version they hold, psb exits 1, and its results
  *     have a row per worker (staleness.csv its header alone: no post came).
@@ -217,7 +218,9 @@ test_trainer_replay(void **state)
 	}
 	put_join(&other, 0, KEY + 1);
 	put_join(&other, 9, KEY);
-	/* another session's NACK for version 1 */
+	put_join(&w0, 0, KEY);
+	put_join(&w1, 1, KEY);
+	/* another session's NACK for version 1, from a worker and from another host */
 	{
 		uint8_t nk[PSB_MC_HLEN + PSB_MC_NACK_ENTRY];
 		struct psb_mc_ver ver = { .vid = 1, .nseg = 35, .total_len = LEN, .group = 64,
@@ -227,9 +230,8 @@ test_trainer_replay(void **state)
 
 		assert_true(n > 0);
 		put(&w0, nk, n);
+		put(&other, nk, n);
 	}
-	put_join(&w0, 0, KEY);
-	put_join(&w1, 1, KEY);
 	run_psb();
 
 	assert_int_equal(WEXITSTATUS(S.status), 1);
@@ -317,6 +319,8 @@ test_trainer_replay(void **state)
 	assert_true(json_integer_value(trainer_fig("malformed")) >= 2);
 	assert_true(json_integer_value(trainer_fig("refused")) >= 2);
 	assert_int_equal(json_integer_value(trainer_fig("nack_forged")), 1);
+	/* only workers may NACK: the other host's was not taken */
+	assert_int_equal(json_integer_value(trainer_fig("stray_nacks")), 1);
 	/* the time series beside the results: no post, a header alone */
 	{
 		char path[192], line[256];

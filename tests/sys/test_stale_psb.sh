@@ -169,7 +169,7 @@ for rank in (2, 3):
     assert f["verify_fail"] == 0 and f["crc_fail"] == 0 and f["versions"] >= 2, f
     # lossy: repaired; the forger's packets counted, not used
     assert f["nacks"] > 0 or f["decoded_groups"] > 0, f
-    assert f["forged"] + f["stray"] + f["malformed"] > 0, f
+    assert f["forged"] + f["stray"] + sum(f["bad"].values()) > 0, f
     assert r["counters"]["roles"]["receiver0"]["rx_pkts"] > 0, r["counters"]["roles"]
 c = json.load(open(f"{d}/c4.json"))["counters"]
 assert c["worker"] == 3 and c["held"] == 40 and c["completed"] == 40 and c["ended"] is True, c

@@ -8,20 +8,25 @@
 #    drops 3 % of the group's datagrams into hosts 1 and 2, and on the bridge 3 % of the
 #    frames to host 3: the trainer repairs (NACKs taken, parity sent). Host 4 sends junk,
 #    posts with a wrong key, another session's NACKs and posts in a worker's name to the
-#    trainer's port: counted, the run unchanged. Every worker holds version 40, every byte
-#    checked; the trainer's results (a row per worker, staleness.csv a line a post, and
-#    staleness.svg) say done and the staleness stays under 1.
+#    trainer's port: counted, the run unchanged (its NACKs come from no worker's address:
+#    stray, nothing repaired for them). On host 1, beside its worker, a NACK storm
+#    (scripts/bench/mc_storm.py: every symbol of every group, 2000 times a second, under 50
+#    receiver ids): held to its budgets, counted, host 1 named as the busiest NACKer. Every
+#    worker holds version 40, every byte checked; the trainer's results (a row per worker,
+#    staleness.csv a line a post, and staleness.svg) say done and the staleness stays
+#    under 1.
 #  - Pull, from the document: each worker pulls each version from psb.
 #  - A run whose workers never come: failed after join_timeout naming them, exit 1, the
 #    results written.
 #
-# usage: test_stale_trainer.sh PATH/psb PATH/psbctl PATH/psb-stale TESTBED-SCRIPT. Needs
-# root and nft; 77 without.
+# usage: test_stale_trainer.sh PATH/psb PATH/psbctl PATH/psb-stale TESTBED-SCRIPT
+# STORM-SCRIPT. Needs root and nft; 77 without.
 set -uo pipefail
 PSB=$1
 PSBCTL=$2
 ST=$3
 TB=$4
+STORM=$5
 NAME=t$$
 NAME=${NAME:0:8}
 GROUP=239.18.0.5
@@ -101,6 +106,10 @@ kernel 0 1 multicast 3 k0
 K0=$!
 kernel 1 2 multicast 3 k1
 K1=$!
+on 1 timeout -k 2 30 python3 "$STORM" --local "$(addr 1)" --group "$GROUP:$GPORT" --rate 2000 \
+	--seconds 3 --ids 50 --json "$DIR/storm.json" > "$DIR/storm.log" 2>&1 &
+STORMER=$!
+PIDS+=($STORMER)
 
 on 4 python3 - "$TRAINER" "$TPORT" > "$DIR/forger.log" 2>&1 <<'PY' &
 import random, socket, struct, sys, time
@@ -147,10 +156,11 @@ wait "$TR" || fail "the trainer exited with $?"
 wait "$K0" || fail "kernel worker 0 exited with $?"
 wait "$K1" || fail "kernel worker 1 exited with $?"
 wait "$W" || fail "psb's worker exited with $?"
+wait "$STORMER" || fail "the stormer failed"
 
-python3 - "$DIR" <<'PY' || fail "checks"
+python3 - "$DIR" "$(addr 1)" <<'PY' || fail "checks"
 import json, sys
-d = sys.argv[1]
+d, storm_ip = sys.argv[1], sys.argv[2]
 r = json.load(open(f"{d}/res/stale-trainer/result.json"))
 assert r["state"] == "done", r.get("error")
 rows = {row["worker"]: row for row in r["rows"]}
@@ -167,7 +177,13 @@ assert t["joined"] == 3 and t["holding_final"] == 3 and t["ended"] is True, t
 assert 0 <= t["window_staleness"] < 1.0 and t["version_difference"] > 0, t
 # lossy: repaired; the forger's messages counted, not taken
 assert t["nacks"] > 0 and t["repair_parity_pkts"] + t["repair_data_pkts"] > 0, t
-assert t["malformed"] > 0 and t["refused"] > 0 and t["nack_forged"] > 0, t
+assert t["malformed"] > 0 and t["refused"] > 0 and t["stray_nacks"] > 0, t
+# the storm from a worker's host: taken, held to its budgets, its host named
+assert json.load(open(f"{d}/storm.json"))["nacks"] >= 2000
+assert t["nack_over_budget"] > 0 and t["nacker_addr"]["1"] == storm_ip, t
+assert t["nacker_ids"]["1"] >= 50 and t["nacker_over_budget"]["1"] > 0, t
+bad = sum(t["nack_bad"].values())
+assert t["nack_pkts"] == t["nacks"] + t["nack_forged"] + t["nack_superseded"] + bad, t
 # the time series: a line a post, the plot beside it
 import csv
 lines = list(csv.DictReader(open(f"{d}/res/stale-trainer/staleness.csv")))

@@ -756,7 +756,7 @@ test_latest_value(void **state)
 	v = ver_of(1, 300000, 1000, 16);
 	v.crc = psb_mc_crc(0, n->versions[1], 0);
 	psb_mc_write_nack(buf, PSB_MC_NACK, 0xabcd, &v, 9, &e, 1);
-	psb_mc_send_input(tx(n), buf, sizeof(buf), now(n));
+	psb_mc_send_input(tx(n), buf, sizeof(buf), 1, now(n));
 	assert_int_equal(ss->nack_superseded, 1);
 	/* publishing an older or equal version is refused */
 	assert_int_equal(psb_mc_sim_publish(n->sim, 20, n->versions[0], 10), -EINVAL);
@@ -862,21 +862,21 @@ test_hostile(void **state)
 		uint64_t rep = ss->repair_parity_pkts + ss->repair_data_pkts;
 
 		psb_mc_write_nack(nk, PSB_MC_NACK, 0x2222, &v, 1, &e, 1);
-		psb_mc_send_input(tx(n), nk, sizeof(nk), now(n));
+		psb_mc_send_input(tx(n), nk, sizeof(nk), 1, now(n));
 		assert_int_equal(ss->nack_forged, 1);
 		w = v;
 		w.crc ^= 1;
 		psb_mc_write_nack(nk, PSB_MC_NACK, 0xabcd, &w, 1, &e, 1);
-		psb_mc_send_input(tx(n), nk, sizeof(nk), now(n));
+		psb_mc_send_input(tx(n), nk, sizeof(nk), 1, now(n));
 		assert_int_equal(ss->nack_forged, 2);
 		w = ver_of(3, 300000, 1000, 16);
 		psb_mc_write_nack(nk, PSB_MC_NACK, 0xabcd, &w, 1, &e, 1);
-		psb_mc_send_input(tx(n), nk, sizeof(nk), now(n));
+		psb_mc_send_input(tx(n), nk, sizeof(nk), 1, now(n));
 		assert_int_equal(ss->nack_forged, 3);
-		psb_mc_send_input(tx(n), nk, 17, now(n));
+		psb_mc_send_input(tx(n), nk, 17, 1, now(n));
 		assert_int_equal(ss->nack_bad[PSB_MC_BAD_SHORT], 1);
 		psb_mc_write_data(pkt, 0xabcd, &v, 0, 1000);
-		psb_mc_send_input(tx(n), pkt, sizeof(pkt), now(n));
+		psb_mc_send_input(tx(n), pkt, sizeof(pkt), 1, now(n));
 		assert_int_equal(ss->nack_bad[PSB_MC_BAD_TYPE], 1);
 		net_run(n, now(n) + 10000000);
 		assert_int_equal(ss->repair_parity_pkts + ss->repair_data_pkts, rep);
@@ -1043,6 +1043,330 @@ test_adaptive(void **state)
 	net_fini(n);
 }
 
+
+/* ---- what NACKs can make the sender send ---- */
+
+/* Each NACK and each entry the sender was handed is counted once, by what became of it. */
+static void
+assert_nacks_counted(const struct psb_mc_send_stats *ss)
+{
+	uint64_t bad = 0;
+	unsigned int k;
+
+	for (k = 0; k < PSB_MC_BAD_MAX; k++)
+		bad += ss->nack_bad[k];
+	assert_int_equal(ss->nack_pkts, ss->nacks + ss->nack_forged + ss->nack_superseded + bad);
+	assert_int_equal(ss->nack_entries, ss->nack_premature + ss->nack_over_budget +
+			 ss->nack_merged + ss->nack_raised + ss->nack_opened);
+}
+
+/* Each packet a receiver was handed is counted once, by what became of it. */
+static void
+assert_packets_counted(const struct psb_mc_recv_stats *rs)
+{
+	uint64_t bad = 0;
+	unsigned int k;
+
+	for (k = 0; k < PSB_MC_BAD_MAX; k++)
+		bad += rs->bad[k];
+	assert_int_equal(rs->pkts, bad + rs->other + rs->forged + rs->stale + rs->out_of_window +
+			 rs->oversize + rs->no_memory + rs->data_pkts + rs->parity_pkts +
+			 rs->heartbeats + rs->ncfs);
+}
+
+struct storm_run {
+	uint64_t end_ns;		/* the last version sent whole, from the first publish */
+	uint64_t repair_wire;		/* bytes of repairs and NCFs on the wire */
+	uint64_t completed[2];		/* versions the honest receivers held whole */
+	uint32_t latest[2];
+};
+
+/*
+ * 20 versions of 300 kB every 20 ms at 2 Gbit/s to two honest receivers losing 1 % of the
+ * packets, while nstorm stormers NACK every symbol of every group every 300 us (ids: how
+ * many receiver ids each takes in turn).
+ */
+static void
+storm_run(unsigned int nstorm, uint32_t ids, struct storm_run *out)
+{
+	struct psb_mc_send_cfg sc = send_cfg();
+	struct psb_mc_sim_cfg cfg = sim_cfg(2, &sc, 0);
+	const struct psb_mc_send_stats *ss;
+	struct net *n = &g_net;
+	uint64_t t0;
+	uint32_t vid;
+	int i;
+
+	cfg.nstorm = nstorm;
+	cfg.storm_every_ns = 300000;
+	cfg.storm_ids = ids;
+	net_start(n, &cfg);
+	for (i = 0; i < 2; i++)
+		*loss(n, i) = (struct psb_mc_loss){ .p = 0.01 };
+	ss = psb_mc_send_stats(tx(n));
+	t0 = now(n);
+	memset(out, 0, sizeof(*out));
+	for (vid = 1; vid <= 20; vid++) {
+		publish(n, vid, 300000, (int)(vid % 8));
+		if (vid < 20)
+			net_run(n, t0 + vid * 20000000ull);
+	}
+	while (psb_mc_send_streaming(tx(n)) && now(n) < t0 + 1000000000ull)
+		net_run(n, now(n) + 100000);
+	if (psb_mc_send_streaming(tx(n)))
+		fail_msg("%u stormers: the last version not sent whole 1 s after the first", nstorm);
+	out->end_ns = now(n) - t0;
+	/* the receivers' repairs of the last version, the storm going on */
+	net_run(n, now(n) + 50000000);
+	/* all that left but data and heartbeats: repairs and NCFs */
+	out->repair_wire = psb_mc_sim_stats(n->sim)->wire_bytes -
+		ss->data_pkts * (uint64_t)(PSB_MC_HLEN + 1000 + PSB_MC_WIRE_OVERHEAD) -
+		ss->heartbeats * (uint64_t)(PSB_MC_HLEN + PSB_MC_WIRE_OVERHEAD);
+	for (i = 0; i < 2; i++) {
+		const struct psb_mc_recv_stats *rs = psb_mc_recv_stats(rx(n, i));
+
+		out->completed[i] = rs->completed;
+		out->latest[i] = rs->latest;
+		assert_int_equal(rs->crc_fail, 0);
+		assert_packets_counted(rs);
+	}
+	assert_nacks_counted(ss);
+	/* repairs and NCFs within their share of the rate (25 %), and a burst */
+	if (out->repair_wire > ss->repair_bps / 8 * (now(n) - t0) / 1000000000ull +
+	    2 * 16 * (PSB_MC_HLEN + 1000 + PSB_MC_WIRE_OVERHEAD))
+		fail_msg("repairs and NCFs took %llu B in %.1f ms, over %llu bit/s",
+			 (unsigned long long)out->repair_wire, (now(n) - t0) / 1e6,
+			 (unsigned long long)ss->repair_bps);
+	if (nstorm != 0) {
+		struct psb_mc_nacker top[4];
+		unsigned int k, m = psb_mc_send_nackers(tx(n), top, 4);
+
+		/* a stormer is the busiest, over its budget, with its ids; the honest never are */
+		assert_true(m >= 1);
+		assert_true(top[0].addr > 2 && top[0].id >= 1000000);
+		assert_int_equal(top[0].ids, ids > 1 ? ids : 1);
+		/* its receivers' budgets, and their host's: more ids gain it nothing */
+		assert_true(ss->nack_over_budget > 0 && top[0].over_budget > 0);
+		for (k = 0; k < m; k++)
+			if (top[k].addr <= 2)
+				assert_int_equal(top[k].over_budget, 0);
+	}
+	net_fini(n);
+}
+
+/*
+ * A receiver that NACKs every symbol of every group thousands of times a second, with one
+ * id or many, from one address or several, holds back neither the fan-out nor the others.
+ */
+static void
+test_storm(void **state)
+{
+	static const struct { unsigned int nstorm; uint32_t ids; } cases[] = {
+		{ 1, 1 }, { 1, 200 }, { 3, 1 },
+	};
+	struct storm_run calm, r;
+	unsigned int c;
+	int i;
+
+	(void)state;
+	storm_run(0, 0, &calm);
+	for (c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+		storm_run(cases[c].nstorm, cases[c].ids, &r);
+		for (i = 0; i < 2; i++) {
+			if (r.completed[i] < 19 || r.latest[i] != 20)
+				fail_msg("storm %u: receiver %d holds %llu of 20 whole, ends on %u", c, i,
+					 (unsigned long long)r.completed[i], r.latest[i]);
+		}
+		/* the last version leaves within 10 % of the time it takes without the storm */
+		if (r.end_ns * 10 > calm.end_ns * 11)
+			fail_msg("storm %u: sent whole at %.1f ms, %.1f ms without it", c,
+				 r.end_ns / 1e6, calm.end_ns / 1e6);
+	}
+}
+
+struct count_out {
+	uint64_t pkts, parity, data, ncf;
+};
+
+static int
+count_emit(void *arg, const uint8_t *hdr, unsigned int hlen, const uint8_t *payload,
+		unsigned int plen)
+{
+	struct count_out *c = arg;
+
+	(void)hlen;
+	(void)payload;
+	(void)plen;
+	c->pkts++;
+	c->parity += hdr[3] == PSB_MC_PARITY;
+	c->data += hdr[3] == PSB_MC_DATA;
+	c->ncf += hdr[3] == PSB_MC_NCF;
+	return 0;
+}
+
+static void
+nack_from(struct psb_mc_send *s, const struct psb_mc_ver *v, uint32_t addr, uint32_t id,
+		uint32_t group, uint16_t need, uint64_t missing, uint64_t now_ns)
+{
+	struct psb_mc_nack_entry e = { .group = group, .need = need, .missing = missing };
+	uint8_t buf[PSB_MC_HLEN + PSB_MC_NACK_ENTRY];
+
+	psb_mc_write_nack(buf, PSB_MC_NACK, 0xabcd, v, id, &e, 1);
+	psb_mc_send_input(s, buf, sizeof(buf), addr, now_ns);
+}
+
+/*
+ * A group's repair round sends its symbols once whoever asks and however often; what an
+ * entry adds is charged to its receiver, and one receiver out of budget costs the others
+ * nothing.
+ */
+static void
+test_repair_rounds(void **state)
+{
+	struct psb_mc_send_cfg sc = send_cfg();
+	static uint8_t data[32000];
+	const struct psb_mc_send_stats *ss;
+	struct psb_mc_nacker top[4];
+	struct count_out c = { 0 };
+	struct psb_mc_send *s;
+	struct psb_mc_ver v;
+	uint64_t t = 1000, parity, charged, t_start;
+	unsigned int i;
+
+	(void)state;
+	fill(data, sizeof(data), 5);
+	sc.rate_bps = 1000000000ull;
+	assert_int_equal(psb_mc_send_create(&sc, count_emit, NULL, &c, &s), 0);
+	ss = psb_mc_send_stats(s);
+	assert_int_equal(ss->repair_bps, 250000000ull);
+	assert_int_equal(ss->receiver_bps, 62500000ull);
+	assert_int_equal(psb_mc_send_publish(s, 1, data, sizeof(data),
+					     psb_mc_crc(0, data, sizeof(data)), t), 0);
+	while (psb_mc_send_streaming(s) || c.data < 32) {
+		t += 10000;
+		psb_mc_send_poll(s, t, 64);
+	}
+	v = (struct psb_mc_ver){ .vid = 1, .nseg = 32, .total_len = sizeof(data),
+		.crc = psb_mc_crc(0, data, sizeof(data)), .group = 16, .seg_size = 1000 };
+	/* A opens group 0's round, asks again (nothing added), B raises it by one */
+	nack_from(s, &v, 1, 7, 0, 2, 0x3, t);
+	assert_int_equal(ss->nack_opened, 1);
+	assert_int_equal(c.ncf, 1);
+	nack_from(s, &v, 1, 7, 0, 2, 0x3, t);
+	nack_from(s, &v, 1, 7, 0, 1, 0x1, t);
+	assert_int_equal(ss->nack_merged, 2);
+	assert_int_equal(c.ncf, 1);
+	nack_from(s, &v, 2, 8, 0, 3, 0x7, t);
+	assert_int_equal(ss->nack_raised, 1);
+	assert_int_equal(c.ncf, 2);
+	/* the round: three parity symbols, once */
+	parity = c.parity;
+	for (i = 0; i < 100; i++) {
+		t += 10000;
+		psb_mc_send_poll(s, t, 64);
+	}
+	assert_int_equal(c.parity - parity, 3);
+	assert_int_equal(psb_mc_send_nackers(s, top, 4), 2);
+	assert_int_equal(top[0].addr, 1);
+	assert_int_equal(top[0].id, 7);
+	assert_int_equal(top[0].nacks, 3);
+	assert_int_equal(top[0].repair_bytes, 2000);
+	assert_int_equal(top[1].repair_bytes, 1000);
+	/* the same ask from the same receiver in the next round is charged again */
+	nack_from(s, &v, 1, 7, 0, 2, 0x3, t);
+	assert_int_equal(ss->nack_opened, 2);
+	/* A asks for the whole of both groups again and again: it gets its budget's worth */
+	t_start = t;
+	for (i = 0; i < 2000; i++) {
+		nack_from(s, &v, 1, 7, i % 2, 16, 0xffff, t);
+		t += 50000;
+		psb_mc_send_poll(s, t, 64);
+	}
+	psb_mc_send_nackers(s, top, 4);
+	assert_int_equal(top[0].addr, 1);
+	assert_true(top[0].over_budget > 0);
+	charged = top[0].repair_bytes;
+	/* a burst (0.1 s at its share) and its share of the time since, symbols on the wire */
+	assert_true(charged * (PSB_MC_HLEN + 1000 + PSB_MC_WIRE_OVERHEAD) / 1000 <=
+		    ss->receiver_bps / 80 + ss->receiver_bps / 8 * (t - t_start) / 1000000000ull +
+		    ss->receiver_bps / 80 / 10);
+	assert_true(charged * (PSB_MC_HLEN + 1000 + PSB_MC_WIRE_OVERHEAD) / 1000 >=
+		    ss->receiver_bps / 8 * (t - t_start) / 1000000000ull / 2);
+	/* B is not held by A's budget: its next ask opens a round */
+	for (i = 0; i < 100; i++) {
+		t += 10000;
+		psb_mc_send_poll(s, t, 64);
+	}
+	charged = ss->nack_opened + ss->nack_raised;
+	nack_from(s, &v, 2, 8, 1, 1, 0x1, t);
+	assert_int_equal(ss->nack_opened + ss->nack_raised, charged + 1);
+	assert_nacks_counted(ss);
+	psb_mc_send_free(s);
+}
+
+/* Receivers come and go: the table keeps the ones heard from lately and names the busiest. */
+static void
+test_nacker_table(void **state)
+{
+	struct psb_mc_send_cfg sc = send_cfg();
+	static uint8_t data[16000];
+	const struct psb_mc_send_stats *ss;
+	struct psb_mc_nacker top[8];
+	struct count_out c = { 0 };
+	struct psb_mc_send *s, *bad;
+	struct psb_mc_ver v;
+	uint64_t t = 1000;
+	unsigned int i, m;
+
+	(void)state;
+	sc.receivers = 16;
+	assert_int_equal(psb_mc_send_create(&sc, count_emit, NULL, &c, &s), 0);
+	sc.receivers = PSB_MC_RECEIVERS_MAX + 1;
+	assert_int_equal(psb_mc_send_create(&sc, count_emit, NULL, &c, &bad), -EINVAL);
+	sc.receivers = 16;
+	sc.repair_pct = 101;
+	assert_int_equal(psb_mc_send_create(&sc, count_emit, NULL, &c, &bad), -EINVAL);
+	assert_null(bad);
+	ss = psb_mc_send_stats(s);
+	assert_int_equal(psb_mc_send_publish(s, 1, data, sizeof(data), 0, t), 0);
+	while (psb_mc_send_streaming(s)) {
+		t += 10000;
+		psb_mc_send_poll(s, t, 64);
+	}
+	v = (struct psb_mc_ver){ .vid = 1, .nseg = 16, .total_len = sizeof(data), .crc = 0,
+		.group = 16, .seg_size = 1000 };
+	/* receiver i NACKs i % 10 + 1 times; 100 of them pass through a table of 16 */
+	for (i = 0; i < 100; i++) {
+		unsigned int k;
+
+		for (k = 0; k <= i % 10; k++)
+			nack_from(s, &v, 100 + i, i, 0, 1, 1, t++);
+	}
+	assert_true(ss->nackers <= 16);
+	assert_int_equal(ss->nackers + ss->nackers_evicted, 100);
+	m = psb_mc_send_nackers(s, top, 8);
+	assert_true(m >= 1 && m <= 8);
+	for (i = 1; i < m; i++)
+		assert_true(top[i - 1].nacks >= top[i].nacks);
+	/* one of the latest heard 10 times (receiver 99, 89, ...) leads */
+	assert_int_equal(top[0].nacks, 10);
+	assert_int_equal((top[0].addr - 100) % 10, 9);
+	/* five receivers of one host: one line, their NACKs summed, the busiest one named */
+	for (i = 0; i < 5; i++) {
+		unsigned int k;
+
+		for (k = 0; k <= 10 + i; k++)
+			nack_from(s, &v, 7, 50 + i, 0, 1, 1, t++);
+	}
+	m = psb_mc_send_nackers(s, top, 8);
+	assert_int_equal(top[0].addr, 7);
+	assert_int_equal(top[0].ids, 5);
+	assert_int_equal(top[0].id, 54);
+	assert_int_equal(top[0].nacks, 11 + 12 + 13 + 14 + 15);
+	assert_nacks_counted(ss);
+	psb_mc_send_free(s);
+}
+
 int
 main(void)
 {
@@ -1067,6 +1391,9 @@ main(void)
 		cmocka_unit_test(test_forged_newest),
 		cmocka_unit_test(test_track_only),
 		cmocka_unit_test(test_adaptive),
+		cmocka_unit_test(test_storm),
+		cmocka_unit_test(test_repair_rounds),
+		cmocka_unit_test(test_nacker_table),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -253,6 +253,83 @@ test_prom_openmetrics(void **state)
 	free(s);
 }
 
+
+/* A group named "" sits inline; an address is a string in JSON, absent where 0, not in
+ * Prometheus; both read back. */
+struct inner {
+	uint64_t hits;
+	uint32_t peer[2];
+};
+
+struct outer {
+	uint64_t own;
+	struct inner in;
+};
+
+static const char *
+rank(unsigned int k)
+{
+	static const char *const names[] = { "1", "2" };
+
+	return names[k];
+}
+
+static const struct psb_metric inner_figs[] = {
+	{ .name = "hits", .kind = PSB_METRIC_COUNTER, .type = PSB_MT_U64,
+	  .off = offsetof(struct inner, hits), .help = "Hits" },
+	{ .name = "peer", .kind = PSB_METRIC_GAUGE, .type = PSB_MT_IPV4,
+	  .off = offsetof(struct inner, peer), .n = 2, .label = "rank", .label_of = rank,
+	  .help = "Peers" },
+};
+static const struct psb_metric_block inner_block = PSB_METRIC_BLOCK("in", "", inner_figs);
+
+static const struct psb_metric outer_figs[] = {
+	{ .name = "own", .kind = PSB_METRIC_COUNTER, .type = PSB_MT_U64,
+	  .off = offsetof(struct outer, own), .help = "Own" },
+	{ .name = "", .kind = PSB_METRIC_GROUP, .type = PSB_MT_BLOCK,
+	  .off = offsetof(struct outer, in), .prom = "in", .help = "Inline",
+	  .sub = &inner_block },
+};
+static const struct psb_metric_block outer_block = PSB_METRIC_BLOCK("o", "psb_o", outer_figs);
+
+static void
+test_inline_ipv4(void **state)
+{
+	struct outer b = { .own = 1, .in = { .hits = 2, .peer = { 0xc6120009, 0 } } }, back;
+	struct psb_prom *p = psb_prom_new();
+	struct psb_prom_labels l = { "" };
+	struct psb_emit e;
+	char name[64], *s;
+	json_t *o;
+
+	(void)state;
+	psb_emit_tree(&e);
+	psb_emit_open(&e, NULL);
+	psb_metric_emit(&e, &outer_block, &b, 1);
+	o = psb_emit_done(&e);
+	assert_non_null(o);
+	s = json_dumps(o, JSON_COMPACT);
+	assert_string_equal(s, "{\"own\":1,\"hits\":2,\"peer\":{\"1\":\"198.18.0.9\"}}");
+	free(s);
+	memset(&back, 0, sizeof(back));
+	psb_metric_read(&outer_block, o, &back);
+	assert_int_equal(back.own, 1);
+	assert_int_equal(back.in.hits, 2);
+	json_decref(o);
+	/* a group's figures under its prefix; an address is no sample */
+	psb_metric_prom_name(name, sizeof(name), "psb_o", &outer_figs[1], NULL);
+	assert_string_equal(name, "psb_o_in");
+	psb_metric_prom_name(name, sizeof(name), "psb_o_in", &inner_figs[1], NULL);
+	assert_string_equal(name, "");
+	assert_non_null(p);
+	psb_prom_block(p, &outer_block, &b, &l);
+	s = psb_prom_page(p, 0);
+	assert_non_null(strstr(s, "psb_o_in_hits_total 2\n"));
+	assert_null(strstr(s, "peer"));
+	free(s);
+	psb_prom_free(p);
+}
+
 int
 main(void)
 {
@@ -261,6 +338,7 @@ main(void)
 		cmocka_unit_test(test_names),
 		cmocka_unit_test(test_prom_text),
 		cmocka_unit_test(test_prom_openmetrics),
+		cmocka_unit_test(test_inline_ipv4),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -75,7 +75,6 @@ fill_figures(const struct rcv_priv *rp, struct psb_stale_snap *f)
 {
 	const struct psb_stale_client *c = &rp->cl;
 	const struct psb_mc_recv_stats *st = c->rx != NULL ? psb_mc_recv_stats(c->rx) : &rp->last;
-	unsigned int k;
 
 	memset(f, 0, sizeof(*f));
 	f->worker = c->cfg.id;
@@ -92,29 +91,7 @@ fill_figures(const struct rcv_priv *rp, struct psb_stale_snap *f)
 	f->joined = c->session != 0;
 	f->running = c->state == PSB_STALE_CL_RUNNING;
 	f->ended = c->end_vid != 0 || c->state == PSB_STALE_CL_ENDING;
-	f->pkts = st->pkts;
-	f->data_pkts = st->data_pkts;
-	f->parity_pkts = st->parity_pkts;
-	f->heartbeats = st->heartbeats;
-	for (k = 0; k < PSB_MC_BAD_MAX; k++)
-		f->malformed += st->bad[k];
-	f->forged = st->forged;
-	f->stale = st->stale;
-	f->out_of_window = st->out_of_window;
-	f->oversize = st->oversize;
-	f->over_budget = st->over_budget;
-	f->duplicates = st->dup_data + st->dup_parity;
-	f->decoded_groups = st->decoded_groups;
-	f->recovered_segs = st->recovered_segs;
-	f->completed = st->completed;
-	f->superseded = st->superseded;
-	f->crc_fail = st->crc_fail;
-	f->late_joins = st->late_joins;
-	f->abandoned = st->abandoned;
-	f->nacks = st->nacks;
-	f->nack_entries = st->nack_entries;
-	f->nacks_suppressed = st->nacks_suppressed;
-	f->held_bytes = st->held_bytes;
+	f->mc = *st;
 }
 
 static void

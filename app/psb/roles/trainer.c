@@ -66,6 +66,8 @@ struct trn_priv {
 	uint64_t next_step_ns, next_pub_ns, next_arp_ns;
 	uint64_t unresolved, stray_nacks, pulls;
 	struct psb_mc_send_stats last;	/* the senders' figures, kept once they are freed */
+	struct psb_mc_nacker last_nackers[PSB_TRN_NACKERS];	/* ... and their busiest hosts */
+	unsigned int nlast;
 	struct psb_trainer_row *rows;	/* [nrows], once the run ended */
 	uint32_t nrows;
 	struct psb_trainer_series series;	/* its posts: staleness.csv and .svg */
@@ -271,15 +273,19 @@ trn_input(struct trn_priv *tp, const uint8_t *p, size_t len, uint32_t ip, uint16
 	struct psb_mc_pkt pk;
 
 	if (len >= 2 && psb_rd16(p) == PSB_MC_MAGIC) {
+		/* multicast: from a worker's address, as in pull mode below */
 		if (tp->mode == PSB_EXP_STALE_MULTICAST) {
-			psb_mc_send_input(tp->mc.tx, p, len, tp->now);
+			if (psb_stale_trainer_is_worker(&tp->tr, ip))
+				psb_mc_send_input(tp->mc.tx, p, len, ip, tp->now);
+			else
+				tp->stray_nacks++;
 			return;
 		}
 		/* pull: the NACK names its receiver, a worker, whose address it must come from */
 		if (psb_mc_parse(p, len, &pk) == PSB_MC_NACK && pk.a < tp->tr.cfg.workers &&
 		    tp->pull[pk.a].tx != NULL && tp->pull[pk.a].to.ip == ip &&
 		    tp->pull[pk.a].to.port == port) {
-			psb_mc_send_input(tp->pull[pk.a].tx, p, len, tp->now);
+			psb_mc_send_input(tp->pull[pk.a].tx, p, len, ip, tp->now);
 			return;
 		}
 		tp->stray_nacks++;
@@ -287,35 +293,6 @@ trn_input(struct trn_priv *tp, const uint8_t *p, size_t len, uint32_t ip, uint16
 	}
 	if (psb_stale_trainer_input(&tp->tr, p, len, ip, port, tp->now, &m) == PSB_STALE_PULL)
 		on_pull(tp, &m, ip, port);
-}
-
-static void
-stats_add(struct psb_mc_send_stats *a, const struct psb_mc_send_stats *b)
-{
-	unsigned int k;
-
-	a->published += b->published;
-	a->superseded += b->superseded;
-	a->sent_whole += b->sent_whole;
-	a->data_pkts += b->data_pkts;
-	a->data_bytes += b->data_bytes;
-	a->proactive_pkts += b->proactive_pkts;
-	a->repair_parity_pkts += b->repair_parity_pkts;
-	a->repair_data_pkts += b->repair_data_pkts;
-	a->repair_bytes += b->repair_bytes;
-	a->heartbeats += b->heartbeats;
-	a->ncfs += b->ncfs;
-	a->nacks += b->nacks;
-	a->nack_entries += b->nack_entries;
-	a->nack_merged += b->nack_merged;
-	a->nack_superseded += b->nack_superseded;
-	a->nack_premature += b->nack_premature;
-	a->nack_forged += b->nack_forged;
-	for (k = 0; k < PSB_MC_BAD_MAX; k++)
-		a->nack_bad[k] += b->nack_bad[k];
-	a->emit_busy += b->emit_busy;
-	a->backoffs += b->backoffs;
-	a->rate_bps = b->rate_bps > a->rate_bps ? b->rate_bps : a->rate_bps;
 }
 
 /* Every sender's figures summed (kept ones, once the senders were freed). */
@@ -326,10 +303,47 @@ sender_stats(const struct trn_priv *tp, struct psb_mc_send_stats *st)
 
 	*st = tp->last;
 	if (tp->mc.tx != NULL)
-		stats_add(st, psb_mc_send_stats(tp->mc.tx));
+		psb_mc_send_stats_add(st, psb_mc_send_stats(tp->mc.tx));
 	for (i = 0; tp->pull != NULL && i < tp->tr.cfg.workers; i++)
 		if (tp->pull[i].tx != NULL)
-			stats_add(st, psb_mc_send_stats(tp->pull[i].tx));
+			psb_mc_send_stats_add(st, psb_mc_send_stats(tp->pull[i].tx));
+}
+
+/* The busiest hosts NACKing the senders into top (those of freed senders kept): how many. */
+static unsigned int
+busiest(const struct trn_priv *tp, struct psb_mc_nacker *top)
+{
+	struct psb_mc_nacker one[PSB_TRN_NACKERS];
+	unsigned int k = 0, n, i, j;
+
+	for (i = 0; i < tp->nlast; i++)
+		psb_mc_nackers_add(top, &k, PSB_TRN_NACKERS, &tp->last_nackers[i]);
+	for (i = 0; i <= (tp->pull != NULL ? tp->tr.cfg.workers : 0); i++) {
+		struct psb_mc_send *tx = i == 0 ? tp->mc.tx : tp->pull[i - 1].tx;
+
+		if (tx == NULL)
+			continue;
+		n = psb_mc_send_nackers(tx, one, PSB_TRN_NACKERS);
+		for (j = 0; j < n; j++)
+			psb_mc_nackers_add(top, &k, PSB_TRN_NACKERS, &one[j]);
+	}
+	return k;
+}
+
+static void
+busiest_figures(const struct trn_priv *tp, struct psb_trainer_snap *f)
+{
+	struct psb_mc_nacker top[PSB_TRN_NACKERS];
+	unsigned int k = busiest(tp, top), i;
+
+	for (i = 0; i < k; i++) {
+		f->nacker_addr[i] = top[i].addr;
+		f->nacker_ids[i] = top[i].ids;
+		f->nacker_id[i] = top[i].id;
+		f->nacker_nacks[i] = top[i].nacks;
+		f->nacker_over_budget[i] = top[i].over_budget;
+		f->nacker_repair_bytes[i] = top[i].repair_bytes;
+	}
 }
 
 static void
@@ -373,28 +387,8 @@ fill_figures(const struct trn_priv *tp, struct psb_trainer_snap *f)
 	f->pulls = tp->pulls;
 	f->held_bytes = (uint64_t)tp->vers.n * tp->vers.len;
 	f->series_dropped = tp->series.dropped;
-	f->published = st.published;
-	f->superseded = st.superseded;
-	f->sent_whole = st.sent_whole;
-	f->data_pkts = st.data_pkts;
-	f->data_bytes = st.data_bytes;
-	f->proactive_pkts = st.proactive_pkts;
-	f->repair_parity_pkts = st.repair_parity_pkts;
-	f->repair_data_pkts = st.repair_data_pkts;
-	f->repair_bytes = st.repair_bytes;
-	f->heartbeats = st.heartbeats;
-	f->ncfs = st.ncfs;
-	f->nacks = st.nacks;
-	f->nack_entries = st.nack_entries;
-	f->nack_merged = st.nack_merged;
-	f->nack_superseded = st.nack_superseded;
-	f->nack_premature = st.nack_premature;
-	f->nack_forged = st.nack_forged;
-	for (k = 0; k < PSB_MC_BAD_MAX; k++)
-		f->nack_malformed += st.nack_bad[k];
-	f->emit_busy = st.emit_busy;
-	f->backoffs = st.backoffs;
-	f->rate_bps = st.rate_bps;
+	f->mc = st;
+	busiest_figures(tp, f);
 }
 
 /* The run's state for the control plane; final: it ended (or was stopped), figures final. */
@@ -489,6 +483,7 @@ release_senders(struct trn_priv *tp)
 	uint32_t i;
 
 	sender_stats(tp, &tp->last);
+	tp->nlast = busiest(tp, tp->last_nackers);
 	psb_mc_send_free(tp->mc.tx);
 	tp->mc.tx = NULL;
 	for (i = 0; tp->pull != NULL && i < tp->tr.cfg.workers; i++)
@@ -549,6 +544,7 @@ trn_start(struct psb_role_inst *ri, const struct psb_exp_conf *c)
 	free(tp->series.pts);
 	memset(&tp->series, 0, sizeof(tp->series));
 	memset(&tp->last, 0, sizeof(tp->last));
+	tp->nlast = 0;
 	tp->unresolved = tp->stray_nacks = tp->pulls = 0;
 	tp->mode = st->mode;
 	data = (uint64_t)(st->data_size * 1e6 + 0.5);
@@ -559,7 +555,9 @@ trn_start(struct psb_role_inst *ri, const struct psb_exp_conf *c)
 		.session = (uint32_t)(rte_rdtsc() ^ (uint64_t)app->me.ip << 8) | 1,
 		.seg_size = (uint16_t)RTE_MIN(seg, (unsigned int)PSB_MC_SEG_MAX), .group = 64,
 		.parity = (uint16_t)st->parity, .rate_bps = st->rate, .heartbeat_ns = 5000000,
-		.nack_hold_ns = 200000 };
+		.nack_hold_ns = 200000, .repair_pct = (uint16_t)st->repair_share,
+		.receiver_pct = (uint16_t)st->receiver_share,
+		.receivers = (uint32_t)st->nack_receivers };
 	tc = (struct psb_stale_trainer_cfg){ .session = tp->scfg.session, .key = st->key,
 		.workers = (uint32_t)st->workers, .push_ns = st->push_frequency,
 		.post_ns = st->post_frequency, .step_ns = st->step_frequency,
@@ -604,6 +602,12 @@ trn_start(struct psb_role_inst *ri, const struct psb_exp_conf *c)
 		 (unsigned int)tp->scfg.seg_size, st->rate / 1e9,
 		 tp->mode == PSB_EXP_STALE_MULTICAST ? " to the group" : " to each worker",
 		 tp->series_max);
+	PSB_INFO(trainer, "repairs take at most %u %% of the rate (%.3f Gbit/s), a receiver %u %% "
+		 "of that (%.3f Gbit/s); NACKs beyond are counted and ignored; %u receivers "
+		 "tracked", (unsigned int)st->repair_share, st->rate / 100 * st->repair_share / 1e9,
+		 (unsigned int)st->receiver_share,
+		 st->rate / 100 * st->repair_share / 100 * st->receiver_share / 1e9,
+		 (unsigned int)st->nack_receivers);
 	publish(tp, 0);
 	return 0;
 }
