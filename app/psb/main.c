@@ -62,6 +62,7 @@ derive_budget(struct psb_app *app, uint64_t mem_mb, uint64_t pools_mb,
 	uint64_t base_mb = mem_mb != 0 ? mem_mb : mi->mem_total_mb / 2;
 	const char *from = mem_mb != 0 ? "--mem " : "half the machine's ";
 	char err[256], s1[32], s2[32], s3[32], s4[32];
+	uint16_t seg;
 
 	if (base_mb < pools_mb + 64) {
 		if (mem_mb != 0)
@@ -71,9 +72,13 @@ derive_budget(struct psb_app *app, uint64_t mem_mb, uint64_t pools_mb,
 		base_mb = pools_mb + 64;
 		from = "the packet pools plus 64 MiB: ";
 	}
-	/* senders may cut finer than this node's MTU: count bookkeeping at 1500 bytes */
-	if (psb_kv_budget_derive(&eff, &given, (base_mb - pools_mb) * MiB, app->max_value,
-			psb_seg_size_for_mtu(app->mtu_want < 1500 ? app->mtu_want : 1500),
+	/*
+	 * Senders may cut finer than this node's MTU: bookkeeping is counted at 1500 bytes, or
+	 * at the MTU wanted when lower (0, the port's own: at 1500).
+	 */
+	seg = psb_seg_size_for_mtu(app->mtu_want != 0 && app->mtu_want < 1500 ? app->mtu_want :
+		1500);
+	if (psb_kv_budget_derive(&eff, &given, (base_mb - pools_mb) * MiB, app->max_value, seg,
 			app->num_workers, app->nshards, err, sizeof(err)) != 0)
 		psb_die("%s", err);
 	b->max_bytes = eff.max_bytes;

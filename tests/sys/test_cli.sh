@@ -52,6 +52,9 @@ expect_error "--huge" "free hugepages" -- --port null --ip 198.18.0.1 --huge --m
 expect_error "--connect-timeout" "node.connect_timeout" "[0ns, 60m]" -- "${base[@]}" --connect-timeout 9999
 expect_error "--connect-timeout" "expected a duration" -- "${base[@]}" --connect-timeout soon
 expect_error "node.mtu" "--mtu" "576" -- "${base[@]}" --mtu 100
+# a push's bookkeeping counted at 1500-byte frames (733 segments) when the MTU is the port's own
+expect_error "store.reasm_sender_bytes" "(1078144 B with its bookkeeping)" -- "${base[@]}" \
+	--max-value 1MiB --reasm-sender-bytes 1MiB
 
 # a value longer than any setting takes is refused whole, never cut to something that passes
 long=$(printf '9%.0s' $(seq 300))
