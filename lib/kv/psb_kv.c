@@ -16,6 +16,13 @@ const char *const psb_kv_discard_names[PSB_KV_DISCARD_MAX] = {
 	[PSB_KV_DISCARD_NO_MEMORY] = "no_memory",
 };
 
+const char *const psb_kv_resend_names[PSB_KV_RESEND_MAX] = {
+	[PSB_KV_RESEND_DUPLICATE] = "duplicate",
+	[PSB_KV_RESEND_REPAIR] = "repair",
+	[PSB_KV_RESEND_SEGMENT] = "segment",
+	[PSB_KV_RESEND_REPAIR_RESP] = "repair_resp",
+};
+
 enum peer_state {
 	PEER_IDLE = 0,		/* no request seen */
 	PEER_ASSEMBLING,	/* push segments arriving (staged) */
@@ -43,6 +50,15 @@ struct kv_entry {
 	float *val;
 	float *acc;		/* sync: sum of the open round */
 	struct kv_peer *peers;	/* [num_workers] */
+};
+
+/* One sender's resend bucket, and what it was refused. */
+struct kv_resend {
+	double tokens;		/* bytes it may send again now */
+	uint64_t last_ns;	/* tokens are as of then */
+	uint64_t refused;	/* since the start */
+	uint64_t win_refused;	/* since the last psb_kv_resend_busiest */
+	uint64_t win_bytes;
 };
 
 /* A segment of a staged push: the caller's buffer (ref), or a copy of ours (ref NULL). */
@@ -88,6 +104,7 @@ struct psb_kv {
 	struct kv_stage **by_sender;	/* [num_workers] list heads */
 	uint64_t *sender_reserved;	/* [num_workers] */
 	uint64_t reserved;
+	struct kv_resend *resend;	/* [num_workers] */
 	uint32_t held;
 	uint64_t now_ns;
 	struct psb_kv_stats st;
@@ -171,6 +188,19 @@ entry_mem(const struct psb_kv *kv, uint32_t len)
 		(uint64_t)kv->cfg.num_workers * sizeof(struct kv_peer);
 }
 
+/* Every sender's resend bucket full, nothing refused. */
+static void
+resend_fill(struct psb_kv *kv)
+{
+	uint16_t s;
+
+	for (s = 0; s < kv->cfg.num_workers; s++) {
+		memset(&kv->resend[s], 0, sizeof(kv->resend[s]));
+		kv->resend[s].tokens = (double)kv->cfg.resend_burst;
+		kv->resend[s].last_ns = kv->now_ns;
+	}
+}
+
 static int
 slots_alloc(struct psb_kv *kv, uint32_t cap)
 {
@@ -208,14 +238,16 @@ psb_kv_create(const struct psb_kv_cfg *cfg)
 	kv->epoch_known = calloc(nw, sizeof(*kv->epoch_known));
 	kv->by_sender = calloc(nw, sizeof(*kv->by_sender));
 	kv->sender_reserved = calloc(nw, sizeof(*kv->sender_reserved));
+	kv->resend = calloc(nw, sizeof(*kv->resend));
 	kv->buckets = calloc(64, sizeof(*kv->buckets));
 	kv->bmask = 63;
 	if (kv->addrs == NULL || kv->epoch == NULL || kv->epoch_known == NULL ||
-	    kv->by_sender == NULL || kv->sender_reserved == NULL || kv->buckets == NULL ||
-	    slots_alloc(kv, cap) != 0) {
+	    kv->by_sender == NULL || kv->sender_reserved == NULL || kv->resend == NULL ||
+	    kv->buckets == NULL || slots_alloc(kv, cap) != 0) {
 		psb_kv_free(kv);
 		return NULL;
 	}
+	resend_fill(kv);
 	return kv;
 }
 
@@ -302,6 +334,14 @@ psb_kv_push_cost(uint32_t len, uint16_t seg_size)
 	return stage_cost(len, psb_seg_count(len, seg_size != 0 ? seg_size : 4));
 }
 
+uint64_t
+psb_kv_resend_cost(uint32_t len, uint16_t seg_size)
+{
+	uint32_t n = len != 0 ? psb_seg_count(len, seg_size != 0 ? seg_size : 4) : 1;
+
+	return (uint64_t)n * PSB_FRAME_HLEN + len;
+}
+
 int
 psb_kv_budget_derive(struct psb_kv_budget *b, const struct psb_kv_budget *given,
 		uint64_t avail, uint32_t max_value, uint16_t seg_size, uint16_t num_workers,
@@ -309,6 +349,7 @@ psb_kv_budget_derive(struct psb_kv_budget *b, const struct psb_kv_budget *given,
 {
 	uint64_t one = psb_kv_push_cost(max_value, seg_size);
 	uint64_t two = 2 * one * (nshards != 0 ? nshards : 1);
+	uint64_t answer = psb_kv_resend_cost(max_value, seg_size);
 	uint64_t share;
 
 	b->max_bytes = given->max_bytes != 0 ? given->max_bytes : avail / 4 * 3;
@@ -327,6 +368,16 @@ psb_kv_budget_derive(struct psb_kv_budget *b, const struct psb_kv_budget *given,
 			 given->reasm_sender_bytes ? "store.reasm_sender_bytes" : "store.reasm_bytes",
 			 (unsigned long long)b->reasm_sender_bytes, max_value,
 			 (unsigned long long)one);
+		return -EINVAL;
+	}
+	b->resend_burst = given->resend_burst != 0 ? given->resend_burst : 2 * answer;
+	b->resend_bps = given->resend_bps != 0 ? given->resend_bps : PSB_KV_RESEND_BPS;
+	if (b->resend_burst < answer) {
+		snprintf(err, errlen, "store.resend_burst %llu B is less than one answer of "
+			 "node.max_value %u B (%llu B with its headers): nothing that large could "
+			 "be sent again; raise it or lower node.max_value",
+			 (unsigned long long)b->resend_burst, max_value,
+			 (unsigned long long)answer);
 		return -EINVAL;
 	}
 	return 0;
@@ -526,6 +577,7 @@ psb_kv_free(struct psb_kv *kv)
 	free(kv->epoch_known);
 	free(kv->by_sender);
 	free(kv->sender_reserved);
+	free(kv->resend);
 	free(kv);
 }
 
@@ -659,6 +711,39 @@ refuse(struct psb_kv *kv, const struct psb_hdr *h, const struct psb_addr *to, ui
 
 	kv->st.refused[budget < PSB_BUDGET_MAX ? budget : 0]++;
 	send_error(kv, h, to, status, budget, emit, arg);
+}
+
+/*
+ * Sender s's bucket pays a resend of cost bytes: 1, or 0 when it holds less (the resend is
+ * then not sent, and counted under why). It first refills by the time since it was last
+ * looked at.
+ */
+static int
+resend_pay(struct psb_kv *kv, uint16_t s, uint64_t cost, enum psb_kv_resend why)
+{
+	struct kv_resend *r = &kv->resend[s];
+	double burst = (double)kv->cfg.resend_burst;
+
+	if (kv->cfg.resend_burst != 0) {
+		if (kv->now_ns > r->last_ns) {
+			r->tokens += (double)(kv->now_ns - r->last_ns) *
+				(double)kv->cfg.resend_bps / 8e9;
+			if (r->tokens > burst)
+				r->tokens = burst;
+			r->last_ns = kv->now_ns;
+		}
+		if (r->tokens < (double)cost) {
+			kv->st.resend_over_budget[why]++;
+			kv->st.resend_over_budget_bytes += cost;
+			r->refused++;
+			r->win_refused++;
+			r->win_bytes += cost;
+			return 0;
+		}
+		r->tokens -= (double)cost;
+	}
+	kv->st.resend_bytes += cost;
+	return 1;
 }
 
 /* Answer a finished request of peer p (sender s) on entry e. */
@@ -804,6 +889,102 @@ push_whole(struct psb_kv *kv, struct kv_entry *e, struct kv_stage *st, const str
 	complete(kv, e, h->sender, emit, arg);
 }
 
+/*
+ * REPAIR_RESP to a REPAIR h: the staged push's missing segments (st), or ALL (st NULL); a
+ * resend the sender's bucket pays for.
+ */
+static void
+send_nack(struct psb_kv *kv, const struct psb_hdr *h, const struct kv_stage *st,
+		const struct psb_addr *to, psb_kv_emit_fn emit, void *arg)
+{
+	uint8_t buf[PSB_REPAIR_MAX_LEN];
+	struct psb_repair rp = { .flags = st == NULL ? PSB_REPAIR_ALL : 0 };
+	struct psb_hdr r;
+
+	fill_resp(kv, &r, PSB_MSG_REPAIR_RESP, h->sender, h->req_id, h->flags, h->key);
+	r.round = h->round;
+	r.total_len = psb_reasm_repair(st != NULL ? &st->reasm : NULL, &rp, buf,
+		kv->cfg.seg_size);
+	r.seg_size = (uint16_t)r.total_len;
+	if (!resend_pay(kv, h->sender, psb_kv_resend_cost(r.total_len, r.seg_size),
+			PSB_KV_RESEND_REPAIR_RESP))
+		return;
+	kv->st.nacks++;
+	emit(arg, to, &r, buf);
+}
+
+/*
+ * The segments of e's answer to sender s that rp asks for, each as the sender's bucket
+ * pays for it; how many were sent and, in *refused, how many not.
+ */
+static uint32_t
+answer_segments(struct psb_kv *kv, struct kv_entry *e, uint16_t s, const struct psb_repair *rp,
+		uint32_t *refused, psb_kv_emit_fn emit, void *arg)
+{
+	const struct kv_peer *p = &e->peers[s];
+	uint32_t i, nseg = psb_seg_count(e->len, kv->cfg.seg_size), sent = 0;
+	struct psb_hdr r;
+
+	*refused = 0;
+	fill_resp(kv, &r, p->type | PSB_MSG_RESP, s, p->req_id, p->flags, e->key);
+	r.round = e->round;
+	r.total_len = e->len;
+	for (i = 0; i < rp->nbits && rp->base + i < nseg; i++) {
+		uint32_t off = (rp->base + i) * kv->cfg.seg_size, left = e->len - off;
+
+		if (!psb_repair_bit(rp, i))
+			continue;
+		r.offset = off;
+		r.seg_len = (uint16_t)(left < kv->cfg.seg_size ? left : kv->cfg.seg_size);
+		if (!resend_pay(kv, s, PSB_FRAME_HLEN + (uint64_t)r.seg_len,
+				PSB_KV_RESEND_SEGMENT)) {
+			(*refused)++;
+			continue;
+		}
+		kv->st.repair_segs++;
+		kv->st.bytes_sent += r.seg_len;
+		sent++;
+		emit(arg, &kv->addrs[s], &r, e->val);
+	}
+	return sent;
+}
+
+/*
+ * A finished request asked for again: by a repeated request (rp NULL), or by a REPAIR
+ * (rp). Its answer goes again as far as the sender's resend bucket pays for it: the
+ * segments the REPAIR names when it began the version still stored, else all of it (a
+ * PUSH's ACK, an ERROR), or nothing.
+ */
+static void
+answer_again(struct psb_kv *kv, struct kv_entry *e, const struct psb_hdr *h,
+		const struct psb_addr *from, const struct psb_repair *rp, psb_kv_emit_fn emit,
+		void *arg)
+{
+	const struct kv_peer *p = &e->peers[h->sender];
+	enum psb_kv_resend why = rp != NULL ? PSB_KV_RESEND_REPAIR : PSB_KV_RESEND_DUPLICATE;
+	uint32_t refused;
+
+	if (p->type == PSB_MSG_ERROR) {
+		if (resend_pay(kv, h->sender, psb_kv_resend_cost(0, 0), why)) {
+			kv->st.retries_answered++;
+			send_error(kv, h, from, p->err_status, p->err_aux, emit, arg);
+		}
+		return;
+	}
+	if (rp != NULL && p->type != PSB_MSG_PUSH && (rp->flags & PSB_REPAIR_ROUND) &&
+	    rp->round == e->round && rp->nbits != 0) {
+		if (answer_segments(kv, e, h->sender, rp, &refused, emit, arg) != 0 || refused == 0)
+			kv->st.retries_answered++;
+		return;
+	}
+	/* nothing begun, or begun on a version that is gone: the whole answer */
+	if (resend_pay(kv, h->sender, psb_kv_resend_cost(p->type != PSB_MSG_PUSH ? e->len : 0,
+			kv->cfg.seg_size), why)) {
+		kv->st.retries_answered++;
+		answer(kv, e, h->sender, emit, arg);
+	}
+}
+
 /* A PULL: answered from the store, in order with the sender's other requests on the key. */
 static void
 handle_pull(struct psb_kv *kv, struct kv_entry *e, const struct psb_hdr *h,
@@ -827,13 +1008,8 @@ handle_pull(struct psb_kv *kv, struct kv_entry *e, const struct psb_hdr *h,
 	p = &e->peers[h->sender];
 	if (p->state != PEER_IDLE && h->aux == p->epoch) {
 		if (h->req_id == p->req_id) {
-			if (p->state == PEER_DONE) {
-				kv->st.retries_answered++;
-				if (p->type == PSB_MSG_ERROR)
-					send_error(kv, h, from, p->err_status, p->err_aux, emit, arg);
-				else
-					answer(kv, e, h->sender, emit, arg);
-			}
+			if (p->state == PEER_DONE)
+				answer_again(kv, e, h, from, NULL, emit, arg);
 			return;		/* waiting for its round: answered when it closes */
 		}
 		if (!req_newer(h->req_id, p->req_id)) {
@@ -843,56 +1019,6 @@ handle_pull(struct psb_kv *kv, struct kv_entry *e, const struct psb_hdr *h,
 	}
 	peer_start(p, h, PEER_ASSEMBLING);
 	complete(kv, e, h->sender, emit, arg);
-}
-
-/* REPAIR_RESP to a REPAIR h: the staged push's missing segments (st), or ALL (st NULL). */
-static void
-send_nack(struct psb_kv *kv, const struct psb_hdr *h, const struct kv_stage *st,
-		const struct psb_addr *to, psb_kv_emit_fn emit, void *arg)
-{
-	uint8_t buf[PSB_REPAIR_MAX_LEN];
-	struct psb_repair rp = { .flags = st == NULL ? PSB_REPAIR_ALL : 0 };
-	struct psb_hdr r;
-
-	fill_resp(kv, &r, PSB_MSG_REPAIR_RESP, h->sender, h->req_id, h->flags, h->key);
-	r.round = h->round;
-	r.total_len = psb_reasm_repair(st != NULL ? &st->reasm : NULL, &rp, buf,
-		kv->cfg.seg_size);
-	r.seg_size = (uint16_t)r.total_len;
-	kv->st.nacks++;
-	emit(arg, to, &r, buf);
-}
-
-/* Answer a finished request again: the segments rp asks for, or all of it. */
-static void
-answer_repair(struct psb_kv *kv, struct kv_entry *e, uint16_t s, const struct psb_repair *rp,
-		psb_kv_emit_fn emit, void *arg)
-{
-	struct kv_peer *p = &e->peers[s];
-	uint32_t i, nseg;
-	struct psb_hdr r;
-
-	/* nothing begun, or begun on a version that is gone: the whole answer */
-	if (p->type == PSB_MSG_PUSH || !(rp->flags & PSB_REPAIR_ROUND) ||
-	    rp->round != e->round || rp->nbits == 0) {
-		answer(kv, e, s, emit, arg);
-		return;
-	}
-	nseg = psb_seg_count(e->len, kv->cfg.seg_size);
-	fill_resp(kv, &r, p->type | PSB_MSG_RESP, s, p->req_id, p->flags, e->key);
-	r.round = e->round;
-	r.total_len = e->len;
-	for (i = 0; i < rp->nbits && rp->base + i < nseg; i++) {
-		uint32_t off = (rp->base + i) * kv->cfg.seg_size, left = e->len - off;
-
-		if (!psb_repair_bit(rp, i))
-			continue;
-		r.offset = off;
-		r.seg_len = (uint16_t)(left < kv->cfg.seg_size ? left : kv->cfg.seg_size);
-		kv->st.repair_segs++;
-		kv->st.bytes_sent += r.seg_len;
-		emit(arg, &kv->addrs[s], &r, e->val);
-	}
 }
 
 /*
@@ -922,11 +1048,7 @@ handle_repair(struct psb_kv *kv, struct kv_entry *e, const struct psb_hdr *h,
 	}
 	if (p != NULL && p->state != PEER_IDLE && p->epoch == h->aux) {
 		if (p->req_id == h->req_id && p->state == PEER_DONE) {
-			kv->st.retries_answered++;
-			if (p->type == PSB_MSG_ERROR)
-				send_error(kv, h, from, p->err_status, p->err_aux, emit, arg);
-			else
-				answer_repair(kv, e, h->sender, &rp, emit, arg);
+			answer_again(kv, e, h, from, &rp, emit, arg);
 			return;
 		}
 		if (p->req_id == h->req_id && p->state == PEER_WAITING)
@@ -986,15 +1108,10 @@ handle_push(struct psb_kv *kv, struct kv_entry *e, const struct psb_hdr *h, cons
 	if (cur_state != PEER_IDLE && h->aux == cur_epoch && h->req_id == cur_req) {
 		if (cur_state == PEER_DONE) {
 			/* A retry of an answered request: answer again, once per retry. */
-			if (h->offset == 0) {
-				kv->st.retries_answered++;
-				if (p->type == PSB_MSG_ERROR)
-					send_error(kv, h, from, p->err_status, p->err_aux, emit, arg);
-				else
-					answer(kv, e, h->sender, emit, arg);
-			} else {
+			if (h->offset == 0)
+				answer_again(kv, e, h, from, NULL, emit, arg);
+			else
 				kv->st.dup_segs++;
-			}
 			return 0;
 		}
 		if (cur_state == PEER_WAITING)
@@ -1162,6 +1279,32 @@ psb_kv_peer_left(struct psb_kv *kv, uint32_t ip)
 	return n;
 }
 
+int
+psb_kv_resend_busiest(struct psb_kv *kv, struct psb_kv_resend_peer *p)
+{
+	uint16_t s, top = 0, n = 0;
+
+	for (s = 0; s < kv->cfg.num_workers; s++) {
+		struct kv_resend *r = &kv->resend[s];
+
+		if (r->win_refused == 0)
+			continue;
+		if (n++ == 0 || r->win_bytes > kv->resend[top].win_bytes)
+			top = s;
+	}
+	if (n == 0)
+		return 0;
+	p->sender = top;
+	p->senders = n;
+	p->addr = kv->addrs[top];
+	p->refused = kv->resend[top].win_refused;
+	p->refused_bytes = kv->resend[top].win_bytes;
+	p->total = kv->resend[top].refused;
+	for (s = 0; s < kv->cfg.num_workers; s++)
+		kv->resend[s].win_refused = kv->resend[s].win_bytes = 0;
+	return 1;
+}
+
 struct batch_ctx {
 	const struct psb_addr *from;
 	uint16_t sender;
@@ -1269,6 +1412,7 @@ psb_kv_reset(struct psb_kv *kv)
 	}
 	memset(kv->epoch_known, 0, kv->cfg.num_workers);
 	memset(&kv->st, 0, sizeof(kv->st));
+	resend_fill(kv);
 }
 
 double
@@ -1338,6 +1482,10 @@ psb_kv_dump(const struct psb_kv *kv, FILE *out)
 				st[p->state], psb_msg_type_name(p->type), p->req_id, p->round, p->epoch);
 		}
 	}
+	for (s = 0; s < kv->cfg.num_workers; s++)
+		if (kv->resend[s].refused != 0)
+			fprintf(out, "sender %u: %llu resends refused, %.0f B in its bucket\n", s,
+				(unsigned long long)kv->resend[s].refused, kv->resend[s].tokens);
 	for (sg = kv->lru_head; sg != NULL; sg = sg->lru_next)
 		fprintf(out, "staged: key %llu sender %u %s req %u epoch %u segs %u/%u, %llu B "
 			"reserved\n", (unsigned long long)sg->key, sg->sender,

@@ -24,6 +24,14 @@
  * workers retry later: staging reserves the announced length (plus bookkeeping) when a
  * push's first segment arrives, and allocates only as segments arrive, so an announced
  * length costs budget, not memory.
+ *
+ * What a peer can make the store send again without a new request of its own is bounded
+ * per sender by a token bucket (resend_burst 0: no bound): an answer sent again for a
+ * repeated request or for a REPAIR, the answer segments a REPAIR asks for, a REPAIR_RESP.
+ * Each is charged as the frames carry it (psb_kv_resend_cost); the bucket holds at most
+ * resend_burst bytes and refills at resend_bps by the store's clock (psb_kv_tick). What the
+ * bucket cannot pay is not sent, and counted: the worker asks again after its timeout. The
+ * first answer to a request is never charged.
  */
 struct psb_kv_cfg {
 	uint16_t num_workers;	/* N: senders 0..N-1; a sync round closes after N pushes */
@@ -36,6 +44,8 @@ struct psb_kv_cfg {
 	uint64_t reasm_bytes;	/* staged pushes of all senders: announced bytes + bookkeeping */
 	uint64_t reasm_sender_bytes;	/* the same, per sender */
 	uint64_t reasm_timeout_ns;	/* drop a staged push this long after its last segment */
+	uint64_t resend_burst;	/* bytes a sender's resend bucket holds (0: resends unbounded) */
+	uint64_t resend_bps;	/* bits a second it refills at */
 	/*
 	 * Segments handed in with a reference (psb_kv_handle_ref) are kept by reference while
 	 * fewer than hold_max are kept and the segment fills at least a quarter of the memory
@@ -67,12 +77,23 @@ struct psb_kv_cfg {
 /* Budget of reassembly one push of len bytes cut at seg_size takes. */
 uint64_t psb_kv_push_cost(uint32_t len, uint16_t seg_size);
 
-/* A server's budgets, for the whole process (shards split them). */
+/*
+ * What sending a value of len bytes cut at seg_size costs a resend bucket: the frames'
+ * headers (PSB_FRAME_HLEN each, one frame when len is 0) and len.
+ */
+uint64_t psb_kv_resend_cost(uint32_t len, uint16_t seg_size);
+
+/* Resend rate when none is given (bits/s): the repairs of a sender losing a tenth of 10 Gb/s. */
+#define PSB_KV_RESEND_BPS	1000000000ull
+
+/* A server's budgets, for the whole process (shards split the totals). */
 struct psb_kv_budget {
 	uint64_t max_bytes;
 	uint64_t max_keys;
 	uint64_t reasm_bytes;
 	uint64_t reasm_sender_bytes;
+	uint64_t resend_burst;		/* per sender and shard */
+	uint64_t resend_bps;		/* per sender and shard */
 };
 
 /*
@@ -80,11 +101,24 @@ struct psb_kv_budget {
  * store and reassembly may use: the store three quarters of it, reassembly a quarter but
  * always room for two pushes of max_value per shard, every sender a fair share of that but
  * always room for one push of max_value (cut at seg_size, the finest stride expected).
- * 0, or -EINVAL with a message when a given budget cannot hold one push of max_value.
+ * Resending: a burst of two answers of max_value at seg_size, PSB_KV_RESEND_BPS.
+ * 0, or -EINVAL with a message when a given budget cannot hold one push of max_value, or a
+ * given resend burst one answer of it (nothing could be sent again whole).
  */
 int psb_kv_budget_derive(struct psb_kv_budget *b, const struct psb_kv_budget *given,
 		uint64_t avail, uint32_t max_value, uint16_t seg_size, uint16_t num_workers,
 		uint16_t nshards, char *err, size_t errlen);
+
+/* What a resend refused for want of budget would have been. */
+enum psb_kv_resend {
+	PSB_KV_RESEND_DUPLICATE,	/* the whole answer again: a repeated request */
+	PSB_KV_RESEND_REPAIR,		/* the whole answer again: a REPAIR of an answered one */
+	PSB_KV_RESEND_SEGMENT,		/* an answer segment a REPAIR asked for */
+	PSB_KV_RESEND_REPAIR_RESP,	/* a REPAIR_RESP */
+	PSB_KV_RESEND_MAX
+};
+
+extern const char *const psb_kv_resend_names[PSB_KV_RESEND_MAX];
 
 /* Why a staged push was discarded. */
 enum psb_kv_discard {
@@ -103,7 +137,9 @@ struct psb_kv_stats {
 	uint64_t req[4];		/* completed requests by type (index PSB_MSG_PUSH..PUSHPULL) */
 	uint64_t segs_in;		/* value segments received */
 	uint64_t dup_segs;		/* duplicate segments ignored */
-	uint64_t retries_answered;	/* repeated requests answered again, not re-applied */
+	uint64_t retries_answered;	/* repeated requests and REPAIRs of answered ones
+					 * answered again (resend budget permitting), not
+					 * re-applied */
 	uint64_t stale;			/* requests older than the newest of their sender */
 	uint64_t rounds_closed;		/* synchronous rounds completed */
 	uint64_t bytes_summed;		/* value bytes added into the store */
@@ -122,6 +158,10 @@ struct psb_kv_stats {
 	uint64_t nacks;			/* REPAIR_RESP: push segments asked for again */
 	uint64_t repair_bad;		/* REPAIR messages that made no sense */
 	uint64_t values_copied;		/* pushes added into a copy: answers read the value */
+	uint64_t resend_bytes;		/* bytes sent again (answers, segments, REPAIR_RESP), as
+					 * their senders' buckets were charged */
+	uint64_t resend_over_budget[PSB_KV_RESEND_MAX];	/* resends not sent: bucket short */
+	uint64_t resend_over_budget_bytes;	/* what they would have cost */
 };
 
 /* Add every counter of src into dst. */
@@ -181,8 +221,27 @@ int psb_kv_handle_batch(struct psb_kv *kv, const struct psb_hdr *h, const uint8_
 		const struct psb_addr *from, uint8_t *out, size_t cap, size_t *out_len,
 		psb_kv_emit_fn emit, void *arg);
 
-/* The clock of staging (ns, any origin); drops staged pushes past reasm_timeout_ns. */
+/*
+ * The store's clock (ns, any origin): drops staged pushes past reasm_timeout_ns; resend
+ * buckets refill by it.
+ */
 unsigned int psb_kv_tick(struct psb_kv *kv, uint64_t now_ns);
+
+/* The resends one sender was refused for want of budget. */
+struct psb_kv_resend_peer {
+	uint16_t sender;
+	uint16_t senders;		/* senders refused anything in the same interval */
+	struct psb_addr addr;		/* the sender's last address */
+	uint64_t refused;		/* resends refused in the interval */
+	uint64_t refused_bytes;		/* what they would have cost */
+	uint64_t total;			/* resends refused since the start (or reset) */
+};
+
+/*
+ * The sender refused the most bytes since the previous call (the interval then starts over
+ * for every sender): 1 with *p filled, 0 when no sender was refused anything.
+ */
+int psb_kv_resend_busiest(struct psb_kv *kv, struct psb_kv_resend_peer *p);
 
 /* A peer at ip left (BYE): discard every push it has staged, counted. Returns how many. */
 unsigned int psb_kv_peer_left(struct psb_kv *kv, uint32_t ip);
@@ -192,7 +251,7 @@ const float *psb_kv_get(const struct psb_kv *kv, uint64_t key, uint32_t *len, ui
 
 /*
  * Start over: drop every key, value and staged push (their memory is freed, held
- * references released), forget request state, zero the counters.
+ * references released), forget request state, fill every resend bucket, zero the counters.
  */
 void psb_kv_reset(struct psb_kv *kv);
 

@@ -331,7 +331,10 @@ emit_check(void *arg, const struct psb_addr *to, struct psb_hdr *h, const void *
 	(void)x;
 }
 
-/* A server's handling of a BATCH: on a fresh store, so each input stands on its own. */
+/*
+ * A server's handling of a BATCH: on a fresh store, so each input stands on its own. Its
+ * senders may send again a segment's worth of answers to records that repeat others.
+ */
 static void
 run_batch(const struct psb_frame *f, size_t cap)
 {
@@ -340,12 +343,15 @@ run_batch(const struct psb_frame *f, size_t cap)
 		.sync = 0,
 		.max_value = FUZZ_KV_MAX_VALUE,
 		.seg_size = FUZZ_KV_SEG,
+		.resend_burst = FUZZ_KV_SEG,
+		.resend_bps = 1000000,
 	};
 	struct emit_check e = { .req = &f->hdr, .calls = 0 };
 	const struct psb_kv_stats *st;
 	struct psb_kv *kv;
 	size_t out_len = 0, off = 0;
-	unsigned int nreq, nans = 0;
+	unsigned int nreq, nans = 0, k;
+	uint64_t refused = 0;
 	int stopped, n;
 
 	kv = psb_kv_create(&kc);
@@ -378,9 +384,13 @@ run_batch(const struct psb_frame *f, size_t cap)
 	/*
 	 * Async: each request is answered once, in the BATCH_RESP or through emit,
 	 * except one older than its sender's newest on that key (a later record
-	 * of the same batch may have moved the key on).
+	 * of the same batch may have moved the key on), and a repeat its sender's
+	 * resend budget did not cover, which never sends more than the budget.
 	 */
-	CHECK(nans + e.calls + st->stale == nreq);
+	for (k = 0; k < PSB_KV_RESEND_MAX; k++)
+		refused += st->resend_over_budget[k];
+	CHECK(nans + e.calls + st->stale + refused == nreq);
+	CHECK(st->resend_bytes <= kc.resend_burst);
 	psb_kv_free(kv);
 }
 
@@ -444,7 +454,8 @@ repair_emit(void *arg, const struct psb_addr *to, struct psb_hdr *h, const void 
 
 /*
  * A REPAIR as a server handles it: against a push of its sender staged with two segments
- * missing, then against the same request answered; whatever the bitmap says.
+ * missing, then against the same request answered; whatever the bitmap says. The sender
+ * has a bucket of one answer and one header more; the clock stands still, nothing refills.
  */
 static void
 check_repair(const struct psb_frame *f, int *repair_done)
@@ -453,6 +464,8 @@ check_repair(const struct psb_frame *f, int *repair_done)
 		.num_workers = FUZZ_KV_WORKERS,
 		.max_value = FUZZ_KV_MAX_VALUE,
 		.seg_size = FUZZ_KV_SEG,
+		.resend_burst = (8 + 1) * PSB_FRAME_HLEN + 8 * FUZZ_KV_SEG,
+		.resend_bps = 1000000,
 	};
 	static float val[8 * FUZZ_KV_SEG / sizeof(float)];
 	struct repair_check rc = { .req = &f->hdr, .val_len = sizeof(val) };
@@ -490,6 +503,7 @@ check_repair(const struct psb_frame *f, int *repair_done)
 	}
 	psb_kv_handle(kv, &f->hdr, f->payload, &from, repair_emit, &rc);
 	CHECK(psb_kv_stats(kv)->repairs + psb_kv_stats(kv)->repair_bad == 2);
+	CHECK(psb_kv_stats(kv)->resend_bytes <= kc.resend_burst);
 	psb_kv_free(kv);
 }
 

@@ -86,16 +86,24 @@ send_value(struct psb_kv *kv, struct tf_cap *c, uint8_t type, uint16_t w, uint32
 			0);
 }
 
+/* A PULL of worker w; its answers go to emit. */
 static void
-send_pull(struct psb_kv *kv, struct tf_cap *c, uint16_t w, uint32_t req_id, uint32_t round,
-		uint64_t key)
+pull_via(struct psb_kv *kv, psb_kv_emit_fn emit, void *arg, uint16_t w, uint32_t req_id,
+		uint32_t round, uint64_t key)
 {
 	struct psb_hdr h = req_hdr(PSB_MSG_PULL, w, req_id, round, key, 0);
 	struct psb_addr a = waddr(w);
 
 	if (sync_flag)
 		h.flags |= PSB_F_SYNC;
-	assert_int_equal(psb_kv_handle(kv, &h, NULL, &a, tf_cap_emit, c), 0);
+	assert_int_equal(psb_kv_handle(kv, &h, NULL, &a, emit, arg), 0);
+}
+
+static void
+send_pull(struct psb_kv *kv, struct tf_cap *c, uint16_t w, uint32_t req_id, uint32_t round,
+		uint64_t key)
+{
+	pull_via(kv, tf_cap_emit, c, w, req_id, round, key);
 }
 
 /* Check response m: type, addressed to worker w, echoing req_id and key, with round. */
@@ -314,10 +322,11 @@ test_multiseg(void **state)
  * A REPAIR of worker w for request req_id on key: with ROUND (round), segments base + i
  * for the bits set in bits (nbits of them) are what the worker lacks of the answer.
  */
+/* A REPAIR of worker w: its record says what the worker lacks; answers go to emit. */
 static void
-send_repair(struct psb_kv *kv, struct tf_cap *c, uint16_t w, uint32_t req_id, uint64_t key,
-		uint8_t req_type, int with_round, uint32_t round, uint32_t base, uint32_t nbits,
-		uint32_t bits)
+repair_via(struct psb_kv *kv, psb_kv_emit_fn emit, void *arg, uint16_t w, uint32_t req_id,
+		uint64_t key, uint8_t req_type, int with_round, uint32_t round, uint32_t base,
+		uint32_t nbits, uint32_t bits)
 {
 	/* bit i of byte i/8 */
 	const uint8_t map[4] = { (uint8_t)bits, (uint8_t)(bits >> 8), (uint8_t)(bits >> 16),
@@ -333,7 +342,16 @@ send_repair(struct psb_kv *kv, struct tf_cap *c, uint16_t w, uint32_t req_id, ui
 	if (sync_flag)
 		h.flags |= PSB_F_SYNC;
 	assert_int_equal(psb_hdr_check_segment(&h, h.seg_len), 0);
-	assert_int_equal(psb_kv_handle(kv, &h, buf, &a, tf_cap_emit, c), 0);
+	assert_int_equal(psb_kv_handle(kv, &h, buf, &a, emit, arg), 0);
+}
+
+static void
+send_repair(struct psb_kv *kv, struct tf_cap *c, uint16_t w, uint32_t req_id, uint64_t key,
+		uint8_t req_type, int with_round, uint32_t round, uint32_t base, uint32_t nbits,
+		uint32_t bits)
+{
+	repair_via(kv, tf_cap_emit, c, w, req_id, key, req_type, with_round, round, base, nbits,
+		bits);
 }
 
 /* The REPAIR_RESP in m: its bitmap as a number (at most 32 bits), base and flags. */
@@ -2121,6 +2139,225 @@ test_batch_errors(void **state)
 	psb_kv_free(kv);
 }
 
+/* What an emit callback sent each worker: frames as server_emit cuts them, and their bytes. */
+#define TW	4
+struct tally {
+	uint64_t frames[TW];
+	uint64_t bytes[TW];	/* PSB_FRAME_HLEN and the payload of every frame */
+	uint64_t answers[TW];	/* whole answers (not a REPAIR's one segment) */
+};
+
+static void
+tally_emit(void *arg, const struct psb_addr *to, struct psb_hdr *h, const void *value)
+{
+	struct tally *t = arg;
+	unsigned int w = (unsigned int)(to->port - waddr(0).port);
+	uint32_t off, end;
+
+	(void)value;
+	assert_true(w < TW);
+	psb_kv_emit_span(h, &off, &end);
+	if (h->seg_len == 0)
+		t->answers[w]++;
+	do {
+		uint32_t len = end - off < h->seg_size ? end - off : h->seg_size;
+
+		t->frames[w]++;
+		t->bytes[w] += PSB_FRAME_HLEN + len;
+		off += len;
+	} while (off < end);
+}
+
+#define RV	64	/* floats of the resend tests' value: 16 segments */
+
+/*
+ * A peer that asks again and again for an answer it had: what the store sends it again
+ * stays within its bucket (the burst, then the rate), every refusal counted by reason and
+ * bytes; another sender's bucket is its own; a first answer costs nothing.
+ */
+static void
+test_resend_budget(void **state)
+{
+	const uint64_t ans = psb_kv_resend_cost(RV * 4, SEG), seg = PSB_FRAME_HLEN + SEG;
+	/* two answers at once, then one a millisecond */
+	struct psb_kv_cfg b = { .resend_burst = 2 * ans, .resend_bps = ans * 8 * 1000 };
+	const uint64_t t0 = 1000000000ull;
+	static struct batch bt;
+	static struct tf_cap c;
+	const struct psb_kv_stats *st;
+	struct psb_kv_resend_peer bp;
+	struct tally t;
+	struct psb_kv *kv;
+	uint64_t now = t0, first, sent0, refused0, got0, i, n;
+	uint8_t out[256];
+	size_t len;
+	float v[RV];
+
+	(void)state;
+	memset(&t, 0, sizeof(t));
+	fill_f(v, RV, 1.0f);
+	assert_int_equal(ans, 16 * PSB_FRAME_HLEN + sizeof(v));
+	kv = kv_budget(3, 0, &b);
+	st = psb_kv_stats(kv);
+	psb_kv_tick(kv, now);
+	send_value(kv, &c, PSB_MSG_PUSH, 0, 1, 0, 5, v, sizeof(v));
+	pull_via(kv, tally_emit, &t, 1, 1, 0, 5);
+	assert_int_equal(t.frames[1], 16);
+	assert_int_equal(t.bytes[1], ans);
+	assert_int_equal(st->resend_bytes, 0);
+	first = t.bytes[1];
+
+	/* 100 repeats at once: the burst pays two answers, 98 are refused */
+	for (i = 0; i < 100; i++)
+		pull_via(kv, tally_emit, &t, 1, 1, 0, 5);
+	assert_int_equal(t.answers[1], 3);
+	assert_int_equal(t.bytes[1], first + 2 * ans);
+	assert_int_equal(st->resend_bytes, 2 * ans);
+	assert_int_equal(st->retries_answered, 2);
+	assert_int_equal(st->resend_over_budget[PSB_KV_RESEND_DUPLICATE], 98);
+	assert_int_equal(st->resend_over_budget_bytes, 98 * ans);
+	/* a millisecond: one answer more, to one REPAIR of ten */
+	now += 1000000;
+	psb_kv_tick(kv, now);
+	for (i = 0; i < 10; i++)
+		repair_via(kv, tally_emit, &t, 1, 1, 5, PSB_MSG_PULL, 0, 0, 0, 0, 0);
+	assert_int_equal(t.answers[1], 4);
+	assert_int_equal(st->resend_over_budget[PSB_KV_RESEND_REPAIR], 9);
+	/* half a millisecond: 8 of the 16 segments a REPAIR asks for */
+	now += 500000;
+	psb_kv_tick(kv, now);
+	repair_via(kv, tally_emit, &t, 1, 1, 5, PSB_MSG_PULL, 1, 1, 0, 16, 0xffff);
+	assert_int_equal(st->repair_segs, 8);
+	assert_int_equal(st->resend_over_budget[PSB_KV_RESEND_SEGMENT], 8);
+	assert_int_equal(t.frames[1], 4 * 16 + 8);
+	/* nothing left, not even for a REPAIR_RESP to a request never seen */
+	repair_via(kv, tally_emit, &t, 1, 9, 5, PSB_MSG_PUSH, 0, 0, 0, 0, 0);
+	assert_int_equal(st->resend_over_budget[PSB_KV_RESEND_REPAIR_RESP], 1);
+	assert_int_equal(st->nacks, 0);
+	assert_int_equal(st->resend_over_budget_bytes,
+		(98 + 9) * ans + 8 * seg + PSB_FRAME_HLEN + PSB_REPAIR_HLEN);
+
+	/* the other senders' buckets are their own: worker 0's repair, worker 2's repeats */
+	pull_via(kv, tally_emit, &t, 0, 2, 0, 5);
+	repair_via(kv, tally_emit, &t, 0, 2, 5, PSB_MSG_PULL, 1, 1, 3, 2, 0x3);
+	assert_int_equal(t.frames[0], 16 + 2);
+	for (i = 0; i < 2; i++)
+		pull_via(kv, tally_emit, &t, 2, 1, 0, 5);
+	assert_int_equal(t.answers[2], 2);
+	repair_via(kv, tally_emit, &t, 2, 2, 5, PSB_MSG_PUSH, 0, 0, 0, 0, 0);
+	assert_int_equal(st->nacks, 1);
+
+	/* the busiest sender: worker 1, at its address; then an interval starts over */
+	assert_int_equal(psb_kv_resend_busiest(kv, &bp), 1);
+	assert_int_equal(bp.sender, 1);
+	assert_int_equal(bp.senders, 1);
+	assert_int_equal(bp.addr.ip, waddr(1).ip);
+	assert_int_equal(bp.addr.port, waddr(1).port);
+	assert_int_equal(bp.refused, 98 + 9 + 8 + 1);
+	assert_int_equal(bp.refused_bytes, st->resend_over_budget_bytes);
+	assert_int_equal(bp.total, bp.refused);
+	assert_int_equal(psb_kv_resend_busiest(kv, &bp), 0);
+
+	/*
+	 * A second of a repeat and a REPAIR every 100 us from worker 1, whose bucket is
+	 * empty: it gets the rate's worth again, not more; every attempt sent or counted.
+	 */
+	sent0 = st->resend_bytes;
+	refused0 = st->resend_over_budget_bytes;
+	got0 = t.bytes[1];
+	for (i = 0; i < 10000; i++) {
+		now += 100000;
+		psb_kv_tick(kv, now);
+		pull_via(kv, tally_emit, &t, 1, 1, 0, 5);
+		repair_via(kv, tally_emit, &t, 1, 1, 5, PSB_MSG_PULL, 0, 0, 0, 0, 0);
+	}
+	n = t.bytes[1] - got0;
+	print_message("resend: 20000 asked of an empty bucket at %llu B/s for 1 s: %llu B sent\n",
+		(unsigned long long)(b.resend_bps / 8), (unsigned long long)n);
+	assert_true(n <= 1000 * ans);
+	assert_true(n >= 999 * ans);
+	assert_int_equal(st->resend_bytes - sent0, n);
+	assert_int_equal(n + st->resend_over_budget_bytes - refused0, 20000 * ans);
+	/* all told: no more than its first answer, the burst and the rate since */
+	assert_true(t.bytes[1] <= first + b.resend_burst + (now - t0) * (b.resend_bps / 8) / 1000000000);
+	assert_int_equal(psb_kv_resend_busiest(kv, &bp), 1);
+	assert_int_equal(bp.sender, 1);
+	assert_int_equal(bp.refused, 20000 - n / ans);
+
+	/* BATCH records asked again are resends too: worker 2's full bucket pays 34 of 50 */
+	send_value(kv, &c, PSB_MSG_PUSH, 0, 3, 0, 6, v, 8);
+	memset(&bt, 0, sizeof(bt));
+	batch_add(&bt, PSB_MSG_PULL, 7, 0, 6, NULL, 0);
+	assert_int_equal(send_batch(kv, &c, 2, &bt, out, sizeof(out), &len), 1);
+	assert_int_equal(len, PSB_REC_HLEN + 8);
+	refused0 = st->resend_over_budget[PSB_KV_RESEND_DUPLICATE];
+	for (i = n = 0; i < 50; i++) {
+		assert_int_equal(send_batch(kv, &c, 2, &bt, out, sizeof(out), &len), 1);
+		n += len != 0;
+	}
+	assert_int_equal(n, 2 * ans / psb_kv_resend_cost(8, SEG));
+	assert_int_equal(st->resend_over_budget[PSB_KV_RESEND_DUPLICATE] - refused0, 50 - n);
+
+	/* reset fills every bucket again */
+	psb_kv_reset(kv);
+	assert_int_equal(st->resend_over_budget_bytes, 0);
+	send_value(kv, &c, PSB_MSG_PUSH, 0, 1, 0, 5, v, sizeof(v));
+	memset(&t, 0, sizeof(t));
+	for (i = 0; i < 4; i++)
+		pull_via(kv, tally_emit, &t, 1, 1, 0, 5);
+	assert_int_equal(t.answers[1], 3);
+	assert_int_equal(st->resend_over_budget[PSB_KV_RESEND_DUPLICATE], 1);
+	assert_int_equal(c.n, 3);	/* the three pushes' ACKs */
+	tf_cap_clear(&c);
+	psb_kv_free(kv);
+
+	/* without a budget (resend_burst 0) nothing is refused */
+	b.resend_burst = 0;
+	kv = kv_budget(2, 0, &b);
+	st = psb_kv_stats(kv);
+	send_value(kv, &c, PSB_MSG_PUSH, 0, 1, 0, 5, v, sizeof(v));
+	memset(&t, 0, sizeof(t));
+	for (i = 0; i < 100; i++)
+		pull_via(kv, tally_emit, &t, 1, 1, 0, 5);
+	assert_int_equal(t.answers[1], 100);
+	assert_int_equal(st->resend_bytes, 99 * ans);
+	assert_int_equal(st->resend_over_budget[PSB_KV_RESEND_DUPLICATE], 0);
+	assert_int_equal(psb_kv_resend_busiest(kv, &bp), 0);
+	tf_cap_clear(&c);
+	psb_kv_free(kv);
+}
+
+/* The resend budget in effect: two answers of max_value and PSB_KV_RESEND_BPS unless given. */
+static void
+test_resend_derive(void **state)
+{
+	const uint32_t mv = 1u << 20;
+	const uint64_t ans = psb_kv_resend_cost(mv, 1432);
+	struct psb_kv_budget given, b;
+	char err[256];
+
+	(void)state;
+	memset(&given, 0, sizeof(given));
+	assert_int_equal(ans, 733 * PSB_FRAME_HLEN + mv);
+	assert_int_equal(psb_kv_resend_cost(0, 1432), PSB_FRAME_HLEN);
+	assert_int_equal(psb_kv_budget_derive(&b, &given, 1ull << 30, mv, 1432, 4, 2, err,
+		sizeof(err)), 0);
+	assert_true(b.resend_burst == 2 * ans);
+	assert_true(b.resend_bps == PSB_KV_RESEND_BPS);
+	given.resend_burst = ans;
+	given.resend_bps = 123456789;
+	assert_int_equal(psb_kv_budget_derive(&b, &given, 1ull << 30, mv, 1432, 4, 2, err,
+		sizeof(err)), 0);
+	assert_true(b.resend_burst == ans);
+	assert_true(b.resend_bps == 123456789);
+	/* a burst that cannot send one answer of max_value again is refused, by name */
+	given.resend_burst = ans - 1;
+	assert_int_equal(psb_kv_budget_derive(&b, &given, 1ull << 30, mv, 1432, 4, 2, err,
+		sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "store.resend_burst"));
+	assert_non_null(strstr(err, "node.max_value"));
+}
+
 int
 main(void)
 {
@@ -2152,6 +2389,8 @@ main(void)
 		cmocka_unit_test(test_held_refs),
 		cmocka_unit_test(test_budget_store),
 		cmocka_unit_test(test_budget_reasm),
+		cmocka_unit_test(test_resend_budget),
+		cmocka_unit_test(test_resend_derive),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
