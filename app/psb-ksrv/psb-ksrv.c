@@ -100,9 +100,10 @@ usage(FILE *out)
 "  --busy-poll-us N      spin this long before sleeping in poll() (default 50)\n"
 "  --sockbuf BYTES       socket buffer size (default 16 MiB)\n"
 "  --store-max-bytes SIZE, --store-max-keys N, --reasm-bytes SIZE,\n"
-"  --reasm-sender-bytes SIZE, --reasm-timeout S\n"
+"  --reasm-sender-bytes SIZE, --reasm-timeout S, --resend-burst SIZE, --resend-rate RATE\n"
 "                        the store's budgets, as psb's (default: from half the machine's\n"
-"                        memory; reassembly timeout 2 s)\n"
+"                        memory; reassembly timeout 2 s; two answers of --max-value sent\n"
+"                        again at once per sender, then 1Gbps)\n"
 "  -q, --quiet           only the exit summary and errors\n"
 "  (env PSB_KV_DUMP=1: also print every key's round and request state at exit)\n"
 "  -h, --help\n", PSB_UDP_PORT, PSB_SCHED_PORT);
@@ -128,7 +129,7 @@ enum {
 	OPT_IP = 256, OPT_PORT, OPT_NUM_WORKERS, OPT_SYNC, OPT_ASYNC, OPT_SEG_SIZE, OPT_MAX_VALUE,
 	OPT_SCHED_PORT, OPT_STATS_FILE, OPT_READY_FILE, OPT_DURATION, OPT_BUSY_POLL, OPT_SOCKBUF,
 	OPT_STORE_BYTES, OPT_STORE_KEYS, OPT_REASM_BYTES, OPT_REASM_SENDER, OPT_REASM_TIMEOUT,
-	OPT_SCHED,
+	OPT_SCHED, OPT_RESEND_BURST, OPT_RESEND_RATE,
 };
 
 static const struct option long_opts[] = {
@@ -151,6 +152,8 @@ static const struct option long_opts[] = {
 	{ "reasm-bytes", required_argument, NULL, OPT_REASM_BYTES },
 	{ "reasm-sender-bytes", required_argument, NULL, OPT_REASM_SENDER },
 	{ "reasm-timeout", required_argument, NULL, OPT_REASM_TIMEOUT },
+	{ "resend-burst", required_argument, NULL, OPT_RESEND_BURST },
+	{ "resend-rate", required_argument, NULL, OPT_RESEND_RATE },
 	{ "quiet", no_argument, NULL, 'q' },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
@@ -220,6 +223,12 @@ parse_args(struct opts *o, int argc, char **argv)
 		case OPT_REASM_TIMEOUT:
 			o->reasm_timeout_ns = psb_cli_seconds_in("--reasm-timeout", optarg, 1000000,
 				3600000000000ull);
+			break;
+		case OPT_RESEND_BURST:
+			o->budget.resend_burst = psb_cli_size("--resend-burst", optarg);
+			break;
+		case OPT_RESEND_RATE:
+			o->budget.resend_bps = psb_cli_rate("--resend-rate", optarg);
 			break;
 		case 'q': o->quiet = 1; break;
 		case 'h': usage(stdout); exit(0);
@@ -527,7 +536,7 @@ write_stats(const struct ksrv *s, const char *path)
 {
 	const struct psb_kv_stats *st = psb_kv_stats(s->kv);
 	const struct counters *c = &s->cnt;
-	json_t *root, *store, *errs, *bad, *disc, *refused;
+	json_t *root, *store, *errs, *bad, *disc, *refused, *resend;
 	char tmp[4096];
 	unsigned int k;
 	int rc;
@@ -561,6 +570,15 @@ write_stats(const struct ksrv *s, const char *path)
 	json_object_set_new(store, "nacks", json_integer((json_int_t)st->nacks));
 	json_object_set_new(store, "repair_bad", json_integer((json_int_t)st->repair_bad));
 	json_object_set_new(store, "refused", refused);
+	/* what senders' resend budgets let go again, and what they held back */
+	resend = json_object();
+	for (k = 0; k < PSB_KV_RESEND_MAX; k++)
+		json_object_set_new(resend, psb_kv_resend_names[k],
+			json_integer((json_int_t)st->resend_over_budget[k]));
+	json_object_set_new(store, "resend_bytes", json_integer((json_int_t)st->resend_bytes));
+	json_object_set_new(store, "resend_over_budget", resend);
+	json_object_set_new(store, "resend_over_budget_bytes",
+		json_integer((json_int_t)st->resend_over_budget_bytes));
 	bad = json_pack("{s:I,s:I,s:I,s:I,s:I}", "short", (json_int_t)c->bad_short,
 		"magic", (json_int_t)c->bad_magic, "segment", (json_int_t)c->bad_segment,
 		"truncated", (json_int_t)c->bad_truncated, "not_request", (json_int_t)c->not_request);
@@ -678,6 +696,8 @@ main(int argc, char **argv)
 	kc.reasm_bytes = b.reasm_bytes;
 	kc.reasm_sender_bytes = b.reasm_sender_bytes;
 	kc.reasm_timeout_ns = s->o.reasm_timeout_ns;
+	kc.resend_burst = b.resend_burst;
+	kc.resend_bps = b.resend_bps;
 	s->kv = psb_kv_create(&kc);
 	if (s->kv == NULL || psb_udp_io_init(&s->io, s->o.seg_size) != 0)
 		psb_die("out of memory");
@@ -713,10 +733,12 @@ main(int argc, char **argv)
 		if (s->sched != NULL)
 			printf(", scheduler on port %u", sched_port);
 		printf("\npsb-ksrv: store budgets: %llu B in at most %llu keys; reassembly %llu B, "
-		       "%llu B per sender, %.3g s to the next segment\n",
+		       "%llu B per sender, %.3g s to the next segment; resends %llu B per sender "
+		       "at once, then %.4g Gbit/s\n",
 		       (unsigned long long)b.max_bytes, (unsigned long long)b.max_keys,
 		       (unsigned long long)b.reasm_bytes, (unsigned long long)b.reasm_sender_bytes,
-		       s->o.reasm_timeout_ns / 1e9);
+		       s->o.reasm_timeout_ns / 1e9, (unsigned long long)b.resend_burst,
+		       b.resend_bps / 1e9);
 		fflush(stdout);
 	}
 

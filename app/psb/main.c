@@ -46,8 +46,9 @@ static struct psb_app g_app;
  * The store's budgets, from what the operator gave (0: derive) and the memory the process
  * may use: --mem less the pools, or else half the machine's memory less the pools. The
  * store gets three quarters, reassembly a quarter, every sender a fair share of that but
- * always room for one push of node.max_value; shards split the totals. Printed, because a
- * refused push must be explainable from the start-up lines.
+ * always room for one push of node.max_value; shards split the totals. Every sender may
+ * have two answers of node.max_value sent again at once, and 1 Gbit/s, in each shard.
+ * Printed, because a refused push or resend must be explainable from the start-up lines.
  */
 static void
 derive_budget(struct psb_app *app, uint64_t mem_mb, uint64_t pools_mb,
@@ -57,11 +58,12 @@ derive_budget(struct psb_app *app, uint64_t mem_mb, uint64_t pools_mb,
 	struct psb_store_budget *b = &app->budget;
 	struct psb_kv_budget given = {
 		.max_bytes = g->max_bytes, .max_keys = g->max_keys, .reasm_bytes = g->reasm_bytes,
-		.reasm_sender_bytes = g->reasm_sender_bytes,
+		.reasm_sender_bytes = g->reasm_sender_bytes, .resend_burst = g->resend_burst,
+		.resend_bps = g->resend_rate,
 	}, eff;
 	uint64_t base_mb = mem_mb != 0 ? mem_mb : mi->mem_total_mb / 2;
 	const char *from = mem_mb != 0 ? "--mem " : "half the machine's ";
-	char err[256], s1[32], s2[32], s3[32], s4[32];
+	char err[256], s1[32], s2[32], s3[32], s4[32], s5[32];
 	uint16_t seg;
 
 	if (base_mb < pools_mb + 64) {
@@ -73,8 +75,8 @@ derive_budget(struct psb_app *app, uint64_t mem_mb, uint64_t pools_mb,
 		from = "the packet pools plus 64 MiB: ";
 	}
 	/*
-	 * Senders may cut finer than this node's MTU: bookkeeping is counted at 1500 bytes, or
-	 * at the MTU wanted when lower (0, the port's own: at 1500).
+	 * Senders may cut finer than this node's MTU: bookkeeping and headers are counted at
+	 * 1500 bytes, or at the MTU wanted when lower (0, the port's own: at 1500).
 	 */
 	seg = psb_seg_size_for_mtu(app->mtu_want != 0 && app->mtu_want < 1500 ? app->mtu_want :
 		1500);
@@ -86,6 +88,8 @@ derive_budget(struct psb_app *app, uint64_t mem_mb, uint64_t pools_mb,
 	b->reasm_bytes = eff.reasm_bytes;
 	b->reasm_sender_bytes = eff.reasm_sender_bytes;
 	b->reasm_timeout_ns = g->reasm_timeout;
+	b->resend_burst = eff.resend_burst;
+	b->resend_bps = eff.resend_bps;
 	if (b->max_bytes / app->nshards < (uint64_t)app->max_value * 2)
 		PSB_NOTICE(main, "store.max_bytes %s holds fewer than two values of node.max_value "
 			"per shard", psb_cli_fmt_size(b->max_bytes, s1, sizeof(s1)));
@@ -96,6 +100,10 @@ derive_budget(struct psb_app *app, uint64_t mem_mb, uint64_t pools_mb,
 		psb_cli_fmt_size(b->reasm_sender_bytes, s3, sizeof(s3)),
 		b->reasm_timeout_ns / 1e9, b->hold_max,
 		from, psb_cli_fmt_size(base_mb * MiB, s4, sizeof(s4)));
+	PSB_INFO(main, "store resend budget: every sender %s at once, then %.4g Gbit/s, per shard "
+		"(answers sent again for repeats and REPAIRs, REPAIR_RESPs; beyond it they wait for "
+		"the worker's next try)", psb_cli_fmt_size(b->resend_burst, s5, sizeof(s5)),
+		b->resend_bps / 1e9);
 }
 
 /*

@@ -145,6 +145,8 @@ struct psb_app {
 		uint64_t reasm_bytes;
 		uint64_t reasm_sender_bytes;
 		uint64_t reasm_timeout_ns;
+		uint64_t resend_burst;	/* per sender and shard */
+		uint64_t resend_bps;
 		uint32_t hold_max;	/* segments a shard keeps in packet buffers */
 		uint32_t hold_cost;	/* memory one packet buffer pins */
 	} budget;

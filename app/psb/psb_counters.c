@@ -125,6 +125,12 @@ discard_name(unsigned int k)
 	return psb_kv_discard_names[k];
 }
 
+static const char *
+resend_name(unsigned int k)
+{
+	return psb_kv_resend_names[k];
+}
+
 const char *
 psb_store_budget_label(unsigned int k)
 {
@@ -224,6 +230,10 @@ static const struct psb_metric store_limit_figs[] = {
 	LIM(reasm_timeout_s, DBL, S, "reasm_timeout",
 		"The store's budget in effect: store.reasm_timeout"),
 	LIM(hold_max, U64, NONE, NULL, "The store's budget in effect: store.hold_max"),
+	LIM(resend_burst, U64, BYTES, NULL,
+		"The store's budget in effect: store.resend_burst, per sender and shard"),
+	LIM(resend_rate_gbps, DBL, GBPS, "resend_rate",
+		"The store's budget in effect: store.resend_rate, per sender and shard"),
 };
 
 static const struct psb_metric_block store_limit_block =
@@ -267,6 +277,15 @@ static const struct psb_metric store_figs[] = {
 	FIG_BY(struct psb_store_snap, "refused", st.refused, PSB_BUDGET_MAX, 0, "budget", psb_store_budget_label,
 		"Requests refused by a budget of the store, by budget"),
 	STC(budget_drops, "Segments dropped while their push was refused"),
+	ST("resend_bytes", st.resend_bytes, COUNTER, BYTES, NULL,
+		"Bytes sent again without a new request (answers to repeats and REPAIRs, "
+		"REPAIR_RESPs; frames' bytes), within the senders' resend budgets"),
+	FIG_BY(struct psb_store_snap, "resend_over_budget", st.resend_over_budget,
+		PSB_KV_RESEND_MAX, 0, "reason", resend_name,
+		"Resends not sent: their sender's resend budget (store.resend_burst, "
+		"store.resend_rate) was spent; by what they were"),
+	ST("resend_over_budget_bytes", st.resend_over_budget_bytes, COUNTER, BYTES, NULL,
+		"Bytes the resends not sent would have taken"),
 	{ .name = "limits", .kind = PSB_METRIC_GROUP, .type = PSB_MT_BLOCK,
 	  .off = offsetof(struct psb_store_snap, limits), .prom = "limit",
 	  .help = "The store's budgets in effect", .sub = &store_limit_block },
@@ -710,6 +729,8 @@ psb_snap_store(const struct psb_app *app, struct psb_store_snap *t)
 	t->limits.reasm_sender_bytes = b->reasm_sender_bytes;
 	t->limits.reasm_timeout_s = b->reasm_timeout_ns / 1e9;
 	t->limits.hold_max = b->hold_max;
+	t->limits.resend_burst = b->resend_burst;
+	t->limits.resend_rate_gbps = b->resend_bps / 1e9;
 }
 
 int

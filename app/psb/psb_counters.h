@@ -58,6 +58,8 @@ struct psb_store_limits_snap {
 	uint64_t max_bytes, max_keys, reasm_bytes, reasm_sender_bytes;
 	double reasm_timeout_s;
 	uint64_t hold_max;
+	uint64_t resend_burst;
+	double resend_rate_gbps;
 };
 
 struct psb_store_snap {

@@ -14,7 +14,7 @@
 struct psb_logtype psb_logtype_main, psb_logtype_host, psb_logtype_port, psb_logtype_rx,
 	psb_logtype_worker, psb_logtype_scheduler, psb_logtype_agent, psb_logtype_ctl,
 	psb_logtype_console, psb_logtype_export, psb_logtype_run, psb_logtype_echo,
-	psb_logtype_receiver, psb_logtype_trainer, psb_logtype_passthrough;
+	psb_logtype_receiver, psb_logtype_trainer, psb_logtype_passthrough, psb_logtype_server;
 
 static const struct {
 	const char *name;
@@ -35,6 +35,7 @@ static const struct {
 	{ "psb.receiver", &psb_logtype_receiver },	/* the receiver role: a staleness worker */
 	{ "psb.trainer", &psb_logtype_trainer },	/* the trainer role: a staleness trainer */
 	{ "psb.passthrough", &psb_logtype_passthrough },	/* the host's traffic, RoCE counted */
+	{ "psb.server", &psb_logtype_server },	/* the store's shards: peers over a budget */
 };
 
 /* --log-level values as given (checked), and as EAL arguments. */

@@ -29,7 +29,7 @@ struct psb_logtype {
 extern struct psb_logtype psb_logtype_main, psb_logtype_host, psb_logtype_port, psb_logtype_rx,
 	psb_logtype_worker, psb_logtype_scheduler, psb_logtype_agent, psb_logtype_ctl,
 	psb_logtype_console, psb_logtype_export, psb_logtype_run, psb_logtype_echo,
-	psb_logtype_receiver, psb_logtype_trainer, psb_logtype_passthrough;
+	psb_logtype_receiver, psb_logtype_trainer, psb_logtype_passthrough, psb_logtype_server;
 
 /* PSB_INFO(run, "experiment %u started", id): psb.run at INFO. */
 #define PSB_LOG_AT(lvl, comp, fmt, ...) \

@@ -189,6 +189,11 @@ static const struct conf_opt conf_opts[] = {
 	  "derived)"),
 	N("reasm-timeout", "store.reasm_timeout", "S", "discard a push whose next segment does not "
 	  "come within S"),
+	N("resend-burst", "store.resend_burst", "SIZE", "what a sender can have sent again at once "
+	  "(answers to its\nrepeats and REPAIRs, REPAIR_RESPs); beyond it and --resend-rate\n"
+	  "nothing is (0: two answers of --max-value)"),
+	N("resend-rate", "store.resend_rate", "RATE", "what a sender can have sent again, "
+	  "e.g. 2Gbps (0: 1Gbps)"),
 	N("len", "pushpull.len", "BYTES", "value size per key"),
 	N("repeat", "pushpull.repeat", "N", "iterations"),
 	N("mode", "pushpull.mode", "M", "0 PUSH_THEN_PULL, 1 PUSH_PULL, 2 PUSH_ONLY, 3 PULL_ONLY"),

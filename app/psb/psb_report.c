@@ -52,12 +52,46 @@ sum_drops(const struct psb_counters *c)
 	return n;
 }
 
+static const char *
+discard_label(unsigned int k)
+{
+	return psb_kv_discard_names[k];
+}
+
+static const char *
+resend_label(unsigned int k)
+{
+	return psb_kv_resend_names[k];
+}
+
+/* "what: N (B B): label n ..." of the n counts of v that are not 0; nothing when all are. */
+static void
+print_by(FILE *out, const char *what, const uint64_t *v, unsigned int n,
+		const char *(*label)(unsigned int), const uint64_t *bytes)
+{
+	uint64_t sum = 0;
+	unsigned int k;
+
+	for (k = 0; k < n; k++)
+		sum += v[k];
+	if (sum == 0)
+		return;
+	fprintf(out, "%s: %llu", what, (unsigned long long)sum);
+	if (bytes != NULL)
+		fprintf(out, " (%llu B)", (unsigned long long)*bytes);
+	fprintf(out, ":");
+	for (k = 0; k < n; k++)
+		if (v[k] != 0)
+			fprintf(out, " %s %llu", label(k), (unsigned long long)v[k]);
+	fprintf(out, "\n");
+}
+
 void
 psb_report_print(const struct psb_app *app, FILE *out)
 {
 	struct psb_store_snap t;
 	const struct psb_kv_stats *st = &t.st;
-	uint64_t drops[PSB_DROP_MAX] = { 0 }, discarded = 0, refused = 0;
+	uint64_t drops[PSB_DROP_MAX] = { 0 };
 	uint16_t i;
 	unsigned int k;
 
@@ -109,27 +143,12 @@ psb_report_print(const struct psb_app *app, FILE *out)
 			"again; %llu times push segments asked for again\n",
 			(unsigned long long)st->repairs, (unsigned long long)st->repair_bad,
 			(unsigned long long)st->repair_segs, (unsigned long long)st->nacks);
-	for (k = 0; k < PSB_KV_DISCARD_MAX; k++)
-		discarded += st->discarded[k];
-	for (k = 0; k < PSB_BUDGET_MAX; k++)
-		refused += st->refused[k];
-	if (discarded != 0) {
-		fprintf(out, "unfinished pushes discarded unapplied: %llu (%llu B):",
-			(unsigned long long)discarded, (unsigned long long)st->discarded_bytes);
-		for (k = 0; k < PSB_KV_DISCARD_MAX; k++)
-			if (st->discarded[k] != 0)
-				fprintf(out, " %s %llu", psb_kv_discard_names[k],
-					(unsigned long long)st->discarded[k]);
-		fprintf(out, "\n");
-	}
-	if (refused != 0) {
-		fprintf(out, "requests refused by a budget: %llu:", (unsigned long long)refused);
-		for (k = 0; k < PSB_BUDGET_MAX; k++)
-			if (st->refused[k] != 0)
-				fprintf(out, " %s %llu", psb_store_budget_label(k),
-					(unsigned long long)st->refused[k]);
-		fprintf(out, "\n");
-	}
+	print_by(out, "unfinished pushes discarded unapplied", st->discarded, PSB_KV_DISCARD_MAX,
+		discard_label, &st->discarded_bytes);
+	print_by(out, "requests refused by a budget", st->refused, PSB_BUDGET_MAX,
+		psb_store_budget_label, NULL);
+	print_by(out, "resends not sent, over their sender's budget", st->resend_over_budget,
+		PSB_KV_RESEND_MAX, resend_label, &st->resend_over_budget_bytes);
 	for (k = 1; k < PSB_ST_MAX; k++)
 		if (st->errors[k] != 0)
 			fprintf(out, "error replies %-16s %llu\n", psb_status_name((uint8_t)k),

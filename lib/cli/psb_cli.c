@@ -203,6 +203,15 @@ psb_cli_size(const char *opt, const char *v)
 	return b;
 }
 
+uint64_t
+psb_cli_rate(const char *opt, const char *v)
+{
+	uint64_t bps;
+
+	cli_expect(psb_conf_parse_rate(v, &bps) == 0, opt, "a rate like 2Gbps or 100Mbps", v);
+	return bps;
+}
+
 const char *
 psb_cli_fmt_size(uint64_t bytes, char *buf, unsigned int len)
 {

@@ -27,6 +27,9 @@ uint64_t psb_cli_seconds_in(const char *opt, const char *v, uint64_t lo_ns, uint
 /* A size ("64MiB", "1.5GB", 4096), or die naming opt. */
 uint64_t psb_cli_size(const char *opt, const char *v);
 
+/* A rate in bits/s ("2Gbps", "100Mbps", 1000000), or die naming opt. */
+uint64_t psb_cli_rate(const char *opt, const char *v);
+
 /* bytes for people: "512 B", "64 MiB", "2.9 GiB". Returns buf. */
 const char *psb_cli_fmt_size(uint64_t bytes, char *buf, unsigned int len);
 

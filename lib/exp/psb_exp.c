@@ -155,6 +155,13 @@ static const struct psb_conf_field store_table[] = {
 	{ "reasm_timeout", PSB_CONF_DURATION, OFF(psb_exp_store, reasm_timeout), 0, 0, "2s",
 	  1e6, 3600e9, NULL, NULL, "server: a push whose next segment does not come within this "
 	  "is discarded whole" },
+	{ "resend_burst", PSB_CONF_SIZE, OFF(psb_exp_store, resend_burst), 0, 0, "0", 0,
+	  1ull << 50, NULL, NULL, "server: what a sender can have sent again at once (answers "
+	  "to its repeated requests and REPAIRs, REPAIR_RESPs: frames' bytes), per shard; "
+	  "beyond it, and its rate, nothing is sent again (0: two answers of node.max_value)" },
+	{ "resend_rate", PSB_CONF_RATE, OFF(psb_exp_store, resend_rate), 0, 0, "0", 0, 400e9,
+	  NULL, NULL, "server: the rate a sender's resend budget refills at, per shard (0: "
+	  "1Gbps)" },
 	{ NULL, 0, 0, 0, 0, NULL, 0, 0, NULL, NULL, NULL },
 };
 

@@ -98,6 +98,8 @@ struct psb_exp_store {
 	uint64_t reasm_bytes;		/* pushes being reassembled, all senders */
 	uint64_t reasm_sender_bytes;	/* the same, per sender */
 	uint64_t reasm_timeout;		/* ns a reassembly may wait for its next segment */
+	uint64_t resend_burst;		/* bytes a sender's resend bucket holds */
+	uint64_t resend_rate;		/* bits/s it refills at */
 };
 
 /* Kind "pushpull": the worker benchmark. */

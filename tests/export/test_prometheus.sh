@@ -42,12 +42,17 @@ $CHECK check "$DIR/s1.prom" 'psb_node_info{role="server",ip="198.18.0.1"}=1' \
 	"psb_role_rx_packets_total{$R}" "psb_role_drops_total{$R,reason=\"bad_magic\"}=0" \
 	"psb_role_busy_ratio{$V}" 'psb_store_keys=0' 'psb_store_errors_total{status="no_key"}=0' \
 	'psb_store_limit_reasm_timeout_seconds>0' \
+	'psb_store_limit_resend_rate_bytes_per_second=125000000' \
+	'psb_store_limit_resend_burst_bytes>134217728' 'psb_store_resend_bytes_total=0' \
+	'psb_store_resend_over_budget_total{reason="repair_resp"}=0' \
+	'psb_store_resend_over_budget_bytes_total=0' \
 	'psb_experiment_running{name="",kind=""}=0' \
 	'psb_experiment_info{name="",kind="",id="0",state="idle"}=1' || fail "first scrape"
 for t in 'psb_port_rx_packets_total counter' 'psb_port_xstat_total counter' \
 	'psb_role_rx_packets_total counter' 'psb_role_drops_total counter' \
 	'psb_role_busy_ratio gauge' 'psb_node_uptime_seconds gauge' 'psb_store_keys gauge' \
-	'psb_store_pushpull_total counter' 'psb_experiment_running gauge'; do
+	'psb_store_pushpull_total counter' 'psb_experiment_running gauge' \
+	'psb_store_resend_over_budget_total counter' 'psb_store_limit_resend_burst_bytes gauge'; do
 	grep -qx "# TYPE $t" "$DIR/s1.prom" || fail "no '# TYPE $t'"
 done
 grep -q '^# HELP psb_role_rx_packets_total .' "$DIR/s1.prom" || fail "no HELP of rx packets"

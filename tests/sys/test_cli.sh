@@ -55,6 +55,10 @@ expect_error "node.mtu" "--mtu" "576" -- "${base[@]}" --mtu 100
 # a push's bookkeeping counted at 1500-byte frames (733 segments) when the MTU is the port's own
 expect_error "store.reasm_sender_bytes" "(1078144 B with its bookkeeping)" -- "${base[@]}" \
 	--max-value 1MiB --reasm-sender-bytes 1MiB
+# what a sender may have sent again: a rate, and room for one answer of --max-value at least
+expect_error "--resend-rate" "store.resend_rate" "rate like" -- "${base[@]}" --resend-rate fast
+expect_error "store.resend_burst" "one answer of node.max_value 1048576 B (1108682 B with its" \
+	-- "${base[@]}" --max-value 1MiB --resend-burst 1MiB
 
 # a value longer than any setting takes is refused whole, never cut to something that passes
 long=$(printf '9%.0s' $(seq 300))

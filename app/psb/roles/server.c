@@ -2,7 +2,9 @@
 #include <rte_malloc.h>
 
 #include "psb_app.h"
+#include "psb_cli.h"
 #include "psb_kv.h"
+#include "psb_log.h"
 
 struct server_priv {
 	struct psb_kv *kv;
@@ -20,6 +22,8 @@ struct server_priv {
 	void **graveyard;
 	uint32_t ngrave, grave_cap;
 	uint32_t polls;
+	uint64_t resend_noted;		/* store.resend_over_budget_bytes at the last line */
+	uint64_t resend_line_tsc;	/* no line about resends before then */
 };
 
 /* How often an idle shard reads the clock to expire reassemblies (passes). */
@@ -124,6 +128,9 @@ server_init(struct psb_role_inst *ri)
 		.reasm_bytes = b->reasm_bytes / ns,
 		.reasm_sender_bytes = b->reasm_sender_bytes,
 		.reasm_timeout_ns = b->reasm_timeout_ns,
+		/* per sender: every shard has the whole of it, as reasm_sender_bytes */
+		.resend_burst = b->resend_burst,
+		.resend_bps = b->resend_bps,
 		.hold_max = b->hold_max,
 		.hold_cost = rte_pktmbuf_data_room_size(app->pool),
 		.release = release_mbuf,
@@ -241,6 +248,35 @@ server_batch(struct psb_role_inst *ri, struct server_priv *sp, struct psb_meta *
 	psb_out(ri, m, meta->src.ip);
 }
 
+/*
+ * Resends refused for want of budget: a line at most every second per shard, naming the
+ * sender refused the most since the line before, and its address.
+ */
+static void
+resend_note(struct psb_role_inst *ri, struct server_priv *sp)
+{
+	uint64_t refused = psb_kv_stats(sp->kv)->resend_over_budget_bytes, now;
+	struct psb_kv_resend_peer bp;
+	char ip[16], size[32], others[48] = "";
+
+	if (likely(refused == sp->resend_noted))
+		return;
+	now = rte_get_tsc_cycles();
+	if (now < sp->resend_line_tsc)
+		return;
+	sp->resend_noted = refused;
+	sp->resend_line_tsc = now + rte_get_tsc_hz();
+	if (!psb_kv_resend_busiest(sp->kv, &bp))
+		return;
+	if (bp.senders > 1)
+		snprintf(others, sizeof(others), "; %u other senders too", bp.senders - 1);
+	PSB_WARN(server, "shard %d: sender %u at %s:%u over its resend budget: %llu resends "
+		"(%s) not sent since the last such line, %llu in all%s (store.resend_over_budget)",
+		ri->idx, bp.sender, psb_ip_str(bp.addr.ip, ip), bp.addr.port,
+		(unsigned long long)bp.refused, psb_cli_fmt_size(bp.refused_bytes, size,
+		sizeof(size)), (unsigned long long)bp.total, others);
+}
+
 static int
 server_poll(struct psb_role_inst *ri)
 {
@@ -254,6 +290,7 @@ server_poll(struct psb_role_inst *ri)
 		psb_kv_tick(sp->kv, psb_now_ns(ri->app));
 		if (unlikely(sp->ngrave != 0))
 			graveyard_sweep(sp, 0);
+		resend_note(ri, sp);
 	}
 	for (i = 0; i < n; i++) {
 		struct rte_mbuf *m = pkts[i];
