@@ -10,10 +10,17 @@ import struct
 MAGIC = 0x5053
 VERSION = 1
 UDP_PORT = 9430
+PUSH = 0x01
+PULL = 0x02
+REPAIR = 0x05
 BYE = 0x12
 ECHO = 0x15
+RESP = 0x80
 ECHO_RESP = 0x95
 ECHO_MAX_LEN = 1024
+HDR_LEN = 40
+FRAME_HLEN = 14 + 20 + 8 + HDR_LEN	# in front of a psb payload
+REPAIR_ROUND = 0x02
 
 
 def csum(b):
@@ -36,6 +43,21 @@ def hdr(mtype, flags=0, status=0, sender=0, req=0, rnd=0, key=0, total=0, offset
     """A 40-byte psb header."""
     return struct.pack("!HBBBBHIIQIIHHI", MAGIC, version, mtype, flags, status, sender, req,
                        rnd, key, total, offset, seg_len, seg_size, aux)
+
+
+def unhdr(b):
+    """A psb header's fields by name, from its 40 bytes."""
+    names = ("magic", "version", "type", "flags", "status", "sender", "req", "rnd", "key",
+             "total", "offset", "seg_len", "seg_size", "aux")
+    return dict(zip(names, struct.unpack("!HBBBBHIIQIIHHI", b[:HDR_LEN])))
+
+
+def repair(req_type, flags=0, base=0, nbits=0, rnd=0):
+    """A REPAIR's record: the request's type, flags, and every one of nbits segments from
+    base missing; padded to a multiple of 4 bytes."""
+    rec = struct.pack("!BBHIII", req_type, flags, 0, base, nbits, rnd)
+    rec += bytes([0xff] * (nbits // 8)) + (bytes([(1 << (nbits % 8)) - 1]) if nbits % 8 else b"")
+    return rec + bytes(-len(rec) % 4)
 
 
 def udp_frame(dmac, smac, sip, dip, sport, dport, payload):
