@@ -119,14 +119,14 @@ status_name(unsigned int k)
 	return psb_status_name((uint8_t)k);
 }
 
-static const char *
-discard_name(unsigned int k)
+const char *
+psb_store_discard_label(unsigned int k)
 {
 	return psb_kv_discard_names[k];
 }
 
-static const char *
-resend_name(unsigned int k)
+const char *
+psb_store_resend_label(unsigned int k)
 {
 	return psb_kv_resend_names[k];
 }
@@ -270,7 +270,8 @@ static const struct psb_metric store_figs[] = {
 	ST("held", held, GAUGE, NONE, NULL, "Packet buffers kept by staged pushes"),
 	STC(segs_held, "Segments kept by reference until their push was whole"),
 	STC(segs_copied, "Segments copied to be kept until their push was whole"),
-	FIG_BY(struct psb_store_snap, "discarded", st.discarded, PSB_KV_DISCARD_MAX, 0, "reason", discard_name,
+	FIG_BY(struct psb_store_snap, "discarded", st.discarded, PSB_KV_DISCARD_MAX, 0, "reason",
+		psb_store_discard_label,
 		"Unfinished pushes discarded without applying any of them, by reason"),
 	ST("discarded_bytes", st.discarded_bytes, COUNTER, BYTES, NULL,
 		"Value bytes the discarded pushes had delivered"),
@@ -281,7 +282,7 @@ static const struct psb_metric store_figs[] = {
 		"Bytes sent again without a new request (answers to repeats and REPAIRs, "
 		"REPAIR_RESPs; frames' bytes), within the senders' resend budgets"),
 	FIG_BY(struct psb_store_snap, "resend_over_budget", st.resend_over_budget,
-		PSB_KV_RESEND_MAX, 0, "reason", resend_name,
+		PSB_KV_RESEND_MAX, 0, "reason", psb_store_resend_label,
 		"Resends not sent: their sender's resend budget (store.resend_burst, "
 		"store.resend_rate) was spent; by what they were"),
 	ST("resend_over_budget_bytes", st.resend_over_budget_bytes, COUNTER, BYTES, NULL,

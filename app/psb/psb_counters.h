@@ -208,6 +208,9 @@ void psb_snap_port_emit(struct psb_emit *e, struct psb_app *app, const struct ps
 		int xstats);
 /* A budget as the store's counters name it: "max_keys", ...; "allocation" for none. */
 const char *psb_store_budget_label(unsigned int k);
+/* Why unfinished pushes were discarded, what resends were not sent: "timeout", "segment", ... */
+const char *psb_store_discard_label(unsigned int k);
+const char *psb_store_resend_label(unsigned int k);
 /* The store summed over this node's shards, now. */
 void psb_snap_store(const struct psb_app *app, struct psb_store_snap *t);
 /* The scheduler's figures: 1, or 0 if this node runs none. */

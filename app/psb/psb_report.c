@@ -52,18 +52,6 @@ sum_drops(const struct psb_counters *c)
 	return n;
 }
 
-static const char *
-discard_label(unsigned int k)
-{
-	return psb_kv_discard_names[k];
-}
-
-static const char *
-resend_label(unsigned int k)
-{
-	return psb_kv_resend_names[k];
-}
-
 /* "what: N (B B): label n ..." of the n counts of v that are not 0; nothing when all are. */
 static void
 print_by(FILE *out, const char *what, const uint64_t *v, unsigned int n,
@@ -144,11 +132,11 @@ psb_report_print(const struct psb_app *app, FILE *out)
 			(unsigned long long)st->repairs, (unsigned long long)st->repair_bad,
 			(unsigned long long)st->repair_segs, (unsigned long long)st->nacks);
 	print_by(out, "unfinished pushes discarded unapplied", st->discarded, PSB_KV_DISCARD_MAX,
-		discard_label, &st->discarded_bytes);
+		psb_store_discard_label, &st->discarded_bytes);
 	print_by(out, "requests refused by a budget", st->refused, PSB_BUDGET_MAX,
 		psb_store_budget_label, NULL);
 	print_by(out, "resends not sent, over their sender's budget", st->resend_over_budget,
-		PSB_KV_RESEND_MAX, resend_label, &st->resend_over_budget_bytes);
+		PSB_KV_RESEND_MAX, psb_store_resend_label, &st->resend_over_budget_bytes);
 	for (k = 1; k < PSB_ST_MAX; k++)
 		if (st->errors[k] != 0)
 			fprintf(out, "error replies %-16s %llu\n", psb_status_name((uint8_t)k),

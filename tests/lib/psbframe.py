@@ -23,6 +23,24 @@ FRAME_HLEN = 14 + 20 + 8 + HDR_LEN	# in front of a psb payload
 REPAIR_ROUND = 0x02
 
 
+SO_RCVBUFFORCE = 33	# Linux's; root may pass rmem_max
+
+
+def raw_peer(ifname, my_ip, port, rcvbuf):
+    """A peer of psb on ifname that sends and reads whole frames (root: AF_PACKET): a
+    socket reading IPv4 frames into a buffer of rcvbuf bytes, one sending, one holding UDP
+    my_ip:port so that the kernel answers psb's frames to it with nothing, and the
+    interface's MAC."""
+    rx = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(0x0800))
+    rx.setsockopt(socket.SOL_SOCKET, SO_RCVBUFFORCE, rcvbuf)
+    rx.bind((ifname, 0))
+    tx = socket.socket(socket.AF_PACKET, socket.SOCK_RAW)
+    tx.bind((ifname, 0))
+    udp = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    udp.bind((my_ip, port))
+    return rx, tx, udp, rx.getsockname()[4]
+
+
 def csum(b):
     """The Internet checksum of b (an odd length padded with a zero byte)."""
     if len(b) % 2:

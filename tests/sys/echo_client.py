@@ -20,7 +20,6 @@ import psbframe as pf
 
 MY_PORT = 40000		# a UDP socket holds it: the kernel answers psb's frames with nothing
 PACKET_HOST = 0
-SO_RCVBUFFORCE = 33	# Linux's; root may pass rmem_max: a flood's answers all fit
 WAIT = 0.5		# seconds an answer may take at most
 
 
@@ -32,14 +31,8 @@ def fail(msg):
 class Client:
     def __init__(self, ifname, psb_mac, psb_ip, my_ip):
         self.psb_mac, self.psb_ip, self.my_ip = psb_mac, psb_ip, my_ip
-        self.rx = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(0x0800))
-        self.rx.setsockopt(socket.SOL_SOCKET, SO_RCVBUFFORCE, 16 << 20)
-        self.rx.bind((ifname, 0))
-        self.my_mac = self.rx.getsockname()[4]
-        self.tx = socket.socket(socket.AF_PACKET, socket.SOCK_RAW)
-        self.tx.bind((ifname, 0))
-        self.udp = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-        self.udp.bind((my_ip, MY_PORT))
+        # a flood's answers all fit its receive buffer
+        self.rx, self.tx, self.udp, self.my_mac = pf.raw_peer(ifname, my_ip, MY_PORT, 16 << 20)
 
     def send(self, hdr, payload, sport=MY_PORT, smac=None):
         self.tx.send(pf.udp_frame(self.psb_mac, smac or self.my_mac, self.my_ip, self.psb_ip,

@@ -22,7 +22,6 @@ import psbframe as pf
 
 MY_PORT = 40000		# a UDP socket holds it: the kernel answers psb's frames with nothing
 PACKET_HOST = 0
-SO_RCVBUFFORCE = 33
 LEN = 256 * 1024	# the value, bytes
 SEG = 1432		# segments of a 1500-byte MTU
 KEY = 0x5eed00000001
@@ -39,14 +38,7 @@ def fail(msg):
 class Peer:
     def __init__(self, ifname, psb_mac, psb_ip, my_ip, sender):
         self.psb_mac, self.psb_ip, self.my_ip, self.sender = psb_mac, psb_ip, my_ip, sender
-        self.rx = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(0x0800))
-        self.rx.setsockopt(socket.SOL_SOCKET, SO_RCVBUFFORCE, 64 << 20)
-        self.rx.bind((ifname, 0))
-        self.my_mac = self.rx.getsockname()[4]
-        self.tx = socket.socket(socket.AF_PACKET, socket.SOCK_RAW)
-        self.tx.bind((ifname, 0))
-        self.udp = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-        self.udp.bind((my_ip, MY_PORT))
+        self.rx, self.tx, self.udp, self.my_mac = pf.raw_peer(ifname, my_ip, MY_PORT, 64 << 20)
         self.sent = self.sent_bytes = 0
 
     def send(self, mtype, req, payload=b"", total=0, offset=0, seg_size=0):
