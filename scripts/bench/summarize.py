@@ -3,8 +3,8 @@
 
     scripts/bench/summarize.py KIND DIR
 
-KIND is pushpull, revs, job, soak, ctl, ctl_hostile, mc_emu, mc_send, staleness or
-passthrough (the script that made DIR). Reads DIR's raw data (raw.tar.xz, or raw/ of a run
+KIND is pushpull, revs, job, soak, ctl, ctl_hostile, mc_emu, mc_send, staleness,
+passthrough or mc_storm (the script that made DIR). Reads DIR's raw data (raw.tar.xz, or raw/ of a run
 that was stopped: rawdata.py), writes DIR/summary.json and DIR/summary.md (and plots), each
 whole or not at all, and prints the table. The benchmark scripts call
 it when they end; scripts/bench/check_docs.py calls it on every committed run to check that
@@ -1008,9 +1008,88 @@ def passthrough(out):
     return summary, L, True
 
 
+def mc_storm(out):
+    """scripts/bench/mc_storm.sh: raw/VARIANT-ROUND-{s,r1,r2,storm}.json and -s.log, VARIANT
+    calm, storm (one id) or storm200, in rounds."""
+    raw = Raw(out)
+    plan = raw.json("plan.json")
+    rounds = sorted(r for (r,) in raw_index(raw, r"calm-(\d+)-s\.json"))
+    count = plan["count"]
+    rev = about_revision(out)
+
+    def run(v, r):
+        b = f"{v}-{r}"
+        s = raw.json(b + "-s.json")
+        rx = [raw.json(f"{b}-r{h}.json") for h in (1, 2)]
+        log = raw.text(b + "-s.log")
+        pub = float(re.findall(r"version %d published .* at ([0-9.]+) s" % count, log)[0])
+        done = float(re.findall(r"every version sent at ([0-9.]+) s", log)[0])
+        x = {"duration_s": s["duration_s"], "last_out_s": done - pub,
+             "whole": min(r["completed"] for r in rx), "last": min(r["held"] for r in rx),
+             "ok": all(r["ok"] and r["bytes_differ"] == 0 for r in rx),
+             "repair_pkts": s["repair_parity_pkts"] + s["repair_data_pkts"],
+             "repair_bytes": s["repair_bytes"], "repair_bps": s["repair_bps"],
+             "nacks": s["nacks"], "over_budget": s["nack_over_budget"],
+             "repair_limited": s["repair_limited"],
+             "busiest": s["nackers"][0]["addr"] if s["nackers"] else ""}
+        if raw.has(b + "-storm.json"):
+            x["storm_nacks"] = raw.json(b + "-storm.json")["nacks"]
+        return x
+
+    runs = {v: [run(v, r) for r in rounds] for v in ("calm", "storm", "storm200")}
+    summary = {"git_revision": rev, "rounds": len(rounds), "count": count, "variants": {}}
+    hdr = ["third host", "versions whole (min of 2, median)", "ends on the last",
+           "run time s (median)", "against calm, paired", "repairs MB/s", "storm NACKs/s",
+           "entries over budget"]
+    rows = []
+    met = True
+    for v, name in (("calm", "silent"), ("storm", "NACK storm, 1 id"),
+                    ("storm200", "NACK storm, 200 ids")):
+        rs = runs[v]
+        whole = statistics.median(r["whole"] for r in rs)
+        last = sum(r["last"] == count for r in rs)
+        dur = statistics.median(r["duration_s"] for r in rs)
+        ratio = paired(rs, runs["calm"], lambda r: r["duration_s"])
+        mbps = statistics.median(r["repair_bytes"] / r["duration_s"] / 1e6 for r in rs)
+        nps = (statistics.median(r["storm_nacks"] for r in rs) /
+               (count * float(plan["push"]) + float(plan["linger"]) + 1)) if v != "calm" else 0
+        summary["variants"][v] = {
+            "whole_median": whole, "whole_min": min(r["whole"] for r in rs),
+            "ended_on_last": last, "duration_s": dur, "duration_ratio": ratio,
+            "repair_mb_per_s": mbps, "over_budget": statistics.median(r["over_budget"]
+                                                                       for r in rs),
+            "last_out_s": statistics.median(r["last_out_s"] for r in rs), "runs": rs}
+        if v != "calm":
+            met = met and min(r["whole"] for r in rs) >= 0.95 * count and last == len(rs) \
+                and ratio["max"] <= 1.10
+        rows.append([name, "%g of %d [%d, %d]" % (whole, count, min(r["whole"] for r in rs),
+                                                  max(r["whole"] for r in rs)),
+                     "%d of %d" % (last, len(rs)), "%.2f" % dur,
+                     "-" if v == "calm" else "%.3f [%.3f, %.3f]" % (
+                         ratio["median"], ratio["min"], ratio["max"]),
+                     "%.1f" % mbps, "%.0f" % nps if nps else "-",
+                     "%g" % summary["variants"][v]["over_budget"]])
+    summary["met"] = met
+    st = summary["variants"]
+    L = ["psb %s, psb-mcast: %d versions of %s every %g s at %g Gbit/s to 2 receivers, "
+         "%d rounds" % (rev, count, plan["data_size"], float(plan["push"]), float(plan["rate"]),
+                         len(rounds)),
+         "", md_table(hdr, rows), "",
+         "| figure | target | measured | |", "|---|---|---:|---|"]
+    for v, name in (("storm", "1 id"), ("storm200", "200 ids")):
+        w = min(r["whole"] for r in st[v]["runs"]) / count
+        rt = st[v]["duration_ratio"]
+        L.append("| honest receivers' versions whole, storm of %s (worst run) | >= 95 %% | "
+                 "%.0f %% | %s |" % (name, 100 * w, "met" if w >= 0.95 else "missed"))
+        L.append("| sender's run time against calm, storm of %s (worst pair) | <= 1.10 | "
+                 "%.3f | %s |" % (name, rt["max"], "met" if rt["max"] <= 1.10 else "missed"))
+    return summary, L, True
+
+
 KINDS = {"revs": (revs, 2), "job": (job, 2), "soak": (soak, 1), "pushpull": (pushpull, 2), "ctl": (ctl, 2),
          "ctl_hostile": (ctl_hostile, 2), "mc_emu": (mc_emu, 2), "mc_send": (mc_send, 2),
-         "staleness": (staleness, 2), "passthrough": (passthrough, 2)}
+         "staleness": (staleness, 2), "passthrough": (passthrough, 2),
+         "mc_storm": (mc_storm, 2)}
 
 
 def summarize(kind, out):
