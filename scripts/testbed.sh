@@ -12,6 +12,7 @@
 #                                                                 (processes on its hosts killed)
 #   scripts/testbed.sh exec [--name NAME] HOST CMD...             run CMD on host HOST (0..N-1)
 #   scripts/testbed.sh addr HOST                                  print host HOST's address
+#   scripts/testbed.sh --help | --version
 #
 # Hosts are namespaces psbtb-NAME-hI; the bridge is psbtb-NAME in the root namespace. NAME:
 # 1 to 8 letters and digits.
@@ -24,15 +25,29 @@ BASE=10
 BARE=
 
 die() { echo "testbed.sh: $*" >&2; exit 2; }
+usage_error() { echo "testbed.sh: $*; try 'testbed.sh --help'" >&2; exit 2; }
+usage() { sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'; }
 
 cmd=${1:-}
 [ $# -gt 0 ] && shift
+case $cmd in
+up|down|exec|addr) ;;
+-h|--help|help) usage; exit 0 ;;
+--version) exec "$(dirname "$0")/version.sh" line testbed.sh ;;
+"") usage; exit 0 ;;
+-*) usage_error "unrecognized option '$cmd' (a command first: up, down, exec or addr)" ;;
+*) usage_error "unknown command '$cmd'" ;;
+esac
 while [ $# -gt 0 ]; do
 	case $1 in
-	--name) NAME=${2:-}; shift 2 ;;
-	--hosts) HOSTS=${2:-}; shift 2 ;;
-	--mtu) MTU=${2:-}; shift 2 ;;
-	--bare) BARE=${2:-}; shift 2 ;;
+	--name|--hosts|--mtu|--bare) [ $# -ge 2 ] || usage_error "option '$1' requires an argument" ;;
+	esac
+	case $1 in
+	--name) NAME=$2; shift 2 ;;
+	--hosts) HOSTS=$2; shift 2 ;;
+	--mtu) MTU=$2; shift 2 ;;
+	--bare) BARE=$2; shift 2 ;;
+	--*) usage_error "unrecognized option '$1'" ;;
 	*) break ;;
 	esac
 done
@@ -110,5 +125,4 @@ addr)
 	[[ "${1:-}" =~ ^[0-9]+$ ]] || die "addr HOST"
 	addr "$1"
 	;;
- *) sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; [ -z "$cmd" ] || exit 2 ;;
 esac

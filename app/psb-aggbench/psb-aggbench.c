@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "psb_agg.h"
+#include "psb_cli.h"
 #include "psb_clock.h"
 
 #define DEFAULT_MB	64
@@ -40,7 +41,8 @@ usage(FILE *f, const char *prog)
 		"usage: %s [--mb N] [--runs R] [--json FILE]\n"
 		"  --mb N       size of each of the two float arrays, MiB (default %d)\n"
 		"  --runs R     timed runs per variant; the median is reported (default %d)\n"
-		"  --json FILE  also write the results as JSON to FILE\n",
+		"  --json FILE  also write the results as JSON to FILE\n"
+		"  --version    psb-aggbench's version and the git revision it was built from\n",
 		prog, DEFAULT_MB, DEFAULT_RUNS);
 }
 
@@ -188,6 +190,7 @@ main(int argc, char **argv)
 		{ "runs", required_argument, NULL, 'r' },
 		{ "json", required_argument, NULL, 'j' },
 		{ "help", no_argument, NULL, 'h' },
+		PSB_CLI_VERSION_OPTION,
 		{ NULL, 0, NULL, 0 },
 	};
 	unsigned long mb = DEFAULT_MB, runs = DEFAULT_RUNS, r;
@@ -198,7 +201,8 @@ main(int argc, char **argv)
 	double checksum = 0;
 	int c, nv = 0, k, impl;
 
-	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+	psb_cli_prog("psb-aggbench");
+	while ((c = psb_cli_getopt(argc, argv, "h", opts, NULL)) != -1) {
 		switch (c) {
 		case 'm':
 			if (parse_count(optarg, MAX_MB, &mb) != 0) {
@@ -218,15 +222,10 @@ main(int argc, char **argv)
 		case 'h':
 			usage(stdout, argv[0]);
 			return 0;
-		default:
-			usage(stderr, argv[0]);
-			return 2;
 		}
 	}
-	if (optind != argc) {
-		usage(stderr, argv[0]);
-		return 2;
-	}
+	if (optind != argc)
+		psb_cli_usage_error("unexpected argument '%s'", argv[optind]);
 
 	if (mb > SIZE_MAX >> 21) {
 		fprintf(stderr, "psb-aggbench: --mb %lu does not fit in memory\n", mb);

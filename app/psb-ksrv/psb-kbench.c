@@ -73,6 +73,7 @@ usage(FILE *out)
 "  --check-version N     with --check: also that the key's version (async: pushes\n"
 "                        applied; sync: rounds closed) is N\n"
 "  -q, --quiet           only results and errors\n"
+"  --version             psb-kbench's version and the git revision it was built from\n"
 "  -h, --help\n"
 "\n"
 "  len     value bytes per key, a multiple of 4 (default 1024000)\n"
@@ -120,6 +121,7 @@ static const struct option long_opts[] = {
 	{ "check-version", required_argument, NULL, OPT_CHECK_VERSION },
 	{ "quiet", no_argument, NULL, 'q' },
 	{ "help", no_argument, NULL, 'h' },
+	PSB_CLI_VERSION_OPTION,
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -141,7 +143,7 @@ parse_args(struct opts *o, int argc, char **argv)
 	o->len = 1024000;
 	o->repeat = 10;
 	o->mode = PSB_BENCH_PUSH_PULL;
-	while ((c = getopt_long(argc, argv, "qh", long_opts, NULL)) != -1) {
+	while ((c = psb_cli_getopt(argc, argv, "qh", long_opts, NULL)) != -1) {
 		switch (c) {
 		case OPT_SERVER: o->server = optarg; break;
 		case OPT_SCHED: o->sched = optarg; break;
@@ -197,7 +199,6 @@ parse_args(struct opts *o, int argc, char **argv)
 			break;
 		case 'q': o->quiet = 1; break;
 		case 'h': usage(stdout); exit(0);
-		default: usage(stderr); exit(2);
 		}
 	}
 	for (; optind < argc; optind++) {
@@ -212,7 +213,7 @@ parse_args(struct opts *o, int argc, char **argv)
 				psb_die("mode: expected 0-3 or PUSH_THEN_PULL|PUSH_PULL|PUSH_ONLY|PULL_ONLY, "
 					"got '%s'", v);
 			break;
-		default: psb_die("unexpected argument '%s' (see --help)", v);
+		default: psb_cli_usage_error("unexpected argument '%s'", v);
 		}
 	}
 	if (o->check_version >= 0 && !o->check)

@@ -106,6 +106,7 @@ usage(FILE *out)
 "                        again at once per sender, then 1Gbps)\n"
 "  -q, --quiet           only the exit summary and errors\n"
 "  (env PSB_KV_DUMP=1: also print every key's round and request state at exit)\n"
+"  --version             psb-ksrv's version and the git revision it was built from\n"
 "  -h, --help\n", PSB_UDP_PORT, PSB_SCHED_PORT);
 }
 
@@ -156,6 +157,7 @@ static const struct option long_opts[] = {
 	{ "resend-rate", required_argument, NULL, OPT_RESEND_RATE },
 	{ "quiet", no_argument, NULL, 'q' },
 	{ "help", no_argument, NULL, 'h' },
+	PSB_CLI_VERSION_OPTION,
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -173,7 +175,7 @@ parse_args(struct opts *o, int argc, char **argv)
 	o->reasm_timeout_ns = 2000000000ull;
 	o->busy_poll_ns = 50000;
 	o->sockbuf = 16u << 20;
-	while ((c = getopt_long(argc, argv, "qh", long_opts, NULL)) != -1) {
+	while ((c = psb_cli_getopt(argc, argv, "qh", long_opts, NULL)) != -1) {
 		switch (c) {
 		case OPT_IP: o->ip = psb_cli_ip("--ip", optarg); break;
 		case OPT_PORT: o->port = (uint16_t)psb_cli_u64("--port", optarg, 0, 65535); break;
@@ -232,11 +234,10 @@ parse_args(struct opts *o, int argc, char **argv)
 			break;
 		case 'q': o->quiet = 1; break;
 		case 'h': usage(stdout); exit(0);
-		default: usage(stderr); exit(2);
 		}
 	}
 	if (optind < argc)
-		psb_die("unexpected argument '%s' (see --help)", argv[optind]);
+		psb_cli_usage_error("unexpected argument '%s'", argv[optind]);
 	if (o->sched && o->ip == 0)
 		psb_die("--scheduler-port needs a concrete --ip: it is the server address announced to "
 			"workers");

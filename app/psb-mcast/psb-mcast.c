@@ -57,7 +57,8 @@ usage(FILE *f)
 "        (default 30 s); versions in --budget bytes (default 1GB)\n"
 "  bench: one core publishing versions back to back (CRC included) into a sink for\n"
 "        --seconds (default 3): null, copy (into packet buffers, default) or udp (a local\n"
-"        socket); unpaced unless --rate\n");
+"        socket); unpaced unless --rate\n"
+"       psb-mcast --version: its version and the git revision it was built from\n");
 }
 
 struct bufs {
@@ -111,7 +112,7 @@ do_send(int argc, char **argv)
 		{ "repair-share", required_argument, NULL, 'R' },
 		{ "receiver-share", required_argument, NULL, 'V' },
 		{ "nack-receivers", required_argument, NULL, 'N' },
-		{ NULL, 0, NULL, 0 },
+		PSB_CLI_VERSION_OPTION, { NULL, 0, NULL, 0 },
 	};
 	struct psb_mc_send_cfg cfg = { .seg_size = PSB_MC_SEG_MAX, .group = 64, .parity = 32,
 		.rate_bps = 5000000000ull, .heartbeat_ns = 5000000, .nack_hold_ns = 200000,
@@ -130,7 +131,7 @@ do_send(int argc, char **argv)
 	int c, rc;
 
 	cfg.session = (uint32_t)(psb_clock_ns() ^ (uint64_t)getpid() << 16);
-	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+	while ((c = psb_cli_getopt(argc, argv, "", opts, NULL)) != -1) {
 		switch (c) {
 		case 'l': psb_cli_ip_port("--local", optarg, &local, &lport); break;
 		case 'g': psb_cli_ip_port("--group", optarg, &group, &gport); break;
@@ -156,7 +157,6 @@ do_send(int argc, char **argv)
 								  100); break;
 		case 'N': cfg.receivers = (uint32_t)psb_cli_u64("--nack-receivers", optarg, 8,
 								PSB_MC_RECEIVERS_MAX); break;
-		default: usage(stderr); return 2;
 		}
 	}
 	if (local == 0 || group == 0)
@@ -269,7 +269,8 @@ do_recv(int argc, char **argv)
 		{ "expect", required_argument, NULL, 'e' },
 		{ "max-time", required_argument, NULL, 't' },
 		{ "budget", required_argument, NULL, 'b' }, { "id", required_argument, NULL, 'i' },
-		{ "json", required_argument, NULL, 'j' }, { NULL, 0, NULL, 0 },
+		{ "json", required_argument, NULL, 'j' }, PSB_CLI_VERSION_OPTION,
+		{ NULL, 0, NULL, 0 },
 	};
 	struct psb_mc_recv_cfg cfg = { .budget = 1u << 30, .max_version = 1u << 29,
 		.backoff_ns = 2000000, .retry_ns = 10000000, .reorder = 64, .vid_window = 1u << 20,
@@ -287,7 +288,7 @@ do_recv(int argc, char **argv)
 
 	cfg.id = (uint32_t)getpid();
 	cfg.seed = psb_clock_ns();
-	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+	while ((c = psb_cli_getopt(argc, argv, "", opts, NULL)) != -1) {
 		switch (c) {
 		case 'l': local = psb_cli_ip("--local", optarg); break;
 		case 'g': psb_cli_ip_port("--group", optarg, &group, &gport); break;
@@ -297,7 +298,6 @@ do_recv(int argc, char **argv)
 		case 'b': cfg.budget = psb_cli_size("--budget", optarg); break;
 		case 'i': cfg.id = (uint32_t)psb_cli_u64("--id", optarg, 0, UINT32_MAX); break;
 		case 'j': json_path = optarg; break;
-		default: usage(stderr); return 2;
 		}
 	}
 	if (local == 0 || group == 0)
@@ -438,7 +438,7 @@ do_bench(int argc, char **argv)
 		{ "sink", required_argument, NULL, 'k' }, { "data-size", required_argument, NULL, 'd' },
 		{ "seconds", required_argument, NULL, 't' }, { "rate", required_argument, NULL, 'r' },
 		{ "seg-size", required_argument, NULL, 'S' }, { "json", required_argument, NULL, 'j' },
-		{ NULL, 0, NULL, 0 },
+		PSB_CLI_VERSION_OPTION, { NULL, 0, NULL, 0 },
 	};
 	struct psb_mc_send_cfg cfg = { .session = 1, .seg_size = PSB_MC_SEG_MAX, .group = 64, .parity = 32,
 		.heartbeat_ns = 5000000, .nack_hold_ns = 200000 };
@@ -452,7 +452,7 @@ do_bench(int argc, char **argv)
 	double gbs;
 	int c;
 
-	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+	while ((c = psb_cli_getopt(argc, argv, "", opts, NULL)) != -1) {
 		switch (c) {
 		case 'k':
 			sink_name = optarg;
@@ -472,7 +472,6 @@ do_bench(int argc, char **argv)
 		case 'S': cfg.seg_size = (uint16_t)psb_cli_u64("--seg-size", optarg, PSB_MC_SEG_MIN,
 							       PSB_MC_SEG_MAX); break;
 		case 'j': json_path = optarg; break;
-		default: usage(stderr); return 2;
 		}
 	}
 	if (size == 0 || size > PSB_MC_MAX_VERSION)
@@ -550,6 +549,14 @@ main(int argc, char **argv)
 		usage(stdout);
 		return 0;
 	}
-	usage(stderr);
-	return 2;
+	if (argc >= 2 && strcmp(argv[1], "--version") == 0)
+		psb_cli_version_exit();
+	if (argc < 2) {
+		usage(stderr);
+		return 2;
+	}
+	if (argv[1][0] == '-')
+		psb_cli_usage_error("unrecognized option '%s' (a command first: send, recv or "
+				    "bench)", argv[1]);
+	psb_cli_usage_error("unknown command '%s' (send, recv or bench)", argv[1]);
 }

@@ -54,7 +54,8 @@ usage(FILE *f)
 "  --rate GBITS           sender pacing in Gbit/s (default 10)\n"
 "  --delay-us US          one-way delay (default 50)\n"
 "  --seed N               (default 1)\n"
-"  --json FILE            results as JSON, written whole or not at all\n");
+"  --json FILE            results as JSON, written whole or not at all\n"
+"  --version              psb-mcemu's version and the git revision it was built from\n");
 }
 
 static double
@@ -88,6 +89,7 @@ main(int argc, char **argv)
 		{ "seed", required_argument, NULL, 'e' },
 		{ "json", required_argument, NULL, 'j' },
 		{ "help", no_argument, NULL, 'h' },
+		PSB_CLI_VERSION_OPTION,
 		{ NULL, 0, NULL, 0 },
 	};
 	struct psb_mc_sim_cfg cfg = {
@@ -114,7 +116,7 @@ main(int argc, char **argv)
 	int rc;
 
 	psb_cli_prog("psb-mcemu");
-	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+	while ((c = psb_cli_getopt(argc, argv, "h", opts, NULL)) != -1) {
 		switch (c) {
 		case 'k': cfg.nrx = (unsigned int)psb_cli_u64("--receivers", optarg, 1, 100000); break;
 		case 'l': p = cli_double("--loss", optarg, 0, 0.5); break;
@@ -140,11 +142,10 @@ main(int argc, char **argv)
 		case 'e': cfg.seed = psb_cli_u64("--seed", optarg, 0, UINT64_MAX); break;
 		case 'j': json_path = optarg; break;
 		case 'h': usage(stdout); return 0;
-		default: usage(stderr); return 2;
 		}
 	}
 	if (optind != argc)
-		psb_die("unexpected argument \"%s\" (--help lists the options)", argv[optind]);
+		psb_cli_usage_error("unexpected argument \"%s\"", argv[optind]);
 	if (cfg.send.proactive > cfg.send.parity)
 		psb_die("--proactive %u: more than --parity %u", cfg.send.proactive, cfg.send.parity);
 	if (size > PSB_MC_MAX_VERSION)

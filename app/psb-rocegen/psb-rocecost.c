@@ -135,7 +135,8 @@ usage(FILE *out)
 {
 	fprintf(out, "usage: psb-rocecost [--rounds N] [--ms MS] FILE.pcap\n"
 		"  ns per frame lib/roce spends parsing, checking the ICRC (in place and by the\n"
-		"  reference) and counting the frames of FILE.pcap, as JSON\n");
+		"  reference) and counting the frames of FILE.pcap, as JSON\n"
+		"  --version: psb-rocecost's version and the git revision it was built from\n");
 }
 
 int
@@ -143,7 +144,7 @@ main(int argc, char **argv)
 {
 	static const struct option lo[] = {
 		{ "rounds", required_argument, NULL, 'r' }, { "ms", required_argument, NULL, 'm' },
-		{ "help", no_argument, NULL, 'h' }, { NULL, 0, NULL, 0 },
+		{ "help", no_argument, NULL, 'h' }, PSB_CLI_VERSION_OPTION, { NULL, 0, NULL, 0 },
 	};
 	static struct frames f;
 	static double ns[WAYS][64], took[WAYS][64];
@@ -153,18 +154,16 @@ main(int argc, char **argv)
 	json_t *out, *per, *timed, *way;
 	int c, w, r;
 
-	while ((c = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
+	psb_cli_prog("psb-rocecost");
+	while ((c = psb_cli_getopt(argc, argv, "h", lo, NULL)) != -1) {
 		switch (c) {
 		case 'r': rounds = psb_cli_u64("--rounds", optarg, 1, 64); break;
 		case 'm': ms = psb_cli_u64("--ms", optarg, 10, 60000); break;
 		case 'h': usage(stdout); return 0;
-		default: usage(stderr); return 2;
 		}
 	}
-	if (optind != argc - 1) {
-		usage(stderr);
-		return 2;
-	}
+	if (optind != argc - 1)
+		psb_cli_usage_error("expected one FILE.pcap, got %d arguments", argc - optind);
 	if (load(argv[optind], &f) != 0)
 		return 1;
 	t = psb_roce_qptab_create(1024, 1);

@@ -536,6 +536,7 @@ usage(FILE *f)
 "  --flood N     instead of the scenario: N frames for benchmarks, round robin over\n"
 "                --qps Q queue pairs (default 64), PSNs in order: RC ACKs (62 B) with\n"
 "                --max-payload 0, else RC WRITE_MIDDLEs of that payload\n"
+"  --version     psb-rocegen's version and the git revision it was built from\n"
 "  -h, --help    this text\n", MAX_QPS - 64);
 }
 
@@ -549,7 +550,7 @@ main(int argc, char **argv)
 		{ "churn", required_argument, NULL, 'c' }, { "help", no_argument, NULL, 'h' },
 		{ "max-payload", required_argument, NULL, 'm' },
 		{ "flood", required_argument, NULL, 'f' }, { "qps", required_argument, NULL, 'q' },
-		{ NULL, 0, NULL, 0 },
+		PSB_CLI_VERSION_OPTION, { NULL, 0, NULL, 0 },
 	};
 	const char *wire = NULL, *host = NULL, *expect = NULL;
 	uint64_t repeat = 1, churn = 0, flood = 0, flood_qps = 64, i;
@@ -560,7 +561,7 @@ main(int argc, char **argv)
 
 	psb_cli_prog("psb-rocegen");
 	G.max_payload = 4096;
-	while ((c = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
+	while ((c = psb_cli_getopt(argc, argv, "h", lo, NULL)) != -1) {
 		switch (c) {
 		case 'w': wire = optarg; break;
 		case 'H': host = optarg; break;
@@ -572,13 +573,12 @@ main(int argc, char **argv)
 		case 'm': G.max_payload = (uint32_t)psb_cli_u64("--max-payload", optarg, 0, 8192);
 			break;
 		case 'h': usage(stdout); return 0;
-		default: usage(stderr); return 2;
 		}
 	}
-	if (wire == NULL || host == NULL || expect == NULL || optind != argc) {
-		usage(stderr);
-		return 2;
-	}
+	if (optind != argc)
+		psb_cli_usage_error("unexpected argument '%s'", argv[optind]);
+	if (wire == NULL || host == NULL || expect == NULL)
+		psb_cli_usage_error("give --wire, --host and --expect");
 	psb_roce_addr4(ip_host, 0xc6120002);		/* 198.18.0.2 */
 	psb_roce_addr4(ip_peer, 0xc6120003);
 	inet_pton(AF_INET6, "2001:2::2", ip6_host);	/* the benchmarking range */

@@ -93,6 +93,7 @@ usage(FILE *f)
 "  --config: an experiment document of kind staleness (config/staleness.json): its\n"
 "  staleness section, its name (the trial), node.ip:staleness.port (the trainer), its\n"
 "  output section; options after it override it\n"
+"  --version: psb-stale's version and the git revision it was built from\n"
 "experiment flags:\n%s", psb_stale_opts_usage);
 }
 
@@ -636,7 +637,8 @@ do_trainer(int argc, char **argv)
 		{ "end-timeout", required_argument, NULL, 'E' },
 		{ "key", required_argument, NULL, 'K' },
 		{ "epgm-window", required_argument, NULL, 'W' },
-		{ "config", required_argument, NULL, 'C' }, { NULL, 0, NULL, 0 },
+		{ "config", required_argument, NULL, 'C' }, PSB_CLI_VERSION_OPTION,
+		{ NULL, 0, NULL, 0 },
 	};
 	const struct option *all = options(own);
 	uint32_t local = 0, group = 0;
@@ -661,7 +663,7 @@ do_trainer(int argc, char **argv)
 		.receivers = PSB_MC_RECEIVERS,
 		/* a wake-up of a process costs tens of microseconds: 64 packets a wake */
 		.burst_bytes = 64ull * (PSB_MC_HLEN + PSB_MC_SEG_MAX + PSB_MC_WIRE_OVERHEAD) };
-	while ((c = getopt_long(argc, argv, "", all, &idx)) != -1) {
+	while ((c = psb_cli_getopt(argc, argv, "", all, &idx)) != -1) {
 		switch (c) {
 		case 'l': psb_cli_ip_port("--local", optarg, &local, &lport); break;
 		case 'g': psb_cli_ip_port("--group", optarg, &group, &gport); break;
@@ -707,11 +709,10 @@ do_trainer(int argc, char **argv)
 			epgm_ms = conf.staleness.epgm_window / 1000000;
 			break;
 		case STALE_FLAG: stale_flag(all, idx, optarg); break;
-		default: usage(stderr); return 2;
 		}
 	}
 	if (optind != argc)
-		psb_die("trainer: unexpected argument \"%s\"", argv[optind]);
+		psb_cli_usage_error("trainer: unexpected argument \"%s\"", argv[optind]);
 	if (psb_stale_opts_check(&opts, err, sizeof(err)) != 0)
 		psb_die("%s", err);
 	if (local == 0)
@@ -934,7 +935,8 @@ do_worker(int argc, char **argv)
 		{ "end-timeout", required_argument, NULL, 'E' },
 		{ "key", required_argument, NULL, 'K' }, { "rate", required_argument, NULL, 'r' },
 		{ "epgm-window", required_argument, NULL, 'W' },
-		{ "config", required_argument, NULL, 'C' }, { NULL, 0, NULL, 0 },
+		{ "config", required_argument, NULL, 'C' }, PSB_CLI_VERSION_OPTION,
+		{ NULL, 0, NULL, 0 },
 	};
 	const struct option *all = options(own);
 	uint64_t rate_bps = 5000000000ull, epgm_ms = 1000;
@@ -951,7 +953,7 @@ do_worker(int argc, char **argv)
 	struct pollfd pfd[2];
 	int c, idx, have_id = 0, npfd = 1, ok;
 
-	while ((c = getopt_long(argc, argv, "", all, &idx)) != -1) {
+	while ((c = psb_cli_getopt(argc, argv, "", all, &idx)) != -1) {
 		switch (c) {
 		case 'i': cc.id = (uint32_t)psb_cli_u64("--id", optarg, 0, PSB_STALE_WORKERS_MAX - 1);
 			have_id = 1; break;
@@ -982,11 +984,10 @@ do_worker(int argc, char **argv)
 			epgm_ms = conf.staleness.epgm_window / 1000000;
 			break;
 		case STALE_FLAG: stale_flag(all, idx, optarg); break;
-		default: usage(stderr); return 2;
 		}
 	}
 	if (optind != argc)
-		psb_die("worker: unexpected argument \"%s\"", argv[optind]);
+		psb_cli_usage_error("worker: unexpected argument \"%s\"", argv[optind]);
 	if (psb_stale_opts_check(&opts, err, sizeof(err)) != 0)
 		psb_die("%s", err);
 	if (!have_id || W.trainer == 0 || local == 0)
@@ -1134,7 +1135,10 @@ main(int argc, char **argv)
 		return do_trainer(argc - 1, argv + 1);
 	if (strcmp(argv[1], "worker") == 0)
 		return do_worker(argc - 1, argv + 1);
-	fprintf(stderr, "psb-stale: unknown command \"%s\" (trainer or worker)\n", argv[1]);
-	usage(stderr);
-	return 2;
+	if (strcmp(argv[1], "--version") == 0)
+		psb_cli_version_exit();
+	if (argv[1][0] == '-')
+		psb_cli_usage_error("unrecognized option '%s' (a command first: trainer or worker)",
+				    argv[1]);
+	psb_cli_usage_error("unknown command \"%s\" (trainer or worker)", argv[1]);
 }

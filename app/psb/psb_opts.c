@@ -50,6 +50,17 @@ find_opt(int argc, char **argv, const char *name)
 	return NULL;
 }
 
+/* --version, wherever it stands before "--": the version line, exit 0. */
+static void
+version_opt(int argc, char **argv)
+{
+	int i;
+
+	for (i = 1; i < argc && strcmp(argv[i], "--") != 0; i++)
+		if (strcmp(argv[i], "--version") == 0)
+			psb_cli_version_exit();
+}
+
 /* --file-max, read before the document it bounds: what node.file_max is until then. */
 static uint64_t
 file_max_opt(int argc, char **argv)
@@ -328,6 +339,7 @@ usage(FILE *out)
 "                       psb.rx (dropped frames, a line a second), -vv all; --log-level\n"
 "                       overrides both\n"
 "  --log-time           begin each log line with the time of day (HH:MM:SS.mmm)\n"
+"  --version            psb's version and the git revision it was built from\n"
 "  -h, --help\n", out);
 	json_decref(defs);
 }
@@ -361,6 +373,7 @@ static const struct option app_opts[] = {
 	{ "help", no_argument, NULL, OPT_HELP },
 	{ "log-level", required_argument, NULL, OPT_LOG_LEVEL },
 	{ "log-time", no_argument, NULL, OPT_LOG_TIME },
+	PSB_CLI_VERSION_OPTION,
 };
 
 #define NAPP_OPTS	(sizeof(app_opts) / sizeof(app_opts[0]))
@@ -515,7 +528,7 @@ app_opt(struct psb_app *app, int c, const char *v)
 			psb_die("--log-level: %s", err);
 		break;
 	}
-	default: usage(stderr); exit(2);
+	default: psb_cli_usage_error("internal: option %d has no handler", c);
 	}
 }
 
@@ -568,7 +581,7 @@ parse_args(struct psb_app *app, struct psb_run_opts *ro, struct port_list *pl, i
 	ro->eal.extra = argv + nargs + 1;
 	build_long_opts();
 	optind = 1;
-	while ((opt = getopt_long(nargs, argv, "l:ivqh", long_opts, NULL)) != -1) {
+	while ((opt = psb_cli_getopt(nargs, argv, "l:ivqh", long_opts, NULL)) != -1) {
 		const struct conf_opt *o = NULL;
 
 		if (opt >= 0 && opt < (int)NCONF_OPTS)
@@ -592,7 +605,7 @@ parse_args(struct psb_app *app, struct psb_run_opts *ro, struct port_list *pl, i
 				      NULL, NULL, NULL };
 
 		if (npos >= 3)
-			psb_die("unexpected argument '%s' (EAL options go after --)", v);
+			psb_cli_usage_error("unexpected argument '%s' (EAL options go after --)", v);
 		npos++;
 		conf_opt(c, pl, &o, o.name, v, &duration);
 	}
@@ -718,6 +731,8 @@ psb_opts_parse(struct psb_app *app, struct psb_run_opts *ro, int argc, char **ar
 
 	if (pl.specs == NULL)
 		psb_die("out of memory");
+	/* before anything that reads a file: --version answers whatever else is given */
+	version_opt(argc, argv);
 	file_max = file_max_opt(argc, argv);
 	if ((cfg = find_opt(argc, argv, "--check-config")) != NULL)
 		exit(check_config_file(cfg, file_max));

@@ -67,6 +67,7 @@ usage(FILE *out)
 "                         (<DPDK runtime dir>/NAME/psb.ctl); default: the only one running\n"
 "  --json                 print the appliance's replies as JSON lines\n"
 "  --timeout S            wait at most S seconds for each reply (default 5)\n"
+"  --version              psbctl's version and the git revision it was built from\n"
 "  -h, --help             this text\n"
 "Exit status: 0 ok, 1 the appliance answered with an error, 2 usage or connection errors;\n"
 "130 when Ctrl-C ends 'start --wait' (the experiment goes on).\n");
@@ -503,6 +504,7 @@ static const struct option long_opts[] = {
 	{ "older-than", required_argument, NULL, OPT_OLDER },
 	{ "dry-run", no_argument, NULL, OPT_DRY },
 	{ "help", no_argument, NULL, 'h' },
+	PSB_CLI_VERSION_OPTION,
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -535,7 +537,7 @@ main(int argc, char **argv)
 	size_t i;
 
 	psb_cli_prog("psbctl");
-	while ((opt = getopt_long(argc, argv, "p:h", long_opts, NULL)) != -1) {
+	while ((opt = psb_cli_getopt(argc, argv, "p:h", long_opts, NULL)) != -1) {
 		switch (opt) {
 		case OPT_CTL: ctl = optarg; break;
 		case 'p': prefix = optarg; break;
@@ -553,7 +555,6 @@ main(int argc, char **argv)
 				1000000);
 			break;
 		case 'h': usage(stdout); return 0;
-		default: usage(stderr); return EXIT_USAGE;
 		}
 	}
 	if (optind >= argc) {

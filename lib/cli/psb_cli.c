@@ -25,17 +25,125 @@ psb_cli_prog(const char *name)
 	prog = name;
 }
 
+/* "PROG: message" on stderr, with where help is when hint, and exit status 2 */
+static void __attribute__((noreturn))
+die_v(bool hint, const char *fmt, va_list ap)
+{
+	fprintf(stderr, "%s: ", prog);
+	vfprintf(stderr, fmt, ap);
+	if (hint)
+		fprintf(stderr, "; try '%s --help'", prog);
+	fprintf(stderr, "\n");
+	exit(2);
+}
+
 void
 psb_die(const char *fmt, ...)
 {
 	va_list ap;
 
-	fprintf(stderr, "%s: ", prog);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fprintf(stderr, "\n");
-	exit(2);
+	die_v(false, fmt, ap);
+}
+
+void
+psb_cli_usage_error(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	die_v(true, fmt, ap);
+}
+
+/* psb_version.c, generated at each build */
+extern const char psb_cli_version_str[], psb_cli_revision_str[];
+
+const char *
+psb_cli_version(void)
+{
+	return psb_cli_version_str;
+}
+
+const char *
+psb_cli_revision(void)
+{
+	return psb_cli_revision_str;
+}
+
+const char *
+psb_cli_version_line(char *buf, size_t len)
+{
+	const char *rev = psb_cli_revision_str;
+	bool known = strcmp(rev, "unknown") != 0;
+
+	/* the commit as git abbreviates it for people; results files hold all of it */
+	snprintf(buf, len, "%s %s (git %.*s%s)", prog, psb_cli_version_str, known ? 12 : 7, rev,
+		 strstr(rev, "-dirty") != NULL ? ", dirty" : "");
+	return buf;
+}
+
+void
+psb_cli_version_exit(void)
+{
+	char line[160];
+
+	printf("%s\n", psb_cli_version_line(line, sizeof(line)));
+	exit(0);
+}
+
+/* How many of longopts' names begin with the n bytes of name; *exact: one is all of it. */
+static int
+long_matches(const struct option *longopts, const char *name, size_t n,
+		const struct option **exact)
+{
+	int count = 0;
+
+	*exact = NULL;
+	for (; longopts != NULL && longopts->name != NULL; longopts++) {
+		if (strncmp(longopts->name, name, n) != 0)
+			continue;
+		count++;
+		if (longopts->name[n] == '\0')
+			*exact = longopts;
+	}
+	return count;
+}
+
+int
+psb_cli_getopt(int argc, char **argv, const char *shortopts, const struct option *longopts,
+		int *idx)
+{
+	const struct option *exact;
+	const char *arg, *eq;
+	char so[128];
+	size_t n;
+	int c, m;
+
+	/* ':' first: a missing argument comes back as ':', told apart from an unknown option */
+	if ((size_t)snprintf(so, sizeof(so), ":%s", shortopts) >= sizeof(so))
+		psb_die("internal: too many short options");
+	opterr = 0;
+	c = getopt_long(argc, argv, so, longopts, idx);
+	if (c == PSB_CLI_OPT_VERSION)
+		psb_cli_version_exit();
+	if (c != '?' && c != ':')
+		return c;
+	arg = optind > 0 && optind <= argc ? argv[optind - 1] : "";
+	if (strncmp(arg, "--", 2) != 0 || arg[2] == '\0') {
+		if (c == ':')
+			psb_cli_usage_error("option requires an argument -- '%c'", optopt);
+		psb_cli_usage_error("invalid option -- '%c'", optopt);
+	}
+	eq = strchr(arg + 2, '=');
+	n = eq != NULL ? (size_t)(eq - arg - 2) : strlen(arg + 2);
+	if (c == ':')
+		psb_cli_usage_error("option '--%.*s' requires an argument", (int)n, arg + 2);
+	m = long_matches(longopts, arg + 2, n, &exact);
+	if (m == 0)
+		psb_cli_usage_error("unrecognized option '%s'", arg);
+	if (exact == NULL && m > 1)
+		psb_cli_usage_error("option '--%.*s' is ambiguous", (int)n, arg + 2);
+	psb_cli_usage_error("option '--%.*s' doesn't allow an argument", (int)n, arg + 2);
 }
 
 int

@@ -2,6 +2,7 @@
 #ifndef PSB_CLI_H
 #define PSB_CLI_H
 
+#include <getopt.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -11,6 +12,37 @@ void psb_cli_prog(const char *name);
 
 /* Print "PROG: message" to stderr and exit with status 2. */
 void psb_die(const char *fmt, ...) __attribute__((noreturn, format(printf, 1, 2)));
+
+/*
+ * A bad command line: "PROG: message; try 'PROG --help'" on one line (the error stays on
+ * the screen, not scrolled away by the whole usage), exit status 2.
+ */
+void psb_cli_usage_error(const char *fmt, ...) __attribute__((noreturn, format(printf, 1, 2)));
+
+/*
+ * psb's version ("0.1.0", meson's project version) and the git revision the program was
+ * built from: 40 hex digits, "-dirty" after them when tracked files differed from that
+ * commit, or "unknown" when it was built outside psb's git checkout (a tarball).
+ */
+const char *psb_cli_version(void);
+const char *psb_cli_revision(void);
+
+/* The --version line: "PROG 0.1.0 (git 1a2b3c4d5e6f, dirty)". Returns buf. */
+const char *psb_cli_version_line(char *buf, size_t len);
+
+/* --version: that line on stdout, exit 0. */
+void psb_cli_version_exit(void) __attribute__((noreturn));
+
+/*
+ * getopt_long for psb's programs, taking the same arguments: an unknown option, a missing
+ * argument or an argument to a flag ends the program with psb_cli_usage_error instead of
+ * returning '?'; PSB_CLI_OPT_VERSION, in longopts as PSB_CLI_VERSION_OPTION, prints the
+ * --version line to stdout and exits 0.
+ */
+#define PSB_CLI_OPT_VERSION	0x7656		/* no character: getopt's long-only value */
+#define PSB_CLI_VERSION_OPTION	{ "version", no_argument, NULL, PSB_CLI_OPT_VERSION }
+int psb_cli_getopt(int argc, char **argv, const char *shortopts, const struct option *longopts,
+		int *idx);
 
 /* Writes the message into err (when there is one); returns -EINVAL for callers to return. */
 int psb_fail(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));

@@ -17,10 +17,13 @@ declare -A BENCH_OPTS=() BENCH_FLAGS=()
 # bench_options NAME ARGS...: the script's command line. BENCH_OPTS maps each option that
 # takes a value to the variable it sets, BENCH_FLAGS each flag to the assignments it makes
 # (evaluated where the flag stands, so that later options override them). -h, --help prints
-# the script's opening comment. Sets NAME (for messages) and COMMAND (for ABOUT.txt).
+# the script's opening comment, --version psb's version and the tree's revision. Sets NAME
+# (for messages) and COMMAND (for ABOUT.txt). With BENCH_ARGS_ONLY=FRONT in the environment
+# it checks the command line only, speaking as FRONT, and exits 0: a front end that passes
+# its options on (quickstart.sh) refuses a bad one before its slow start.
 bench_options() {
 	local a
-	NAME=$1
+	NAME=${BENCH_ARGS_ONLY:-$1}
 	shift
 	# the command as given: an argument of several words quoted, as all.sh repeats it
 	COMMAND="scripts/bench/$NAME"
@@ -29,7 +32,8 @@ bench_options() {
 	done
 	while [ $# -gt 0 ]; do
 		if [ -n "${BENCH_OPTS[$1]:-}" ]; then
-			[ $# -ge 2 ] || { echo "$NAME: $1 needs a value" >&2; exit 2; }
+			[ $# -ge 2 ] || { echo "$NAME: option '$1' requires an argument; try" \
+				"'$NAME --help'" >&2; exit 2; }
 			printf -v "${BENCH_OPTS[$1]}" '%s' "$2"
 			shift
 		elif [ -n "${BENCH_FLAGS[$1]:-}" ]; then
@@ -37,12 +41,16 @@ bench_options() {
 		elif [ "$1" = -h ] || [ "$1" = --help ]; then
 			awk 'NR > 1 { if (!/^#/) exit; print }' "$0"
 			exit 0
+		elif [ "$1" = --version ]; then
+			scripts/version.sh line "$NAME"
+			exit 0
 		else
-			echo "$NAME: unknown option $1" >&2
+			echo "$NAME: unrecognized option '$1'; try '$NAME --help'" >&2
 			exit 2
 		fi
 		shift
 	done
+	[ -z "${BENCH_ARGS_ONLY:-}" ] || exit 0
 }
 
 # bench_build_rev REV DIR: REV's tree (git archive: no worktree of the repository touched)

@@ -1,8 +1,9 @@
 /*
- * Unit tests of lib/cli: names that become paths, removing only the files psb made, and
- * --log-level values.
+ * Unit tests of lib/cli: names that become paths, removing only the files psb made,
+ * --log-level values, the version and revision, and the one line of a bad command line.
  */
 #include <errno.h>
+#include <getopt.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -11,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -198,6 +200,103 @@ test_log_spec(void **state)
 		err, sizeof(err)), -EINVAL);
 }
 
+static void
+test_version(void **state)
+{
+	const char *rev = psb_cli_revision();
+	char line[160], want[160];
+	size_t hex = strspn(rev, "0123456789abcdef");
+
+	(void)state;
+	assert_true(psb_cli_version()[0] >= '0' && psb_cli_version()[0] <= '9');
+	/* 40 hex digits, "-dirty" or nothing after them; or built outside psb's checkout */
+	assert_true(strcmp(rev, "unknown") == 0 ||
+		    (hex == 40 && (rev[40] == '\0' || strcmp(rev + 40, "-dirty") == 0)));
+	psb_cli_prog("psb-x");
+	if (strcmp(rev, "unknown") == 0)
+		snprintf(want, sizeof(want), "psb-x %s (git unknown)", psb_cli_version());
+	else
+		snprintf(want, sizeof(want), "psb-x %s (git %.12s%s)", psb_cli_version(), rev,
+			 rev[40] != '\0' ? ", dirty" : "");
+	assert_string_equal(psb_cli_version_line(line, sizeof(line)), want);
+	psb_cli_prog("psb");
+}
+
+/*
+ * psb_cli_getopt over argv in a child: its exit status, and what it wrote to stdout and
+ * stderr (out, err: 512 bytes each).
+ */
+static int
+getopt_child(char **argv, int argc, char *out, char *err)
+{
+	static const struct option lo[] = {
+		{ "sync", no_argument, NULL, 's' }, { "sys", no_argument, NULL, 'S' },
+		{ "len", required_argument, NULL, 'l' }, PSB_CLI_VERSION_OPTION,
+		{ NULL, 0, NULL, 0 },
+	};
+	int po[2], pe[2], st;
+	ssize_t n;
+	pid_t pid;
+
+	assert_int_equal(pipe(po), 0);
+	assert_int_equal(pipe(pe), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		dup2(po[1], STDOUT_FILENO);
+		dup2(pe[1], STDERR_FILENO);
+		optind = 1;
+		while (psb_cli_getopt(argc, argv, "q", lo, NULL) != -1)
+			;
+		exit(0);
+	}
+	close(po[1]);
+	close(pe[1]);
+	n = read(po[0], out, 511);
+	out[n > 0 ? n : 0] = '\0';
+	n = read(pe[0], err, 511);
+	err[n > 0 ? n : 0] = '\0';
+	close(po[0]);
+	close(pe[0]);
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static void
+test_getopt(void **state)
+{
+	static const struct {
+		const char *arg, *err;
+	} bad[] = {
+		{ "--frob", "psb: unrecognized option '--frob'; try 'psb --help'\n" },
+		{ "--frob=1", "psb: unrecognized option '--frob=1'; try 'psb --help'\n" },
+		{ "--sy", "psb: option '--sy' is ambiguous; try 'psb --help'\n" },
+		{ "--sync=1", "psb: option '--sync' doesn't allow an argument; try 'psb --help'\n" },
+		{ "--len", "psb: option '--len' requires an argument; try 'psb --help'\n" },
+		{ "-x", "psb: invalid option -- 'x'; try 'psb --help'\n" },
+	};
+	char out[512], err[512], line[160], *argv[3];
+	size_t i;
+
+	(void)state;
+	argv[0] = (char *)"psb";
+	argv[2] = NULL;
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		argv[1] = (char *)bad[i].arg;
+		assert_int_equal(getopt_child(argv, 2, out, err), 2);
+		assert_string_equal(err, bad[i].err);
+		assert_string_equal(out, "");
+	}
+	/* what it knows passes; --version (a prefix of it too) is the line, exit 0 */
+	argv[1] = (char *)"--sync";
+	assert_int_equal(getopt_child(argv, 2, out, err), 0);
+	assert_string_equal(err, "");
+	argv[1] = (char *)"--vers";
+	assert_int_equal(getopt_child(argv, 2, out, err), 0);
+	snprintf(line, sizeof(line), "%s\n", psb_cli_version_line(err, sizeof(err)));
+	assert_string_equal(out, line);
+}
+
 int
 main(void)
 {
@@ -207,6 +306,8 @@ main(void)
 		cmocka_unit_test(test_rmdir_flat_links),
 		cmocka_unit_test(test_log_level),
 		cmocka_unit_test(test_log_spec),
+		cmocka_unit_test(test_version),
+		cmocka_unit_test(test_getopt),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

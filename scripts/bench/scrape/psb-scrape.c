@@ -98,6 +98,7 @@ usage(FILE *out)
 "                    off     pause\n"
 "                    report  print the totals line now\n"
 "                    quit    print it and exit (so does the end of stdin)\n"
+"  --version       psb-scrape's version and the git revision it was built from\n"
 "  -h, --help      this text\n"
 "A request (tel: a round's) gets 2 s. A failed one counts as an error and its connection\n"
 "is reopened in the next round; an HTTP request that finds its kept-alive connection\n"
@@ -1098,6 +1099,7 @@ static const struct option long_opts[] = {
 	{ "seconds", required_argument, NULL, OPT_SECONDS },
 	{ "stdin", no_argument, NULL, OPT_STDIN },
 	{ "help", no_argument, NULL, 'h' },
+	PSB_CLI_VERSION_OPTION,
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -1113,18 +1115,17 @@ main(int argc, char **argv)
 
 	psb_cli_prog("psb-scrape");
 	period = NS_PER_S / 10;
-	while ((opt = getopt_long(argc, argv, "h", long_opts, NULL)) != -1) {
+	while ((opt = psb_cli_getopt(argc, argv, "h", long_opts, NULL)) != -1) {
 		switch (opt) {
 		case OPT_HZ: period = NS_PER_S / psb_cli_u64("--hz", optarg, 1, 1000); break;
 		case OPT_SECONDS: dur = parse_seconds("--seconds", optarg); has_end = 1; break;
 		case OPT_STDIN: use_stdin = 1; break;
 		case 'h': usage(stdout); return 0;
-		default: usage(stderr); return 2;
 		}
 	}
 	nt = argc - optind;
 	if (nt <= 0)
-		psb_die("expected at least one TARGET (psb-scrape --help)");
+		psb_cli_usage_error("expected at least one TARGET");
 	ts = calloc((size_t)nt, sizeof(*ts));
 	if (ts == NULL)
 		psb_die("out of memory");
