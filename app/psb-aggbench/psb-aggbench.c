@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <jansson.h>
+
 #include "psb_agg.h"
 #include "psb_cli.h"
 #include "psb_clock.h"
@@ -123,63 +125,34 @@ summarize(struct variant *v, unsigned long runs, double bytes)
 	free(t);
 }
 
-static int
+/* The results as JSON, written whole or not at all (psb_cli_write_json); dies when it cannot. */
+static void
 write_json(const char *path, const struct variant *vs, int nv, unsigned long mb,
 	   unsigned long runs, size_t n, double checksum)
 {
-	size_t len = strlen(path) + sizeof(".tmp");
-	char *tmp = malloc(len);
-	FILE *f;
-	int i, rc = 0;
+	json_t *o, *results = json_array(), *secs;
 	unsigned long r;
+	int i;
 
-	if (tmp == NULL)
-		return -ENOMEM;
-	snprintf(tmp, len, "%s.tmp", path);
-	f = fopen(tmp, "w");
-	if (f == NULL) {
-		rc = -errno;
-		fprintf(stderr, "psb-aggbench: %s: %s\n", tmp, strerror(errno));
-		free(tmp);
-		return rc;
-	}
-
-	fprintf(f, "{\n  \"mb\": %lu,\n  \"runs\": %lu,\n  \"floats\": %zu,\n", mb, runs, n);
-	fprintf(f, "  \"best\": \"%s\",\n", psb_agg_impl_name(psb_agg_best()));
-	fprintf(f, "  \"misalign_bytes\": %d,\n  \"unit\": \"GB/s of src (1e9 bytes/s)\",\n",
-		MISALIGN);
-	fprintf(f, "  \"results\": [\n");
-	for (i = 0; i < nv; i++) {
+	for (i = 0; i < nv && results != NULL; i++) {
 		const struct variant *v = &vs[i];
 
-		fprintf(f, "    {\"name\": \"%s\", \"impl\": ", v->key);
-		if (v->kind == V_AGG)
-			fprintf(f, "\"%s\"", psb_agg_impl_name(v->impl));
-		else
-			fprintf(f, "null");
-		fprintf(f, ", \"src_offset\": %zu, \"gbps_median\": %.4f, \"gbps_min\": %.4f, "
-			"\"gbps_max\": %.4f, \"vs_plain\": %.4f, \"seconds\": [",
-			v->src_off, v->gbs_med, v->gbs_min, v->gbs_max,
-			v->gbs_med / vs[0].gbs_med);
-		for (r = 0; r < runs; r++)
-			fprintf(f, "%s%.9f", r != 0 ? ", " : "", v->secs[r]);
-		fprintf(f, "]}%s\n", i + 1 < nv ? "," : "");
+		secs = json_array();
+		for (r = 0; r < runs && secs != NULL; r++)
+			json_array_append_new(secs, json_real(v->secs[r]));
+		json_array_append_new(results, json_pack("{s:s, s:o, s:I, s:f, s:f, s:f, s:f, s:o}",
+			"name", v->key,
+			"impl", v->kind == V_AGG ? json_string(psb_agg_impl_name(v->impl)) :
+				json_null(),
+			"src_offset", (json_int_t)v->src_off, "gbps_median", v->gbs_med,
+			"gbps_min", v->gbs_min, "gbps_max", v->gbs_max,
+			"vs_plain", v->gbs_med / vs[0].gbs_med, "seconds", secs));
 	}
-	fprintf(f, "  ],\n  \"checksum\": %.9g\n}\n", checksum);
-
-	/* rename only a complete file over FILE, so readers never see half a result */
-	if (ferror(f) != 0)
-		rc = -EIO;
-	if (fclose(f) != 0 && rc == 0)
-		rc = -errno;
-	if (rc == 0 && rename(tmp, path) != 0)
-		rc = -errno;
-	if (rc != 0) {
-		fprintf(stderr, "psb-aggbench: writing %s: %s\n", path, strerror(-rc));
-		remove(tmp);
-	}
-	free(tmp);
-	return rc;
+	o = json_pack("{s:I, s:I, s:I, s:s, s:i, s:s, s:o, s:f}", "mb", (json_int_t)mb,
+		"runs", (json_int_t)runs, "floats", (json_int_t)n,
+		"best", psb_agg_impl_name(psb_agg_best()), "misalign_bytes", MISALIGN,
+		"unit", "GB/s of src (1e9 bytes/s)", "results", results, "checksum", checksum);
+	psb_cli_write_json(o, path);
 }
 
 int
@@ -303,8 +276,8 @@ main(int argc, char **argv)
 	/* printing it is what keeps the timed work observable */
 	printf("\nchecksum %.9g\n", checksum);
 
-	if (json != NULL && write_json(json, vs, nv, mb, runs, n, checksum) != 0)
-		return 1;
+	if (json != NULL)
+		write_json(json, vs, nv, mb, runs, n, checksum);
 
 	for (k = 0; k < nv; k++)
 		free(vs[k].secs);

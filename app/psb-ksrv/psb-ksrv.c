@@ -538,12 +538,8 @@ write_stats(const struct ksrv *s, const char *path)
 	const struct psb_kv_stats *st = psb_kv_stats(s->kv);
 	const struct counters *c = &s->cnt;
 	json_t *root, *store, *errs, *bad, *disc, *refused, *resend;
-	char tmp[4096];
 	unsigned int k;
-	int rc;
 
-	if ((size_t)snprintf(tmp, sizeof(tmp), "%s.tmp.%d", path, (int)getpid()) >= sizeof(tmp))
-		return -ENAMETOOLONG;
 	errs = json_object();
 	for (k = 1; k < PSB_ST_MAX; k++)
 		json_object_set_new(errs, psb_status_name((uint8_t)k),
@@ -600,13 +596,7 @@ write_stats(const struct ksrv *s, const char *path)
 			"rejected", (json_int_t)ss->rejected,
 			"barriers_released", (json_int_t)ss->barriers_released));
 	}
-	rc = json_dump_file(root, tmp, JSON_INDENT(2) | JSON_SORT_KEYS);
-	json_decref(root);
-	if (rc != 0 || rename(tmp, path) != 0) {
-		unlink(tmp);
-		return -EIO;
-	}
-	return 0;
+	return psb_cli_json_save(root, path);
 }
 
 #define REG_WAIT_NS	60000000000ull	/* the scheduler answers REGISTER within this */

@@ -200,7 +200,7 @@ main(int argc, char **argv)
 			(json_int_t)f.bytes, "frame_len", (json_int_t)f.len[0], "rounds",
 			(json_int_t)rounds, "ms", (json_int_t)ms, "ns_per_frame", per, "timed", timed,
 			"check", (json_int_t)(sink & 1));
-	json_dumpf(out, stdout, JSON_INDENT(1) | JSON_SORT_KEYS);
+	json_dumpf(psb_cli_json_stamp(out), stdout, JSON_INDENT(1) | JSON_SORT_KEYS);
 	putchar('\n');
 	json_decref(out);
 	psb_roce_qptab_free(t);

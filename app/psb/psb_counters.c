@@ -10,6 +10,7 @@
 #include "psb_counters.h"
 #include "psb_roce_json.h"
 #include "psb_bench.h"
+#include "psb_cli.h"
 #include "psb_conf.h"
 #include "psb_mc_metric.h"
 #include "psb_ctl.h"
@@ -1126,8 +1127,10 @@ psb_counters_append(struct psb_app *app, struct psb_logfile *lf)
 	clock_gettime(CLOCK_REALTIME, &ts);
 	file_line.len = 0;
 	file_line.oom = 0;
-	psb_text_printf(&file_line, "{\"time\":%.6f,\"counters\":",
-		(double)ts.tv_sec + ts.tv_nsec / 1e9);
+	/* every line says what wrote it: a file may be rotated, reopened, cut at any line */
+	psb_text_printf(&file_line, "{\"time\":%.6f,\"psb_version\":\"%s\",\"git_revision\":"
+		"\"%s\",\"counters\":", (double)ts.tv_sec + ts.tv_nsec / 1e9, psb_cli_version(),
+		psb_cli_revision());
 	pthread_mutex_lock(&app->ctl_lock);
 	rc = psb_counters_text(app, &file_line);
 	pthread_mutex_unlock(&app->ctl_lock);

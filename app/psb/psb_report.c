@@ -11,6 +11,7 @@
 #include <rte_ethdev.h>
 
 #include "psb_app.h"
+#include "psb_cli.h"
 #include "psb_counters.h"
 #include "psb_ctl.h"
 #include "psb_kv.h"
@@ -247,9 +248,7 @@ psb_report_write_json(struct psb_app *app, const char *path)
 	json_t *root = json_object(), *roles = json_array(), *ports = json_array();
 	struct psb_counters tot;
 	struct psb_emit e;
-	char tmp[4096];
 	uint16_t i;
-	int rc;
 
 	for (i = 0; i < app->nroles; i++) {
 		const struct psb_role_inst *ri = &app->roles[i];
@@ -306,15 +305,5 @@ psb_report_write_json(struct psb_app *app, const char *path)
 	json_object_set_new(root, "process", json_pack("{s:I}", "rss_max_bytes",
 		(json_int_t)rss_max_bytes()));
 	json_object_set_new(root, "control", psb_counters_control_json(app));
-	if ((size_t)snprintf(tmp, sizeof(tmp), "%s.tmp.%d", path, (int)getpid()) >= sizeof(tmp)) {
-		json_decref(root);
-		return -ENAMETOOLONG;
-	}
-	rc = json_dump_file(root, tmp, JSON_INDENT(2));
-	json_decref(root);
-	if (rc != 0 || rename(tmp, path) != 0) {
-		unlink(tmp);
-		return -EIO;
-	}
-	return 0;
+	return psb_cli_json_save(root, path);
 }

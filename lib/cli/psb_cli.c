@@ -91,6 +91,16 @@ psb_cli_version_exit(void)
 	exit(0);
 }
 
+json_t *
+psb_cli_json_stamp(json_t *o)
+{
+	if (o != NULL && json_is_object(o)) {
+		json_object_set_new(o, "psb_version", json_string(psb_cli_version_str));
+		json_object_set_new(o, "git_revision", json_string(psb_cli_revision_str));
+	}
+	return o;
+}
+
 /* How many of longopts' names begin with the n bytes of name; *exact: one is all of it. */
 static int
 long_matches(const struct option *longopts, const char *name, size_t n,
@@ -234,20 +244,35 @@ psb_cli_ip_port(const char *opt, const char *v, uint32_t *ip, uint16_t *port)
 	psb_cli_host_port(opt, v, ip, port);
 }
 
+int
+psb_cli_json_save(json_t *o, const char *path)
+{
+	char tmp[4200];
+	int rc = 0;
+
+	if (psb_cli_json_stamp(o) == NULL)
+		return -ENOMEM;
+	if ((size_t)snprintf(tmp, sizeof(tmp), "%s.tmp.%d", path, (int)getpid()) >= sizeof(tmp))
+		rc = -ENAMETOOLONG;
+	else if (json_dump_file(o, tmp, JSON_INDENT(2) | JSON_SORT_KEYS) != 0)
+		rc = -EIO;
+	else if (rename(tmp, path) != 0)
+		rc = -errno;
+	if (rc != 0 && rc != -ENAMETOOLONG)
+		unlink(tmp);
+	json_decref(o);
+	return rc;
+}
+
 void
 psb_cli_write_json(struct json_t *o, const char *path)
 {
-	char tmp[4200];
+	int rc = psb_cli_json_save(o, path);
 
-	if (o == NULL)
+	if (rc == -ENOMEM)
 		psb_die("cannot build the results for %s (out of memory)", path);
-	if ((size_t)snprintf(tmp, sizeof(tmp), "%s.tmp.%d", path, (int)getpid()) >= sizeof(tmp))
-		psb_die("%s: path too long", path);
-	if (json_dump_file(o, tmp, JSON_INDENT(2) | JSON_SORT_KEYS) != 0 || rename(tmp, path) != 0) {
-		unlink(tmp);
-		psb_die("cannot write %s", path);
-	}
-	json_decref(o);
+	if (rc != 0)
+		psb_die("cannot write %s: %s", path, strerror(-rc));
 }
 
 static const char *const log_levels[PSB_LOG_LEVEL_MAX + 1] = {

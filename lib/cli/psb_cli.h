@@ -34,6 +34,13 @@ const char *psb_cli_version_line(char *buf, size_t len);
 void psb_cli_version_exit(void) __attribute__((noreturn));
 
 /*
+ * Where a results file says what wrote it: sets "psb_version" and "git_revision" (as
+ * above) in the object o. Returns o; NULL stays NULL (a caller's out of memory).
+ */
+struct json_t;
+struct json_t *psb_cli_json_stamp(struct json_t *o);
+
+/*
  * getopt_long for psb's programs, taking the same arguments: an unknown option, a missing
  * argument or an argument to a flag ends the program with psb_cli_usage_error instead of
  * returning '?'; PSB_CLI_OPT_VERSION, in longopts as PSB_CLI_VERSION_OPTION, prints the
@@ -75,11 +82,14 @@ void psb_cli_host_port(const char *opt, const char *v, uint32_t *ip, uint16_t *p
 void psb_cli_ip_port(const char *opt, const char *v, uint32_t *ip, uint16_t *port);
 
 /*
- * A program's JSON results: o (its reference taken; NULL: out of memory) written to path
- * whole or not at all (a temporary file beside it, renamed), indented, keys sorted. Dies
- * naming path when it cannot.
+ * A program's JSON results: o (its reference taken; NULL: out of memory), stamped with
+ * psb's version and revision (psb_cli_json_stamp), written to path whole or not at all (a
+ * temporary file beside it, renamed), indented, keys sorted. 0, or -errno (-ENOMEM: o was
+ * NULL).
  */
-struct json_t;
+int psb_cli_json_save(struct json_t *o, const char *path);
+
+/* The same, dying naming path when it cannot. */
 void psb_cli_write_json(struct json_t *o, const char *path);
 
 /*

@@ -889,6 +889,7 @@ psb_exp_results_write_with(const char *root, const struct psb_exp_conf *c,
 		size_t errlen)
 {
 	char base[PATH_MAX], final[PATH_MAX + 128], tmp[PATH_MAX + 128], old[PATH_MAX + 128];
+	json_t *stamped;
 	char *text;
 	struct stat st;
 	unsigned int n;
@@ -908,7 +909,10 @@ psb_exp_results_write_with(const char *root, const struct psb_exp_conf *c,
 		snprintf(err, errlen, "cannot create %s: %s", tmp, strerror(errno));
 		return rc;
 	}
-	text = json_dumps(doc, JSON_INDENT(2) | JSON_SORT_KEYS);
+	/* what wrote it: a copy of doc's top level takes the version and revision */
+	stamped = psb_cli_json_stamp(json_copy((json_t *)(uintptr_t)doc));
+	text = stamped != NULL ? json_dumps(stamped, JSON_INDENT(2) | JSON_SORT_KEYS) : NULL;
+	json_decref(stamped);
 	rc = write_file(tmp, "result.json", text);
 	free(text);
 	if (rc == 0) {

@@ -8,6 +8,7 @@
 #include <jansson.h>
 
 #include "psb_bench.h"
+#include "psb_cli.h"
 
 struct psb_bench {
 	struct psb_bench_cfg cfg;
@@ -907,28 +908,12 @@ int
 psb_bench_write_json(const struct psb_bench_result *r, const char *label, const char *state,
 		const char *error, const char *path)
 {
-	json_t *o;
-	char tmp[4096];
-	int rc;
+	json_t *o = psb_bench_result_json(r, label);
 
-	if ((size_t)snprintf(tmp, sizeof(tmp), "%s.tmp.%d", path, (int)getpid()) >= sizeof(tmp))
-		return -ENAMETOOLONG;
-	o = psb_bench_result_json(r, label);
-	if (o == NULL)
-		return -ENOMEM;
-	json_object_set_new(o, "state", json_string(state != NULL ? state : "done"));
-	if (error != NULL)
-		json_object_set_new(o, "error", json_string(error));
-	rc = json_dump_file(o, tmp, JSON_INDENT(2) | JSON_SORT_KEYS);
-	json_decref(o);
-	if (rc != 0) {
-		unlink(tmp);
-		return -EIO;
+	if (o != NULL) {
+		json_object_set_new(o, "state", json_string(state != NULL ? state : "done"));
+		if (error != NULL)
+			json_object_set_new(o, "error", json_string(error));
 	}
-	if (rename(tmp, path) != 0) {
-		rc = -errno;
-		unlink(tmp);
-		return rc;
-	}
-	return 0;
+	return psb_cli_json_save(o, path);
 }

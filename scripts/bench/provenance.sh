@@ -1,18 +1,57 @@
 # shellcheck shell=bash
 # Sourced by the benchmark scripts: where a result comes from, for the ABOUT.txt beside it.
 
-# revision [BUILD]: the commit of the tree BUILD was configured from (default: this one),
-# whether tracked files differ from it, and "build=stale" when BUILD is older than them.
+# bench_version_line BUILD: what BUILD's programs say they are ("psb 0.1.0 (git
+# 1a2b3c4d5e6f, dirty)", their --version: the revision was put in when they were built);
+# nothing from a build of psb older than --version.
+bench_version_line() {
+	local b
+	for b in "$1/app/psb/psb" "$1/app/psbctl/psbctl"; do
+		[ -x "$b" ] && "$b" --version 2>/dev/null | grep -E '^[^ ]+ [^ ]+ \(git [^)]*\)$' &&
+			return
+	done
+	return 0
+}
+
+# bench_version BUILD: psb's version BUILD's programs were built as (when they do not say,
+# the version BUILD was configured with).
+bench_version() {
+	local line
+	line=$(bench_version_line "$1")
+	if [ -n "$line" ]; then
+		echo "$line" | cut -d' ' -f2
+	else
+		python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["version"])' \
+			"$1/meson-info/intro-projectinfo.json" 2>/dev/null || echo unknown
+	fi
+}
+
+# bench_revision [BUILD]: the commit BUILD's programs were built from, as they say (so the
+# code measured, whatever the tree holds now), dirty=true when tracked files differed from
+# it then, and "build=stale" when the tree has changed since BUILD was built. A build of
+# psb older than --version, or no BUILD: the commit of the tree it was configured from and
+# whether tracked files differ from it now.
 bench_revision() {
-	local src=. rev dirty stale=""
+	local src=. rev="" dirty stale="" line short
 	if [ -n "${1:-}" ] && [ -f "$1/meson-info/meson-info.json" ]; then
 		src=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["directories"]["source"])' \
 			"$1/meson-info/meson-info.json")
-		ninja -C "$1" -n 2>/dev/null | grep -q "no work to do" || stale=" build=stale"
+		# what ninja would do, less the revision it takes at every build and the links
+		# that follow it (they change nothing when the revision did not change)
+		ninja -C "$1" -n 2>/dev/null | grep '^\[' | grep -qv -e 'psb_version' -e '\] Linking ' &&
+			stale=" build=stale"
+		line=$(bench_version_line "$1")
 	fi
-	rev=$(git -C "$src" rev-parse HEAD 2>/dev/null || echo unknown)
-	dirty=$([ -z "$(git -C "$src" status --porcelain --untracked-files=no 2>/dev/null)" ] &&
-		echo false || echo true)
+	if [ -n "$line" ]; then
+		short=$(sed -n 's/.*(git \([0-9a-f]\{7,\}\).*/\1/p' <<<"$line")
+		[ -n "$short" ] && rev=$(git -C "$src" rev-parse --verify -q "$short^{commit}" 2>/dev/null)
+		rev=${rev:-${short:-unknown}}
+		dirty=$(grep -q ', dirty)$' <<<"$line" && echo true || echo false)
+	else
+		rev=$(git -C "$src" rev-parse HEAD 2>/dev/null || echo unknown)
+		dirty=$([ -z "$(git -C "$src" status --porcelain --untracked-files=no 2>/dev/null)" ] &&
+			echo false || echo true)
+	fi
 	echo "$rev dirty=$dirty$stale"
 }
 
@@ -83,6 +122,7 @@ bench_scraper_about() {
 # PSB_BENCH_BASELINE set (all.sh: a run of an older build on purpose, the baseline of the run
 # beside it), a line that says so (check_docs.py --drift leaves it out)
 bench_about() {
+	echo "version $(bench_version "$1")"
 	echo "revision $(bench_revision "$1")"
 	[ -z "${PSB_BENCH_BASELINE:-}" ] || echo "baseline older code on purpose: $PSB_BENCH_BASELINE"
 	bench_build "$1"

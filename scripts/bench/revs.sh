@@ -56,6 +56,8 @@ run() {
 {
 	echo "base $BASE $REV_A"
 	echo "head ${HEAD:-working tree} $REV_B"
+	echo "base_version $(bench_version "$(dirname "$(dirname "$(dirname "$PSB_A")")")")"
+	echo "head_version $(bench_version "$(dirname "$(dirname "$(dirname "$PSB_B")")")")"
 	echo "base_$(bench_build "$(dirname "$(dirname "$(dirname "$PSB_A")")")")"
 	echo "head_$(bench_build "$(dirname "$(dirname "$(dirname "$PSB_B")")")")"
 	bench_machine

@@ -35,12 +35,17 @@ def raw_index(raw, pattern):
     return {tuple(int(g) for g in m.groups()) for _, m in raw.match(pattern)}
 
 
+def about_line(out, word):
+    """The rest of ABOUT.txt's line that starts with word, or None."""
+    for line in open(os.path.join(out, "ABOUT.txt")):
+        if line.startswith(word + " "):
+            return line.split(None, 1)[1].strip()
+    return None
+
+
 def about_revision(out):
     """The revision a run measured, as its ABOUT.txt says ("unknown" when it does not)."""
-    for line in open(os.path.join(out, "ABOUT.txt")):
-        if line.startswith("revision "):
-            return line.split(None, 1)[1].strip()
-    return "unknown"
+    return about_line(out, "revision") or "unknown"
 
 
 def paired(p, k, f):
@@ -1096,6 +1101,11 @@ def summarize(kind, out):
     """Write out's summary.json and summary.md; returns (table lines, run ok)."""
     fn, indent = KINDS[kind]
     summary, lines, ok = fn(out)
+    version = about_line(out, "version")
+    if version is not None:
+        # what was measured, from ABOUT.txt: runs from before it named the version (those
+        # committed then) summarize as they did
+        summary = {"psb_version": version, "git_revision": about_revision(out), **summary}
     write_atomic(os.path.join(out, "summary.json"), json.dumps(summary, indent=indent))
     write_atomic(os.path.join(out, "summary.md"), "\n".join(lines) + "\n")
     return lines, ok

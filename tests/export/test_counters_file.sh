@@ -37,7 +37,9 @@ def check(lines, what):
     times = []
     for no, line in enumerate(lines, 1):
         d = json.loads(line)
-        assert set(d) == {"time", "counters"}, (what, no, sorted(d))
+        assert set(d) == {"time", "psb_version", "git_revision", "counters"}, (what, no, sorted(d))
+        # what wrote it, on every line: a rotated or cut file still says
+        assert d["psb_version"] and d["git_revision"] == json.loads(lines[0])["git_revision"]
         c = d["counters"]
         assert set(c) == {"node", "ports", "roles", "store", "control", "experiment"}, \
             (what, no, sorted(c))

@@ -1,6 +1,7 @@
 /*
  * Unit tests of lib/cli: names that become paths, removing only the files psb made,
- * --log-level values, the version and revision, and the one line of a bad command line.
+ * --log-level values, the version and revision, the one line of a bad command line, and
+ * results files that say what wrote them.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -16,6 +17,7 @@
 #include <unistd.h>
 
 #include <cmocka.h>
+#include <jansson.h>
 
 #include "psb_cli.h"
 
@@ -297,6 +299,33 @@ test_getopt(void **state)
 	assert_string_equal(out, line);
 }
 
+static void
+test_json_save(void **state)
+{
+	char dir[] = "/tmp/psbt-cli-XXXXXX", path[64];
+	json_t *o;
+
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/r.json", dir);
+	assert_int_equal(psb_cli_json_save(json_pack("{s:i}", "x", 1), path), 0);
+	o = json_load_file(path, 0, NULL);
+	assert_non_null(o);
+	assert_int_equal(json_integer_value(json_object_get(o, "x")), 1);
+	assert_string_equal(json_string_value(json_object_get(o, "psb_version")),
+			    psb_cli_version());
+	assert_string_equal(json_string_value(json_object_get(o, "git_revision")),
+			    psb_cli_revision());
+	json_decref(o);
+	/* a directory that is not there: the error, and no temporary file anywhere */
+	snprintf(path, sizeof(path), "%s/no/r.json", dir);
+	assert_int_equal(psb_cli_json_save(json_object(), path), -EIO);
+	assert_int_equal(psb_cli_json_save(NULL, path), -ENOMEM);
+	snprintf(path, sizeof(path), "%s/r.json", dir);
+	assert_int_equal(unlink(path), 0);
+	assert_int_equal(rmdir(dir), 0);
+}
+
 int
 main(void)
 {
@@ -308,6 +337,7 @@ main(void)
 		cmocka_unit_test(test_log_spec),
 		cmocka_unit_test(test_version),
 		cmocka_unit_test(test_getopt),
+		cmocka_unit_test(test_json_save),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

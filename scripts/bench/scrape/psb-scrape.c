@@ -106,7 +106,7 @@ usage(FILE *out)
 "Output: {\"rounds\":R,\"replies\":N,\"bytes\":B,\"errors\":E,\"reconnects\":C,\"cpu_s\":X,\n"
 "\"wall_s\":Y,\"last_error\":\"TARGET: why\"} where bytes counts reply payloads, reconnects\n"
 "the connections opened (or tried) after a target's first, cpu_s this process's user and\n"
-"system time.\n"
+"system time; psb_version and git_revision say what build psb-scrape is.\n"
 "Exit status: 0 done, 2 usage errors.\n");
 }
 
@@ -922,7 +922,8 @@ report(uint64_t start)
 		      "wall_s", us((double)(now_ns() - start) / 1e9),
 		      "last_error", json_text(g_last_error));
 	/* 15 digits: a value to the microsecond prints as it is (0.0123, not 0.01229999...) */
-	if (r == NULL || json_dumpf(r, stdout, JSON_COMPACT | JSON_REAL_PRECISION(15)) != 0)
+	if (psb_cli_json_stamp(r) == NULL ||
+	    json_dumpf(r, stdout, JSON_COMPACT | JSON_REAL_PRECISION(15)) != 0)
 		psb_die("cannot write the report");
 	json_decref(r);
 	putchar('\n');
