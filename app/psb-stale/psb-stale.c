@@ -20,6 +20,7 @@
 #include <math.h>
 #include <jansson.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -50,6 +51,37 @@
 #define COALESCE_NS	200000	/* a worker that just read packets waits this long for more */
 
 static struct psb_stale_opts opts;
+static volatile sig_atomic_t g_signal;	/* the SIGINT or SIGTERM that stops the run */
+
+static void
+on_stop(int sig)
+{
+	g_signal = sig;
+}
+
+/*
+ * SIGINT and SIGTERM stop a run early: its results are written, saying stopped, and the
+ * process exits as a shell reports a death by the signal (130, 143). No SA_RESTART: a
+ * wait ends at once.
+ */
+static void
+catch_stop(void)
+{
+	struct sigaction sa;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_stop;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+}
+
+/* "done", "stopped" (by a signal) or "failed", as psb's results say it */
+static const char *
+run_state(int ok)
+{
+	return ok ? "done" : g_signal != 0 ? "stopped" : "failed";
+}
 
 static void
 say(int level, const char *fmt, ...)
@@ -567,6 +599,7 @@ trainer_summary(double dur_s, int ok, const char *failure)
 			(json_int_t)tot->bad[i]));
 	json_object_set_new(o, "experiment", opts_json());
 	json_object_set_new(o, "ok", json_boolean(ok));
+	json_object_set_new(o, "state", json_string(run_state(ok)));
 	json_object_set_new(o, "failure", json_string(failure ? failure : ""));
 	json_object_set_new(o, "duration_s", json_real(dur_s));
 	json_object_set_new(o, "final_version", json_integer(T.tr.vid));
@@ -794,12 +827,13 @@ do_trainer(int argc, char **argv)
 		    T.scfg.receivers);
 
 	pfd = (struct pollfd){ .fd = T.sock.fd, .events = POLLIN };
+	catch_stop();
 	for (;;) {
 		uint64_t wake;
 		long n;
 
 		psb_stale_trainer_step(&T.tr, psb_clock_ns());
-		if (psb_stale_trainer_over(&T.tr))
+		if (psb_stale_trainer_over(&T.tr) || g_signal != 0)
 			break;
 		for (i = 0; i < READS_A_PASS && (n = psb_mc_sock_recv(&T.sock, buf, sizeof(buf), 0))
 		     > 0; i++)
@@ -824,6 +858,9 @@ do_trainer(int argc, char **argv)
 	now = psb_clock_ns();
 	tot = psb_stale_acct_totals(T.tr.acct);
 	ok = T.tr.phase == PSB_STALE_TR_DONE;
+	if (!ok && g_signal != 0)
+		snprintf(T.tr.failure, sizeof(T.tr.failure), "stopped by %s before the end",
+			 g_signal == SIGINT ? "SIGINT" : "SIGTERM");
 	dur = T.tr.ran ? (now - T.tr.t0) / 1e9 : 0.0;
 	say(4, "psb-stale trainer: trial %s, mode %s, %u workers: final version %u after %.1f s",
 	    opts.trial_name, psb_stale_mode_names[opts.mode], opts.workers, T.tr.vid, dur);
@@ -865,7 +902,7 @@ do_trainer(int argc, char **argv)
 	if (opts.mode == PSB_STALE_EPGM)
 		epgm_close(&T.zpub);
 	psb_stale_trainer_fini(&T.tr);
-	return ok ? 0 : 1;
+	return ok ? 0 : g_signal != 0 ? 128 + g_signal : 1;
 }
 
 /* ========================================================================= worker ==== */
@@ -1038,6 +1075,7 @@ do_worker(int argc, char **argv)
 	    "after %.1f s without the trainer", cc.id, psb_stale_mode_names[opts.mode],
 	    ipstr(W.trainer, W.trainer_port, who, sizeof(who)), (unsigned long long)budget,
 	    cc.join_ns / 1e9);
+	catch_stop();
 	for (;;) {
 		uint64_t now = psb_clock_ns(), wake;
 		long n;
@@ -1045,7 +1083,7 @@ do_worker(int argc, char **argv)
 
 		if (psb_stale_client_step(cl, now) & PSB_STALE_CL_CHECK)
 			fs_check();
-		if (psb_stale_client_over(cl))
+		if (psb_stale_client_over(cl) || g_signal != 0)
 			break;
 		if (opts.mode == PSB_STALE_EPGM)
 			/* before it joined: what came is not counted */
@@ -1084,6 +1122,9 @@ do_worker(int argc, char **argv)
 		}
 	}
 	ok = cl->state == PSB_STALE_CL_DONE && cl->verify_fail == 0;
+	if (!ok && g_signal != 0 && cl->failure[0] == '\0')
+		snprintf(cl->failure, sizeof(cl->failure), "stopped by %s before the end",
+			 g_signal == SIGINT ? "SIGINT" : "SIGTERM");
 	say(cc.verify ? 4 : 7, "worker %u: holds version %u (the trainer's final: %u), %llu "
 	    "versions taken%s%s; %llu stray packets", cc.id, cl->held, cl->end_vid,
 	    (unsigned long long)cl->versions, cc.verify ? ", every byte checked" : "",
@@ -1096,6 +1137,7 @@ do_worker(int argc, char **argv)
 			"verify_fail", (json_int_t)cl->verify_fail,
 			"stray", (json_int_t)cl->stray, "ok", ok, "failure", cl->failure);
 
+		json_object_set_new(o, "state", json_string(run_state(ok)));
 		if (cl->rx != NULL) {
 			json_object_set_new(o, "receiver", psb_mc_metric_json(&psb_mc_recv_block,
 				psb_mc_recv_stats(cl->rx)));
@@ -1117,7 +1159,7 @@ do_worker(int argc, char **argv)
 		psb_mc_sock_close(&W.grp);
 	if (opts.mode == PSB_STALE_EPGM)
 		epgm_close(&W.zsub);
-	return ok ? 0 : 1;
+	return ok ? 0 : g_signal != 0 ? 128 + g_signal : 1;
 }
 
 int

@@ -368,7 +368,7 @@ main(int argc, char **argv)
 	char auto_lcores[16];
 	uint64_t log_mark;
 	unsigned int nworker_lcores = 0, i;
-	int rc, eal_argc, exit_code = 0;
+	int rc, eal_argc, exit_code = 0, cut_short;
 	const char *cfg;
 
 	memset(&ro, 0, sizeof(ro));
@@ -631,7 +631,14 @@ main(int argc, char **argv)
 	}
 	if (g_signal != 0)
 		PSB_NOTICE(main, "ending on signal %d (%s)", (int)g_signal, strsignal(g_signal));
-	/* the experiment ends with the process: stopped, its results written */
+	/*
+	 * The experiment ends with the process: stopped, its results written. When the signal
+	 * cut short one that ends by itself (a benchmark, a staleness run, a serve with a
+	 * duration), psb exits as a shell reports a death by that signal (130 for SIGINT):
+	 * a script tells it from a finished run. Nothing running, or a serve that runs until
+	 * stopped, is a normal end: 0.
+	 */
+	cut_short = g_signal != 0 && psb_run_active(app) && !psb_run_open_ended(app);
 	psb_run_fini(app);
 	if (console_on)
 		psb_console_fini(app);
@@ -646,6 +653,8 @@ main(int argc, char **argv)
 
 	if ((app->run.state == PSB_RUN_FAILED || app->fail_reason[0] != '\0') && exit_code == 0)
 		exit_code = 1;
+	if (cut_short && exit_code == 0)
+		exit_code = 128 + (int)g_signal;
 	psb_report_print(app, stdout);
 	if (app->stats_file != NULL && psb_report_write_json(app, app->stats_file) != 0) {
 		PSB_NOTICE(main, "cannot write %s", app->stats_file);

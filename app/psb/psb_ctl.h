@@ -61,6 +61,11 @@ int psb_run_set(struct psb_app *app, const char *param, const char *value, char 
 const char *psb_run_state_name(int state);
 /* 1 while an experiment runs. */
 int psb_run_active(const struct psb_app *app);
+/*
+ * 1 while an experiment runs that has no end of its own (a serve without serve.duration):
+ * stopping it is how it is meant to end.
+ */
+int psb_run_open_ended(const struct psb_app *app);
 /* Housekeeping: notice the end of the experiment, write its results, the counters file. */
 void psb_run_poll(struct psb_app *app, uint64_t now_ns);
 /* At exit: stop what runs and write its results. */

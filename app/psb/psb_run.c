@@ -152,6 +152,13 @@ psb_run_active(const struct psb_app *app)
 	return app->run.state == PSB_RUN_RUNNING;
 }
 
+int
+psb_run_open_ended(const struct psb_app *app)
+{
+	return psb_run_active(app) && app->run.conf.kind == PSB_EXP_SERVE &&
+	       app->run.conf.serve.duration == 0;
+}
+
 static struct psb_run_rec *
 run_rec(struct psb_app *app)
 {

@@ -55,14 +55,15 @@ start_psb() {
 	PIDS+=("$LAST_PID")
 }
 
-# stop_psb PID: SIGTERM, and psb must leave with 0 within 10 s
+# stop_psb PID [STATUS]: SIGTERM, and psb must leave with STATUS within 10 s: 0 (default)
+# when nothing ran or a serve that runs until stopped, 143 when it cut an experiment short
 stop_psb() {
-	local pid=$1 rc=0
+	local pid=$1 want=${2:-0} rc=0
 	kill -TERM "$pid" 2>/dev/null || fail "psb $pid was gone before SIGTERM"
 	for _ in $(seq 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
 	kill -0 "$pid" 2>/dev/null && fail "psb $pid still runs 10 s after SIGTERM"
 	wait "$pid" || rc=$?
-	[ $rc = 0 ] || fail "psb $pid exited with $rc after SIGTERM"
+	[ $rc = "$want" ] || fail "psb $pid exited with $rc after SIGTERM, not $want"
 }
 
 alive() {

@@ -256,6 +256,7 @@ echo quit >&3
 exec 3>&-
 for _ in $(seq 150); do kill -0 $SPID 2>/dev/null || break; sleep 0.1; done
 kill -0 $SPID 2>/dev/null && fail "the server still runs 15 s after quit"
-stop_psb $APID
-stop_psb $TPID
+# both still wait for their peers: their experiments are cut short
+stop_psb $APID 143
+stop_psb $TPID 143
 echo "metrics: every figure in every export"
