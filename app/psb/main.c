@@ -146,6 +146,66 @@ runtime_dir_clean(const struct psb_app *app, const char *dir, int existed)
 		PSB_DEBUG(host, "left %s in place: it was there before psb started", dir);
 }
 
+/*
+ * What the EAL's start made, for psb's end whichever way it comes: set once the EAL is up
+ * (up), the ports set up so far (ports), whether the runtime directory was there before
+ * (existed), the hugepage files of a single-file layout to remove (huge_prefix).
+ */
+static struct {
+	int up, existed;
+	unsigned int ports;
+	pthread_t main;
+	char huge_prefix[64];
+} g_eal;
+
+/* Undo what the EAL and the ports made: ports closed, sockets and interfaces given back. */
+static void
+eal_end(struct psb_app *app, int exit_code)
+{
+	char rt_dir[PATH_MAX];
+	unsigned int i;
+
+	if (!g_eal.up)
+		return;
+	g_eal.up = 0;
+	for (i = 0; i < g_eal.ports; i++)
+		psb_ethdev_close(app->port_ids[i]);
+	psb_host_restore(app);
+	for (i = 0; i < app->nports; i++)
+		if (app->specs[i].kind == PSB_PORT_MEMIF && app->specs[i].memif_server)
+			unlink(app->specs[i].sock_path);
+	/*
+	 * The memif driver finishes a link's teardown on DPDK's interrupt thread, which may
+	 * still be at it when its memory goes in rte_eal_cleanup(): give it a moment first.
+	 */
+	for (i = 0; i < g_eal.ports; i++)
+		if (app->specs[i].kind == PSB_PORT_MEMIF) {
+			rte_delay_us_sleep(100000);
+			break;
+		}
+	psb_guard_exiting(exit_code);
+	snprintf(rt_dir, sizeof(rt_dir), "%s", rte_eal_get_runtime_dir());
+	rte_eal_cleanup();
+	runtime_dir_clean(app, rt_dir, g_eal.existed);
+	if (g_eal.huge_prefix[0] != '\0')
+		psb_huge_cleanup(g_eal.huge_prefix);
+}
+
+/*
+ * An exit before main's end, once the EAL is up (psb_die on a port that does not come up,
+ * a wait that expired): the same undoing, so that no runtime directory, socket file or
+ * hugepage file stays behind. Only from the main thread: another one exiting is a crash.
+ */
+static void
+eal_end_at_exit(void)
+{
+	if (!g_eal.up || !pthread_equal(pthread_self(), g_eal.main))
+		return;
+	g_app.stop_lcores = 1;
+	rte_eal_mp_wait_lcore();
+	eal_end(&g_app, 2);
+}
+
 /* Fault the pool's pages in now (without hugepages they are mapped lazily), not mid-run. */
 static void
 touch_mbuf(struct rte_mempool *mp, void *opaque, void *obj, unsigned int idx)
@@ -436,8 +496,21 @@ main(int argc, char **argv)
 		(unsigned long long)nmbufs);
 	runtime_dir_check(ea.prefix, rt_dir, sizeof(rt_dir), &rt_existed);
 	log_mark = psb_log_mark();
-	if (psb_eal_init(eal_argc, ea.argv, err, sizeof(err)) != 0)
+	if (psb_eal_init(eal_argc, ea.argv, err, sizeof(err)) != 0) {
+		/*
+		 * What the EAL made before it gave up goes, nothing can use it; a directory that
+		 * was there before may be another psb's (its prefix is taken): left alone.
+		 */
+		if (!rt_existed)
+			runtime_dir_clean(app, rt_dir, 0);
 		psb_die("EAL initialisation failed: %s (EAL arguments: psb -v shows them)", err);
+	}
+	g_eal.up = 1;
+	g_eal.existed = rt_existed;
+	g_eal.main = pthread_self();
+	if (ea.use_huge && ea.single_file)
+		snprintf(g_eal.huge_prefix, sizeof(g_eal.huge_prefix), "%s", ea.prefix);
+	atexit(eal_end_at_exit);
 	psb_host_unlock(huge_fd);
 	psb_host_ports_up(app);
 
@@ -504,6 +577,7 @@ main(int argc, char **argv)
 			psb_die("port '%s': %s", app->specs[i].spec, err);
 		}
 		app->port_ids[i] = pid;
+		g_eal.ports = i + 1;
 		if (i == 0 && app->isolate)
 			psb_ports_isolate_said(app, &iso);
 		app->port_shared[pid] = app->specs[i].kind == PSB_PORT_MEMIF;
@@ -668,26 +742,6 @@ main(int argc, char **argv)
 	}
 	psb_send_bye(app);
 	psb_ports_quiesce(app);
-	for (i = 0; i < app->nports; i++)
-		psb_ethdev_close(app->port_ids[i]);
-	psb_host_restore(app);
-	for (i = 0; i < app->nports; i++)
-		if (app->specs[i].kind == PSB_PORT_MEMIF && app->specs[i].memif_server)
-			unlink(app->specs[i].sock_path);
-	/*
-	 * The memif driver finishes a link's teardown on DPDK's interrupt thread, which may
-	 * still be at it when its memory goes in rte_eal_cleanup(): give it a moment first.
-	 */
-	for (i = 0; i < app->nports; i++)
-		if (app->specs[i].kind == PSB_PORT_MEMIF) {
-			rte_delay_us_sleep(100000);
-			break;
-		}
-	psb_guard_exiting(exit_code);
-	snprintf(rt_dir, sizeof(rt_dir), "%s", rte_eal_get_runtime_dir());
-	rte_eal_cleanup();
-	runtime_dir_clean(app, rt_dir, rt_existed);
-	if (ea.use_huge && ea.single_file)
-		psb_huge_cleanup(ea.prefix);
+	eal_end(app, exit_code);
 	return exit_code;
 }
