@@ -10,6 +10,7 @@
 #include "psb_cli.h"
 #include "psb_counters.h"
 #include "psb_ctl.h"
+#include "psb_ports.h"
 #include "psb_report.h"
 #include "psb_verbs.h"
 
@@ -309,19 +310,42 @@ cmd_set(struct psb_app *app, const json_t *req, int *quit)
 	return ok(json_pack("{s:s,s:b}", "param", param, "live", psb_run_active(app)));
 }
 
+/* A request's "port": a port number or "all" (absent: all). NULL if so, else the error. */
+static json_t *
+port_field_bad(const json_t *p)
+{
+	if (p != NULL && !json_is_integer(p) && !(json_is_string(p) &&
+	    strcmp(json_string_value(p), "all") == 0))
+		return psb_cmd_error("bad_request", "port: expected a port number or \"all\"");
+	return NULL;
+}
+
+/* The port whose id is pid is one that "port" p names. */
+static int
+port_named(const json_t *p, uint16_t pid)
+{
+	return !json_is_integer(p) || json_integer_value(p) == pid;
+}
+
+static json_t *
+no_port(const json_t *p)
+{
+	return psb_cmd_error("not_found", "port: no port %lld", (long long)json_integer_value(p));
+}
+
 static json_t *
 cmd_clear_port_stats(struct psb_app *app, const json_t *req, int *quit)
 {
 	const json_t *p = json_object_get(req, "port");
+	json_t *bad = port_field_bad(p);
 	uint16_t i;
 	int n = 0;
 
 	RTE_SET_USED(quit);
-	if (p != NULL && !json_is_integer(p) && !(json_is_string(p) &&
-	    strcmp(json_string_value(p), "all") == 0))
-		return psb_cmd_error("bad_request", "port: expected a port number or \"all\"");
+	if (bad != NULL)
+		return bad;
 	for (i = 0; i < app->nports; i++) {
-		if (json_is_integer(p) && json_integer_value(p) != app->port_ids[i])
+		if (!port_named(p, app->port_ids[i]))
 			continue;
 		rte_eth_stats_reset(app->port_ids[i]);
 		rte_eth_xstats_reset(app->port_ids[i]);
@@ -330,8 +354,40 @@ cmd_clear_port_stats(struct psb_app *app, const json_t *req, int *quit)
 		n++;
 	}
 	if (n == 0)
-		return psb_cmd_error("not_found", "port: no port %lld", (long long)json_integer_value(p));
+		return no_port(p);
 	return ok(json_pack("{s:i}", "cleared", n));
+}
+
+/* What the ports' drivers say of them, the fields of testpmd's "show port info". */
+static json_t *
+cmd_port_info(struct psb_app *app, const json_t *req, int *quit)
+{
+	const json_t *p = json_object_get(req, "port");
+	json_t *bad = port_field_bad(p), *ports, *one;
+	uint16_t i;
+
+	RTE_SET_USED(quit);
+	if (bad != NULL)
+		return bad;
+	ports = json_array();
+	for (i = 0; i < app->nports && ports != NULL; i++) {
+		if (!port_named(p, app->port_ids[i]))
+			continue;
+		one = psb_port_info_json(app, i);
+		if (one == NULL) {
+			json_decref(ports);
+			return psb_cmd_error("busy", "port %u: its driver gave no information, or "
+					     "memory ran out", app->port_ids[i]);
+		}
+		json_array_append_new(ports, one);
+	}
+	if (ports == NULL)
+		return psb_cmd_error("no_memory", "out of memory");
+	if (json_array_size(ports) == 0) {
+		json_decref(ports);
+		return no_port(p);
+	}
+	return ok(json_pack("{s:o}", "ports", ports));
 }
 
 struct log_rows {
@@ -479,6 +535,8 @@ static const struct {
 	  "\"1Gbps\"}" },
 	{ "clear_port_stats", cmd_clear_port_stats, { "port" }, "zero port statistics: "
 	  "{\"port\": N|\"all\"}" },
+	{ "port_info", cmd_port_info, { "port" }, "what each port's driver says of it (MAC, "
+	  "driver, link, MTU, queues), testpmd's show port info: {\"port\": N|\"all\"}" },
 	{ "log", cmd_log, { "type", "level" }, "psb's log types and levels; {\"type\": "
 	  "\"psb.rx\", \"level\": \"debug\"} sets them (type: a glob, psb.* if none)" },
 	{ "rdma", cmd_rdma, { NULL }, "RDMA devices, ports, GIDs and RoCE versions seen through "

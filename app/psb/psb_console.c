@@ -506,7 +506,7 @@ static cmdline_parse_inst_t cmd_show_counters_path = {
 		NULL },
 };
 
-/* show port stats|xstats all|N, clear port stats all|N */
+/* show port stats|xstats|info all|N, clear port stats all|N */
 
 static void
 print_port(FILE *out, json_t *p, int xstats)
@@ -548,6 +548,14 @@ show_port(struct cmdline *cl, const char *what, int port)
 	const char *k;
 	json_t *res, *p;
 
+	if (strcmp(what, "info") == 0) {
+		/* the control socket's port_info, as psbctl shows it: testpmd's lines */
+		con_run(out, port < 0 ?
+			json_pack("{s:s,s:s}", "cmd", "port_info", "port", "all") :
+			json_pack("{s:s,s:i}", "cmd", "port_info", "port", port));
+		out_end(&o, cl);
+		return;
+	}
 	if (port < 0)
 		snprintf(filter, sizeof(filter), "ports");
 	else
@@ -635,7 +643,7 @@ static cmdline_parse_token_string_t tok_pa_clear = TOKEN_STRING_INITIALIZER(
 static cmdline_parse_token_string_t tok_pa_port = TOKEN_STRING_INITIALIZER(struct res_port_all,
 	port, "port");
 static cmdline_parse_token_string_t tok_pa_what = TOKEN_STRING_INITIALIZER(struct res_port_all,
-	what, "stats#xstats");
+	what, "stats#xstats#info");
 static cmdline_parse_token_string_t tok_pa_stats = TOKEN_STRING_INITIALIZER(
 	struct res_port_all, what, "stats");
 static cmdline_parse_token_string_t tok_pa_all = TOKEN_STRING_INITIALIZER(struct res_port_all,
@@ -647,7 +655,7 @@ static cmdline_parse_token_string_t tok_pi_clear = TOKEN_STRING_INITIALIZER(stru
 static cmdline_parse_token_string_t tok_pi_port = TOKEN_STRING_INITIALIZER(struct res_port_id,
 	port, "port");
 static cmdline_parse_token_string_t tok_pi_what = TOKEN_STRING_INITIALIZER(struct res_port_id,
-	what, "stats#xstats");
+	what, "stats#xstats#info");
 static cmdline_parse_token_string_t tok_pi_stats = TOKEN_STRING_INITIALIZER(struct res_port_id,
 	what, "stats");
 static cmdline_parse_token_num_t tok_pi_id = TOKEN_NUM_INITIALIZER(struct res_port_id, id,
@@ -656,7 +664,8 @@ static cmdline_parse_token_num_t tok_pi_id = TOKEN_NUM_INITIALIZER(struct res_po
 static cmdline_parse_inst_t cmd_show_port_all = {
 	.f = cb_show_port_all,
 	.data = NULL,
-	.help_str = "show port stats|xstats all: statistics or extended statistics of every port",
+	.help_str = "show port stats|xstats|info all: statistics, extended statistics or what "
+		"the driver says (MAC, link, MTU, queues; testpmd's lines) of every port",
 	.tokens = { (void *)&tok_pa_show, (void *)&tok_pa_port, (void *)&tok_pa_what,
 		(void *)&tok_pa_all, NULL },
 };
@@ -664,7 +673,7 @@ static cmdline_parse_inst_t cmd_show_port_all = {
 static cmdline_parse_inst_t cmd_show_port_id = {
 	.f = cb_show_port_id,
 	.data = NULL,
-	.help_str = "show port stats|xstats <port_id>: the same for one port",
+	.help_str = "show port stats|xstats|info <port_id>: the same for one port",
 	.tokens = { (void *)&tok_pi_show, (void *)&tok_pi_port, (void *)&tok_pi_what,
 		(void *)&tok_pi_id, NULL },
 };

@@ -6,7 +6,10 @@
 #include <pthread.h>
 #include <string.h>
 
+#include <jansson.h>
 #include <rte_cycles.h>
+#include <rte_dev.h>
+#include <rte_devargs.h>
 #include <rte_ethdev.h>
 #include <rte_mbuf.h>
 
@@ -17,6 +20,131 @@
 #include "psb_guard.h"
 #include "psb_log.h"
 #include "psb_ports.h"
+
+/* A link speed as testpmd writes it: "None", "100 Mbps", "10 Gbps", "2.5 Gbps", "Unknown". */
+static const char *
+speed_str(uint32_t mbps, char *buf, size_t len)
+{
+	if (mbps == RTE_ETH_SPEED_NUM_NONE)
+		snprintf(buf, len, "None");
+	else if (mbps == RTE_ETH_SPEED_NUM_UNKNOWN)
+		snprintf(buf, len, "Unknown");
+	else if (mbps < 1000)
+		snprintf(buf, len, "%u Mbps", mbps);
+	else if (mbps % 1000 == 0)
+		snprintf(buf, len, "%u Gbps", mbps / 1000);
+	else
+		snprintf(buf, len, "%.1f Gbps", mbps / 1000.0);
+	return buf;
+}
+
+/* The names of a device's capabilities (RTE_ETH_DEV_CAPA_*), as ethdev spells them. */
+static json_t *
+capa_names(uint64_t capa)
+{
+	static const struct {
+		uint64_t bit;
+		const char *name;
+	} names[] = {
+		{ RTE_ETH_DEV_CAPA_RUNTIME_RX_QUEUE_SETUP, "RUNTIME_RX_QUEUE_SETUP" },
+		{ RTE_ETH_DEV_CAPA_RUNTIME_TX_QUEUE_SETUP, "RUNTIME_TX_QUEUE_SETUP" },
+		{ RTE_ETH_DEV_CAPA_RXQ_SHARE, "RXQ_SHARE" },
+		{ RTE_ETH_DEV_CAPA_FLOW_RULE_KEEP, "FLOW_RULE_KEEP" },
+		{ RTE_ETH_DEV_CAPA_FLOW_SHARED_OBJECT_KEEP, "FLOW_SHARED_OBJECT_KEEP" },
+	};
+	json_t *a = json_array();
+	uint64_t bit;
+	size_t k;
+
+	for (bit = 1; bit != 0 && a != NULL; bit <<= 1) {
+		if ((capa & bit) == 0)
+			continue;
+		for (k = 0; k < RTE_DIM(names) && names[k].bit != bit; k++)
+			;
+		json_array_append_new(a, json_string(k < RTE_DIM(names) ? names[k].name :
+						       "UNKNOWN"));
+	}
+	return a;
+}
+
+json_t *
+psb_port_info_json(const struct psb_app *app, unsigned int i)
+{
+	static const char *const err_modes[] = {
+		[RTE_ETH_ERROR_HANDLE_MODE_NONE] = "none",
+		[RTE_ETH_ERROR_HANDLE_MODE_PASSIVE] = "passive",
+		[RTE_ETH_ERROR_HANDLE_MODE_PROACTIVE] = "proactive",
+	};
+	uint16_t pid = app->port_ids[i], mtu;
+	const struct rte_devargs *da;
+	struct rte_eth_dev_info di;
+	struct rte_ether_addr mac;
+	struct rte_eth_link link;
+	char name[RTE_ETH_NAME_MAX_LEN], fw[128], macs[RTE_ETHER_ADDR_FMT_SIZE], speed[32];
+	json_t *o;
+	int vlan;
+
+	if (rte_eth_dev_info_get(pid, &di) != 0)
+		return NULL;
+	if (rte_eth_macaddr_get(pid, &mac) != 0)
+		memset(&mac, 0, sizeof(mac));
+	rte_ether_format_addr(macs, sizeof(macs), &mac);
+	if (rte_eth_dev_get_name_by_port(pid, name) != 0)
+		name[0] = '\0';
+	if (rte_eth_link_get_nowait(pid, &link) != 0)
+		memset(&link, 0, sizeof(link));
+	if (rte_eth_dev_get_mtu(pid, &mtu) != 0)
+		mtu = 0;
+	vlan = rte_eth_dev_get_vlan_offload(pid);
+	da = di.device != NULL ? rte_dev_devargs(di.device) : NULL;
+	o = json_pack("{s:i, s:s, s:s, s:s, s:s, s:o, s:o, s:i, s:i}",
+		"port", (int)pid, "spec", app->specs[i].spec, "mac_address", macs,
+		"device_name", name, "driver_name", di.driver_name != NULL ? di.driver_name : "",
+		"firmware_version", rte_eth_dev_fw_version_get(pid, fw, sizeof(fw)) == 0 ?
+			json_string(fw) : json_null(),
+		"devargs", da != NULL && da->args != NULL ? json_string(da->args) : json_null(),
+		"socket", rte_eth_dev_socket_id(pid), "pool_socket", app->pool->socket_id);
+	if (o == NULL)
+		return NULL;
+	json_object_update_new(o, json_pack("{s:s, s:s, s:s, s:s, s:I, s:b, s:b}",
+		"link_status", link.link_status ? "up" : "down",
+		"link_speed", speed_str(link.link_speed, speed, sizeof(speed)),
+		"link_duplex", link.link_duplex == RTE_ETH_LINK_FULL_DUPLEX ? "full-duplex" :
+			"half-duplex",
+		"autoneg_status", link.link_autoneg == RTE_ETH_LINK_AUTONEG ? "On" : "Off",
+		"mtu", (json_int_t)mtu, "promiscuous", rte_eth_promiscuous_get(pid) == 1,
+		"allmulticast", rte_eth_allmulticast_get(pid) == 1));
+	json_object_update_new(o, json_pack("{s:I, s:I, s:{s:b, s:b, s:b, s:b}, s:I}",
+		"max_mac_addrs", (json_int_t)di.max_mac_addrs,
+		"max_hash_mac_addrs", (json_int_t)di.max_hash_mac_addrs, "vlan_offload",
+		"strip", vlan > 0 && (vlan & RTE_ETH_VLAN_STRIP_OFFLOAD) != 0,
+		"filter", vlan > 0 && (vlan & RTE_ETH_VLAN_FILTER_OFFLOAD) != 0,
+		"extend", vlan > 0 && (vlan & RTE_ETH_VLAN_EXTEND_OFFLOAD) != 0,
+		"qinq_strip", vlan > 0 && (vlan & RTE_ETH_QINQ_STRIP_OFFLOAD) != 0,
+		"reta_size", (json_int_t)di.reta_size));
+	json_object_update_new(o, json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
+		"min_rx_bufsize", (json_int_t)di.min_rx_bufsize,
+		"max_rx_pktlen", (json_int_t)di.max_rx_pktlen,
+		"max_lro_pkt_size", (json_int_t)di.max_lro_pkt_size,
+		"rx_queues", (json_int_t)di.nb_rx_queues,
+		"max_rx_queues", (json_int_t)di.max_rx_queues,
+		"rx_desc_max", (json_int_t)di.rx_desc_lim.nb_max,
+		"rx_desc_min", (json_int_t)di.rx_desc_lim.nb_min,
+		"rx_desc_align", (json_int_t)di.rx_desc_lim.nb_align));
+	json_object_update_new(o, json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:o, s:s}",
+		"tx_queues", (json_int_t)di.nb_tx_queues,
+		"max_tx_queues", (json_int_t)di.max_tx_queues,
+		"tx_desc_max", (json_int_t)di.tx_desc_lim.nb_max,
+		"tx_desc_min", (json_int_t)di.tx_desc_lim.nb_min,
+		"tx_desc_align", (json_int_t)di.tx_desc_lim.nb_align,
+		"max_segs_per_packet", (json_int_t)di.tx_desc_lim.nb_seg_max,
+		"max_segs_per_mtu", (json_int_t)di.tx_desc_lim.nb_mtu_seg_max,
+		"dev_capa", (json_int_t)di.dev_capa, "dev_capa_names", capa_names(di.dev_capa),
+		"err_handle_mode", (size_t)di.err_handle_mode < RTE_DIM(err_modes) &&
+			err_modes[di.err_handle_mode] != NULL ? err_modes[di.err_handle_mode] :
+			"unknown"));
+	return o;
+}
 
 /*
  * Pause ports whose link is down, and keep a memif port paused after its peer's BYE

@@ -37,6 +37,14 @@ int psb_port_stats(const struct psb_app *app, unsigned int i, struct rte_eth_sta
 void psb_port_stats_clear(unsigned int i);
 
 /*
+ * port_info: what the port i's driver says of it, the fields testpmd's "show port info"
+ * shows (in its wording where a value is a word: "up", "full-duplex", "On"), keyed for
+ * JSON; NULL when out of memory. Main lcore.
+ */
+struct json_t;
+struct json_t *psb_port_info_json(const struct psb_app *app, unsigned int i);
+
+/*
  * node.isolate on the first port: the rules of what this node receives (into rules, at
  * least PSB_FLOW_MAX_RULES of them; how many), and what became of them said (app->isolated
  * set when the port took them; else the exception port passes the host's traffic).

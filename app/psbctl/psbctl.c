@@ -46,6 +46,8 @@ usage(FILE *out)
 "                         output.log_every, output.counters_every)\n"
 "  load FILE              load an experiment document for a later 'start'\n"
 "  clear_port_stats [PORT|all]  zero port statistics\n"
+"  port_info [PORT|all]   what each port's driver says of it: MAC, driver, link, MTU,\n"
+"                         queues (testpmd's show port info)\n"
 "  log [[TYPE] LEVEL]     psb's log types and their levels; with LEVEL (error,\n"
 "                         warning, notice, info, debug) set TYPE (a glob like psb.*,\n"
 "                         or DPDK's; psb.* without) to it\n"
@@ -515,7 +517,7 @@ static const struct {
 } commands[] = {
 	{ "start", 0, 1 }, { "stop", 0, 0 }, { "status", 0, 0 }, { "counters", 0, 1 },
 	{ "reset_state", 0, 0 }, { "list", 0, 0 }, { "set", 2, 2 }, { "load", 1, 1 },
-	{ "clear_port_stats", 0, 1 }, { "log", 0, 2 }, { "rdma", 0, 0 }, { "roce_qp", 0, 1 },
+	{ "clear_port_stats", 0, 1 }, { "port_info", 0, 1 }, { "log", 0, 2 }, { "rdma", 0, 0 }, { "roce_qp", 0, 1 },
 	{ "quit", 0, 0 },
 	{ "help", 0, 0 },
 	{ "raw", 1, 1 },
@@ -620,7 +622,8 @@ main(int argc, char **argv)
 		} else if (strcmp(name, "roce_qp") == 0 && nargs > 0) {
 			json_object_set_new(req, "max", json_integer((json_int_t)psb_cli_u64("N",
 				args[0], 0, 1u << 20)));
-		} else if (strcmp(name, "clear_port_stats") == 0 && nargs > 0) {
+		} else if ((strcmp(name, "clear_port_stats") == 0 ||
+			    strcmp(name, "port_info") == 0) && nargs > 0) {
 			json_object_set_new(req, "port", strcmp(args[0], "all") == 0 ?
 				json_string("all") : json_integer((json_int_t)psb_cli_u64("PORT",
 				args[0], 0, 65535)));

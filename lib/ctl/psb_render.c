@@ -191,6 +191,85 @@ jint(const json_t *o, const char *key)
 	return json_is_integer(v) ? json_integer_value(v) : (json_int_t)json_number_value(v);
 }
 
+static const char *
+on_off(const json_t *o, const char *key, const char *yes, const char *no)
+{
+	return json_is_true(json_object_get(o, key)) ? yes : no;
+}
+
+/*
+ * A port_info reply's ports, each as testpmd's "show port info" shows a port: its lines, in
+ * its order and wording, for the fields psb reports (not: the RSS flow types).
+ */
+static void
+render_port_info(FILE *out, const json_t *reply)
+{
+	static const struct {
+		const char *key, *label;
+	} rx[] = {
+		{ "min_rx_bufsize", "Minimum size of RX buffer" },
+		{ "max_rx_pktlen", "Maximum configurable length of RX packet" },
+		{ "max_lro_pkt_size", "Maximum configurable size of LRO aggregated packet" },
+		{ "rx_queues", "Current number of RX queues" },
+		{ "max_rx_queues", "Max possible RX queues" },
+		{ "rx_desc_max", "Max possible number of RXDs per queue" },
+		{ "rx_desc_min", "Min possible number of RXDs per queue" },
+		{ "rx_desc_align", "RXDs number alignment" },
+		{ "tx_queues", "Current number of TX queues" },
+		{ "max_tx_queues", "Max possible TX queues" },
+		{ "tx_desc_max", "Max possible number of TXDs per queue" },
+		{ "tx_desc_min", "Min possible number of TXDs per queue" },
+		{ "tx_desc_align", "TXDs number alignment" },
+		{ "max_segs_per_packet", "Max segment number per packet" },
+		{ "max_segs_per_mtu", "Max segment number per MTU/TSO" },
+	};
+	const json_t *p, *fw, *da, *vlan, *n;
+	size_t i, k;
+
+	json_array_foreach(json_object_get(reply, "ports"), i, p) {
+		fw = json_object_get(p, "firmware_version");
+		da = json_object_get(p, "devargs");
+		vlan = json_object_get(p, "vlan_offload");
+		fprintf(out, "\n********************* Infos for port %-2" JSON_INTEGER_FORMAT
+			" *********************\n", jint(p, "port"));
+		fprintf(out, "MAC address: %s\n", jstr(p, "mac_address"));
+		fprintf(out, "Device name: %s\n", jstr(p, "device_name"));
+		fprintf(out, "Driver name: %s\n", jstr(p, "driver_name"));
+		fprintf(out, "Firmware-version: %s\n", json_is_string(fw) ? json_string_value(fw) :
+			"not available");
+		if (json_is_string(da))
+			fprintf(out, "Devargs: %s\n", json_string_value(da));
+		fprintf(out, "Connect to socket: %" JSON_INTEGER_FORMAT "\n", jint(p, "socket"));
+		fprintf(out, "memory allocation on the socket: %" JSON_INTEGER_FORMAT "\n",
+			jint(p, "pool_socket"));
+		fprintf(out, "Link status: %s\n", jstr(p, "link_status"));
+		fprintf(out, "Link speed: %s\n", jstr(p, "link_speed"));
+		fprintf(out, "Link duplex: %s\n", jstr(p, "link_duplex"));
+		fprintf(out, "Autoneg status: %s\n", jstr(p, "autoneg_status"));
+		fprintf(out, "MTU: %" JSON_INTEGER_FORMAT "\n", jint(p, "mtu"));
+		fprintf(out, "Promiscuous mode: %s\n", on_off(p, "promiscuous", "enabled",
+			"disabled"));
+		fprintf(out, "Allmulticast mode: %s\n", on_off(p, "allmulticast", "enabled",
+			"disabled"));
+		fprintf(out, "Maximum number of MAC addresses: %" JSON_INTEGER_FORMAT "\n",
+			jint(p, "max_mac_addrs"));
+		fprintf(out, "Maximum number of MAC addresses of hash filtering: %"
+			JSON_INTEGER_FORMAT "\n", jint(p, "max_hash_mac_addrs"));
+		fprintf(out, "VLAN offload: \n  strip %s, filter %s, extend %s, qinq strip %s\n",
+			on_off(vlan, "strip", "on", "off"), on_off(vlan, "filter", "on", "off"),
+			on_off(vlan, "extend", "on", "off"), on_off(vlan, "qinq_strip", "on", "off"));
+		if (jint(p, "reta_size") > 0)
+			fprintf(out, "Redirection table size: %" JSON_INTEGER_FORMAT "\n",
+				jint(p, "reta_size"));
+		for (k = 0; k < sizeof(rx) / sizeof(rx[0]); k++)
+			fprintf(out, "%s: %" JSON_INTEGER_FORMAT "\n", rx[k].label, jint(p, rx[k].key));
+		fprintf(out, "Device capabilities: 0x%llx(", (unsigned long long)jint(p, "dev_capa"));
+		json_array_foreach(json_object_get(p, "dev_capa_names"), k, n)
+			fprintf(out, " %s", json_string_value(n));
+		fprintf(out, " )\nDevice error handling mode: %s\n", jstr(p, "err_handle_mode"));
+	}
+}
+
 void
 psb_render_experiment(FILE *out, const json_t *exp)
 {
@@ -363,6 +442,8 @@ psb_render_reply(FILE *out, FILE *err, const char *who, const json_t *req,
 	} else if (strcmp(cmd, "load") == 0) {
 		fprintf(out, "loaded \"%s\" (%s); \"start\" runs it\n", jstr(reply, "name"),
 			jstr(reply, "kind"));
+	} else if (strcmp(cmd, "port_info") == 0) {
+		render_port_info(out, reply);
 	} else if (strcmp(cmd, "clear_port_stats") == 0) {
 		fprintf(out, "port statistics cleared on %" JSON_INTEGER_FORMAT " port(s)\n",
 			jint(reply, "cleared"));

@@ -35,7 +35,7 @@ printf '%s\n' help 'show roles' 'show port stats all' 'show lcores' 'show counte
 	timeout -k 5 30 "$PSB" "${NULLSRV[@]}" --file-prefix "$PFX-a" -i 2>"$DIR/a.err" |
 	tr -d '\r' >"$DIR/a.out" || fail "psb -i with piped commands exited with $?: $(cat "$DIR/a.err")"
 A=$DIR/a.out
-for c in 'show port stats\|xstats all' 'show port stats\|xstats <port_id>' 'show lcores' \
+for c in 'show port stats\|xstats\|info all' 'show port stats\|xstats\|info <port_id>' 'show lcores' \
 	'show roles' 'show counters:' 'show counters <role>' 'show experiment' 'load <file>' \
 	'start:' 'start <file>' 'stop:' 'reset:' 'set <param> <value>' 'clear port stats all' \
 	'clear port stats <port_id>' 'wait:' 'help:' 'quit:' 'show rdma:'; do
