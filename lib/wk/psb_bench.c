@@ -757,11 +757,11 @@ psb_bench_print(const struct psb_bench_result *r, const char *label, FILE *out)
 			(unsigned long long)r->resends, r->window_bytes / 1048576.0,
 			(unsigned long long)r->window_cuts);
 	if (r->first_error != 0) {
-		char why[160];
+		char why[256];
 
 		fprintf(out, "%s: first failure: key %llu: %s\n", l,
 			(unsigned long long)r->first_error_key,
-			psb_bench_error_text(r->first_error, r->first_error_aux, why, sizeof(why)));
+			psb_bench_failure_text(r, why, sizeof(why)));
 	}
 }
 
@@ -777,6 +777,21 @@ psb_bench_error_text(int status, uint32_t aux, char *buf, size_t len)
 		snprintf(buf, len, "%s (detail %u)", psb_status_name((uint8_t)status), aux);
 	else
 		snprintf(buf, len, "%s", psb_bench_error_name(status));
+	return buf;
+}
+
+const char *
+psb_bench_failure_text(const struct psb_bench_result *r, char *buf, size_t len)
+{
+	/* the ERROR's detail is the key's stored length: another run's, on a store kept since */
+	if (r->first_error == PSB_ST_LEN_MISMATCH && r->first_error_aux != 0 &&
+	    r->first_error_aux != r->len)
+		snprintf(buf, len, "%s: the server's key holds %u-byte values, this worker's are "
+			 "%u bytes (the server keeps its store between runs: psbctl reset_state "
+			 "clears it)", psb_status_name(PSB_ST_LEN_MISMATCH), r->first_error_aux,
+			 r->len);
+	else
+		psb_bench_error_text(r->first_error, r->first_error_aux, buf, len);
 	return buf;
 }
 

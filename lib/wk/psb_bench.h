@@ -144,6 +144,12 @@ const char *psb_bench_mode_name(int mode);
 const char *psb_bench_error_name(int status);
 /* The same with the ERROR's detail: "no_memory: the server's store.max_keys is reached". */
 const char *psb_bench_error_text(int status, uint32_t aux, char *buf, size_t len);
+/*
+ * Why r's first failed request failed, for people: psb_bench_error_text, and for a
+ * length_mismatch both sizes (the key's on the server, the run's) and how to clear a
+ * store an earlier run left.
+ */
+const char *psb_bench_failure_text(const struct psb_bench_result *r, char *buf, size_t len);
 /* "1", "PUSH_PULL" or "push_pull" -> mode; -EINVAL otherwise. */
 int psb_bench_mode_parse(const char *s);
 

@@ -260,7 +260,7 @@ failure_reason(struct psb_role_inst *ri, const struct psb_bench_result *r)
 	struct worker_priv *wp = ri->priv;
 	int rank = server_of(wp, r->first_error_key);
 	const struct psb_addr *srv = &wp->servers[rank];
-	char ip[16], why[160], keys[64];
+	char ip[16], why[256], keys[64];
 
 	key_range(wp, (uint16_t)rank, keys, sizeof(keys));
 	if (r->first_error == -EHOSTDOWN)
@@ -284,7 +284,7 @@ failure_reason(struct psb_role_inst *ri, const struct psb_bench_result *r)
 		snprintf(wp->reason, sizeof(wp->reason), "%s: server %d (%s:%u) refused %s of key "
 			 "%llu: %s", wp->label, rank, psb_ip_str(srv->ip, ip), srv->port,
 			 psb_msg_type_name(r->first_error_type), (unsigned long long)r->first_error_key,
-			 psb_bench_error_text(r->first_error, r->first_error_aux, why, sizeof(why)));
+			 psb_bench_failure_text(r, why, sizeof(why)));
 	else
 		snprintf(wp->reason, sizeof(wp->reason), "%s: %llu pulled values were wrong",
 			 wp->label, (unsigned long long)r->verify_errors);
