@@ -157,6 +157,18 @@ size_t psb_mc_write_nack(uint8_t *out, uint8_t type, uint32_t session,
 
 const char *psb_mc_bad_name(int bad);
 
+/* Packets refused for any reason: the sum of a by-reason array of counters. */
+static inline uint64_t
+psb_mc_bad_total(const uint64_t bad[PSB_MC_BAD_MAX])
+{
+	uint64_t n = 0;
+	unsigned int k;
+
+	for (k = 1; k < PSB_MC_BAD_MAX; k++)
+		n += bad[k];
+	return n;
+}
+
 /*
  * CRC-32C (Castagnoli: polynomial 0x1EDC6F41, reflected 0x82F63B78, initial value and final
  * XOR 0xFFFFFFFF; "123456789" gives 0xE3069283) of len bytes, continuing from crc: 0 to

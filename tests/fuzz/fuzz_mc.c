@@ -151,12 +151,10 @@ check_sender(void)
 {
 	const struct psb_mc_send_stats *ss = psb_mc_send_stats(g_tx);
 	struct psb_mc_nacker top[4];
-	uint64_t bad = 0;
 	unsigned int k, n;
 
-	for (k = 0; k < PSB_MC_BAD_MAX; k++)
-		bad += ss->nack_bad[k];
-	CHECK(ss->nack_pkts == ss->nacks + ss->nack_forged + ss->nack_superseded + bad);
+	CHECK(ss->nack_pkts == ss->nacks + ss->nack_forged + ss->nack_superseded +
+	      psb_mc_bad_total(ss->nack_bad));
 	CHECK(ss->nack_entries == ss->nack_premature + ss->nack_over_budget + ss->nack_merged +
 	      ss->nack_raised + ss->nack_opened);
 	CHECK(ss->nackers <= 16);

@@ -1043,19 +1043,14 @@ test_adaptive(void **state)
 	net_fini(n);
 }
 
-
 /* ---- what NACKs can make the sender send ---- */
 
 /* Each NACK and each entry the sender was handed is counted once, by what became of it. */
 static void
 assert_nacks_counted(const struct psb_mc_send_stats *ss)
 {
-	uint64_t bad = 0;
-	unsigned int k;
-
-	for (k = 0; k < PSB_MC_BAD_MAX; k++)
-		bad += ss->nack_bad[k];
-	assert_int_equal(ss->nack_pkts, ss->nacks + ss->nack_forged + ss->nack_superseded + bad);
+	assert_int_equal(ss->nack_pkts, ss->nacks + ss->nack_forged + ss->nack_superseded +
+			 psb_mc_bad_total(ss->nack_bad));
 	assert_int_equal(ss->nack_entries, ss->nack_premature + ss->nack_over_budget +
 			 ss->nack_merged + ss->nack_raised + ss->nack_opened);
 }
@@ -1064,12 +1059,7 @@ assert_nacks_counted(const struct psb_mc_send_stats *ss)
 static void
 assert_packets_counted(const struct psb_mc_recv_stats *rs)
 {
-	uint64_t bad = 0;
-	unsigned int k;
-
-	for (k = 0; k < PSB_MC_BAD_MAX; k++)
-		bad += rs->bad[k];
-	assert_int_equal(rs->pkts, bad + rs->other + rs->forged + rs->stale + rs->out_of_window +
+	assert_int_equal(rs->pkts, psb_mc_bad_total(rs->bad) + rs->other + rs->forged + rs->stale + rs->out_of_window +
 			 rs->oversize + rs->no_memory + rs->data_pkts + rs->parity_pkts +
 			 rs->heartbeats + rs->ncfs);
 }
