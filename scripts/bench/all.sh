@@ -1,9 +1,9 @@
 #!/bin/bash
-# Every figure README.md and docs/BENCHMARKS.md publish, measured again: each run a mark
+# Every figure the docs (README.md, docs/*.md) publish, measured again: each run a mark
 # (<!-- summary: docs/bench/RUN/summary.md -->) names is made again by its script with the
 # same workload (PLAN below: the arguments of the run's ABOUT.txt), into a new run directory
 # docs/bench/KIND-DATE<letter>[-SLOT] (today, UTC, and the first letter no run of today has:
-# nothing is overwritten). Then every mention of each run in the two docs names its new one
+# nothing is overwritten). Then every mention of each run in the docs names its new one
 # (check_docs.py --repoint), their tables are written from the new summaries and checked
 # (check_docs.py --update), and the runs no doc names any more are removed (--keep-old keeps
 # them). A change to code a benchmark measures ends with this (docs/BENCHMARKS.md).
@@ -220,7 +220,7 @@ if [ $SMOKE = 1 ]; then
 	ROOT=$WORK/root
 	mkdir -p "$ROOT/docs"
 	cp README.md "$ROOT/"
-	cp docs/BENCHMARKS.md "$ROOT/docs/"
+	cp docs/*.md "$ROOT/docs/"
 	cp -r docs/bench "$ROOT/docs/"
 	trap 'rm -rf "$WORK"' EXIT
 else
@@ -292,7 +292,7 @@ done
 if [ $SMOKE = 1 ]; then
 	echo "all.sh: smoke run in $ROOT: every step went through${failed[*]:+, but for: ${failed[*]}}; removed"
 else
-	echo "all.sh: commit docs/bench, README.md and docs/BENCHMARKS.md; read the prose around each table again"
+	echo "all.sh: commit docs/bench, README.md and docs/*.md; read the prose around each table again"
 fi
 [ ${#failed[@]} = 0 ] || status=1
 exit $status

@@ -10,12 +10,12 @@
    a copy: summary.json, summary.md and its plots (*.svg) must come out byte for byte as
    committed. Its raw data must be one archive, raw.tar.xz, as rawdata.py packs it (the same
    files packed again give the same tar), not a raw/ directory.
-2. In README.md and docs/BENCHMARKS.md, a table right after a line
+2. In the docs (README.md and every docs/*.md), a table right after a line
    `<!-- summary: docs/bench/<run>/summary.md -->` must be that file's table, line for line
    (`summary.md#N`: its Nth table).
-3. Every docs/bench/<run> the two name must be there.
+3. Every docs/bench/<run> the docs name must be there.
 Runs of scripts whose summary is not in summarize.py yet are listed, not checked.
---update first writes each marked table of the two docs from its summary (after a run's
+--update first writes each marked table of the docs from its summary (after a run's
 summary was made again, or a mark was pointed at a new run), then checks.
 Exit status 0 when all holds, 1 with every difference listed.
 
@@ -25,9 +25,10 @@ measures (app/, lib/, drivers/, multicast/: git diff REV HEAD -- those), with ho
 commits and files: a list to act on (scripts/bench/all.sh measures them again), exit
 status 0. Runs of older code on purpose (revs runs of two given revisions, a baseline's
 run) are named apart. --published prints their names,
---unnamed the runs under docs/bench that neither doc names any more (all.sh removes them),
---repoint points every mention of run OLD in the two docs at run NEW (marks, paths, plots).
+--unnamed the runs under docs/bench that no doc names any more (all.sh removes them),
+--repoint points every mention of run OLD in the docs at run NEW (marks, paths, plots).
 """
+import glob
 import lzma
 import os
 import re
@@ -41,11 +42,17 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from rawdata import ARCHIVE, pack_tar, unpack_bytes  # noqa: E402
 from summarize import KINDS, summarize, write_atomic  # noqa: E402
 
-DOCS = ("README.md", "docs/BENCHMARKS.md")
 MARK = re.compile(r"^<!-- summary: (docs/bench/[^ #]+/summary\.md)(?:#(\d+))? -->$")
 # a run named in a doc: by its path, or by a plot's link from docs/ (bench/RUN/x.svg)
 NAMED = re.compile(r"(?:docs/|\(|\b)bench/([\w.-]+)")
 CODE = ("app", "lib", "drivers", "multicast")	# the code a run measures
+
+
+def docs(root):
+    """The documents that publish figures: README.md, then docs/*.md by name (not
+    docs/bench/, which holds the runs)."""
+    return ["README.md"] + sorted(os.path.relpath(p, root) for p in
+                                  glob.glob(os.path.join(root, "docs", "*.md")))
 
 
 def runs(root):
@@ -143,7 +150,7 @@ def summary_tables(path):
 
 def update_docs(root):
     """Replace the table after every mark with the summary's table it names."""
-    for doc in DOCS:
+    for doc in docs(root):
         path = os.path.join(root, doc)
         lines = open(path).read().splitlines()
         out, i = [], 0
@@ -172,7 +179,7 @@ def update_docs(root):
 
 def check_docs(root, errors):
     marked = 0
-    for doc in DOCS:
+    for doc in docs(root):
         lines = open(os.path.join(root, doc)).read().splitlines()
         for i, line in enumerate(lines):
             m = MARK.match(line.strip())
@@ -199,7 +206,7 @@ def check_docs(root, errors):
 def published(root):
     """The runs the docs' marks name, in the order they first do."""
     out = []
-    for doc in DOCS:
+    for doc in docs(root):
         for line in open(os.path.join(root, doc)).read().splitlines():
             m = MARK.match(line.strip())
             if m:
@@ -210,15 +217,15 @@ def published(root):
 
 
 def named(root):
-    """Every run either doc names: its marks, paths, commands and plots."""
+    """Every run a doc names: its marks, paths, commands and plots."""
     found = set()
-    for doc in DOCS:
+    for doc in docs(root):
         found.update(NAMED.findall(open(os.path.join(root, doc)).read()))
     return found
 
 
 def unnamed(root):
-    """The runs under docs/bench that neither doc names."""
+    """The runs under docs/bench that no doc names."""
     d = os.path.join(root, "docs", "bench")
     return sorted(r for r in os.listdir(d) if os.path.isdir(os.path.join(d, r)) and
                   r not in named(root))
@@ -226,7 +233,7 @@ def unnamed(root):
 
 def repoint(root, moves):
     """Every mention of run old in the docs now names new ({old: new})."""
-    for doc in DOCS:
+    for doc in docs(root):
         path = os.path.join(root, doc)
         text = open(path).read()
         for old, new in moves.items():

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """The benchmarks' tools on data made here: rawdata.py (an archive made the same way each
 time, read like raw/, hostile archives refused) and check_docs.py's --drift, --unnamed,
---published and --repoint on a small repository of its own.
+--published and --repoint on a small repository of its own, whose figures are in README.md
+and in more than one docs/*.md.
 
     tests/bench/test_bench_tools.py SOURCE_ROOT
 """
@@ -133,6 +134,7 @@ def test_check_docs(tmp):
             "revs-2026-01-01a-roles": "base 1234567 %s\nhead 7654321 %s dirty=false" % (old, old),
             "ctl-2026-01-01a-old": "revision %s dirty=false\nbaseline older code on purpose: x"
                                    % old,
+            "staleness-2026-01-03a": "revision %s dirty=false" % head,
             "soak-2025-12-31a": "revision %s dirty=false" % old}
     for run, about in runs.items():
         write(os.path.join(root, "docs", "bench", run, "ABOUT.txt"),
@@ -145,26 +147,45 @@ def test_check_docs(tmp):
           "<!-- summary: docs/bench/mc_send-2026-01-02b/summary.md -->\n"
           "![plot](bench/pushpull-2026-01-01a/goodput.svg)\n"
           "<!-- summary: docs/bench/ctl-2026-01-01a-old/summary.md -->\n")
+    # a guide of its own: its figures count as the others' do
+    write(os.path.join(root, "docs", "GUIDE.md"),
+          "<!-- summary: docs/bench/staleness-2026-01-03a/summary.md#2 -->\n\n"
+          "as in `docs/bench/pushpull-2026-01-01a/`\n")
     out = check_docs(root, "--published").split()
     assert out == ["pushpull-2026-01-01a", "revs-2026-01-01a-roles", "mc_send-2026-01-02b",
-                   "ctl-2026-01-01a-old"], out
+                   "ctl-2026-01-01a-old", "staleness-2026-01-03a"], out
     assert check_docs(root, "--unnamed").split() == ["soak-2025-12-31a"]
     drift = check_docs(root, "--drift")
-    assert "1 of the 4 published runs" in drift, drift
+    assert "1 of the 5 published runs" in drift, drift
     assert "docs/bench/pushpull-2026-01-01a: measured at %s" % old[:7] in drift, drift
     assert "1 commit and 2 files of app/, lib/, drivers/, multicast/ since" in drift, drift
     assert "mc_send" not in drift.split("older code")[0], drift
     assert "older code on purpose (revisions compared, baselines): revs-2026-01-01a-roles, " \
            "ctl-2026-01-01a-old" in drift, drift
+    # a marked table in any docs/*.md is checked against its summary, and written from it
+    write(os.path.join(root, "docs", "bench", "staleness-2026-01-03a", "summary.md"),
+          "| a |\n|---|\n| 1 |\n\nbetween\n\n| b |\n|---|\n| 2 |\n")
+    p = subprocess.run([sys.executable, os.path.join(BENCH, "check_docs.py"), root],
+                       capture_output=True, text=True)
+    assert "docs/GUIDE.md:1: the table is not docs/bench/staleness-2026-01-03a/summary.md's" \
+        in p.stderr, p.stderr
+    subprocess.run([sys.executable, os.path.join(BENCH, "check_docs.py"), "--update", root],
+                   capture_output=True, text=True)
+    assert open(os.path.join(root, "docs", "GUIDE.md")).read().startswith(
+        "<!-- summary: docs/bench/staleness-2026-01-03a/summary.md#2 -->\n\n| b |\n|---|\n"
+        "| 2 |\n\nas in"), open(os.path.join(root, "docs", "GUIDE.md")).read()
     check_docs(root, "--repoint", "pushpull-2026-01-01a=pushpull-2026-02-01a")
     readme = open(os.path.join(root, "README.md")).read()
     bench = open(os.path.join(root, "docs", "BENCHMARKS.md")).read()
+    guide = open(os.path.join(root, "docs", "GUIDE.md")).read()
     assert "docs/bench/pushpull-2026-02-01a/summary.md#2" in readme, readme
     assert "`docs/bench/pushpull-2026-02-01a/`" in readme and "pushpull-2026-01-01ab" in readme
     assert "bench/pushpull-2026-02-01a/goodput.svg" in bench, bench
-    assert "pushpull-2026-01-01a/" not in readme + bench
+    assert "`docs/bench/pushpull-2026-02-01a/`" in guide, guide
+    assert "pushpull-2026-01-01a/" not in readme + bench + guide
     print("check_docs: --published in the docs' order, --unnamed, --drift by code paths "
-          "(older code on purpose apart), --repoint of marks, paths and plots")
+          "(older code on purpose apart), --repoint of marks, paths and plots, in README.md "
+          "and every docs/*.md")
 
 
 def main():
