@@ -398,7 +398,7 @@ def targets_table(summary, agg):
 
 
 def headline_table(summary):
-    """The points the README quotes, psb beside the kernel-socket baseline."""
+    """The points the README and docs/PUSHPULL.md quote, psb beside the kernel-socket baseline."""
     pts = {(x["size"], x["mode"]): x for x in summary["points"]}
     rows = []
     for size, label in ((4096, "4 KB"), (1 << 20, "1 MB")):
@@ -462,7 +462,7 @@ def pushpull_plots(out, sizes, modes, names, summary, loaded, lat):
 
 
 def ctl_short(p, lat):
-    """ctl.sh's figures against their targets, in short (the README's table)."""
+    """ctl.sh's figures against their targets, in short (the table of docs/OBSERVE.md)."""
     within = p["median_ratio"] >= 0.98
     sock, whole = lat["yield"]["socket_status"], lat["yield"]["psbctl_status"]
     return ["| figure | measured | target |", "|---|---|---|",
