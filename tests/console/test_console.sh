@@ -210,6 +210,8 @@ for _ in $(seq 50); do pane; [ "$(grep -c '^ROLE ' "$DIR/pane.txt")" = 2 ] && br
 [ "$(grep -c '^ROLE ' "$DIR/pane.txt")" = 2 ] || fail "terminal: what was typed during wait is lost"
 "${TMX[@]}" send-keys -t con 'stop' Enter
 wait_pane '^experiment 1 "sv" \(serve\): stopped after [0-9.]+ s$' "stop"
+# the table is printed before the results are written; the results: line after
+wait_pane "^results: .*results/sv/" "stop named no results"
 [ -s "$DIR/results/sv/result.json" ] || fail "terminal: stop wrote no results"
 "${TMX[@]}" send-keys -t con 'quit' Enter
 for _ in $(seq 100); do [ -s "$DIR/t.rc" ] && [ -s "$DIR/tty.after" ] && break; sleep 0.1; done
