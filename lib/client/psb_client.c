@@ -11,6 +11,8 @@
 #include <unistd.h>
 
 #include <arpa/inet.h>
+#include <linux/errqueue.h>
+#include <netinet/ip.h>
 
 #include "psb_client.h"
 #include "psb_clock.h"
@@ -30,6 +32,7 @@ struct psb_client {
 	int fd;
 	uint16_t rank;
 	uint16_t local_port;
+	uint16_t io_seg;		/* the segment size the buffers were made for */
 	struct psb_wk *wk;		/* engine of the blocking and asynchronous calls */
 	struct psb_wk *active;		/* engine responses go to: wk or the benchmark's */
 	struct psb_bench *bench;	/* running benchmark, NULL otherwise */
@@ -49,6 +52,12 @@ struct psb_client {
 	struct psb_sched_view *view;
 	struct psb_udp_io io;
 	struct psb_client_stats st;
+	/* Servers whose requests end at the next turn, and with what (0: none). */
+	int *abort_status;		/* [PSB_SCHED_MAX_NODES] */
+	int aborts;
+	/* A probe: which server answered (1), refused (-ECONNREFUSED) or sent bad_sender. */
+	int probing;
+	int *probe;			/* [PSB_SCHED_MAX_NODES] */
 };
 
 static void
@@ -115,6 +124,85 @@ client_dest(void *arg, uint64_t key)
 	return (int)(server_of(c, key) - c->servers);
 }
 
+/* The index of the server at sa, or -1. */
+static int
+server_at(const struct psb_client *c, const struct sockaddr_in *sa)
+{
+	uint16_t s;
+
+	for (s = 0; s < c->nservers; s++)
+		if (c->servers[s].sa.sin_addr.s_addr == sa->sin_addr.s_addr &&
+		    c->servers[s].sa.sin_port == sa->sin_port)
+			return s;
+	return -1;
+}
+
+/* End the requests to the server at sa with status once the engine is out of its call. */
+static void
+abort_later(struct psb_client *c, const struct sockaddr_in *sa, int status)
+{
+	int s = server_at(c, sa);
+
+	if (s < 0 || c->abort_status[s] != 0)
+		return;
+	c->abort_status[s] = status;
+	c->aborts++;
+}
+
+static void
+run_aborts(struct psb_client *c, uint64_t now)
+{
+	uint16_t s;
+
+	if (c->aborts == 0)
+		return;
+	for (s = 0; s < c->nservers; s++) {
+		if (c->abort_status[s] == 0)
+			continue;
+		psb_wk_abort(c->active, c->nservers == 1 ? -1 : s, c->abort_status[s], now);
+		c->abort_status[s] = 0;
+	}
+	c->aborts = 0;
+}
+
+/*
+ * Read what the host reported about datagrams sent (IP_RECVERR): a port or host
+ * unreachable. Only a probe acts on it (a server that is restarting refuses for a
+ * moment; requests retry through that); it is counted either way.
+ */
+static void
+read_host_errors(struct psb_client *c)
+{
+	char ctl[512];
+	struct sockaddr_in to;
+	struct msghdr m;
+	struct cmsghdr *cm;
+	int n;
+
+	for (n = 0; n < 64; n++) {
+		memset(&m, 0, sizeof(m));
+		m.msg_name = &to;
+		m.msg_namelen = sizeof(to);
+		m.msg_control = ctl;
+		m.msg_controllen = sizeof(ctl);
+		if (recvmsg(c->fd, &m, MSG_ERRQUEUE | MSG_DONTWAIT) < 0)
+			return;
+		for (cm = CMSG_FIRSTHDR(&m); cm != NULL; cm = CMSG_NXTHDR(&m, cm)) {
+			const struct sock_extended_err *ee;
+			int s;
+
+			if (cm->cmsg_level != IPPROTO_IP || cm->cmsg_type != IP_RECVERR)
+				continue;
+			ee = (const struct sock_extended_err *)CMSG_DATA(cm);
+			c->st.rx_host_errors++;
+			s = server_at(c, &to);
+			if (c->probing && s >= 0 && c->probe[s] == 0)
+				c->probe[s] = ee->ee_errno == ECONNREFUSED ? -ECONNREFUSED :
+					-EHOSTUNREACH;
+		}
+	}
+}
+
 /*
  * Send what waits in the transmit batch. Returns datagrams sent. Transient
  * conditions (socket full) keep the rest for later; other errors drop the
@@ -139,6 +227,11 @@ tx_flush(struct psb_client *c)
 			c->st.tx_errors++;
 			c->st.last_tx_errno = errno;
 			c->hard_errno = errno;
+			/* No retry can carry it: its server's requests end at the next turn. */
+			if (errno == EMSGSIZE) {
+				c->st.tx_too_big++;
+				abort_later(c, &io->txa[io->txhead], -EMSGSIZE);
+			}
 			io->txhead++;
 			continue;
 		}
@@ -198,6 +291,8 @@ on_done(void *arg, struct psb_wk_op *op)
 
 	(void)arg;
 	r->done = 1;
+	if (r->cb != NULL)
+		r->cb(r, r->cb_arg);
 }
 
 /* Settings of an engine that sends through the client: its own, or a benchmark's. */
@@ -244,7 +339,8 @@ handle_register_ack(struct psb_client *c, const struct psb_hdr *h, const uint8_t
 
 /* Validate one datagram and hand it to whoever waits for it. */
 static void
-rx_one(struct psb_client *c, const uint8_t *buf, size_t len, int truncated, uint64_t now)
+rx_one(struct psb_client *c, const uint8_t *buf, size_t len, int truncated,
+		const struct sockaddr_in *from, uint64_t now)
 {
 	struct psb_hdr h;
 
@@ -269,6 +365,16 @@ rx_one(struct psb_client *c, const uint8_t *buf, size_t len, int truncated, uint
 	if (psb_hdr_check_segment(&h, len - PSB_HDR_LEN) < 0) {
 		c->st.rx_bad_segment++;
 		c->st.rx_bad++;
+		return;
+	}
+	/* A probe's answer, whatever it says, is the server's: it is there. */
+	if (h.key == PSB_CLIENT_PROBE_KEY && (h.type == PSB_MSG_PULL_RESP ||
+			h.type == PSB_MSG_ERROR)) {
+		int sv = server_at(c, from);
+
+		if (c->probing && sv >= 0 && c->probe[sv] <= 0)
+			c->probe[sv] = h.type == PSB_MSG_ERROR &&
+				h.status == PSB_ST_BAD_SENDER ? 2 : 1;
 		return;
 	}
 	switch (h.type) {
@@ -312,11 +418,13 @@ rx_burst(struct psb_client *c, uint64_t now)
 
 	for (b = 0; b < RX_BURSTS; b++) {
 		n = psb_udp_recv(&c->io, c->fd);
+		if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
+			read_host_errors(c);
 		if (n <= 0)
 			break;
 		for (i = 0; i < (unsigned int)n; i++)
 			rx_one(c, psb_udp_rx_data(&c->io, i), c->io.rxm[i].msg_len,
-				psb_udp_rx_truncated(&c->io, i), now);
+				psb_udp_rx_truncated(&c->io, i), &c->io.rxa[i], now);
 		total += (unsigned int)n;
 		if (n < PSB_UDP_BATCH)
 			break;
@@ -359,6 +467,7 @@ drive_once(struct psb_client *c)
 		psb_wk_poll(c->wk, now);
 	}
 	moved += tx_flush(c);
+	run_aborts(c, now);
 	if (moved != 0) {
 		c->idle_since = now;
 		return;
@@ -366,6 +475,23 @@ drive_once(struct psb_client *c)
 	if (c->cfg.busy_poll_ns == UINT64_MAX || now - c->idle_since < c->cfg.busy_poll_ns)
 		return;
 	wait_io(c);
+}
+
+void
+psb_client_poll(struct psb_client *c, int may_sleep)
+{
+	uint64_t busy;
+
+	if (c == NULL)
+		return;
+	if (may_sleep) {
+		drive_once(c);
+		return;
+	}
+	busy = c->cfg.busy_poll_ns;
+	c->cfg.busy_poll_ns = UINT64_MAX;	/* never sleeps */
+	drive_once(c);
+	c->cfg.busy_poll_ns = busy;
 }
 
 static int
@@ -434,8 +560,11 @@ psb_client_open(const struct psb_client_cfg *cfg, char *err, size_t errlen)
 	c->rank = cfg->rank;
 	c->servers = calloc(PSB_SCHED_MAX_NODES, sizeof(*c->servers));
 	c->view = calloc(1, sizeof(*c->view));
+	c->abort_status = calloc(PSB_SCHED_MAX_NODES, sizeof(*c->abort_status));
+	c->probe = calloc(PSB_SCHED_MAX_NODES, sizeof(*c->probe));
+	c->io_seg = c->cfg.seg_size;
 	if (psb_udp_io_init(&c->io, c->cfg.seg_size) != 0 || c->servers == NULL ||
-	    c->view == NULL) {
+	    c->view == NULL || c->abort_status == NULL || c->probe == NULL) {
 		set_err(err, errlen, "out of memory");
 		goto fail;
 	}
@@ -449,6 +578,12 @@ psb_client_open(const struct psb_client_cfg *cfg, char *err, size_t errlen)
 	if (c->fd < 0) {
 		set_err(err, errlen, "%s", why);
 		goto fail;
+	}
+	/* The host's word on datagrams sent (nothing listens there) reaches a probe. */
+	{
+		int one = 1;
+
+		(void)setsockopt(c->fd, IPPROTO_IP, IP_RECVERR, &one, sizeof(one));
 	}
 	c->wk = make_wk(c);
 	if (c->wk == NULL) {
@@ -495,6 +630,8 @@ psb_client_close(struct psb_client *c)
 	psb_udp_io_free(&c->io);
 	free(c->servers);
 	free(c->view);
+	free(c->abort_status);
+	free(c->probe);
 	free(c);
 }
 
@@ -781,6 +918,183 @@ psb_client_finalize(struct psb_client *c, uint64_t timeout_ns)
 	if (!c->have_sched)
 		return -ENOTCONN;
 	return sched_exchange(c, PSB_MSG_FINALIZE, 0, 0, timeout_ns, &c->fin_wait, &c->fin_done);
+}
+
+int
+psb_client_set_servers(struct psb_client *c, uint16_t n, const uint32_t *ip,
+		const uint16_t *port)
+{
+	uint16_t s;
+
+	if (c == NULL || n == 0 || n > PSB_SCHED_MAX_NODES || ip == NULL)
+		return -EINVAL;
+	for (s = 0; s < n; s++)
+		if (ip[s] == 0)
+			return -EINVAL;
+	if (psb_wk_inflight(c->wk) != 0 || c->bench != NULL)
+		return -EBUSY;
+	for (s = 0; s < n; s++) {
+		psb_udp_sa(&c->servers[s].sa, ip[s],
+			port != NULL && port[s] != 0 ? port[s] : PSB_UDP_PORT);
+		psb_sched_key_range(s, n, &c->servers[s].key_begin, &c->servers[s].key_end);
+		if (s == n - 1)
+			c->servers[s].key_end = UINT64_MAX;
+	}
+	c->nservers = n;
+	return 0;
+}
+
+int
+psb_client_set_seg_size(struct psb_client *c, uint16_t seg)
+{
+	uint16_t old;
+	struct psb_wk *nwk;
+
+	if (c == NULL || seg == 0 || (seg & 3) != 0 || seg > c->io_seg)
+		return -EINVAL;
+	if (psb_wk_inflight(c->wk) != 0 || c->bench != NULL)
+		return -EBUSY;
+	if (seg == c->cfg.seg_size)
+		return 0;
+	old = c->cfg.seg_size;
+	c->cfg.seg_size = seg;
+	nwk = make_wk(c);
+	if (nwk == NULL) {
+		c->cfg.seg_size = old;
+		return -ENOMEM;
+	}
+	psb_wk_free(c->wk);
+	c->wk = c->active = nwk;
+	return 0;
+}
+
+/* One probe to server s: a PULL of the probe key, outside the engine. */
+static void
+send_probe(struct psb_client *c, uint16_t s, uint32_t id)
+{
+	uint8_t buf[PSB_HDR_LEN];
+	struct psb_hdr h;
+
+	psb_hdr_init(&h, PSB_MSG_PULL);
+	h.sender = c->rank;
+	h.req_id = id;
+	h.key = PSB_CLIENT_PROBE_KEY;
+	h.flags = c->cfg.sync ? PSB_F_SYNC : 0;
+	psb_hdr_encode(buf, &h);
+	if (sendto(c->fd, buf, sizeof(buf), 0, (const struct sockaddr *)&c->servers[s].sa,
+			sizeof(c->servers[s].sa)) < 0) {
+		c->st.tx_errors++;
+		c->st.last_tx_errno = errno;
+		return;
+	}
+	c->st.tx_datagrams++;
+	c->st.tx_bytes += sizeof(buf);
+}
+
+/* "IP:PORT" of server s, for messages. */
+static const char *
+server_name(const struct psb_client *c, uint16_t s, char *buf, size_t len)
+{
+	char ip[INET_ADDRSTRLEN];
+
+	inet_ntop(AF_INET, &c->servers[s].sa.sin_addr, ip, sizeof(ip));
+	snprintf(buf, len, "%s:%u", ip, ntohs(c->servers[s].sa.sin_port));
+	return buf;
+}
+
+int
+psb_client_probe(struct psb_client *c, uint64_t timeout_ns, char *err, size_t errlen)
+{
+	uint64_t now, deadline, next_send = 0;
+	uint32_t id = 0x80000000u;
+	uint16_t s, left;
+	size_t off = 0;
+	char name[40];
+	int rc = 0;
+
+	if (c == NULL)
+		return -EINVAL;
+	if (psb_wk_inflight(c->wk) != 0 || c->bench != NULL)
+		return -EBUSY;
+	memset(c->probe, 0, c->nservers * sizeof(*c->probe));
+	c->probing = 1;
+	deadline = psb_clock_ns() + timeout_ns;
+	for (;;) {
+		now = psb_clock_ns();
+		/* the host's word (refused, unreachable) ends the wait for that server too */
+		for (s = 0, left = 0; s < c->nservers; s++)
+			left += c->probe[s] == 0;
+		if (left == 0 || now >= deadline)
+			break;
+		if (now >= next_send) {
+			for (s = 0; s < c->nservers; s++)
+				if (c->probe[s] == 0)
+					send_probe(c, s, id++);
+			next_send = now + 100ull * 1000 * 1000;
+		}
+		drive_once(c);
+	}
+	c->probing = 0;
+	if (err != NULL && errlen != 0)
+		err[0] = '\0';
+	for (s = 0; s < c->nservers; s++) {
+		const char *why;
+		int r;
+
+		if (c->probe[s] == 1)
+			continue;
+		if (c->probe[s] == 2) {
+			why = "answered bad_sender: this rank is not below its --num-workers";
+			r = -EBADSLT;
+		} else if (c->probe[s] == -ECONNREFUSED) {
+			why = "refused: nothing listens there";
+			r = -ECONNREFUSED;
+		} else {
+			why = c->probe[s] == -EHOSTUNREACH ? "unreachable" : "did not answer";
+			r = -EHOSTUNREACH;
+		}
+		if (rc == 0 || rc == -ECONNREFUSED)
+			rc = r;
+		if (err != NULL && off + 1 < errlen)
+			off += (size_t)snprintf(err + off, errlen - off, "%sserver %s %s",
+				off != 0 ? "; " : "", server_name(c, s, name, sizeof(name)), why);
+		if (err != NULL && off >= errlen)
+			off = errlen - 1;
+	}
+	if (rc != 0 && err != NULL && off + 1 < errlen)
+		snprintf(err + off, errlen - off, " (within %.1f s)", (double)timeout_ns / 1e9);
+	return rc;
+}
+
+uint16_t
+psb_client_route_seg(uint32_t ip, uint16_t port, char *err, size_t errlen)
+{
+	struct sockaddr_in sa;
+	socklen_t len = sizeof(int);
+	int fd, mtu = 0;
+	long seg;
+
+	fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (fd < 0) {
+		set_err(err, errlen, "cannot create a UDP socket: %s", strerror(errno));
+		return 0;
+	}
+	psb_udp_sa(&sa, ip, port != 0 ? port : PSB_UDP_PORT);
+	if (connect(fd, (const struct sockaddr *)&sa, sizeof(sa)) != 0 ||
+	    getsockopt(fd, IPPROTO_IP, IP_MTU, &mtu, &len) != 0) {
+		char b[INET_ADDRSTRLEN];
+
+		set_err(err, errlen, "no route to %s: %s", psb_ip_str(ip, b), strerror(errno));
+		close(fd);
+		return 0;
+	}
+	close(fd);
+	seg = ((long)mtu - 20 - 8 - PSB_HDR_LEN) & ~3L;
+	if (seg < 4) {
+		set_err(err, errlen, "the route's MTU (%d) leaves no room for a value", mtu);
+		return 0;
+	}
+	return (uint16_t)(seg > (long)PSB_UDP_MAX_SEG ? PSB_UDP_MAX_SEG : seg);
 }
 
 const char *

@@ -62,6 +62,10 @@ struct psb_client_stats {
 	uint64_t rx_bad_segment;	/* segment fields inconsistent with the payload */
 	uint64_t rx_bad_type;		/* not a response psb expects here (or truncated) */
 	int last_tx_errno;		/* errno of the last tx error */
+	uint64_t tx_too_big;		/* datagrams the route could not carry (EMSGSIZE): the
+					 * requests to that server failed at once */
+	uint64_t rx_host_errors;	/* errors the host reported for datagrams sent (ICMP:
+					 * port or host unreachable), read from the error queue */
 	uint64_t error_replies;		/* ERROR messages received (benchmark included) */
 	int last_error_status;		/* enum psb_status of the last one */
 	struct psb_wk_stats wk;		/* engine of the blocking calls */
@@ -76,6 +80,9 @@ struct psb_client_stats {
 struct psb_client_req {
 	struct psb_wk_op op;
 	int done;
+	/* Called once it is finished (done set), from inside the call that drove it; may be NULL. */
+	void (*cb)(struct psb_client_req *r, void *arg);
+	void *cb_arg;
 };
 
 /*
@@ -138,6 +145,11 @@ uint32_t psb_client_last_round(const struct psb_client *c);
 int psb_client_start(struct psb_client *c, struct psb_client_req *r);
 int psb_client_wait(struct psb_client *c, struct psb_client_req *r);
 void psb_client_wait_all(struct psb_client *c);
+/*
+ * One turn of the loop the waits run: receive, resend what timed out, send. may_sleep:
+ * when nothing moved for a while, wait a little for the socket (as the waits do).
+ */
+void psb_client_poll(struct psb_client *c, int may_sleep);
 
 /*
  * ps-lite's test_benchmark over this client's socket (the kernel-socket
@@ -166,6 +178,39 @@ int psb_client_barrier(struct psb_client *c, uint32_t group, uint32_t seq);
  * (or timeout_ns: -ETIMEDOUT); -ENOTCONN when not registered.
  */
 int psb_client_finalize(struct psb_client *c, uint64_t timeout_ns);
+
+/*
+ * Send keys straight to these n servers (ip, port in host order; port 0: PSB_UDP_PORT),
+ * the key space split among them as ps-lite splits it (psb_sched_key_range). 0, -EINVAL
+ * (n is 0 or over PSB_SCHED_MAX_NODES, an address is 0) or -EBUSY with requests in flight.
+ */
+int psb_client_set_servers(struct psb_client *c, uint16_t n, const uint32_t *ip,
+		const uint16_t *port);
+
+/*
+ * Ask every server whether it is there: a PULL of PSB_CLIENT_PROBE_KEY, which no
+ * ps-lite key range holds, sent to each every 100 ms until each answered (anything:
+ * an error says it is there too) or timeout_ns passed. 0 when all answered; otherwise
+ * -EHOSTUNREACH, or -ECONNREFUSED when the host said nothing listens there, with the
+ * servers that did not answer named in err; -EBADSLT when a server answered
+ * bad_sender (the rank is not below its --num-workers), named in err.
+ */
+#define PSB_CLIENT_PROBE_KEY	UINT64_MAX
+int psb_client_probe(struct psb_client *c, uint64_t timeout_ns, char *err, size_t errlen);
+
+/*
+ * The value bytes a datagram to ip carries unfragmented on its route: the route's MTU
+ * less the IPv4, UDP and psb headers, a multiple of 4, at most PSB_UDP_MAX_SEG. 0 when
+ * the route or its MTU cannot be read (err says why).
+ */
+uint16_t psb_client_route_seg(uint32_t ip, uint16_t port, char *err, size_t errlen);
+
+/*
+ * Send push values in segments of seg bytes from now on (a multiple of 4, at most the
+ * client's seg_size at open: its buffers are that large). 0, -EINVAL, or -EBUSY with
+ * requests in flight.
+ */
+int psb_client_set_seg_size(struct psb_client *c, uint16_t seg);
 
 /* Text for a return value of the calls above (0, -errno or a psb status). */
 const char *psb_client_strerror(int rc);

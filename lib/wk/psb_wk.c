@@ -720,6 +720,26 @@ psb_wk_poll(struct psb_wk *wk, uint64_t now_ns)
 	}
 }
 
+void
+psb_wk_abort(struct psb_wk *wk, int dest, int status, uint64_t now_ns)
+{
+	uint32_t i;
+
+	/* The open batch holds records of requests that may end here: it goes unsent. */
+	if (wk->blen != 0 && (dest < 0 || wk->bdest == dest)) {
+		wk->blen = 0;
+		wk->bresp = 0;
+		if (++wk->bgen == 0)
+			wk->bgen = 1;
+	}
+	for (i = 0; i < wk->cfg.window; i++) {
+		struct wk_slot *s = &wk->slots[i];
+
+		if (s->op != NULL && (dest < 0 || dest_of(wk, s->op->key) == dest))
+			finish(wk, s, status, now_ns);
+	}
+}
+
 int
 psb_wk_pending(const struct psb_wk *wk)
 {

@@ -113,6 +113,12 @@ int psb_wk_flush(struct psb_wk *wk);
 /* Send what the transport refused earlier and resend what timed out. */
 void psb_wk_poll(struct psb_wk *wk, uint64_t now_ns);
 
+/*
+ * End every request in flight to server dest (-1: to any) with status, as if it had
+ * failed: for what retrying cannot fix (a datagram the route cannot carry). The open
+ * batch is dropped when it goes there. Not from inside the engine's own callbacks.
+ */
+void psb_wk_abort(struct psb_wk *wk, int dest, int status, uint64_t now_ns);
 uint32_t psb_wk_inflight(const struct psb_wk *wk);
 /* The epoch server dest answered with first (0: none yet, or it gives none). */
 uint32_t psb_wk_server_epoch(const struct psb_wk *wk, int dest);

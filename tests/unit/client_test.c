@@ -26,113 +26,35 @@
 
 #include "psb_client.h"
 #include "psb_proto.h"
+#include "psb_testksrv.h"
 
 #define LOCALHOST	"127.0.0.1"
-#define SERVER_LIFE	"100"	/* seconds: psb-ksrv exits by itself even if we vanish */
 
 static const char *ksrv_path;
 
 /* The psb-ksrv of the running test; torn down by the fixture even when a test fails. */
 struct server {
-	pid_t pid;
+	struct tk_server tk;
 	uint16_t port;
 	uint16_t sched_port;
-	char dir[64];
-	char ready[96];
-	char stats[96];
 	json_t *final;		/* its --stats-file, read after it stopped */
-	int exit_status;	/* wait() status once stopped: 0 is a clean exit */
 };
 
 static struct server g_srv;
 
-static uint64_t
-mono_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
-static void
-sleep_ms(unsigned int ms)
-{
-	struct timespec ts = { .tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000 };
-
-	nanosleep(&ts, NULL);
-}
+#define mono_ms		tk_ms
+#define sleep_ms	tk_sleep_ms
 
 /* Start psb-ksrv on 127.0.0.1 (any free port) with extra options; 0 or -1. */
 static int
 server_start(struct server *s, const char *const *extra)
 {
-	const char *argv[32];
-	uint64_t deadline;
-	unsigned int n = 0;
-	FILE *f;
-	unsigned int port = 0, sport = 0;
-	int status;
-
 	memset(s, 0, sizeof(*s));
-	snprintf(s->dir, sizeof(s->dir), "/tmp/psb-client-test.XXXXXX");
-	if (mkdtemp(s->dir) == NULL) {
-		fprintf(stderr, "mkdtemp: %s\n", strerror(errno));
+	if (tk_start(&s->tk, ksrv_path, extra) != 0)
 		return -1;
-	}
-	snprintf(s->ready, sizeof(s->ready), "%s/ready", s->dir);
-	snprintf(s->stats, sizeof(s->stats), "%s/stats.json", s->dir);
-	argv[n++] = ksrv_path;
-	argv[n++] = "--ip";
-	argv[n++] = LOCALHOST;
-	argv[n++] = "--port";
-	argv[n++] = "0";
-	argv[n++] = "--ready-file";
-	argv[n++] = s->ready;
-	argv[n++] = "--stats-file";
-	argv[n++] = s->stats;
-	argv[n++] = "--duration";
-	argv[n++] = SERVER_LIFE;
-	argv[n++] = "-q";
-	while (extra != NULL && *extra != NULL && n < 31)
-		argv[n++] = *extra++;
-	argv[n] = NULL;
-	fflush(stdout);
-	fflush(stderr);
-	s->pid = fork();
-	if (s->pid < 0) {
-		fprintf(stderr, "fork: %s\n", strerror(errno));
-		return -1;
-	}
-	if (s->pid == 0) {
-		/* Die with the test, whatever kills it. */
-		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		execv(ksrv_path, (char *const *)argv);
-		fprintf(stderr, "cannot run %s: %s\n", ksrv_path, strerror(errno));
-		_exit(127);
-	}
-	deadline = mono_ms() + 10000;
-	while (mono_ms() < deadline) {
-		if (waitpid(s->pid, &status, WNOHANG) == s->pid) {
-			fprintf(stderr, "psb-ksrv exited early (status 0x%x)\n", status);
-			s->pid = 0;
-			return -1;
-		}
-		f = fopen(s->ready, "r");
-		if (f != NULL) {
-			int ok = fscanf(f, "%u %u", &port, &sport) == 2;
-
-			fclose(f);
-			if (ok) {
-				s->port = (uint16_t)port;
-				s->sched_port = (uint16_t)sport;
-				return 0;
-			}
-		}
-		sleep_ms(5);
-	}
-	fprintf(stderr, "psb-ksrv did not write %s within 10 s\n", s->ready);
-	return -1;
+	s->port = s->tk.port;
+	s->sched_port = s->tk.sched_port;
+	return 0;
 }
 
 /*
@@ -142,35 +64,15 @@ server_start(struct server *s, const char *const *extra)
 static int
 server_stop(struct server *s)
 {
-	uint64_t deadline;
-	int status = 0;
 	json_error_t je;
+	int running = s->tk.pid > 0, status = tk_stop(&s->tk);
 
-	if (s->pid > 0) {
-		kill(s->pid, SIGTERM);
-		deadline = mono_ms() + 5000;
-		while (waitpid(s->pid, &status, WNOHANG) == 0) {
-			if (mono_ms() > deadline) {
-				kill(s->pid, SIGKILL);
-				waitpid(s->pid, &status, 0);
-				break;
-			}
-			sleep_ms(5);
-		}
-		s->pid = 0;
-		s->exit_status = status;
-		if (status != 0)
-			fprintf(stderr, "psb-ksrv exited with wait status 0x%x\n", status);
-		if (s->final == NULL)
-			s->final = json_load_file(s->stats, 0, &je);
-	}
-	if (s->dir[0] != '\0') {
-		unlink(s->ready);
-		unlink(s->stats);
-		rmdir(s->dir);
-		s->dir[0] = '\0';
-	}
-	return s->exit_status;
+	if (running && status != 0)
+		fprintf(stderr, "psb-ksrv exited with wait status 0x%x\n", status);
+	if (running && s->final == NULL && s->tk.dir[0] != '\0')
+		s->final = json_load_file(s->tk.stats, 0, &je);
+	tk_remove(&s->tk);
+	return status;
 }
 
 static void

@@ -1674,6 +1674,58 @@ test_batch_dest(void **state)
 	net_free(n);
 }
 
+/*
+ * psb_wk_abort: the requests to one server end at once with the status given, those to
+ * the others go on; an open batch to that server is dropped unsent.
+ */
+static void
+test_abort(void **state)
+{
+	struct net *n = net_new(1, 0);
+	struct port p;
+	struct done_log d = { .n = 0 };
+	struct psb_wk *wk = wk_new_batch(n, &p, 0, 16, 1000000, 64, dest_parity, &d);
+	float a[2] = { 1.0f, 2.0f };
+	struct psb_wk_op op[6];
+	unsigned int i, sent;
+
+	(void)state;
+	/* keys 2, 4 go out in a batch; 1, 3 then wait in the open batch to server 1 */
+	for (i = 0; i < 4; i++) {
+		op_init(&op[i], PSB_MSG_PUSH, i < 2 ? 2 + 2 * i : 2 * i - 3, sizeof(a), a, NULL);
+		assert_int_equal(psb_wk_submit(wk, &op[i], n->now), 0);
+	}
+	assert_int_equal(n->nbatch, 1);
+	/* a third to server 1, into the same open batch */
+	op_init(&op[4], PSB_MSG_PUSH, 5, sizeof(a), a, NULL);
+	assert_int_equal(psb_wk_submit(wk, &op[4], n->now), 0);
+	assert_int_equal(psb_wk_inflight(wk), 5);
+	sent = n->nbatch;
+	psb_wk_abort(wk, 1, -EMSGSIZE, n->now);
+	assert_int_equal(psb_wk_inflight(wk), 2);
+	assert_int_equal(d.n, 3);
+	for (i = 2; i < 5; i++)
+		assert_int_equal(op[i].status, -EMSGSIZE);
+	assert_int_equal(psb_wk_stats(wk)->failed, 3);
+	/* the dropped batch is not sent by a flush */
+	assert_int_equal(psb_wk_flush(wk), 0);
+	assert_int_equal(n->nbatch, sent);
+	net_run(n);
+	assert_int_equal(d.n, 5);
+	assert_int_equal(op[0].status, 0);
+	assert_int_equal(op[1].status, 0);
+	assert_int_equal(psb_wk_inflight(wk), 0);
+	/* nothing left: an abort of every server does nothing, new requests still work */
+	psb_wk_abort(wk, -1, -EIO, n->now);
+	op_init(&op[5], PSB_MSG_PUSH, 9, sizeof(a), a, NULL);
+	assert_int_equal(psb_wk_submit(wk, &op[5], n->now), 0);
+	psb_wk_abort(wk, -1, -EIO, n->now);
+	assert_int_equal(op[5].status, -EIO);
+	assert_int_equal(psb_wk_inflight(wk), 0);
+	psb_wk_free(wk);
+	net_free(n);
+}
+
 /* A batch whose next record, or that record's answer, would not fit seg_size is sent first. */
 static void
 test_batch_split(void **state)
@@ -2877,6 +2929,7 @@ main(void)
 		cmocka_unit_test(test_server_epochs),
 		cmocka_unit_test(test_batch_roundtrip),
 		cmocka_unit_test(test_batch_dest),
+		cmocka_unit_test(test_abort),
 		cmocka_unit_test(test_batch_split),
 		cmocka_unit_test(test_batch_blocked),
 		cmocka_unit_test(test_batch_blocked_timeout),
