@@ -28,6 +28,7 @@ extern const char psb_cli_revision_str[];
 #define DEF_CONNECT_MS		3000u
 #define DEF_SCHED_MS		60000u
 #define DEF_WINDOW		256u
+#define DEF_SERVER_MS		10000u
 #define DEF_BATCH		1024
 #define RING_MIN		1024u
 #define ROUNDS_MIN		256u
@@ -330,10 +331,25 @@ client_cfg(const struct psbc_opts *o, struct psb_client_cfg *cfg)
 	cfg->window = o->window != 0 ? o->window : DEF_WINDOW;
 	if (cfg->window > PSB_WK_MAX_WINDOW)
 		cfg->window = PSB_WK_MAX_WINDOW;
-	if (o->timeout_ms != 0)
+	/*
+	 * A request unanswered for the timeout is sent again whole, so the timeout must exceed
+	 * the time the bytes in flight take to cross: kernel UDP moves about 1 Gbps per
+	 * core, some 16 ns a byte (psb-kbench's rule); the engine's own measure of the round
+	 * trip raises it further when answers take longer.
+	 */
+	if (o->timeout_ms != 0) {
 		cfg->timeout_ns = (uint64_t)o->timeout_ms * 1000000ull;
+	} else {
+		uint64_t wb = o->window_bytes != 0 ? o->window_bytes : PSB_CLIENT_WINDOW_BYTES;
+
+		if (wb * 16 > cfg->timeout_ns)
+			cfg->timeout_ns = wb * 16;
+	}
 	if (o->max_retries != 0)
 		cfg->max_retries = o->max_retries;
+	cfg->window_bytes = o->window_bytes;
+	cfg->server_timeout_ns = (uint64_t)(o->server_timeout_ms != 0 ? o->server_timeout_ms :
+		DEF_SERVER_MS) * 1000000ull;
 	cfg->batch_max = o->batch_bytes < 0 ? 0 :
 		(uint16_t)(o->batch_bytes == 0 ? DEF_BATCH :
 			   o->batch_bytes > 65535 ? 65535 : o->batch_bytes);
@@ -661,8 +677,16 @@ key_done(struct psb_client_req *r, void *arg)
 			rd->next = r->op.err_aux;	/* the key's round now: resynchronise */
 	}
 	if (rc != 0 && op->status == 0) {
+		const char *lost;
+		double silent;
+
 		op->status = code_of(rc);
-		if (rc == PSB_ST_LEN_MISMATCH)
+		if (rc == -EHOSTUNREACH &&
+		    (lost = psb_client_lost_server(s->c, &silent)) != NULL)
+			fail(s, op->status, "key %llu: server %s answered nothing, not even a "
+				"probe, for %.1f s: given up", (unsigned long long)r->op.key, lost,
+				silent);
+		else if (rc == PSB_ST_LEN_MISMATCH)
 			fail(s, op->status, "key %llu (server %s): the key holds %u floats, "
 				"this request has room for %u (length_mismatch; a server keeps its "
 				"store between runs: psbctl reset_state clears it)",

@@ -98,9 +98,23 @@ struct psbc_opts {
 	 * (0: 3 s straight, 60 s through a scheduler).
 	 */
 	unsigned int connect_timeout_ms;
-	unsigned int timeout_ms;	/* resend an unanswered request after (0: 20 ms) */
+	/*
+	 * Resend an unanswered request after this long (0: 16 ns per byte of window_bytes,
+	 * at least 20 ms: 134 ms for 8 MiB, what kernel UDP takes to move it); longer when
+	 * the round trips measured are.
+	 */
+	unsigned int timeout_ms;
 	unsigned int max_retries;	/* then fail it with PSBC_E_TIMEDOUT (0: 50) */
+	/*
+	 * A server that answers nothing, not even the probe a session sends to a server gone
+	 * quiet for a second, for this long while requests to it wait ends them with
+	 * PSBC_E_UNREACHABLE, naming it (0: 10 s). Synchronous rounds that wait for other
+	 * workers go on: their server answers the probe.
+	 */
+	unsigned int server_timeout_ms;
 	unsigned int window;		/* keys in flight at most (0: 256) */
+	/* Value bytes in flight at most; below it the window adapts to loss (0: 8 MiB). */
+	uint64_t window_bytes;
 	/* Value bytes per datagram (a multiple of 4); 0: what the route's MTU carries. */
 	unsigned int seg_size;
 	/* Values of up to this many bytes travel several to a datagram (0: 1024; -1: never). */

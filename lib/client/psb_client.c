@@ -19,12 +19,17 @@
 #include "psb_udp.h"
 
 #define RX_BURSTS	4		/* recvmmsg calls per engine step at most */
+#define LIVE_CHECK_NS	(50ull * 1000 * 1000)	/* how often the servers' liveness is looked at */
+#define LIVE_PROBE_NS	(1000ull * 1000 * 1000)	/* silence before a probe, and between them */
 #define SCHED_RETRY_NS	(200ull * 1000 * 1000)
 
 struct srv {
 	struct sockaddr_in sa;
 	uint64_t key_begin;
 	uint64_t key_end;	/* UINT64_MAX: to the end of the key space */
+	uint64_t heard_ns;	/* the last datagram from it */
+	uint64_t busy_ns;	/* since when requests to it are in flight (0: none) */
+	uint64_t probed_ns;	/* the last probe sent to it */
 };
 
 struct psb_client {
@@ -52,12 +57,18 @@ struct psb_client {
 	struct psb_sched_view *view;
 	struct psb_udp_io io;
 	struct psb_client_stats st;
+	struct psb_cwnd win;		/* value bytes of started requests in flight */
+	uint64_t min_ss;		/* the window is not halved below this: two requests */
 	/* Servers whose requests end at the next turn, and with what (0: none). */
 	int *abort_status;		/* [PSB_SCHED_MAX_NODES] */
 	int aborts;
 	/* A probe: which server answered (1), refused (-ECONNREFUSED) or sent bad_sender. */
 	int probing;
 	int *probe;			/* [PSB_SCHED_MAX_NODES] */
+	uint64_t live_check_ns;		/* the last look at the servers' liveness */
+	int lost;			/* the server given up last (-1: none) */
+	double lost_silent_s;
+	uint32_t probe_id;
 };
 
 static void
@@ -81,6 +92,8 @@ apply_defaults(struct psb_client_cfg *c)
 		c->seg_size = PSB_CLIENT_SEG_SIZE;
 	if (c->window == 0)
 		c->window = PSB_CLIENT_WINDOW;
+	if (c->window_bytes == 0)
+		c->window_bytes = PSB_CLIENT_WINDOW_BYTES;
 	if (c->timeout_ns == 0)
 		c->timeout_ns = PSB_CLIENT_TIMEOUT_NS;
 	if (c->max_retries == 0)
@@ -289,7 +302,13 @@ on_done(void *arg, struct psb_wk_op *op)
 	struct psb_client_req *r = (struct psb_client_req *)((uint8_t *)op -
 		offsetof(struct psb_client_req, op));
 
-	(void)arg;
+	struct psb_client *c = arg;
+
+	if (r->cost != 0) {
+		c->win.inflight -= r->cost;
+		psb_cwnd_grow(&c->win, r->cost, op->retries);
+		r->cost = 0;
+	}
 	r->done = 1;
 	if (r->cb != NULL)
 		r->cb(r, r->cb_arg);
@@ -357,6 +376,12 @@ rx_one(struct psb_client *c, const uint8_t *buf, size_t len, int truncated,
 		return;
 	}
 	psb_hdr_decode(&h, buf);
+	if (c->cfg.server_timeout_ns != 0) {
+		int sv = server_at(c, from);
+
+		if (sv >= 0)
+			c->servers[sv].heard_ns = now;
+	}
 	if (h.magic != PSB_MAGIC || h.version != PSB_VERSION) {
 		c->st.rx_bad_magic++;
 		c->st.rx_bad++;
@@ -452,6 +477,49 @@ wait_io(struct psb_client *c)
 	ppoll(&pfd, 1, &ts, NULL);
 }
 
+static void send_probe(struct psb_client *c, uint16_t s, uint32_t id);
+
+/*
+ * Servers with requests in flight: one silent for LIVE_PROBE_NS (or a quarter of
+ * server_timeout_ns, when less) is asked whether it is there, as often; one that answered nothing for server_timeout_ns since its
+ * requests began to wait is given up, its requests ended with -EHOSTUNREACH.
+ */
+static void
+check_servers(struct psb_client *c, uint64_t now)
+{
+	uint64_t probe_ns = c->cfg.server_timeout_ns / 4 < LIVE_PROBE_NS ?
+		c->cfg.server_timeout_ns / 4 : LIVE_PROBE_NS;
+	uint16_t s;
+
+	c->live_check_ns = now;
+	for (s = 0; s < c->nservers; s++) {
+		struct srv *v = &c->servers[s];
+		uint64_t since;
+
+		if (psb_wk_inflight_to(c->active, c->nservers == 1 ? 0 : s) == 0) {
+			v->busy_ns = 0;
+			continue;
+		}
+		if (v->busy_ns == 0)
+			v->busy_ns = now;
+		since = v->heard_ns > v->busy_ns ? v->heard_ns : v->busy_ns;
+		if (now - since >= c->cfg.server_timeout_ns) {
+			c->lost = s;
+			c->lost_silent_s = (double)(now - since) / 1e9;
+			c->st.servers_lost++;
+			c->abort_status[s] = -EHOSTUNREACH;
+			c->aborts++;
+			v->busy_ns = 0;
+			continue;
+		}
+		if (now - since >= probe_ns && now - v->probed_ns >= probe_ns) {
+			send_probe(c, s, 0xC0000000u | (c->probe_id++ & 0x3fffffffu));
+			v->probed_ns = now;
+			c->st.probes++;
+		}
+	}
+}
+
 /* One turn of the loop: receive, let the engine resend and advance, transmit, maybe sleep. */
 static void
 drive_once(struct psb_client *c)
@@ -465,8 +533,12 @@ drive_once(struct psb_client *c)
 			c->bench_rc = psb_bench_step(c->bench, now);
 	} else {
 		psb_wk_poll(c->wk, now);
+		psb_cwnd_losses(&c->win, psb_wk_stats(c->wk)->losses, now, psb_wk_rto(c->wk),
+			c->min_ss);
 	}
 	moved += tx_flush(c);
+	if (c->cfg.server_timeout_ns != 0 && now - c->live_check_ns >= LIVE_CHECK_NS)
+		check_servers(c, now);
 	run_aborts(c, now);
 	if (moved != 0) {
 		c->idle_since = now;
@@ -592,6 +664,8 @@ psb_client_open(const struct psb_client_cfg *cfg, char *err, size_t errlen)
 		goto fail;
 	}
 	c->active = c->wk;
+	c->lost = -1;
+	psb_cwnd_init(&c->win, c->cfg.window_bytes);
 	return c;
 fail:
 	psb_client_close(c);
@@ -644,6 +718,12 @@ psb_client_start(struct psb_client *c, struct psb_client_req *r)
 	if (c == NULL || r == NULL || c->bench != NULL)
 		return -EINVAL;
 	r->done = 0;
+	r->cost = r->op.type == PSB_MSG_PUSHPULL ? 2ull * r->op.len : r->op.len;
+	if (r->cost == 0)
+		r->cost = 1;		/* a pull of unknown length still takes its place */
+	/* The bytes in flight: make progress until there is room. */
+	while (!psb_cwnd_room(&c->win, r->cost))
+		drive_once(c);
 	for (;;) {
 		now = psb_clock_ns();
 		rc = psb_wk_submit(c->wk, &r->op, now);
@@ -653,8 +733,13 @@ psb_client_start(struct psb_client *c, struct psb_client_req *r)
 		drive_once(c);
 	}
 	if (rc == 0) {
+		c->win.inflight += r->cost;
+		if (c->min_ss < 2 * r->cost)
+			c->min_ss = 2 * r->cost;
 		tx_flush(c);
 		c->idle_since = now;
+	} else {
+		r->cost = 0;
 	}
 	return rc;
 }
@@ -1095,6 +1180,18 @@ psb_client_route_seg(uint32_t ip, uint16_t port, char *err, size_t errlen)
 		return 0;
 	}
 	return (uint16_t)(seg > (long)PSB_UDP_MAX_SEG ? PSB_UDP_MAX_SEG : seg);
+}
+
+const char *
+psb_client_lost_server(const struct psb_client *c, double *silent_s)
+{
+	static __thread char name[40];
+
+	if (c == NULL || c->lost < 0 || c->lost >= c->nservers)
+		return NULL;
+	if (silent_s != NULL)
+		*silent_s = c->lost_silent_s;
+	return server_name(c, (uint16_t)c->lost, name, sizeof(name));
 }
 
 const char *

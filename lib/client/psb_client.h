@@ -6,6 +6,7 @@
 #include <stdint.h>
 
 #include "psb_bench.h"
+#include "psb_cwnd.h"
 #include "psb_proto.h"
 #include "psb_sched.h"
 #include "psb_wk.h"
@@ -17,6 +18,7 @@ extern "C" {
 /* Defaults of struct psb_client_cfg (a zero field means "the default"). */
 #define PSB_CLIENT_SEG_SIZE		1432	/* value bytes per datagram at MTU 1500 */
 #define PSB_CLIENT_WINDOW		64	/* requests in flight */
+#define PSB_CLIENT_WINDOW_BYTES		(8ull << 20)
 #define PSB_CLIENT_TIMEOUT_NS		(20ull * 1000 * 1000)
 #define PSB_CLIENT_MAX_RETRIES		50
 #define PSB_CLIENT_BUSY_POLL_NS		(50ull * 1000)
@@ -34,6 +36,9 @@ struct psb_client_cfg {
 	int sync;			/* 1: synchronous rounds, 0: asynchronous */
 	uint16_t seg_size;		/* push segment bytes, multiple of 4 (0: 1432) */
 	uint32_t window;		/* requests in flight at most (0: 64) */
+	uint64_t window_bytes;		/* value bytes in flight at most, the window adapted to
+					 * loss below it (psb_cwnd.h; 0: 8 MiB). One request
+					 * always goes */
 	uint16_t batch_max;		/* values up to this many bytes travel as records of
 					 * BATCH messages (0: every request on its own) */
 	uint64_t timeout_ns;		/* resend an unanswered request after this (0: 20 ms).
@@ -46,6 +51,14 @@ struct psb_client_cfg {
 					 * UINT64_MAX: never sleep) */
 	uint32_t sockbuf;		/* socket send/receive buffer bytes (0: 16 MiB) */
 	uint64_t sched_timeout_ns;	/* register / barrier give up after this (0: 60 s) */
+	/*
+	 * A server with requests in flight that has sent nothing for a second is asked
+	 * whether it is there (the probe of psb_client_probe); one that answers nothing,
+	 * not even that, for server_timeout_ns ends its requests with -EHOSTUNREACH at once
+	 * (0: never; they end after their retries). A synchronous round that waits for
+	 * other workers keeps going: the server answers the probe meanwhile.
+	 */
+	uint64_t server_timeout_ns;
 };
 
 /* Client-side counters; the engine's are included. */
@@ -64,6 +77,8 @@ struct psb_client_stats {
 	int last_tx_errno;		/* errno of the last tx error */
 	uint64_t tx_too_big;		/* datagrams the route could not carry (EMSGSIZE): the
 					 * requests to that server failed at once */
+	uint64_t probes;		/* probes sent to servers that had gone quiet */
+	uint64_t servers_lost;		/* servers given up (server_timeout_ns) */
 	uint64_t rx_host_errors;	/* errors the host reported for datagrams sent (ICMP:
 					 * port or host unreachable), read from the error queue */
 	uint64_t error_replies;		/* ERROR messages received (benchmark included) */
@@ -83,6 +98,7 @@ struct psb_client_req {
 	/* Called once it is finished (done set), from inside the call that drove it; may be NULL. */
 	void (*cb)(struct psb_client_req *r, void *arg);
 	void *cb_arg;
+	uint64_t cost;			/* value bytes it counts in the window (set by start) */
 };
 
 /*
@@ -211,6 +227,12 @@ uint16_t psb_client_route_seg(uint32_t ip, uint16_t port, char *err, size_t errl
  * requests in flight.
  */
 int psb_client_set_seg_size(struct psb_client *c, uint16_t seg);
+
+/*
+ * The server whose requests were ended last for not answering (server_timeout_ns), as
+ * "IP:PORT", with how long it had been silent; NULL when none was.
+ */
+const char *psb_client_lost_server(const struct psb_client *c, double *silent_s);
 
 /* Text for a return value of the calls above (0, -errno or a psb status). */
 const char *psb_client_strerror(int rc);

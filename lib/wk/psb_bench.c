@@ -8,6 +8,7 @@
 #include <jansson.h>
 
 #include "psb_bench.h"
+#include "psb_cwnd.h"
 #include "psb_cli.h"
 
 struct psb_bench {
@@ -24,7 +25,6 @@ struct psb_bench {
 	int init_done;		/* PULL_ONLY: keys pushed once before measuring */
 	uint32_t next_submit;
 	uint32_t nredo;		/* requests a stale round sent back, to submit again */
-	uint64_t inflight_bytes;	/* of the requests in_window marks */
 	/*
 	 * [nkeys] 1 while the key's request counts against the window: until it is done, or
 	 * times out. A request that timed out is lost or waits for its sync round, and the
@@ -34,16 +34,8 @@ struct psb_bench {
 	 */
 	uint8_t *in_window;
 	uint64_t retries_seen;	/* engine retries when in_window was last looked at */
-	/*
-	 * The window: value bytes let in flight, as TCP adapts its own. It starts at
-	 * WINDOW_START and doubles per round trip up to ssthresh, then grows by about one
-	 * request per window; a loss (psb_wk_stats.losses) halves it, at most once per timeout. Never
-	 * above cfg.window_bytes; one request always goes.
-	 */
-	uint64_t cwnd, ssthresh;
-	uint64_t losses_seen;	/* engine losses already acted on */
-	uint64_t cut_ns;	/* when it was last halved */
-	uint64_t cuts;
+	/* The window: value bytes let in flight (psb_cwnd.h), up to cfg.window_bytes. */
+	struct psb_cwnd win;
 	uint32_t ndone;
 	uint64_t iter;
 	uint64_t start_ns;
@@ -209,8 +201,6 @@ note_staleness(struct psb_bench *b, uint32_t k, uint32_t v)
 		psb_hist_add(&b->stale, (uint64_t)d);
 }
 
-#define WINDOW_START	(4ull << 20)
-
 /* Request k no longer counts against the window. */
 static void
 window_release(struct psb_bench *b, uint32_t k, const struct psb_wk_op *op)
@@ -218,7 +208,7 @@ window_release(struct psb_bench *b, uint32_t k, const struct psb_wk_op *op)
 	if (!b->in_window[k])
 		return;
 	b->in_window[k] = 0;
-	b->inflight_bytes -= op_cost(op);
+	b->win.inflight -= op_cost(op);
 }
 
 /* Requests that timed out since the last look leave the window. */
@@ -234,40 +224,6 @@ window_timeouts(struct psb_bench *b)
 	for (k = 0; k < b->next_submit; k++)
 		if (b->in_window[k] && b->ops[k].retries != 0)
 			window_release(b, k, &b->ops[k]);
-}
-
-/* A request was answered at the first try: the window may grow. */
-static void
-window_grow(struct psb_bench *b, const struct psb_wk_op *op)
-{
-	uint64_t cost = op_cost(op);
-
-	if (op->retries != 0)
-		return;
-	b->cwnd += b->cwnd < b->ssthresh ? cost : cost * cost / b->cwnd + 1;
-	if (b->cwnd > b->cfg.window_bytes)
-		b->cwnd = b->cfg.window_bytes;
-}
-
-/* Losses since the last look (psb_wk_stats.losses): halve the window, once per timeout. */
-static void
-window_check(struct psb_bench *b, uint64_t now_ns)
-{
-	uint64_t losses = psb_wk_stats(b->wk)->losses;
-
-	if (losses == b->losses_seen)
-		return;
-	b->losses_seen = losses;
-	if (b->cuts != 0 && now_ns - b->cut_ns < psb_wk_rto(b->wk))
-		return;
-	b->cut_ns = now_ns;
-	b->cuts++;
-	b->ssthresh = b->cwnd / 2;
-	if (b->ssthresh < 2ull * b->cfg.len)
-		b->ssthresh = 2ull * b->cfg.len;
-	if (b->ssthresh > b->cfg.window_bytes)
-		b->ssthresh = b->cfg.window_bytes;
-	b->cwnd = b->ssthresh;
 }
 
 static void
@@ -309,7 +265,7 @@ on_done(void *arg, struct psb_wk_op *op)
 	b->ops_done++;
 	window_release(b, k, op);
 	if (counted)
-		window_grow(b, op);
+		psb_cwnd_grow(&b->win, op_cost(op), op->retries);
 	psb_hist_add(&b->rtt, op->rtt_ns);
 	if (op->type != PSB_MSG_PULL) {
 		b->round[k]++;
@@ -339,8 +295,7 @@ psb_bench_create(const struct psb_bench_cfg *cfg, const struct psb_wk_cfg *wcfg)
 	b->cfg = *cfg;
 	if (b->cfg.window_bytes == 0)
 		b->cfg.window_bytes = 32ull << 20;
-	b->cwnd = b->cfg.window_bytes < WINDOW_START ? b->cfg.window_bytes : WINDOW_START;
-	b->ssthresh = b->cfg.window_bytes;
+	psb_cwnd_init(&b->win, b->cfg.window_bytes);
 	b->rank = wcfg->rank;
 	b->sync = wcfg->sync;
 	b->warming = cfg->warmup != 0;
@@ -473,8 +428,8 @@ submit_more(struct psb_bench *b, uint64_t now_ns)
 		struct psb_wk_op *op = &b->ops[b->next_submit];
 
 		k = b->next_submit;
-		if (b->inflight_bytes != 0 && b->inflight_bytes + (uint64_t)b->cfg.len *
-		    (b->phase_type == PSB_MSG_PUSHPULL ? 2 : 1) > b->cwnd)
+		if (!psb_cwnd_room(&b->win, (uint64_t)b->cfg.len *
+				(b->phase_type == PSB_MSG_PUSHPULL ? 2 : 1)))
 			break;
 		if (b->cfg.rate_bps != 0 && b->tokens < (double)b->cfg.len *
 		    (b->phase_type == PSB_MSG_PUSHPULL ? 2 : 1))
@@ -488,7 +443,7 @@ submit_more(struct psb_bench *b, uint64_t now_ns)
 		op->round = b->round[k];
 		if (psb_wk_submit(b->wk, op, now_ns) < 0)
 			break;
-		b->inflight_bytes += op_cost(op);
+		b->win.inflight += op_cost(op);
 		b->in_window[k] = 1;
 		if (b->cfg.rate_bps != 0)
 			b->tokens -= (double)op_cost(op);
@@ -531,7 +486,8 @@ psb_bench_step(struct psb_bench *b, uint64_t now_ns)
 		start_phase(b, first_phase(b));
 	}
 	psb_wk_poll(b->wk, now_ns);
-	window_check(b, now_ns);
+	psb_cwnd_losses(&b->win, psb_wk_stats(b->wk)->losses, now_ns, psb_wk_rto(b->wk),
+		2ull * b->cfg.len);
 	window_timeouts(b);
 	if (b->error != 0) {
 		b->finished = 1;
@@ -706,8 +662,8 @@ psb_bench_result(const struct psb_bench *b, uint64_t now_ns, struct psb_bench_re
 	r->repairs = ws->repairs;
 	r->repair_segs = ws->repair_segs;
 	r->resends = ws->resends;
-	r->window_bytes = b->cwnd;
-	r->window_cuts = b->cuts;
+	r->window_bytes = b->win.cwnd;
+	r->window_cuts = b->win.cuts;
 }
 
 static double

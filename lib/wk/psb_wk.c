@@ -752,6 +752,18 @@ psb_wk_inflight(const struct psb_wk *wk)
 	return wk->inflight;
 }
 
+uint32_t
+psb_wk_inflight_to(const struct psb_wk *wk, int dest)
+{
+	uint32_t i, n = 0;
+
+	if (wk->inflight == 0)
+		return 0;
+	for (i = 0; i < wk->cfg.window; i++)
+		n += wk->slots[i].op != NULL && dest_of(wk, wk->slots[i].op->key) == dest;
+	return n;
+}
+
 const struct psb_wk_stats *
 psb_wk_stats(const struct psb_wk *wk)
 {

@@ -120,6 +120,8 @@ void psb_wk_poll(struct psb_wk *wk, uint64_t now_ns);
  */
 void psb_wk_abort(struct psb_wk *wk, int dest, int status, uint64_t now_ns);
 uint32_t psb_wk_inflight(const struct psb_wk *wk);
+/* Requests in flight to server dest (a scan of the window). */
+uint32_t psb_wk_inflight_to(const struct psb_wk *wk, int dest);
 /* The epoch server dest answered with first (0: none yet, or it gives none). */
 uint32_t psb_wk_server_epoch(const struct psb_wk *wk, int dest);
 /*

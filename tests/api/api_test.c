@@ -11,6 +11,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <signal.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -532,6 +533,97 @@ t_scheduler_silent(void **state)
 	close(fd);
 }
 
+/* A server that stops answering mid-run (stopped, not gone: no ICMP): named, not waited on. */
+static void
+t_server_stops(void **state)
+{
+	const char *const extra[] = { "--async", NULL };
+	const uint64_t k = 5;
+	float v[4] = { 1, 2, 3, 4 }, out[4];
+	struct psbc_opts o;
+	char list[64], err[256];
+	psbc_t *s = NULL;
+	uint64_t t0, dt;
+
+	(void)state;
+	start(0, extra);
+	psbc_opts_init(&o);
+	o.servers = addr(0, list, sizeof(list));
+	o.server_timeout_ms = 1500;
+	assert_int_equal(psbc_open(&s, &o, err, sizeof(err)), 0);
+	assert_int_equal(psbc_wait(s, psbc_pushpull(s, &k, 1, v, out, 4, NULL, NULL, NULL)), 0);
+	kill(srv[0].pid, SIGSTOP);
+	t0 = tk_ms();
+	assert_int_equal(psbc_wait(s, psbc_pushpull(s, &k, 1, v, out, 4, NULL, NULL, NULL)),
+		PSBC_E_UNREACHABLE);
+	dt = tk_ms() - t0;
+	kill(srv[0].pid, SIGCONT);
+	if (dt < 1400 || dt > 4000)
+		fail_msg("given up after %llu ms, expected about 1500", (unsigned long long)dt);
+	assert_non_null(strstr(psbc_errmsg(s), list));
+	assert_non_null(strstr(psbc_errmsg(s), "not even a probe"));
+	psbc_close(s);
+}
+
+struct slow {
+	const char *list;
+	int rank;
+	unsigned int delay_ms;
+	int rc;
+	float out;
+};
+
+static void *
+slow_worker(void *arg)
+{
+	struct slow *w = arg;
+	const uint64_t k = 21;
+	float v = 1.0f;
+	struct psbc_opts o;
+	char err[256];
+	psbc_t *s = NULL;
+
+	psbc_opts_init(&o);
+	o.servers = w->list;
+	o.rank = w->rank;
+	o.sync = 1;
+	o.server_timeout_ms = 1000;
+	w->rc = psbc_open(&s, &o, err, sizeof(err));
+	if (w->rc != 0)
+		return NULL;
+	tk_sleep_ms(w->delay_ms);
+	w->rc = psbc_wait(s, psbc_pushpull(s, &k, 1, &v, &w->out, 1, NULL, NULL, NULL));
+	if (w->rc != 0)
+		fprintf(stderr, "rank %d: %s\n", w->rank, psbc_errmsg(s));
+	psbc_close(s);
+	return NULL;
+}
+
+/* A synchronous round waiting on a slow worker is no dead server: the probe is answered. */
+static void
+t_sync_slow(void **state)
+{
+	const char *const extra[] = { "--sync", "--num-workers", "2", NULL };
+	struct slow w[2];
+	pthread_t th[2];
+	char list[64];
+	int i;
+
+	(void)state;
+	start(0, extra);
+	addr(0, list, sizeof(list));
+	for (i = 0; i < 2; i++) {
+		w[i] = (struct slow){ .list = list, .rank = i, .delay_ms = i == 0 ? 0 : 2500 };
+		assert_int_equal(pthread_create(&th[i], NULL, slow_worker, &w[i]), 0);
+	}
+	for (i = 0; i < 2; i++)
+		pthread_join(th[i], NULL);
+	for (i = 0; i < 2; i++) {
+		assert_int_equal(w[i].rc, 0);
+		assert_true(w[i].out == 2.0f);
+	}
+}
+
 /* Options and the library itself. */
 static void
 t_misc(void **state)
@@ -576,6 +668,8 @@ main(int argc, char **argv)
 		cmocka_unit_test_teardown(t_sync, teardown),
 		cmocka_unit_test_teardown(t_scheduler, teardown),
 		cmocka_unit_test_teardown(t_scheduler_silent, teardown),
+		cmocka_unit_test_teardown(t_server_stops, teardown),
+		cmocka_unit_test_teardown(t_sync_slow, teardown),
 		cmocka_unit_test_teardown(t_misc, teardown),
 	};
 
