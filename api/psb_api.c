@@ -490,6 +490,11 @@ open_scheduled(psbc_t *s, const struct psbc_opts *o, const char *lip, char *err,
 				"running there, and have all DMLC_NUM_WORKER workers and "
 				"DMLC_NUM_SERVER servers started?", sname,
 				(double)cfg.sched_timeout_ns / 1e9);
+		if (rc == -ECONNREFUSED)
+			return open_fail(err, errlen, PSBC_E_REFUSED,
+				"scheduler %s refused for %.1f s: nothing listens there (is it "
+				"running, and DMLC_PS_ROOT_URI / DMLC_PS_ROOT_PORT right?)", sname,
+				(double)cfg.sched_timeout_ns / 1e9);
 		return open_fail(err, errlen, code_of(rc), "scheduler %s: %s", sname,
 			psb_client_strerror(rc));
 	}
@@ -937,6 +942,24 @@ psbc_progress(psbc_t *s)
 	run_due(s);
 }
 
+void
+psbc_poll(psbc_t *s)
+{
+	if (s == NULL)
+		return;
+	psb_client_poll(s->c, 1);
+	run_due(s);
+}
+
+int
+psbc_server_address(const psbc_t *s, int i, char *buf, size_t len)
+{
+	if (s == NULL || i < 0 || i >= s->nservers || buf == NULL ||
+	    (size_t)snprintf(buf, len, "%s", s->names[i]) >= len)
+		return PSBC_E_INVAL;
+	return 0;
+}
+
 int
 psbc_test(psbc_t *s, int64_t ts)
 {
@@ -1001,6 +1024,12 @@ psbc_wait_all(psbc_t *s)
 		}
 	}
 	return rc;
+}
+
+int
+psbc_fd(const psbc_t *s)
+{
+	return s != NULL ? psb_client_fd(s->c) : PSBC_E_INVAL;
 }
 
 int

@@ -174,12 +174,25 @@ int psbc_test(psbc_t *s, int64_t ts);
 int psbc_wait_all(psbc_t *s);
 /* Move requests along and run the callbacks due, without blocking. */
 void psbc_progress(psbc_t *s);
+/*
+ * The same, but when nothing moved for a while it waits a little (a few milliseconds at
+ * most) for the socket: the turn of a loop in a thread of its own that drives a session.
+ */
+void psbc_poll(psbc_t *s);
+
+/*
+ * The session's socket, for an event loop: when it is readable, psbc_progress has work;
+ * requests waiting to be sent again need a turn every few milliseconds too. Never read it.
+ */
+int psbc_fd(const psbc_t *s);
 
 /* The rank this session sends as (through a scheduler: the one it gave). */
 int psbc_rank(const psbc_t *s);
 int psbc_num_servers(const psbc_t *s);
 /* Through a scheduler: the workers of the job; straight: 0 (not known). */
 int psbc_num_workers(const psbc_t *s);
+/* Server i's address as "IP:PORT" into buf. 0, or PSBC_E_INVAL (no such server, no room). */
+int psbc_server_address(const psbc_t *s, int i, char *buf, size_t len);
 /* Server i's keys: [*begin, *end). 0, or PSBC_E_INVAL for no such server. */
 int psbc_server_range(const psbc_t *s, int i, uint64_t *begin, uint64_t *end);
 

@@ -37,6 +37,8 @@ struct opts {
 	uint64_t duration_ns;
 	int sched;
 	uint16_t sched_port;
+	uint16_t num_servers;		/* the hosted scheduler's servers (default 1) */
+	int sched_only;			/* --scheduler-only: host the scheduler, serve no keys */
 	uint32_t reg_ip;		/* --scheduler: register with it (0: no) */
 	uint16_t reg_port;
 	uint64_t busy_poll_ns;
@@ -90,8 +92,13 @@ usage(FILE *out)
 "  --sync | --async      synchronous rounds (default) or asynchronous updates\n"
 "  --seg-size N          value bytes per response datagram (default 1432 = MTU 1500)\n"
 "  --max-value BYTES     largest value accepted (default 64 MiB)\n"
-"  --scheduler-port N    also host a ps-lite scheduler (one server: this one) on port N\n"
-"                        (0: any free port); needs a concrete --ip, announced to workers\n"
+"  --scheduler-port N    also host a ps-lite scheduler on port N (0: any free port), this\n"
+"                        the first of its servers; needs a concrete --ip, announced to\n"
+"                        workers\n"
+"  --num-servers N       the hosted scheduler waits for N servers (default 1): the others\n"
+"                        register with --scheduler\n"
+"  --scheduler-only      with --scheduler-port: host the scheduler alone, serve no keys;\n"
+"                        exit once every worker finished and every server ended\n"
 "  --scheduler IP[:PORT] register as a server with the job's scheduler instead (port\n"
 "                        default %u); the number of workers then comes from it\n"
 "  --stats-file FILE     write counters as JSON at exit\n"
@@ -130,7 +137,7 @@ enum {
 	OPT_IP = 256, OPT_PORT, OPT_NUM_WORKERS, OPT_SYNC, OPT_ASYNC, OPT_SEG_SIZE, OPT_MAX_VALUE,
 	OPT_SCHED_PORT, OPT_STATS_FILE, OPT_READY_FILE, OPT_DURATION, OPT_BUSY_POLL, OPT_SOCKBUF,
 	OPT_STORE_BYTES, OPT_STORE_KEYS, OPT_REASM_BYTES, OPT_REASM_SENDER, OPT_REASM_TIMEOUT,
-	OPT_SCHED, OPT_RESEND_BURST, OPT_RESEND_RATE,
+	OPT_SCHED, OPT_RESEND_BURST, OPT_RESEND_RATE, OPT_NUM_SERVERS, OPT_SCHED_ONLY,
 };
 
 static const struct option long_opts[] = {
@@ -142,6 +149,8 @@ static const struct option long_opts[] = {
 	{ "seg-size", required_argument, NULL, OPT_SEG_SIZE },
 	{ "max-value", required_argument, NULL, OPT_MAX_VALUE },
 	{ "scheduler-port", required_argument, NULL, OPT_SCHED_PORT },
+	{ "num-servers", required_argument, NULL, OPT_NUM_SERVERS },
+	{ "scheduler-only", no_argument, NULL, OPT_SCHED_ONLY },
 	{ "scheduler", required_argument, NULL, OPT_SCHED },
 	{ "stats-file", required_argument, NULL, OPT_STATS_FILE },
 	{ "ready-file", required_argument, NULL, OPT_READY_FILE },
@@ -197,6 +206,11 @@ parse_args(struct opts *o, int argc, char **argv)
 			o->sched = 1;
 			o->sched_port = (uint16_t)psb_cli_u64("--scheduler-port", optarg, 0, 65535);
 			break;
+		case OPT_NUM_SERVERS:
+			o->num_servers = (uint16_t)psb_cli_u64("--num-servers", optarg, 1,
+				PSB_SCHED_MAX_NODES - 1);
+			break;
+		case OPT_SCHED_ONLY: o->sched_only = 1; break;
 		case OPT_SCHED:
 			o->reg_port = PSB_SCHED_PORT;
 			psb_cli_host_port("--scheduler", optarg, &o->reg_ip, &o->reg_port);
@@ -246,6 +260,11 @@ parse_args(struct opts *o, int argc, char **argv)
 			"not both");
 	if (o->reg_ip != 0 && o->ip == 0)
 		psb_die("--scheduler needs a concrete --ip: the scheduler announces it to workers");
+	if ((o->num_servers != 0 || o->sched_only) && !o->sched)
+		psb_die("--num-servers and --scheduler-only are the hosted scheduler's: give "
+			"--scheduler-port");
+	if (o->num_servers == 0)
+		o->num_servers = 1;
 }
 
 static void
@@ -600,6 +619,7 @@ write_stats(const struct ksrv *s, const char *path)
 }
 
 #define REG_WAIT_NS	60000000000ull	/* the scheduler answers REGISTER within this */
+#define FIN_RETRY_NS	200000000ull	/* FINALIZE to servers that have not said they ended */
 #define REG_RETRY_MS	200
 
 /*
@@ -656,7 +676,7 @@ main(int argc, char **argv)
 	struct psb_kv_budget b;
 	struct sigaction sa;
 	struct pollfd pfd[2];
-	uint64_t start, now, idle_since;
+	uint64_t start, now, idle_since, fin_ns = 0;
 	uint16_t sched_port = 0;
 	char ipbuf[16], err[256];
 	int exit_code = 0, n;
@@ -694,7 +714,8 @@ main(int argc, char **argv)
 		psb_die("out of memory");
 
 	if (s->o.sched) {
-		struct psb_sched_cfg sc = { .num_workers = s->o.num_workers, .num_servers = 1 };
+		struct psb_sched_cfg sc = { .num_workers = s->o.num_workers,
+			.num_servers = s->o.num_servers };
 		struct psb_hdr reg;
 
 		s->sched = psb_sched_create(&sc);
@@ -702,10 +723,12 @@ main(int argc, char **argv)
 			psb_die("cannot host a scheduler for %u workers (at most %u nodes)",
 				s->o.num_workers, PSB_SCHED_MAX_NODES - 1);
 		s->sfd = open_socket(s->o.ip, s->o.sched_port, 1u << 20, &sched_port);
-		/* This process is the job's one server: register it as if over the wire. */
-		psb_hdr_init(&reg, PSB_MSG_REGISTER);
-		reg.flags = PSB_F_SERVER;
-		psb_sched_handle(s->sched, &reg, &s->self, sched_emit, s);
+		/* This process is the job's first server: register it as if over the wire. */
+		if (!s->o.sched_only) {
+			psb_hdr_init(&reg, PSB_MSG_REGISTER);
+			reg.flags = PSB_F_SERVER;
+			psb_sched_handle(s->sched, &reg, &s->self, sched_emit, s);
+		}
 	}
 
 	memset(&sa, 0, sizeof(sa));
@@ -717,7 +740,12 @@ main(int argc, char **argv)
 
 	if (s->o.ready_file != NULL)
 		write_ready(s->o.ready_file, s->o.port, sched_port);
-	if (!s->o.quiet) {
+	if (!s->o.quiet && s->o.sched_only) {
+		printf("psb-ksrv: a ps-lite scheduler alone on %s:%u, for %u server(s) and %u "
+		       "worker(s); it serves no keys\n", psb_ip_str(s->o.ip, ipbuf), sched_port,
+		       s->o.num_servers, s->o.num_workers);
+		fflush(stdout);
+	} else if (!s->o.quiet) {
 		printf("psb-ksrv: serving %s:%u, %u worker(s), %s, segment %u B", psb_ip_str(s->o.ip,
 			ipbuf), s->o.port, s->o.num_workers, s->o.sync ? "sync" : "async",
 			s->o.seg_size);
@@ -749,6 +777,16 @@ main(int argc, char **argv)
 			continue;
 		}
 		n = rx_sched(s);
+		/* A scheduler alone ends with the job: every worker finished, every server ended. */
+		if (s->o.sched_only && psb_sched_finished(s->sched) && now - fin_ns >= FIN_RETRY_NS) {
+			fin_ns = now;
+			if (psb_sched_end_servers(s->sched, sched_emit, s) == 0) {
+				if (!s->o.quiet)
+					printf("psb-ksrv: every worker finished and every server ended: "
+						"the job is over\n");
+				break;
+			}
+		}
 		if (idle_since == 0 || n != 0)
 			idle_since = now;
 		/* Spin a little after traffic, when the next request is likely close. */

@@ -53,6 +53,7 @@ struct psb_client {
 	int reg_wait, reg_done;
 	int bar_wait, bar_done;
 	int fin_wait, fin_done;
+	int sched_refused;		/* the host said nothing listens at the scheduler's port */
 	uint32_t bar_group, bar_seq;
 	struct psb_sched_view *view;
 	struct psb_udp_io io;
@@ -208,6 +209,9 @@ read_host_errors(struct psb_client *c)
 				continue;
 			ee = (const struct sock_extended_err *)CMSG_DATA(cm);
 			c->st.rx_host_errors++;
+			if (c->have_sched && to.sin_addr.s_addr == c->sched.sin_addr.s_addr &&
+			    to.sin_port == c->sched.sin_port && ee->ee_errno == ECONNREFUSED)
+				c->sched_refused = 1;
 			s = server_at(c, &to);
 			if (c->probing && s >= 0 && c->probe[s] == 0)
 				c->probe[s] = ee->ee_errno == ECONNREFUSED ? -ECONNREFUSED :
@@ -928,10 +932,12 @@ sched_exchange(struct psb_client *c, uint8_t type, uint32_t aux, uint32_t round,
 
 	*wait = 1;
 	*done = 0;
+	c->sched_refused = 0;
 	while (!*done) {
 		now = psb_clock_ns();
+		/* a scheduler still starting refuses for a moment: asked again until the deadline */
 		if (now >= deadline) {
-			rc = -ETIMEDOUT;
+			rc = c->sched_refused ? -ECONNREFUSED : -ETIMEDOUT;
 			break;
 		}
 		if (now >= next_send) {

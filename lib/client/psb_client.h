@@ -178,7 +178,8 @@ int psb_client_bench(struct psb_client *c, const struct psb_bench_cfg *bc,
 
 /*
  * Register with a ps-lite style scheduler as a worker. Blocks until the
- * scheduler saw every node (or sched_timeout_ns: -ETIMEDOUT). On success the
+ * scheduler saw every node (or sched_timeout_ns: -ETIMEDOUT, or -ECONNREFUSED when the host
+ * said nothing listens at the scheduler's port: a scheduler still starting is waited for). On success the
  * client takes the rank and sends each key to the server owning it in the
  * view. rank and view may be NULL. -EBUSY with requests in flight.
  */

@@ -391,6 +391,10 @@ t_two_servers(void **state)
 	assert_int_equal(psbc_server_range(s, 1, &b1, &e1), 0);
 	assert_int_equal(psbc_server_range(s, 2, NULL, NULL), PSBC_E_INVAL);
 	assert_true(b0 == 0 && e0 == b1 && e1 == PSBC_KEY_END);
+	assert_int_equal(psbc_server_address(s, 1, list, sizeof(list)), 0);
+	assert_string_equal(list, a1);
+	assert_int_equal(psbc_server_address(s, 1, list, 4), PSBC_E_INVAL);
+	assert_int_equal(psbc_server_address(s, 2, list, sizeof(list)), PSBC_E_INVAL);
 	assert_true(keys[0] < e0 && keys[1] >= b1);
 	assert_int_equal(psbc_wait(s, psbc_push(s, keys, 2, v, 2, NULL, NULL, NULL)), 0);
 	psbc_close(s);
@@ -531,6 +535,8 @@ t_scheduler_silent(void **state)
 	o.connect_timeout_ms = 400;
 	open_fails(&o, PSBC_E_UNREACHABLE, 350, 2000, sched, "did not admit", NULL);
 	close(fd);
+	/* nothing listens there now: refused, said so when the wait ends */
+	open_fails(&o, PSBC_E_REFUSED, 350, 2000, sched, "refused for 0.4 s", NULL);
 }
 
 /* A server that stops answering mid-run (stopped, not gone: no ICMP): named, not waited on. */
