@@ -55,7 +55,23 @@ if command -v c++ >/dev/null 2>&1; then
 		fail "psb/client.h from C++"
 fi
 
+# the ps-lite header, installed, as a ps-lite program is built against it
+if command -v c++ >/dev/null 2>&1; then
+	pflags=$(pkg-config --cflags --libs psb-pslite) || fail "pkg-config psb-pslite"
+	# shellcheck disable=SC2086
+	c++ -std=c++11 -Wall -Werror $sanflags -o "$tmp/kv_sums" "$src/tests/pslite/kv_sums.cc" \
+		$pflags || fail "a ps-lite program against the installed ps-lite header"
+	find "$root" -path '*/psb-pslite/ps/internal/psb_config.h' | grep -q . ||
+		fail "ps/internal/psb_config.h is not installed"
+fi
+
 export LD_LIBRARY_PATH=$(dirname "$lib")
+if [ -x "$tmp/kv_sums" ]; then
+	PSB_KSRV=$ksrv timeout 60 "$src/scripts/local.sh" --timeout 50 1 2 "$tmp/kv_sums" \
+		>"$tmp/pslite.out" 2>&1 || { cat "$tmp/pslite.out" >&2; fail "the ps-lite program, installed"; }
+	[ "$(grep -c 'error 0, 0$' "$tmp/pslite.out")" = 2 ] ||
+		{ cat "$tmp/pslite.out" >&2; fail "the ps-lite program, installed: sums"; }
+fi
 port=$(python3 -c 'import socket; s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 out=$("$tmp/pushpull" "127.0.0.1:$port" 2>&1) && fail "no server, yet the example succeeded: $out"
 echo "$out" | grep -q "refused" || fail "no server: '$out' does not say refused"
