@@ -1,0 +1,173 @@
+"""The psb Python package against psb-ksrv on loopback (PSB_KSRV names it): numpy arrays
+and torch tensors in and out without copies, lens, the GIL released while waiting, and
+errors raised with psb's message."""
+import os
+import socket
+import subprocess
+import tempfile
+import threading
+import time
+
+import numpy as np
+import pytest
+import torch
+
+import psb
+
+
+def _free_udp_port():
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+class Server:
+    """psb-ksrv on 127.0.0.1, a free port, ended with the test."""
+
+    def __init__(self, *args):
+        self.dir = tempfile.mkdtemp(prefix="psb-py-test.")
+        ready = os.path.join(self.dir, "ready")
+        self.proc = subprocess.Popen(
+            [os.environ["PSB_KSRV"], "--ip", "127.0.0.1", "--port", "0", "--ready-file", ready,
+             "--duration", "120", "-q", *args],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            if os.path.exists(ready) and open(ready).read().strip():
+                self.port = int(open(ready).read().split()[0])
+                self.addr = "127.0.0.1:%d" % self.port
+                return
+            time.sleep(0.02)
+        self.stop()
+        raise RuntimeError("psb-ksrv did not start")
+
+    def stop(self):
+        self.proc.kill()
+        self.proc.wait()
+        for f in os.listdir(self.dir):
+            os.unlink(os.path.join(self.dir, f))
+        os.rmdir(self.dir)
+
+
+@pytest.fixture
+def server():
+    s = Server("--async", "--num-workers", "2")
+    yield s
+    s.stop()
+
+
+def test_numpy_pushpull(server):
+    with psb.KVWorker(servers=server.addr) as w:
+        keys = np.array([3, 7, 11], dtype=np.uint64)
+        vals = np.arange(3 * 256, dtype=np.float32)
+        out = np.zeros_like(vals)
+        w.wait(w.pushpull(keys, vals, out))
+        assert np.array_equal(out, vals)
+        # in place: the sums land in vals itself
+        w.wait(w.pushpull(keys, vals))
+        assert np.array_equal(vals, 2 * np.arange(3 * 256, dtype=np.float32))
+        got = np.empty(3 * 256, dtype=np.float32)
+        w.wait(w.pull(keys, got))
+        assert np.array_equal(got, vals)
+
+
+def test_lens_and_many_in_flight(server):
+    with psb.KVWorker(servers=server.addr) as w:
+        keys = [1, 2, 3]
+        lens = [1, 1000, 262144]              # one float, ~4 KB, 1 MiB
+        vals = np.ones(sum(lens), dtype=np.float32)
+        ts = [w.push(keys, vals, lens=lens) for _ in range(5)]
+        for t in reversed(ts):
+            w.wait(t)
+        room = [2, 2000, 300000]
+        out = np.zeros(sum(room), dtype=np.float32)
+        t = w.pull(keys, out, lens=room)
+        while not w.test(t):
+            pass
+        w.wait(t)
+        assert room == lens                    # the lengths received
+        assert np.all(out[:sum(lens)] == 5)
+
+
+def test_torch_tensors(server):
+    with psb.KVWorker(servers=server.addr) as w:
+        keys = torch.tensor([5, 6], dtype=torch.int64).numpy().astype(np.uint64)
+        t = torch.full((2, 512), 1.5, dtype=torch.float32)
+        out = torch.zeros(2, 512, dtype=torch.float32)
+        w.wait(w.pushpull(keys, t, out))
+        assert torch.equal(out, t)
+        w.wait(w.pull(keys, out))              # written into the tensor's own memory
+        assert float(out.sum()) == 1.5 * 1024
+
+
+def test_threads_release_the_gil():
+    s = Server("--sync", "--num-workers", "2")
+    try:
+        results = {}
+
+        def worker(rank):
+            with psb.KVWorker(servers=s.addr, rank=rank, sync=True) as w:
+                v = np.full(1024, rank + 1, dtype=np.float32)
+                for _ in range(3):
+                    w.wait(w.pushpull(np.array([42], dtype=np.uint64), v, np.empty_like(v)))
+                out = np.empty_like(v)
+                w.wait(w.pull([42], out))
+                results[rank] = float(out[0])
+
+        threads = [threading.Thread(target=worker, args=(r,)) for r in (0, 1)]
+        for th in threads:
+            th.start()
+        for th in threads:
+            th.join(60)
+        # a round waits for both workers: only possible with the GIL let go while waiting
+        assert results == {0: 9.0, 1: 9.0}
+    finally:
+        s.stop()
+
+
+def test_errors(server):
+    with psb.KVWorker(servers=server.addr) as w:
+        v = np.ones(8, dtype=np.float32)
+        with pytest.raises(psb.Error) as e:
+            w.push([9, 3], v)
+        assert e.value.code == -2 and "ascending" in e.value.message
+        with pytest.raises(psb.Error) as e:
+            w.push([1, 2], v, lens=[3, 3])
+        assert e.value.code == -3 and "add up to 6" in e.value.message
+        with pytest.raises(TypeError, match="float32"):
+            w.push([1], np.ones(4, dtype=np.float64))
+        with pytest.raises(TypeError, match="C-contiguous"):
+            w.push([1, 2], np.ones((4, 4), dtype=np.float32)[:, :2])
+        with pytest.raises(TypeError, match="writable"):
+            ro = np.ones(4, dtype=np.float32)
+            ro.setflags(write=False)
+            w.pull([1], ro)
+        w.wait(w.push([77], np.ones(4, dtype=np.float32)))
+        with pytest.raises(psb.Error) as e:
+            w.wait(w.push([77], np.ones(8, dtype=np.float32)))
+        assert e.value.code == -9 and "reset_state" in e.value.message
+        t = w.push([78], v)
+        w.wait(t)
+        with pytest.raises(psb.Error) as e:
+            w.wait(t)
+        assert e.value.code == -17
+    assert psb.strerror(-10) == "the key was never pushed"
+
+
+def test_unreachable_is_named_fast():
+    port = _free_udp_port()
+    t0 = time.monotonic()
+    with pytest.raises(psb.Error) as e:
+        psb.KVWorker(servers="127.0.0.1:%d" % port, connect_timeout=5)
+    assert time.monotonic() - t0 < 2
+    assert e.value.code == -6 and ("127.0.0.1:%d" % port) in e.value.message
+
+
+def test_closed_and_version(server):
+    w = psb.KVWorker(servers=server.addr)
+    w.close()
+    with pytest.raises(psb.Error):
+        w.push([1], np.ones(1, dtype=np.float32))
+    assert "git" in psb.__version__ and psb.KEY_END == 2**64 - 1
