@@ -4,7 +4,7 @@
     scripts/bench/summarize.py KIND DIR
 
 KIND is pushpull, revs, job, soak, ctl, ctl_hostile, mc_emu, mc_send, staleness,
-passthrough or mc_storm (the script that made DIR). Reads DIR's raw data (raw.tar.xz, or raw/ of a run
+passthrough, mc_storm or client (the script that made DIR). Reads DIR's raw data (raw.tar.xz, or raw/ of a run
 that was stopped: rawdata.py), writes DIR/summary.json and DIR/summary.md (and plots), each
 whole or not at all, and prints the table. The benchmark scripts call
 it when they end; scripts/bench/check_docs.py calls it on every committed run to check that
@@ -1091,10 +1091,60 @@ def mc_storm(out):
     return summary, L, True
 
 
+def client(out):
+    """scripts/bench/client.sh: raw/{kbench,capi,pslite,python}-ROUND.json (ps-lite's
+    benchmark, PUSH_PULL) and raw/rtt-{capi,python}-ROUND.json (one key's 64 B request at a
+    time), each run against a fresh psb-ksrv, in rounds."""
+    raw = Raw(out)
+    rounds = sorted(p for (p,) in raw_index(raw, r"capi-(\d+)\.json"))
+    runs = {t: [raw.json(f"{t}-{p}.json") for p in rounds]
+            for t in ("kbench", "capi", "pslite", "python")}
+    rtt = {t: [raw.json(f"rtt-{t}-{p}.json") for p in rounds] for t in ("capi", "python")}
+    rev = about_revision(out)
+    plan = raw.json("plan.json")
+    g = lambda r: r["goodput_gbps"]
+    med = {t: statistics.median(g(r) for r in v) for t, v in runs.items()}
+    ratios = {"capi_kbench": paired(runs["capi"], runs["kbench"], g),
+              "pslite_capi": paired(runs["pslite"], runs["capi"], g),
+              "python_capi": paired(runs["python"], runs["capi"], g)}
+    p50 = {t: statistics.median(r["rtt_p50_us"] for r in v) for t, v in rtt.items()}
+    diffs = [py["rtt_p50_us"] - c["rtt_p50_us"] for py, c in zip(rtt["python"], rtt["capi"])]
+    d_med, d_lo, d_hi = median_ci(diffs)
+    summary = {"git_revision": rev, "rounds": len(rounds), "len": plan["len"],
+               "keys": plan["keys"], "goodput_gbps": med, "ratios": ratios,
+               "rtt_p50_us": p50, "rtt_python_minus_capi_us": {
+                   "median": d_med, "ci95": [d_lo, d_hi], "min": min(diffs), "max": max(diffs)}}
+    names = {"kbench": "psb-kbench (psb's engine, the kernel-socket baseline)",
+             "capi": "the client API (psb/client.h)",
+             "pslite": "a ps-lite program, psb's ps-lite header",
+             "python": "the psb package, numpy arrays"}
+    L = ["psb %s, ps-lite's benchmark, PUSH_PULL of %d keys of %d B against psb-ksrv on "
+         "loopback, %d rounds" % (rev, plan["keys"], plan["len"], len(rounds)), "",
+         "| worker | Gbps (median) | range |", "|---|---:|---|"]
+    for t in ("kbench", "capi", "pslite", "python"):
+        L.append("| %s | %.2f | %.2f-%.2f |" % (names[t], med[t], min(g(r) for r in runs[t]),
+                                                  max(g(r) for r in runs[t])))
+    met = lambda ok: "met" if ok else "missed"
+    r1, r2, r3 = ratios["capi_kbench"], ratios["pslite_capi"], ratios["python_capi"]
+    L += ["", "| figure | target | measured, median of pairs [95 % interval] | |",
+          "|---|---|---:|---|",
+          "| the client API against psb-kbench, goodput | within 5 % | %.3f [%.3f, %.3f] | %s |"
+          % (r1["median"], r1["ci95"][0], r1["ci95"][1], met(r1["median"] >= 0.95)),
+          "| the ps-lite header against the client API, goodput | >= 0.95 | %.3f [%.3f, %.3f] | %s |"
+          % (r2["median"], r2["ci95"][0], r2["ci95"][1], met(r2["median"] >= 0.95)),
+          "| Python against the client API, goodput | within 10 %% | %.3f [%.3f, %.3f] | %s |"
+          % (r3["median"], r3["ci95"][0], r3["ci95"][1], met(r3["median"] >= 0.90)),
+          "| Python's 64 B round trip less the client API's, p50 | <= 10 us | %.2f us [%.2f, %.2f] | %s |"
+          % (d_med, d_lo, d_hi, met(d_med <= 10)),
+          "", "64 B round trips, p50 (median of runs): the client API %.2f us, Python %.2f us."
+          % (p50["capi"], p50["python"])]
+    return summary, L, True
+
+
 KINDS = {"revs": (revs, 2), "job": (job, 2), "soak": (soak, 1), "pushpull": (pushpull, 2), "ctl": (ctl, 2),
          "ctl_hostile": (ctl_hostile, 2), "mc_emu": (mc_emu, 2), "mc_send": (mc_send, 2),
          "staleness": (staleness, 2), "passthrough": (passthrough, 2),
-         "mc_storm": (mc_storm, 2)}
+         "mc_storm": (mc_storm, 2), "client": (client, 2)}
 
 
 def summarize(kind, out):

@@ -5,7 +5,9 @@
 // same bytes, so a pulled value is the float sum of NUM_WORKER pushes a round in async
 // order: it checks the count in whole pushes) and prints its goodput.
 //
-//   bench_modes LEN REPEAT MODE      (DMLC_* from scripts/local.sh)
+//   bench_modes LEN REPEAT MODE [NKEYS [SECONDS]]   (DMLC_* from scripts/local.sh)
+//
+// SECONDS: run that long instead of REPEAT iterations (scripts/bench/client.sh).
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
@@ -22,10 +24,12 @@ main(int argc, char *argv[])
 	int len = argc > 1 ? atoi(argv[1]) : 4096;
 	int repeat = argc > 2 ? atoi(argv[2]) : 10;
 	int mode = argc > 3 ? atoi(argv[3]) : 1;
-	const int nkeys = 8;
+	const int nkeys = argc > 4 ? atoi(argv[4]) : 8;
+	const double seconds = argc > 5 ? atof(argv[5]) : 0;
 
 	CHECK(len > 0 && len % 4 == 0) << "LEN " << len << ": a multiple of 4 bytes";
 	CHECK(mode >= 0 && mode <= 3) << "MODE " << mode;
+	CHECK(nkeys > 0) << "NKEYS " << nkeys;
 	Start(0);
 	if (IsServer()) {
 		auto server = new KVServer<char>(0, false, 0);
@@ -53,7 +57,10 @@ main(int argc, char *argv[])
 		}
 		auto t0 = std::chrono::steady_clock::now();
 		int pushes = 0;
-		for (int it = 0; it < repeat; ++it) {
+		int it;
+		for (it = 0; seconds > 0 ? std::chrono::duration<double>(
+				std::chrono::steady_clock::now() - t0).count() < seconds : it < repeat;
+		     ++it) {
 			std::vector<int> ts;
 			for (int k = 0; k < nkeys; ++k) {
 				if (mode == 1) {
@@ -82,9 +89,9 @@ main(int argc, char *argv[])
 			}
 		}
 		double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-		LL << "worker " << MyRank() << " mode " << mode << ": " << repeat << " x " << nkeys
+		LL << "worker " << MyRank() << " mode " << mode << ": " << it << " x " << nkeys
 		   << " keys of " << len << " B in " << s << " s, goodput "
-		   << 8.0 * len * nkeys * repeat / s / 1e9 << " Gbps";
+		   << 8.0 * len * nkeys * it / s / 1e9 << " Gbps";
 		PS_VLOG(1) << "first value: " << vals[0].DebugString();
 	}
 	Finalize(0, true);
