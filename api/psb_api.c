@@ -672,6 +672,12 @@ key_done(struct psb_client_req *r, void *arg)
 	psbc_t *s = arg;
 	int rc = r->op.status;
 
+	/* without lens a pull's room is each key's length: a shorter value is no answer */
+	if (rc == 0 && r->op.type == PSB_MSG_PULL && op->lens == NULL &&
+	    r->op.out_len != r->op.len) {
+		rc = PSB_ST_LEN_MISMATCH;
+		r->op.err_aux = r->op.out_len;
+	}
 	if (op->lens != NULL && r->op.type == PSB_MSG_PULL)
 		op->lens[k->idx] = rc == 0 ? r->op.out_len / 4 :
 				   rc == PSB_ST_LEN_MISMATCH ? r->op.err_aux / 4 : 0;

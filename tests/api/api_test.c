@@ -366,6 +366,14 @@ t_len_mismatch(void **state)
 	assert_int_equal(psbc_wait(s, psbc_pull(s, &k, 1, v, 2, &room, NULL, NULL)),
 		PSBC_E_LEN_MISMATCH);
 	assert_int_equal(room, 4);
+	/* without lens the room is the length: a shorter value is refused too, not half-filled */
+	assert_int_equal(psbc_wait(s, psbc_pull(s, &k, 1, v, 8, NULL, NULL, NULL)),
+		PSBC_E_LEN_MISMATCH);
+	assert_non_null(strstr(psbc_errmsg(s), "holds 4 floats"));
+	/* with lens a larger room is fine: the length received is said */
+	room = 8;
+	assert_int_equal(psbc_wait(s, psbc_pull(s, &k, 1, v, 8, &room, NULL, NULL)), 0);
+	assert_int_equal(room, 4);
 	psbc_close(s);
 }
 
