@@ -13,7 +13,14 @@
 # pslite at least 95 % of capi, python within 10 % of capi and its 64 B round trip within
 # 10 us of capi's.
 #
+# With --pslite DIR, a checkout of ps-lite (it is not packaged; its code is built in a scratch
+# directory and never enters the tree): the same ps-lite program compiled against ps-lite
+# itself (ZeroMQ over TCP, its own scheduler and servers, the program's summing handler on
+# the server) runs beside it in each round, and its ratio to psb's is printed. Debian's
+# protobuf-compiler and libprotobuf-dev are installed for it when missing.
+#
 #   scripts/bench/client.sh [--pairs N] [--seconds S] [--len BYTES] [--keys N] [--out DIR]
+#                           [--pslite DIR]
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 . scripts/bench/common.sh
@@ -22,7 +29,9 @@ PAIRS=10
 SECS=3
 LEN=1048576
 KEYS=40
-BENCH_OPTS=([--pairs]=PAIRS [--seconds]=SECS [--len]=LEN [--keys]=KEYS [--out]=OUT)
+PSLITE_DIR=
+BENCH_OPTS=([--pairs]=PAIRS [--seconds]=SECS [--len]=LEN [--keys]=KEYS [--out]=OUT
+	[--pslite]=PSLITE_DIR)
 bench_options client.sh "$@"
 APIBENCH=$BUILD/app/psb-apibench/psb-apibench
 PSLITE=$BUILD/tests/pslite/pslite_bench_modes
@@ -31,6 +40,10 @@ bench_built "$KSRV" "$KBENCH" "$APIBENCH" "$PSLITE"
 PY=/usr/bin/python3
 PYTHONPATH=$PYDIR "$PY" -c 'import numpy, psb' 2>/dev/null ||
 	{ echo "$NAME: the psb package or numpy does not import ($PY, $PYDIR)" >&2; exit 1; }
+if [ -n "$PSLITE_DIR" ]; then
+	[ -f "$PSLITE_DIR/src/meta.proto" ] && [ -f "$PSLITE_DIR/include/ps/ps.h" ] ||
+		{ echo "$NAME: --pslite $PSLITE_DIR is not a ps-lite checkout (src/meta.proto, include/ps/ps.h)" >&2; exit 2; }
+fi
 bench_out client
 bench_scratch client
 {
@@ -42,6 +55,39 @@ bench_scratch client
 cat "$OUT/ABOUT.txt"
 bench_plan pairs="$PAIRS" seconds="$SECS" len="$LEN" keys="$KEYS"
 
+# ps-lite itself, from the checkout given, and the same program built against it
+REAL=
+if [ -n "$PSLITE_DIR" ]; then
+	missing=()
+	for p in protobuf-compiler libprotobuf-dev; do
+		dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" ||
+			missing+=("$p")
+	done
+	if [ ${#missing[@]} -ne 0 ]; then
+		echo "$NAME: installing ${missing[*]} to build ps-lite" >&2
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \
+			"${missing[@]}" >/dev/null
+	fi
+	mkdir -p "$TMP/pslite/build"
+	cp -r "$PSLITE_DIR/include" "$PSLITE_DIR/src" "$TMP/pslite/"
+	(
+		cd "$TMP/pslite"
+		protoc --cpp_out=./src --proto_path=./src src/meta.proto
+		for f in customer postoffice van meta.pb; do
+			g++ -std=c++11 -msse2 -fPIC -O3 -I./src -I./include -c "src/$f.cc" \
+				-o "build/$f.o" -pthread
+		done
+		ar cr build/libps.a build/*.o
+	) > "$TMP/pslite.log" 2>&1 || { cat "$TMP/pslite.log" >&2; echo "$NAME: ps-lite does not build" >&2; exit 1; }
+	g++ -std=c++11 -O3 -I"$TMP/pslite/include" -o "$TMP/bench_modes_pslite" \
+		tests/pslite/bench_modes.cc "$TMP/pslite/build/libps.a" -lzmq -lprotobuf -pthread \
+		> "$TMP/pslite.log" 2>&1 ||
+		{ cat "$TMP/pslite.log" >&2; echo "$NAME: the program does not build against ps-lite" >&2; exit 1; }
+	REAL=$TMP/bench_modes_pslite
+	echo "pslite $(git -C "$PSLITE_DIR" rev-parse HEAD 2>/dev/null || echo "$PSLITE_DIR"), built" \
+		"with g++ -O3 (ps-lite's flags), ZeroMQ and protobuf from Debian" >> "$OUT/ABOUT.txt"
+fi
+
 # server: psb-ksrv on CPU 0 hosting a scheduler (the ps-lite program joins through it);
 # sets SPORT, SCHED and SPID
 server() {
@@ -52,6 +98,21 @@ server() {
 	PIDS+=("$SPID")
 	for _ in $(seq 200); do [ -s "$TMP/ready" ] && break; sleep 0.05; done
 	read -r SPORT SCHED < "$TMP/ready" || { cat "$TMP/srv.log" >&2; exit 1; }
+}
+
+# goodput_json TOOL LOG OUT: the ps-lite program's goodput line of LOG as OUT's JSON
+goodput_json() {
+	python3 - "$1" "$2" "$3" <<'PY'
+import json, re, sys
+m = re.search(r"mode (\d+): (\d+) x (\d+) keys of (\d+) B in ([\d.e+-]+) s, goodput ([\d.e+-]+) Gbps",
+              open(sys.argv[2]).read())
+if not m:
+    sys.exit("the ps-lite program printed no goodput line (%s)" % sys.argv[2])
+mode, it, keys, length, secs, gbps = m.groups()
+json.dump({"tool": sys.argv[1], "mode": int(mode), "iterations": int(it), "keys": int(keys),
+           "len": int(length), "elapsed_s": float(secs), "goodput_gbps": float(gbps)},
+          open(sys.argv[3], "w"))
+PY
 }
 
 # run TOOL LEN MODE OUT: one run of TOOL against a fresh server, its JSON result in OUT
@@ -75,23 +136,37 @@ run() {
 		bench_against "the ps-lite program" "$SPID" "$SECS" env DMLC_ROLE=worker \
 			DMLC_PS_ROOT_URI=127.0.0.1 DMLC_PS_ROOT_PORT="$SCHED" DMLC_NUM_WORKER=1 \
 			DMLC_NUM_SERVER=1 taskset -c 1 "$PSLITE" "$len" 1 "$mode" "$KEYS" "$SECS"
-		python3 - "$TMP/wk.log" "$out" <<'PY'
-import json, re, sys
-m = re.search(r"mode (\d+): (\d+) x (\d+) keys of (\d+) B in ([\d.e+-]+) s, goodput ([\d.e+-]+) Gbps",
-              open(sys.argv[1]).read())
-if not m:
-    sys.exit("the ps-lite program printed no goodput line")
-mode, it, keys, length, secs, gbps = m.groups()
-json.dump({"tool": "pslite", "mode": int(mode), "iterations": int(it), "keys": int(keys),
-           "len": int(length), "elapsed_s": float(secs), "goodput_gbps": float(gbps)},
-          open(sys.argv[2], "w"))
-PY
-		;;
+		goodput_json pslite "$TMP/wk.log" "$out" ;;
 	esac
+}
+
+# real: the same ps-lite program under ps-lite itself: its scheduler, its server (CPU 0) and
+# the worker (CPU 1), over ZeroMQ/TCP on loopback
+run_real() {
+	local out=$1 port pids=() i
+	port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+	export DMLC_PS_ROOT_URI=127.0.0.1 DMLC_PS_ROOT_PORT=$port DMLC_NUM_WORKER=1 \
+		DMLC_NUM_SERVER=1 DMLC_INTERFACE=lo DMLC_NODE_HOST=127.0.0.1
+	DMLC_ROLE=scheduler "$REAL" "$LEN" 1 1 "$KEYS" "$SECS" > "$TMP/real-sched.log" 2>&1 &
+	pids+=($!)
+	DMLC_ROLE=server taskset -c 0 "$REAL" "$LEN" 1 1 "$KEYS" "$SECS" > "$TMP/real-srv.log" 2>&1 &
+	pids+=($!)
+	PIDS+=("${pids[@]}")
+	if ! DMLC_ROLE=worker timeout $((SECS + 60)) taskset -c 1 "$REAL" "$LEN" 1 1 "$KEYS" \
+			"$SECS" > "$TMP/wk.log" 2>&1; then
+		echo "ps-lite's job failed:" >&2
+		cat "$TMP/wk.log" "$TMP/real-srv.log" "$TMP/real-sched.log" >&2
+		exit 1
+	fi
+	for i in "${pids[@]}"; do timeout 30 tail --pid="$i" -f /dev/null || kill -9 "$i"; done
+	unset DMLC_PS_ROOT_URI DMLC_PS_ROOT_PORT DMLC_NUM_WORKER DMLC_NUM_SERVER DMLC_INTERFACE \
+		DMLC_NODE_HOST
+	goodput_json pslite-real "$TMP/wk.log" "$out"
 }
 
 tools=(kbench capi pslite python)
 total=$((PAIRS * 6))
+[ -z "$REAL" ] || total=$((PAIRS * 7))
 for p in $(seq "$PAIRS"); do
 	# each tool first as often as the others
 	shift_by=$(((p - 1) % 4))
@@ -104,6 +179,10 @@ for p in $(seq "$PAIRS"); do
 		run "$t" 64 4 "$OUT/raw/rtt-$t-$p.json"
 		bench_progress $total runs
 	done
+	if [ -n "$REAL" ]; then
+		run_real "$OUT/raw/pslite-real-$p.json"
+		bench_progress $total runs
+	fi
 done
 echo >&2
 bench_finish client

@@ -1138,6 +1138,16 @@ def client(out):
           % (d_med, d_lo, d_hi, met(d_med <= 10)),
           "", "64 B round trips, p50 (median of runs): the client API %.2f us, Python %.2f us."
           % (p50["capi"], p50["python"])]
+    if raw.has("pslite-real-%d.json" % rounds[0]):
+        real = [raw.json(f"pslite-real-{p}.json") for p in rounds]
+        r4 = paired(runs["pslite"], real, g)
+        summary["goodput_gbps"]["pslite_real"] = statistics.median(g(r) for r in real)
+        summary["ratios"]["pslite_real"] = r4
+        L += ["", "The same ps-lite program against ps-lite itself (ZeroMQ over TCP, its own "
+              "scheduler and server, the program's summing handler): %.2f Gbps (median, "
+              "%.2f-%.2f); over psb %.2fx of it, median of pairs [%.2f, %.2f]."
+              % (summary["goodput_gbps"]["pslite_real"], min(g(r) for r in real),
+                 max(g(r) for r in real), r4["median"], r4["ci95"][0], r4["ci95"][1])]
     return summary, L, True
 
 
