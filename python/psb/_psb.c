@@ -487,17 +487,17 @@ KVWorker_close(KVWorker *w, PyObject *unused)
 	Py_RETURN_NONE;
 }
 
+/* A call on the session that blocks: the GIL let go meanwhile, psb.Error when it failed. */
 static PyObject *
-KVWorker_barrier(KVWorker *w, PyObject *unused)
+blocking(KVWorker *w, int (*fn)(psbc_t *))
 {
 	int rc;
 
-	(void)unused;
 	if (w->s == NULL)
 		return raise_code(PSBC_E_INVAL, "the KVWorker is closed");
 	Py_BEGIN_ALLOW_THREADS
 	PyThread_acquire_lock(w->lock, WAIT_LOCK);
-	rc = psbc_barrier(w->s, PSBC_GROUP_WORKERS);
+	rc = fn(w->s);
 	PyThread_release_lock(w->lock);
 	Py_END_ALLOW_THREADS
 	if (rc != 0)
@@ -505,24 +505,32 @@ KVWorker_barrier(KVWorker *w, PyObject *unused)
 	Py_RETURN_NONE;
 }
 
+static int
+barrier_workers(psbc_t *s)
+{
+	return psbc_barrier(s, PSBC_GROUP_WORKERS);
+}
+
+static int
+finalize(psbc_t *s)
+{
+	int rc = psbc_wait_all(s);
+
+	return rc != 0 ? rc : psbc_finalize(s);
+}
+
+static PyObject *
+KVWorker_barrier(KVWorker *w, PyObject *unused)
+{
+	(void)unused;
+	return blocking(w, barrier_workers);
+}
+
 static PyObject *
 KVWorker_finalize(KVWorker *w, PyObject *unused)
 {
-	int rc;
-
 	(void)unused;
-	if (w->s == NULL)
-		return raise_code(PSBC_E_INVAL, "the KVWorker is closed");
-	Py_BEGIN_ALLOW_THREADS
-	PyThread_acquire_lock(w->lock, WAIT_LOCK);
-	rc = psbc_wait_all(w->s);
-	if (rc == 0)
-		rc = psbc_finalize(w->s);
-	PyThread_release_lock(w->lock);
-	Py_END_ALLOW_THREADS
-	if (rc != 0)
-		return raise_code(rc, psbc_errmsg(w->s));
-	Py_RETURN_NONE;
+	return blocking(w, finalize);
 }
 
 static PyObject *
