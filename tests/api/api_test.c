@@ -43,6 +43,8 @@ teardown(void **state)
 	unsetenv("DMLC_PS_ROOT_PORT");
 	unsetenv("DMLC_ROLE");
 	unsetenv("DMLC_RANK");
+	unsetenv("DMLC_NODE_HOST");
+	unsetenv("DMLC_INTERFACE");
 	return 0;
 }
 
@@ -638,6 +640,37 @@ t_sync_slow(void **state)
 	}
 }
 
+/* The DMLC_* variables a session reads straight to servers: rank, address to send from. */
+static void
+t_env(void **state)
+{
+	const char *const extra[] = { "--async", "--num-workers", "3", NULL };
+	struct psbc_opts o;
+	char list[64], err[512];
+	psbc_t *s = NULL;
+
+	(void)state;
+	start(0, extra);
+	psbc_opts_init(&o);
+	o.servers = addr(0, list, sizeof(list));
+	setenv("DMLC_RANK", "2", 1);
+	assert_int_equal(psbc_open(&s, &o, err, sizeof(err)), 0);
+	assert_int_equal(psbc_rank(s), 2);
+	psbc_close(s);
+	setenv("DMLC_RANK", "two", 1);
+	open_fails(&o, PSBC_E_ENV, 0, 2000, "DMLC_RANK 'two'", NULL);
+	unsetenv("DMLC_RANK");
+	setenv("DMLC_NODE_HOST", "nowhere", 1);
+	open_fails(&o, PSBC_E_ENV, 0, 2000, "DMLC_NODE_HOST 'nowhere'", NULL);
+	unsetenv("DMLC_NODE_HOST");
+	setenv("DMLC_INTERFACE", "psbnoif0", 1);
+	open_fails(&o, PSBC_E_ENV, 0, 2000, "DMLC_INTERFACE 'psbnoif0'", NULL);
+	setenv("DMLC_INTERFACE", "lo", 1);		/* 127.0.0.1: the server is there */
+	assert_int_equal(psbc_open(&s, &o, err, sizeof(err)), 0);
+	psbc_close(s);
+	unsetenv("DMLC_INTERFACE");
+}
+
 /* Options and the library itself. */
 static void
 t_misc(void **state)
@@ -684,6 +717,7 @@ main(int argc, char **argv)
 		cmocka_unit_test_teardown(t_scheduler_silent, teardown),
 		cmocka_unit_test_teardown(t_server_stops, teardown),
 		cmocka_unit_test_teardown(t_sync_slow, teardown),
+		cmocka_unit_test_teardown(t_env, teardown),
 		cmocka_unit_test_teardown(t_misc, teardown),
 	};
 
