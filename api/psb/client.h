@@ -152,8 +152,9 @@ int64_t psbc_push(psbc_t *s, const uint64_t *keys, size_t nkeys, const float *va
 /*
  * Pull nkeys keys into vals (room for nvals floats). lens NULL: nvals / nkeys floats each,
  * and each key's value must have that length (PSBC_E_LEN_MISMATCH otherwise). lens given:
- * the room of each key, and once the pull ended the length received (for a key whose
- * value did not fit: its stored length, with PSBC_E_LEN_MISMATCH). In synchronous mode a
+ * the room of each key, laid end to end in vals (each value fills the start of its room),
+ * and once the pull ended the length received (for a key whose value did not fit: its
+ * stored length, with PSBC_E_LEN_MISMATCH). In synchronous mode a
  * key's pull waits for the round its last push went into to close.
  */
 int64_t psbc_pull(psbc_t *s, const uint64_t *keys, size_t nkeys, float *vals, size_t nvals,
