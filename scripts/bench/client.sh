@@ -4,7 +4,7 @@
 # (CPU 0), the worker on CPU 1, from
 #   kbench  psb-kbench, psb's own engine (the kernel-socket baseline of the benchmarks);
 #   capi    psb-apibench, through the client API (psb/client.h, libpsb);
-#   pslite  a ps-lite program (tests/pslite/bench_modes.cc) through psb's ps-lite header;
+#   pslite  a ps-lite program (tests/pslite/bench_pushpull.cc) through psb's ps-lite header;
 #   python  python3 -m psb.bench, through the psb package with numpy arrays;
 # and one key's 64 B request at a time (round trips) from capi and python. Runs of --seconds
 # each, a fresh server each, in rotating order, --pairs rounds. Prints the medians and the
@@ -34,7 +34,7 @@ BENCH_OPTS=([--pairs]=PAIRS [--seconds]=SECS [--len]=LEN [--keys]=KEYS [--out]=O
 	[--pslite]=PSLITE_DIR)
 bench_options client.sh "$@"
 APIBENCH=$BUILD/app/psb-apibench/psb-apibench
-PSLITE=$BUILD/tests/pslite/pslite_bench_modes
+PSLITE=$BUILD/tests/pslite/pslite_bench_pushpull
 PYDIR=$BUILD/python
 bench_built "$KSRV" "$KBENCH" "$APIBENCH" "$PSLITE"
 PY=/usr/bin/python3
@@ -79,11 +79,11 @@ if [ -n "$PSLITE_DIR" ]; then
 		done
 		ar cr build/libps.a build/*.o
 	) > "$TMP/pslite.log" 2>&1 || { cat "$TMP/pslite.log" >&2; echo "$NAME: ps-lite does not build" >&2; exit 1; }
-	g++ -std=c++11 -O3 -I"$TMP/pslite/include" -o "$TMP/bench_modes_pslite" \
-		tests/pslite/bench_modes.cc "$TMP/pslite/build/libps.a" -lzmq -lprotobuf -pthread \
+	g++ -std=c++11 -O3 -I"$TMP/pslite/include" -o "$TMP/bench_pslite" \
+		tests/pslite/bench_pushpull.cc "$TMP/pslite/build/libps.a" -lzmq -lprotobuf -pthread \
 		> "$TMP/pslite.log" 2>&1 ||
 		{ cat "$TMP/pslite.log" >&2; echo "$NAME: the program does not build against ps-lite" >&2; exit 1; }
-	REAL=$TMP/bench_modes_pslite
+	REAL=$TMP/bench_pslite
 	echo "pslite $(git -C "$PSLITE_DIR" rev-parse HEAD 2>/dev/null || echo "$PSLITE_DIR"), built" \
 		"with g++ -O3 (ps-lite's flags), ZeroMQ and protobuf from Debian" >> "$OUT/ABOUT.txt"
 fi
@@ -135,7 +135,7 @@ run() {
 	pslite)
 		bench_against "the ps-lite program" "$SPID" "$SECS" env DMLC_ROLE=worker \
 			DMLC_PS_ROOT_URI=127.0.0.1 DMLC_PS_ROOT_PORT="$SCHED" DMLC_NUM_WORKER=1 \
-			DMLC_NUM_SERVER=1 taskset -c 1 "$PSLITE" "$len" 1 "$mode" "$KEYS" "$SECS"
+			DMLC_NUM_SERVER=1 taskset -c 1 "$PSLITE" "$len" "$mode" "$KEYS" "$SECS"
 		goodput_json pslite "$TMP/wk.log" "$out" ;;
 	esac
 }
@@ -147,12 +147,12 @@ run_real() {
 	port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 	export DMLC_PS_ROOT_URI=127.0.0.1 DMLC_PS_ROOT_PORT=$port DMLC_NUM_WORKER=1 \
 		DMLC_NUM_SERVER=1 DMLC_INTERFACE=lo DMLC_NODE_HOST=127.0.0.1
-	DMLC_ROLE=scheduler "$REAL" "$LEN" 1 1 "$KEYS" "$SECS" > "$TMP/real-sched.log" 2>&1 &
+	DMLC_ROLE=scheduler "$REAL" "$LEN" 1 "$KEYS" "$SECS" > "$TMP/real-sched.log" 2>&1 &
 	pids+=($!)
-	DMLC_ROLE=server taskset -c 0 "$REAL" "$LEN" 1 1 "$KEYS" "$SECS" > "$TMP/real-srv.log" 2>&1 &
+	DMLC_ROLE=server taskset -c 0 "$REAL" "$LEN" 1 "$KEYS" "$SECS" > "$TMP/real-srv.log" 2>&1 &
 	pids+=($!)
 	PIDS+=("${pids[@]}")
-	if ! DMLC_ROLE=worker timeout $((SECS + 60)) taskset -c 1 "$REAL" "$LEN" 1 1 "$KEYS" \
+	if ! DMLC_ROLE=worker timeout $((SECS + 60)) taskset -c 1 "$REAL" "$LEN" 1 "$KEYS" \
 			"$SECS" > "$TMP/wk.log" 2>&1; then
 		echo "ps-lite's job failed:" >&2
 		cat "$TMP/wk.log" "$TMP/real-srv.log" "$TMP/real-sched.log" >&2

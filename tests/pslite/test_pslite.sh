@@ -8,13 +8,14 @@
 #    status; one that hangs is ended after --timeout and named; a pull of a key nobody
 #    pushed, or a Val psb cannot carry, stops the program with a message saying so.
 #
-# usage: test_pslite.sh LOCAL_SH PSB_KSRV KV_SUMS BENCH_MODES MULTI_WORKERS
+# usage: test_pslite.sh LOCAL_SH PSB_KSRV KV_SUMS BENCH_MODES MULTI_WORKERS BENCH_PUSHPULL
 set -u
 local_sh=${1:?usage: test_pslite.sh LOCAL_SH PSB_KSRV KV_SUMS BENCH_MODES MULTI_WORKERS}
 ksrv=${2:?}
 kv_sums=${3:?}
 bench_modes=${4:?}
 multi=${5:?}
+pushpull=${6:?}
 export PSB_KSRV=$ksrv
 tmp=$(mktemp -d /tmp/psb-pslite-test.XXXXXX) || exit 1
 pids=()
@@ -41,6 +42,12 @@ for m in 0 1 2 3; do
 		{ cat "$tmp/mode$m.out" >&2; fail "the benchmark in mode $m"; }
 	[ "$(grep -c "mode $m: 10 x 8 keys of 65536 B" "$tmp/mode$m.out")" = 2 ] ||
 		{ cat "$tmp/mode$m.out" >&2; fail "the benchmark in mode $m: not both workers' lines"; }
+done
+for m in 1 2 3; do
+	run "pp$m" 1 1 "$pushpull" 65536 "$m" 40 0.5 ||
+		{ cat "$tmp/pp$m.out" >&2; fail "bench_pushpull in mode $m"; }
+	grep -q "mode $m: [0-9]* x 40 keys of 65536 B" "$tmp/pp$m.out" ||
+		{ cat "$tmp/pp$m.out" >&2; fail "bench_pushpull in mode $m: no result line"; }
 done
 run multi 1 2 "$multi" || { cat "$tmp/multi.out" >&2; fail "two KVWorkers a process"; }
 [ "$(grep -c ': 0 wrong sums$' "$tmp/multi.out")" = 4 ] ||
