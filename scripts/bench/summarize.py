@@ -1128,7 +1128,7 @@ def client(out):
     r1, r2, r3 = ratios["capi_kbench"], ratios["pslite_capi"], ratios["python_capi"]
     L += ["", "| figure | target | measured, median of pairs [95 % interval] | |",
           "|---|---|---:|---|",
-          "| the client API against psb-kbench, goodput | within 5 % | %.3f [%.3f, %.3f] | %s |"
+          "| the client API against psb-kbench, goodput | within 5 %% | %.3f [%.3f, %.3f] | %s |"
           % (r1["median"], r1["ci95"][0], r1["ci95"][1], met(r1["median"] >= 0.95)),
           "| the ps-lite header against the client API, goodput | >= 0.95 | %.3f [%.3f, %.3f] | %s |"
           % (r2["median"], r2["ci95"][0], r2["ci95"][1], met(r2["median"] >= 0.95)),
