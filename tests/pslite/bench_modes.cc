@@ -12,54 +12,11 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
-#include <unordered_map>
 #include <vector>
 
 #include "ps/ps.h"
 
 using namespace ps;
-
-// The servers' handler when the program's own servers run (ps-lite itself): each key's
-// value summed as float32, pulls answered with the sums. Over psb, psb's servers do this.
-struct SumHandler {
-	std::unordered_map<Key, std::vector<float>> store;
-
-	void operator()(const KVMeta &meta, const KVPairs<char> &req, KVServer<char> *server)
-	{
-		size_t n = req.keys.size(), off = 0, total = 0;
-		KVPairs<char> res;
-
-		for (size_t i = 0; i < n; ++i) {
-			size_t len = req.lens.size() != 0 ? static_cast<size_t>(req.lens[i]) :
-				req.vals.size() / n;
-			std::vector<float> &v = store[req.keys[i]];
-
-			if (meta.push) {
-				const float *in = reinterpret_cast<const float *>(req.vals.data() + off);
-
-				v.resize(len / 4, 0.0f);
-				for (size_t j = 0; j < len / 4; ++j)
-					v[j] += in[j];
-				off += len;
-			}
-			if (meta.pull) {
-				res.keys.push_back(req.keys[i]);
-				res.lens.push_back(static_cast<int>(v.size() * 4));
-				total += v.size() * 4;
-			}
-		}
-		if (meta.pull) {
-			res.vals.resize(total);
-			for (size_t i = 0, at = 0; i < n; ++i) {
-				const std::vector<float> &v = store[req.keys[i]];
-
-				std::memcpy(res.vals.data() + at, v.data(), v.size() * 4);
-				at += v.size() * 4;
-			}
-		}
-		server->Response(meta, res);
-	}
-};
 
 int
 main(int argc, char *argv[])
@@ -76,7 +33,7 @@ main(int argc, char *argv[])
 	Start(0);
 	if (IsServer()) {
 		auto server = new KVServer<char>(0, false, 0);
-		server->set_request_handle(SumHandler());
+		server->set_request_handle(KVServerDefaultHandle<char>());
 		RegisterExitCallback([server]() { delete server; });
 	}
 	if (IsWorker()) {
