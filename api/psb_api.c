@@ -194,27 +194,17 @@ psbc_opts_init(struct psbc_opts *o)
 	o->rank = -1;
 }
 
-/* "IP[:PORT]" into host-order address and port (port left as is when absent). */
+/* The len bytes at s, "IP[:PORT]", into host-order address and port (lib/client's rule). */
 static int
 parse_addr(const char *s, size_t len, uint32_t *ip, uint16_t *port)
 {
-	char buf[64], *colon, *end;
-	unsigned long p;
+	char buf[64];
 
 	if (len == 0 || len >= sizeof(buf))
 		return -1;
 	memcpy(buf, s, len);
 	buf[len] = '\0';
-	colon = strchr(buf, ':');
-	if (colon != NULL) {
-		*colon = '\0';
-		errno = 0;
-		p = strtoul(colon + 1, &end, 10);
-		if (errno != 0 || end == colon + 1 || *end != '\0' || p == 0 || p > 65535)
-			return -1;
-		*port = (uint16_t)p;
-	}
-	return psb_parse_ip(buf, ip) == 0 && *ip != 0 ? 0 : -1;
+	return psb_client_parse_addr(buf, ip, port) == 0 && *ip != 0 ? 0 : -1;
 }
 
 /* An environment variable as a number in [lo, hi]: 0, 1 when unset, -1 when malformed. */

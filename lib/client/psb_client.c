@@ -570,8 +570,8 @@ psb_client_poll(struct psb_client *c, int may_sleep)
 	c->cfg.busy_poll_ns = busy;
 }
 
-static int
-parse_host_port(const char *s, uint32_t *ip, uint16_t *port)
+int
+psb_client_parse_addr(const char *s, uint32_t *ip, uint16_t *port)
 {
 	char buf[64];
 	const char *colon = strchr(s, ':');
@@ -684,7 +684,7 @@ psb_client_connect(const char *server, uint16_t rank, int sync, char *err, size_
 	uint32_t sip;
 	uint16_t port = PSB_UDP_PORT;
 
-	if (server == NULL || parse_host_port(server, &sip, &port) != 0) {
+	if (server == NULL || psb_client_parse_addr(server, &sip, &port) != 0) {
 		set_err(err, errlen, "server '%s': expected IP or IP:PORT, e.g. 198.18.0.1:9430",
 			server != NULL ? server : "(null)");
 		return NULL;

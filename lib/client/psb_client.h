@@ -117,6 +117,12 @@ void psb_client_cfg_init(struct psb_client_cfg *cfg);
  */
 struct psb_client *psb_client_open(const struct psb_client_cfg *cfg, char *err, size_t errlen);
 
+/*
+ * "IP" or "IP:PORT" into a host-order address and port (port left as is when absent).
+ * 0, or -EINVAL.
+ */
+int psb_client_parse_addr(const char *s, uint32_t *ip, uint16_t *port);
+
 /* Shorthand for ctypes and scripts: server is "IP" or "IP:PORT", the rest defaults. */
 struct psb_client *psb_client_connect(const char *server, uint16_t rank, int sync, char *err,
 		size_t errlen);
