@@ -218,7 +218,7 @@ int psb_client_set_servers(struct psb_client *c, uint16_t n, const uint32_t *ip,
  * servers that did not answer named in err; -EBADSLT when a server answered
  * bad_sender (the rank is not below its --num-workers), named in err.
  */
-#define PSB_CLIENT_PROBE_KEY	UINT64_MAX
+#define PSB_CLIENT_PROBE_KEY	PSB_PROBE_KEY
 int psb_client_probe(struct psb_client *c, uint64_t timeout_ns, char *err, size_t errlen);
 
 /*

@@ -42,15 +42,25 @@ struct kv_peer {
 	uint8_t err_status;
 };
 
+/* Handler mode: the answer a sender was given on a key, kept for its retries. */
+struct kv_answer {
+	float *val;
+	uint32_t len;
+	uint32_t round;		/* the key's answers so far when it was given: its version */
+};
+
 struct kv_entry {
 	uint64_t key;
-	uint32_t len;		/* bytes; 0 = slot unused */
+	uint32_t len;		/* bytes (handler mode: 0, the values are the caller's) */
 	uint32_t round;		/* closed sync rounds, or applied pushes (async) */
 	uint16_t pushed;	/* sync: pushes applied in the open round */
 	float *val;
 	float *acc;		/* sync: sum of the open round */
-	struct kv_peer *peers;	/* [num_workers] */
+	struct kv_peer *peers;	/* [num_workers]; NULL: slot unused */
+	struct kv_answer *ans;	/* handler mode: [num_workers] */
 };
+
+#define slot_used(e)	((e)->peers != NULL)
 
 /* One sender's resend bucket, and what it was refused. */
 struct kv_resend {
@@ -184,6 +194,9 @@ value_for_write(struct psb_kv *kv, struct kv_entry *e)
 static inline uint64_t
 entry_mem(const struct psb_kv *kv, uint32_t len)
 {
+	if (kv->cfg.request != NULL)
+		return (uint64_t)kv->cfg.num_workers *
+			(sizeof(struct kv_peer) + sizeof(struct kv_answer));
 	return (uint64_t)value_size(len) * (kv->cfg.sync ? 2 : 1) +
 		(uint64_t)kv->cfg.num_workers * sizeof(struct kv_peer);
 }
@@ -232,6 +245,8 @@ psb_kv_create(const struct psb_kv_cfg *cfg)
 		kv->cfg.epoch = psb_epoch_new();
 	if (kv->cfg.max_value == 0 || kv->cfg.max_value > PSB_MAX_VALUE)
 		kv->cfg.max_value = PSB_MAX_VALUE;
+	if (kv->cfg.request != NULL)
+		kv->cfg.sync = 0;	/* rounds are the handler's */
 	kv->cap0 = cap;
 	kv->addrs = calloc(nw, sizeof(*kv->addrs));
 	kv->epoch = calloc(nw, sizeof(*kv->epoch));
@@ -538,9 +553,28 @@ stage_keep(struct psb_kv *kv, struct kv_stage *st, const struct psb_hdr *h, cons
 	return sg->ref != NULL ? PSB_KV_HELD : 0;
 }
 
+/* Handler mode: forget the answer sender s was given on e. */
+static void
+answer_drop(struct psb_kv *kv, struct kv_entry *e, uint16_t s)
+{
+	struct kv_answer *a = &e->ans[s];
+
+	if (a->val == NULL)
+		return;
+	kv->mem -= value_size(a->len);
+	free(a->val);
+	a->val = NULL;
+	a->len = 0;
+}
+
 static void
 entry_free(struct psb_kv *kv, struct kv_entry *e)
 {
+	uint16_t s;
+
+	for (s = 0; e->ans != NULL && s < kv->cfg.num_workers; s++)
+		answer_drop(kv, e, s);
+	free(e->ans);
 	free(e->peers);
 	stored_free(kv, e->val);
 	free(e->acc);
@@ -556,7 +590,7 @@ drop_all(struct psb_kv *kv)
 		stage_free(kv, kv->lru_head);
 	if (kv->slots != NULL)
 		for (i = 0; i <= kv->mask; i++)
-			if (kv->slots[i].len != 0)
+			if (slot_used(&kv->slots[i]))
 				entry_free(kv, &kv->slots[i]);
 	free(kv->slots);
 	kv->slots = NULL;
@@ -589,7 +623,7 @@ lookup(const struct psb_kv *kv, uint64_t key)
 	for (;;) {
 		struct kv_entry *e = &kv->slots[i];
 
-		if (e->len == 0)
+		if (!slot_used(e))
 			return NULL;
 		if (e->key == key)
 			return e;
@@ -610,10 +644,10 @@ grow(struct psb_kv *kv)
 	if (ns == NULL)
 		return -ENOMEM;
 	for (i = 0; i <= kv->mask; i++) {
-		if (kv->slots[i].len == 0)
+		if (!slot_used(&kv->slots[i]))
 			continue;
 		j = key_hash(kv->slots[i].key) & (ncap - 1);
-		while (ns[j].len != 0)
+		while (slot_used(&ns[j]))
 			j = (j + 1) & (ncap - 1);
 		ns[j] = kv->slots[i];
 	}
@@ -655,16 +689,26 @@ insert(struct psb_kv *kv, uint64_t key, uint32_t len, uint32_t *budget)
 		return NULL;
 	}
 	i = key_hash(key) & kv->mask;
-	while (kv->slots[i].len != 0)
+	while (slot_used(&kv->slots[i]))
 		i = (i + 1) & kv->mask;
 	e = &kv->slots[i];
-	e->val = stored_alloc(kv, len);
 	e->peers = calloc(kv->cfg.num_workers, sizeof(*e->peers));
-	if (kv->cfg.sync)
-		e->acc = value_alloc(len);
-	if (e->val == NULL || e->peers == NULL || (kv->cfg.sync && e->acc == NULL)) {
-		entry_free(kv, e);
-		return NULL;
+	if (kv->cfg.request != NULL) {
+		/* the values are the handler's: the key keeps requests and answers only */
+		len = 0;
+		e->ans = calloc(kv->cfg.num_workers, sizeof(*e->ans));
+		if (e->peers == NULL || e->ans == NULL) {
+			entry_free(kv, e);
+			return NULL;
+		}
+	} else {
+		e->val = stored_alloc(kv, len);
+		if (kv->cfg.sync)
+			e->acc = value_alloc(len);
+		if (e->val == NULL || e->peers == NULL || (kv->cfg.sync && e->acc == NULL)) {
+			entry_free(kv, e);
+			return NULL;
+		}
 	}
 	e->key = key;
 	e->len = len;
@@ -746,6 +790,20 @@ resend_pay(struct psb_kv *kv, uint16_t s, uint64_t cost, enum psb_kv_resend why)
 	return 1;
 }
 
+/* What sender s is answered on e: the stored value, or (handler mode) the answer it got. */
+static inline const float *
+answer_of(const struct kv_entry *e, uint16_t s, uint32_t *len, uint32_t *round)
+{
+	if (e->ans != NULL) {
+		*len = e->ans[s].len;
+		*round = e->ans[s].round;
+		return e->ans[s].val;
+	}
+	*len = e->len;
+	*round = e->round;
+	return e->val;
+}
+
 /* Answer a finished request of peer p (sender s) on entry e. */
 static void
 answer(struct psb_kv *kv, struct kv_entry *e, uint16_t s, psb_kv_emit_fn emit, void *arg)
@@ -753,13 +811,15 @@ answer(struct psb_kv *kv, struct kv_entry *e, uint16_t s, psb_kv_emit_fn emit, v
 	struct kv_peer *p = &e->peers[s];
 	struct psb_hdr r;
 	const void *value = NULL;
+	const float *val;
+	uint32_t len;
 
 	fill_resp(kv, &r, p->type | PSB_MSG_RESP, s, p->req_id, p->flags, e->key);
-	r.round = e->round;
+	val = answer_of(e, s, &len, &r.round);
 	if (p->type != PSB_MSG_PUSH) {
-		r.total_len = e->len;
-		value = e->val;
-		kv->st.bytes_sent += e->len;
+		r.total_len = len;
+		value = val;
+		kv->st.bytes_sent += len;
 	}
 	p->state = PEER_DONE;
 	emit(arg, &kv->addrs[s], &r, value);
@@ -794,6 +854,28 @@ static inline int
 req_newer(uint32_t a, uint32_t b)
 {
 	return (int32_t)(a - b) > 0;
+}
+
+/*
+ * Handler mode: request p of sender s on e is whole (value: a push's bytes, len of them; a
+ * pull's room): it waits for the caller's answer. The answer s had on e is gone: s asks
+ * something new.
+ */
+static void
+hand_over(struct psb_kv *kv, struct kv_entry *e, uint16_t s, const void *value, uint32_t len)
+{
+	struct kv_peer *p = &e->peers[s];
+	struct psb_kv_req r = {
+		.key = e->key, .sender = s, .type = p->type, .flags = p->flags,
+		.req_id = p->req_id, .epoch = p->epoch, .round = p->round, .value = value,
+		.len = len, .from = kv->addrs[s],
+	};
+
+	kv->st.req[p->type]++;
+	kv->st.handed++;
+	answer_drop(kv, e, s);
+	p->state = PEER_WAITING;
+	kv->cfg.request(kv->cfg.request_arg, &r);
 }
 
 /* A pull (or a push, applied) is ready: answer now or wait for the round. */
@@ -854,6 +936,36 @@ stage_apply(struct psb_kv *kv, const struct kv_stage *st, float *dst)
 }
 
 /*
+ * Handler mode: a push arrived whole (st: its staged segments, NULL for a one-segment
+ * push): its value, in one piece, goes to the handler.
+ */
+static void
+push_hand_over(struct psb_kv *kv, struct kv_entry *e, struct kv_stage *st,
+		const struct psb_hdr *h, const void *payload, const struct psb_addr *from,
+		psb_kv_emit_fn emit, void *arg)
+{
+	uint8_t *v;
+	uint32_t i;
+
+	if (st == NULL) {
+		hand_over(kv, e, h->sender, payload, h->seg_len);
+		return;
+	}
+	v = malloc(h->total_len);
+	if (v == NULL) {
+		stage_discard(kv, st, PSB_KV_DISCARD_NO_MEMORY);
+		send_error(kv, h, from, PSB_ST_NO_MEM, PSB_BUDGET_NONE, emit, arg);
+		return;
+	}
+	for (i = 0; i < st->nsegs; i++)
+		memcpy(v + st->segs[i].off, st->segs[i].data, st->segs[i].len);
+	memcpy(v + h->offset, payload, h->seg_len);
+	stage_free(kv, st);
+	hand_over(kv, e, h->sender, v, h->total_len);
+	free(v);
+}
+
+/*
  * The last segment of a push arrived (st: its staged segments, NULL for a one-segment
  * push): apply it to the store at once and complete the request.
  */
@@ -879,6 +991,10 @@ push_whole(struct psb_kv *kv, struct kv_entry *e, struct kv_stage *st, const str
 		*p = st->req;
 	else
 		peer_start(p, h, PEER_ASSEMBLING);
+	if (kv->cfg.request != NULL) {
+		push_hand_over(kv, e, st, h, payload, from, emit, arg);
+		return;
+	}
 	dst = kv->cfg.sync ? e->acc : value_for_write(kv, e);
 	if (st != NULL) {
 		stage_apply(kv, st, dst);
@@ -922,15 +1038,17 @@ answer_segments(struct psb_kv *kv, struct kv_entry *e, uint16_t s, const struct 
 		uint32_t *refused, psb_kv_emit_fn emit, void *arg)
 {
 	const struct kv_peer *p = &e->peers[s];
-	uint32_t i, nseg = psb_seg_count(e->len, kv->cfg.seg_size), sent = 0;
+	uint32_t i, nseg, sent = 0, len;
 	struct psb_hdr r;
+	const float *val;
 
 	*refused = 0;
 	fill_resp(kv, &r, p->type | PSB_MSG_RESP, s, p->req_id, p->flags, e->key);
-	r.round = e->round;
-	r.total_len = e->len;
+	val = answer_of(e, s, &len, &r.round);
+	nseg = psb_seg_count(len, kv->cfg.seg_size);
+	r.total_len = len;
 	for (i = 0; i < rp->nbits && rp->base + i < nseg; i++) {
-		uint32_t off = (rp->base + i) * kv->cfg.seg_size, left = e->len - off;
+		uint32_t off = (rp->base + i) * kv->cfg.seg_size, left = len - off;
 
 		if (!psb_repair_bit(rp, i))
 			continue;
@@ -944,7 +1062,7 @@ answer_segments(struct psb_kv *kv, struct kv_entry *e, uint16_t s, const struct 
 		kv->st.repair_segs++;
 		kv->st.bytes_sent += r.seg_len;
 		sent++;
-		emit(arg, &kv->addrs[s], &r, e->val);
+		emit(arg, &kv->addrs[s], &r, val);
 	}
 	return sent;
 }
@@ -962,8 +1080,9 @@ answer_again(struct psb_kv *kv, struct kv_entry *e, const struct psb_hdr *h,
 {
 	const struct kv_peer *p = &e->peers[h->sender];
 	enum psb_kv_resend why = rp != NULL ? PSB_KV_RESEND_REPAIR : PSB_KV_RESEND_DUPLICATE;
-	uint32_t refused;
+	uint32_t refused, len, round;
 
+	(void)answer_of(e, h->sender, &len, &round);
 	if (p->type == PSB_MSG_ERROR) {
 		if (resend_pay(kv, h->sender, psb_kv_resend_cost(0, 0), why)) {
 			kv->st.retries_answered++;
@@ -972,13 +1091,13 @@ answer_again(struct psb_kv *kv, struct kv_entry *e, const struct psb_hdr *h,
 		return;
 	}
 	if (rp != NULL && p->type != PSB_MSG_PUSH && (rp->flags & PSB_REPAIR_ROUND) &&
-	    rp->round == e->round && rp->nbits != 0) {
+	    rp->round == round && rp->nbits != 0) {
 		if (answer_segments(kv, e, h->sender, rp, &refused, emit, arg) != 0 || refused == 0)
 			kv->st.retries_answered++;
 		return;
 	}
 	/* nothing begun, or begun on a version that is gone: the whole answer */
-	if (resend_pay(kv, h->sender, psb_kv_resend_cost(p->type != PSB_MSG_PUSH ? e->len : 0,
+	if (resend_pay(kv, h->sender, psb_kv_resend_cost(p->type != PSB_MSG_PUSH ? len : 0,
 			kv->cfg.seg_size), why)) {
 		kv->st.retries_answered++;
 		answer(kv, e, h->sender, emit, arg);
@@ -1001,6 +1120,16 @@ handle_pull(struct psb_kv *kv, struct kv_entry *e, const struct psb_hdr *h,
 		}
 		stage_discard(kv, st, PSB_KV_DISCARD_SUPERSEDED);
 	}
+	if (e == NULL && kv->cfg.request != NULL && h->key != PSB_PROBE_KEY) {
+		/* handler mode: a key is whatever the handler answers for it */
+		uint32_t budget = PSB_BUDGET_NONE;
+
+		e = insert(kv, h->key, 0, &budget);
+		if (e == NULL) {
+			refuse(kv, h, from, budget, emit, arg);
+			return;
+		}
+	}
 	if (e == NULL) {
 		send_error(kv, h, from, PSB_ST_NO_KEY, 0, emit, arg);
 		return;
@@ -1018,7 +1147,10 @@ handle_pull(struct psb_kv *kv, struct kv_entry *e, const struct psb_hdr *h,
 		}
 	}
 	peer_start(p, h, PEER_ASSEMBLING);
-	complete(kv, e, h->sender, emit, arg);
+	if (kv->cfg.request != NULL)
+		hand_over(kv, e, h->sender, NULL, h->total_len);
+	else
+		complete(kv, e, h->sender, emit, arg);
 }
 
 /*
@@ -1075,7 +1207,8 @@ handle_push(struct psb_kv *kv, struct kv_entry *e, const struct psb_hdr *h, cons
 		send_error(kv, h, from, PSB_ST_TOO_LARGE, kv->cfg.max_value, emit, arg);
 		return 0;
 	}
-	if ((h->total_len & 3) != 0 || h->total_len == 0 || (e != NULL && e->len != h->total_len)) {
+	if ((h->total_len & 3) != 0 || h->total_len == 0 ||
+	    (e != NULL && e->len != h->total_len && kv->cfg.request == NULL)) {
 		send_error(kv, h, from, PSB_ST_LEN_MISMATCH, e != NULL ? e->len : 0, emit, arg);
 		return 0;
 	}
@@ -1260,6 +1393,61 @@ psb_kv_tick(struct psb_kv *kv, uint64_t now_ns)
 		n++;
 	}
 	return n;
+}
+
+int
+psb_kv_respond(struct psb_kv *kv, const struct psb_kv_req *r, const void *value, uint32_t len,
+		psb_kv_emit_fn emit, void *arg)
+{
+	struct kv_entry *e;
+	struct kv_peer *p;
+	struct kv_answer *a;
+
+	if (kv->cfg.request == NULL)
+		return -EPERM;
+	e = r->sender < kv->cfg.num_workers ? lookup(kv, r->key) : NULL;
+	p = e != NULL ? &e->peers[r->sender] : NULL;
+	if (p == NULL || p->state != PEER_WAITING || p->req_id != r->req_id ||
+	    p->epoch != r->epoch) {
+		kv->st.answers_stale++;
+		return -ESTALE;
+	}
+	if (p->type == PSB_MSG_PUSH)
+		len = 0;
+	if ((len & 3) != 0 || len > kv->cfg.max_value || (len != 0 && value == NULL))
+		return -EINVAL;
+	a = &e->ans[r->sender];
+	if (len != 0) {
+		if (kv->cfg.max_bytes != 0 && kv->mem + value_size(len) > kv->cfg.max_bytes) {
+			struct psb_hdr h;
+
+			/* the request ends in an error, repeated to its retries */
+			kv->st.answers_refused++;
+			psb_hdr_init(&h, p->type);
+			h.sender = r->sender;
+			h.req_id = p->req_id;
+			h.flags = p->flags;
+			h.key = e->key;
+			p->state = PEER_DONE;
+			p->type = PSB_MSG_ERROR;
+			p->err_status = PSB_ST_NO_MEM;
+			p->err_aux = PSB_BUDGET_BYTES;
+			kv->st.refused[PSB_BUDGET_BYTES]++;
+			send_error(kv, &h, &kv->addrs[r->sender], PSB_ST_NO_MEM, PSB_BUDGET_BYTES,
+				emit, arg);
+			return -ENOSPC;
+		}
+		a->val = value_alloc(len);
+		if (a->val == NULL)
+			return -ENOMEM;
+		memcpy(a->val, value, len);
+		a->len = len;
+		kv->mem += value_size(len);
+	}
+	a->round = ++e->round;
+	kv->st.answered++;
+	answer(kv, e, r->sender, emit, arg);
+	return 0;
 }
 
 unsigned int
@@ -1471,7 +1659,7 @@ psb_kv_dump(const struct psb_kv *kv, FILE *out)
 	for (i = 0; i <= kv->mask; i++) {
 		const struct kv_entry *e = &kv->slots[i];
 
-		if (e->len == 0)
+		if (!slot_used(e))
 			continue;
 		fprintf(out, "key %llu: %u B, round %u, pushed %u\n", (unsigned long long)e->key,
 			e->len, e->round, e->pushed);

@@ -33,6 +33,16 @@
  * bucket cannot pay is not sent, and counted: the worker asks again after its timeout. The
  * first answer to a request is never charged.
  */
+struct psb_kv_req;
+
+/*
+ * Handler mode: a request goes to the caller instead of the store (see psb_kv_cfg.request).
+ * Called once per request, when a push has arrived whole or a pull arrives; r and the
+ * value it points to live for the call only. The caller answers with psb_kv_respond, in
+ * the call or later.
+ */
+typedef void (*psb_kv_request_fn)(void *arg, const struct psb_kv_req *r);
+
 struct psb_kv_cfg {
 	uint16_t num_workers;	/* N: senders 0..N-1; a sync round closes after N pushes */
 	int sync;		/* 1: synchronous rounds, 0: asynchronous */
@@ -72,6 +82,34 @@ struct psb_kv_cfg {
 	int (*value_busy)(void *arg, const float *val);
 	/* in aux of every answer but ERROR: this incarnation of the server (0: pick a new one) */
 	uint32_t epoch;
+	/*
+	 * Handler mode (request not NULL): the store keeps no values and sums nothing. Every
+	 * request, whole, goes to request(request_arg, r), and stays open until the caller
+	 * answers it (psb_kv_respond); whatever rounds a job has are the caller's (sync is
+	 * ignored). Everything else is as in a store: segments are reassembled under the
+	 * same budgets, repeated requests and REPAIRs are answered again from the answer
+	 * given (kept, charged to max_bytes, until the sender's next request on the key),
+	 * ones still open are not answered at all (the sender keeps asking), a newer request
+	 * of the sender on the key supersedes an open one. A pull of PSB_PROBE_KEY is the
+	 * workers' liveness probe: answered NO_KEY here, never handed over.
+	 */
+	psb_kv_request_fn request;
+	void *request_arg;
+};
+
+/* A request handed over in handler mode. */
+struct psb_kv_req {
+	uint64_t key;
+	uint16_t sender;	/* the worker's rank */
+	uint8_t type;		/* PSB_MSG_PUSH, PSB_MSG_PULL or PSB_MSG_PUSHPULL */
+	uint8_t flags;		/* PSB_F_SYNC when the worker runs synchronous rounds */
+	uint32_t req_id;	/* these two name the request to psb_kv_respond */
+	uint32_t epoch;
+	uint32_t round;		/* the worker's round (synchronous workers) */
+	const void *value;	/* push, pushpull: the whole value (len bytes); pull: NULL */
+	uint32_t len;		/* push, pushpull: bytes of value; pull: the room the worker has
+				 * (0: not said) */
+	struct psb_addr from;
 };
 
 /* Budget of reassembly one push of len bytes cut at seg_size takes. */
@@ -162,6 +200,10 @@ struct psb_kv_stats {
 					 * their senders' buckets were charged */
 	uint64_t resend_over_budget[PSB_KV_RESEND_MAX];	/* resends not sent: bucket short */
 	uint64_t resend_over_budget_bytes;	/* what they would have cost */
+	uint64_t handed;		/* handler mode: requests handed over */
+	uint64_t answered;		/* answers given (psb_kv_respond) */
+	uint64_t answers_stale;		/* answers to requests no longer open, not sent */
+	uint64_t answers_refused;	/* answers over max_bytes: ERROR no_memory instead */
 };
 
 /* Add every counter of src into dst. */
@@ -242,6 +284,19 @@ struct psb_kv_resend_peer {
  * for every sender): 1 with *p filled, 0 when no sender was refused anything.
  */
 int psb_kv_resend_busiest(struct psb_kv *kv, struct psb_kv_resend_peer *p);
+
+/*
+ * Handler mode: answer request r (only key, sender, req_id and epoch are read) with value
+ * (len bytes, a multiple of 4, at most max_value; a PUSH's answer carries none and value is
+ * ignored). The answer is kept for the sender's retries and repairs until its next request
+ * on the key. 0; -ESTALE when the request is no longer open (answered, superseded by a
+ * newer one, its sender restarted: counted, nothing sent); -EINVAL for a length that is not
+ * (nothing sent, the request stays open); -ENOSPC when keeping the answer would exceed
+ * max_bytes: the worker gets ERROR no_memory instead; -ENOMEM when no memory is left here
+ * (nothing sent, the request stays open); -EPERM outside handler mode.
+ */
+int psb_kv_respond(struct psb_kv *kv, const struct psb_kv_req *r, const void *value,
+		uint32_t len, psb_kv_emit_fn emit, void *arg);
 
 /* A peer at ip left (BYE): discard every push it has staged, counted. Returns how many. */
 unsigned int psb_kv_peer_left(struct psb_kv *kv, uint32_t ip);

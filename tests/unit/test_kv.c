@@ -2358,6 +2358,197 @@ test_resend_derive(void **state)
 	assert_non_null(strstr(err, "node.max_value"));
 }
 
+/* Handler mode: what the handler was given. */
+struct hand {
+	struct psb_kv_req r[8];
+	float val[8][20];
+	unsigned int n;
+	/* answer at once with this value, doubled, when set */
+	struct psb_kv *now;
+	struct tf_cap *cap;
+};
+
+static void
+hand_req(void *arg, const struct psb_kv_req *r)
+{
+	struct hand *hd = arg;
+
+	assert_true(hd->n < 8);
+	assert_true(r->len <= sizeof(hd->val[0]));
+	hd->r[hd->n] = *r;
+	if (r->value != NULL)
+		memcpy(hd->val[hd->n], r->value, r->len);
+	hd->r[hd->n].value = hd->val[hd->n];
+	if (hd->now != NULL) {
+		float twice[20];
+		uint32_t i;
+
+		for (i = 0; i < r->len / sizeof(float); i++)
+			twice[i] = 2 * hd->val[hd->n][i];
+		assert_int_equal(psb_kv_respond(hd->now, r, twice, r->len, tf_cap_emit, hd->cap),
+			0);
+	}
+	hd->n++;
+}
+
+static struct psb_kv *
+kv_handler(uint16_t nw, struct hand *hd, uint64_t max_bytes)
+{
+	struct psb_kv_cfg cfg = {
+		.num_workers = nw, .sync = 1, .max_value = 1024, .seg_size = SEG,
+		.max_bytes = max_bytes, .epoch = 0x4a4d0001u, .request = hand_req,
+		.request_arg = hd,
+	};
+	struct psb_kv *kv = psb_kv_create(&cfg);
+
+	assert_non_null(kv);
+	cur_epoch = cfg.epoch;
+	return kv;
+}
+
+static void
+test_handler(void **state)
+{
+	struct hand hd = { .n = 0 };
+	struct psb_kv *kv = kv_handler(2, &hd, 0);
+	const struct psb_kv_stats *st = psb_kv_stats(kv);
+	struct tf_cap c = { .n = 0 };
+	float v[20], w[3] = { 7, 8, 9 }, ans[5] = { 1, 2, 3, 4, 5 };
+	struct psb_kv_req old;
+	uint32_t i;
+
+	(void)state;
+	for (i = 0; i < 20; i++)
+		v[i] = (float)i + 0.5f;
+	/* a push of five segments, out of order: handed over once, whole; nothing answered */
+	for (i = 0; i < 5; i++)
+		assert_int_equal(send_seg(kv, &c, PSB_MSG_PUSH, 0, 1, 0, 7, v, sizeof(v),
+			(i * 3) % 5), 0);
+	assert_int_equal(hd.n, 1);
+	assert_int_equal(c.n, 0);
+	assert_int_equal(hd.r[0].type, PSB_MSG_PUSH);
+	assert_int_equal(hd.r[0].sender, 0);
+	assert_true(hd.r[0].key == 7);
+	assert_int_equal(hd.r[0].len, sizeof(v));
+	assert_memory_equal(hd.val[0], v, sizeof(v));
+	assert_int_equal(psb_kv_nkeys(kv), 1);
+	assert_int_equal(psb_kv_bytes(kv), 0);
+	assert_true(psb_kv_get(kv, 7, NULL, NULL) == NULL);
+	/* its retry and REPAIR while open: not answered, not handed over again */
+	send_seg(kv, &c, PSB_MSG_PUSH, 0, 1, 0, 7, v, sizeof(v), 0);
+	send_repair(kv, &c, 0, 1, 7, PSB_MSG_PUSH, 0, 0, 0, 0, 0);
+	assert_int_equal(c.n, 0);
+	assert_int_equal(hd.n, 1);
+	/* the answer: an ACK, whatever value it is given; a second answer is stale */
+	assert_int_equal(psb_kv_respond(kv, &hd.r[0], ans, sizeof(ans), tf_cap_emit, &c), 0);
+	assert_int_equal(c.n, 1);
+	check_resp(&c.m[0], PSB_MSG_PUSH_ACK, 0, 1, 7, 1);
+	assert_int_equal(psb_kv_respond(kv, &hd.r[0], NULL, 0, tf_cap_emit, &c), -ESTALE);
+	assert_int_equal(st->answers_stale, 1);
+	/* a retry now is acked again from what was answered */
+	send_seg(kv, &c, PSB_MSG_PUSH, 0, 1, 0, 7, v, sizeof(v), 0);
+	assert_int_equal(c.n, 2);
+	check_resp(&c.m[1], PSB_MSG_PUSH_ACK, 0, 1, 7, 1);
+
+	/* a pull of a key never pushed: the handler's to answer, with any length */
+	send_pull(kv, &c, 1, 1, 0, 9);
+	assert_int_equal(hd.n, 2);
+	assert_int_equal(hd.r[1].type, PSB_MSG_PULL);
+	assert_true(hd.r[1].value == hd.val[1] && hd.r[1].sender == 1);
+	assert_int_equal(psb_kv_respond(kv, &hd.r[1], ans, 6, tf_cap_emit, &c), -EINVAL);
+	assert_int_equal(c.n, 2);
+	assert_int_equal(psb_kv_respond(kv, &hd.r[1], ans, sizeof(ans), tf_cap_emit, &c), 0);
+	assert_int_equal(c.n, 3);
+	check_resp(&c.m[2], PSB_MSG_PULL_RESP, 1, 1, 9, 1);
+	check_val(&c.m[2], ans, 5);
+	/* the worker lacks segment 1 of that answer: that segment again, from the copy kept */
+	memset(ans, 0, sizeof(ans));
+	send_repair(kv, &c, 1, 1, 9, PSB_MSG_PULL, 1, 1, 1, 1, 0x1);
+	assert_int_equal(c.n, 4);
+	assert_int_equal(c.m[3].h.offset, SEG);
+	assert_int_equal(c.m[3].h.seg_len, 4);
+	assert_int_equal(c.m[3].h.total_len, 20);
+	assert_int_equal(psb_kv_mem(kv) >= 64, 1);
+
+	/* a pushpull of another length on key 7, answered in the handler itself */
+	hd.now = kv;
+	hd.cap = &c;
+	send_value(kv, &c, PSB_MSG_PUSHPULL, 0, 2, 0, 7, w, sizeof(w));
+	assert_int_equal(hd.n, 3);
+	assert_int_equal(c.n, 5);
+	check_resp(&c.m[4], PSB_MSG_PUSHPULL_RESP, 0, 2, 7, 2);
+	{
+		const float want[3] = { 14, 16, 18 };
+
+		check_val(&c.m[4], want, 3);
+	}
+	hd.now = NULL;
+
+	/* an open request superseded by the sender's next one: its late answer is not sent */
+	send_pull(kv, &c, 1, 2, 0, 9);
+	old = hd.r[3];
+	send_pull(kv, &c, 1, 3, 0, 9);
+	assert_int_equal(hd.n, 5);
+	assert_int_equal(psb_kv_respond(kv, &old, w, sizeof(w), tf_cap_emit, &c), -ESTALE);
+	assert_int_equal(c.n, 5);
+	assert_int_equal(psb_kv_respond(kv, &hd.r[4], w, sizeof(w), tf_cap_emit, &c), 0);
+	assert_int_equal(c.n, 6);
+	check_val(&c.m[5], w, 3);
+
+	/* the workers' liveness probe is the server's to answer, never the handler's */
+	send_pull(kv, &c, 0, 3, 0, PSB_PROBE_KEY);
+	assert_int_equal(hd.n, 5);
+	assert_int_equal(c.n, 7);
+	assert_int_equal(c.m[6].h.status, PSB_ST_NO_KEY);
+	/* a value over max_value is refused before any handler sees it */
+	{
+		struct psb_hdr h = req_hdr(PSB_MSG_PUSH, 0, 4, 0, 11, 2048);
+		struct psb_addr a = waddr(0);
+
+		tf_seg(&h, 2048, 0, SEG);
+		assert_int_equal(psb_kv_handle(kv, &h, v, &a, tf_cap_emit, &c), 0);
+		assert_int_equal(c.m[7].h.status, PSB_ST_TOO_LARGE);
+		assert_int_equal(hd.n, 5);
+	}
+	assert_int_equal(st->handed, 5);
+	assert_int_equal(st->answered, 4);
+	tf_cap_clear(&c);
+	psb_kv_reset(kv);
+	assert_int_equal(psb_kv_nkeys(kv), 0);
+	psb_kv_free(kv);
+}
+
+/* Handler mode: answers are kept under max_bytes; one that does not fit ends in an error. */
+static void
+test_handler_budget(void **state)
+{
+	struct hand hd = { .n = 0 };
+	struct psb_kv *kv = kv_handler(1, &hd, 4096);
+	const struct psb_kv_stats *st = psb_kv_stats(kv);
+	struct tf_cap c = { .n = 0 };
+	static float big[256];	/* max_value: a kept copy goes over max_bytes */
+	struct psb_addr a = waddr(0);
+
+	(void)state;
+	send_pull(kv, &c, 0, 1, 0, 5);
+	assert_int_equal(hd.n, 1);
+	assert_int_equal(psb_kv_respond(kv, &hd.r[0], big, sizeof(big), tf_cap_emit, &c), -ENOSPC);
+	assert_int_equal(c.n, 1);
+	check_error(&c.m[0], PSB_ST_NO_MEM, PSB_BUDGET_BYTES, &a, 0, 1, 5);
+	assert_int_equal(st->answers_refused, 1);
+	/* its retry gets the same error, and the handler does not see it again */
+	send_pull(kv, &c, 0, 1, 0, 5);
+	assert_int_equal(c.n, 2);
+	check_error(&c.m[1], PSB_ST_NO_MEM, PSB_BUDGET_BYTES, &a, 0, 1, 5);
+	assert_int_equal(hd.n, 1);
+	/* outside handler mode there is nothing to answer */
+	tf_cap_clear(&c);
+	psb_kv_free(kv);
+	kv = kv_new(1, 0, 0, 0);
+	assert_int_equal(psb_kv_respond(kv, &hd.r[0], NULL, 0, tf_cap_emit, &c), -EPERM);
+	psb_kv_free(kv);
+}
+
 int
 main(void)
 {
@@ -2391,6 +2582,8 @@ main(void)
 		cmocka_unit_test(test_budget_reasm),
 		cmocka_unit_test(test_resend_budget),
 		cmocka_unit_test(test_resend_derive),
+		cmocka_unit_test(test_handler),
+		cmocka_unit_test(test_handler_budget),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
