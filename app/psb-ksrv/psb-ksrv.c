@@ -15,6 +15,7 @@
 
 #include <jansson.h>
 
+#include "psb_ksrv.h"
 #include "psb_kv.h"
 #include "psb_cli.h"
 #include "psb_clock.h"
@@ -22,7 +23,6 @@
 #include "psb_proto.h"
 #include "psb_sched.h"
 
-#define TX_WAIT_MS	10	/* a full socket gets this long to drain before datagrams drop */
 #define IDLE_POLL_MS	100	/* sleep granularity: signals and --duration are seen this soon */
 
 struct opts {
@@ -48,31 +48,15 @@ struct opts {
 	uint64_t reasm_timeout_ns;
 };
 
-struct counters {
-	uint64_t rx_datagrams;
-	uint64_t rx_bytes;
-	uint64_t tx_datagrams;
-	uint64_t tx_bytes;
-	uint64_t tx_again;
-	uint64_t tx_dropped;
-	uint64_t bad_short;
-	uint64_t bad_magic;
-	uint64_t bad_segment;
-	uint64_t bad_truncated;
-	uint64_t not_request;
-	uint64_t sched_msgs;
-};
-
 struct ksrv {
 	struct opts o;
-	int fd;
-	int sfd;
+	struct psb_ksrv *srv;		/* the data socket and the store */
 	struct psb_kv *kv;
-	uint32_t epoch;			/* in every answer: a restart is a new one */
+	struct psb_ksrv_counters *cnt;
+	int sfd;			/* the hosted scheduler's socket */
 	struct psb_sched *sched;
 	struct psb_addr self;
-	struct psb_udp_io io;
-	struct counters cnt;
+	struct psb_udp_io sio;
 };
 
 static volatile sig_atomic_t g_quit;
@@ -115,22 +99,6 @@ usage(FILE *out)
 "  (env PSB_KV_DUMP=1: also print every key's round and request state at exit)\n"
 "  --version             psb-ksrv's version and the git revision it was built from\n"
 "  -h, --help\n", PSB_UDP_PORT, PSB_SCHED_PORT);
-}
-
-/* The machine's memory (MemTotal), bytes; 1 GiB when unknown. */
-static uint64_t
-mem_total(void)
-{
-	unsigned long long kb = 0;
-	char line[256];
-	FILE *f = fopen("/proc/meminfo", "r");
-
-	while (f != NULL && fgets(line, sizeof(line), f) != NULL)
-		if (sscanf(line, "MemTotal: %llu kB", &kb) == 1)
-			break;
-	if (f != NULL)
-		fclose(f);
-	return kb != 0 ? (uint64_t)kb * 1024 : 1ull << 30;
 }
 
 enum {
@@ -274,70 +242,6 @@ on_signal(int sig)
 	g_quit = 1;
 }
 
-/* Send the transmit batch; a full socket gets a short wait, then the rest is dropped. */
-static void
-tx_flush(struct ksrv *s)
-{
-	struct pollfd pfd = { .fd = s->fd, .events = POLLOUT };
-	struct psb_udp_io *io = &s->io;
-	int n, waited = 0;
-
-	while (io->txhead < io->ntx) {
-		n = sendmmsg(s->fd, &io->txm[io->txhead], io->ntx - io->txhead, 0);
-		if (n > 0) {
-			s->cnt.tx_bytes += psb_udp_sent(io, (unsigned int)n);
-			s->cnt.tx_datagrams += (unsigned int)n;
-			continue;
-		}
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == ENOBUFS) &&
-		    !waited) {
-			s->cnt.tx_again++;
-			waited = 1;
-			poll(&pfd, 1, TX_WAIT_MS);
-			continue;
-		}
-		/* The worker resends after its timeout; the answer is repeated then. */
-		s->cnt.tx_dropped++;
-		io->txhead++;
-	}
-	io->ntx = io->txhead = 0;
-}
-
-static void
-queue_msg(struct ksrv *s, const struct psb_addr *to, const struct psb_hdr *h, const void *payload)
-{
-	struct sockaddr_in sa;
-
-	if (s->io.ntx == PSB_UDP_BATCH)
-		tx_flush(s);
-	psb_udp_sa(&sa, to->ip, to->port);
-	psb_udp_queue(&s->io, h, payload, &sa);
-}
-
-/*
- * kv response: cut the value into segments of h->seg_size, or the one segment h->seg_len
- * asks for (copied: value is only borrowed).
- */
-static void
-kv_emit(void *arg, const struct psb_addr *to, struct psb_hdr *h, const void *value)
-{
-	struct ksrv *s = arg;
-	uint32_t total, off;
-
-	psb_kv_emit_span(h, &off, &total);
-
-	do {
-		uint32_t left = total - off;
-
-		h->offset = off;
-		h->seg_len = (uint16_t)(left < h->seg_size ? left : h->seg_size);
-		queue_msg(s, to, h, value != NULL ? (const uint8_t *)value + off : NULL);
-		off += h->seg_len;
-	} while (off < total);
-}
-
 static void
 sched_emit(void *arg, const struct psb_addr *to, struct psb_hdr *h, const void *payload)
 {
@@ -356,105 +260,9 @@ sched_emit(void *arg, const struct psb_addr *to, struct psb_hdr *h, const void *
 	psb_udp_sa(&sa, to->ip, to->port);
 	if (sendto(s->sfd, buf, PSB_HDR_LEN + h->seg_len, 0, (const struct sockaddr *)&sa,
 			sizeof(sa)) < 0)
-		s->cnt.tx_dropped++;
+		s->cnt->tx_dropped++;
 	else
-		s->cnt.tx_datagrams++;
-}
-
-/* Validate a datagram: 0 with h decoded, or -1 (counted). */
-static int
-check_datagram(struct ksrv *s, const uint8_t *buf, size_t len, int truncated, struct psb_hdr *h)
-{
-	s->cnt.rx_datagrams++;
-	s->cnt.rx_bytes += len;
-	if (truncated) {
-		s->cnt.bad_truncated++;
-		return -1;
-	}
-	if (len < PSB_HDR_LEN) {
-		s->cnt.bad_short++;
-		return -1;
-	}
-	psb_hdr_decode(h, buf);
-	if (h->magic != PSB_MAGIC) {
-		s->cnt.bad_magic++;
-		return -1;
-	}
-	/* A foreign version is still answered (BAD_VERSION) by the store, as psb does. */
-	if (h->version == PSB_VERSION && psb_hdr_check_segment(h, len - PSB_HDR_LEN) < 0) {
-		s->cnt.bad_segment++;
-		return -1;
-	}
-	return 0;
-}
-
-static void
-sa_to_addr(const struct sockaddr_in *sa, struct psb_addr *a)
-{
-	memset(a, 0, sizeof(*a));
-	a->ip = ntohl(sa->sin_addr.s_addr);
-	a->port = ntohs(sa->sin_port);
-}
-
-/* A BATCH: the answers to its sender go back as one BATCH_RESP. */
-static void
-rx_batch(struct ksrv *s, const struct psb_hdr *h, const uint8_t *payload,
-		const struct psb_addr *from)
-{
-	uint8_t out[PSB_MAX_UDP_PAYLOAD - PSB_HDR_LEN];
-	size_t cap = s->o.seg_size < sizeof(out) ? s->o.seg_size : sizeof(out), len = 0;
-	struct psb_hdr r;
-
-	psb_kv_handle_batch(s->kv, h, payload, from, out, cap, &len, kv_emit, s);
-	if (len == 0)
-		return;
-	psb_hdr_batch_resp(&r, h, (uint16_t)len);
-	r.aux = s->epoch;
-	queue_msg(s, from, &r, out);
-}
-
-/* One batch from the data socket; returns datagrams read. */
-static int
-rx_data(struct ksrv *s)
-{
-	struct psb_addr from;
-	struct psb_hdr h;
-	int n, i;
-
-	n = psb_udp_recv(&s->io, s->fd);
-	if (n <= 0)
-		return 0;
-	for (i = 0; i < n; i++) {
-		const uint8_t *buf = psb_udp_rx_data(&s->io, i);
-
-		if (check_datagram(s, buf, s->io.rxm[i].msg_len, psb_udp_rx_truncated(&s->io, i),
-				&h) != 0)
-			continue;
-		sa_to_addr(&s->io.rxa[i], &from);
-		if (h.type == PSB_MSG_BATCH && h.version == PSB_VERSION) {
-			rx_batch(s, &h, buf + PSB_HDR_LEN, &from);
-			continue;
-		}
-		if (h.type == PSB_MSG_FINALIZE && s->o.reg_ip != 0 && from.ip == s->o.reg_ip &&
-		    from.port == s->o.reg_port) {
-			/* the job's scheduler: every worker finished; acknowledged, then end */
-			static const uint8_t none[1];
-			struct psb_hdr ack;
-
-			psb_hdr_init(&ack, PSB_MSG_FINALIZE_ACK);
-			ack.flags = PSB_F_SERVER;
-			queue_msg(s, &from, &ack, none);
-			if (!g_quit)
-				fprintf(stderr, "psb-ksrv: every worker finished, says the scheduler: "
-					"the job is over\n");
-			g_quit = 1;
-			continue;
-		}
-		if (psb_kv_handle(s->kv, &h, buf + PSB_HDR_LEN, &from, kv_emit, s) != 0)
-			s->cnt.not_request++;
-	}
-	tx_flush(s);
-	return n;
+		s->cnt->tx_datagrams++;
 }
 
 static int
@@ -466,17 +274,19 @@ rx_sched(struct ksrv *s)
 
 	if (s->sfd < 0)
 		return 0;
-	n = psb_udp_recv(&s->io, s->sfd);
+	n = psb_udp_recv(&s->sio, s->sfd);
 	if (n <= 0)
 		return 0;
 	for (i = 0; i < n; i++) {
-		if (check_datagram(s, psb_udp_rx_data(&s->io, i), s->io.rxm[i].msg_len,
-				psb_udp_rx_truncated(&s->io, i), &h) != 0)
+		if (psb_ksrv_check(s->srv, psb_udp_rx_data(&s->sio, i), s->sio.rxm[i].msg_len,
+				psb_udp_rx_truncated(&s->sio, i), &h) != 0)
 			continue;
-		sa_to_addr(&s->io.rxa[i], &from);
-		s->cnt.sched_msgs++;
+		memset(&from, 0, sizeof(from));
+		from.ip = ntohl(s->sio.rxa[i].sin_addr.s_addr);
+		from.port = ntohs(s->sio.rxa[i].sin_port);
+		s->cnt->sched_msgs++;
 		if (psb_sched_handle(s->sched, &h, &from, sched_emit, s) != 0)
-			s->cnt.not_request++;
+			s->cnt->not_request++;
 	}
 	return n;
 }
@@ -514,7 +324,7 @@ static void
 print_summary(const struct ksrv *s, FILE *out)
 {
 	const struct psb_kv_stats *st = psb_kv_stats(s->kv);
-	const struct counters *c = &s->cnt;
+	const struct psb_ksrv_counters *c = s->cnt;
 	unsigned int k;
 
 	fprintf(out, "psb-ksrv: rx %llu datagrams (%llu B), tx %llu datagrams (%llu B), "
@@ -555,7 +365,7 @@ static int
 write_stats(const struct ksrv *s, const char *path)
 {
 	const struct psb_kv_stats *st = psb_kv_stats(s->kv);
-	const struct counters *c = &s->cnt;
+	const struct psb_ksrv_counters *c = s->cnt;
 	json_t *root, *store, *errs, *bad, *disc, *refused, *resend;
 	unsigned int k;
 
@@ -620,60 +430,14 @@ write_stats(const struct ksrv *s, const char *path)
 
 #define REG_WAIT_NS	60000000000ull	/* the scheduler answers REGISTER within this */
 #define FIN_RETRY_NS	200000000ull	/* FINALIZE to servers that have not said they ended */
-#define REG_RETRY_MS	200
-
-/*
- * Register with the job's scheduler as a server, from the data socket (the address the
- * scheduler announces), until its REGISTER_ACK; returns the job's number of workers.
- */
-static uint16_t
-register_server(struct ksrv *s)
-{
-	uint8_t buf[PSB_HDR_LEN + 4 + PSB_SCHED_MAX_NODES * 24];
-	static struct psb_sched_view view;
-	uint64_t t0 = psb_clock_ns();
-	struct sockaddr_in sa;
-	struct psb_hdr h;
-	char ip[16];
-
-	psb_udp_sa(&sa, s->o.reg_ip, s->o.reg_port);
-	while (psb_clock_ns() - t0 < REG_WAIT_NS && !g_quit) {
-		struct pollfd pfd = { .fd = s->fd, .events = POLLIN };
-		ssize_t n;
-
-		psb_hdr_init(&h, PSB_MSG_REGISTER);
-		h.flags = PSB_F_SERVER;
-		h.req_id = s->epoch;
-		psb_hdr_encode(buf, &h);
-		(void)sendto(s->fd, buf, PSB_HDR_LEN, 0, (struct sockaddr *)&sa, sizeof(sa));
-		if (poll(&pfd, 1, REG_RETRY_MS) <= 0)
-			continue;
-		while ((n = recv(s->fd, buf, sizeof(buf), MSG_DONTWAIT)) >= PSB_HDR_LEN) {
-			psb_hdr_decode(&h, buf);
-			if (h.magic != PSB_MAGIC || h.type != PSB_MSG_REGISTER_ACK ||
-			    psb_hdr_check_segment(&h, (size_t)n - PSB_HDR_LEN) != 0 ||
-			    psb_sched_view_decode(&view, buf + PSB_HDR_LEN, h.seg_len) != 0)
-				continue;
-			if (!s->o.quiet)
-				printf("psb-ksrv: registered with the scheduler %s:%u as server rank %u "
-					"(%u servers, %u workers)\n", psb_ip_str(s->o.reg_ip, ip),
-					s->o.reg_port, h.aux, view.num_servers, view.num_workers);
-			return view.num_workers;
-		}
-	}
-	psb_die("the scheduler %s:%u did not answer REGISTER within %llu s",
-		psb_ip_str(s->o.reg_ip, ip), s->o.reg_port,
-		(unsigned long long)(REG_WAIT_NS / 1000000000ull));
-	return 0;
-}
 
 int
 main(int argc, char **argv)
 {
 	static struct ksrv srv;
 	struct ksrv *s = &srv;
-	struct psb_kv_cfg kc;
-	struct psb_kv_budget b;
+	struct psb_ksrv_cfg kc;
+	const struct psb_kv_budget *b;
 	struct sigaction sa;
 	struct pollfd pfd[2];
 	uint64_t start, now, idle_since, fin_ns = 0;
@@ -684,34 +448,41 @@ main(int argc, char **argv)
 	psb_cli_prog("psb-ksrv");
 	parse_args(&s->o, argc, argv);
 	s->sfd = -1;
-	s->fd = open_socket(s->o.ip, s->o.port, s->o.sockbuf, &s->o.port);
-	s->self.ip = s->o.ip;
-	s->self.port = s->o.port;
-	s->epoch = psb_epoch_new();
-	if (s->o.reg_ip != 0)
-		s->o.num_workers = register_server(s);
-	/* the same budgets as psb's, from half the machine's memory */
-	if (psb_kv_budget_derive(&b, &s->o.budget, mem_total() / 2, s->o.max_value,
-			s->o.seg_size < psb_seg_size_for_mtu(1500) ? s->o.seg_size :
-			psb_seg_size_for_mtu(1500), s->o.num_workers, 1, err, sizeof(err)) != 0)
-		psb_die("%s", err);
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_signal;	/* no SA_RESTART: poll() returns at once */
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+
 	memset(&kc, 0, sizeof(kc));
+	kc.ip = s->o.ip;
+	kc.port = s->o.port;
+	kc.sockbuf = s->o.sockbuf;
+	kc.reg_ip = s->o.reg_ip;
+	kc.reg_port = s->o.reg_port;
+	kc.reg_timeout_ns = REG_WAIT_NS;
+	kc.stop = &g_quit;
 	kc.num_workers = s->o.num_workers;
 	kc.sync = s->o.sync;
-	kc.max_value = s->o.max_value;
 	kc.seg_size = s->o.seg_size;
-	kc.epoch = s->epoch;
-	kc.capacity = 1024;
-	kc.max_bytes = b.max_bytes;
-	kc.max_keys = (uint32_t)b.max_keys;
-	kc.reasm_bytes = b.reasm_bytes;
-	kc.reasm_sender_bytes = b.reasm_sender_bytes;
+	kc.max_value = s->o.max_value;
+	kc.budget = s->o.budget;
 	kc.reasm_timeout_ns = s->o.reasm_timeout_ns;
-	kc.resend_burst = b.resend_burst;
-	kc.resend_bps = b.resend_bps;
-	s->kv = psb_kv_create(&kc);
-	if (s->kv == NULL || psb_udp_io_init(&s->io, s->o.seg_size) != 0)
-		psb_die("out of memory");
+	s->srv = psb_ksrv_open(&kc, err, sizeof(err));
+	if (s->srv == NULL)
+		psb_die("%s", err);
+	s->kv = psb_ksrv_kv(s->srv);
+	s->cnt = psb_ksrv_counters(s->srv);
+	b = psb_ksrv_budget(s->srv);
+	s->o.port = psb_ksrv_port(s->srv);
+	s->o.num_workers = psb_ksrv_num_workers(s->srv);
+	s->self.ip = s->o.ip;
+	s->self.port = s->o.port;
+	if (s->o.reg_ip != 0 && !s->o.quiet)
+		printf("psb-ksrv: registered with the scheduler %s:%u as server rank %u (%u servers, "
+		       "%u workers)\n", psb_ip_str(s->o.reg_ip, ipbuf), s->o.reg_port,
+		       psb_ksrv_rank(s->srv), psb_ksrv_num_servers(s->srv), s->o.num_workers);
 
 	if (s->o.sched) {
 		struct psb_sched_cfg sc = { .num_workers = s->o.num_workers,
@@ -723,6 +494,8 @@ main(int argc, char **argv)
 			psb_die("cannot host a scheduler for %u workers (at most %u nodes)",
 				s->o.num_workers, PSB_SCHED_MAX_NODES - 1);
 		s->sfd = open_socket(s->o.ip, s->o.sched_port, 1u << 20, &sched_port);
+		if (psb_udp_io_init(&s->sio, s->o.seg_size) != 0)
+			psb_die("out of memory");
 		/* This process is the job's first server: register it as if over the wire. */
 		if (!s->o.sched_only) {
 			psb_hdr_init(&reg, PSB_MSG_REGISTER);
@@ -730,13 +503,6 @@ main(int argc, char **argv)
 			psb_sched_handle(s->sched, &reg, &s->self, sched_emit, s);
 		}
 	}
-
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = on_signal;	/* no SA_RESTART: poll() returns at once */
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
-	signal(SIGPIPE, SIG_IGN);
 
 	if (s->o.ready_file != NULL)
 		write_ready(s->o.ready_file, s->o.port, sched_port);
@@ -754,22 +520,28 @@ main(int argc, char **argv)
 		printf("\npsb-ksrv: store budgets: %llu B in at most %llu keys; reassembly %llu B, "
 		       "%llu B per sender, %.3g s to the next segment; resends %llu B per sender "
 		       "at once, then %.4g Gbit/s\n",
-		       (unsigned long long)b.max_bytes, (unsigned long long)b.max_keys,
-		       (unsigned long long)b.reasm_bytes, (unsigned long long)b.reasm_sender_bytes,
-		       s->o.reasm_timeout_ns / 1e9, (unsigned long long)b.resend_burst,
-		       b.resend_bps / 1e9);
+		       (unsigned long long)b->max_bytes, (unsigned long long)b->max_keys,
+		       (unsigned long long)b->reasm_bytes, (unsigned long long)b->reasm_sender_bytes,
+		       s->o.reasm_timeout_ns / 1e9, (unsigned long long)b->resend_burst,
+		       b->resend_bps / 1e9);
 		fflush(stdout);
 	}
 
-	pfd[0].fd = s->fd;
+	pfd[0].fd = psb_ksrv_fd(s->srv);
 	pfd[0].events = POLLIN;
 	pfd[1].fd = s->sfd;
 	pfd[1].events = POLLIN;
 	start = idle_since = psb_clock_ns();
 	while (!g_quit) {
-		n = rx_data(s);
+		n = psb_ksrv_rx(s->srv);
 		now = psb_clock_ns();
-		psb_kv_tick(s->kv, now);
+		psb_ksrv_tick(s->srv, now);
+		if (psb_ksrv_ended(s->srv)) {
+			/* the job's scheduler: every worker finished (FINALIZE, acknowledged) */
+			fprintf(stderr, "psb-ksrv: every worker finished, says the scheduler: the job "
+				"is over\n");
+			break;
+		}
 		if (s->o.duration_ns != 0 && now - start >= s->o.duration_ns)
 			break;
 		if (n != 0) {
@@ -801,11 +573,10 @@ main(int argc, char **argv)
 			strerror(-n));
 		exit_code = 1;
 	}
-	close(s->fd);
 	if (s->sfd >= 0)
 		close(s->sfd);
 	psb_sched_free(s->sched);
-	psb_kv_free(s->kv);
-	psb_udp_io_free(&s->io);
+	psb_ksrv_close(s->srv);
+	psb_udp_io_free(&s->sio);
 	return exit_code;
 }

@@ -1,0 +1,95 @@
+/*
+ * A psb server on a kernel UDP socket: the store (lib/kv) behind one socket, registered
+ * with a job's scheduler or not. psb-ksrv is this plus its options and a hosted scheduler;
+ * libpsb's server API (psb/server.h) is this in handler mode.
+ */
+#ifndef PSB_KSRV_H
+#define PSB_KSRV_H
+
+#include <signal.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "psb_kv.h"
+#include "psb_proto.h"
+
+struct psb_ksrv_cfg {
+	uint32_t ip;			/* address to bind (0: any) */
+	uint16_t port;			/* 0: any free port */
+	uint32_t sockbuf;		/* socket buffers, bytes */
+	/*
+	 * Register as a server with the job's scheduler at reg_ip:reg_port (0: none) from
+	 * the data socket, whose address it announces to workers; the number of workers
+	 * then comes from it. REGISTER is sent again every 200 ms for reg_timeout_ns, or
+	 * until *stop is set.
+	 */
+	uint32_t reg_ip;
+	uint16_t reg_port;
+	uint64_t reg_timeout_ns;
+	const volatile sig_atomic_t *stop;
+	uint16_t num_workers;		/* without a scheduler */
+	int sync;
+	uint16_t seg_size;		/* value bytes per answer datagram */
+	uint32_t max_value;
+	struct psb_kv_budget budget;	/* as given (0: derived from half the machine's memory) */
+	uint64_t reasm_timeout_ns;
+	psb_kv_request_fn request;	/* handler mode (NULL: a store) */
+	void *request_arg;
+};
+
+/* What the socket saw and sent. */
+struct psb_ksrv_counters {
+	uint64_t rx_datagrams;
+	uint64_t rx_bytes;
+	uint64_t tx_datagrams;
+	uint64_t tx_bytes;
+	uint64_t tx_again;
+	uint64_t tx_dropped;
+	uint64_t bad_short;
+	uint64_t bad_magic;
+	uint64_t bad_segment;
+	uint64_t bad_truncated;
+	uint64_t not_request;
+	uint64_t sched_msgs;
+};
+
+struct psb_ksrv;
+
+/*
+ * Bind, register with the scheduler (when given), derive the budgets, make the store.
+ * NULL with the reason in err: the address taken, the scheduler that did not answer, a
+ * budget that cannot hold one value.
+ */
+struct psb_ksrv *psb_ksrv_open(const struct psb_ksrv_cfg *cfg, char *err, size_t errlen);
+void psb_ksrv_close(struct psb_ksrv *s);
+
+/*
+ * Read one batch from the socket and handle it: requests, and the scheduler's FINALIZE
+ * (the job is over: psb_ksrv_ended). Answers are sent before it returns. The datagrams
+ * read (0: none waiting).
+ */
+int psb_ksrv_rx(struct psb_ksrv *s);
+/* The store's clock: staged pushes time out, resend buckets refill. */
+void psb_ksrv_tick(struct psb_ksrv *s, uint64_t now_ns);
+/* Handler mode: answer r (psb_kv_respond), sent at once. */
+int psb_ksrv_respond(struct psb_ksrv *s, const struct psb_kv_req *r, const void *value,
+		uint32_t len);
+/* 1 once the job's scheduler said every worker finished. */
+int psb_ksrv_ended(const struct psb_ksrv *s);
+
+/* Validate a datagram of the socket or another: 0 with h decoded, or -1 (counted). */
+int psb_ksrv_check(struct psb_ksrv *s, const uint8_t *buf, size_t len, int truncated,
+		struct psb_hdr *h);
+
+int psb_ksrv_fd(const struct psb_ksrv *s);
+uint16_t psb_ksrv_port(const struct psb_ksrv *s);
+uint32_t psb_ksrv_epoch(const struct psb_ksrv *s);
+/* Registered: the rank the scheduler gave, the job's servers and workers (else 0, 1, N). */
+uint16_t psb_ksrv_rank(const struct psb_ksrv *s);
+uint16_t psb_ksrv_num_servers(const struct psb_ksrv *s);
+uint16_t psb_ksrv_num_workers(const struct psb_ksrv *s);
+const struct psb_kv_budget *psb_ksrv_budget(const struct psb_ksrv *s);
+struct psb_kv *psb_ksrv_kv(struct psb_ksrv *s);
+struct psb_ksrv_counters *psb_ksrv_counters(struct psb_ksrv *s);
+
+#endif /* PSB_KSRV_H */
