@@ -16,6 +16,7 @@
 #include <netinet/in.h>
 
 #include "psb/client.h"
+#include "psb_api_int.h"
 #include "psb_client.h"
 #include "psb_clock.h"
 #include "psb_sched.h"
@@ -122,6 +123,7 @@ psb_strerror(int code)
 	case PSBC_E_SYSTEM: return "a system call failed";
 	case PSBC_E_ENV: return "a DMLC_* variable is missing or malformed";
 	case PSBC_E_SCHEDULER: return "the scheduler refused or ended the job";
+	case PSBC_E_NOT_OPEN: return "the request is no longer open (answered already, superseded by its worker's next one, or its worker restarted)";
 	default: return "unknown psb error";
 	}
 }
@@ -167,8 +169,8 @@ fail(psbc_t *s, int code, const char *fmt, ...)
 	return code;
 }
 
-static int
-open_fail(char *err, size_t errlen, int code, const char *fmt, ...)
+int
+psb_api_fail(char *err, size_t errlen, int code, const char *fmt, ...)
 {
 	va_list ap;
 
@@ -207,9 +209,8 @@ parse_addr(const char *s, size_t len, uint32_t *ip, uint16_t *port)
 	return psb_client_parse_addr(buf, ip, port) == 0 && *ip != 0 ? 0 : -1;
 }
 
-/* An environment variable as a number in [lo, hi]: 0, 1 when unset, -1 when malformed. */
-static int
-env_num(const char *name, long lo, long hi, long *v)
+int
+psb_api_env_num(const char *name, long lo, long hi, long *v)
 {
 	const char *e = getenv(name);
 	char *end;
@@ -244,23 +245,22 @@ iface_ip(const char *name, char *buf, size_t len)
 	return rc;
 }
 
-/* The local address: the option, DMLC_NODE_HOST, DMLC_INTERFACE's, or NULL (any). */
-static int
-local_addr(const struct psbc_opts *o, char *buf, size_t len, const char **out, char *err,
+int
+psb_api_local_addr(const char *given, char *buf, size_t len, const char **out, char *err,
 		size_t errlen)
 {
 	const char *v;
 	uint32_t ip;
 
 	*out = NULL;
-	if (o->local_ip != NULL) {
-		*out = o->local_ip;
+	if (given != NULL) {
+		*out = given;
 		return 0;
 	}
 	v = getenv("DMLC_NODE_HOST");
 	if (v != NULL && *v != '\0') {
 		if (psb_parse_ip(v, &ip) != 0)
-			return open_fail(err, errlen, PSBC_E_ENV,
+			return psb_api_fail(err, errlen, PSBC_E_ENV,
 				"DMLC_NODE_HOST '%s' is not an IPv4 address", v);
 		*out = v;
 		return 0;
@@ -268,7 +268,7 @@ local_addr(const struct psbc_opts *o, char *buf, size_t len, const char **out, c
 	v = getenv("DMLC_INTERFACE");
 	if (v != NULL && *v != '\0') {
 		if (iface_ip(v, buf, len) != 0)
-			return open_fail(err, errlen, PSBC_E_ENV,
+			return psb_api_fail(err, errlen, PSBC_E_ENV,
 				"DMLC_INTERFACE '%s': no such interface with an IPv4 address", v);
 		*out = buf;
 	}
@@ -285,7 +285,7 @@ pick_seg(psbc_t *s, const struct psbc_opts *o, const uint32_t *ip, const uint16_
 
 	if (o->seg_size != 0) {
 		if ((o->seg_size & 3) != 0 || o->seg_size > PSB_UDP_MAX_SEG)
-			return open_fail(err, errlen, PSBC_E_INVAL,
+			return psb_api_fail(err, errlen, PSBC_E_INVAL,
 				"seg_size %u: expected a multiple of 4 in [4, %u]", o->seg_size,
 				PSB_UDP_MAX_SEG);
 		*seg = (uint16_t)o->seg_size;
@@ -295,7 +295,7 @@ pick_seg(psbc_t *s, const struct psbc_opts *o, const uint32_t *ip, const uint16_
 	for (i = 0; i < n; i++) {
 		g = psb_client_route_seg(ip[i], port[i], why, sizeof(why));
 		if (g == 0)
-			return open_fail(err, errlen, PSBC_E_UNREACHABLE, "server %s: %s",
+			return psb_api_fail(err, errlen, PSBC_E_UNREACHABLE, "server %s: %s",
 				s->names[i], why);
 		if (g < *seg)
 			*seg = g;
@@ -364,11 +364,11 @@ open_direct(psbc_t *s, const struct psbc_opts *o, const char *lip, char *err, si
 		comma = strchr(p, ',');
 		len = comma != NULL ? (size_t)(comma - p) : strlen(p);
 		if (n == PSB_SCHED_MAX_NODES)
-			return open_fail(err, errlen, PSBC_E_INVAL,
+			return psb_api_fail(err, errlen, PSBC_E_INVAL,
 				"servers: more than %u servers", PSB_SCHED_MAX_NODES);
 		port[n] = PSB_UDP_PORT;
 		if (parse_addr(p, len, &ip[n], &port[n]) != 0)
-			return open_fail(err, errlen, PSBC_E_INVAL,
+			return psb_api_fail(err, errlen, PSBC_E_INVAL,
 				"servers: '%.*s' is not IP or IP:PORT (e.g. 198.18.0.1:9430)",
 				(int)(len > 64 ? 64 : len), p);
 		snprintf(s->names[n], sizeof(s->names[n]), "%s:%u", psb_ip_str(ip[n], ipb),
@@ -379,14 +379,14 @@ open_direct(psbc_t *s, const struct psbc_opts *o, const char *lip, char *err, si
 		p = comma + 1;
 	}
 	if (rank < 0) {
-		rc = env_num("DMLC_RANK", 0, 65535, &rank);
+		rc = psb_api_env_num("DMLC_RANK", 0, 65535, &rank);
 		if (rc < 0)
-			return open_fail(err, errlen, PSBC_E_ENV,
+			return psb_api_fail(err, errlen, PSBC_E_ENV,
 				"DMLC_RANK '%s' is not a rank (0 to 65535)", getenv("DMLC_RANK"));
 		if (rc > 0)
 			rank = 0;
 	} else if (rank > 65535) {
-		return open_fail(err, errlen, PSBC_E_INVAL, "rank %ld: at most 65535", rank);
+		return psb_api_fail(err, errlen, PSBC_E_INVAL, "rank %ld: at most 65535", rank);
 	}
 	rc = pick_seg(s, o, ip, port, n, &seg, err, errlen);
 	if (rc != 0)
@@ -399,13 +399,13 @@ open_direct(psbc_t *s, const struct psbc_opts *o, const char *lip, char *err, si
 	cfg.seg_size = seg;
 	s->c = psb_client_open(&cfg, why, sizeof(why));
 	if (s->c == NULL)
-		return open_fail(err, errlen, PSBC_E_SYSTEM, "%s", why);
+		return psb_api_fail(err, errlen, PSBC_E_SYSTEM, "%s", why);
 	if (psb_client_set_servers(s->c, n, ip, port) != 0)
-		return open_fail(err, errlen, PSBC_E_INVAL, "servers: cannot use them");
+		return psb_api_fail(err, errlen, PSBC_E_INVAL, "servers: cannot use them");
 	ms = o->connect_timeout_ms != 0 ? o->connect_timeout_ms : DEF_CONNECT_MS;
 	rc = psb_client_probe(s->c, ms * 1000000ull, why, sizeof(why));
 	if (rc != 0)
-		return open_fail(err, errlen, rc == -EBADSLT ? PSBC_E_RANK : code_of(rc),
+		return psb_api_fail(err, errlen, rc == -EBADSLT ? PSBC_E_RANK : code_of(rc),
 			"%s%s", why, rc == -EBADSLT ? "" : ": is psb (or psb-ksrv) running there, "
 			"and the address right?");
 	s->nservers = n;
@@ -426,34 +426,16 @@ open_scheduled(psbc_t *s, const struct psbc_opts *o, const char *lip, char *err,
 	uint32_t sip, ip[PSB_SCHED_MAX_NODES];
 	uint16_t sport = PSB_SCHED_PORT, port[PSB_SCHED_MAX_NODES], seg, i, rank;
 	const char *role = getenv("DMLC_ROLE");
-	long p;
 	int rc;
 
 	if (role != NULL && *role != '\0' && strcmp(role, "worker") != 0)
-		return open_fail(err, errlen, PSBC_E_ENV,
+		return psb_api_fail(err, errlen, PSBC_E_ENV,
 			"DMLC_ROLE is '%s': a psb session is a worker (psb's servers and "
 			"scheduler are psb processes)", role);
-	if (o->scheduler != NULL) {
-		if (parse_addr(o->scheduler, strlen(o->scheduler), &sip, &sport) != 0)
-			return open_fail(err, errlen, PSBC_E_INVAL,
-				"scheduler '%s' is not IP or IP:PORT", o->scheduler);
-	} else {
-		const char *uri = getenv("DMLC_PS_ROOT_URI");
-
-		if (uri == NULL || *uri == '\0')
-			return open_fail(err, errlen, PSBC_E_ENV,
-				"neither servers nor a scheduler given, and DMLC_PS_ROOT_URI "
-				"(the scheduler's address) is not set");
-		if (psb_parse_ip(uri, &sip) != 0 || sip == 0)
-			return open_fail(err, errlen, PSBC_E_ENV,
-				"DMLC_PS_ROOT_URI '%s' is not an IPv4 address", uri);
-		rc = env_num("DMLC_PS_ROOT_PORT", 1, 65535, &p);
-		if (rc != 0)
-			return open_fail(err, errlen, PSBC_E_ENV, "DMLC_PS_ROOT_PORT %s%s%s",
-				rc > 0 ? "is not set" : "'", rc > 0 ? "" : getenv("DMLC_PS_ROOT_PORT"),
-				rc > 0 ? " (the scheduler's port)" : "' is not a port");
-		sport = (uint16_t)p;
-	}
+	rc = psb_api_sched_addr(o->scheduler, "neither servers nor a scheduler given", &sip,
+		&sport, err, errlen);
+	if (rc != 0)
+		return rc;
 	snprintf(sname, sizeof(sname), "%s:%u", psb_ip_str(sip, ipb), sport);
 	rc = pick_seg(s, o, &sip, &sport, 1, &seg, err, errlen);
 	if (rc != 0)
@@ -467,30 +449,30 @@ open_scheduled(psbc_t *s, const struct psbc_opts *o, const char *lip, char *err,
 		DEF_SCHED_MS) * 1000000ull;
 	s->c = psb_client_open(&cfg, why, sizeof(why));
 	if (s->c == NULL)
-		return open_fail(err, errlen, PSBC_E_SYSTEM, "%s", why);
+		return psb_api_fail(err, errlen, PSBC_E_SYSTEM, "%s", why);
 	v = calloc(1, sizeof(*v));
 	if (v == NULL)
-		return open_fail(err, errlen, PSBC_E_NOMEM, "out of memory");
+		return psb_api_fail(err, errlen, PSBC_E_NOMEM, "out of memory");
 	rc = psb_client_register(s->c, psb_ip_str(sip, ipb), sport, &rank, v);
 	if (rc != 0) {
 		free(v);
 		if (rc == -ETIMEDOUT)
-			return open_fail(err, errlen, PSBC_E_UNREACHABLE,
+			return psb_api_fail(err, errlen, PSBC_E_UNREACHABLE,
 				"scheduler %s did not admit this worker within %.1f s: is it "
 				"running there, and have all DMLC_NUM_WORKER workers and "
 				"DMLC_NUM_SERVER servers started?", sname,
 				(double)cfg.sched_timeout_ns / 1e9);
 		if (rc == -ECONNREFUSED)
-			return open_fail(err, errlen, PSBC_E_REFUSED,
+			return psb_api_fail(err, errlen, PSBC_E_REFUSED,
 				"scheduler %s refused for %.1f s: nothing listens there (is it "
 				"running, and DMLC_PS_ROOT_URI / DMLC_PS_ROOT_PORT right?)", sname,
 				(double)cfg.sched_timeout_ns / 1e9);
-		return open_fail(err, errlen, code_of(rc), "scheduler %s: %s", sname,
+		return psb_api_fail(err, errlen, code_of(rc), "scheduler %s: %s", sname,
 			psb_client_strerror(rc));
 	}
 	if (v->num_servers == 0) {
 		free(v);
-		return open_fail(err, errlen, PSBC_E_SCHEDULER,
+		return psb_api_fail(err, errlen, PSBC_E_SCHEDULER,
 			"scheduler %s admitted this worker but named no server", sname);
 	}
 	s->nservers = v->num_servers;
@@ -510,10 +492,41 @@ open_scheduled(psbc_t *s, const struct psbc_opts *o, const char *lip, char *err,
 		if (rc != 0)
 			return rc;
 		if (seg < cfg.seg_size && psb_client_set_seg_size(s->c, seg) != 0)
-			return open_fail(err, errlen, PSBC_E_NOMEM, "out of memory");
+			return psb_api_fail(err, errlen, PSBC_E_NOMEM, "out of memory");
 	}
 	(void)rank;
 	s->scheduled = 1;
+	return 0;
+}
+
+int
+psb_api_sched_addr(const char *given, const char *why_env, uint32_t *ip, uint16_t *port,
+		char *err, size_t errlen)
+{
+	const char *uri;
+	long p;
+	int rc;
+
+	*port = PSB_SCHED_PORT;
+	if (given != NULL) {
+		if (parse_addr(given, strlen(given), ip, port) != 0)
+			return psb_api_fail(err, errlen, PSBC_E_INVAL,
+				"scheduler '%s' is not IP or IP:PORT", given);
+		return 0;
+	}
+	uri = getenv("DMLC_PS_ROOT_URI");
+	if (uri == NULL || *uri == '\0')
+		return psb_api_fail(err, errlen, PSBC_E_ENV, "%s, and DMLC_PS_ROOT_URI (the "
+			"scheduler's address) is not set", why_env);
+	if (psb_parse_ip(uri, ip) != 0 || *ip == 0)
+		return psb_api_fail(err, errlen, PSBC_E_ENV,
+			"DMLC_PS_ROOT_URI '%s' is not an IPv4 address", uri);
+	rc = psb_api_env_num("DMLC_PS_ROOT_PORT", 1, 65535, &p);
+	if (rc != 0)
+		return psb_api_fail(err, errlen, PSBC_E_ENV, "DMLC_PS_ROOT_PORT %s%s%s",
+			rc > 0 ? "is not set" : "'", rc > 0 ? "" : getenv("DMLC_PS_ROOT_PORT"),
+			rc > 0 ? " (the scheduler's port)" : "' is not a port");
+	*port = (uint16_t)p;
 	return 0;
 }
 
@@ -529,25 +542,25 @@ psbc_open(psbc_t **out, const struct psbc_opts *o, char *err, size_t errlen)
 	if (err != NULL && errlen != 0)
 		err[0] = '\0';
 	if (out == NULL)
-		return open_fail(err, errlen, PSBC_E_INVAL, "out is NULL");
+		return psb_api_fail(err, errlen, PSBC_E_INVAL, "out is NULL");
 	*out = NULL;
 	if (o == NULL) {
 		psbc_opts_init(&def);
 		o = &def;
 	}
 	if (o->api != PSBC_API_VERSION)
-		return open_fail(err, errlen, PSBC_E_INVAL,
+		return psb_api_fail(err, errlen, PSBC_E_INVAL,
 			"opts.api is %u, this library speaks %u: call psbc_opts_init", o->api,
 			PSBC_API_VERSION);
 	if (o->sync != 0 && o->sync != 1)
-		return open_fail(err, errlen, PSBC_E_INVAL, "sync %d: 0 or 1", o->sync);
-	rc = local_addr(o, ifip, sizeof(ifip), &lip, err, errlen);
+		return psb_api_fail(err, errlen, PSBC_E_INVAL, "sync %d: 0 or 1", o->sync);
+	rc = psb_api_local_addr(o->local_ip, ifip, sizeof(ifip), &lip, err, errlen);
 	if (rc != 0)
 		return rc;
 	s = calloc(1, sizeof(*s));
 	if (s == NULL || ring_init(s, RING_MIN) != 0) {
 		free(s);
-		return open_fail(err, errlen, PSBC_E_NOMEM, "out of memory");
+		return psb_api_fail(err, errlen, PSBC_E_NOMEM, "out of memory");
 	}
 	s->sync = o->sync;
 	rc = o->servers != NULL ? open_direct(s, o, lip, err, errlen) :

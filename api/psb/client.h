@@ -61,6 +61,7 @@ enum psbc_error {
 	PSBC_E_SYSTEM = -19,		/* a system call failed (psbc_errmsg says which) */
 	PSBC_E_ENV = -20,		/* a DMLC_* variable is missing or malformed */
 	PSBC_E_SCHEDULER = -21,		/* the scheduler refused or ended the job */
+	PSBC_E_NOT_OPEN = -22,		/* psbs_respond: that request is no longer open */
 };
 
 /* The largest value one key holds, in floats (psb's protocol: 1 GiB). */
