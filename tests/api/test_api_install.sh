@@ -33,9 +33,10 @@ lib=$(find "$root" -name 'libpsb.so.1' | head -1)
 [ -n "$lib" ] || fail "libpsb.so.1 is not installed"
 find "$root" -name 'psb_client.h' -o -name 'libpsbclient*' | grep -q . &&
 	fail "internal headers or libpsbclient are installed"
-# the API alone: psb_strerror, psb_version and psbc_*
+# the APIs alone: psb_strerror, psb_version, psbc_* and psbs_*
 extra=$(nm -D --defined-only "$lib" | awk '$2 == "T" { print $3 }' | sed 's/@.*//' |
-	grep -vE '^(psb_strerror|psb_version|psbc_[a-z_]+)$')
+	grep -vE '^(psb_strerror|psb_version|psb[cs]_[a-z_]+)$')
+find "$root" -path '*/include/psb/server.h' | grep -q . || fail "psb/server.h is not installed"
 [ -z "$extra" ] || fail "libpsb exports more than the API: $extra"
 objdump -p "$lib" | grep -q 'SONAME *libpsb.so.1' || fail "libpsb's soname is not libpsb.so.1"
 
@@ -48,11 +49,11 @@ awk '/^## A first program/ { f = 1 } f && /^```c$/ { c = 1; next } c && /^```$/ 
 cc -std=c11 -Wall -Wextra -Werror $sanflags -o "$tmp/pushpull" "$tmp/pushpull.c" $flags ||
 	fail "the docs' example does not build against the installed library"
 if command -v c++ >/dev/null 2>&1; then
-	printf '#include <psb/client.h>\nint main() { psbc_opts o; psbc_opts_init(&o); return o.api != PSBC_API_VERSION; }\n' \
+	printf '#include <psb/client.h>\n#include <psb/server.h>\nint main() { psbc_opts o; psbs_opts so; psbc_opts_init(&o); psbs_opts_init(&so); return o.api != so.api; }\n' \
 		>"$tmp/cxx.cc"
 	# shellcheck disable=SC2086
 	c++ -Wall -Werror $sanflags -o "$tmp/cxx" "$tmp/cxx.cc" $flags && LD_LIBRARY_PATH=$(dirname "$lib") "$tmp/cxx" ||
-		fail "psb/client.h from C++"
+		fail "psb/client.h and psb/server.h from C++"
 fi
 
 # the ps-lite header, installed, as a ps-lite program is built against it
