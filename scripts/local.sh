@@ -3,12 +3,15 @@
 # servers and the workers, with the DMLC_* variables set. The scheduler and the servers are
 # psb's (psb-ksrv, on loopback; the servers sum as ps-lite's default handler does); the
 # workers are PROGRAM, a program built against psb's ps-lite header (ps/ps.h,
-# `pkg-config psb-pslite`) or the client API (psb/client.h). Waits for the workers, ends
+# `pkg-config psb-pslite`) or the client API (psb/client.h). With --handler the servers are
+# PROGRAM too, its KVServer's request handle answering. Waits for the workers, ends
 # everything and exits with the first failing worker's status (0 when all succeeded).
 #
 #   scripts/local.sh [options] NUM_SERVERS NUM_WORKERS PROGRAM [ARGS...]
 #
 #   --sync          synchronous rounds (default: asynchronous updates, ps-lite's default)
+#   --handler       the servers are PROGRAM (DMLC_ROLE=server, PSB_SERVER_HANDLER=1): its
+#                   own request handle runs, for servers that do more than sum
 #   --timeout S     give the workers S seconds in all (default 600): then every process is
 #                   ended, the ones still running named, and the exit status is 124
 #   --logs DIR      each process's output in DIR/{scheduler,server-I,worker-I}.log (default:
@@ -22,16 +25,18 @@
 # DMLC_PS_ROOT_URI and DMLC_PS_ROOT_PORT (docs/CLIENT.md).
 set -uo pipefail
 
-usage() { sed -n '2,23p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,26p' "$0" | sed 's/^# \{0,1\}//'; }
 die() { echo "local.sh: $*" >&2; exit 2; }
 
 SYNC=--async
+HANDLER=0
 TIMEOUT=600
 LOGS=
 IP=127.0.0.1
 while [ $# -gt 0 ]; do
 	case $1 in
 	--sync) SYNC=--sync ;;
+	--handler) HANDLER=1 ;;
 	--timeout) TIMEOUT=${2:?--timeout needs seconds}; shift ;;
 	--logs) LOGS=${2:?--logs needs a directory}; shift ;;
 	--ip) IP=${2:?--ip needs an address}; shift ;;
@@ -51,6 +56,8 @@ shift 2
 [[ "$TIMEOUT" =~ ^[0-9]+$ ]] || die "--timeout '$TIMEOUT' is not a number of seconds"
 PROG=$1
 shift
+[ $HANDLER = 0 ] || [ $SYNC = --async ] ||
+	die "--sync and --handler: the rounds of a program's own servers are its handler's"
 command -v "$PROG" >/dev/null 2>&1 || [ -x "$PROG" ] || die "PROGRAM '$PROG' is not executable"
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -82,14 +89,25 @@ PIDS+=($!)
 for ((i = 0; i < 200; i++)); do [ -s "$TMP/sched.ready" ] && break; sleep 0.05; done
 SPORT=$(cut -d' ' -f2 "$TMP/sched.ready" 2>/dev/null)
 [ -n "$SPORT" ] || { cat "$LOGS/scheduler.log" >&2; die "the scheduler did not start"; }
+export DMLC_PS_ROOT_URI=$IP DMLC_PS_ROOT_PORT=$SPORT DMLC_NUM_SERVER=$NS DMLC_NUM_WORKER=$NW
+# the workers' sessions run the servers' rounds
+[ $SYNC = --sync ] && export PSB_SYNC=1
 for ((s = 0; s < NS; s++)); do
-	"$KSRV" --ip "$IP" --port 0 --scheduler "$IP:$SPORT" "$SYNC" \
-		--duration $((TIMEOUT + 60)) >"$LOGS/server-$s.log" 2>&1 &
+	if [ $HANDLER = 1 ]; then
+		DMLC_ROLE=server DMLC_NODE_HOST=$IP PSB_SERVER_HANDLER=1 \
+			"$PROG" "$@" >"$LOGS/server-$s.log" 2>&1 &
+	else
+		"$KSRV" --ip "$IP" --port 0 --scheduler "$IP:$SPORT" "$SYNC" \
+			--duration $((TIMEOUT + 60)) >"$LOGS/server-$s.log" 2>&1 &
+	fi
 	PIDS+=($!)
 done
-echo "local.sh: scheduler $IP:$SPORT, $NS server(s) ($SYNC), $NW worker(s): $PROG $*"
+if [ $HANDLER = 1 ]; then
+	echo "local.sh: scheduler $IP:$SPORT, $NS server(s) and $NW worker(s): $PROG $*"
+else
+	echo "local.sh: scheduler $IP:$SPORT, $NS server(s) ($SYNC), $NW worker(s): $PROG $*"
+fi
 
-export DMLC_PS_ROOT_URI=$IP DMLC_PS_ROOT_PORT=$SPORT DMLC_NUM_SERVER=$NS DMLC_NUM_WORKER=$NW
 for ((w = 0; w < NW; w++)); do
 	if [ "$LOGS" = "$TMP" ]; then
 		DMLC_ROLE=worker "$PROG" "$@" > >(sed "s/^/[worker $w] /") 2>&1 &
@@ -128,7 +146,8 @@ while [ ${#left[@]} -gt 0 ]; do
 	fi
 	sleep 0.1
 done
-# the servers and the scheduler end with the job once every worker finalized
+# the servers and the scheduler end with the job once every worker finalized (a server
+# that is the program: once its Finalize returned)
 for ((i = 0; i < 50; i++)); do
 	alive=0
 	for p in "${PIDS[@]}"; do kill -0 "$p" 2>/dev/null && alive=1; done

@@ -11,6 +11,12 @@
  * Keys are sorted in ascending order, as ps-lite asks; psb splits them among the servers
  * by ps-lite's ranges (set_slicer's slicer is not used). cmd and priority reach no psb
  * server and are not used.
+ *
+ * A program's own KVServer request handle runs when the job asks for it (PSB_SERVER_HANDLER=1,
+ * scripts/local.sh --handler): the program's server processes are then the servers, over
+ * libpsb's server API. Each request it gets is one key (a worker's multi-key operation
+ * reaches it key by key, in order), with that key's value in vals and its length in lens;
+ * its Response, from the handler or later, from any thread, answers it.
  */
 #ifndef PSB_PSLITE_KV_APP_H
 #define PSB_PSLITE_KV_APP_H
@@ -51,6 +57,7 @@ struct KVMeta {
 	uint64_t addr = 0;
 	int val_len = 0;
 	int option = 0;
+	psbs_request psb_req{};		/* psb: the request Response answers */
 };
 
 /* ps-lite's SimpleApp, the base both apps have: its app and customer ids. */
@@ -360,9 +367,10 @@ private:
 };
 
 /*
- * ps-lite's KVServer. psb's servers (psb-ksrv, or psb itself) hold the store and answer;
- * a server process of a program runs one of them (Start), so the request handle given
- * here is kept but not run: they sum as KVServerDefaultHandle does.
+ * ps-lite's KVServer. By default psb's servers (psb-ksrv, or psb itself) hold the store and
+ * answer; a server process of a program runs one of them (Start), so the request handle
+ * given here is kept but not run: they sum as KVServerDefaultHandle does. In handler mode
+ * (PSB_SERVER_HANDLER=1) the process is the server and the request handle runs.
  */
 template <typename Val>
 class KVServer : public SimpleApp {
@@ -371,22 +379,45 @@ public:
 					     KVServer *server)>;
 
 	explicit KVServer(int app_id, bool is_scheduler = false, int instance_idx = 0)
-		: SimpleApp(app_id, app_id), instance_idx_(instance_idx)
+		: SimpleApp(app_id, app_id), instance_idx_(instance_idx),
+		  po_(Postoffice::GetServer(instance_idx))
 	{
 		(void)is_scheduler;
 	}
-	virtual ~KVServer() {}
+	virtual ~KVServer() { po_->psb_set_handler(this, nullptr); }
 	void set_request_handle(const ReqHandle &request_handle)
 	{
 		CHECK(request_handle) << "invalid request handle";
 		request_handle_ = request_handle;
-		PS_VLOG(1) << "psb: the servers are psb's, summing as ps-lite's default handler; "
-			      "this request handle is not run";
+		if (!po_->psb_handler_mode()) {
+			PS_VLOG(1) << "psb: the servers are psb's, summing as ps-lite's default "
+				      "handler; this request handle is not run (PSB_SERVER_HANDLER=1 "
+				      "runs it)";
+			return;
+		}
+		CHECK(sizeof(Val) == 1 || (std::is_floating_point<Val>::value && sizeof(Val) == 4))
+			<< "psb: values are float32 or bytes; this Val has " << sizeof(Val)
+			<< " bytes";
+		po_->psb_set_handler(this, [this](const psbs_request &r) { Handle(r); });
 	}
 	void Response(const KVMeta &req, const KVPairs<Val> &res = KVPairs<Val>())
 	{
-		(void)req;
-		(void)res;
+		psbs_t *s = po_->psb_server();
+
+		if (s == nullptr)
+			return;		/* psb's servers answer: nothing to do */
+		size_t bytes = res.vals.size() * sizeof(Val);
+
+		CHECK_EQ(bytes % sizeof(float), 0u) << "psb: key " << req.key << ": an answer of "
+			<< res.vals.size() << " values of " << sizeof(Val) << " byte(s), not a whole "
+			"number of float32 (4 bytes)";
+		int rc = psbs_respond(s, &req.psb_req,
+				      reinterpret_cast<const float *>(res.vals.data()),
+				      bytes / sizeof(float));
+		if (rc == PSBC_E_NOT_OPEN)
+			PS_VLOG(1) << "psb: " << psbs_errmsg(s);
+		else if (rc != 0)
+			LOG(WARNING) << "psb: Response: " << psbs_errmsg(s);
 	}
 	/* BytePS's line: buffers a server receives into. psb's servers keep their own. */
 	void RegisterRecvBuffer(int worker_id, SArray<Key> &keys, const SArray<Val> &vals,
@@ -403,7 +434,33 @@ public:
 	int instance_idx_ = 0;
 
 private:
+	/* A request of psb's server as ps-lite's handler sees one: one key, its value. */
+	void Handle(const psbs_request &r)
+	{
+		KVMeta meta;
+		KVPairs<Val> data;
+		size_t n = r.nvals * sizeof(float) / sizeof(Val);
+
+		meta.cmd = 0;
+		meta.push = r.op != PSBS_PULL;
+		meta.pull = r.op != PSBS_PUSH;
+		meta.sender = Postoffice::WorkerRankToID(r.sender);
+		meta.timestamp = static_cast<int>(r.id[0]);
+		meta.customer_id = customer_id_;
+		meta.key = r.key;
+		meta.val_len = static_cast<int>(n);
+		meta.psb_req = r;
+		meta.psb_req.vals = nullptr;
+		data.keys.push_back(r.key);
+		if (meta.push) {
+			data.vals.CopyFrom(reinterpret_cast<const Val *>(r.vals), n);
+			data.lens.push_back(static_cast<int>(n));
+		}
+		request_handle_(meta, data, this);
+	}
+
 	ReqHandle request_handle_;
+	Postoffice *po_;
 };
 
 /* ps-lite's default handler: a sum per key. psb's servers do this themselves. */

@@ -4,11 +4,16 @@
 #    the benchmark in its four modes, two KVWorkers in one process (multi_workers);
 #  - the program in every role, as ps-lite's own local.sh starts it (its scheduler and
 #    servers then run psb-ksrv);
+#  - servers that are the program (local.sh --handler): own_handler's servers hold pushes
+#    until every worker pushed and answer with the mean, which psb's summing servers
+#    cannot (the same job without --handler must fail); kv_sums with ps-lite's default
+#    handle run by the program's servers;
 #  - failing as a user would see it: a worker that fails makes local.sh fail with its
 #    status; one that hangs is ended after --timeout and named; a pull of a key nobody
 #    pushed, or a Val psb cannot carry, stops the program with a message saying so.
 #
 # usage: test_pslite.sh LOCAL_SH PSB_KSRV KV_SUMS BENCH_MODES MULTI_WORKERS BENCH_PUSHPULL
+#        OWN_HANDLER
 set -u
 local_sh=${1:?usage: test_pslite.sh LOCAL_SH PSB_KSRV KV_SUMS BENCH_MODES MULTI_WORKERS}
 ksrv=${2:?}
@@ -16,6 +21,7 @@ kv_sums=${3:?}
 bench_modes=${4:?}
 multi=${5:?}
 pushpull=${6:?}
+own=${7:?}
 export PSB_KSRV=$ksrv
 tmp=$(mktemp -d /tmp/psb-pslite-test.XXXXXX) || exit 1
 pids=()
@@ -53,6 +59,19 @@ run multi 1 2 "$multi" || { cat "$tmp/multi.out" >&2; fail "two KVWorkers a proc
 [ "$(grep -c ': 0 wrong sums$' "$tmp/multi.out")" = 4 ] ||
 	{ cat "$tmp/multi.out" >&2; fail "multi_workers: not four customers with exact sums"; }
 echo "test_pslite: local.sh jobs ok"
+
+# the program's own servers: its handler, not psb's sum
+run own --handler 2 3 "$own" || { cat "$tmp/own.out" >&2; fail "own_handler with --handler"; }
+[ "$(grep -c ': 5 rounds, 0 wrong means$' "$tmp/own.out")" = 3 ] ||
+	{ cat "$tmp/own.out" >&2; fail "own_handler: not every worker saw exact means"; }
+run own_psb 1 2 "$own" && { cat "$tmp/own_psb.out" >&2; fail "own_handler on psb's summing servers passed: the test cannot tell"; }
+grep -q 'wrong means$' "$tmp/own_psb.out" || { cat "$tmp/own_psb.out" >&2; fail "own_handler on psb's servers: no result line"; }
+run hsums --handler 2 3 "$kv_sums" || { cat "$tmp/hsums.out" >&2; fail "kv_sums with --handler"; }
+[ "$(grep -c 'error 0, 0$' "$tmp/hsums.out")" = 3 ] ||
+	{ cat "$tmp/hsums.out" >&2; fail "kv_sums with --handler: sums"; }
+"$local_sh" --handler --sync 1 1 "$own" >"$tmp/bad.out" 2>&1 && fail "--handler --sync was taken"
+grep -q "rounds of a program's own servers" "$tmp/bad.out" || { cat "$tmp/bad.out" >&2; fail "--handler --sync: message"; }
+echo "test_pslite: the program's own servers ok"
 
 # every role the program's, as ps-lite's local.sh starts it
 port=$(python3 -c 'import socket; s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')

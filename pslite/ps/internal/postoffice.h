@@ -8,7 +8,10 @@
  *            requests along and runs their callbacks, as ps-lite's receiving thread does.
  * server     psb's servers hold the store and sum as ps-lite's default handler does: this
  *            process starts psb-ksrv registered with the scheduler and waits for it in
- *            Finalize (the job's end ends it).
+ *            Finalize (the job's end ends it). With PSB_SERVER_HANDLER=1 (scripts/local.sh
+ *            --handler) the process is the server itself, over libpsb's server API
+ *            (psb/server.h): every request goes to the KVServer's request handle, run on a
+ *            thread of the node as ps-lite runs it, and is answered by its Response.
  * scheduler  starts psb's scheduler (psb-ksrv --scheduler-only) on DMLC_PS_ROOT_URI:PORT
  *            for DMLC_NUM_SERVER servers and DMLC_NUM_WORKER workers, and waits for the job's
  *            end in Finalize.
@@ -31,6 +34,7 @@
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>
+#include <deque>
 #include <functional>
 #include <mutex>
 #include <thread>
@@ -39,6 +43,7 @@
 #include <vector>
 
 #include <psb/client.h>
+#include <psb/server.h>
 
 #include "ps/base.h"
 #include "ps/internal/psb_config.h"
@@ -134,7 +139,9 @@ public:
 		read_env();
 		if (is_worker_)
 			start_worker(do_barrier);
-		if (is_server_)
+		if (is_server_ && handler_mode_)
+			start_handler_server();
+		else if (is_server_)
 			start_child("server");
 		if (is_scheduler_)
 			start_child("scheduler");
@@ -162,6 +169,15 @@ public:
 				LOG(WARNING) << "psb: Finalize: " << psbc_errmsg(session_);
 			psbc_close(session_);
 			session_ = nullptr;
+		}
+		if (server_ != nullptr) {
+			/* the job's end (the scheduler says every worker finished) ends the server */
+			lk.unlock();
+			if (server_thread_.joinable())
+				server_thread_.join();
+			lk.lock();
+			psbs_close(server_);
+			server_ = nullptr;
 		}
 		if (child_ > 0) {
 			int st = 0;
@@ -250,6 +266,24 @@ public:
 	const std::string &psb_servers() const { return servers_; }
 	bool psb_sync() const { return sync_; }
 
+	/* psb, handler mode: the node's server, and the one handler its requests go to. */
+	using PsbHandler = std::function<void(const psbs_request &r)>;
+	bool psb_handler_mode() const { return handler_mode_ && is_server_; }
+	psbs_t *psb_server() const { return server_; }
+	/* The KVServer's handler (empty: none now); requests that came before wait for it. */
+	void psb_set_handler(const void *owner, const PsbHandler &h)
+	{
+		std::lock_guard<std::mutex> lk(srv_mu_);
+
+		CHECK(!h || handler_owner_ == nullptr || handler_owner_ == owner)
+			<< "psb: a second KVServer with a request handle in this process; psb runs "
+			   "one a server process";
+		if (!h && handler_owner_ != owner)
+			return;
+		handler_ = h;
+		handler_owner_ = h ? owner : nullptr;
+	}
+
 	~Postoffice()
 	{
 		std::unique_lock<std::recursive_mutex> lk(mu_);
@@ -258,6 +292,16 @@ public:
 		if (session_ != nullptr)
 			psbc_close(session_);
 		session_ = nullptr;
+		if (server_ != nullptr) {
+			/* a server process that never called Finalize: stop receiving, close */
+			srv_stop_ = true;
+			lk.unlock();
+			if (server_thread_.joinable())
+				server_thread_.join();
+			lk.lock();
+			psbs_close(server_);
+			server_ = nullptr;
+		}
 	}
 
 private:
@@ -287,6 +331,83 @@ private:
 		const char *s = Environment::Get()->find("PSB_SYNC");
 
 		sync_ = s != nullptr && std::atoi(s) != 0;
+		s = Environment::Get()->find("PSB_SERVER_HANDLER");
+		handler_mode_ = s != nullptr && std::atoi(s) != 0;
+	}
+
+	/*
+	 * Handler mode: this process is a server of the job, registered with the scheduler
+	 * through libpsb; a thread receives until the job ends, handing each request to the
+	 * KVServer's handler.
+	 */
+	void start_handler_server()
+	{
+		struct psbs_opts o;
+		char err[512];
+
+		psbs_opts_init(&o);
+		o.connect_timeout_ms = static_cast<unsigned int>(env_int("PSB_CONNECT_TIMEOUT_MS", 0));
+		int rc = psbs_open(&server_, &o, on_psb_request, this, err, sizeof(err));
+
+		CHECK_EQ(rc, 0) << "psb: this server cannot join the job: " << err;
+		my_rank_ = psbs_rank(server_);
+		num_workers_ = psbs_num_workers(server_);
+		num_servers_ = psbs_num_servers(server_);
+		PS_VLOG(1) << "psb: server rank " << my_rank_ << " of " << num_servers_
+			   << ", its requests to this program's handler, port " << psbs_port(server_);
+		server_thread_ = std::thread([this] { serve_loop(); });
+	}
+
+	/* A request whole: to the handler, or kept (copied) until there is one. */
+	static void on_psb_request(psbs_t *s, const psbs_request *r, void *arg)
+	{
+		Postoffice *po = static_cast<Postoffice *>(arg);
+		PsbHandler h;
+
+		(void)s;
+		{
+			std::lock_guard<std::mutex> lk(po->srv_mu_);
+
+			if (!po->handler_ || !po->early_.empty()) {
+				po->early_.emplace_back(*r, std::vector<float>(r->vals,
+								r->vals + r->nvals));
+				po->early_.back().first.vals = po->early_.back().second.data();
+				return;
+			}
+			h = po->handler_;
+		}
+		h(*r);
+	}
+
+	void serve_loop()
+	{
+		int rc;
+
+		do {
+			rc = psbs_poll(server_, 20);
+			for (;;) {
+				std::pair<psbs_request, std::vector<float>> e;
+				PsbHandler h;
+				{
+					std::lock_guard<std::mutex> lk(srv_mu_);
+
+					if (!handler_ || early_.empty())
+						break;
+					e = std::move(early_.front());
+					early_.pop_front();
+					h = handler_;
+				}
+				e.first.vals = e.second.data();
+				h(e.first);
+			}
+		} while (rc > 0 && !srv_stop_);
+		if (rc < 0)
+			LOG(ERROR) << "psb: the server stopped: " << psb_strerror(rc);
+		std::lock_guard<std::mutex> lk(srv_mu_);
+
+		if (!early_.empty())
+			LOG(WARNING) << "psb: " << early_.size() << " request(s) never reached a "
+				     << "request handle (no KVServer set one)";
 	}
 
 	void start_worker(bool do_barrier)
@@ -427,6 +548,14 @@ private:
 	std::vector<std::function<void()>> exit_cbs_;
 	psbc_t *session_ = nullptr;
 	std::string servers_;
+	bool handler_mode_ = false;
+	psbs_t *server_ = nullptr;
+	std::thread server_thread_;
+	std::atomic<bool> srv_stop_{false};
+	std::mutex srv_mu_;
+	PsbHandler handler_;
+	const void *handler_owner_ = nullptr;
+	std::deque<std::pair<psbs_request, std::vector<float>>> early_;
 	pid_t child_ = 0;
 	std::string child_what_;
 };
