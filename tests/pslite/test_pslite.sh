@@ -1,7 +1,8 @@
 #!/bin/bash
 # ps-lite programs over psb, as ps-lite jobs on loopback:
 #  - scripts/local.sh runs kv_sums (3 workers, 2 servers: every sum checked by each worker),
-#    the benchmark in its four modes, two KVWorkers in one process (multi_workers);
+#    the benchmark in its four modes (and with --sync), two KVWorkers in one process
+#    (multi_workers);
 #  - the program in every role, as ps-lite's own local.sh starts it (its scheduler and
 #    servers then run psb-ksrv);
 #  - servers that are the program (local.sh --handler): own_handler's servers hold pushes
@@ -55,6 +56,10 @@ for m in 1 2 3; do
 	grep -q "mode $m: [0-9]* x 40 keys of 65536 B" "$tmp/pp$m.out" ||
 		{ cat "$tmp/pp$m.out" >&2; fail "bench_pushpull in mode $m: no result line"; }
 done
+# synchronous rounds: the workers run the servers' rounds (every key pushed by both)
+run sync --sync 2 2 "$bench_modes" 65536 10 2 || { cat "$tmp/sync.out" >&2; fail "the benchmark with --sync"; }
+[ "$(grep -c "mode 2: 10 x 8 keys of 65536 B" "$tmp/sync.out")" = 2 ] ||
+	{ cat "$tmp/sync.out" >&2; fail "the benchmark with --sync: not both workers' lines"; }
 run multi 1 2 "$multi" || { cat "$tmp/multi.out" >&2; fail "two KVWorkers a process"; }
 [ "$(grep -c ': 0 wrong sums$' "$tmp/multi.out")" = 4 ] ||
 	{ cat "$tmp/multi.out" >&2; fail "multi_workers: not four customers with exact sums"; }
