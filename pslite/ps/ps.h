@@ -7,7 +7,9 @@
  *
  * The workers are the program; the scheduler and the servers are psb's (psb-ksrv on
  * kernel sockets, or psb itself), the servers summing float32 values as ps-lite's default
- * handler does. docs/CLIENT.md says what is supported and what is not.
+ * handler does; or, with PSB_SERVER_HANDLER=1 (local.sh --handler), the servers are the
+ * program's, its request handle answering. docs/CLIENT.md says what is supported and what
+ * is not.
  */
 #ifndef PSB_PSLITE_PS_H
 #define PSB_PSLITE_PS_H

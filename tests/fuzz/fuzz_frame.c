@@ -507,6 +507,102 @@ check_repair(const struct psb_frame *f, int *repair_done)
 	psb_kv_free(kv);
 }
 
+/* Handler mode: what was handed over, and what the store sent. */
+struct handler_check {
+	struct psb_kv *kv;
+	unsigned int handed, emitted;
+	int answer;		/* answer each request in the handler */
+};
+
+static void
+handler_emit(void *arg, const struct psb_addr *to, struct psb_hdr *h, const void *value)
+{
+	struct handler_check *hc = arg;
+
+	hc->emitted++;
+	CHECK(to != NULL);
+	CHECK(h->type == PSB_MSG_ERROR || h->type == PSB_MSG_REPAIR_RESP ||
+	      h->type == PSB_MSG_PUSH_ACK || h->type == PSB_MSG_PULL_RESP ||
+	      h->type == PSB_MSG_PUSHPULL_RESP);
+	CHECK(h->total_len <= FUZZ_KV_MAX_VALUE);
+	CHECK(h->total_len == 0 || value != NULL || h->type == PSB_MSG_ERROR);
+}
+
+static void
+handler_req(void *arg, const struct psb_kv_req *r)
+{
+	struct handler_check *hc = arg;
+	static const float answer[4] = { 1, 2, 3, 4 };
+	const volatile uint8_t *v = r->value;
+	uint8_t x = 0;
+	uint32_t i;
+
+	hc->handed++;
+	CHECK(r->sender < FUZZ_KV_WORKERS && psb_msg_is_request(r->type));
+	CHECK(r->key != PSB_PROBE_KEY || r->type != PSB_MSG_PULL);
+	/* a push's value whole and readable; a pull's none */
+	CHECK((r->type == PSB_MSG_PULL) == (r->value == NULL));
+	CHECK(r->type == PSB_MSG_PULL || (r->len != 0 && r->len % 4 == 0 &&
+					  r->len <= FUZZ_KV_MAX_VALUE));
+	for (i = 0; v != NULL && i < r->len; i++)
+		x ^= v[i];
+	(void)x;
+	if (hc->answer) {
+		CHECK(psb_kv_respond(hc->kv, r, answer, sizeof(answer), handler_emit, hc) == 0);
+		CHECK(psb_kv_respond(hc->kv, r, answer, sizeof(answer), handler_emit, hc) ==
+			-ESTALE);
+	}
+}
+
+/*
+ * A request, REPAIR or BATCH as a server in handler mode takes it, answering in the handler
+ * or not at all: each request handed over at most once (the frame twice: the repeat is a
+ * retry), whole, never the probe.
+ */
+static void
+check_handler(const struct psb_frame *f, int *done)
+{
+	struct handler_check hc = { .handed = 0 };
+	struct psb_kv_cfg kc = {
+		.num_workers = FUZZ_KV_WORKERS,
+		.max_value = FUZZ_KV_MAX_VALUE,
+		.seg_size = FUZZ_KV_SEG,
+		.max_bytes = 1u << 20,
+		.resend_burst = 4 * FUZZ_KV_SEG,
+		.resend_bps = 1000000,
+		.request = handler_req,
+		.request_arg = &hc,
+	};
+	size_t out_len;
+	int pass, k;
+
+	if (f->hdr.version != PSB_VERSION || *done ||
+	    (!psb_msg_is_request(f->hdr.type) && f->hdr.type != PSB_MSG_REPAIR &&
+	     f->hdr.type != PSB_MSG_BATCH))
+		return;
+	*done = 1;
+	for (pass = 0; pass < 2; pass++) {
+		hc.answer = pass;
+		hc.handed = 0;
+		hc.kv = psb_kv_create(&kc);
+		CHECK(hc.kv != NULL);
+		for (k = 0; k < 2; k++) {
+			if (f->hdr.type == PSB_MSG_BATCH)
+				psb_kv_handle_batch(hc.kv, &f->hdr, f->payload, &f->src, batch_out,
+					sizeof(batch_out) - 8, &out_len, handler_emit, &hc);
+			else
+				psb_kv_handle(hc.kv, &f->hdr, f->payload, &f->src, handler_emit,
+					&hc);
+		}
+		CHECK(psb_kv_stats(hc.kv)->handed == hc.handed);
+		CHECK(psb_kv_stats(hc.kv)->answered == (pass ? hc.handed : 0));
+		if (f->hdr.type != PSB_MSG_BATCH)
+			CHECK(hc.handed <= 1);
+		CHECK(psb_kv_bytes(hc.kv) == 0);
+		psb_kv_free(hc.kv);
+	}
+}
+
 /* The scheduler control frames run against: 1 worker, 2 servers, liveness after 3 s. */
 #define FUZZ_SCHED_DEAD_NS	3000000000ull
 #define FUZZ_SCHED_IP3		0xc6120003u	/* 198.18.0.3: the second server */
@@ -769,6 +865,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct psb_frame f;
 	unsigned int i;
 	int rc, batch_done = 0, repair_done = 0, sched_done = 0, wk_done_once = 0;
+	int handler_done = 0;
 
 	for (i = 0; i < sizeof(cfgs) / sizeof(cfgs[0]); i++) {
 		rc = psb_frame_parse(data, size, &cfgs[i], &f);
@@ -785,6 +882,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			check_echo(size, &cfgs[i], &f);
 			check_batch(&f, &batch_done);
 			check_repair(&f, &repair_done);
+			check_handler(&f, &handler_done);
 			check_sched(&f, &sched_done);
 			check_worker(&f, &wk_done_once);
 			break;
