@@ -6,9 +6,13 @@
 //
 // Each worker pushes keys of three lengths for several rounds, pulls after each and checks
 // the mean exactly; the process exits non-zero when it is wrong. scripts/local.sh --handler
-// runs it (tests/pslite/test_pslite.sh).
+// runs it (tests/pslite/test_pslite.sh). With the argument "late" a server sets its handle a
+// second after Start: the requests that came before wait for it.
 #include <cmath>
+#include <chrono>
 #include <cstdlib>
+#include <cstring>
+#include <thread>
 #include <unordered_map>
 #include <vector>
 
@@ -139,8 +143,8 @@ RunWorker()
 int
 main(int argc, char *argv[])
 {
-	(void)argc;
-	(void)argv;
+	bool late = argc > 1 && std::strcmp(argv[1], "late") == 0;
+
 	Start(0);
 	KVServer<float> *server = nullptr;
 	MeanServer *handle = nullptr;
@@ -148,6 +152,8 @@ main(int argc, char *argv[])
 	if (IsServer()) {
 		server = new KVServer<float>(0);
 		handle = new MeanServer();
+		if (late)
+			std::this_thread::sleep_for(std::chrono::seconds(1));
 		server->set_request_handle([handle](const KVMeta &m, const KVPairs<float> &d,
 						    KVServer<float> *s) { (*handle)(m, d, s); });
 		RegisterExitCallback([server, handle]() {

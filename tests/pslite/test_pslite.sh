@@ -69,6 +69,9 @@ echo "test_pslite: local.sh jobs ok"
 run own --handler 2 3 "$own" || { cat "$tmp/own.out" >&2; fail "own_handler with --handler"; }
 [ "$(grep -c ': 5 rounds, 0 wrong means$' "$tmp/own.out")" = 3 ] ||
 	{ cat "$tmp/own.out" >&2; fail "own_handler: not every worker saw exact means"; }
+run own_late --handler 1 2 "$own" late || { cat "$tmp/own_late.out" >&2; fail "own_handler, its handle set late"; }
+[ "$(grep -c ': 5 rounds, 0 wrong means$' "$tmp/own_late.out")" = 2 ] ||
+	{ cat "$tmp/own_late.out" >&2; fail "own_handler, its handle set late: means"; }
 run own_psb 1 2 "$own" && { cat "$tmp/own_psb.out" >&2; fail "own_handler on psb's summing servers passed: the test cannot tell"; }
 grep -q 'wrong means$' "$tmp/own_psb.out" || { cat "$tmp/own_psb.out" >&2; fail "own_handler on psb's servers: no result line"; }
 run hsums --handler 2 3 "$kv_sums" || { cat "$tmp/hsums.out" >&2; fail "kv_sums with --handler"; }

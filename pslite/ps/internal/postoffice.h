@@ -369,6 +369,18 @@ private:
 			std::lock_guard<std::mutex> lk(po->srv_mu_);
 
 			if (!po->handler_ || !po->early_.empty()) {
+				/* bounded: the server's budgets do not cover these copies */
+				if (po->early_.size() >= kEarlyMax ||
+				    po->early_bytes_ + r->nvals * sizeof(float) > kEarlyBytes) {
+					if (po->early_dropped_++ == 0)
+						LOG(WARNING) << "psb: more than " << kEarlyMax
+							<< " requests or " << (kEarlyBytes >> 20)
+							<< " MiB before the server's KVServer set a request "
+							   "handle: the rest are not kept (their workers "
+							   "time out)";
+					return;
+				}
+				po->early_bytes_ += r->nvals * sizeof(float);
 				po->early_.emplace_back(*r, std::vector<float>(r->vals,
 								r->vals + r->nvals));
 				po->early_.back().first.vals = po->early_.back().second.data();
@@ -395,6 +407,7 @@ private:
 						break;
 					e = std::move(early_.front());
 					early_.pop_front();
+					early_bytes_ -= e.second.size() * sizeof(float);
 					h = handler_;
 				}
 				e.first.vals = e.second.data();
@@ -555,7 +568,12 @@ private:
 	std::mutex srv_mu_;
 	PsbHandler handler_;
 	const void *handler_owner_ = nullptr;
+	/* requests before a handle was set, kept at most this many and bytes */
+	static constexpr size_t kEarlyMax = 65536;
+	static constexpr size_t kEarlyBytes = size_t(256) << 20;
 	std::deque<std::pair<psbs_request, std::vector<float>>> early_;
+	size_t early_bytes_ = 0;
+	unsigned long early_dropped_ = 0;
 	pid_t child_ = 0;
 	std::string child_what_;
 };
