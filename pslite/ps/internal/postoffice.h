@@ -170,15 +170,8 @@ public:
 			psbc_close(session_);
 			session_ = nullptr;
 		}
-		if (server_ != nullptr) {
-			/* the job's end (the scheduler says every worker finished) ends the server */
-			lk.unlock();
-			if (server_thread_.joinable())
-				server_thread_.join();
-			lk.lock();
-			psbs_close(server_);
-			server_ = nullptr;
-		}
+		/* the job's end (the scheduler says every worker finished) ends the server */
+		stop_server(lk, false);
 		if (child_ > 0) {
 			int st = 0;
 
@@ -292,16 +285,8 @@ public:
 		if (session_ != nullptr)
 			psbc_close(session_);
 		session_ = nullptr;
-		if (server_ != nullptr) {
-			/* a server process that never called Finalize: stop receiving, close */
-			srv_stop_ = true;
-			lk.unlock();
-			if (server_thread_.joinable())
-				server_thread_.join();
-			lk.lock();
-			psbs_close(server_);
-			server_ = nullptr;
-		}
+		/* a server process that never called Finalize: stop receiving, close */
+		stop_server(lk, true);
 	}
 
 private:
@@ -389,6 +374,21 @@ private:
 			h = po->handler_;
 		}
 		h(*r);
+	}
+
+	/* Handler mode: the server's thread ended (now, or with the job), the server closed. */
+	void stop_server(std::unique_lock<std::recursive_mutex> &lk, bool now)
+	{
+		if (server_ == nullptr)
+			return;
+		if (now)
+			srv_stop_ = true;
+		lk.unlock();
+		if (server_thread_.joinable())
+			server_thread_.join();
+		lk.lock();
+		psbs_close(server_);
+		server_ = nullptr;
 	}
 
 	void serve_loop()
