@@ -37,8 +37,10 @@ bench_revision() {
 		src=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["directories"]["source"])' \
 			"$1/meson-info/meson-info.json")
 		# what ninja would do, less the revision it takes at every build and the links
-		# that follow it (they change nothing when the revision did not change)
-		ninja -C "$1" -n 2>/dev/null | grep '^\[' | grep -qv -e 'psb_version' -e '\] Linking ' &&
+		# that follow it, with a shared library's symbol file (they change nothing when
+		# the revision did not change)
+		ninja -C "$1" -n 2>/dev/null | grep '^\[' |
+			grep -qv -e 'psb_version' -e '\] Linking ' -e '\] Generating symbol file ' &&
 			stale=" build=stale"
 		line=$(bench_version_line "$1")
 	fi
