@@ -210,6 +210,15 @@ parse_addr(const char *s, size_t len, uint32_t *ip, uint16_t *port)
 }
 
 int
+psb_api_check_seg(unsigned int seg, char *err, size_t errlen)
+{
+	if (seg != 0 && ((seg & 3) != 0 || seg > PSB_UDP_MAX_SEG))
+		return psb_api_fail(err, errlen, PSBC_E_INVAL,
+			"seg_size %u: expected a multiple of 4 in [4, %u]", seg, PSB_UDP_MAX_SEG);
+	return 0;
+}
+
+int
 psb_api_env_num(const char *name, long lo, long hi, long *v)
 {
 	const char *e = getenv(name);
@@ -284,10 +293,8 @@ pick_seg(psbc_t *s, const struct psbc_opts *o, const uint32_t *ip, const uint16_
 	uint16_t i, g;
 
 	if (o->seg_size != 0) {
-		if ((o->seg_size & 3) != 0 || o->seg_size > PSB_UDP_MAX_SEG)
-			return psb_api_fail(err, errlen, PSBC_E_INVAL,
-				"seg_size %u: expected a multiple of 4 in [4, %u]", o->seg_size,
-				PSB_UDP_MAX_SEG);
+		if (psb_api_check_seg(o->seg_size, err, errlen) != 0)
+			return PSBC_E_INVAL;
 		*seg = (uint16_t)o->seg_size;
 		return 0;
 	}

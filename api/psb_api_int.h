@@ -9,6 +9,9 @@
 int psb_api_fail(char *err, size_t errlen, int code, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
 
+/* A seg_size option: 0 (none given) or a multiple of 4 a datagram carries; else PSBC_E_INVAL. */
+int psb_api_check_seg(unsigned int seg, char *err, size_t errlen);
+
 /* An environment variable as a number in [lo, hi]: 0, 1 when unset, -1 when malformed. */
 int psb_api_env_num(const char *name, long lo, long hi, long *v);
 

@@ -127,10 +127,8 @@ psbs_open(psbs_t **out, const struct psbs_opts *o, psbs_handler handler, void *a
 	if (o->max_value > PSBC_MAX_VALUE)
 		return psb_api_fail(err, errlen, PSBC_E_INVAL, "max_value %u floats: at most %u",
 			o->max_value, PSBC_MAX_VALUE);
-	if (o->seg_size != 0 && (o->seg_size < 4 || o->seg_size > PSB_UDP_MAX_SEG ||
-				 (o->seg_size & 3) != 0))
-		return psb_api_fail(err, errlen, PSBC_E_INVAL,
-			"seg_size %u: a multiple of 4 from 4 to %u", o->seg_size, PSB_UDP_MAX_SEG);
+	if (psb_api_check_seg(o->seg_size, err, errlen) != 0)
+		return PSBC_E_INVAL;
 	if (o->num_workers > PSB_KV_MAX_WORKERS)
 		return psb_api_fail(err, errlen, PSBC_E_INVAL, "num_workers %u: at most %u",
 			o->num_workers, PSB_KV_MAX_WORKERS);
