@@ -21,7 +21,8 @@ Exit status 0 when all holds, 1 with every difference listed.
 
 The published runs are those a mark names. --drift lists each whose revision (ABOUT.txt's,
 a revs run's head when that was the working tree or HEAD) differs from HEAD in the code it
-measures (app/, lib/, drivers/, multicast/: git diff REV HEAD -- those), with how many
+measures (app/, lib/, drivers/, multicast/, and for a client run also api/, pslite/ and
+python/, the libraries it runs: git diff REV HEAD -- those), with how many
 commits and files: a list to act on (scripts/bench/all.sh measures them again), exit
 status 0. Runs of older code on purpose (revs runs of two given revisions, a baseline's
 run) are named apart. --published prints their names,
@@ -46,6 +47,9 @@ MARK = re.compile(r"^<!-- summary: (docs/bench/[^ #]+/summary\.md)(?:#(\d+))? --
 # a run named in a doc: by its path, or by a plot's link from docs/ (bench/RUN/x.svg)
 NAMED = re.compile(r"(?:docs/|\(|\b)bench/([\w.-]+)")
 CODE = ("app", "lib", "drivers", "multicast")	# the code a run measures
+# and the code runs of a kind measure besides: client.sh's the client API, the ps-lite header
+# and the Python package
+CODE_OF = {"client": ("api", "pslite", "python")}
 
 
 def docs(root):
@@ -278,15 +282,16 @@ def drift(root):
             lines.append(f"  docs/bench/{run}: measured at {rev[:7]}, not in this repository")
             n += 1
             continue
-        if git(root, "diff", "--quiet", rev, "HEAD", "--", *CODE).returncode == 0:
+        code = CODE + CODE_OF.get(run.split("-")[0], ())
+        if git(root, "diff", "--quiet", rev, "HEAD", "--", *code).returncode == 0:
             continue
-        commits = git(root, "rev-list", "--count", rev + "..HEAD", "--", *CODE).stdout.strip()
-        files = len(git(root, "diff", "--name-only", rev, "HEAD", "--", *CODE).stdout.split())
+        commits = git(root, "rev-list", "--count", rev + "..HEAD", "--", *code).stdout.strip()
+        files = len(git(root, "diff", "--name-only", rev, "HEAD", "--", *code).stdout.split())
         n += 1
         lines.append(f"  docs/bench/{run}: measured at {rev[:7]}{what} on "
                      f"{a.get('date', '?')[:10]}{', dirty' if 'dirty=true' in words else ''}: "
                      f"{commits} commit{'' if commits == '1' else 's'} and {files} "
-                     f"file{'' if files == 1 else 's'} of {', '.join(c + '/' for c in CODE)} since")
+                     f"file{'' if files == 1 else 's'} of {', '.join(c + '/' for c in code)} since")
     head = ("check_docs: %d of the %d published runs measured code that differs from HEAD's "
             "(scripts/bench/all.sh measures them again)%s" % (n, len(runs), ":" if n else ""))
     tail = ["check_docs: older code on purpose (revisions compared, baselines): " +

@@ -162,6 +162,21 @@ def test_check_docs(tmp):
     assert "mc_send" not in drift.split("older code")[0], drift
     assert "older code on purpose (revisions compared, baselines): revs-2026-01-01a-roles, " \
            "ctl-2026-01-01a-old" in drift, drift
+    # a client run measures the client API, the ps-lite header and Python too; no other does
+    write(os.path.join(root, "docs", "bench", "client-2026-01-04a", "ABOUT.txt"),
+          "revision %s dirty=false\ndate 2026-01-04T00:00:00Z\ncommand scripts/bench/x.sh\n"
+          % head)
+    write(os.path.join(root, "docs", "CLIENT.md"),
+          "<!-- summary: docs/bench/client-2026-01-04a/summary.md -->\n")
+    write(os.path.join(root, "pslite", "ps", "ps.h"), "/* ps */\n")
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "four")
+    drift = check_docs(root, "--drift")
+    assert "docs/bench/client-2026-01-04a: measured at %s on 2026-01-04: 1 commit and 1 file " \
+           "of app/, lib/, drivers/, multicast/, api/, pslite/, python/ since" % head[:7] \
+           in drift, drift
+    assert "2 of the 6 published runs" in drift, drift
+    assert "mc_send" not in drift.split("older code")[0], drift
     # a marked table in any docs/*.md is checked against its summary, and written from it
     write(os.path.join(root, "docs", "bench", "staleness-2026-01-03a", "summary.md"),
           "| a |\n|---|\n| 1 |\n\nbetween\n\n| b |\n|---|\n| 2 |\n")
