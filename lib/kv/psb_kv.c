@@ -1120,7 +1120,7 @@ handle_pull(struct psb_kv *kv, struct kv_entry *e, const struct psb_hdr *h,
 		}
 		stage_discard(kv, st, PSB_KV_DISCARD_SUPERSEDED);
 	}
-	if (e == NULL && kv->cfg.request != NULL && h->key != PSB_PROBE_KEY) {
+	if (e == NULL && kv->cfg.request != NULL) {
 		/* handler mode: a key is whatever the handler answers for it */
 		uint32_t budget = PSB_BUDGET_NONE;
 
@@ -1358,6 +1358,16 @@ psb_kv_handle_ref(struct psb_kv *kv, const struct psb_hdr *h, const void *payloa
 	}
 	kv->addrs[h->sender] = *from;
 	note_epoch(kv, h->sender, h->aux);
+	/*
+	 * PSB_PROBE_KEY is the workers' liveness probe, outside every ps-lite key range: any
+	 * request on it is answered NO_KEY at once, and nothing is stored, staged or handed
+	 * over for it, so nothing a peer sends can make a probe wait (a REPAIR of it finds
+	 * nothing, and is told to send it all again).
+	 */
+	if (h->key == PSB_PROBE_KEY && h->type != PSB_MSG_REPAIR) {
+		send_error(kv, h, from, PSB_ST_NO_KEY, 0, emit, arg);
+		return 0;
+	}
 	e = lookup(kv, h->key);
 	if (h->type == PSB_MSG_PULL) {
 		handle_pull(kv, e, h, from, emit, arg);

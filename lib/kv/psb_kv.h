@@ -90,8 +90,8 @@ struct psb_kv_cfg {
 	 * same budgets, repeated requests and REPAIRs are answered again from the answer
 	 * given (kept, charged to max_bytes, until the sender's next request on the key),
 	 * ones still open are not answered at all (the sender keeps asking), a newer request
-	 * of the sender on the key supersedes an open one. A pull of PSB_PROBE_KEY is the
-	 * workers' liveness probe: answered NO_KEY here, never handed over.
+	 * of the sender on the key supersedes an open one. PSB_PROBE_KEY is the workers'
+	 * liveness probe: a request on it is answered NO_KEY here, never handed over.
 	 */
 	psb_kv_request_fn request;
 	void *request_arg;
@@ -235,7 +235,9 @@ void psb_kv_free(struct psb_kv *kv);
 
 /*
  * Handle one request message (one segment, or a REPAIR) from `from`. Responses, when due,
- * go through emit (possibly for other senders, when a sync round closes).
+ * go through emit (possibly for other senders, when a sync round closes). A request on
+ * PSB_PROBE_KEY (the workers' liveness probe) is answered NO_KEY at once and never kept
+ * or handed over: the key is no key's, in either mode.
  * Returns 0, or -EINVAL for a message that is not a request.
  */
 int psb_kv_handle(struct psb_kv *kv, const struct psb_hdr *h, const void *payload,

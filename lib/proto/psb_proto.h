@@ -23,7 +23,8 @@ extern "C" {
 #define PSB_FRAME_HLEN		(PSB_UDP_FRAME_HLEN + PSB_HDR_LEN)
 /* Largest value one message may carry (bytes): 1 GiB. */
 #define PSB_MAX_VALUE		(1u << 30)
-/* Workers probe a quiet server with a PULL of this key, which no server holds. */
+/* Workers probe a quiet server with a PULL of this key: no server holds it, and every
+ * request on it is answered NO_KEY by the server itself. */
 #define PSB_PROBE_KEY		UINT64_MAX
 /* Largest UDP payload psb ever sends or accepts. */
 #define PSB_MAX_UDP_PAYLOAD	(9000 - PSB_IP_HLEN - PSB_UDP_HLEN)

@@ -352,6 +352,7 @@ run_batch(const struct psb_frame *f, size_t cap)
 	size_t out_len = 0, off = 0;
 	unsigned int nreq, nans = 0, k;
 	uint64_t refused = 0;
+	uint32_t len, round;
 	int stopped, n;
 
 	kv = psb_kv_create(&kc);
@@ -391,6 +392,8 @@ run_batch(const struct psb_frame *f, size_t cap)
 		refused += st->resend_over_budget[k];
 	CHECK(nans + e.calls + st->stale + refused == nreq);
 	CHECK(st->resend_bytes <= kc.resend_burst);
+	/* the workers' probe key is never kept: a probe is always answered at once */
+	CHECK(psb_kv_get(kv, PSB_PROBE_KEY, &len, &round) == NULL);
 	psb_kv_free(kv);
 }
 
@@ -539,7 +542,7 @@ handler_req(void *arg, const struct psb_kv_req *r)
 
 	hc->handed++;
 	CHECK(r->sender < FUZZ_KV_WORKERS && psb_msg_is_request(r->type));
-	CHECK(r->key != PSB_PROBE_KEY || r->type != PSB_MSG_PULL);
+	CHECK(r->key != PSB_PROBE_KEY);
 	/* a push's value whole and readable; a pull's none */
 	CHECK((r->type == PSB_MSG_PULL) == (r->value == NULL));
 	CHECK(r->type == PSB_MSG_PULL || (r->len != 0 && r->len % 4 == 0 &&

@@ -79,7 +79,7 @@ put_rec(uint8_t *p, uint8_t type, uint8_t status, uint16_t len, uint32_t req_id,
 {
 	const struct psb_rec r = { .type = type, .status = status, .len = len, .req_id = req_id,
 		.key = key };
-	uint8_t vals[16];
+	uint8_t vals[16] = { 0 };
 	float f;
 	uint16_t i;
 
@@ -90,30 +90,39 @@ put_rec(uint8_t *p, uint8_t type, uint8_t status, uint16_t len, uint32_t req_id,
 	return tf_rec_put(p, &r, vals);
 }
 
+enum batch_seed { BATCH_REQS, BATCH_RESP, BATCH_PROBE };
+
 /*
- * A BATCH of a worker's small requests (push, pushpull and pull of one key,
- * a push of another), or the BATCH_RESP answering it: one message each,
+ * A BATCH of a worker's small requests (push, pushpull and pull of one key, a push of
+ * another), the BATCH_RESP answering it, or a BATCH pushing and then pulling the probe key
+ * (PSB_PROBE_KEY, which no server may keep or hand over): one message each,
  * total_len = seg_len = seg_size = the records' bytes.
  */
 static size_t
-build_batch(uint8_t *out, int resp)
+build_batch(uint8_t *out, enum batch_seed kind)
 {
 	const uint64_t k1 = 0x0123456789abcdefull, k2 = 42;
+	const int resp = kind == BATCH_RESP;
 	struct psb_hdr h;
 	size_t n = 0;
 
-	if (!resp) {
+	if (kind == BATCH_REQS) {
 		n += put_rec(value + n, PSB_MSG_PUSH, 0, 16, 0x1001, k1);
 		n += put_rec(value + n, PSB_MSG_PUSHPULL, 0, 16, 0x2001, k1);
 		n += put_rec(value + n, PSB_MSG_PULL, 0, 0, 0x3001, k1);
 		n += put_rec(value + n, PSB_MSG_PUSH, 0, 8, 0x4001, k2);
 		n += put_rec(value + n, PSB_MSG_PULL, 0, 0, 0x5001, 7);
-	} else {
+	} else if (kind == BATCH_RESP) {
 		n += put_rec(value + n, PSB_MSG_PUSH_ACK, 0, 0, 0x1001, k1);
 		n += put_rec(value + n, PSB_MSG_PUSHPULL_RESP, 0, 16, 0x2001, k1);
 		n += put_rec(value + n, PSB_MSG_PULL_RESP, 0, 16, 0x3001, k1);
 		n += put_rec(value + n, PSB_MSG_PUSH_ACK, 0, 0, 0x4001, k2);
 		n += put_rec(value + n, PSB_MSG_ERROR, PSB_ST_NO_KEY, 0, 0x5001, 7);
+	} else {
+		n += put_rec(value + n, PSB_MSG_PUSH, 0, 16, 0x1001, PSB_PROBE_KEY);
+		n += put_rec(value + n, PSB_MSG_PULL, 0, 0, 0x1002, PSB_PROBE_KEY);
+		n += put_rec(value + n, PSB_MSG_PUSHPULL, 0, 8, 0x1003, PSB_PROBE_KEY);
+		n += put_rec(value + n, PSB_MSG_PULL, 0, 0, 0x1004, PSB_PROBE_KEY);
 	}
 	h = tf_hdr(resp ? PSB_MSG_BATCH_RESP : PSB_MSG_BATCH, 0, 3, 77, 0, resp ? 0 : k1);
 	h.aux = resp ? 0 : 0x5eed;
@@ -168,12 +177,16 @@ fuzz_seeds_foreach(fuzz_seed_fn fn, void *arg)
 		n++;
 	}
 
-	len = build_batch(frame, 0);
+	len = build_batch(frame, BATCH_REQS);
 	fn(arg, "batch", frame, len);
 	n++;
 
-	len = build_batch(frame, 1);
+	len = build_batch(frame, BATCH_RESP);
 	fn(arg, "batch-resp", frame, len);
+	n++;
+
+	len = build_batch(frame, BATCH_PROBE);
+	fn(arg, "batch-probe", frame, len);
 	n++;
 
 	len = build_repair(frame, 0);

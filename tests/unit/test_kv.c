@@ -927,11 +927,11 @@ test_create_invalid(void **state)
 static uint64_t
 grow_key(uint32_t i)
 {
-	/* spread over the whole key space, including 0 and UINT64_MAX */
+	/* spread over the whole key space, including 0 and the last key below the probe's */
 	if (i == 0)
 		return 0;
 	if (i == 1)
-		return UINT64_MAX;
+		return PSB_PROBE_KEY - 1;
 	return (uint64_t)i * 0x9e3779b97f4a7c15ull;
 }
 
@@ -2549,6 +2549,56 @@ test_handler_budget(void **state)
 	psb_kv_free(kv);
 }
 
+/*
+ * PSB_PROBE_KEY is no key's: a push or pull on it is answered NO_KEY at once in a store
+ * (async or sync) and in handler mode, nothing is staged, kept or handed over, so a
+ * peer's push on it never makes another's probe wait for a round or a handler.
+ */
+static void
+test_probe_key(void **state)
+{
+	struct hand hd = { .n = 0 };
+	struct tf_cap c = { .n = 0 };
+	const float v[8] = { 1, 2, 3, 4, 5, 6, 7, 8 };
+	struct psb_addr a0 = waddr(0), a1 = waddr(1);
+	struct psb_kv *kv;
+	uint32_t n, held, mode, base, nbits;
+	uint64_t bytes;
+	uint8_t flags;
+
+	(void)state;
+	for (mode = 0; mode < 3; mode++) {
+		kv = mode == 2 ? kv_handler(2, &hd, 0) : kv_new(2, (int)mode, 0, 0);
+		sync_flag = mode == 1;
+		/* the first segment of a two-segment push: refused, nothing staged */
+		assert_int_equal(send_seg(kv, &c, PSB_MSG_PUSH, 0, 1, 0, PSB_PROBE_KEY, v,
+			sizeof(v), 0), 0);
+		assert_int_equal(c.n, 1);
+		check_error(&c.m[0], PSB_ST_NO_KEY, 0, &a0, 0, 1, PSB_PROBE_KEY);
+		psb_kv_staged(kv, &n, &bytes, &held);
+		assert_int_equal(n, 0);
+		/* a whole one-segment pushpull, then the other worker's probe: NO_KEY at once */
+		send_value(kv, &c, PSB_MSG_PUSHPULL, 0, 2, 0, PSB_PROBE_KEY, v, SEG);
+		send_pull(kv, &c, 1, 1, 0, PSB_PROBE_KEY);
+		assert_int_equal(c.n, 3);
+		check_error(&c.m[1], PSB_ST_NO_KEY, 0, &a0, 0, 2, PSB_PROBE_KEY);
+		check_error(&c.m[2], PSB_ST_NO_KEY, 0, &a1, 1, 1, PSB_PROBE_KEY);
+		/* a REPAIR of it finds nothing: send it all again */
+		send_repair(kv, &c, 0, 2, PSB_PROBE_KEY, PSB_MSG_PUSHPULL, 0, 0, 0, 0, 0);
+		assert_int_equal(c.n, 4);
+		assert_int_equal(c.m[3].h.type, PSB_MSG_REPAIR_RESP);
+		(void)nack_bits(&c.m[3], &base, &nbits, &flags);
+		assert_true(flags & PSB_REPAIR_ALL);
+		assert_int_equal(psb_kv_nkeys(kv), 0);
+		assert_null(psb_kv_get(kv, PSB_PROBE_KEY, NULL, NULL));
+		assert_int_equal(hd.n, 0);
+		assert_int_equal(psb_kv_stats(kv)->handed, 0);
+		tf_cap_clear(&c);
+		psb_kv_free(kv);
+	}
+	sync_flag = 0;
+}
+
 int
 main(void)
 {
@@ -2584,6 +2634,7 @@ main(void)
 		cmocka_unit_test(test_resend_derive),
 		cmocka_unit_test(test_handler),
 		cmocka_unit_test(test_handler_budget),
+		cmocka_unit_test(test_probe_key),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
