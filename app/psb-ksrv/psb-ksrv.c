@@ -34,6 +34,8 @@ struct opts {
 	uint32_t max_value;
 	const char *stats_file;
 	const char *ready_file;
+	const char *rounds_file;	/* --rounds-file: each closed round's times */
+	uint64_t rounds_max;
 	uint64_t duration_ns;
 	int sched;
 	uint16_t sched_port;
@@ -57,6 +59,9 @@ struct ksrv {
 	struct psb_sched *sched;
 	struct psb_addr self;
 	struct psb_udp_io sio;
+	FILE *rounds;			/* --rounds-file, written to <file>.tmp.<pid> */
+	char rounds_tmp[4096];
+	uint64_t rounds_recorded, rounds_unrecorded;
 };
 
 static volatile sig_atomic_t g_quit;
@@ -86,6 +91,12 @@ usage(FILE *out)
 "  --scheduler IP[:PORT] register as a server with the job's scheduler instead (port\n"
 "                        default %u); the number of workers then comes from it\n"
 "  --stats-file FILE     write counters as JSON at exit\n"
+"  --rounds-file FILE    (--sync) write each round a key closed as a CSV row at exit:\n"
+"                        key,round,len,wait_us,sum_us,round_us (wait: the first push to\n"
+"                        the last; sum: adding them up; round: the first push to the\n"
+"                        answers)\n"
+"  --rounds-max N        rows of --rounds-file at most (default 1000000; more are\n"
+"                        counted, not written)\n"
 "  --ready-file FILE     write \"PORT SCHEDPORT\" once the sockets are bound\n"
 "  --duration SECONDS    exit after this long\n"
 "  --busy-poll-us N      spin this long before sleeping in poll() (default 50)\n"
@@ -106,6 +117,7 @@ enum {
 	OPT_SCHED_PORT, OPT_STATS_FILE, OPT_READY_FILE, OPT_DURATION, OPT_BUSY_POLL, OPT_SOCKBUF,
 	OPT_STORE_BYTES, OPT_STORE_KEYS, OPT_REASM_BYTES, OPT_REASM_SENDER, OPT_REASM_TIMEOUT,
 	OPT_SCHED, OPT_RESEND_BURST, OPT_RESEND_RATE, OPT_NUM_SERVERS, OPT_SCHED_ONLY,
+	OPT_ROUNDS_FILE, OPT_ROUNDS_MAX,
 };
 
 static const struct option long_opts[] = {
@@ -121,6 +133,8 @@ static const struct option long_opts[] = {
 	{ "scheduler-only", no_argument, NULL, OPT_SCHED_ONLY },
 	{ "scheduler", required_argument, NULL, OPT_SCHED },
 	{ "stats-file", required_argument, NULL, OPT_STATS_FILE },
+	{ "rounds-file", required_argument, NULL, OPT_ROUNDS_FILE },
+	{ "rounds-max", required_argument, NULL, OPT_ROUNDS_MAX },
 	{ "ready-file", required_argument, NULL, OPT_READY_FILE },
 	{ "duration", required_argument, NULL, OPT_DURATION },
 	{ "busy-poll-us", required_argument, NULL, OPT_BUSY_POLL },
@@ -152,6 +166,7 @@ parse_args(struct opts *o, int argc, char **argv)
 	o->reasm_timeout_ns = 2000000000ull;
 	o->busy_poll_ns = 50000;
 	o->sockbuf = 16u << 20;
+	o->rounds_max = 1000000;
 	while ((c = psb_cli_getopt(argc, argv, "qh", long_opts, NULL)) != -1) {
 		switch (c) {
 		case OPT_IP: o->ip = psb_cli_ip("--ip", optarg); break;
@@ -184,6 +199,10 @@ parse_args(struct opts *o, int argc, char **argv)
 			psb_cli_host_port("--scheduler", optarg, &o->reg_ip, &o->reg_port);
 			break;
 		case OPT_STATS_FILE: o->stats_file = optarg; break;
+		case OPT_ROUNDS_FILE: o->rounds_file = optarg; break;
+		case OPT_ROUNDS_MAX:
+			o->rounds_max = psb_cli_u64("--rounds-max", optarg, 1, 1ull << 32);
+			break;
 		case OPT_READY_FILE: o->ready_file = optarg; break;
 		case OPT_DURATION: o->duration_ns = psb_cli_seconds_ns("--duration", optarg); break;
 		case OPT_BUSY_POLL:
@@ -233,6 +252,9 @@ parse_args(struct opts *o, int argc, char **argv)
 			"--scheduler-port");
 	if (o->num_servers == 0)
 		o->num_servers = 1;
+	if (o->rounds_file != NULL && (!o->sync || o->sched_only))
+		psb_die("--rounds-file: rounds are a synchronous store's (give --sync, and serve "
+			"keys)");
 }
 
 static void
@@ -320,6 +342,49 @@ write_ready(const char *path, uint16_t port, uint16_t sched_port)
 	}
 }
 
+/* --rounds-file: a row for each round closed, up to --rounds-max. */
+static void
+round_closed(void *arg, const struct psb_kv_round *r)
+{
+	struct ksrv *s = arg;
+
+	if (s->rounds_recorded >= s->o.rounds_max) {
+		s->rounds_unrecorded++;
+		return;
+	}
+	fprintf(s->rounds, "%llu,%u,%u,%u,%u,%u\n", (unsigned long long)r->key, r->round, r->len,
+		r->wait_us, r->sum_us, r->round_us);
+	s->rounds_recorded++;
+}
+
+static void
+rounds_open(struct ksrv *s)
+{
+	if ((size_t)snprintf(s->rounds_tmp, sizeof(s->rounds_tmp), "%s.tmp.%d", s->o.rounds_file,
+			(int)getpid()) >= sizeof(s->rounds_tmp))
+		psb_die("--rounds-file: path too long");
+	s->rounds = fopen(s->rounds_tmp, "w");
+	if (s->rounds == NULL)
+		psb_die("--rounds-file: cannot create %s: %s", s->rounds_tmp, strerror(errno));
+	setvbuf(s->rounds, NULL, _IOFBF, 1u << 20);
+	fprintf(s->rounds, "key,round,len,wait_us,sum_us,round_us\n");
+}
+
+/* The rounds file complete, in place at once (0), or -1 with the reason said. */
+static int
+rounds_close(struct ksrv *s)
+{
+	int bad = ferror(s->rounds);
+
+	if (fclose(s->rounds) != 0 || bad || rename(s->rounds_tmp, s->o.rounds_file) != 0) {
+		fprintf(stderr, "psb-ksrv: --rounds-file: cannot write %s: %s\n", s->o.rounds_file,
+			strerror(errno));
+		unlink(s->rounds_tmp);
+		return -1;
+	}
+	return 0;
+}
+
 static void
 print_summary(const struct ksrv *s, FILE *out)
 {
@@ -348,6 +413,10 @@ print_summary(const struct ksrv *s, FILE *out)
 		if (st->errors[k] != 0)
 			fprintf(out, "error replies %-16s %llu\n", psb_status_name((uint8_t)k),
 				(unsigned long long)st->errors[k]);
+	if (s->rounds != NULL)
+		fprintf(out, "rounds file: %llu rounds recorded, %llu beyond --rounds-max\n",
+			(unsigned long long)s->rounds_recorded,
+			(unsigned long long)s->rounds_unrecorded);
 	if (getenv("PSB_KV_DUMP") != NULL)
 		psb_kv_dump(s->kv, out);
 	if (s->sched != NULL) {
@@ -416,6 +485,10 @@ write_stats(const struct ksrv *s, const char *path)
 		"ignored", bad, "store", store);
 	if (root == NULL)
 		return -ENOMEM;
+	if (s->rounds != NULL)
+		json_object_set_new(root, "rounds_file", json_pack("{s:I,s:I}",
+			"recorded", (json_int_t)s->rounds_recorded,
+			"unrecorded", (json_int_t)s->rounds_unrecorded));
 	if (s->sched != NULL) {
 		const struct psb_sched_stats *ss = psb_sched_stats(s->sched);
 
@@ -469,6 +542,12 @@ main(int argc, char **argv)
 	kc.max_value = s->o.max_value;
 	kc.budget = s->o.budget;
 	kc.reasm_timeout_ns = s->o.reasm_timeout_ns;
+	if (s->o.rounds_file != NULL) {
+		rounds_open(s);
+		kc.round_closed = round_closed;
+		kc.round_arg = s;
+		kc.clock_ns = psb_clock_ns;
+	}
 	s->srv = psb_ksrv_open(&kc, err, sizeof(err));
 	if (s->srv == NULL)
 		psb_die("%s", err);
@@ -524,6 +603,9 @@ main(int argc, char **argv)
 		       (unsigned long long)b->reasm_bytes, (unsigned long long)b->reasm_sender_bytes,
 		       s->o.reasm_timeout_ns / 1e9, (unsigned long long)b->resend_burst,
 		       b->resend_bps / 1e9);
+		if (s->rounds != NULL)
+			printf("psb-ksrv: rounds to %s at exit, %llu at most\n", s->o.rounds_file,
+			       (unsigned long long)s->o.rounds_max);
 		fflush(stdout);
 	}
 
@@ -568,6 +650,8 @@ main(int argc, char **argv)
 	}
 
 	print_summary(s, stdout);
+	if (s->rounds != NULL && rounds_close(s) != 0)
+		exit_code = 1;
 	if (s->o.stats_file != NULL && (n = write_stats(s, s->o.stats_file)) != 0) {
 		fprintf(stderr, "psb-ksrv: cannot write --stats-file %s: %s\n", s->o.stats_file,
 			strerror(-n));

@@ -334,6 +334,9 @@ psb_ksrv_open(const struct psb_ksrv_cfg *cfg, char *err, size_t errlen)
 	kc.resend_bps = s->budget.resend_bps;
 	kc.request = cfg->request;
 	kc.request_arg = cfg->request_arg;
+	kc.round_closed = cfg->round_closed;
+	kc.round_arg = cfg->round_arg;
+	kc.clock_ns = cfg->clock_ns;
 	s->kv = psb_kv_create(&kc);
 	if (s->kv == NULL || psb_udp_io_init(&s->io, cfg->seg_size) != 0) {
 		set_err(err, errlen, "out of memory (a store for %u workers)", s->num_workers);

@@ -35,6 +35,10 @@ struct psb_ksrv_cfg {
 	uint64_t reasm_timeout_ns;
 	psb_kv_request_fn request;	/* handler mode (NULL: a store) */
 	void *request_arg;
+	/* sync: each round's times as it closes (psb_kv_cfg.round_closed; NULL: none) */
+	void (*round_closed)(void *arg, const struct psb_kv_round *r);
+	void *round_arg;
+	uint64_t (*clock_ns)(void);
 };
 
 /* What the socket saw and sent. */

@@ -62,6 +62,12 @@ struct kv_entry {
 
 #define slot_used(e)	((e)->peers != NULL)
 
+/* cfg.round_closed: a slot's open round, its first push whole and the time its adds took */
+struct kv_rt {
+	uint32_t first;		/* clock / 1024 */
+	uint32_t sum;		/* ns / 1024 */
+};
+
 /* One sender's resend bucket, and what it was refused. */
 struct kv_resend {
 	double tokens;		/* bytes it may send again now */
@@ -99,6 +105,7 @@ struct psb_kv {
 	struct psb_kv_cfg cfg;
 	uint32_t cap0;			/* slots at creation: reset returns there */
 	struct kv_entry *slots;
+	struct kv_rt *rt;		/* [mask + 1] beside slots when rounds are timed, or NULL */
 	uint32_t mask;
 	uint32_t nkeys;
 	uint64_t bytes;			/* value bytes */
@@ -214,14 +221,29 @@ resend_fill(struct psb_kv *kv)
 	}
 }
 
+/* What a slot of the table costs: the entry, and its round times when rounds are timed. */
+static inline uint64_t
+slot_bytes(const struct psb_kv *kv)
+{
+	return sizeof(struct kv_entry) + (kv->cfg.round_closed != NULL ? sizeof(struct kv_rt) : 0);
+}
+
 static int
 slots_alloc(struct psb_kv *kv, uint32_t cap)
 {
 	kv->slots = calloc(cap, sizeof(*kv->slots));
 	if (kv->slots == NULL)
 		return -ENOMEM;
+	if (kv->cfg.round_closed != NULL) {
+		kv->rt = calloc(cap, sizeof(*kv->rt));
+		if (kv->rt == NULL) {
+			free(kv->slots);
+			kv->slots = NULL;
+			return -ENOMEM;
+		}
+	}
 	kv->mask = cap - 1;
-	kv->mem += (uint64_t)cap * sizeof(struct kv_entry);
+	kv->mem += (uint64_t)cap * slot_bytes(kv);
 	return 0;
 }
 
@@ -233,7 +255,7 @@ psb_kv_create(const struct psb_kv_cfg *cfg)
 	uint16_t nw = cfg->num_workers;
 
 	if (nw == 0 || nw > PSB_KV_MAX_WORKERS || cfg->seg_size == 0 || (cfg->seg_size & 3) != 0 ||
-	    (cfg->value_headroom & 63) != 0)
+	    (cfg->value_headroom & 63) != 0 || (cfg->round_closed == NULL) != (cfg->clock_ns == NULL))
 		return NULL;
 	while (cap < cfg->capacity && cap < (1u << 30))
 		cap <<= 1;
@@ -594,6 +616,8 @@ drop_all(struct psb_kv *kv)
 				entry_free(kv, &kv->slots[i]);
 	free(kv->slots);
 	kv->slots = NULL;
+	free(kv->rt);
+	kv->rt = NULL;
 	kv->nkeys = 0;
 	kv->bytes = 0;
 	kv->mem = 0;
@@ -635,14 +659,19 @@ static int
 grow(struct psb_kv *kv)
 {
 	uint32_t ncap = (kv->mask + 1) * 2, i, j;
-	uint64_t add = (uint64_t)(kv->mask + 1) * sizeof(struct kv_entry);
+	uint64_t add = (uint64_t)(kv->mask + 1) * slot_bytes(kv);
 	struct kv_entry *ns;
+	struct kv_rt *nrt = NULL;
 
 	if (kv->cfg.max_bytes != 0 && kv->mem + add > kv->cfg.max_bytes)
 		return -ENOSPC;
 	ns = calloc(ncap, sizeof(*ns));
 	if (ns == NULL)
 		return -ENOMEM;
+	if (kv->rt != NULL && (nrt = calloc(ncap, sizeof(*nrt))) == NULL) {
+		free(ns);
+		return -ENOMEM;
+	}
 	for (i = 0; i <= kv->mask; i++) {
 		if (!slot_used(&kv->slots[i]))
 			continue;
@@ -650,9 +679,15 @@ grow(struct psb_kv *kv)
 		while (slot_used(&ns[j]))
 			j = (j + 1) & (ncap - 1);
 		ns[j] = kv->slots[i];
+		if (nrt != NULL)
+			nrt[j] = kv->rt[i];
 	}
 	free(kv->slots);
 	kv->slots = ns;
+	if (nrt != NULL) {
+		free(kv->rt);
+		kv->rt = nrt;
+	}
 	kv->mask = ncap - 1;
 	kv->mem += add;
 	return 0;
@@ -712,6 +747,8 @@ insert(struct psb_kv *kv, uint64_t key, uint32_t len, uint32_t *budget)
 	}
 	e->key = key;
 	e->len = len;
+	if (kv->rt != NULL)
+		kv->rt[e - kv->slots] = (struct kv_rt){ 0, 0 };
 	kv->nkeys++;
 	kv->bytes += len;
 	kv->mem += entry_mem(kv, len);
@@ -825,16 +862,34 @@ answer(struct psb_kv *kv, struct kv_entry *e, uint16_t s, psb_kv_emit_fn emit, v
 	emit(arg, &kv->addrs[s], &r, value);
 }
 
+/* Round timing (cfg.round_closed): the clock in units of 1024 ns, and such units in us. */
+static inline uint32_t
+rt_now(const struct psb_kv *kv)
+{
+	return (uint32_t)(kv->cfg.clock_ns() >> 10);
+}
+
+static inline uint32_t
+rt_us(uint32_t units)
+{
+	return (uint32_t)(((uint64_t)units * 1024 + 500) / 1000);
+}
+
 /* Sync: close the open round of e once every worker pushed into it. */
 static void
 maybe_close_round(struct psb_kv *kv, struct kv_entry *e, psb_kv_emit_fn emit, void *arg)
 {
 	uint16_t s, nw = kv->cfg.num_workers;
+	uint32_t t0 = 0, t1 = 0;
 
 	if (e->pushed < nw)
 		return;
+	if (kv->cfg.round_closed != NULL)
+		t0 = rt_now(kv);
 	psb_agg_add(value_for_write(kv, e), e->acc, e->len / sizeof(float));
 	memset(e->acc, 0, e->len);
+	if (kv->cfg.round_closed != NULL)
+		t1 = rt_now(kv);
 	e->pushed = 0;
 	e->round++;
 	kv->st.rounds_closed++;
@@ -846,6 +901,18 @@ maybe_close_round(struct psb_kv *kv, struct kv_entry *e, psb_kv_emit_fn emit, vo
 		if (p->type == PSB_MSG_PULL && p->round > e->round)
 			continue;
 		answer(kv, e, s, emit, arg);
+	}
+	if (kv->cfg.round_closed != NULL) {
+		struct kv_rt *rt = &kv->rt[e - kv->slots];
+		struct psb_kv_round r = {
+			.key = e->key, .round = e->round - 1, .len = e->len,
+			.wait_us = rt_us(t0 - rt->first),
+			.sum_us = rt_us(rt->sum + (t1 - t0)),
+			.round_us = rt_us(rt_now(kv) - rt->first),
+		};
+
+		rt->sum = 0;
+		kv->cfg.round_closed(kv->cfg.round_arg, &r);
 	}
 }
 
@@ -973,9 +1040,10 @@ static void
 push_whole(struct psb_kv *kv, struct kv_entry *e, struct kv_stage *st, const struct psb_hdr *h,
 		const void *payload, const struct psb_addr *from, psb_kv_emit_fn emit, void *arg)
 {
-	uint32_t budget = PSB_BUDGET_NONE;
+	uint32_t budget = PSB_BUDGET_NONE, t0 = 0;
 	struct kv_peer *p;
 	float *dst;
+	int timed;
 
 	if (e == NULL) {
 		e = insert(kv, h->key, h->total_len, &budget);
@@ -995,6 +1063,9 @@ push_whole(struct psb_kv *kv, struct kv_entry *e, struct kv_stage *st, const str
 		push_hand_over(kv, e, st, h, payload, from, emit, arg);
 		return;
 	}
+	timed = kv->cfg.sync && kv->cfg.round_closed != NULL;
+	if (timed)
+		t0 = rt_now(kv);
 	dst = kv->cfg.sync ? e->acc : value_for_write(kv, e);
 	if (st != NULL) {
 		stage_apply(kv, st, dst);
@@ -1002,6 +1073,14 @@ push_whole(struct psb_kv *kv, struct kv_entry *e, struct kv_stage *st, const str
 	}
 	psb_agg_add(dst + h->offset / sizeof(float), payload, h->seg_len / sizeof(float));
 	kv->st.bytes_summed += h->seg_len;
+	if (timed) {
+		struct kv_rt *rt = &kv->rt[e - kv->slots];
+		uint32_t t1 = rt_now(kv);
+
+		rt->sum += t1 - t0;
+		if (e->pushed == 0)
+			rt->first = t1;
+	}
 	complete(kv, e, h->sender, emit, arg);
 }
 

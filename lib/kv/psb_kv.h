@@ -43,6 +43,22 @@ struct psb_kv_req;
  */
 typedef void (*psb_kv_request_fn)(void *arg, const struct psb_kv_req *r);
 
+/*
+ * A synchronous round of a key, closed (psb_kv_cfg.round_closed). Times in microseconds,
+ * to about one: wait, from the round's first push whole to its last (the stragglers); sum,
+ * adding its pushes up and into the value; round, from the first push whole to the
+ * answers sent.
+ */
+struct psb_kv_round {
+	uint64_t key;
+	uint32_t round;		/* the round closed (the key's round is now round + 1) */
+	uint32_t len;		/* value bytes */
+	uint32_t wait_us;
+	uint32_t sum_us;
+	uint32_t round_us;
+};
+
+
 struct psb_kv_cfg {
 	uint16_t num_workers;	/* N: senders 0..N-1; a sync round closes after N pushes */
 	int sync;		/* 1: synchronous rounds, 0: asynchronous */
@@ -95,6 +111,14 @@ struct psb_kv_cfg {
 	 */
 	psb_kv_request_fn request;
 	void *request_arg;
+	/*
+	 * Synchronous stores, optional: round_closed(round_arg, r) as each round of a key
+	 * closes, with the round's times as clock_ns tells them (set both, or neither: then
+	 * nothing is timed). For figures per round (psb-ksrv --rounds-file).
+	 */
+	void (*round_closed)(void *arg, const struct psb_kv_round *r);
+	void *round_arg;
+	uint64_t (*clock_ns)(void);
 };
 
 /* A request handed over in handler mode. */

@@ -2599,6 +2599,85 @@ test_probe_key(void **state)
 	sync_flag = 0;
 }
 
+/* A clock that moves 2048 ns a reading, and jumps when told: round timing by hand. */
+static uint64_t fake_now;
+
+static uint64_t
+fake_clock(void)
+{
+	return fake_now += 2048;
+}
+
+struct rounds_seen {
+	unsigned int n;
+	struct psb_kv_round r[4];
+};
+
+static void
+round_seen(void *arg, const struct psb_kv_round *r)
+{
+	struct rounds_seen *rs = arg;
+
+	assert_true(rs->n < 4);
+	rs->r[rs->n++] = *r;
+}
+
+/*
+ * Sync rounds timed as they close: the wait from the first push to the last, the time the
+ * adds took, the round to its answers; a store times nothing unless told both how to say
+ * it and which clock to read.
+ */
+static void
+test_round_timing(void **state)
+{
+	struct rounds_seen rs = { .n = 0 };
+	struct psb_kv_cfg cfg = {
+		.num_workers = 2, .sync = 1, .seg_size = SEG, .epoch = 0x71e10001u,
+		.round_closed = round_seen, .round_arg = &rs, .clock_ns = fake_clock,
+	};
+	struct tf_cap c = { .n = 0 };
+	const float v[8] = { 1, 2, 3, 4, 5, 6, 7, 8 };
+	struct psb_kv *kv;
+
+	(void)state;
+	cfg.clock_ns = NULL;
+	assert_null(psb_kv_create(&cfg));
+	cfg.clock_ns = fake_clock;
+	cfg.round_closed = NULL;
+	assert_null(psb_kv_create(&cfg));
+	cfg.round_closed = round_seen;
+	kv = psb_kv_create(&cfg);
+	assert_non_null(kv);
+	cur_epoch = cfg.epoch;
+	sync_flag = 1;
+	fake_now = 1000000000;
+	/* w0's two-segment push, then 10 ms later w1's: the round closes */
+	send_value(kv, &c, PSB_MSG_PUSH, 0, 1, 0, 5, v, sizeof(v));
+	assert_int_equal(rs.n, 0);
+	fake_now += 10000000;
+	send_value(kv, &c, PSB_MSG_PUSHPULL, 1, 1, 0, 5, v, sizeof(v));
+	assert_int_equal(rs.n, 1);
+	assert_int_equal(c.n, 2);
+	assert_true(rs.r[0].key == 5);
+	assert_int_equal(rs.r[0].round, 0);
+	assert_int_equal(rs.r[0].len, sizeof(v));
+	/* 10 ms, and the few clock readings between: about a microsecond each */
+	assert_in_range(rs.r[0].wait_us, 10000, 10020);
+	/* two pushes' adds and the close's: three readings apart each, 2 us apiece */
+	assert_in_range(rs.r[0].sum_us, 5, 8);
+	assert_in_range(rs.r[0].round_us, rs.r[0].wait_us + 2, rs.r[0].wait_us + 20);
+	/* the next round starts afresh */
+	send_value(kv, &c, PSB_MSG_PUSH, 1, 2, 1, 5, v, sizeof(v));
+	send_value(kv, &c, PSB_MSG_PUSH, 0, 2, 1, 5, v, sizeof(v));
+	assert_int_equal(rs.n, 2);
+	assert_int_equal(rs.r[1].round, 1);
+	assert_in_range(rs.r[1].wait_us, 1, 20);
+	assert_in_range(rs.r[1].sum_us, 5, 8);
+	sync_flag = 0;
+	tf_cap_clear(&c);
+	psb_kv_free(kv);
+}
+
 int
 main(void)
 {
@@ -2635,6 +2714,7 @@ main(void)
 		cmocka_unit_test(test_handler),
 		cmocka_unit_test(test_handler_budget),
 		cmocka_unit_test(test_probe_key),
+		cmocka_unit_test(test_round_timing),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
