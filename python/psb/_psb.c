@@ -558,6 +558,15 @@ KVWorker_get_num_workers(KVWorker *w, void *closure)
 }
 
 static PyObject *
+KVWorker_fileno(KVWorker *w, PyObject *unused)
+{
+	(void)unused;
+	if (w->s == NULL)
+		return raise_code(PSBC_E_INVAL, "the KVWorker is closed");
+	return PyLong_FromLong(psbc_fd(w->s));
+}
+
+static PyObject *
 KVWorker_enter(KVWorker *w, PyObject *unused)
 {
 	(void)unused;
@@ -593,6 +602,12 @@ static PyMethodDef KVWorker_methods[] = {
 	  "barrier()\n\nThrough a scheduler: wait until every worker reached this barrier." },
 	{ "finalize", (PyCFunction)KVWorker_finalize, METH_NOARGS,
 	  "finalize()\n\nThrough a scheduler: this worker finished (ps-lite's Finalize)." },
+	{ "fileno", (PyCFunction)KVWorker_fileno, METH_NOARGS,
+	  "fileno() -> int\n\n"
+	  "The session's socket, for select() in a thread of its own: readable, test(ts) has\n"
+	  "news; resends need test() every few milliseconds too. Never read it. Another\n"
+	  "thread may start operations meanwhile: test() holds the session only briefly,\n"
+	  "where wait() holds it until the operation ended." },
 	{ "close", (PyCFunction)KVWorker_close, METH_NOARGS,
 	  "close()\n\nWait for every operation, then close the session." },
 	{ "__enter__", (PyCFunction)KVWorker_enter, METH_NOARGS, NULL },

@@ -2,6 +2,7 @@
 and torch tensors in and out without copies, lens, the GIL released while waiting, and
 errors raised with psb's message."""
 import os
+import shutil
 import socket
 import subprocess
 import tempfile
@@ -129,6 +130,70 @@ def test_threads_release_the_gil():
         assert results == {0: 9.0, 1: 9.0}
     finally:
         s.stop()
+
+
+def test_fileno_and_another_thread_sending():
+    """A thread waits for one session's operations on its socket (fileno, test) while
+    another starts them; psb-ksrv --rounds-file records each synchronous round closed."""
+    import select
+    d = tempfile.mkdtemp(prefix="psb-py-rounds.")
+    rounds = os.path.join(d, "rounds.csv")
+    s = Server("--sync", "--num-workers", "2", "--rounds-file", rounds)
+    try:
+        done = {}
+
+        def trainer(rank):
+            with psb.KVWorker(servers=s.addr, rank=rank, sync=True) as w:
+                fd = w.fileno()
+                assert isinstance(fd, int) and fd >= 0
+                vals = [np.full(512, rank + 1, dtype=np.float32) for _ in range(4)]
+                pending = []
+                lock = threading.Lock()
+
+                def waiter():
+                    for _ in range(4):
+                        while True:
+                            with lock:
+                                ts = pending[0] if pending else None
+                            if ts is not None and w.test(ts):
+                                break
+                            select.select([fd], [], [], 0.002)
+                        w.wait(ts)
+                        with lock:
+                            pending.pop(0)
+                th = threading.Thread(target=waiter)
+                th.start()
+                for k in range(4):                  # four keys, each its own round 0
+                    ts = w.pushpull(np.array([100 + k], dtype=np.uint64), vals[k])
+                    with lock:
+                        pending.append(ts)
+                th.join(60)
+                assert not th.is_alive()
+                done[rank] = [float(v.min()) for v in vals] + [float(v.max()) for v in vals]
+
+        threads = [threading.Thread(target=trainer, args=(r,)) for r in (0, 1)]
+        for th in threads:
+            th.start()
+        for th in threads:
+            th.join(60)
+        assert done == {0: [3.0] * 8, 1: [3.0] * 8}
+        s.proc.terminate()
+        assert s.proc.wait(10) == 0
+        rows = open(rounds).read().splitlines()
+    finally:
+        s.stop()
+        shutil.rmtree(d)
+    assert rows[0] == "key,round,len,wait_us,sum_us,round_us"
+    assert sorted(int(r.split(",")[0]) for r in rows[1:]) == [100, 101, 102, 103]
+    for r in rows[1:]:
+        key, rnd, ln, wait, summ, whole = (int(x) for x in r.split(","))
+        assert rnd == 0 and ln == 2048 and whole >= wait
+
+
+def test_rounds_file_needs_sync(tmp_path):
+    p = subprocess.run([os.environ["PSB_KSRV"], "--async", "--rounds-file",
+                        str(tmp_path / "r.csv")], capture_output=True, text=True, timeout=10)
+    assert p.returncode != 0 and "--rounds-file" in p.stderr and "--sync" in p.stderr
 
 
 def test_errors(server):
