@@ -48,8 +48,8 @@ MARK = re.compile(r"^<!-- summary: (docs/bench/[^ #]+/summary\.md)(?:#(\d+))? --
 NAMED = re.compile(r"(?:docs/|\(|\b)bench/([\w.-]+)")
 CODE = ("app", "lib", "drivers", "multicast")	# the code a run measures
 # and the code runs of a kind measure besides: client.sh's the client API, the ps-lite header
-# and the Python package
-CODE_OF = {"client": ("api", "pslite", "python")}
+# and the Python package; rpcps.sh's the client API and the Python package (psb.rpcps)
+CODE_OF = {"client": ("api", "pslite", "python"), "rpcps": ("api", "python")}
 
 
 def docs(root):

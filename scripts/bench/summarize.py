@@ -4,7 +4,7 @@
     scripts/bench/summarize.py KIND DIR
 
 KIND is pushpull, revs, job, soak, ctl, ctl_hostile, mc_emu, mc_send, staleness,
-passthrough, mc_storm or client (the script that made DIR). Reads DIR's raw data (raw.tar.xz, or raw/ of a run
+passthrough, mc_storm, client or rpcps (the script that made DIR). Reads DIR's raw data (raw.tar.xz, or raw/ of a run
 that was stopped: rawdata.py), writes DIR/summary.json and DIR/summary.md (and plots), each
 whole or not at all, and prints the table. The benchmark scripts call
 it when they end; scripts/bench/check_docs.py calls it on every committed run to check that
@@ -1151,10 +1151,82 @@ def client(out):
     return summary, L, True
 
 
+def rpcps(out):
+    """scripts/bench/rpcps.sh: raw/{psb,rpc,allreduce}-ROUND.csv (psb.rpcps's samples:
+    rank,role,type,name,batch,ms) and .json (its metrics.json), in rounds."""
+    import csv
+    import io
+    from svgplot import line_plot
+    raw = Raw(out)
+    plan = raw.json("plan.json")
+    rounds = sorted(p for (p,) in raw_index(raw, r"psb-(\d+)\.csv"))
+    ways = ("psb", "rpc", "allreduce")
+    rev = about_revision(out)
+
+    def samples(way, p, typ):
+        rows = csv.DictReader(io.StringIO(raw.text(f"{way}-{p}.csv")))
+        return [float(r["ms"]) for r in rows if r["role"] == "trainer" and r["type"] == typ]
+
+    def stats(v):
+        v = sorted(v)
+        return {"mean": sum(v) / len(v), "p50": v[(len(v) - 1) // 2],
+                "p99": v[min(len(v) - 1, int(len(v) * 0.99))], "n": len(v)}
+
+    per = {w: {"batch": [stats(samples(w, p, "batch_level_metric")) for p in rounds],
+               "hook": [stats(samples(w, p, "hook_future_metric")) for p in rounds]}
+           for w in ways}
+    med = {w: {m: {k: statistics.median(r[k] for r in per[w][m]) for k in ("mean", "p50", "p99")}
+               for m in ("batch", "hook")} for w in ways}
+    hook_mean = lambda r: r["mean"]
+    ratios = {"psb_rpc_hook": paired(per["psb"]["hook"], per["rpc"]["hook"], hook_mean),
+              "psb_allreduce_hook": paired(per["psb"]["hook"], per["allreduce"]["hook"],
+                                           hook_mean),
+              "psb_rpc_batch": paired(per["psb"]["batch"], per["rpc"]["batch"], hook_mean)}
+    summary = {"git_revision": rev, "rounds": len(rounds), "epochs": plan["epochs"],
+               "ntrainer": plan["ntrainer"], "median_of_runs_ms": med, "ratios": ratios}
+    names = {"psb": "psb (psb-ksrv, synchronous rounds)", "rpc": "the RPC parameter server",
+             "allreduce": "gloo allreduce (no server)"}
+    L = ["psb %s, psb.rpcps: %d trainers, 1 server, DummyModel (37.8 MB of gradients a "
+         "batch), batches of 10, %d epochs; %d rounds of psb, rpc and allreduce; ms, the "
+         "median over the runs of each run's figure" % (rev, plan["ntrainer"], plan["epochs"],
+                                                       len(rounds)), "",
+         "| way | batch mean | batch p50 | batch p99 | hook future mean | hook p50 | hook p99 |",
+         "|---|---:|---:|---:|---:|---:|---:|"]
+    for w in ways:
+        b, h = med[w]["batch"], med[w]["hook"]
+        L.append("| %s | %.1f | %.1f | %.1f | %.1f | %.1f | %.1f |" % (
+            names[w], b["mean"], b["p50"], b["p99"], h["mean"], h["p50"], h["p99"]))
+    r1, r2, r3 = ratios["psb_rpc_hook"], ratios["psb_allreduce_hook"], ratios["psb_rpc_batch"]
+    ok = r1["median"] <= 0.5
+    L += ["", "| figure | target | measured, median of pairs [95 % interval] | |",
+          "|---|---|---:|---|",
+          "| psb's hook-future mean against the RPC server's | <= 0.5 | %.3f [%.3f, %.3f] | %s |"
+          % (r1["median"], r1["ci95"][0], r1["ci95"][1], "met" if ok else "missed"),
+          "", "psb against allreduce, hook-future mean: %.3f [%.3f, %.3f]; psb against the RPC "
+          "server, batch mean: %.3f [%.3f, %.3f]." % (r2["median"], r2["ci95"][0],
+                                                     r2["ci95"][1], r3["median"],
+                                                     r3["ci95"][0], r3["ci95"][1])]
+
+    def cdf(v):
+        v = sorted(v)
+        step = max(1, len(v) // 200)
+        pts = [(x, (i + 1) / len(v)) for i, x in enumerate(v) if i % step == 0 or i == len(v) - 1]
+        return pts
+    for metric, title, fname in (("hook_future_metric", "Hook future, all trainers and runs",
+                                  "hook.svg"),
+                                 ("batch_level_metric", "Batch time, all trainers and runs",
+                                  "batch.svg")):
+        series = [{"name": w, "points": cdf([x for p in rounds for x in samples(w, p, metric)]),
+                   "step": True, "markers": False} for w in ways]
+        write_atomic(os.path.join(out, fname), line_plot(
+            title, "ms", "fraction of samples at or below", series, logx=True))
+    return summary, L, True
+
+
 KINDS = {"revs": (revs, 2), "job": (job, 2), "soak": (soak, 1), "pushpull": (pushpull, 2), "ctl": (ctl, 2),
          "ctl_hostile": (ctl_hostile, 2), "mc_emu": (mc_emu, 2), "mc_send": (mc_send, 2),
          "staleness": (staleness, 2), "passthrough": (passthrough, 2),
-         "mc_storm": (mc_storm, 2), "client": (client, 2)}
+         "mc_storm": (mc_storm, 2), "client": (client, 2), "rpcps": (rpcps, 2)}
 
 
 def summarize(kind, out):
