@@ -1163,9 +1163,11 @@ def rpcps(out):
     ways = ("psb", "rpc", "allreduce")
     rev = about_revision(out)
 
+    rows = {(w, p): [r for r in csv.DictReader(io.StringIO(raw.text(f"{w}-{p}.csv")))
+                     if r["role"] == "trainer"] for w in ways for p in rounds}
+
     def samples(way, p, typ):
-        rows = csv.DictReader(io.StringIO(raw.text(f"{way}-{p}.csv")))
-        return [float(r["ms"]) for r in rows if r["role"] == "trainer" and r["type"] == typ]
+        return [float(r["ms"]) for r in rows[(way, p)] if r["type"] == typ]
 
     def stats(v):
         v = sorted(v)

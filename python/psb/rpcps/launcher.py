@@ -362,7 +362,6 @@ def report(spec, trained, server_samples):
 
 def run_rank(local, spec):
     """Process entry of one rank (local: its index among this invocation's ranks)."""
-    import datetime as dt
     import torch.distributed as dist
     import torch.distributed.rpc as rpc
     rank = spec["ranks"][local]
@@ -372,7 +371,7 @@ def run_rank(local, spec):
             dist.init_process_group(
                 "gloo", init_method="tcp://%s:%d" % (spec["master_addr"], spec["gloo_port"]),
                 rank=i, world_size=spec["ntrainer"],
-                timeout=dt.timedelta(seconds=spec["rpc_timeout"]))
+                timeout=datetime.timedelta(seconds=spec["rpc_timeout"]))
         opts = rpc.TensorPipeRpcBackendOptions(
             init_method="tcp://%s:%d" % (spec["master_addr"], spec["master_port"]),
             rpc_timeout=spec["rpc_timeout"])

@@ -8,7 +8,6 @@ straggler (first arrival to last) and gradient_average_metric/average (the summi
 have a row `type,name` with min, max, mean, variance and stdev in ms, as the RPC benchmark
 prints them.
 """
-import csv
 import json
 import math
 import os
@@ -99,12 +98,6 @@ def write_samples(path, ranks):
         for typ, name, batch, ms in samples:
             lines.append("%d,%s,%s,%s,%d,%.6f" % (rank, role, typ, name, batch, ms))
     write_atomic(path, "\n".join(lines) + "\n")
-
-
-def read_samples(path):
-    with open(path) as f:
-        return [(int(r["rank"]), r["role"], r["type"], r["name"], int(r["batch"]),
-                 float(r["ms"])) for r in csv.DictReader(f)]
 
 
 def write_json(path, doc):

@@ -12,7 +12,6 @@ same port, with an empty store: every key afresh. Its samples are the rounds it 
 psb-ksrv records them (--rounds-file): per key and round the wait from the first trainer's
 push to the last's, the time spent summing, and the round from first push to the answers.
 """
-import json
 import os
 import shutil
 import signal
