@@ -8,7 +8,7 @@
 # (check_docs.py --update), and the runs no doc names any more are removed (--keep-old keeps
 # them). A change to code a benchmark measures ends with this (docs/BENCHMARKS.md).
 #
-#   scripts/bench/all.sh [--list] [--only NAME...] [--keep-old] [--smoke]
+#   scripts/bench/all.sh [--list] [--only NAME...] [--keep-old] [--smoke] [--pslite DIR]
 #
 # --list      the plan (what replaces what, the commands) and its time; nothing is run
 # --only      only these entries of the plan: a NAME, or a kind (revs: all of them)
@@ -16,6 +16,9 @@
 # --smoke     every entry with tiny durations into a copy of the docs in a scratch directory
 #             (the pipeline end to end in some 15 minutes; pinned revisions are HEAD there),
 #             removed afterwards; the tree is not touched
+# --pslite    a ps-lite checkout for the runs that measure against ps-lite itself (client.sh
+#             --pslite: ps-lite is not packaged, fetch it beforehand); without it they measure
+#             psb's ps-lite header alone, and the plan says so where the published run had it
 #
 # Prints the time it expects before it starts, each run as it starts and ends, and at the
 # end a table of what was measured. A run that fails leaves the others' results (its own
@@ -62,12 +65,19 @@ REVS_SMOKE="--base HEAD --head HEAD --pairs 1 --seconds 1 --sizes 4096"
 LIST=0
 SMOKE=0
 KEEP=0
+PSLITE_DIR=""
 ONLY=()
 while [ $# -gt 0 ]; do
 	case $1 in
 	--list) LIST=1 ;;
 	--smoke) SMOKE=1 ;;
 	--keep-old) KEEP=1 ;;
+	--pslite)
+		[ $# -gt 1 ] || { echo "all.sh: --pslite needs a ps-lite checkout" >&2; exit 2; }
+		PSLITE_DIR=$2; shift
+		[ -f "$PSLITE_DIR/include/ps/ps.h" ] ||
+			{ echo "all.sh: --pslite $PSLITE_DIR is not a ps-lite checkout (include/ps/ps.h)" >&2; exit 2; }
+		;;
 	--only)
 		while [ $# -gt 1 ] && [[ "$2" != --* ]]; do ONLY+=("$2"); shift; done
 		[ ${#ONLY[@]} -gt 0 ] || { echo "all.sh: --only needs a NAME or a kind" >&2; exit 2; }
@@ -159,6 +169,9 @@ plan_args() {
 		if [ "$E_KIND" = revs ]; then cmd=$REVS_SMOKE; else cmd=$E_SMOKE; fi
 	fi
 	eval "ARGS=($cmd)"	# the plan's own words, quoted as written above
+	if [ -n "$PSLITE_DIR" ] && [ "$SCRIPT" = client.sh ] && [ $SMOKE = 0 ]; then
+		ARGS+=(--pslite "$PSLITE_DIR")
+	fi
 }
 
 # words ARG...: the arguments as the plan writes them, one of several words quoted
