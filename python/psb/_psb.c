@@ -8,8 +8,10 @@
 #include <Python.h>
 #include <structmember.h>
 
+#include <poll.h>
 #include <stdint.h>
 #include <string.h>
+#include <time.h>
 
 #include "psb/client.h"
 
@@ -401,6 +403,57 @@ take(KVWorker *w, int64_t ts)
 	return NULL;
 }
 
+/* wait: a turn that found nothing is followed by this much spinning before a sleep */
+#define WAIT_SPIN_NS	50000
+/* and the sleep lasts at most this long (resends are due every few milliseconds) */
+#define WAIT_SLEEP_MS	1
+
+static uint64_t
+mono_ns(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+
+/*
+ * Operation ts to its end, without the GIL. The session's lock is held for one turn of the
+ * session at a time, never across a sleep: another thread may start operations (a DDP
+ * hook, while this one waits in a thread of its own) or wait for others meanwhile.
+ * Returns its status; msg gets the session's message when it failed.
+ */
+static int
+wait_turns(KVWorker *w, int64_t ts, char *msg, size_t len)
+{
+	uint64_t spin_until = mono_ns() + WAIT_SPIN_NS;
+	struct pollfd pfd = { .fd = -1, .events = POLLIN };
+	int rc, ended;
+
+	for (;;) {
+		PyThread_acquire_lock(w->lock, WAIT_LOCK);
+		if (w->s == NULL) {
+			PyThread_release_lock(w->lock);
+			snprintf(msg, len, "the KVWorker was closed while waiting");
+			return PSBC_E_INVAL;
+		}
+		pfd.fd = psbc_fd(w->s);
+		rc = psbc_test(w->s, ts);	/* one turn, no sleep */
+		ended = rc != 0;
+		if (rc == 1)
+			rc = psbc_wait(w->s, ts);	/* ended: its status, at once */
+		if (rc != 0)
+			snprintf(msg, len, "%s", psbc_errmsg(w->s));
+		PyThread_release_lock(w->lock);
+		if (ended)
+			return rc;
+		if (mono_ns() < spin_until)
+			continue;
+		if (poll(&pfd, 1, WAIT_SLEEP_MS) > 0)
+			spin_until = mono_ns() + WAIT_SPIN_NS;
+	}
+}
+
 static PyObject *
 KVWorker_wait(KVWorker *w, PyObject *arg)
 {
@@ -418,11 +471,9 @@ KVWorker_wait(KVWorker *w, PyObject *arg)
 	if (p == NULL)
 		return raise_code(PSBC_E_TS, "no such timestamp (never given, or waited for "
 			"already)");
+	msg[0] = '\0';
 	Py_BEGIN_ALLOW_THREADS
-	PyThread_acquire_lock(w->lock, WAIT_LOCK);
-	rc = psbc_wait(w->s, ts);
-	snprintf(msg, sizeof(msg), "%s", rc != 0 ? psbc_errmsg(w->s) : "");
-	PyThread_release_lock(w->lock);
+	rc = wait_turns(w, ts, msg, sizeof(msg));
 	Py_END_ALLOW_THREADS
 	if (p->lens_out != NULL && p->lens != NULL) {
 		for (i = 0; i < p->nkeys && i < (size_t)PyList_GET_SIZE(p->lens_out); i++) {
@@ -473,11 +524,14 @@ KVWorker_close(KVWorker *w, PyObject *unused)
 	if (w->s != NULL) {
 		Py_BEGIN_ALLOW_THREADS
 		PyThread_acquire_lock(w->lock, WAIT_LOCK);
-		psbc_wait_all(w->s);
-		psbc_close(w->s);
+		/* NULL under the lock: a thread in wait() sees it closed at its next turn */
+		if (w->s != NULL) {
+			psbc_wait_all(w->s);
+			psbc_close(w->s);
+			w->s = NULL;
+		}
 		PyThread_release_lock(w->lock);
 		Py_END_ALLOW_THREADS
-		w->s = NULL;
 	}
 	for (p = w->pending; p != NULL; p = n) {
 		n = p->next;
@@ -595,7 +649,8 @@ static PyMethodDef KVWorker_methods[] = {
 	  "Push vals, then read each key's sum into out (None: into vals itself)." },
 	{ "wait", (PyCFunction)KVWorker_wait, METH_O,
 	  "wait(ts)\n\nBlock (the GIL released) until operation ts ended; raise psb.Error if it\n"
-	  "failed. Each timestamp is waited for once." },
+	  "failed. Each timestamp is waited for once. Other threads may start operations and\n"
+	  "wait for theirs meanwhile (the session is held one turn at a time)." },
 	{ "test", (PyCFunction)KVWorker_test, METH_O,
 	  "test(ts) -> bool\n\nTrue once operation ts ended (wait(ts) then returns at once)." },
 	{ "barrier", (PyCFunction)KVWorker_barrier, METH_NOARGS,
@@ -604,10 +659,9 @@ static PyMethodDef KVWorker_methods[] = {
 	  "finalize()\n\nThrough a scheduler: this worker finished (ps-lite's Finalize)." },
 	{ "fileno", (PyCFunction)KVWorker_fileno, METH_NOARGS,
 	  "fileno() -> int\n\n"
-	  "The session's socket, for select() in a thread of its own: readable, test(ts) has\n"
-	  "news; resends need test() every few milliseconds too. Never read it. Another\n"
-	  "thread may start operations meanwhile: test() holds the session only briefly,\n"
-	  "where wait() holds it until the operation ended." },
+	  "The session's socket, for select() in an event loop: readable, test(ts) has news;\n"
+	  "resends need test() every few milliseconds too. Never read it. (A thread of its\n"
+	  "own can simply wait(ts): other threads start operations meanwhile.)" },
 	{ "close", (PyCFunction)KVWorker_close, METH_NOARGS,
 	  "close()\n\nWait for every operation, then close the session." },
 	{ "__enter__", (PyCFunction)KVWorker_enter, METH_NOARGS, NULL },

@@ -190,6 +190,42 @@ def test_fileno_and_another_thread_sending():
         assert rnd == 0 and ln == 2048 and whole >= wait
 
 
+def test_wait_lets_another_thread_start():
+    """While one thread waits for an operation (a synchronous round that needs the other
+    worker), another thread of the same session starts one: wait() holds the session a
+    turn at a time, not until its operation ended. Were it held, the start would block
+    until a round that only the start lets the other worker close."""
+    s = Server("--sync", "--num-workers", "2")
+    try:
+        with psb.KVWorker(servers=s.addr, rank=0, sync=True) as w0, \
+                psb.KVWorker(servers=s.addr, rank=1, sync=True) as w1:
+            a = np.full(256, 1, dtype=np.float32)
+            b = np.full(256, 1, dtype=np.float32)
+            ts_a = w0.pushpull(np.array([300], dtype=np.uint64), a)
+            waiter = threading.Thread(target=w0.wait, args=(ts_a,))
+            waiter.start()
+            time.sleep(0.2)                      # the waiter is in wait(), round 0 open
+            started = threading.Event()
+
+            def start_then_wait():
+                ts = w0.pushpull(np.array([301], dtype=np.uint64), b)
+                started.set()
+                w0.wait(ts)
+            starter = threading.Thread(target=start_then_wait)
+            starter.start()
+            blocked = not started.wait(10)
+            # the other worker's pushes close both rounds either way (the test ends)
+            cd = np.full(512, 2, dtype=np.float32)
+            w1.wait(w1.pushpull(np.array([300, 301], dtype=np.uint64), cd))
+            starter.join(10)
+            waiter.join(10)
+            assert not blocked, "pushpull blocked while another thread waited"
+            assert not waiter.is_alive() and not starter.is_alive()
+            assert np.all(a == 3) and np.all(b == 3) and np.all(cd == 3)
+    finally:
+        s.stop()
+
+
 def test_rounds_file_needs_sync(tmp_path):
     p = subprocess.run([os.environ["PSB_KSRV"], "--async", "--rounds-file",
                         str(tmp_path / "r.csv")], capture_output=True, text=True, timeout=10)

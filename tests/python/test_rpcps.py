@@ -120,6 +120,21 @@ def test_same_model_every_way(runs):
         assert got[0]["norm"] == pytest.approx(ref["norm"], rel=1e-5), name
 
 
+def test_rpc_over_tcp(runs, scratch):
+    """--rpc_transport tcp: the RPC server's run with TensorPipe held to TCP (as between
+    hosts) trains what the default one trains, and says how it ran."""
+    out = os.path.join(scratch, "rpc-tcp")
+    p = run([os.path.join(ROOT, "scripts", "rpcps", "rpc.sh"), "--rpc_transport", "tcp",
+             *SMALL], out)
+    assert p.returncode == 0, p.stderr
+    doc = json.load(open(os.path.join(out, "metrics.json")))
+    assert doc["spec"]["rpc_transport"] == "tcp"
+    assert params(out)[0]["norm"] == pytest.approx(params(runs["rpc"][1])[0]["norm"],
+                                                   rel=1e-5)
+    bad = launcher("--rpc_transport", "ib")
+    assert bad.returncode != 0 and "--rpc_transport" in bad.stderr
+
+
 def test_psb_several_servers(scratch):
     """Three trainers over two psb servers (every bucket's chunks split between them), the
     same parameters as allreduce among three."""
@@ -214,6 +229,35 @@ def test_bucket_keys_follow_parameters():
     assert sum(lens) == 3000 and len(keys) == 3
     assert list(keys) == sorted(keys)
     assert int(keys[0]) < 1 << 63 <= int(keys[-1])    # both servers' halves
+
+
+def test_rpc_server_bounds_what_waits():
+    """The RPC server keeps at most max_pending buckets and max_pending_mb of sums waiting
+    for their other trainers: a bucket beyond either is refused with the figures, counted,
+    and the others go on."""
+    import torch
+    from psb.rpcps import servers
+
+    srv = servers.RpcParameterServer(1, 2, {}, max_pending=2, max_pending_mb=1)
+
+    class RRef:
+        def local_value(self):
+            return srv
+
+    avg = servers.RpcParameterServer.average_gradient
+    first = [avg(RRef(), 0, k, torch.ones(1000)) for k in (1, 2)]
+    over = avg(RRef(), 0, 3, torch.ones(1000))              # a third bucket waiting
+    assert over.done()
+    with pytest.raises(RuntimeError, match="max_pending 2"):
+        over.wait()
+    second = avg(RRef(), 0, 1, torch.ones(1000))            # bucket 1 complete: it goes
+    assert first[0].done() and second.done() and float(second.wait().sum()) == 2000
+    big = avg(RRef(), 1, 4, torch.ones(300000))             # 1.2 MB waiting: over 1 MiB
+    with pytest.raises(RuntimeError, match="max_pending_mb 1"):
+        big.wait()
+    assert srv.refused == 2 and not first[1].done()
+    assert "at most 2 and 1 MiB" in servers.RpcParameterServer.info(RRef())
+    assert servers.RpcParameterServer.reset_state(RRef()) == 1 and srv.bytes == 0
 
 
 def test_ranks_split_over_invocations(scratch):

@@ -22,7 +22,6 @@ parameter server's trainers here (its stock server summed too, whatever its name
 """
 import hashlib
 import queue
-import select
 import threading
 
 import torch
@@ -175,7 +174,6 @@ class PsbHook(Hook):
     def _complete(self):
         """Each pushpull as it ends: divided, its future completed (an error fails it, and
         every later one)."""
-        fd = self.worker.fileno()
         while True:
             item = self.todo.get()
             if item is None:
@@ -184,9 +182,7 @@ class PsbHook(Hook):
             try:
                 if self.failed is not None:
                     raise self.failed
-                while not self.worker.test(ts):
-                    select.select([fd], [], [], 0.002)
-                self.worker.wait(ts)
+                self.worker.wait(ts)    # the GIL let go; the hook starts others meanwhile
                 buf.div_(self.ntrainer)
                 fut.set_result(buf)
             except Exception as e:      # psb.Error: named by psb (which server, why)

@@ -61,6 +61,10 @@ def parse_args(argv):
     p.add_argument("--rpc_timeout", type=float, default=60.0,
                    help="seconds an RPC, a bucket's round or a rank's start may take "
                    "(default 60)")
+    p.add_argument("--rpc_transport", choices=("auto", "tcp"), default="auto",
+                   help="how torch RPC (TensorPipe) carries messages and tensors: auto, its "
+                   "own choice (shared memory and cross-memory copies between ranks of one "
+                   "host); tcp, TCP only, as between hosts (default auto)")
     p.add_argument("--run_timeout", type=float, default=1800.0,
                    help="seconds the whole benchmark may take (default 1800)")
     p.add_argument("--seed", type=int, default=0, help="seed of the data and the models")
@@ -179,7 +183,8 @@ def plan(a):
         "epochs": a.epochs, "warmup_epochs": a.warmup_epochs, "batch_size": a.batch_size,
         "batches": batches, "data": a.data, "model": a.model, "trainer": a.trainer,
         "server": a.server, "hook": hook_id, "hook_name": hook["class"].NAME,
-        "rpc_timeout": a.rpc_timeout, "run_timeout": a.run_timeout, "seed": a.seed,
+        "rpc_timeout": a.rpc_timeout, "rpc_transport": a.rpc_transport,
+        "run_timeout": a.run_timeout, "seed": a.seed,
         "config_dir": a.config_dir, "out": out, "master_addr": a.master_addr,
         "master_port": port, "gloo_port": gloo,
         "psb_ip": a.psb_ip or local_ip_toward(a.master_addr), "quiet": a.quiet,
@@ -372,9 +377,13 @@ def run_rank(local, spec):
                 "gloo", init_method="tcp://%s:%d" % (spec["master_addr"], spec["gloo_port"]),
                 rank=i, world_size=spec["ntrainer"],
                 timeout=datetime.timedelta(seconds=spec["rpc_timeout"]))
+        # tcp: TensorPipe's uv transport and its basic channel (tensors inline over TCP),
+        # what it is left with between hosts
+        pinned = {"_transports": ["uv"], "_channels": ["basic"]} \
+            if spec.get("rpc_transport") == "tcp" else {}
         opts = rpc.TensorPipeRpcBackendOptions(
             init_method="tcp://%s:%d" % (spec["master_addr"], spec["master_port"]),
-            rpc_timeout=spec["rpc_timeout"])
+            rpc_timeout=spec["rpc_timeout"], **pinned)
         rpc.init_rpc(rpc_name(role, i), rank=rank, world_size=spec["world"],
                      rpc_backend_options=opts)
     except Exception as e:

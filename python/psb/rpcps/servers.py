@@ -27,18 +27,36 @@ from .metrics import Recorder
 
 
 class RpcParameterServer:
-    TAKES = {}
+    """max_pending buckets (and max_pending_mb of their sums) wait for their last trainer
+    at most: a bucket beyond either is refused, its trainer told why, and counted."""
+    TAKES = {"max_pending": (int, 1, 1 << 20), "max_pending_mb": (int, 1, 1 << 20)}
 
-    def __init__(self, rank, trainer_count, ctx):
+    def __init__(self, rank, trainer_count, ctx, max_pending=4096, max_pending_mb=4096):
         self.rank = rank
         self.trainer_count = trainer_count
+        self.max_pending = max_pending
+        self.max_bytes = max_pending_mb << 20
         self.lock = threading.Lock()
         self.pending = {}
+        self.bytes = 0
+        self.refused = 0
         self.rec = Recorder()
 
     @staticmethod
     def info(rref):
-        return None
+        self = rref.local_value()
+        return "RPC, buckets waiting at most %d and %d MiB" % (self.max_pending,
+                                                              self.max_bytes >> 20)
+
+    def _refuse(self, fut, batch, key, grad):
+        self.refused += 1
+        fut.set_exception(RuntimeError(
+            "RPC server %d: bucket %#x of batch %d (%d B) refused: %d buckets, %d MiB wait "
+            "for their other trainers (at most max_pending %d, max_pending_mb %d); %d "
+            "refused so far" % (self.rank, key, batch, grad.numel() * grad.element_size(),
+                                len(self.pending), self.bytes >> 20, self.max_pending,
+                                self.max_bytes >> 20, self.refused)))
+        return fut
 
     @staticmethod
     @rpc.functions.async_execution
@@ -49,8 +67,13 @@ class RpcParameterServer:
         with self.lock:
             e = self.pending.get((batch, key))
             if e is None:
+                size = grad.numel() * grad.element_size()
+                if len(self.pending) >= self.max_pending or \
+                        self.bytes + size > self.max_bytes:
+                    return self._refuse(fut, batch, key, grad)
+                self.bytes += size
                 e = self.pending[(batch, key)] = {"sum": grad, "futs": [], "t0": now,
-                                                  "add": 0.0}
+                                                  "add": 0.0, "size": size}
             else:
                 t = time.perf_counter()
                 e["sum"] += grad
@@ -59,6 +82,7 @@ class RpcParameterServer:
             if len(e["futs"]) < self.trainer_count:
                 return fut
             del self.pending[(batch, key)]
+            self.bytes -= e["size"]
         self.rec.add("straggler_metric", "straggler", (now - e["t0"]) * 1e3, batch)
         self.rec.add("gradient_average_metric", "average", e["add"] * 1e3, batch)
         for f in e["futs"]:
@@ -73,6 +97,7 @@ class RpcParameterServer:
         with self.lock:
             left = len(self.pending)
             self.pending = {}
+            self.bytes = 0
         self.rec.clear()
         return left
 
