@@ -231,6 +231,20 @@ def test_bucket_keys_follow_parameters():
     assert int(keys[0]) < 1 << 63 <= int(keys[-1])    # both servers' halves
 
 
+def test_ended_run_leaves_nothing(tmp_path):
+    """A run ended while its psb server runs (the trainers' run outlasts --run_timeout):
+    the ranks are ended, and so is the psb-ksrv they started; its files are gone."""
+    env = dict(os.environ, PSB_BUILD=BUILD, TMPDIR=str(tmp_path))
+    p = subprocess.run([os.path.join(ROOT, "scripts", "rpcps", "psb.sh"), "--epochs", "50",
+                        "--run_timeout", "20", "--rpc_timeout", "5", "-q",
+                        "--out", str(tmp_path / "out")],
+                       env=env, capture_output=True, text=True, timeout=180)
+    assert p.returncode == 1, p.stderr
+    left = subprocess.run(["pgrep", "-f", str(tmp_path)], capture_output=True, text=True)
+    assert left.stdout == "", "processes left: " + left.stdout
+    assert [f.name for f in tmp_path.iterdir() if f.name != "out"] == []
+
+
 def test_rpc_server_bounds_what_waits():
     """The RPC server keeps at most max_pending buckets and max_pending_mb of sums waiting
     for their other trainers: a bucket beyond either is refused with the figures, counted,
@@ -261,8 +275,10 @@ def test_rpc_server_bounds_what_waits():
 
 
 def test_ranks_split_over_invocations(scratch):
-    """Two invocations, as two hosts would run them: the master and the psb server in one,
-    both trainers in the other, joined by --master_addr and --master_port."""
+    """Two invocations, as two hosts would run them: the master in one, the psb server and
+    both trainers in the other, joined by --master_addr and --master_port. Each has its own
+    --psb_ip, as hosts do: the server binds its own invocation's (the master's is no
+    address of this host)."""
     import socket
     s = socket.socket()
     s.bind(("127.0.0.1", 0))
@@ -272,10 +288,10 @@ def test_ranks_split_over_invocations(scratch):
     common = [sys.executable, "-m", "psb.rpcps", "--ntrainer", "2", "--nserver", "1",
               "--server", "psb", "--master_addr", "127.0.0.1", "--master_port", str(port),
               "--out", out, *SMALL]
-    a = subprocess.Popen(common + ["--ranks", "0-1"], stdout=subprocess.PIPE,
-                         stderr=subprocess.PIPE, text=True)
-    b = subprocess.Popen(common + ["--ranks", "2,3"], stdout=subprocess.PIPE,
-                         stderr=subprocess.PIPE, text=True)
+    a = subprocess.Popen(common + ["--ranks", "0", "--psb_ip", "198.18.0.99"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    b = subprocess.Popen(common + ["--ranks", "1-3", "--psb_ip", "127.0.0.2"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         oa, ea = a.communicate(timeout=240)
         ob, eb = b.communicate(timeout=60)

@@ -18,6 +18,7 @@ import re
 import signal
 import socket
 import sys
+import tempfile
 import time
 import traceback
 
@@ -237,10 +238,15 @@ def ok(name, value):
     return value
 
 
+# this process's own invocation's settings (a server is made with the master's spec, which
+# on several hosts is another invocation's)
+LOCAL = {}
+
+
 def _make_server(spec, i):
     regs = _regs(spec)
     return regs["server"].create(spec["server"], i, spec["ntrainer"], {
-        "psb_ip": spec["psb_ip"],
+        "psb_ip": LOCAL.get("psb_ip", spec["psb_ip"]), "scratch": LOCAL.get("scratch"),
         "duration": spec["run_timeout"] + 2 * spec["rpc_timeout"] + 60})
 
 
@@ -371,6 +377,7 @@ def run_rank(local, spec):
     import torch.distributed.rpc as rpc
     rank = spec["ranks"][local]
     role, i = role_of(spec, rank)
+    LOCAL.update(scratch=spec.get("scratch"), psb_ip=spec["psb_ip"])
     try:
         if role == "trainer":
             dist.init_process_group(
@@ -438,6 +445,16 @@ def main(argv=None):
     import torch.multiprocessing as mp
     # ended from outside (timeout, kill): the ranks go too, in the finally below
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    # what this invocation's servers leave (their files, their psb-ksrv): gone at the end,
+    # however the ranks ended
+    spec["scratch"] = tempfile.mkdtemp(prefix="psb-rpcps.")
+    try:
+        return run_ranks(spec, mp)
+    finally:
+        servers.clean_scratch(spec["scratch"])
+
+
+def run_ranks(spec, mp):
     ctx = mp.start_processes(run_rank, args=(spec,), nprocs=len(spec["ranks"]), join=False,
                              start_method="spawn")
     deadline = time.monotonic() + spec["run_timeout"] + 2 * spec["rpc_timeout"]

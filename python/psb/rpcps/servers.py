@@ -12,6 +12,7 @@ same port, with an empty store: every key afresh. Its samples are the rounds it 
 psb-ksrv records them (--rounds-file): per key and round the wait from the first trainer's
 push to the last's, the time spent summing, and the round from first push to the answers.
 """
+import glob
 import os
 import shutil
 import signal
@@ -110,6 +111,24 @@ class RpcParameterServer:
         return None
 
 
+PID_FILE = "psb-ksrv.pid"
+
+
+def clean_scratch(scratch):
+    """The launcher's end: every psb-ksrv a server of this invocation started and did not
+    end (its rank was ended first) killed, the servers' files removed."""
+    for d in glob.glob(os.path.join(scratch, "*", "")):
+        try:
+            pid = int(open(os.path.join(d, PID_FILE)).read())
+            with open("/proc/%d/cmdline" % pid, "rb") as f:
+                mine = d.encode() in f.read()       # its --ready-file is in d
+            if mine:
+                os.kill(pid, signal.SIGKILL)
+        except (OSError, ValueError):
+            pass                                    # none, or ended already
+    shutil.rmtree(scratch, ignore_errors=True)
+
+
 def find_ksrv():
     """psb-ksrv: PSB_KSRV, else the build tree beside this package, else PATH."""
     exe = os.environ.get("PSB_KSRV")
@@ -143,14 +162,14 @@ class PsbParameterServer:
         self.start_timeout = start_timeout
         # a backstop: psb-ksrv ends by itself once the whole benchmark's time is up
         self.args += ["--duration", "%g" % ctx.get("duration", 3600)]
-        self.dir = tempfile.mkdtemp(prefix="psb-rpcps-server%d." % rank)
+        self.dir = tempfile.mkdtemp(prefix="server%d." % rank, dir=ctx.get("scratch"))
         self.proc = None
         self.rounds = []
         self._start()
 
     def _start(self):
         ready = os.path.join(self.dir, "ready")
-        for f in ("ready", "stats.json", "rounds.csv"):
+        for f in ("ready", "stats.json", "rounds.csv", PID_FILE):
             if os.path.exists(os.path.join(self.dir, f)):
                 os.unlink(os.path.join(self.dir, f))
         self.log = open(os.path.join(self.dir, "psb-ksrv.log"), "a")
@@ -159,6 +178,9 @@ class PsbParameterServer:
              "--stats-file", os.path.join(self.dir, "stats.json"),
              "--rounds-file", os.path.join(self.dir, "rounds.csv"), *self.args],
             stdout=self.log, stderr=subprocess.STDOUT)
+        # for the launcher, should this rank be ended before it ends psb-ksrv
+        with open(os.path.join(self.dir, PID_FILE), "w") as f:
+            f.write("%d\n" % self.proc.pid)
         deadline = time.monotonic() + self.start_timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
