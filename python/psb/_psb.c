@@ -294,6 +294,7 @@ start(KVWorker *w, int kind, PyObject *args, PyObject *kw)
 	static char *names_pp[] = { "keys", "vals", "out", "lens", NULL };
 	PyObject *keys_o, *vals_o = NULL, *out_o = NULL, *lens_o = NULL;
 	struct pending *p;
+	char msg[512];
 	int64_t ts;
 	int ok;
 
@@ -345,7 +346,12 @@ start(KVWorker *w, int kind, PyObject *args, PyObject *kw)
 			goto fail;
 		}
 	}
-	lock(w);
+	/*
+	 * Without the GIL: a start waits (driving the session) while the window is full, which
+	 * in synchronous rounds lasts until the other workers pushed too. The buffers are held.
+	 */
+	Py_BEGIN_ALLOW_THREADS
+	PyThread_acquire_lock(w->lock, WAIT_LOCK);
 	if (kind == OP_PUSH)
 		ts = psbc_push(w->s, p->keys, p->nkeys, p->vals.buf, (size_t)p->vals.len / 4,
 			p->lens, NULL, NULL);
@@ -356,12 +362,14 @@ start(KVWorker *w, int kind, PyObject *args, PyObject *kw)
 		ts = psbc_pushpull(w->s, p->keys, p->nkeys, p->vals.buf,
 			p->outs.obj != NULL ? p->outs.buf : p->vals.buf, (size_t)p->vals.len / 4,
 			p->lens, NULL, NULL);
+	if (ts < 0)
+		snprintf(msg, sizeof(msg), "%s", psbc_errmsg(w->s));
+	PyThread_release_lock(w->lock);
+	Py_END_ALLOW_THREADS
 	if (ts < 0) {
-		raise_code((int)ts, psbc_errmsg(w->s));
-		unlock(w);
+		raise_code((int)ts, msg);
 		goto fail;
 	}
-	unlock(w);
 	p->ts = ts;
 	p->next = w->pending;
 	w->pending = p;

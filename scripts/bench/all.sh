@@ -58,6 +58,7 @@ PLAN=(
 	"staleness|95|staleness.sh --workers '4 8' --pushes '0.2 0.1 0.0666666 0.05 0.0333333 0.02 0.0166666 0.0125' --posts '0.5 2' --reps 3 --duration 6 --rates '5 10'|--workers 2 --pushes '0.2 0.1' --posts '0.5 2' --reps 2 --duration 3 --rates 5"
 	"passthrough|10|passthrough.sh --pairs 7 --seconds 3|--pairs 1 --seconds 2"
 	"client|10|client.sh --pairs 20 --seconds 3|--pairs 1 --seconds 1 --len 65536"
+	"rpcps|14|rpcps.sh --pairs 5|--pairs 1 --epochs 1"
 )
 # the revs entries' smoke: HEAD against itself, one build for all
 REVS_SMOKE="--base HEAD --head HEAD --pairs 1 --seconds 1 --sizes 4096"

@@ -122,7 +122,10 @@ class RpcHook(Hook):
 
 class PsbHook(Hook):
     """The bucket to psb's servers as chunk keys, pushpull in synchronous rounds, the sums
-    in place; then / trainers. One thread per trainer waits for the pushpulls, in order."""
+    in place; then / trainers. The hook only queues the bucket, so DDP's backward goes on at
+    once: one thread starts the pushpulls in order (a start waits while the window is full),
+    another waits for them in order and completes their futures. Both hold no GIL while
+    in psb, and share the session a turn at a time."""
     NAME = "psb"
     TAKES = {"chunk_bytes": (int, 4096, 1 << 30), "window_bytes": (int, 0, 1 << 34),
              "server_timeout": (float, 0, 86400)}
@@ -139,10 +142,13 @@ class PsbHook(Hook):
                                    sync=True, window_bytes=window_bytes,
                                    server_timeout=server_timeout or ctx["rpc_timeout"])
         self.layout = {}
+        self.starts = queue.SimpleQueue()
         self.todo = queue.SimpleQueue()
         self.failed = None
-        self.thread = threading.Thread(target=self._complete, name="psb-hook", daemon=True)
-        self.thread.start()
+        self.threads = [threading.Thread(target=f, name=n, daemon=True) for f, n in
+                        ((self._start, "psb-hook-start"), (self._complete, "psb-hook-wait"))]
+        for t in self.threads:
+            t.start()
 
     def chunks(self, bucket, nfloats):
         """The keys and lengths (floats) of a bucket's chunks."""
@@ -167,13 +173,33 @@ class PsbHook(Hook):
         if self.failed is not None:
             fut.set_exception(self.failed)
             return fut
-        ts = self.worker.pushpull(keys, buf, None, lens)
-        self.todo.put((ts, fut, buf))
+        self.starts.put((keys, buf, lens, fut))
         return fut
 
+    def _fail(self, fut, e):
+        self.failed = e
+        fut.set_exception(e)
+
+    def _start(self):
+        """Each bucket's pushpull, in order (an error fails its future, and every later
+        one)."""
+        while True:
+            item = self.starts.get()
+            if item is None:
+                self.todo.put(None)
+                return
+            keys, buf, lens, fut = item
+            try:
+                if self.failed is not None:
+                    raise self.failed
+                ts = self.worker.pushpull(keys, buf, None, lens)
+            except Exception as e:      # psb.Error: named by psb (which server, why)
+                self._fail(fut, e)
+                continue
+            self.todo.put((ts, fut, buf))
+
     def _complete(self):
-        """Each pushpull as it ends: divided, its future completed (an error fails it, and
-        every later one)."""
+        """Each pushpull as it ends: divided, its future completed."""
         while True:
             item = self.todo.get()
             if item is None:
@@ -182,16 +208,16 @@ class PsbHook(Hook):
             try:
                 if self.failed is not None:
                     raise self.failed
-                self.worker.wait(ts)    # the GIL let go; the hook starts others meanwhile
+                self.worker.wait(ts)
                 buf.div_(self.ntrainer)
                 fut.set_result(buf)
-            except Exception as e:      # psb.Error: named by psb (which server, why)
-                self.failed = e
-                fut.set_exception(e)
+            except Exception as e:
+                self._fail(fut, e)
 
     def close(self):
-        self.todo.put(None)
-        self.thread.join()
+        self.starts.put(None)
+        for t in self.threads:
+            t.join()
         self.worker.close()
 
 
