@@ -226,6 +226,36 @@ def test_wait_lets_another_thread_start():
         s.stop()
 
 
+def test_start_lets_go_of_the_gil():
+    """A start that waits for room in the window (the round of its first key needs the other
+    worker) lets go of the GIL meanwhile: this thread sleeps and wakes on time, and then
+    pushes as the other worker."""
+    s = Server("--sync", "--num-workers", "2")
+    try:
+        with psb.KVWorker(servers=s.addr, rank=0, sync=True, window_bytes=65536) as w0, \
+                psb.KVWorker(servers=s.addr, rank=1, sync=True) as w1:
+            keys = np.array([400, 401], dtype=np.uint64)
+            a = np.ones(2 * 16384, dtype=np.float32)        # 64 KiB a key: one at a time
+            got = {}
+
+            def start():
+                got["ts"] = w0.pushpull(keys, a)
+            th = threading.Thread(target=start)
+            th.start()
+            t0 = time.monotonic()
+            time.sleep(0.3)
+            late = time.monotonic() - t0
+            in_start = th.is_alive()
+            w1.wait(w1.pushpull(keys, np.full(2 * 16384, 2, dtype=np.float32)))
+            th.join(10)
+            assert late < 1.5, "the start held the GIL for %.1f s" % late
+            assert in_start, "the start did not wait for the window"
+            w0.wait(got["ts"])
+            assert np.all(a == 3)
+    finally:
+        s.stop()
+
+
 def test_rounds_file_needs_sync(tmp_path):
     p = subprocess.run([os.environ["PSB_KSRV"], "--async", "--rounds-file",
                         str(tmp_path / "r.csv")], capture_output=True, text=True, timeout=10)
