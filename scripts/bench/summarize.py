@@ -1179,8 +1179,7 @@ def rpcps(out):
            for w in ways}
     med = {w: {m: {k: statistics.median(r[k] for r in per[w][m]) for k in ("mean", "p50", "p99")}
                for m in ("batch", "hook")} for w in ways}
-    hook_mean = lambda r: r["mean"]
-    ratios = {"psb_%s_%s" % (w, m): paired(per["psb"][m], per[w][m], hook_mean)
+    ratios = {"psb_%s_%s" % (w, m): paired(per["psb"][m], per[w][m], lambda r: r["mean"])
               for w in ways[1:] for m in ("hook", "batch")}
     summary = {"git_revision": rev, "rounds": len(rounds), "epochs": plan["epochs"],
                "ntrainer": plan["ntrainer"], "median_of_runs_ms": med, "ratios": ratios}
