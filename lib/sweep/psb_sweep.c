@@ -585,13 +585,13 @@ sweep_fill(struct psb_sweep *s, const json_t *doc, const char *path, long n_tria
 	s->n_hparams = (unsigned int)h;
 	s->seed = (uint64_t)sd;
 	/* what makes the jobs: a sweep directory holds one such record */
-	s->record = json_pack("{s:s,s:O,s:O,s:I,s:O,s:O,s:I,s:I,s:I}", "name", s->name,
+	s->record = json_pack("{s:s,s:O,s:O,s:I,s:o,s:o,s:I,s:I,s:I}", "name", s->name,
 			      "server", s->server, "worker", s->worker,
 			      "workers", (json_int_t)s->workers,
 			      "grid", json_object_get(doc, "grid") != NULL ?
-				      json_object_get(doc, "grid") : json_object(),
+				      json_incref(json_object_get(doc, "grid")) : json_object(),
 			      "random", json_object_get(doc, "random") != NULL ?
-				      json_object_get(doc, "random") : json_object(),
+				      json_incref(json_object_get(doc, "random")) : json_object(),
 			      "n_trials", (json_int_t)s->n_trials,
 			      "n_hparams", (json_int_t)s->n_hparams, "seed", (json_int_t)s->seed);
 	if (s->record == NULL)
