@@ -67,6 +67,20 @@ on_signal(int sig)
 	g_stop = sig;
 }
 
+/* INT, TERM and HUP set g_stop; no SA_RESTART, so a wait returns to look at it */
+static void
+catch_signals(void)
+{
+	struct sigaction sa;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_signal;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+}
+
 static double
 now_s(void)
 {
@@ -888,9 +902,7 @@ run_job(const char *dir)
 	PATHF(path, "%s/logs", dir);
 	if (mkdir_p(path) != 0 || mkdir_p(SOCKDIR) != 0)
 		return job_end(dir, 1, "cannot make the logs/ or " SOCKDIR " directory", t0);
-	signal(SIGINT, on_signal);
-	signal(SIGTERM, on_signal);
-	signal(SIGHUP, on_signal);
+	catch_signals();
 	printf("psb-sweep: job %s: a server and %u worker(s), %.0f s at most\n", dir, workers,
 	       deadline);
 	fflush(stdout);
@@ -1019,8 +1031,7 @@ launch_local(struct ctx *c, const size_t *todo, size_t n)
 	if (pids == NULL || t0 == NULL)
 		psb_die("out of memory");
 	gethostname(host, sizeof(host));
-	signal(SIGINT, on_signal);
-	signal(SIGTERM, on_signal);
+	catch_signals();
 	while (ended < n) {
 		while (g_stop == 0 && next < n && running < opt.parallel) {
 			const struct psb_sweep_job *j = &c->jobs[todo[next]];
@@ -1238,7 +1249,7 @@ wait_slurm(struct ctx *c)
 	unsigned int count[PSB_SWEEP_STATE_MAX];
 	size_t i;
 
-	signal(SIGINT, on_signal);
+	catch_signals();
 	for (;;) {
 		states(c);
 		memset(count, 0, sizeof(count));
