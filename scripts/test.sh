@@ -8,6 +8,7 @@ cd "$(dirname "$0")/.."
 FUZZ_SECONDS=${PSB_FUZZ_SECONDS:-60}
 MC_FUZZ_SECONDS=${PSB_MC_FUZZ_SECONDS:-20}
 ROCE_FUZZ_SECONDS=${PSB_ROCE_FUZZ_SECONDS:-20}
+SWEEP_FUZZ_SECONDS=${PSB_SWEEP_FUZZ_SECONDS:-15}
 scripts/setup.sh --no-huge
 
 setup_dir() {
@@ -43,7 +44,7 @@ echo "== fuzzing the packet parser for ${FUZZ_SECONDS}s"
 fuzz_ok=1
 CC=clang setup_dir build-fuzz -Ddpdk=disabled -Dtests=enabled -Dfuzz=true -Dbuildtype=debug
 ninja -C build-fuzz tests/fuzz/fuzz_frame tests/fuzz/fuzz_gen_corpus tests/fuzz/fuzz_mc \
-	tests/fuzz/fuzz_roce >/dev/null
+	tests/fuzz/fuzz_roce tests/fuzz/fuzz_sweep tests/fuzz/fuzz_sweep_replay >/dev/null
 # fuzz NAME SECONDS CORPUS: the libFuzzer target NAME for SECONDS, its statistics shown; a
 # target that says it skipped a check ("skipped: why") is named in the summary as skipped
 fuzz_skips=()
@@ -66,13 +67,17 @@ fuzz() {
 corpus=$(mktemp -d)
 mc_corpus=$(mktemp -d)
 roce_corpus=$(mktemp -d)
-trap 'rm -rf "$corpus" "$mc_corpus" "$roce_corpus"' EXIT
+sweep_corpus=$(mktemp -d)
+trap 'rm -rf "$corpus" "$mc_corpus" "$roce_corpus" "$sweep_corpus"' EXIT
 build-fuzz/tests/fuzz/fuzz_gen_corpus "$corpus" >/dev/null
 fuzz fuzz_frame "$FUZZ_SECONDS" "$corpus"
 echo "== fuzzing the multicast packets and state machines for ${MC_FUZZ_SECONDS}s"
 fuzz fuzz_mc "$MC_FUZZ_SECONDS" "$mc_corpus"
 echo "== fuzzing the RoCE parser, ICRC and QP table for ${ROCE_FUZZ_SECONDS}s"
 fuzz fuzz_roce "$ROCE_FUZZ_SECONDS" "$roce_corpus"
+echo "== fuzzing sweep files (psb-sweep) for ${SWEEP_FUZZ_SECONDS}s"
+build-fuzz/tests/fuzz/fuzz_sweep_replay --corpus "$sweep_corpus"
+fuzz fuzz_sweep "$SWEEP_FUZZ_SECONDS" "$sweep_corpus"
 
 # A skipped test checked nothing: the summary counts it as failed, by name.
 python3 - "$fuzz_ok" "${fuzz_skips[@]}" <<'PY' || status=1

@@ -600,6 +600,22 @@ sweep_fill(struct psb_sweep *s, const json_t *doc, const char *path, long n_tria
 }
 
 int
+psb_sweep_load_doc(struct psb_sweep *s, const json_t *doc, const char *path, long n_trials,
+		   long n_hparams, long long seed, char *err, size_t errlen)
+{
+	char e[512];
+	int rc;
+
+	memset(s, 0, sizeof(*s));
+	rc = sweep_fill(s, doc, path, n_trials, n_hparams, seed, e, sizeof(e));
+	if (rc != 0) {
+		psb_sweep_free(s);
+		psb_fail(err, errlen, "%s: %s", path, e);
+	}
+	return rc;
+}
+
+int
 psb_sweep_load(struct psb_sweep *s, const char *path, long n_trials, long n_hparams,
 	       long long seed, char *err, size_t errlen)
 {
@@ -613,12 +629,8 @@ psb_sweep_load(struct psb_sweep *s, const char *path, long n_trials, long n_hpar
 		psb_fail(err, errlen, "%s", e);
 		return rc;
 	}
-	rc = sweep_fill(s, doc, path, n_trials, n_hparams, seed, e, sizeof(e));
+	rc = psb_sweep_load_doc(s, doc, path, n_trials, n_hparams, seed, err, errlen);
 	json_decref(doc);
-	if (rc != 0) {
-		psb_sweep_free(s);
-		psb_fail(err, errlen, "%s: %s", path, e);
-	}
 	return rc;
 }
 

@@ -90,6 +90,9 @@ struct psb_sweep_job {
  */
 int psb_sweep_load(struct psb_sweep *s, const char *path, long n_trials, long n_hparams,
 		long long seed, char *err, size_t errlen);
+/* The same from a parsed document; path names it in errors and anchors relative paths. */
+int psb_sweep_load_doc(struct psb_sweep *s, const json_t *doc, const char *path, long n_trials,
+		long n_hparams, long long seed, char *err, size_t errlen);
 void psb_sweep_free(struct psb_sweep *s);
 
 /*
