@@ -53,7 +53,7 @@ static struct {
 	const char *figure;
 	const char *psb;
 	bool wait;
-	uint64_t wait_ns;
+	double wait_s;			/* slurm --wait: at most this long */
 } opt = {
 	.n_trials = -1, .n_hparams = -1, .seed = -1, .parallel = 1, .max_concurrent = 4,
 	.max_jobs = PSB_SWEEP_MAX_JOBS,
@@ -134,8 +134,8 @@ usage(FILE *out)
 "  --max_array_size N      slurm: split arrays above N tasks (default: the cluster's\n"
 "                          MaxArraySize)\n"
 "  --partition P           slurm: the partition\n"
-"  --wait [S]              slurm: wait until the launched jobs end (at most S seconds,\n"
-"                          default a day)\n"
+"  --wait                  slurm: wait until the launched jobs end (at most as long as\n"
+"                          they take one after another at their timeout, plus 10 min)\n"
 "  --max_jobs N            refuse sweeps of more jobs (default %d)\n"
 "  --figure NAME           results: choose the best setting by this figure\n"
 "  --psb PATH              the psb program (default: beside psb-sweep, or $PSB)\n"
@@ -280,6 +280,9 @@ sweep_open(struct ctx *c, bool create)
 
 	if (opt.sweep == NULL || opt.out == NULL)
 		psb_cli_usage_error("%s is required", opt.sweep == NULL ? "--sweep" : "--output_dir");
+	/* a Slurm script names it between single quotes */
+	if (strpbrk(opt.out, "'\n") != NULL)
+		psb_cli_usage_error("--output_dir: a path with a quote or a newline");
 	/* room below it for a job's own paths */
 	if (strlen(opt.out) > PATH_MAX - 256)
 		psb_cli_usage_error("--output_dir: longer than %d bytes", PATH_MAX - 256);
@@ -680,6 +683,8 @@ job_prepare(const struct ctx *c, const struct psb_sweep_job *j)
 			    "workers", (json_int_t)j->workers, "index", (json_int_t)j->index,
 			    "timeout_s", c->s.timeout_ns / 1e9, "canonical", j->canonical),
 		  dir, "settings.json");
+	PATHF(cmd, "%s", psb_path());
+	save_json(json_pack("{s:s}", "psb", cmd), dir, "run.json");
 	save_doc(srv, dir, "server.json");
 	off = (size_t)snprintf(cmd, sizeof(cmd), "%s run_job %s\n# runs:\n%s --config %s/server.json "
 			       "--output-dir %s &\n", self_path(), dir, psb_path(), dir, dir);
@@ -798,10 +803,10 @@ summed(const char *col)
 	return false;
 }
 
+/* of the columns not summed, those where higher is worse take the max, the others the min */
 static bool
-lower_is_worse(const char *col)
+higher_is_worse(const char *col)
 {
-	/* of columns not summed, those where a higher value is the worse one stay the max */
 	return strstr(col, "rtt") != NULL || strstr(col, "_s") != NULL ||
 	       strstr(col, "staleness") != NULL;
 }
@@ -830,7 +835,6 @@ collect(const char *dir, unsigned int workers, char *err, size_t errlen)
 			json_decref(res);
 			goto fail;
 		}
-		rows = rows != NULL ? rows : json_array();
 		/* one worker role: its row; several: psb's "all" row, the last */
 		row = json_array_get(json_object_get(res, "rows"),
 				     json_array_size(json_object_get(res, "rows")) - 1);
@@ -844,7 +848,7 @@ collect(const char *dir, unsigned int workers, char *err, size_t errlen)
 			x = json_number_value(v);
 			if (have != NULL)
 				x = summed(col) ? x + json_number_value(have) :
-				    lower_is_worse(col) ? fmax(x, json_number_value(have)) :
+				    higher_is_worse(col) ? fmax(x, json_number_value(have)) :
 				    fmin(x, json_number_value(have));
 			json_object_set_new(all, col, json_real(x));
 		}
@@ -880,10 +884,15 @@ run_job(const char *dir)
 	char path[PATH_MAX], conf[PATH_MAX], log[PATH_MAX], seed[32], err[1024], why[256];
 	char line[512], *argv[8];
 	unsigned int workers, i, left;
+	json_t *run = read_json(dir, "run.json");
 	double t0 = now_s(), deadline;
-	const char *psb = psb_path();
+	const char *psb;
 	bool ok = true;
 
+	/* the psb the launcher was told of, unless this command line names one */
+	if (opt.psb == NULL && json_string_value(json_object_get(run, "psb")) != NULL)
+		opt.psb = json_string_value(json_object_get(run, "psb"));
+	psb = psb_path();
 	if (set == NULL)
 		psb_die("%s: no settings.json: not a psb-sweep job directory", dir);
 	if (exists(dir, "done"))
@@ -1220,7 +1229,11 @@ launch_slurm(struct ctx *c, const size_t *todo, size_t n)
 		argv[a] = NULL;
 		rc = run_capture(argv, &out, 1 << 16);
 		if (rc != 0 || out == NULL || strtoul(out, NULL, 10) == 0) {
-			/* the jobs of this array stay not launched: drop their directories' record */
+			/* the jobs of this array stay not launched: their directories go */
+			for (k = 0; k < len; k++) {
+				job_dir(c, &c->jobs[todo[i + k]], dir, sizeof(dir));
+				rm_tree(dir);
+			}
 			psb_die("slurm: sbatch %s %s failed (status %d)%s%s", arr, script, rc,
 				out != NULL && out[0] != '\0' ? ": " : "", out != NULL ? out : "");
 		}
@@ -1264,7 +1277,7 @@ wait_slurm(struct ctx *c)
 			fflush(stdout);
 			last = mono_s();
 		}
-		if (g_stop != 0 || mono_s() - t0 > opt.wait_ns / 1e9) {
+		if (g_stop != 0 || mono_s() - t0 > opt.wait_s) {
 			fprintf(stderr, "psb-sweep: %s with %u job(s) still running (left to Slurm)\n",
 				g_stop != 0 ? "interrupted" : "stopped waiting",
 				count[PSB_SWEEP_RUNNING]);
@@ -1320,8 +1333,12 @@ cmd_launch(bool resume)
 		rc = launch_local(&c, todo, n);
 	else {
 		rc = launch_slurm(&c, todo, n);
-		if (rc == 0 && opt.wait)
+		/* bounded: every job one after another at its timeout, and ten minutes more */
+		opt.wait_s = (double)n * (c.s.timeout_ns / 1e9 + 60) / opt.max_concurrent + 600;
+		if (rc == 0 && opt.wait) {
+			printf("psb-sweep: waiting for the jobs, %.0f s at most\n", opt.wait_s);
 			rc = wait_slurm(&c);
+		}
 	}
 	free(todo);
 	free(which);
@@ -1641,7 +1658,7 @@ main(int argc, char **argv)
 		{ "max_concurrent", required_argument, NULL, 'm' },
 		{ "max_array_size", required_argument, NULL, 'A' },
 		{ "partition", required_argument, NULL, 'P' },
-		{ "wait", optional_argument, NULL, 'w' },
+		{ "wait", no_argument, NULL, 'w' },
 		{ "max_jobs", required_argument, NULL, 'J' },
 		{ "figure", required_argument, NULL, 'f' },
 		{ "psb", required_argument, NULL, 'b' },
@@ -1653,7 +1670,6 @@ main(int argc, char **argv)
 	int c, idx;
 
 	psb_cli_prog("psb-sweep");
-	opt.wait_ns = 86400ull * 1000000000;
 	while ((c = psb_cli_getopt(argc, argv, "h", opts, &idx)) != -1) {
 		switch (c) {
 		case 's': opt.sweep = optarg; break;
@@ -1685,12 +1701,7 @@ main(int argc, char **argv)
 			break;
 		case 'A': opt.max_array = psb_cli_u64("--max_array_size", optarg, 1, 4000000); break;
 		case 'P': opt.partition = optarg; break;
-		case 'w':
-			opt.wait = true;
-			if (optarg != NULL)
-				opt.wait_ns = psb_cli_seconds_in("--wait", optarg, 1000000000ull,
-								 86400ull * 1000000000);
-			break;
+		case 'w': opt.wait = true; break;
 		case 'J':
 			opt.max_jobs = (size_t)psb_cli_u64("--max_jobs", optarg, 1, 1000000);
 			break;
