@@ -14,6 +14,7 @@ PKGS=(
 	tshark iproute2 iputils-ping tmux curl nftables
 	prometheus python3-prometheus-client
 	python3-dev python3-numpy python3-pytest python3-torch
+	slurm-wlm munge
 )
 HUGE_MB=${PSB_HUGE_MB:-1024}
 want_huge=1
