@@ -925,11 +925,19 @@ run_job(const char *dir)
 	argv[4] = (char *)dir;
 	argv[5] = NULL;
 	srv = spawn(argv, log, seed, dir);
+	if (srv < 0)
+		return job_end(dir, 1, "cannot start the server (fork failed)", t0);
 	for (i = 0; i < workers; i++) {
 		PATHF(conf, "%s/worker-%u.json", dir, i);
 		PATHF(log, "%s/logs/worker-%u.log", dir, i);
 		wk[i] = spawn(argv, log, seed, dir);
 		wst[i] = -1;
+		if (wk[i] < 0) {
+			while (i-- > 0)
+				end_proc(wk[i], &st, 5);
+			end_proc(srv, &st, SERVER_END_S);
+			return job_end(dir, 1, "cannot start a worker (fork failed)", t0);
+		}
 	}
 	/* the workers, within the time given; a server that ends first fails the trial */
 	deadline += mono_s();

@@ -59,6 +59,7 @@ PLAN=(
 	"passthrough|10|passthrough.sh --pairs 7 --seconds 3|--pairs 1 --seconds 2"
 	"client|10|client.sh --pairs 20 --seconds 3|--pairs 1 --seconds 1 --len 65536"
 	"rpcps|14|rpcps.sh --pairs 5|--pairs 1 --epochs 1"
+	"sweep|5|sweep.sh --reps 3|--reps 1"
 )
 # the revs entries' smoke: HEAD against itself, one build for all
 REVS_SMOKE="--base HEAD --head HEAD --pairs 1 --seconds 1 --sizes 4096"

@@ -4,7 +4,7 @@
     scripts/bench/summarize.py KIND DIR
 
 KIND is pushpull, revs, job, soak, ctl, ctl_hostile, mc_emu, mc_send, staleness,
-passthrough, mc_storm, client or rpcps (the script that made DIR). Reads DIR's raw data (raw.tar.xz, or raw/ of a run
+passthrough, mc_storm, client, rpcps or sweep (the script that made DIR). Reads DIR's raw data (raw.tar.xz, or raw/ of a run
 that was stopped: rawdata.py), writes DIR/summary.json and DIR/summary.md (and plots), each
 whole or not at all, and prints the table. The benchmark scripts call
 it when they end; scripts/bench/check_docs.py calls it on every committed run to check that
@@ -1227,10 +1227,83 @@ def rpcps(out):
     return summary, L, True
 
 
+def sweep(out):
+    """scripts/bench/sweep.sh: raw/{local,slurm,dry_run}-REP.json (each job's settings,
+    trial, launch, start and end times and figures; the sweep's start and end)."""
+    raw = Raw(out)
+    reps = sorted(int(r) for (r,) in raw_index(raw, r"local-(\d+)\.json"))
+    launchers = ("local", "slurm", "dry_run")
+    runs = {(l, r): raw.json(f"{l}-{r}.json") for l in launchers for r in reps}
+    rev = about_revision(out)
+
+    def overhead(run):
+        jobs = run["jobs"]
+        if run["launcher"] == "dry_run":
+            n = run["dry_run_jobs"]
+            return n, (run["t_end"] - run["t_start"]) / n
+        ran = sum(j["ended_at"] - j["started_at"] for j in jobs)
+        # slurm: until the last job ended, not until psb-sweep's wait looked
+        end = max(j["ended_at"] for j in jobs) if run["launcher"] == "slurm" else run["t_end"]
+        return len(jobs), (end - run["t_start"] - ran) / len(jobs)
+
+    over = {l: [overhead(runs[(l, r)]) for r in reps] for l in launchers}
+    done = {l: sum(j["done"] for r in reps for j in runs[(l, r)]["jobs"]) for l in launchers}
+    settings = []
+    for j in runs[("local", reps[0])]["jobs"]:
+        if j["settings"] not in settings:
+            settings.append(j["settings"])
+    settings.sort(key=lambda s: json.dumps(s, sort_keys=True))
+
+    def cell(l, s, fig):
+        v = [j["figures"][fig] for r in reps for j in runs[(l, r)]["jobs"]
+             if j["settings"] == s and j["done"]]
+        if not v:
+            return "", None
+        m = statistics.mean(v)
+        sd = statistics.stdev(v) if len(v) > 1 else 0.0
+        return "%.2f ± %.2f (%d)" % (m, sd, len(v)), m
+    keys = list(settings[0].keys())
+    L = ["psb %s, psb-sweep: config/sweep-example.json, %d settings x 3 trials, %d reps of "
+         "each launcher; goodput in Gbps (the workers' sum), mean ± sd over every trial "
+         "(their number)" % (rev, len(settings), len(reps)), "",
+         "| " + " | ".join(keys) + " | local | slurm |",
+         "|" + "---|" * len(keys) + "---:|---:|"]
+    best = {}
+    for s in settings:
+        row = [str(s[k]) for k in keys]
+        for l in ("local", "slurm"):
+            c, m = cell(l, s, "goodput_gbps")
+            row.append(c)
+            if m is not None and (l not in best or m > best[l][1]):
+                best[l] = (s, m)
+        L.append("| " + " | ".join(row) + " |")
+    L += ["", "Best setting by goodput: " + "; ".join(
+        "%s: %s (%.2f Gbps)" % (l, ", ".join("%s=%s" % (k, best[l][0][k]) for k in keys),
+                                best[l][1]) for l in ("local", "slurm") if l in best), "",
+          "| launcher | jobs a sweep | jobs done | launcher overhead per job, ms: median "
+          "[min, max] over the reps | sweep wall time, s: median |", "|---|---:|---:|---:|---:|"]
+    summary = {"git_revision": rev, "reps": len(reps), "overhead_ms": {}, "done": done}
+    for l in launchers:
+        ms = [o * 1000 for _, o in over[l]]
+        wall = statistics.median(runs[(l, r)]["t_end"] - runs[(l, r)]["t_start"] for r in reps)
+        summary["overhead_ms"][l] = {"median": statistics.median(ms), "min": min(ms),
+                                     "max": max(ms)}
+        L.append("| %s | %d | %s | %.1f [%.1f, %.1f] | %.1f |" % (
+            l, over[l][0][0], "-" if l == "dry_run" else "%d of %d" % (
+                done[l], over[l][0][0] * len(reps)),
+            statistics.median(ms), min(ms), max(ms), wall))
+    L += ["", "Overhead: the sweep's wall time less the time its jobs ran, over its jobs (local: "
+          "until psb-sweep returned; slurm: from the sbatch call to the last job's end, one "
+          "array task at a time; dry_run: the whole dry run, which runs nothing)."]
+    ok = all(done[l] == over[l][0][0] * len(reps) for l in ("local", "slurm"))
+    return summary, L, ok
+
+
 KINDS = {"revs": (revs, 2), "job": (job, 2), "soak": (soak, 1), "pushpull": (pushpull, 2), "ctl": (ctl, 2),
          "ctl_hostile": (ctl_hostile, 2), "mc_emu": (mc_emu, 2), "mc_send": (mc_send, 2),
          "staleness": (staleness, 2), "passthrough": (passthrough, 2),
-         "mc_storm": (mc_storm, 2), "client": (client, 2), "rpcps": (rpcps, 2)}
+         "mc_storm": (mc_storm, 2), "client": (client, 2), "rpcps": (rpcps, 2),
+         "sweep": (sweep, 2)}
 
 
 def summarize(kind, out):
