@@ -22,7 +22,8 @@ Exit status 0 when all holds, 1 with every difference listed.
 The published runs are those a mark names. --drift lists each whose revision (ABOUT.txt's,
 a revs run's head when that was the working tree or HEAD) differs from HEAD in the code it
 measures (app/, lib/, drivers/, multicast/, and for a client run also api/, pslite/ and
-python/, the libraries it runs: git diff REV HEAD -- those), with how many
+python/, the libraries it runs: git diff REV HEAD -- those, less the programs and libraries
+of OWN the run does not use and build-file lines that only name them), with how many
 commits and files: a list to act on (scripts/bench/all.sh measures them again), exit
 status 0. Runs of older code on purpose (revs runs of two given revisions, a baseline's
 run) are named apart. --published prints their names,
@@ -50,6 +51,10 @@ CODE = ("app", "lib", "drivers", "multicast")	# the code a run measures
 # and the code runs of a kind measure besides: client.sh's the client API, the ps-lite header
 # and the Python package; rpcps.sh's the client API and the Python package (psb.rpcps)
 CODE_OF = {"client": ("api", "pslite", "python"), "rpcps": ("api", "python")}
+# Programs and libraries under CODE that only some kinds of run use (they are not in psb or
+# in the tools the other runs start): a change to them, or a build file's lines that only
+# name them, is no change to what the other runs measured.
+OWN = {"app/psb-sweep": ("sweep",), "lib/sweep": ("sweep",), "app/psb-slurm": ()}
 
 
 def docs(root):
@@ -259,6 +264,26 @@ def git(root, *args):
     return subprocess.run(["git", "-C", root] + list(args), capture_output=True, text=True)
 
 
+def measured_changes(root, rev, code, kind):
+    """The files of code that differ between rev and HEAD and that a run of kind measures:
+    not the programs and libraries of OWN that it does not use, and not a meson.build whose
+    changed lines all name one of those."""
+    other = [p for p, kinds in OWN.items() if kind not in kinds]
+    spec = list(code) + [":(exclude)" + p for p in other]
+    files = git(root, "diff", "--name-only", rev, "HEAD", "--", *spec).stdout.split()
+    names = [os.path.basename(p) for p in other]
+    kept = []
+    for f in files:
+        if os.path.basename(f) == "meson.build" and names:
+            diff = git(root, "diff", "-U0", rev, "HEAD", "--", f).stdout.splitlines()
+            lines = [ln[1:] for ln in diff if ln[:1] in "+-" and ln[:3] not in ("+++", "---")]
+            if lines and all(re.search(r"\b(%s)\b" % "|".join(map(re.escape, names)), ln)
+                             for ln in lines):
+                continue
+        kept.append(f)
+    return kept
+
+
 def drift(root):
     """Lines on each published run whose code differs from HEAD's."""
     lines, fixed, n = [], [], 0
@@ -283,10 +308,11 @@ def drift(root):
             n += 1
             continue
         code = CODE + CODE_OF.get(run.split("-")[0], ())
-        if git(root, "diff", "--quiet", rev, "HEAD", "--", *code).returncode == 0:
+        changed = measured_changes(root, rev, code, run.split("-")[0])
+        if not changed:
             continue
-        commits = git(root, "rev-list", "--count", rev + "..HEAD", "--", *code).stdout.strip()
-        files = len(git(root, "diff", "--name-only", rev, "HEAD", "--", *code).stdout.split())
+        commits = git(root, "rev-list", "--count", rev + "..HEAD", "--", *changed).stdout.strip()
+        files = len(changed)
         n += 1
         lines.append(f"  docs/bench/{run}: measured at {rev[:7]}{what} on "
                      f"{a.get('date', '?')[:10]}{', dirty' if 'dirty=true' in words else ''}: "

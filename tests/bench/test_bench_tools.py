@@ -177,6 +177,31 @@ def test_check_docs(tmp):
            in drift, drift
     assert "2 of the 6 published runs" in drift, drift
     assert "mc_send" not in drift.split("older code")[0], drift
+    # a program only the sweep runs use (psb-sweep), and build lines naming it alone: no
+    # change to what the other runs measured; a sweep run measured them
+    head4 = git(root, "rev-parse", "HEAD")
+    write(os.path.join(root, "docs", "bench", "sweep-2026-01-05a", "ABOUT.txt"),
+          "revision %s dirty=false\ndate 2026-01-05T00:00:00Z\ncommand scripts/bench/x.sh\n"
+          % head4)
+    write(os.path.join(root, "docs", "SWEEPS.md"),
+          "<!-- summary: docs/bench/sweep-2026-01-05a/summary.md -->\n")
+    write(os.path.join(root, "app", "psb-sweep", "s.c"), "int s;\n")
+    write(os.path.join(root, "app", "meson.build"), "subdir('psb-sweep')\n")
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "five")
+    drift = check_docs(root, "--drift")
+    assert "3 of the 7 published runs" in drift, drift
+    assert "docs/bench/sweep-2026-01-05a: measured at %s on 2026-01-05: 1 commit and 2 files" \
+        % head4[:7] in drift, drift
+    assert "client-2026-01-04a: measured at %s on 2026-01-04: 1 commit and 1 file " % head[:7] \
+        in drift, drift
+    # a build line that names something else is a change for every run
+    write(os.path.join(root, "app", "meson.build"), "subdir('psb-sweep')\nsubdir('x')\n")
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "six")
+    drift = check_docs(root, "--drift")
+    assert "client-2026-01-04a: measured at %s on 2026-01-04: 3 commits and 2 files " % head[:7] \
+        in drift, drift
     # a marked table in any docs/*.md is checked against its summary, and written from it
     write(os.path.join(root, "docs", "bench", "staleness-2026-01-03a", "summary.md"),
           "| a |\n|---|\n| 1 |\n\nbetween\n\n| b |\n|---|\n| 2 |\n")
