@@ -560,26 +560,6 @@ states(struct ctx *c)
 }
 
 static void
-settings_text(const json_t *settings, char *buf, size_t len)
-{
-	const char *name;
-	json_t *v;
-	size_t off = 0;
-	char *t;
-
-	buf[0] = '\0';
-	json_object_foreach((json_t *)settings, name, v) {
-		t = json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT);
-		if (off < len)
-			off += (size_t)snprintf(buf + off, len - off, "%s%s=%s", off ? " " : "",
-						name, t != NULL ? t : "?");
-		free(t);
-	}
-	if (off == 0)
-		snprintf(buf, len, "(the documents as given)");
-}
-
-static void
 print_jobs(const struct ctx *c, const bool *which)
 {
 	unsigned int count[PSB_SWEEP_STATE_MAX] = { 0 };
@@ -597,7 +577,7 @@ print_jobs(const struct ctx *c, const bool *which)
 		}
 		if (shown > SHOW_MAX)
 			continue;
-		settings_text(c->jobs[i].settings, st, sizeof(st));
+		psb_sweep_settings_text(c->jobs[i].settings, " ", st, sizeof(st));
 		printf("%-5zu %-12.12s %-12s %-5u %s\n", i, c->jobs[i].id,
 		       psb_sweep_state_names[c->state[i]], c->jobs[i].trial, st);
 	}
@@ -1110,7 +1090,7 @@ launch_local(struct ctx *c, const size_t *todo, size_t n)
 				  dir, "status.json");
 			status = read_json(dir, "status.json");
 		}
-		settings_text(c->jobs[todo[i]].settings, st, sizeof(st));
+		psb_sweep_settings_text(c->jobs[todo[i]].settings, " ", st, sizeof(st));
 		res = read_json(dir, "results.json");
 		if (exists(dir, "done")) {
 			printf("[%zu/%zu] %.12s done in %.1f s: %s trial %u: %s %.4g\n", ended, n,
@@ -1588,7 +1568,7 @@ cmd_results(void)
 			      (json_int_t)c.s.n_trials, "figures", figs);
 		json_array_append_new(sets, o);
 		if (json_object_get(figs, fig) != NULL) {
-			settings_text(c.jobs[i].settings, st, sizeof(st));
+			psb_sweep_settings_text(c.jobs[i].settings, " ", st, sizeof(st));
 			json_array_append_new(plot, json_pack("{s:s,s:f,s:f}", "label", st, "mean",
 							      fig_mean, "sd", fig_sd));
 			if (best == NULL || (c.s.higher ? fig_mean > best_v : fig_mean < best_v)) {
@@ -1602,7 +1582,7 @@ cmd_results(void)
 	if (best != NULL) {
 		json_t *b = json_object_get(json_object_get(best, "figures"), fig);
 
-		settings_text(json_object_get(best, "settings"), st, sizeof(st));
+		psb_sweep_settings_text(json_object_get(best, "settings"), " ", st, sizeof(st));
 		fprintf(m, "Best setting by %s (%s is better): %s (%s): %.4g ± %.4g (se %.4g, %lld "
 			"trial(s))\n\n", fig, c.s.higher ? "higher" : "lower",
 			json_string_value(json_object_get(best, "setting")), st,

@@ -828,20 +828,21 @@ fail:
 
 /* ---- expansion ---- */
 
-/* "k=v, k=v" of a setting, for messages. */
-static void
-setting_text(const json_t *settings, char *buf, size_t len)
+void
+psb_sweep_settings_text(const json_t *settings, const char *sep, char *buf, size_t len)
 {
 	const char *name;
 	json_t *v;
 	size_t off = 0;
 	char *t;
 
+	if (len == 0)
+		return;
 	buf[0] = '\0';
 	json_object_foreach((json_t *)settings, name, v) {
 		t = json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT);
 		if (off < len)
-			off += (size_t)snprintf(buf + off, len - off, "%s%s=%s", off ? ", " : "",
+			off += (size_t)snprintf(buf + off, len - off, "%s%s=%s", off ? sep : "",
 						name, t != NULL ? t : "?");
 		free(t);
 	}
@@ -933,7 +934,7 @@ psb_sweep_expand(const struct psb_sweep *s, size_t max, struct psb_sweep_job **j
 			rc = psb_sweep_job_docs(s, &jobs[n - 1], "/var/run/psb-sweep", &srv, &ws, e,
 						sizeof(e));
 			if (rc != 0) {
-				setting_text(settings, st, sizeof(st));
+				psb_sweep_settings_text(settings, ", ", st, sizeof(st));
 				psb_fail(err, errlen, "setting %s (%s): %s", jobs[n - 1].setting, st, e);
 				goto fail;
 			}
@@ -941,7 +942,7 @@ psb_sweep_expand(const struct psb_sweep *s, size_t max, struct psb_sweep_job **j
 			json_decref(ws);
 			for (k = 0; k + s->n_trials < n; k += s->n_trials)
 				if (strcmp(jobs[k].setting, jobs[n - 1].setting) == 0) {
-					setting_text(settings, st, sizeof(st));
+					psb_sweep_settings_text(settings, ", ", st, sizeof(st));
 					psb_fail(err, errlen, "settings %u and %u are the same (%s): "
 						 "random draws repeat a setting; widen a rule or "
 						 "ask for fewer --n_hparams", jobs[k].index /

@@ -123,6 +123,10 @@ json_t *psb_sweep_draw(const struct psb_sweep_key *k, uint64_t seed, unsigned in
  */
 const char *psb_sweep_record_diff(const json_t *a, const json_t *b, char *buf, size_t len);
 
+/* A setting for people: "key=value" (values as JSON) joined by sep, or "the documents as
+ * given" for a sweep of no keys; cut at len. */
+void psb_sweep_settings_text(const json_t *settings, const char *sep, char *buf, size_t len);
+
 /* 128 bits of a hash of text, as 32 hex digits into out[33]. */
 void psb_sweep_hash(const char *text, char out[33]);
 
