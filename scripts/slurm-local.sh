@@ -59,6 +59,7 @@ down|status|env) [ $# = 0 ] || usage_error "unexpected argument '$1' to $cmd" ;;
 -h|--help|help) usage; exit 0 ;;
 --version) exec "$(dirname "$0")/version.sh" line slurm-local.sh ;;
 "") usage_error "give a command: up, down, status or env" ;;
+-*) usage_error "unrecognized option '$cmd'" ;;
 *) usage_error "unknown command '$cmd'" ;;
 esac
 [[ "$PORT" =~ ^[0-9]+$ ]] && [ "$PORT" -ge 1024 ] && [ "$PORT" -le 65532 ] ||

@@ -45,7 +45,7 @@ check_cli() {
 for p in "$@"; do
 	check_cli "$(basename "$p")" "$p"
 done
-for s in quickstart.sh staleness.sh testbed.sh; do
+for s in quickstart.sh staleness.sh testbed.sh slurm-local.sh; do
 	check_cli "$s" "$SRC/scripts/$s"
 done
 for s in "$SRC"/scripts/bench/*.sh; do
