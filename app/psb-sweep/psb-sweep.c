@@ -486,29 +486,41 @@ slurm_look(struct slurm_view *v, json_t *arrays)
 	free(out);
 }
 
-static void
-look_at(const struct ctx *c, const struct psb_sweep_job *j, const struct slurm_view *sv,
-	struct psb_sweep_look *l)
+/* What a job's directory says of it; its launcher record when that decides (no end yet). */
+static json_t *
+look_dir(const struct ctx *c, const struct psb_sweep_job *j, struct psb_sweep_look *l)
 {
-	char dir[PATH_MAX], st[64];
+	char dir[PATH_MAX];
 	json_t *status, *launch;
-	const char *kind, *id, *a;
-	int code;
 
 	memset(l, 0, sizeof(*l));
 	job_dir(c, j, dir, sizeof(dir));
 	l->dir = access(dir, F_OK) == 0;
 	if (!l->dir)
-		return;
+		return NULL;
 	l->done = exists(dir, "done");
 	status = read_json(dir, "status.json");
 	if (json_object_get(status, "exit_status") != NULL) {
 		l->ended = true;
 		l->exit_status = (int)json_integer_value(json_object_get(status, "exit_status"));
 	}
+	json_decref(status);
+	if (l->done || l->ended)
+		return NULL;
 	launch = read_json(dir, "launcher.json");
 	l->launched = launch != NULL;
-	kind = json_string_value(json_object_get(launch, "launcher")) ?: "";
+	return launch;
+}
+
+/* The launcher's word on a job whose directory shows no end: alive, or how it ended. */
+static void
+look_launcher(const json_t *launch, const struct slurm_view *sv, struct psb_sweep_look *l)
+{
+	const char *kind = json_string_value(json_object_get(launch, "launcher")) ?: "";
+	const char *id, *a;
+	char st[64];
+	int code = 0;
+
 	l->alive = 0;
 	if (strcmp(kind, "local") == 0) {
 		l->alive = local_alive(launch);
@@ -517,43 +529,42 @@ look_at(const struct ctx *c, const struct psb_sweep_job *j, const struct slurm_v
 		l->alive = !sv->squeue_ok ? -1 : json_object_get(sv->queued, id) != NULL;
 		a = json_string_value(json_object_get(sv->acct, id));
 		/* ended without a word of its own (cancelled, out of time): sacct says how */
-		if (!l->ended && l->alive == 0 && a != NULL &&
-		    sscanf(a, "%63s %d", st, &code) >= 1 &&
+		if (l->alive == 0 && a != NULL && sscanf(a, "%63s %d", st, &code) >= 1 &&
 		    strcmp(st, "PENDING") != 0 && strcmp(st, "RUNNING") != 0) {
 			l->ended = true;
 			l->exit_status = strcmp(st, "COMPLETED") == 0 ? 0 : code != 0 ? code : 1;
 		}
 	}
-	json_decref(status);
-	json_decref(launch);
 }
 
+/* Every job's state: its directory read once, Slurm asked once for all its array jobs. */
 static void
 states(struct ctx *c)
 {
 	struct slurm_view sv = { 0 };
-	struct psb_sweep_look l;
-	json_t *arrays = json_object(), *launch;
-	char dir[PATH_MAX];
+	struct psb_sweep_look *looks = calloc(c->njobs, sizeof(*looks));
+	json_t **rec = calloc(c->njobs, sizeof(*rec)), *arrays = json_object();
 	const char *a;
 	size_t i;
 
+	if (looks == NULL || rec == NULL || arrays == NULL)
+		psb_die("out of memory");
 	for (i = 0; i < c->njobs; i++) {
-		job_dir(c, &c->jobs[i], dir, sizeof(dir));
-		if (exists(dir, "done") || exists(dir, "status.json"))
-			continue;
-		launch = read_json(dir, "launcher.json");
-		a = json_string_value(json_object_get(launch, "array_job"));
+		rec[i] = look_dir(c, &c->jobs[i], &looks[i]);
+		a = json_string_value(json_object_get(rec[i], "array_job"));
 		if (a != NULL)
 			json_object_set_new(arrays, a, json_true());
-		json_decref(launch);
 	}
 	if (json_object_size(arrays) != 0)
 		slurm_look(&sv, arrays);
 	for (i = 0; i < c->njobs; i++) {
-		look_at(c, &c->jobs[i], &sv, &l);
-		c->state[i] = psb_sweep_state_of(&l);
+		if (rec[i] != NULL)
+			look_launcher(rec[i], &sv, &looks[i]);
+		c->state[i] = psb_sweep_state_of(&looks[i]);
+		json_decref(rec[i]);
 	}
+	free(looks);
+	free(rec);
 	json_decref(arrays);
 	json_decref(sv.queued);
 	json_decref(sv.acct);
