@@ -104,6 +104,38 @@ iface_parse(const struct iface_kind *k, char **f, int nf, int index, struct psb_
 	return devargs_fit(n, p, err, errlen);
 }
 
+/*
+ * af_xdp:IFNAME[:QUEUE]: DPDK's AF_XDP driver on one queue of a kernel interface (0 unless
+ * given). The driver loads its own XDP program, which steers that queue's frames to psb.
+ */
+static int
+xdp_parse(char **f, int nf, int index, struct psb_port_spec *p, char *err, size_t errlen)
+{
+	unsigned long q = 0;
+	char *end;
+	int n;
+
+	if (nf < 2 || nf > 3 || f[1][0] == '\0')
+		return psb_fail(err, errlen, "port '%s': expected af_xdp:IFNAME[:QUEUE]", p->spec);
+	if (!safe_name(f[1]))
+		return psb_fail(err, errlen, "port '%s': interface name may not contain ',' '=' "
+			"or spaces", p->spec);
+	if (ifname_check(p->spec, f[1], p, err, errlen) != 0)
+		return -EINVAL;
+	if (nf == 3) {
+		errno = 0;
+		q = strtoul(f[2], &end, 10);
+		if (f[2][0] < '0' || f[2][0] > '9' || *end != '\0' || errno != 0 || q > 255)
+			return psb_fail(err, errlen, "port '%s': af_xdp queue must be 0..255", p->spec);
+	}
+	p->kind = PSB_PORT_AF_XDP;
+	p->queue = (unsigned int)q;
+	snprintf(p->name, sizeof(p->name), "net_af_xdp%d", index);
+	n = snprintf(p->devargs, sizeof(p->devargs), "%s,iface=%s,start_queue=%lu,queue_count=1",
+		p->name, f[1], q);
+	return devargs_fit(n, p, err, errlen);
+}
+
 int
 psb_port_parse(const char *spec, int index, struct psb_port_spec *p, char *err, size_t errlen)
 {
@@ -134,6 +166,8 @@ psb_port_parse(const char *spec, int index, struct psb_port_spec *p, char *err, 
 	}
 
 	nf = split(tmp, f, 5);
+	if (strcmp(f[0], "af_xdp") == 0)
+		return xdp_parse(f, nf, index, p, err, errlen);
 	if (strcmp(f[0], "memif") == 0) {
 		if (nf < 3 || nf > 4 ||
 		    (strcmp(f[1], "server") != 0 && strcmp(f[1], "client") != 0))
@@ -208,8 +242,8 @@ psb_port_parse(const char *spec, int index, struct psb_port_spec *p, char *err, 
 		snprintf(p->devargs, sizeof(p->devargs), "%s", p->name);
 		return 0;
 	}
-	return psb_fail(err, errlen, "port '%s': unknown kind '%s' (expected pci, memif, af_packet, tap, "
-		"virtio_user, pcap, ring or null)", spec, f[0]);
+	return psb_fail(err, errlen, "port '%s': unknown kind '%s' (expected pci, memif, af_packet, af_xdp, "
+		"tap, virtio_user, pcap, ring or null)", spec, f[0]);
 }
 
 /*

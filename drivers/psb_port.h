@@ -14,6 +14,7 @@ enum psb_port_kind {
 	PSB_PORT_PCI,		/* pci:0000:03:00.0 (or a bare PCI address) */
 	PSB_PORT_MEMIF,		/* memif:server|client:/path/to.sock[:id] */
 	PSB_PORT_AF_PACKET,	/* af_packet:IFNAME */
+	PSB_PORT_AF_XDP,	/* af_xdp:IFNAME[:QUEUE] */
 	PSB_PORT_TAP,		/* tap:IFNAME */
 	PSB_PORT_VIRTIO_USER,	/* virtio_user:IFNAME, a tap of the kernel's vhost-net */
 	PSB_PORT_PCAP,		/* pcap:IN.pcap:OUT.pcap (either may be empty) */
@@ -28,16 +29,27 @@ struct psb_port_spec {
 	char devargs[PSB_DEVARGS_LEN];	/* --vdev / -a argument */
 	char sock_path[256];		/* memif: socket file to clean up */
 	int memif_server;
-	char ifname[IF_NAMESIZE];	/* af_packet, tap: the kernel interface */
+	char ifname[IF_NAMESIZE];	/* af_packet, af_xdp, tap: the kernel interface */
+	unsigned int queue;		/* af_xdp: the interface's queue it takes */
 };
 
-/* af_packet and tap ports are kernel interfaces: psb leaves them as it found them. */
+/* af_packet, af_xdp and tap ports are kernel interfaces: psb leaves them as it found them. */
 static inline int
 psb_port_is_kernel(const struct psb_port_spec *p)
 {
-	return p->kind == PSB_PORT_AF_PACKET || p->kind == PSB_PORT_TAP ||
-	       p->kind == PSB_PORT_VIRTIO_USER;
+	return p->kind == PSB_PORT_AF_PACKET || p->kind == PSB_PORT_AF_XDP ||
+	       p->kind == PSB_PORT_TAP || p->kind == PSB_PORT_VIRTIO_USER;
 }
+
+/*
+ * An af_xdp port's frames live in a umem of 4 KiB chunks (the kernel takes at most a page
+ * per chunk without multi-buffer XDP, which DPDK 22.11's driver does not use): its
+ * receive pool holds mbufs of PSB_XDP_CHUNK bytes in all, and the port carries at most
+ * the IP bytes that leaves (the driver says how many; psb segments to it).
+ */
+#define PSB_XDP_CHUNK		4096
+/* The largest MTU a veth (and its peer) keeps while XDP runs on it, with 4 KiB pages. */
+#define PSB_XDP_MTU_VETH	3500
 
 /*
  * Parse one port spec (index = n-th port of this process, for unique device

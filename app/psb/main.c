@@ -330,14 +330,44 @@ role_mbufs(const struct psb_app *app)
  * pages a jumbo mbuf takes 12 KB, not its 9.7 KB); 16 MB more for the pool's own parts.
  */
 static uint64_t
-pool_mb(uint64_t n, uint64_t page)
+pool_mb_of(uint64_t n, uint32_t room, uint64_t page)
 {
 	struct rte_mempool_objsz sz;
-	uint64_t obj = rte_mempool_calc_obj_size(sizeof(struct rte_mbuf) + MBUF_PRIV + MBUF_ROOM,
-						 0, &sz);
+	uint64_t obj = rte_mempool_calc_obj_size(sizeof(struct rte_mbuf) + MBUF_PRIV + room, 0,
+						 &sz);
 	uint64_t bytes = obj > page ? n * RTE_ALIGN_CEIL(obj, page) : (n / (page / obj) + 1) * page;
 
 	return (bytes >> 20) + 16;
+}
+
+static uint64_t
+pool_mb(uint64_t n, uint64_t page)
+{
+	return pool_mb_of(n, MBUF_ROOM, page);
+}
+
+/*
+ * The data room of an af_xdp port's mbufs: the most that keeps a whole mempool object
+ * (its header, the mbuf, psb's private part, the room and the mempool's padding) within
+ * one umem chunk. 0 when no af_xdp port needs one.
+ */
+static uint32_t
+xdp_room(const struct psb_app *app)
+{
+	struct rte_mempool_objsz sz;
+	uint32_t room = PSB_XDP_CHUNK;
+	unsigned int i;
+
+	for (i = 0; i < app->nports; i++)
+		if (app->specs[i].kind == PSB_PORT_AF_XDP)
+			break;
+	if (i == app->nports)
+		return 0;
+	while (room > RTE_PKTMBUF_HEADROOM + 1024 &&
+	       rte_mempool_calc_obj_size(sizeof(struct rte_mbuf) + MBUF_PRIV + room, 0, &sz) >
+	       PSB_XDP_CHUNK)
+		room -= RTE_CACHE_LINE_SIZE;
+	return room;
 }
 
 static uint64_t
@@ -423,7 +453,8 @@ main(int argc, char **argv)
 	struct psb_mem_info mi;
 	struct psb_eal_argv ea;
 	char err[512], rt_dir[PATH_MAX];
-	uint64_t need_mb, nmbufs, last_rx = 0, last_rx_ns = 0;
+	uint64_t need_mb, nmbufs, xdp_mb, last_rx = 0, last_rx_ns = 0;
+	uint32_t xroom;
 	int console_on = 0, rt_existed = 0, huge_fd;
 	char auto_lcores[16];
 	uint64_t log_mark;
@@ -467,6 +498,10 @@ main(int argc, char **argv)
 		app->budget.hold_max = (uint32_t)(nmbufs / 4 / app->nshards);
 	/* on hugepages, or on 4 KB pages (--no-huge), which take more: checked against that */
 	need_mb = pool_mb(nmbufs, 4096);
+	/* af_xdp ports receive into a pool of their own, as many mbufs of one umem chunk */
+	xroom = xdp_room(app);
+	xdp_mb = xroom != 0 ? pool_mb_of(nmbufs, xroom, 4096) : 0;
+	need_mb += xdp_mb;
 	if (ro.mem_given && ro.eal.mem_mb < need_mb)
 		psb_die("--mem %llu MB cannot hold the packet pool: %llu mbufs of %u bytes need %llu MB "
 			"(give more --mem, or fewer --mbufs)", (unsigned long long)ro.eal.mem_mb,
@@ -475,7 +510,7 @@ main(int argc, char **argv)
 	if (app->node_role == PSB_NODE_SERVER)
 		derive_budget(app, ro.mem_given ? ro.eal.mem_mb : 0, need_mb + 64, &mi);
 	/* the EAL gets what its pools need; the rest of --mem is the store's */
-	ro.eal.mem_mb = pool_mb(nmbufs, RTE_PGSIZE_2M) + 64;
+	ro.eal.mem_mb = pool_mb(nmbufs, RTE_PGSIZE_2M) + xdp_mb + 64;
 	ro.eal.mem_mb_no_huge = need_mb + 64;
 
 	/* before the EAL: what can be checked is, and what a killed psb left is undone */
@@ -532,6 +567,15 @@ main(int argc, char **argv)
 			(unsigned long long)nmbufs, (unsigned long long)need_mb, rte_strerror(rte_errno));
 
 	rte_mempool_obj_iter(app->pool, touch_mbuf, NULL);
+	if (xroom != 0) {
+		app->xdp_pool = rte_pktmbuf_pool_create("psb_xdp_pool", (unsigned int)nmbufs, 256,
+			MBUF_PRIV, (uint16_t)xroom, (int)rte_socket_id());
+		if (app->xdp_pool == NULL)
+			psb_die("cannot create the af_xdp ports' pool of %llu mbufs (%llu MB): %s; "
+				"give more --mem", (unsigned long long)nmbufs,
+				(unsigned long long)xdp_mb, rte_strerror(rte_errno));
+		rte_mempool_obj_iter(app->xdp_pool, touch_mbuf, NULL);
+	}
 
 	for (i = 0; i < app->nports; i++) {
 		struct psb_ethdev_info info;
@@ -568,9 +612,15 @@ main(int argc, char **argv)
 			iso.n = psb_ports_isolate_rules(app, rules);
 		}
 		mark = psb_log_mark();
-		if (psb_ethdev_setup(pid, mtu, flags, NB_DESC, app->pool,
+		if (psb_ethdev_setup(pid, mtu, flags, NB_DESC,
+				app->specs[i].kind == PSB_PORT_AF_XDP ? app->xdp_pool : app->pool,
 				i == 0 && app->isolate ? &iso : NULL, &info, err,
 				sizeof(err)) != 0) {
+			if (app->specs[i].kind == PSB_PORT_AF_XDP) {
+				if (psb_log_quote(mark, "xsk", why, sizeof(why)) != 0)
+					why[0] = '\0';
+				psb_host_xdp_failed(app, i, err, why);
+			}
 			/* the driver's own line says why (e.g. no memif server on the socket) */
 			if (psb_log_quote(mark, NULL, why, sizeof(why)) == 0)
 				psb_die("port '%s': %s: %s", app->specs[i].spec, err, why);
@@ -586,6 +636,12 @@ main(int argc, char **argv)
 				sizeof(err)) != 0)
 			PSB_NOTICE(port, "port '%s': no kernel counts of its socket: %s",
 				app->specs[i].spec, err);
+		if (app->specs[i].kind == PSB_PORT_AF_XDP && info.mtu < mtu)
+			PSB_NOTICE(port, "port '%s': AF_XDP carries frames of at most %u bytes of IP "
+				"here (one %u-byte umem chunk each, no multi-buffer), %s has MTU %u: "
+				"psb segments to %u, and larger frames from peers are not received",
+				app->specs[i].spec, info.mtu, PSB_XDP_CHUNK, app->specs[i].ifname, mtu,
+				info.mtu);
 		/* the host's MTU behind the exception port is not psb's: it bounds what passes */
 		if (psb_port_is_exc(app, i))
 			app->exc_mtu = info.mtu;

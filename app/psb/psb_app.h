@@ -202,6 +202,7 @@ struct psb_app {
 
 	/* Runtime. */
 	struct rte_mempool *pool;
+	struct rte_mempool *xdp_pool;	/* af_xdp ports receive into it (their umem); NULL: none */
 	struct rte_ring *tx_ring;	/* the tx role's ring: every role sends into it */
 	struct rte_ring *pt_ring;	/* the passthrough role's: frames for the host (NULL: none) */
 	/*
@@ -374,6 +375,9 @@ uint16_t psb_host_port_mtu(struct psb_app *app, unsigned int i, unsigned int *fl
 void psb_host_ports_up(struct psb_app *app);
 void psb_host_memif_wait(struct psb_app *app, unsigned int i, int from_doc);
 void psb_host_memif_ready(struct psb_app *app);
+/* An af_xdp port i that did not come up (err, the driver's line quote): says why, dies. */
+void psb_host_xdp_failed(struct psb_app *app, unsigned int i, const char *err,
+		const char *quote);
 void psb_host_restore(struct psb_app *app);
 void psb_host_cpus(struct psb_app *app, const char **lcores, char *buf, size_t len);
 int psb_host_huge_lock(struct psb_app *app, int no_huge);

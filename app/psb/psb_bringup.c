@@ -13,6 +13,7 @@
 #include <string.h>
 #include <strings.h>
 #include <unistd.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/time.h>
 #include <time.h>
@@ -331,6 +332,79 @@ afp_ring(struct psb_app *app, struct psb_port_spec *p)
 		mtu);
 }
 
+#ifndef AF_XDP
+#define AF_XDP	44
+#endif
+
+/* Whether this kernel makes sockets of family af (0), or why not (-errno). */
+static int
+sock_family(int af, int type)
+{
+	int fd = socket(af, type, 0), rc;
+
+	if (fd >= 0) {
+		close(fd);
+		return 0;
+	}
+	rc = -errno;
+	return rc;
+}
+
+/*
+ * The port kinds backed by the host's kernel, as this host offers them, in one line at start
+ * when the node uses one: which carry psb's traffic fast here and which do not.
+ */
+static void
+port_kinds_said(const struct psb_app *app)
+{
+	int xdp = sock_family(AF_XDP, SOCK_RAW), afp = sock_family(AF_PACKET, SOCK_RAW);
+	int tun = access("/dev/net/tun", R_OK | W_OK), vhost = access("/dev/vhost-net", R_OK | W_OK);
+	char xdp_why[96];
+	unsigned int i;
+
+	for (i = 0; i < app->nports; i++)
+		if (psb_port_is_kernel(&app->specs[i]))
+			break;
+	if (i == app->nports)
+		return;
+	if (xdp == 0)
+		snprintf(xdp_why, sizeof(xdp_why), "fast: af_xdp (the driver's frames, no socket "
+			"buffers; MTU %d at most on a veth)", PSB_XDP_MTU_VETH);
+	else
+		snprintf(xdp_why, sizeof(xdp_why), "not here: af_xdp (%s)", strerror(-xdp));
+	PSB_INFO(port, "this host's kernel ports: %s; %s: af_packet (a copy each way through "
+		"the kernel's rings); slow: tap%s (a copy and a system call per burst)%s%s",
+		xdp_why, afp == 0 ? "slower" : "not here", tun == 0 ? "" : " (no /dev/net/tun)",
+		vhost == 0 ? ", virtio_user (the kernel's vhost-net)" : "",
+		vhost == 0 ? "" : "; not here: virtio_user (no /dev/vhost-net)");
+}
+
+/*
+ * An af_xdp port that did not come up: the kernel's reason in psb's words, and what to do.
+ * quote is the driver's line (may be empty). Dies.
+ */
+void
+psb_host_xdp_failed(struct psb_app *app, unsigned int i, const char *err, const char *quote)
+{
+	const struct psb_port_spec *p = &app->specs[i];
+	struct psb_ifstate st;
+	int mtu = psb_if_read(p->ifname, &st) == 0 ? st.mtu : 0;
+
+	/* libxdp says why on stderr, past psb's capture of the drivers' lines */
+	if (mtu > PSB_XDP_MTU_VETH)
+		psb_die("port '%s': %s: the kernel would not take an AF_XDP socket on %s, whose MTU "
+			"%d is more than XDP without multi-buffer takes (frames of one page: %d on "
+			"a veth). Lower it, and on a veth its peer's too (ip link set DEV mtu %d)",
+			p->spec, err, p->ifname, mtu, PSB_XDP_MTU_VETH, PSB_XDP_MTU_VETH);
+	if (strstr(quote, "not permitted") != NULL)
+		psb_die("port '%s': %s: %s (AF_XDP needs root, or CAP_NET_ADMIN, CAP_NET_RAW and "
+			"CAP_BPF)", p->spec, err, quote);
+	psb_die("port '%s': %s%s%s. The kernel's reason is in libxdp's lines above; on a veth, "
+		"XDP also refuses a peer whose MTU is more than %d (ip link set PEER mtu %d)",
+		p->spec, err, quote[0] != '\0' ? ": " : "", quote, PSB_XDP_MTU_VETH,
+		PSB_XDP_MTU_VETH);
+}
+
 void
 psb_host_prepare(struct psb_app *app, int from_doc)
 {
@@ -353,6 +427,7 @@ psb_host_prepare(struct psb_app *app, int from_doc)
 	if (psb_host_dir("memif", mdir, sizeof(mdir)) != 0)
 		mdir[0] = '\0';
 	psb_sock_sweep(mdir);
+	port_kinds_said(app);
 	for (i = 0; i < app->nports; i++) {
 		const struct psb_port_spec *p = &app->specs[i];
 
@@ -360,7 +435,14 @@ psb_host_prepare(struct psb_app *app, int from_doc)
 			psb_die("port '%s': needs /dev/vhost-net, the kernel's vhost_net module, which "
 				"this host does not offer (%s); tap:%s passes the same frames through "
 				"the tap driver", p->spec, strerror(errno), p->ifname);
-		if (p->kind == PSB_PORT_AF_PACKET && if_nametoindex(p->ifname) == 0)
+		if (p->kind == PSB_PORT_AF_XDP && (rc = sock_family(AF_XDP, SOCK_RAW)) != 0)
+			psb_die("port '%s': this host makes no AF_XDP sockets (%s)%s; af_packet:%s "
+				"reaches the same interface", p->spec, strerror(-rc),
+				rc == -EAFNOSUPPORT ? ": the kernel was built without "
+				"CONFIG_XDP_SOCKETS" : rc == -EPERM ? ": it needs root" : "",
+				p->ifname);
+		if ((p->kind == PSB_PORT_AF_PACKET || p->kind == PSB_PORT_AF_XDP) &&
+		    if_nametoindex(p->ifname) == 0)
 			psb_die("port '%s': no such device: there is no network interface %s here "
 				"(ip link lists them)", p->spec, p->ifname);
 		if (p->kind == PSB_PORT_AF_PACKET)

@@ -133,7 +133,8 @@ static const struct conf_opt conf_opts[] = {
 	   "what this process is (trainer: of a staleness document)"),
 	NE("port", "node.ports", "DMLC_INTERFACE", "SPEC", "a port; repeat for more. SPEC is one "
 	   "of\nmemif:server|client:/abs/path.sock[:id] (client: zero-copy),\n"
-	   "af_packet:IFNAME, tap:IFNAME, virtio_user:IFNAME (vhost-net),\n"
+	   "af_packet:IFNAME, af_xdp:IFNAME[:QUEUE], tap:IFNAME,\n"
+	   "virtio_user:IFNAME (vhost-net),\n"
 	   "pcap:IN.pcap:OUT.pcap[:loop], ring, null,\n"
 	   "null:sink (takes what is sent, receives nothing), pci:DDDD:BB:DD.F\n"
 	   "(DMLC_INTERFACE=IF is af_packet:IF)"),

@@ -79,6 +79,13 @@ test_port_kinds(void **state)
 
 	parse_ok("af_packet:eth0", 1, PSB_PORT_AF_PACKET, "net_af_packet1",
 		"net_af_packet1,iface=eth0,qpairs=1", &p);
+	parse_ok("af_xdp:veth1", 2, PSB_PORT_AF_XDP, "net_af_xdp2",
+		"net_af_xdp2,iface=veth1,start_queue=0,queue_count=1", &p);
+	assert_true(psb_port_is_kernel(&p));
+	assert_string_equal(p.ifname, "veth1");
+	parse_ok("af_xdp:eth0:3", 0, PSB_PORT_AF_XDP, "net_af_xdp0",
+		"net_af_xdp0,iface=eth0,start_queue=3,queue_count=1", &p);
+	assert_int_equal(p.queue, 3);
 	parse_ok("tap:psb0", 0, PSB_PORT_TAP, "net_tap0", "net_tap0,iface=psb0", &p);
 	parse_ok("virtio_user:psbh0", 2, PSB_PORT_VIRTIO_USER, "net_virtio_user2",
 		"net_virtio_user2,iface=psbh0,path=/dev/vhost-net,queues=1,queue_size=1024", &p);
@@ -116,6 +123,20 @@ test_port_errors(void **state)
 	parse_bad("foo", "unknown kind 'foo'", NULL);
 	parse_bad("vhost:/x", "unknown kind 'vhost'", "memif", NULL);
 	parse_bad("Memif:server:/x", "unknown kind", NULL);
+
+	/* af_xdp */
+	parse_bad("af_xdp", "expected af_xdp:IFNAME[:QUEUE]", NULL);
+	parse_bad("af_xdp:", "expected af_xdp:IFNAME[:QUEUE]", NULL);
+	parse_bad("af_xdp:eth0:1:2", "expected af_xdp:IFNAME[:QUEUE]", NULL);
+	parse_bad("af_xdp:eth0:", "queue must be 0..255", NULL);
+	parse_bad("af_xdp:eth0:-1", "queue must be 0..255", NULL);
+	parse_bad("af_xdp:eth0:+1", "queue must be 0..255", NULL);
+	parse_bad("af_xdp:eth0:256", "queue must be 0..255", NULL);
+	parse_bad("af_xdp:eth0:1x", "queue must be 0..255", NULL);
+	parse_bad("af_xdp:eth0:99999999999999999999", "queue must be 0..255", NULL);
+	parse_bad("af_xdp:e,th0", "may not contain", NULL);
+	parse_bad("af_xdp:a/b", "without '/'", NULL);
+	parse_bad("af_xdp:0123456789abcdef", "1 to 15 characters", NULL);
 
 	/* memif */
 	parse_bad("memif", "expected memif:server|client", NULL);
