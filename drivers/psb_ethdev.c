@@ -203,6 +203,8 @@ psb_ethdev_setup(uint16_t port_id, uint16_t mtu_want, unsigned int flags, uint16
 		di.max_mtu = 9216 - ETH_OVERHEAD;
 		di.max_rx_pktlen = 9216;
 	}
+	if (flags & PSB_ETHDEV_XDP)
+		room -= PSB_ETHDEV_XDP_HEADROOM;
 	if (flags & PSB_ETHDEV_FRAMES_SIZED) {
 		di.max_mtu = (uint16_t)mtu;
 		di.max_rx_pktlen = mtu + ETH_OVERHEAD;

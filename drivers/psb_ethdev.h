@@ -24,6 +24,12 @@ struct psb_ethdev_info {
  * the driver's advertised frame limit, which ignores them, does not apply.
  */
 #define PSB_ETHDEV_FRAMES_SIZED	2
+/*
+ * AF_XDP: the kernel writes a frame into the pool's mbuf after XDP's own headroom (256
+ * bytes, XDP_PACKET_HEADROOM) past the mbuf's: the room left bounds the MTU.
+ */
+#define PSB_ETHDEV_XDP		4
+#define PSB_ETHDEV_XDP_HEADROOM	256
 
 /*
  * rte_flow isolated mode for a port: only what the rules steer reaches psb (queue 0), the

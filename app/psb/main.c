@@ -37,6 +37,12 @@
 #define MBUF_ROOM	(PSB_MAX_FRAME + RTE_PKTMBUF_HEADROOM)
 #define MBUF_PRIV	RTE_ALIGN(sizeof(struct psb_meta), RTE_MBUF_PRIV_ALIGN)
 #define NB_DESC		1024
+/*
+ * An af_xdp port's rings: the kernel drops what its receive ring cannot take, and a window
+ * of a worker's segments arrives at once (af_packet's kernel rings hold 16 MiB); 8192 frames
+ * of a 3500-byte MTU hold 28 MiB.
+ */
+#define XDP_DESC	8192
 #define HOLD_PER_SHARD	2048	/* packet buffers a server shard may keep for reassembly */
 #define MiB		(1024ull * 1024)
 
@@ -351,17 +357,23 @@ pool_mb(uint64_t n, uint64_t page)
  * (its header, the mbuf, psb's private part, the room and the mempool's padding) within
  * one umem chunk. 0 when no af_xdp port needs one.
  */
+static unsigned int
+xdp_ports(const struct psb_app *app)
+{
+	unsigned int i, n = 0;
+
+	for (i = 0; i < app->nports; i++)
+		n += app->specs[i].kind == PSB_PORT_AF_XDP;
+	return n;
+}
+
 static uint32_t
 xdp_room(const struct psb_app *app)
 {
 	struct rte_mempool_objsz sz;
 	uint32_t room = PSB_XDP_CHUNK;
-	unsigned int i;
 
-	for (i = 0; i < app->nports; i++)
-		if (app->specs[i].kind == PSB_PORT_AF_XDP)
-			break;
-	if (i == app->nports)
+	if (xdp_ports(app) == 0)
 		return 0;
 	while (room > RTE_PKTMBUF_HEADROOM + 1024 &&
 	       rte_mempool_calc_obj_size(sizeof(struct rte_mbuf) + MBUF_PRIV + room, 0, &sz) >
@@ -453,7 +465,7 @@ main(int argc, char **argv)
 	struct psb_mem_info mi;
 	struct psb_eal_argv ea;
 	char err[512], rt_dir[PATH_MAX];
-	uint64_t need_mb, nmbufs, xdp_mb, last_rx = 0, last_rx_ns = 0;
+	uint64_t need_mb, nmbufs, xdp_n, xdp_mb, last_rx = 0, last_rx_ns = 0;
 	uint32_t xroom;
 	int console_on = 0, rt_existed = 0, huge_fd;
 	char auto_lcores[16];
@@ -500,7 +512,9 @@ main(int argc, char **argv)
 	need_mb = pool_mb(nmbufs, 4096);
 	/* af_xdp ports receive into a pool of their own, as many mbufs of one umem chunk */
 	xroom = xdp_room(app);
-	xdp_mb = xroom != 0 ? pool_mb_of(nmbufs, xroom, 4096) : 0;
+	/* its rings full each way and what the roles hold, at least as many as the main pool */
+	xdp_n = RTE_MAX(nmbufs, 3ull * XDP_DESC * xdp_ports(app));
+	xdp_mb = xroom != 0 ? pool_mb_of(xdp_n, xroom, 4096) : 0;
 	need_mb += xdp_mb;
 	if (ro.mem_given && ro.eal.mem_mb < need_mb)
 		psb_die("--mem %llu MB cannot hold the packet pool: %llu mbufs of %u bytes need %llu MB "
@@ -568,11 +582,11 @@ main(int argc, char **argv)
 
 	rte_mempool_obj_iter(app->pool, touch_mbuf, NULL);
 	if (xroom != 0) {
-		app->xdp_pool = rte_pktmbuf_pool_create("psb_xdp_pool", (unsigned int)nmbufs, 256,
+		app->xdp_pool = rte_pktmbuf_pool_create("psb_xdp_pool", (unsigned int)xdp_n, 256,
 			MBUF_PRIV, (uint16_t)xroom, (int)rte_socket_id());
 		if (app->xdp_pool == NULL)
 			psb_die("cannot create the af_xdp ports' pool of %llu mbufs (%llu MB): %s; "
-				"give more --mem", (unsigned long long)nmbufs,
+				"give more --mem", (unsigned long long)xdp_n,
 				(unsigned long long)xdp_mb, rte_strerror(rte_errno));
 		rte_mempool_obj_iter(app->xdp_pool, touch_mbuf, NULL);
 	}
@@ -612,7 +626,8 @@ main(int argc, char **argv)
 			iso.n = psb_ports_isolate_rules(app, rules);
 		}
 		mark = psb_log_mark();
-		if (psb_ethdev_setup(pid, mtu, flags, NB_DESC,
+		if (psb_ethdev_setup(pid, mtu, flags,
+				app->specs[i].kind == PSB_PORT_AF_XDP ? XDP_DESC : NB_DESC,
 				app->specs[i].kind == PSB_PORT_AF_XDP ? app->xdp_pool : app->pool,
 				i == 0 && app->isolate ? &iso : NULL, &info, err,
 				sizeof(err)) != 0) {

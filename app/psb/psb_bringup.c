@@ -586,6 +586,8 @@ psb_host_port_mtu(struct psb_app *app, unsigned int i, unsigned int *flags)
 	else if (rc != 0 && rc != -EBUSY)
 		psb_die("port '%s': cannot record interface %s before changing it (%s): %s",
 			p->spec, p->ifname, dir, strerror(-rc));
+	if (p->kind == PSB_PORT_AF_XDP)
+		*flags |= PSB_ETHDEV_XDP;
 	if (p->kind == PSB_PORT_AF_PACKET) {
 		/*
 		 * Its frames were sized for want (afp_ring). The driver's own MTU call would

@@ -58,34 +58,9 @@ bench_plan pairs="$PAIRS" seconds="$SECS" len="$LEN" keys="$KEYS"
 # ps-lite itself, from the checkout given, and the same program built against it
 REAL=
 if [ -n "$PSLITE_DIR" ]; then
-	missing=()
-	for p in protobuf-compiler libprotobuf-dev; do
-		dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" ||
-			missing+=("$p")
-	done
-	if [ ${#missing[@]} -ne 0 ]; then
-		echo "$NAME: installing ${missing[*]} to build ps-lite" >&2
-		DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \
-			"${missing[@]}" >/dev/null
-	fi
-	mkdir -p "$TMP/pslite/build"
-	cp -r "$PSLITE_DIR/include" "$PSLITE_DIR/src" "$TMP/pslite/"
-	(
-		cd "$TMP/pslite"
-		protoc --cpp_out=./src --proto_path=./src src/meta.proto
-		for f in customer postoffice van meta.pb; do
-			g++ -std=c++11 -msse2 -fPIC -O3 -I./src -I./include -c "src/$f.cc" \
-				-o "build/$f.o" -pthread
-		done
-		ar cr build/libps.a build/*.o
-	) > "$TMP/pslite.log" 2>&1 || { cat "$TMP/pslite.log" >&2; echo "$NAME: ps-lite does not build" >&2; exit 1; }
-	g++ -std=c++11 -O3 -I"$TMP/pslite/include" -o "$TMP/bench_pslite" \
-		tests/pslite/bench_pushpull.cc "$TMP/pslite/build/libps.a" -lzmq -lprotobuf -pthread \
-		> "$TMP/pslite.log" 2>&1 ||
-		{ cat "$TMP/pslite.log" >&2; echo "$NAME: the program does not build against ps-lite" >&2; exit 1; }
-	REAL=$TMP/bench_pslite
-	echo "pslite $(git -C "$PSLITE_DIR" rev-parse HEAD 2>/dev/null || echo "$PSLITE_DIR"), built" \
-		"with g++ -O3 (ps-lite's flags), ZeroMQ and protobuf from Debian" >> "$OUT/ABOUT.txt"
+	bench_pslite "$PSLITE_DIR"
+	REAL=$PSLITE_REAL
+	echo "$PSLITE_ABOUT" >> "$OUT/ABOUT.txt"
 fi
 
 # server: psb-ksrv on CPU 0 hosting a scheduler (the ps-lite program joins through it);

@@ -129,6 +129,42 @@ print(json.dumps(plan))
 PY
 }
 
+# bench_pslite DIR: ps-lite itself, built from the checkout DIR in $TMP/pslite (its code never
+# enters the tree; ZeroMQ and protobuf from Debian, installed when missing), and
+# tests/pslite/bench_pushpull.cc compiled against it: PSLITE_REAL is that program, and
+# PSLITE_ABOUT the line ABOUT.txt gets. Exits when DIR is no checkout or does not build.
+bench_pslite() {
+	local dir=$1 missing=() p f
+	[ -f "$dir/src/meta.proto" ] && [ -f "$dir/include/ps/ps.h" ] ||
+		{ echo "$NAME: --pslite $dir is not a ps-lite checkout (src/meta.proto, include/ps/ps.h)" >&2; exit 2; }
+	for p in protobuf-compiler libprotobuf-dev libzmq3-dev; do
+		dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" ||
+			missing+=("$p")
+	done
+	if [ ${#missing[@]} -ne 0 ]; then
+		echo "$NAME: installing ${missing[*]} to build ps-lite" >&2
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \
+			"${missing[@]}" >/dev/null
+	fi
+	mkdir -p "$TMP/pslite/build"
+	cp -r "$dir/include" "$dir/src" "$TMP/pslite/"
+	(
+		cd "$TMP/pslite"
+		protoc --cpp_out=./src --proto_path=./src src/meta.proto
+		for f in customer postoffice van meta.pb; do
+			g++ -std=c++11 -msse2 -fPIC -O3 -I./src -I./include -c "src/$f.cc" \
+				-o "build/$f.o" -pthread
+		done
+		ar cr build/libps.a build/*.o
+	) > "$TMP/pslite.log" 2>&1 || { cat "$TMP/pslite.log" >&2; echo "$NAME: ps-lite does not build" >&2; exit 1; }
+	g++ -std=c++11 -O3 -I"$TMP/pslite/include" -o "$TMP/bench_pslite" \
+		tests/pslite/bench_pushpull.cc "$TMP/pslite/build/libps.a" -lzmq -lprotobuf -pthread \
+		> "$TMP/pslite.log" 2>&1 ||
+		{ cat "$TMP/pslite.log" >&2; echo "$NAME: the program does not build against ps-lite" >&2; exit 1; }
+	PSLITE_REAL=$TMP/bench_pslite
+	PSLITE_ABOUT="pslite $(git -C "$dir" rev-parse HEAD 2>/dev/null || echo "$dir"), built with g++ -O3 (ps-lite's flags), ZeroMQ and protobuf from Debian"
+}
+
 # bench_finish KIND: the end of a run: its raw data packed into raw.tar.xz (raw/ removed;
 # a run stopped before keeps raw/, which summarize.py reads as well), then its summary made
 # from them. Returns the summary's status.

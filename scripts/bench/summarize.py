@@ -86,25 +86,32 @@ def revs(out):
 
 
 def job(out):
-    """scripts/bench/job.sh: raw/{psb,kernel}-LEN-RUN-w{0,1}.json; raw/plan.json if there."""
+    """scripts/bench/job.sh: raw/{psb,kernel,pslite}-LEN-RUN-wN.json; raw/plan.json if there.
+    A plan that names its systems (servers, workers, port, loss) gets the table of several
+    systems; an older run (2 servers, 2 workers, psb and kernel) the table it was published
+    with."""
     raw = Raw(out)
-    if raw.has("plan.json"):
-        plan = raw.json("plan.json")
+    plan = raw.json("plan.json") if raw.has("plan.json") else None
+    if plan is not None:
         sizes, runs = [int(s) for s in plan["sizes"]], int(plan["runs"])
     else:
         idx = raw_index(raw, r"(?:psb|kernel)-(\d+)-(\d+)-w\d\.json")
         sizes = sorted({s for s, _ in idx})
         runs = max(r for _, r in idx)
+    nworkers = int(plan.get("workers", 2)) if plan else 2
+    systems = plan.get("systems", ["psb", "kernel"]) if plan else ["psb", "kernel"]
+    if isinstance(systems, str):
+        systems = [systems]
 
     def load(tag):
-        """Both workers' results, or None when one of them wrote none."""
+        """Every worker's results, or None when one of them wrote none."""
         try:
-            return [raw.json(f"{tag}-w{i}.json") for i in (0, 1)]
+            return [raw.json(f"{tag}-w{i}.json") for i in range(nworkers)]
         except (OSError, ValueError):
             return None
 
     def one(tag):
-        """Job goodput (both workers), or None when the job did not finish with exact sums."""
+        """Job goodput (all workers), or None when the job did not finish with exact sums."""
         w = load(tag)
         if w is None or any(r["failed"] or r["verify_errors"] or r.get("state", "done") != "done"
                             for r in w):
@@ -117,8 +124,8 @@ def job(out):
 
     rows = []
     for size in sizes:
-        p = [one(f"psb-{size}-{r}") for r in range(1, runs + 1)]
-        k = [one(f"kernel-{size}-{r}") for r in range(1, runs + 1)]
+        got = {s: [one(f"{s}-{size}-{r}") for r in range(1, runs + 1)] for s in systems}
+        p, k = got["psb"], got["kernel"]
         pairs = [(a, b) for a, b in zip(p, k) if a is not None and b is not None]
         row = {"len": size, "runs": runs,
                "psb_failed": sum(x is None for x in p), "kernel_failed": sum(x is None for x in k),
@@ -131,18 +138,64 @@ def job(out):
                         "ratio_median": ratio["median"], "ratio_ci95": ratio["ci95"],
                         "ratio_min": ratio["min"], "ratio_max": ratio["max"],
                         "pairs": len(pairs)})
+        if "pslite" in systems:
+            q = got["pslite"]
+            row["pslite_failed"] = sum(x is None for x in q)
+            lpairs = [(a, b) for a, b in zip(p, q) if a is not None and b is not None]
+            if lpairs:
+                lr = paired([a for a, _ in lpairs], [b for _, b in lpairs], lambda x: x)
+                row.update({"pslite_gbps_median": statistics.median(b for _, b in lpairs),
+                            "pslite_ratio_median": lr["median"], "pslite_ratio_ci95": lr["ci95"],
+                            "pslite_ratio_min": lr["min"], "pslite_ratio_max": lr["max"],
+                            "pslite_pairs": len(lpairs)})
         rows.append(row)
-    lines = ["| len | pairs | psb job Gbps (median) | kernel job Gbps (median) | psb/kernel (median of pairs) | 95 % interval | pair range | retried psb/kernel | failed runs psb/kernel |",
-             "|---:|---:|---:|---:|---:|---|---|---|---|"]
+    ok = not any(r["psb_failed"] for r in rows)
+    if plan is None or "systems" not in plan:
+        lines = ["| len | pairs | psb job Gbps (median) | kernel job Gbps (median) | psb/kernel (median of pairs) | 95 % interval | pair range | retried psb/kernel | failed runs psb/kernel |",
+                 "|---:|---:|---:|---:|---:|---|---|---|---|"]
+        for r in rows:
+            tail = f"{r['psb_retries']}/{r['kernel_retries']} | {r['psb_failed']}/{r['kernel_failed']} |"
+            if "pairs" in r:
+                lines.append(f"| {r['len']} | {r['pairs']} | {r['psb_gbps_median']:.2f} | {r['kernel_gbps_median']:.2f} | "
+                             f"{r['ratio_median']:.2f} | [{r['ratio_ci95'][0]:.2f}, {r['ratio_ci95'][1]:.2f}] | "
+                             f"{r['ratio_min']:.2f}-{r['ratio_max']:.2f} | " + tail)
+            else:
+                lines.append(f"| {r['len']} | 0 | - | - | - | - | - | " + tail)
+        return {"rows": rows}, lines, ok
+
+    shape = {"servers": int(plan["servers"]), "workers": nworkers, "port": plan["port"],
+             "loss_pct": float(plan["loss"]), "mtu": int(plan["mtu"]), "systems": systems}
+    lite = "pslite" in systems
+    head = ("| len | runs | psb Gbps per worker | kernel | " + ("ps-lite | " if lite else "") +
+            "psb/kernel (median, 95 % interval) | " + ("psb/ps-lite (median, 95 % interval) | " if lite else "") +
+            "retried psb/kernel | failed runs psb/kernel" + ("/ps-lite" if lite else "") + " |")
+    lines = [f"{shape['servers']} server(s) + {nworkers} worker(s), psb on {shape['port']}, MTU {shape['mtu']}, "
+             f"{shape['loss_pct']:g} % loss each way on the first server's link; goodput per worker "
+             "(the job's over the workers), medians over runs", "", head,
+             "|" + "---:|" * (5 + 2 * lite) + "---|---|"]
+
+    def cell(r, key, scale=1.0):
+        return f"{r[key] / scale:.2f}" if key in r else "-"
+
+    def ratio(r, pre):
+        if pre + "ratio_median" not in r:
+            return "-"
+        return (f"{r[pre + 'ratio_median']:.2f} [{r[pre + 'ratio_ci95'][0]:.2f}, "
+                f"{r[pre + 'ratio_ci95'][1]:.2f}]")
+
     for r in rows:
-        tail = f"{r['psb_retries']}/{r['kernel_retries']} | {r['psb_failed']}/{r['kernel_failed']} |"
-        if "pairs" in r:
-            lines.append(f"| {r['len']} | {r['pairs']} | {r['psb_gbps_median']:.2f} | {r['kernel_gbps_median']:.2f} | "
-                         f"{r['ratio_median']:.2f} | [{r['ratio_ci95'][0]:.2f}, {r['ratio_ci95'][1]:.2f}] | "
-                         f"{r['ratio_min']:.2f}-{r['ratio_max']:.2f} | " + tail)
-        else:
-            lines.append(f"| {r['len']} | 0 | - | - | - | - | - | " + tail)
-    return {"rows": rows}, lines, not any(r["psb_failed"] for r in rows)
+        cells = [str(r["len"]), str(runs), cell(r, "psb_gbps_median", nworkers),
+                 cell(r, "kernel_gbps_median", nworkers)]
+        if lite:
+            cells.append(cell(r, "pslite_gbps_median", nworkers))
+        cells.append(ratio(r, ""))
+        if lite:
+            cells.append(ratio(r, "pslite_"))
+        cells.append(f"{r['psb_retries']}/{r['kernel_retries']}")
+        cells.append(f"{r['psb_failed']}/{r['kernel_failed']}" +
+                     (f"/{r['pslite_failed']}" if lite else ""))
+        lines.append("| " + " | ".join(cells) + " |")
+    return {"shape": shape, "rows": rows}, lines, ok
 
 
 def fit(xs, ys):

@@ -4,7 +4,9 @@
 // value (under psb, psb's servers do). scripts/bench/client.sh builds it against psb's header
 // and, with --pslite, against ps-lite itself.
 //
-//   bench_pushpull LEN MODE NKEYS SECONDS     (MODE 1 PUSH_PULL, 2 PUSH_ONLY, 3 PULL_ONLY)
+//   bench_pushpull LEN MODE NKEYS SECONDS [ITERATIONS]
+//     MODE 1 PUSH_PULL, 2 PUSH_ONLY, 3 PULL_ONLY; with ITERATIONS (> 0) it runs that many
+//     iterations instead of SECONDS
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
@@ -62,9 +64,11 @@ main(int argc, char *argv[])
 	int mode = argc > 2 ? atoi(argv[2]) : 1;
 	int nkeys = argc > 3 ? atoi(argv[3]) : 40;
 	double seconds = argc > 4 ? atof(argv[4]) : 3;
+	int iterations = argc > 5 ? atoi(argv[5]) : 0;
 
 	CHECK(len > 0 && len % 4 == 0) << "LEN " << len << ": a multiple of 4 bytes";
 	CHECK(mode >= 1 && mode <= 3) << "MODE " << mode;
+	CHECK(iterations >= 0) << "ITERATIONS " << iterations;
 	Start(0);
 	if (IsServer()) {
 		auto server = new KVServer<float>(0);
@@ -86,7 +90,7 @@ main(int argc, char *argv[])
 		auto t0 = std::chrono::steady_clock::now();
 		double s = 0;
 		int it = 0;
-		for (; s < seconds; ++it) {
+		for (; iterations > 0 ? it < iterations : s < seconds; ++it) {
 			if (mode == 1)
 				kv.Wait(kv.ZPushPull(keys, vals, &outs, &lens));
 			else if (mode == 2)

@@ -90,19 +90,38 @@ timeout 60 ip netns exec "$ns" "$kbench" --server "$server_ip" --sync --keys 4 -
 	--max-retries 250 -q "$len" 10 1 >"$tmp/kbench.log" 2>&1 ||
 	{ cat "$tmp/kbench.log" >&2; fail "the kernel client's run failed over af_xdp"; }
 
-log "a psb worker on af_xdp:$vn: PUSH_PULL of $len B, sums checked"
-timeout -k 5 60 ip netns exec "$ns" "$psb" --role worker --port "af_xdp:$vn" --ip "$client_ip" \
-	--server "$server_ip" --rank 0 --num-workers 1 --sync -l 1 --no-huge \
-	--file-prefix "${prefix}w" --keys 4 --len $len --repeat 10 --mode 1 --verify \
-	--results "$tmp/w.json" >"$tmp/w.log" 2>&1 ||
-	{ tail -n 20 "$tmp/w.log" >&2; fail "the psb worker's run over af_xdp failed"; }
-python3 - "$tmp/w.json" <<'EOF' || fail "the psb worker's results"
+# worker TAG: a psb worker on af_xdp:$vn, PUSH_PULL of $len B, sums checked
+worker() {
+	timeout -k 5 60 ip netns exec "$ns" "$psb" --role worker --port "af_xdp:$vn" \
+		--ip "$client_ip" --server "$server_ip" --rank 0 --num-workers 1 --sync -l 1 \
+		--no-huge --file-prefix "${prefix}w" --keys 4 --len $len --repeat 10 --mode 1 \
+		--verify --results "$tmp/w-$1.json" >"$tmp/w-$1.log" 2>&1 ||
+		{ tail -n 20 "$tmp/w-$1.log" >&2; fail "$1: the psb worker's run over af_xdp failed"; }
+	python3 - "$tmp/w-$1.json" <<'EOF' || fail "$1: the psb worker's results"
 import json, sys
 r = json.load(open(sys.argv[1]))
 w = r["workers"][0] if "workers" in r else r
 print("worker: %s" % {k: w[k] for k in ("iterations", "verify_errors", "failed", "goodput_gbps")})
 assert w["iterations"] == 10 and w["verify_errors"] == 0 and w["failed"] == 0, w
 EOF
+}
+
+log "a psb worker on af_xdp:$vn: PUSH_PULL of $len B, sums checked"
+worker "mtu$mtu"
+pid_stop "$psb_pid"
+psb_pid=
+
+log "MTU 3500 on both sides: psb takes what one umem chunk holds, says so, and segments to it"
+ip link set "$vr" mtu 3500
+ip -n "$ns" link set "$vn" mtu 3500
+server || fail "psb exited during start-up at MTU 3500"
+cap=$(sed -n 's/.*AF_XDP carries frames of at most \([0-9]*\) bytes of IP here.*has MTU 3500.*/\1/p' \
+	"$tmp/psb.log")
+[ -n "$cap" ] && [ "$cap" -lt 3500 ] && [ "$cap" -ge 3000 ] ||
+	fail "psb did not say how much of the MTU AF_XDP carries"
+grep -q "MTU $cap, segment $(( (cap - 68) & ~3 )) B" "$tmp/psb.log" ||
+	fail "psb does not segment to what AF_XDP carries ($cap)"
+worker mtu3500
 pid_stop "$psb_pid"
 psb_pid=
 
