@@ -16,12 +16,23 @@
 
 #include "psb_client.h"
 #include "psb_clock.h"
+#include "psb_shm.h"
 #include "psb_udp.h"
 
 #define RX_BURSTS	4		/* recvmmsg calls per engine step at most */
 #define LIVE_CHECK_NS	(50ull * 1000 * 1000)	/* how often the servers' liveness is looked at */
 #define LIVE_PROBE_NS	(1000ull * 1000 * 1000)	/* silence before a probe, and between them */
 #define SCHED_RETRY_NS	(200ull * 1000 * 1000)
+#define SHM_CHECK_NS	(10ull * 1000 * 1000)	/* how often shared-memory links are looked at */
+#define SHM_RX_BURST	256
+
+/* A server's transport (srv.shm_state). */
+enum {
+	SHM_UNTRIED,		/* not chosen yet: at its first request */
+	SHM_UP,			/* shared memory (srv.shm) */
+	SHM_UDP,		/* UDP: no shared memory offered, auto fell back, or forced */
+	SHM_FAILED,		/* forced to shared memory, which failed: its requests fail */
+};
 
 struct srv {
 	struct sockaddr_in sa;
@@ -30,6 +41,8 @@ struct srv {
 	uint64_t heard_ns;	/* the last datagram from it */
 	uint64_t busy_ns;	/* since when requests to it are in flight (0: none) */
 	uint64_t probed_ns;	/* the last probe sent to it */
+	struct psb_shm *shm;	/* its shared-memory link (NULL: UDP) */
+	int shm_state;
 };
 
 struct psb_client {
@@ -70,6 +83,14 @@ struct psb_client {
 	int lost;			/* the server given up last (-1: none) */
 	double lost_silent_s;
 	uint32_t probe_id;
+	/* Shared memory. */
+	int transport;			/* enum psb_client_transport, DEFAULT resolved */
+	struct psb_client_stats shm_gone;	/* what closed links counted */
+	uint64_t shm_sent;		/* frames put on rings in this turn */
+	uint64_t shm_check_ns;
+	int shm_said;			/* the fallback was said on stderr */
+	char shm_why[320];		/* why the last link failed, or was lost */
+	struct pollfd *pfd;		/* [1 + 2 * PSB_SCHED_MAX_NODES] */
 };
 
 static void
@@ -161,6 +182,173 @@ abort_later(struct psb_client *c, const struct sockaddr_in *sa, int status)
 		return;
 	c->abort_status[s] = status;
 	c->aborts++;
+}
+
+/* End the requests to server s with status once the engine is out of its call. */
+static void
+abort_server(struct psb_client *c, uint16_t s, int status)
+{
+	if (c->abort_status[s] != 0)
+		return;
+	c->abort_status[s] = status;
+	c->aborts++;
+}
+
+/* --- shared memory --- */
+
+static const char *
+server_name(const struct psb_client *c, uint16_t s, char *buf, size_t len);
+
+/* The counts of a link that closes: its stats keep them. */
+static void
+shm_account(struct psb_client *c, const struct psb_shm *l)
+{
+	const struct psb_shm_link_stats *ls = psb_shm_stats(l);
+	struct psb_client_stats *g = &c->shm_gone;
+
+	g->shm_tx_frames += ls->tx_frames;
+	g->shm_tx_bytes += ls->tx_bytes;
+	g->shm_rx_frames += ls->rx_frames;
+	g->shm_rx_bytes += ls->rx_bytes;
+	g->shm_ring_full += ls->ring_full;
+	g->shm_bad_index += ls->bad_index;
+	g->shm_bad_desc += ls->bad_desc;
+	g->shm_bad_length += ls->bad_length;
+	g->shm_bad_chain += ls->bad_chain;
+	g->shm_bad_frame += ls->bad_frame;
+}
+
+static void
+shm_detach(struct psb_client *c, struct srv *v)
+{
+	if (v->shm != NULL) {
+		shm_account(c, v->shm);
+		psb_shm_close(v->shm);
+		v->shm = NULL;
+	}
+	v->shm_state = SHM_UNTRIED;
+}
+
+/* Why shared memory is not used, kept, and said on stderr once per client. */
+static void
+shm_note(struct psb_client *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void
+shm_note(struct psb_client *c, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(c->shm_why, sizeof(c->shm_why), fmt, ap);
+	va_end(ap);
+	if (c->shm_said)
+		return;
+	c->shm_said = 1;
+	fprintf(stderr, "psb client: %s\n", c->shm_why);
+}
+
+/*
+ * Choose server s's transport: shared memory when its psb offers it here, as the client's
+ * transport allows. 0, or -ENOTCONN when forced to shared memory and it failed.
+ */
+static int
+shm_attach(struct psb_client *c, uint16_t s)
+{
+	struct srv *v = &c->servers[s];
+	uint32_t ip = ntohl(v->sa.sin_addr.s_addr);
+	uint16_t port = ntohs(v->sa.sin_port);
+	struct psb_shm_cfg sc;
+	char path[128], name[40], why[256];
+	int rc;
+
+	if (v->shm_state != SHM_UNTRIED)
+		return v->shm_state == SHM_FAILED ? -ENOTCONN : 0;
+	if (c->transport == PSB_CLIENT_TRANSPORT_UDP) {
+		v->shm_state = SHM_UDP;
+		return 0;
+	}
+	server_name(c, s, name, sizeof(name));
+	rc = psb_shm_sock_path(ip, port, path, sizeof(path));
+	if (rc == 0 && access(path, F_OK) != 0)
+		rc = -errno;
+	if (rc != 0) {
+		snprintf(why, sizeof(why), "no socket %s (a psb server with --shm-clients on this "
+			 "host makes it): %s", path, strerror(-rc));
+		if (c->transport == PSB_CLIENT_TRANSPORT_AUTO) {
+			/* a server on another host: nothing to say */
+			c->st.shm_no_socket++;
+			v->shm_state = SHM_UDP;
+			return 0;
+		}
+	} else {
+		memset(&sc, 0, sizeof(sc));
+		sc.path = path;
+		sc.server_ip = ip;
+		sc.server_port = port;
+		sc.local_port = c->local_port;
+		rc = psb_shm_open(&sc, &v->shm, why, sizeof(why));
+		if (rc == 0) {
+			v->shm_state = SHM_UP;
+			return 0;
+		}
+		if (rc == -EBUSY)
+			c->st.shm_slots_busy++;
+	}
+	if (c->transport == PSB_CLIENT_TRANSPORT_AUTO) {
+		c->st.shm_fallbacks++;
+		shm_note(c, "server %s: shared memory not used, UDP instead: %s", name, why);
+		v->shm_state = SHM_UDP;
+		return 0;
+	}
+	shm_note(c, "server %s: no shared-memory link (transport shm): %s", name, why);
+	v->shm_state = SHM_FAILED;
+	return -ENOTCONN;
+}
+
+/* Server s's link went down: UDP from now on (auto), or its requests end (shm). */
+static void
+shm_lost(struct psb_client *c, uint16_t s)
+{
+	struct srv *v = &c->servers[s];
+	char name[40], why[200];
+
+	snprintf(why, sizeof(why), "%s", psb_shm_down_reason(v->shm));
+	shm_account(c, v->shm);
+	psb_shm_close(v->shm);
+	v->shm = NULL;
+	c->st.shm_links_lost++;
+	server_name(c, s, name, sizeof(name));
+	if (c->transport == PSB_CLIENT_TRANSPORT_AUTO) {
+		c->st.shm_fallbacks++;
+		shm_note(c, "server %s: shared-memory link lost (%s): UDP from now on", name, why);
+		v->shm_state = SHM_UDP;
+		return;
+	}
+	shm_note(c, "server %s: shared-memory link lost (%s; transport shm)", name, why);
+	v->shm_state = SHM_FAILED;
+	abort_server(c, s, -ENOTCONN);
+}
+
+/* The links' control sockets: a server that left takes its link down. */
+static void
+shm_check(struct psb_client *c, uint64_t now)
+{
+	uint16_t s;
+
+	c->shm_check_ns = now;
+	for (s = 0; s < c->nservers; s++)
+		if (c->servers[s].shm != NULL && !psb_shm_check(c->servers[s].shm))
+			shm_lost(c, s);
+}
+
+static void
+shm_flush(struct psb_client *c)
+{
+	uint16_t s;
+
+	for (s = 0; s < c->nservers; s++)
+		if (c->servers[s].shm != NULL)
+			psb_shm_flush(c->servers[s].shm);
 }
 
 static void
@@ -258,21 +446,46 @@ tx_flush(struct psb_client *c)
 	}
 	if (io->txhead == io->ntx)
 		io->txhead = io->ntx = 0;
+	shm_flush(c);
 	return total;
 }
 
-/* Engine transport: queue one message (copied, so the engine's buffers are free at once). */
+/*
+ * Engine transport: one message onto the server's shared ring, or queued for the socket
+ * (copied either way, so the engine's buffers are free at once).
+ */
 static int
 client_send(void *arg, const struct psb_hdr *h, const void *payload)
 {
 	struct psb_client *c = arg;
+	uint16_t s = (uint16_t)(server_of(c, h->key) - c->servers);
+	struct srv *v = &c->servers[s];
+	int rc;
 
+	if (v->shm_state == SHM_UNTRIED)
+		(void)shm_attach(c, s);
+	if (v->shm != NULL) {
+		rc = psb_shm_send(v->shm, h, payload);
+		if (rc == 0) {
+			c->st.tx_datagrams++;
+			c->st.tx_bytes += PSB_HDR_LEN + (uint64_t)h->seg_len;
+			c->shm_sent++;
+			return 0;
+		}
+		if (rc != -ENOTCONN)
+			return rc;	/* the ring is full: the engine sends it later */
+		shm_lost(c, s);
+	}
+	if (v->shm_state == SHM_FAILED) {
+		abort_server(c, s, -ENOTCONN);
+		return -ENOTCONN;
+	}
 	if (c->io.ntx == PSB_UDP_BATCH) {
 		tx_flush(c);
 		if (c->io.ntx != 0)
 			return -ENOBUFS;	/* wait until the whole batch is out */
 	}
-	psb_udp_queue(&c->io, h, payload, &server_of(c, h->key)->sa);
+	psb_udp_queue(&c->io, h, payload, &v->sa);
 	return 0;
 }
 
@@ -438,12 +651,39 @@ rx_one(struct psb_client *c, const uint8_t *buf, size_t len, int truncated,
 	}
 }
 
-/* Read what the socket holds (a few batches at most). Returns datagrams read. */
+struct shm_rx_ctx {
+	struct psb_client *c;
+	const struct sockaddr_in *from;
+	uint64_t now;
+};
+
+static void
+shm_input(void *arg, const uint8_t *dgram, size_t len)
+{
+	struct shm_rx_ctx *x = arg;
+
+	rx_one(x->c, dgram, len, 0, x->from, x->now);
+}
+
+/* Read what the socket and the shared rings hold (a few batches at most). Returns datagrams read. */
 static unsigned int
 rx_burst(struct psb_client *c, uint64_t now)
 {
 	unsigned int total = 0, b, i;
+	struct shm_rx_ctx x = { .c = c, .now = now };
+	uint16_t s;
 	int n;
+
+	for (s = 0; s < c->nservers; s++) {
+		struct srv *v = &c->servers[s];
+
+		if (v->shm == NULL)
+			continue;
+		x.from = &v->sa;
+		total += psb_shm_rx(v->shm, SHM_RX_BURST, shm_input, &x);
+		if (v->shm != NULL && !psb_shm_up(v->shm))
+			shm_lost(c, s);
+	}
 
 	for (b = 0; b < RX_BURSTS; b++) {
 		n = psb_udp_recv(&c->io, c->fd);
@@ -461,24 +701,50 @@ rx_burst(struct psb_client *c, uint64_t now)
 	return total;
 }
 
-/* Sleep until the socket is readable (or writable, with datagrams waiting) or a short while. */
+/*
+ * Sleep until the socket is readable (or writable, with datagrams waiting), a server
+ * signals its shared ring or its link's socket, or a short while.
+ */
 static void
 wait_io(struct psb_client *c)
 {
-	struct pollfd pfd = { .fd = c->fd, .events = POLLIN };
+	struct pollfd *pfd = c->pfd;
 	uint64_t t = c->cfg.timeout_ns / 8;
 	struct timespec ts;
+	nfds_t n = 1;
+	int ready = 0;
+	uint16_t s;
 
 	/* Short enough that resends go out on time, long enough not to spin. */
 	if (t < 100000)
 		t = 100000;
 	if (t > 5000000)
 		t = 5000000;
+	pfd[0].fd = c->fd;
+	pfd[0].events = POLLIN;
 	if (c->io.ntx != 0)
-		pfd.events |= POLLOUT;
+		pfd[0].events |= POLLOUT;
+	for (s = 0; s < c->nservers; s++) {
+		int fds[2];
+
+		if (c->servers[s].shm == NULL)
+			continue;
+		ready |= psb_shm_arm(c->servers[s].shm);
+		psb_shm_fds(c->servers[s].shm, fds);
+		pfd[n].fd = fds[0];
+		pfd[n++].events = POLLIN;
+		pfd[n].fd = fds[1];
+		pfd[n++].events = POLLIN;
+	}
 	ts.tv_sec = 0;
 	ts.tv_nsec = (long)t;
-	ppoll(&pfd, 1, &ts, NULL);
+	if (!ready)
+		ppoll(pfd, n, &ts, NULL);
+	for (s = 0; s < c->nservers; s++)
+		if (c->servers[s].shm != NULL)
+			psb_shm_disarm(c->servers[s].shm);
+	if (n > 1)
+		shm_check(c, psb_clock_ns());
 }
 
 static void send_probe(struct psb_client *c, uint16_t s, uint32_t id);
@@ -541,6 +807,10 @@ drive_once(struct psb_client *c)
 			c->min_ss);
 	}
 	moved += tx_flush(c);
+	moved += (unsigned int)c->shm_sent;
+	c->shm_sent = 0;
+	if (now - c->shm_check_ns >= SHM_CHECK_NS)
+		shm_check(c, now);
 	if (c->cfg.server_timeout_ns != 0 && now - c->live_check_ns >= LIVE_CHECK_NS)
 		check_servers(c, now);
 	run_aborts(c, now);
@@ -594,12 +864,39 @@ psb_client_parse_addr(const char *s, uint32_t *ip, uint16_t *port)
 	return 0;
 }
 
+/* The transport cfg asks for, or PSB_TRANSPORT says. 0 or -EINVAL (err says why). */
+static int
+transport_of(const struct psb_client_cfg *cfg, int *t, char *err, size_t errlen)
+{
+	const char *e = getenv("PSB_TRANSPORT");
+
+	if (cfg->transport < 0 || cfg->transport > PSB_CLIENT_TRANSPORT_UDP) {
+		set_err(err, errlen, "transport %d: expected auto, shm or udp", cfg->transport);
+		return -EINVAL;
+	}
+	*t = cfg->transport;
+	if (*t != PSB_CLIENT_TRANSPORT_DEFAULT)
+		return 0;
+	if (e == NULL || *e == '\0' || strcmp(e, "auto") == 0) {
+		*t = PSB_CLIENT_TRANSPORT_AUTO;
+	} else if (strcmp(e, "shm") == 0) {
+		*t = PSB_CLIENT_TRANSPORT_SHM;
+	} else if (strcmp(e, "udp") == 0) {
+		*t = PSB_CLIENT_TRANSPORT_UDP;
+	} else {
+		set_err(err, errlen, "PSB_TRANSPORT '%.32s': expected auto, shm or udp", e);
+		return -EINVAL;
+	}
+	return 0;
+}
+
 struct psb_client *
 psb_client_open(const struct psb_client_cfg *cfg, char *err, size_t errlen)
 {
 	struct psb_client *c;
 	uint32_t sip, lip = 0;
 	char why[160];
+	int transport;
 
 	if (cfg == NULL || cfg->server_ip == NULL) {
 		set_err(err, errlen, "no server address given (server_ip)");
@@ -623,12 +920,15 @@ psb_client_open(const struct psb_client_cfg *cfg, char *err, size_t errlen)
 			PSB_WK_MAX_WINDOW);
 		return NULL;
 	}
+	if (transport_of(cfg, &transport, err, errlen) != 0)
+		return NULL;
 	c = calloc(1, sizeof(*c));
 	if (c == NULL) {
 		set_err(err, errlen, "out of memory");
 		return NULL;
 	}
 	c->fd = -1;
+	c->transport = transport;
 	c->cfg = *cfg;
 	c->cfg.server_ip = NULL;
 	c->cfg.local_ip = NULL;
@@ -638,9 +938,10 @@ psb_client_open(const struct psb_client_cfg *cfg, char *err, size_t errlen)
 	c->view = calloc(1, sizeof(*c->view));
 	c->abort_status = calloc(PSB_SCHED_MAX_NODES, sizeof(*c->abort_status));
 	c->probe = calloc(PSB_SCHED_MAX_NODES, sizeof(*c->probe));
+	c->pfd = calloc(1 + 2 * PSB_SCHED_MAX_NODES, sizeof(*c->pfd));
 	c->io_seg = c->cfg.seg_size;
 	if (psb_udp_io_init(&c->io, c->cfg.seg_size) != 0 || c->servers == NULL ||
-	    c->view == NULL || c->abort_status == NULL || c->probe == NULL) {
+	    c->view == NULL || c->abort_status == NULL || c->probe == NULL || c->pfd == NULL) {
 		set_err(err, errlen, "out of memory");
 		goto fail;
 	}
@@ -700,8 +1001,12 @@ psb_client_connect(const char *server, uint16_t rank, int sync, char *err, size_
 void
 psb_client_close(struct psb_client *c)
 {
+	uint16_t i;
+
 	if (c == NULL)
 		return;
+	for (i = 0; c->servers != NULL && i < c->nservers; i++)
+		shm_detach(c, &c->servers[i]);
 	if (c->fd >= 0)
 		close(c->fd);
 	psb_wk_free(c->wk);
@@ -710,6 +1015,7 @@ psb_client_close(struct psb_client *c)
 	free(c->view);
 	free(c->abort_status);
 	free(c->probe);
+	free(c->pfd);
 	free(c);
 }
 
@@ -900,6 +1206,32 @@ psb_client_bench(struct psb_client *c, const struct psb_bench_cfg *bc,
 	return rc < 0 ? rc : 0;
 }
 
+/* Server s at ip:port from now on: a link to another address is closed. */
+static void
+server_addr(struct psb_client *c, uint16_t s, uint32_t ip, uint16_t port)
+{
+	struct srv *v = &c->servers[s];
+	struct sockaddr_in sa;
+
+	psb_udp_sa(&sa, ip, port);
+	if (s < c->nservers && v->sa.sin_addr.s_addr == sa.sin_addr.s_addr &&
+	    v->sa.sin_port == sa.sin_port)
+		return;
+	shm_detach(c, v);
+	v->sa = sa;
+}
+
+/* n servers from now on: the links of those past n are closed. */
+static void
+servers_count(struct psb_client *c, uint16_t n)
+{
+	uint16_t s;
+
+	for (s = n; s < c->nservers; s++)
+		shm_detach(c, &c->servers[s]);
+	c->nservers = n;
+}
+
 /* Take the scheduler's view: the servers and their key ranges (when it names them). */
 static void
 adopt_view(struct psb_client *c, const struct psb_sched_view *v)
@@ -912,11 +1244,11 @@ adopt_view(struct psb_client *c, const struct psb_sched_view *v)
 		if (v->servers[s].ip == 0 || v->servers[s].port == 0)
 			return;
 	for (s = 0; s < v->num_servers; s++) {
-		psb_udp_sa(&c->servers[s].sa, v->servers[s].ip, v->servers[s].port);
+		server_addr(c, s, v->servers[s].ip, v->servers[s].port);
 		c->servers[s].key_begin = v->servers[s].key_begin;
 		c->servers[s].key_end = v->servers[s].key_end;
 	}
-	c->nservers = v->num_servers;
+	servers_count(c, v->num_servers);
 }
 
 /*
@@ -1025,13 +1357,12 @@ psb_client_set_servers(struct psb_client *c, uint16_t n, const uint32_t *ip,
 	if (psb_wk_inflight(c->wk) != 0 || c->bench != NULL)
 		return -EBUSY;
 	for (s = 0; s < n; s++) {
-		psb_udp_sa(&c->servers[s].sa, ip[s],
-			port != NULL && port[s] != 0 ? port[s] : PSB_UDP_PORT);
+		server_addr(c, s, ip[s], port != NULL && port[s] != 0 ? port[s] : PSB_UDP_PORT);
 		psb_sched_key_range(s, n, &c->servers[s].key_begin, &c->servers[s].key_end);
 		if (s == n - 1)
 			c->servers[s].key_end = UINT64_MAX;
 	}
-	c->nservers = n;
+	servers_count(c, n);
 	return 0;
 }
 
@@ -1071,6 +1402,21 @@ send_probe(struct psb_client *c, uint16_t s, uint32_t id)
 	h.req_id = id;
 	h.key = PSB_CLIENT_PROBE_KEY;
 	h.flags = c->cfg.sync ? PSB_F_SYNC : 0;
+	if (c->servers[s].shm_state == SHM_UNTRIED)
+		(void)shm_attach(c, s);
+	if (c->servers[s].shm_state == SHM_FAILED) {
+		if (c->probing && c->probe[s] == 0)
+			c->probe[s] = -ENOTCONN;
+		return;
+	}
+	if (c->servers[s].shm != NULL) {
+		if (psb_shm_send(c->servers[s].shm, &h, NULL) == 0) {
+			psb_shm_flush(c->servers[s].shm);
+			c->st.tx_datagrams++;
+			c->st.tx_bytes += sizeof(buf);
+		}
+		return;
+	}
 	psb_hdr_encode(buf, &h);
 	if (sendto(c->fd, buf, sizeof(buf), 0, (const struct sockaddr *)&c->servers[s].sa,
 			sizeof(c->servers[s].sa)) < 0) {
@@ -1140,6 +1486,9 @@ psb_client_probe(struct psb_client *c, uint64_t timeout_ns, char *err, size_t er
 		} else if (c->probe[s] == -ECONNREFUSED) {
 			why = "refused: nothing listens there";
 			r = -ECONNREFUSED;
+		} else if (c->probe[s] == -ENOTCONN) {
+			why = "cannot be reached over shared memory (transport shm)";
+			r = -ENOTCONN;
 		} else {
 			why = c->probe[s] == -EHOSTUNREACH ? "unreachable" : "did not answer";
 			r = -EHOSTUNREACH;
@@ -1258,6 +1607,57 @@ psb_client_fd(const struct psb_client *c)
 void
 psb_client_stats(const struct psb_client *c, struct psb_client_stats *st)
 {
+	const struct psb_client_stats *g = &c->shm_gone;
+	uint16_t s;
+
 	*st = c->st;
 	st->wk = *psb_wk_stats(c->wk);
+	st->shm_tx_frames = g->shm_tx_frames;
+	st->shm_tx_bytes = g->shm_tx_bytes;
+	st->shm_rx_frames = g->shm_rx_frames;
+	st->shm_rx_bytes = g->shm_rx_bytes;
+	st->shm_ring_full = g->shm_ring_full;
+	st->shm_bad_index = g->shm_bad_index;
+	st->shm_bad_desc = g->shm_bad_desc;
+	st->shm_bad_length = g->shm_bad_length;
+	st->shm_bad_chain = g->shm_bad_chain;
+	st->shm_bad_frame = g->shm_bad_frame;
+	st->shm_servers = 0;
+	for (s = 0; s < c->nservers; s++) {
+		const struct psb_shm_link_stats *ls;
+
+		if (c->servers[s].shm == NULL)
+			continue;
+		ls = psb_shm_stats(c->servers[s].shm);
+		st->shm_servers++;
+		st->shm_tx_frames += ls->tx_frames;
+		st->shm_tx_bytes += ls->tx_bytes;
+		st->shm_rx_frames += ls->rx_frames;
+		st->shm_rx_bytes += ls->rx_bytes;
+		st->shm_ring_full += ls->ring_full;
+		st->shm_bad_index += ls->bad_index;
+		st->shm_bad_desc += ls->bad_desc;
+		st->shm_bad_length += ls->bad_length;
+		st->shm_bad_chain += ls->bad_chain;
+		st->shm_bad_frame += ls->bad_frame;
+	}
+	st->shm_bad = st->shm_bad_index + st->shm_bad_desc + st->shm_bad_length +
+		st->shm_bad_chain + st->shm_bad_frame;
+}
+
+int
+psb_client_transport(struct psb_client *c, uint16_t s, char *why, size_t whylen)
+{
+	int rc;
+
+	if (why != NULL && whylen != 0)
+		why[0] = '\0';
+	if (c == NULL || s >= c->nservers)
+		return -EINVAL;
+	rc = shm_attach(c, s);
+	if (rc != 0) {
+		set_err(why, whylen, "%s", c->shm_why);
+		return rc;
+	}
+	return c->servers[s].shm != NULL;
 }

@@ -27,6 +27,19 @@ extern "C" {
 /* max_retries value that means: never give up on a request. */
 #define PSB_CLIENT_RETRY_FOREVER	UINT32_MAX
 
+/*
+ * How a client reaches a server (docs/CLIENT.md, Shared memory). AUTO: over shared memory
+ * when a psb server on this host offers it (psb --shm-clients: its socket is there and a
+ * slot is free), over UDP otherwise; SHM: shared memory or fail; UDP: UDP always. DEFAULT
+ * takes the environment's PSB_TRANSPORT (auto, shm or udp), AUTO when it is not set.
+ */
+enum psb_client_transport {
+	PSB_CLIENT_TRANSPORT_DEFAULT,
+	PSB_CLIENT_TRANSPORT_AUTO,
+	PSB_CLIENT_TRANSPORT_SHM,
+	PSB_CLIENT_TRANSPORT_UDP,
+};
+
 struct psb_client_cfg {
 	const char *server_ip;		/* the psb server (dotted quad); required */
 	uint16_t server_port;		/* 0: PSB_UDP_PORT (9430) */
@@ -59,6 +72,7 @@ struct psb_client_cfg {
 	 * other workers keeps going: the server answers the probe meanwhile.
 	 */
 	uint64_t server_timeout_ns;
+	int transport;			/* enum psb_client_transport (0: PSB_TRANSPORT, or auto) */
 };
 
 /* Client-side counters; the engine's are included. */
@@ -84,6 +98,27 @@ struct psb_client_stats {
 	uint64_t error_replies;		/* ERROR messages received (benchmark included) */
 	int last_error_status;		/* enum psb_status of the last one */
 	struct psb_wk_stats wk;		/* engine of the blocking calls */
+	/*
+	 * Shared memory (servers on this host): the datagrams above count both transports,
+	 * these the frames on the shared rings. Links closed count on.
+	 */
+	uint64_t shm_servers;		/* servers reached over shared memory now */
+	uint64_t shm_tx_frames;
+	uint64_t shm_tx_bytes;
+	uint64_t shm_rx_frames;
+	uint64_t shm_rx_bytes;
+	uint64_t shm_ring_full;		/* sends that waited: the ring to the server was full */
+	uint64_t shm_bad;		/* frames or ring moves of the server dropped, the sum of: */
+	uint64_t shm_bad_index;		/* a ring counter moved beyond what was given (link ended) */
+	uint64_t shm_bad_desc;		/* a descriptor named another buffer than its slot's */
+	uint64_t shm_bad_length;	/* a descriptor's length 0 or beyond its buffer */
+	uint64_t shm_bad_chain;		/* a frame in chained buffers */
+	uint64_t shm_bad_frame;		/* not a psb datagram from the server to this client */
+	uint64_t shm_no_socket;		/* auto: servers without a socket here (remote): UDP */
+	uint64_t shm_slots_busy;	/* servers whose every slot was taken */
+	uint64_t shm_fallbacks;		/* auto: servers that offered shared memory, reached over
+					 * UDP all the same (slots busy, handshake failed, link lost) */
+	uint64_t shm_links_lost;	/* links the server ended (it left, or broke the rings) */
 };
 
 /*
@@ -240,6 +275,14 @@ int psb_client_set_seg_size(struct psb_client *c, uint16_t seg);
  * "IP:PORT", with how long it had been silent; NULL when none was.
  */
 const char *psb_client_lost_server(const struct psb_client *c, double *silent_s);
+
+/*
+ * How server s (0: the one of cfg, or the first of the view) is reached: 1 shared memory,
+ * 0 UDP; the choice is made now if it was not yet (it is made at the first request
+ * otherwise). A negative errno when the transport is forced to shared memory and the link
+ * cannot be made (or was lost), with the reason in why; -EINVAL for no such server.
+ */
+int psb_client_transport(struct psb_client *c, uint16_t s, char *why, size_t whylen);
 
 /* Text for a return value of the calls above (0, -errno or a psb status). */
 const char *psb_client_strerror(int rc);

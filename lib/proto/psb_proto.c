@@ -1,6 +1,7 @@
 /* psb wire codec: frame classification, header encode/decode, ARP and ICMP replies. */
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -630,4 +631,33 @@ psb_ip_str(uint32_t ip, char *buf)
 {
 	snprintf(buf, 16, "%u.%u.%u.%u", ip >> 24, (ip >> 16) & 0xff, (ip >> 8) & 0xff, ip & 0xff);
 	return buf;
+}
+
+int
+psb_shm_dir(char *out, size_t len)
+{
+	const char *d = getenv("PSB_SHM_DIR"), *xdg = getenv("XDG_RUNTIME_DIR");
+	int n;
+
+	if (d != NULL && d[0] == '/')
+		n = snprintf(out, len, "%s", d);
+	else if (getuid() == 0)
+		n = snprintf(out, len, "/var/run/psb/shm");
+	else if (xdg != NULL && xdg[0] == '/')
+		n = snprintf(out, len, "%s/psb/shm", xdg);
+	else
+		n = snprintf(out, len, "/tmp/psb-%u/shm", (unsigned int)getuid());
+	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
+}
+
+int
+psb_shm_sock_name(const char *dir, uint32_t ip, uint16_t port, char *out, size_t len)
+{
+	char b[16];
+	int n = snprintf(out, len, "%s/%s-%u.sock", dir, psb_ip_str(ip, b), port);
+
+	/* what sockaddr_un holds, with its terminating NUL */
+	if (n < 0 || (size_t)n >= len || n > 107)
+		return -ENAMETOOLONG;
+	return 0;
 }

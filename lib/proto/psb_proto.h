@@ -385,6 +385,30 @@ int psb_parse_mac(const char *s, uint8_t mac[6]);
 /* Host-order IP to dotted quad in buf (>= 16 bytes). */
 const char *psb_ip_str(uint32_t ip, char *buf);
 
+/*
+ * Clients on the server's host (docs/CLIENT.md, Shared memory): a psb server offers
+ * PSB_SHM_MAX_SLOTS memif slots at most on one socket, PSB_SHM_SOCK_NAME in the directory
+ * psb_shm_dir gives. The client at slot i sends from its own link-local address, so that
+ * psb's neighbour table sends each slot's answers back out of that slot.
+ */
+#define PSB_SHM_MAX_SLOTS	64
+#define PSB_SHM_SLOT_IP0	0xA9FE4D01u	/* 169.254.77.1: slot 0 */
+
+static inline uint32_t
+psb_shm_slot_ip(unsigned int slot)
+{
+	return PSB_SHM_SLOT_IP0 + slot;
+}
+
+/*
+ * The directory of psb's shared-memory sockets: $PSB_SHM_DIR when set (an absolute path),
+ * else /var/run/psb/shm for root, $XDG_RUNTIME_DIR/psb/shm or /tmp/psb-UID/shm for
+ * others (where psb keeps its records). 0 or -ENAMETOOLONG.
+ */
+int psb_shm_dir(char *out, size_t len);
+/* dir/IP-PORT.sock. 0 or -ENAMETOOLONG (a socket path holds 107 bytes). */
+int psb_shm_sock_name(const char *dir, uint32_t ip, uint16_t port, char *out, size_t len);
+
 #ifdef __cplusplus
 }
 #endif
