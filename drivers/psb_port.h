@@ -5,10 +5,12 @@
 #include <net/if.h>
 #include <stdint.h>
 
-#define PSB_MAX_PORTS		8
+#define PSB_MAX_USER_PORTS	8	/* node.ports and the exception port */
+/* ... and a server's shared-memory slots (node.shm_clients, PSB_SHM_MAX_SLOTS) */
+#define PSB_MAX_PORTS		(PSB_MAX_USER_PORTS + 64)
 #define PSB_PORT_NAME_LEN	64
 #define PSB_DEVARGS_LEN		512
-#define PSB_EAL_MAX_ARGS	64
+#define PSB_EAL_MAX_ARGS	(64 + 2 * 64)
 
 enum psb_port_kind {
 	PSB_PORT_PCI,		/* pci:0000:03:00.0 (or a bare PCI address) */
@@ -29,6 +31,7 @@ struct psb_port_spec {
 	char devargs[PSB_DEVARGS_LEN];	/* --vdev / -a argument */
 	char sock_path[256];		/* memif: socket file to clean up */
 	int memif_server;
+	int shm_slot;			/* 1 + the slot of a shared-memory client port; 0: not one */
 	char ifname[IF_NAMESIZE];	/* af_packet, af_xdp, tap: the kernel interface */
 	unsigned int queue;		/* af_xdp: the interface's queue it takes */
 };
@@ -98,7 +101,7 @@ struct psb_eal_opts {
  */
 struct psb_eal_argv {
 	char *argv[PSB_EAL_MAX_ARGS];
-	char buf[8192];
+	char buf[32768];
 	size_t used;
 	int use_huge;
 	int single_file;	/* --single-file-segments (memif zero-copy client) */

@@ -320,7 +320,8 @@ log_bounds(const struct psb_app *app)
 static uint64_t
 role_mbufs(const struct psb_app *app)
 {
-	uint64_t n = (uint64_t)app->nports * 2 * NB_DESC + 4096;
+	/* a shared-memory slot holds no mbufs: memif copies in and out at each burst */
+	uint64_t n = (uint64_t)(app->nports - app->nshm) * 2 * NB_DESC + 4096;
 	const struct psb_role *const *rp;
 
 	for (rp = psb_roles; *rp != NULL; rp++)
@@ -646,6 +647,7 @@ main(int argc, char **argv)
 		if (i == 0 && app->isolate)
 			psb_ports_isolate_said(app, &iso);
 		app->port_shared[pid] = app->specs[i].kind == PSB_PORT_MEMIF;
+		app->port_drop_full[pid] = app->specs[i].shm_slot != 0;
 		if (app->specs[i].kind == PSB_PORT_AF_PACKET &&
 		    psb_afp_stats_open(&app->afp[i], strchr(app->specs[i].spec, ':') + 1, err,
 				sizeof(err)) != 0)

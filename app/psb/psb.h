@@ -68,6 +68,7 @@ struct psb_counters {
 	uint64_t tx_ring_full;	/* packets built to send, lost: the transmit ring was full */
 	uint64_t tx_backlog;	/* packets the port did not take at once */
 	uint64_t paused_drops;	/* packets for a port that was paused */
+	uint64_t full_drops;	/* packets a shared-memory client's full ring did not take */
 	uint64_t byes;		/* BYEs accepted: from a known peer to the data port */
 	uint64_t bye_ignored;	/* BYEs from unknown sources or to other ports: not acted upon */
 	uint64_t bye_lost;	/* accepted BYEs a server shard could not be told of */

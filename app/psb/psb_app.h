@@ -193,6 +193,8 @@ struct psb_app {
 	 */
 	int has_exc;
 	uint16_t exc_idx;
+	/* Shared-memory client slots (node.shm_clients): the last nshm ports. */
+	uint16_t nshm;
 	uint16_t exc_mtu;		/* the exception port's MTU in effect */
 	uint32_t roce_qps;		/* queue pairs counted at once */
 	uint32_t exc_queue;		/* the passthrough role's ring: frames for the host */
@@ -254,6 +256,11 @@ struct psb_app {
 	 * (psb_guard.h); one that faulted stays paused until its link went down and up.
 	 */
 	uint8_t port_shared[RTE_MAX_ETHPORTS];
+	/*
+	 * Shared-memory client slots: what the client's ring does not take is dropped (the
+	 * client resends), never kept back where it would hold every other port's traffic.
+	 */
+	uint8_t port_drop_full[RTE_MAX_ETHPORTS];
 	volatile uint8_t port_fault[RTE_MAX_ETHPORTS];
 	uint64_t port_faults[RTE_MAX_ETHPORTS];
 	struct psb_port_bye bye[RTE_MAX_ETHPORTS];

@@ -10,6 +10,7 @@
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <unistd.h>
@@ -405,6 +406,39 @@ psb_host_xdp_failed(struct psb_app *app, unsigned int i, const char *err, const 
 		PSB_XDP_MTU_VETH);
 }
 
+/*
+ * The shared-memory slots' socket: its directory made, a stale socket of a killed psb
+ * removed. A socket another live psb serves (the same address on this host, in another
+ * network namespace) leaves this server without slots, said once: its clients use UDP.
+ */
+static void
+shm_prepare(struct psb_app *app, const char *mdir, const struct psb_port_spec *p)
+{
+	char dir[PATH_MAX], msg[512];
+	int rc;
+
+	if (getenv("PSB_SHM_DIR") == NULL)
+		rc = psb_host_dir("shm", dir, sizeof(dir));
+	else
+		rc = mkdir(getenv("PSB_SHM_DIR"), 0700) != 0 && errno != EEXIST ? -errno : 0;
+	if (rc == 0)
+		rc = psb_sock_claim(mdir, p->sock_path, msg, sizeof(msg));
+	else
+		snprintf(msg, sizeof(msg), "cannot make the directory of %s: %s", p->sock_path,
+			 strerror(-rc));
+	if (rc != 0) {
+		PSB_NOTICE(port, "shared-memory clients: none (node.shm_clients): %s; clients on "
+			   "this host use UDP", msg);
+		app->nports = (uint16_t)(app->nports - app->nshm);
+		app->nshm = 0;
+		return;
+	}
+	if (msg[0] != '\0')
+		PSB_INFO(port, "shared-memory clients: %s", msg);
+	PSB_INFO(port, "shared-memory clients: %u slots at %s (node.shm_clients)", app->nshm,
+		 p->sock_path);
+}
+
 void
 psb_host_prepare(struct psb_app *app, int from_doc)
 {
@@ -449,8 +483,12 @@ psb_host_prepare(struct psb_app *app, int from_doc)
 			afp_ring(app, &app->specs[i]);
 		if (p->kind == PSB_PORT_MEMIF && !p->memif_server)
 			wait_memif_server(app, p, mdir, from_doc);
-		if (p->kind != PSB_PORT_MEMIF || !p->memif_server)
+		if (p->kind != PSB_PORT_MEMIF || !p->memif_server || p->shm_slot > 1)
 			continue;
+		if (p->shm_slot == 1) {
+			shm_prepare(app, mdir, p);
+			break;		/* the slots are the last ports */
+		}
 		rc = psb_sock_claim(mdir, p->sock_path, msg, sizeof(msg));
 		if (rc != 0)
 			psb_die("port '%s': %s", p->spec, msg[0] != '\0' ? msg : strerror(-rc));

@@ -165,6 +165,8 @@ static const struct psb_metric role_figs[] = {
 	RC(tx_ring_full, NONE, "Packets built to send, lost: the transmit ring was full"),
 	RC(tx_backlog, NONE, "Packets the port did not take at once"),
 	RC(paused_drops, NONE, "Packets dropped for a paused port"),
+	RC(full_drops, NONE, "Packets dropped: a shared-memory client's ring was full (it "
+		"resends)"),
 	RC(byes, NONE, "BYEs accepted: from a known peer to the data port"),
 	RC(bye_ignored, NONE, "BYEs ignored: unknown source, or not to the data port"),
 	RC(bye_lost, NONE, "Accepted BYEs a server shard could not be told of"),

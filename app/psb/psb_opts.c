@@ -167,6 +167,9 @@ static const struct conf_opt conf_opts[] = {
 	N("roce-qps", "node.roce_qps", "N", "RoCE queue pairs counted at once (one not seen "
 	  "lately\nmakes room for a new one, counted as evicted)"),
 	F("no-roce-accounting", "node.roce_accounting", "false", "pass RoCE through uncounted"),
+	N("shm-clients", "node.shm_clients", "N", "server: memif slots for client processes on "
+	  "this host\n(shared memory instead of UDP; 0: none), on the socket\n"
+	  "/var/run/psb/shm/IP-PORT.sock (PSB_SHM_DIR)"),
 	N("exception-queue", "node.exception_queue", "N", "frames queued for the host at most (a "
 	  "power of 2; past it\nthey are lost, counted as rx's ring_full)"),
 	F("isolate", "node.isolate", "true", "rte_flow isolated mode on the first port: only "
@@ -634,6 +637,37 @@ same_device(const struct psb_port_spec *a, const struct psb_port_spec *b)
 	       strcmp(a->spec, b->spec) == 0;
 }
 
+
+/*
+ * A server's shared-memory slots (node.shm_clients): memif server ports, ids 0..N-1, on one
+ * socket named after the data address, after every other port. Client processes on this
+ * host find it there (lib/client, psb_shm_sock_path) and take a free slot.
+ */
+static void
+shm_ports(struct psb_app *app, const struct psb_exp_node *n)
+{
+	char dir[256], path[128], spec[PSB_DEVARGS_LEN], err[256];
+	unsigned int k;
+
+	app->nshm = 0;
+	if (app->node_role != PSB_NODE_SERVER || n->shm_clients == 0)
+		return;
+	if (psb_shm_dir(dir, sizeof(dir)) != 0 ||
+	    psb_shm_sock_name(dir, n->ip, (uint16_t)n->udp_port, path, sizeof(path)) != 0)
+		psb_die("node.shm_clients: the socket's path in %s is too long for a unix socket "
+			"(PSB_SHM_DIR)", dir);
+	for (k = 0; k < n->shm_clients; k++) {
+		struct psb_port_spec *p = &app->specs[app->nports];
+
+		snprintf(spec, sizeof(spec), "memif:server:%s:%u", path, k);
+		if (psb_port_parse(spec, app->nports, p, err, sizeof(err)) != 0)
+			psb_die("node.shm_clients: %s", err);
+		p->shm_slot = (int)k + 1;
+		app->nports++;
+		app->nshm++;
+	}
+}
+
 /* The node's settings as the running node reads them, from app->conf alone. */
 static void
 derive(struct psb_app *app, struct psb_run_opts *ro)
@@ -686,9 +720,9 @@ derive(struct psb_app *app, struct psb_run_opts *ro)
 	app->echo = n->echo;
 	app->has_exc = 0;
 	if (n->exception[0] != '\0') {
-		if (app->nports >= PSB_MAX_PORTS)
+		if (app->nports >= PSB_MAX_USER_PORTS)
 			psb_die("node.exception: %u ports already, %d at most (--exception)",
-				app->nports, PSB_MAX_PORTS);
+				app->nports, PSB_MAX_USER_PORTS);
 		if (psb_port_parse(n->exception, app->nports, &app->specs[app->nports], err,
 				sizeof(err)) != 0)
 			psb_die("node.exception: %s (--exception)", err);
@@ -703,6 +737,7 @@ derive(struct psb_app *app, struct psb_run_opts *ro)
 		app->exc_idx = app->nports++;
 		app->has_exc = 1;
 	}
+	shm_ports(app, n);
 	app->roce_qps = (uint32_t)n->roce_qps;
 	app->exc_queue = (uint32_t)n->exception_queue;
 	app->roce_accounting = n->roce_accounting;

@@ -228,7 +228,9 @@ psb_ports_check(struct psb_app *app, uint64_t now)
 		return;
 	next_ns = now + 10000000000ull;
 	for (i = 0; i < app->nports; i++) {
-		if (rte_eth_link_get_nowait(app->port_ids[i], &link) != 0 ||
+		/* a shared-memory slot waits for a client: down is its rest */
+		if (app->specs[i].shm_slot != 0 ||
+		    rte_eth_link_get_nowait(app->port_ids[i], &link) != 0 ||
 		    link.link_status != RTE_ETH_LINK_DOWN)
 			continue;
 		if (app->specs[i].kind != PSB_PORT_MEMIF)

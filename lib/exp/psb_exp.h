@@ -71,6 +71,11 @@ struct psb_exp_node {
 	 */
 	char exception[256];
 	uint64_t roce_qps;
+	/*
+	 * Server: memif slots (server role) for client-library processes on this host, on one
+	 * socket named after the data address (docs/CLIENT.md, Shared memory); 0: none.
+	 */
+	uint64_t shm_clients;
 	uint64_t exception_queue;	/* frames waiting for the host at most (a power of 2) */
 	bool roce_accounting;		/* false: passed on uncounted (to measure its cost) */
 	bool isolate;			/* rte_flow isolated mode: only psb's traffic to psb */

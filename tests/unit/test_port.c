@@ -450,7 +450,7 @@ test_eal_too_many(void **state)
 
 	/* arguments too long for the string store */
 	{
-		static char big[3000];
+		static char big[12000];
 
 		memset(big, 'x', sizeof(big) - 1);
 		extra[0] = big;

@@ -58,6 +58,12 @@ send_run(struct psb_role_inst *ri, struct rte_mbuf **pkts, uint16_t n)
 		for (uint16_t k = 0; k < sent; k++)
 			ri->cnt.tx_bytes += pkts[done + k]->pkt_len;
 		done += sent;
+		if (sent < run && ri->app->port_drop_full[port]) {
+			rte_pktmbuf_free_bulk(&pkts[done], run - sent);
+			ri->cnt.full_drops += run - sent;
+			done += run - sent;
+			continue;
+		}
 		if (sent < run) {
 			ri->cnt.tx_backlog += run - sent;
 			break;
