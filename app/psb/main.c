@@ -574,6 +574,7 @@ main(int argc, char **argv)
 	psb_agg_add(NULL, NULL, 0);	/* pick the aggregation kernel now, not on the fast path */
 	if ((rc = psb_guard_init()) != 0)
 		psb_die("cannot install the fault handler of memif bursts: %s", strerror(-rc));
+	psb_guard_grace_on();
 
 	app->pool = rte_pktmbuf_pool_create("psb_pool", (unsigned int)nmbufs, 256, MBUF_PRIV,
 		MBUF_ROOM, (int)rte_socket_id());

@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include <rte_ethdev.h>
+#include <rte_lcore.h>
 
 /*
  * The memif driver unmaps a link's shared memory from DPDK's interrupt thread when the
@@ -38,6 +39,65 @@ int psb_guard_init(void);
 void psb_guard_exiting(int code);
 
 #define PSB_GUARD_FAULT	UINT16_MAX	/* a guarded burst faulted */
+
+/*
+ * The fault is avoided too: psb's munmap (psb_guard.c) stands in for the C library's in
+ * DPDK's drivers, and when a thread that polls no port (DPDK's interrupt thread tearing
+ * a memif link down) unmaps memory, it first waits until every lcore that was inside its
+ * polling has passed a quiescent point (the start of a pass) or left it: the driver had
+ * marked the link down before, so no burst that starts afterwards touches the memory.
+ * Lcores say where they are: psb_guard_enter / psb_guard_leave around their polling,
+ * psb_guard_quiescent at each pass. A wait lasts PSB_GUARD_GRACE_NS at most (an lcore
+ * preempted that long: the guarded burst is the net below).
+ */
+#define PSB_GUARD_GRACE_NS	(500ull * 1000 * 1000)
+
+struct psb_guard_lcore {
+	uint64_t passes;		/* quiescent points passed */
+	uint32_t active;		/* inside its polling */
+	uint64_t waits;			/* unmaps that waited for this lcore */
+} __rte_cache_aligned;
+
+extern struct psb_guard_lcore psb_guard_lcores[RTE_MAX_LCORE];
+
+/* Unmaps by other threads wait for the lcores from now on (once they run). */
+void psb_guard_grace_on(void);
+/* Unmaps that waited for lcores, and those that gave up waiting (PSB_GUARD_GRACE_NS). */
+void psb_guard_grace_stats(uint64_t *waited, uint64_t *gave_up);
+
+static inline void
+psb_guard_enter(void)
+{
+	unsigned int lc = rte_lcore_id();
+
+	if (lc >= RTE_MAX_LCORE)
+		return;
+	__atomic_store_n(&psb_guard_lcores[lc].active, 1, __ATOMIC_RELAXED);
+	/* the link's state is read after this is seen (pairs with the unmapping thread's) */
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+}
+
+static inline void
+psb_guard_quiescent(void)
+{
+	unsigned int lc = rte_lcore_id();
+
+	if (lc >= RTE_MAX_LCORE)
+		return;
+	__atomic_store_n(&psb_guard_lcores[lc].passes, psb_guard_lcores[lc].passes + 1,
+		__ATOMIC_RELAXED);
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+}
+
+static inline void
+psb_guard_leave(void)
+{
+	unsigned int lc = rte_lcore_id();
+
+	if (lc >= RTE_MAX_LCORE)
+		return;
+	__atomic_store_n(&psb_guard_lcores[lc].active, 0, __ATOMIC_RELEASE);
+}
 
 /* A burst of n on queue 0 of port: what it moved, or PSB_GUARD_FAULT. */
 static inline uint16_t

@@ -14,6 +14,7 @@
 #include <rte_ring.h>
 
 #include "psb_app.h"
+#include "psb_guard.h"
 #include "psb_cli.h"
 #include "psb_lcore.h"
 #include "psb_log.h"
@@ -161,6 +162,7 @@ poll_once(struct lcore_plan *lp)
 	unsigned int i;
 	int work = 0;
 
+	psb_guard_quiescent();
 	check_mboxes(lp);
 	if (unlikely(++lp->pass % CYCLE_SAMPLE == 0)) {
 		uint64_t t0 = rte_rdtsc(), t1;
@@ -226,8 +228,10 @@ lcore_main(void *arg)
 	int work;
 
 	while (!lp->app->stop_lcores) {
+		psb_guard_enter();
 		for (k = 0, work = 0; k < 64; k++)
 			work += poll_once(lp);
+		psb_guard_leave();
 		/* nothing came in 64 passes: the CPU is the others' for a while (node.idle_sleep) */
 		if (work == 0 && lp->app->idle_sleep_ns != 0)
 			psb_lcore_idle(lp->app);
@@ -255,9 +259,12 @@ psb_main_poll_roles(struct psb_app *app)
 {
 	unsigned int k;
 
-	if (app->nworker_lcores == 0)
+	if (app->nworker_lcores == 0) {
+		psb_guard_enter();
 		for (k = 0; k < 64; k++)
 			poll_once(&g_plan[rte_get_main_lcore()]);
+		psb_guard_leave();
+	}
 }
 
 int
@@ -339,6 +346,7 @@ psb_lcore_run_main(struct psb_app *app, uint64_t lim)
 	unsigned int k;
 	int work = 0;
 
+	psb_guard_enter();
 	do {
 		int w = 0;
 
@@ -348,6 +356,7 @@ psb_lcore_run_main(struct psb_app *app, uint64_t lim)
 		if (w == 0 && app->idle_sleep_ns != 0)
 			break;		/* idle: the caller sleeps */
 	} while (rte_rdtsc() - t0 < lim && !app->quit);
+	psb_guard_leave();
 	maybe_yield(lp);
 	return work;
 }

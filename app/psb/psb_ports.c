@@ -261,7 +261,9 @@ psb_ports_quiesce(const struct psb_app *app)
 	uint64_t most = (uint64_t)((double)PSB_QUIESCE_NS * 1e-9 * (double)hz);
 	uint16_t i, n;
 
+	psb_guard_enter();
 	while (rte_get_tsc_cycles() - last < hz / 50 && rte_get_tsc_cycles() - start < most) {
+		psb_guard_quiescent();
 		psb_ports_watch((struct psb_app *)app);
 		for (i = 0; i < app->nports; i++) {
 			if (app->port_paused[app->port_ids[i]])
@@ -279,6 +281,7 @@ psb_ports_quiesce(const struct psb_app *app)
 			}
 		}
 	}
+	psb_guard_leave();
 }
 
 void
@@ -305,6 +308,7 @@ psb_send_bye(struct psb_app *app)
 	/* the peer's data port: the nodes of one job share it */
 	dst.port = app->me.port;
 	psb_hdr_init(&h, PSB_MSG_BYE);
+	psb_guard_enter();
 	for (i = 0; i < app->nports; i++) {
 		uint16_t pid = app->port_ids[i];
 		struct rte_mbuf *m;
@@ -316,7 +320,7 @@ psb_send_bye(struct psb_app *app)
 			continue;
 		m = rte_pktmbuf_alloc(app->pool);
 		if (m == NULL)
-			return;
+			break;
 		p = (uint8_t *)rte_pktmbuf_append(m, PSB_FRAME_HLEN);
 		psb_frame_write_headers(p, &app->me, &dst, &h, 0);
 		n = app->port_shared[pid] ? psb_guard_tx(pid, &m, 1) : rte_eth_tx_burst(pid, 0, &m, 1);
@@ -325,6 +329,7 @@ psb_send_bye(struct psb_app *app)
 		else if (n != 1)
 			rte_pktmbuf_free(m);
 	}
+	psb_guard_leave();
 }
 
 /* The counters of struct rte_eth_stats that psb_port_stats carries. */

@@ -11,6 +11,7 @@
 #include <rte_ethdev.h>
 
 #include "psb_app.h"
+#include "psb_guard.h"
 #include "psb_cli.h"
 #include "psb_counters.h"
 #include "psb_ctl.h"
@@ -116,6 +117,16 @@ psb_report_print(const struct psb_app *app, FILE *out)
 			(unsigned long long)ps.opackets, (unsigned long long)ps.obytes,
 			(unsigned long long)ps.imissed, (unsigned long long)ps.ierrors,
 			(unsigned long long)ps.oerrors);
+	}
+	{
+		uint64_t waited, gave_up;
+
+		psb_guard_grace_stats(&waited, &gave_up);
+		if (waited != 0)
+			fprintf(out, "memif: %llu unmaps of a peer's memory held until the lcores were "
+				"out of their bursts (%llu waited %.1f s and went on)\n",
+				(unsigned long long)waited, (unsigned long long)gave_up,
+				PSB_GUARD_GRACE_NS / 1e9);
 	}
 	if (app->node_role != PSB_NODE_SERVER)
 		return;
