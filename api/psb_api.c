@@ -148,6 +148,7 @@ code_of(int rc)
 	case -EMSGSIZE: return PSBC_E_MSGSIZE;
 	case -ECONNREFUSED: return PSBC_E_REFUSED;
 	case -EHOSTUNREACH:
+	case -ENOTCONN:
 	case -ENETUNREACH: return PSBC_E_UNREACHABLE;
 	case -EBADSLT: return PSBC_E_RANK;
 	case -ENOMEM: return PSBC_E_NOMEM;
@@ -325,6 +326,10 @@ client_cfg(const struct psbc_opts *o, struct psb_client_cfg *cfg)
 {
 	psb_client_cfg_init(cfg);
 	cfg->sync = o->sync != 0;
+	if (o->api >= 2 && o->transport != NULL)
+		cfg->transport = strcmp(o->transport, "shm") == 0 ? PSB_CLIENT_TRANSPORT_SHM :
+			strcmp(o->transport, "udp") == 0 ? PSB_CLIENT_TRANSPORT_UDP :
+			PSB_CLIENT_TRANSPORT_AUTO;
 	cfg->window = o->window != 0 ? o->window : DEF_WINDOW;
 	if (cfg->window > PSB_WK_MAX_WINDOW)
 		cfg->window = PSB_WK_MAX_WINDOW;
@@ -350,6 +355,25 @@ client_cfg(const struct psbc_opts *o, struct psb_client_cfg *cfg)
 	cfg->batch_max = o->batch_bytes < 0 ? 0 :
 		(uint16_t)(o->batch_bytes == 0 ? DEF_BATCH :
 			   o->batch_bytes > 65535 ? 65535 : o->batch_bytes);
+}
+
+/*
+ * Each server's transport chosen now: shared memory where it is offered here (and a link
+ * made), so that a forced one that cannot be made fails the open, saying why.
+ */
+static int
+choose_transports(psbc_t *s, uint16_t n, char *err, size_t errlen)
+{
+	char why[400];
+	uint16_t i;
+	int rc;
+
+	for (i = 0; i < n; i++) {
+		rc = psb_client_transport(s->c, i, why, sizeof(why));
+		if (rc < 0)
+			return psb_api_fail(err, errlen, code_of(rc), "%s", why);
+	}
+	return 0;
 }
 
 /* Straight to the servers of o->servers. */
@@ -409,6 +433,9 @@ open_direct(psbc_t *s, const struct psbc_opts *o, const char *lip, char *err, si
 		return psb_api_fail(err, errlen, PSBC_E_SYSTEM, "%s", why);
 	if (psb_client_set_servers(s->c, n, ip, port) != 0)
 		return psb_api_fail(err, errlen, PSBC_E_INVAL, "servers: cannot use them");
+	rc = choose_transports(s, n, err, errlen);
+	if (rc != 0)
+		return rc;
 	ms = o->connect_timeout_ms != 0 ? o->connect_timeout_ms : DEF_CONNECT_MS;
 	rc = psb_client_probe(s->c, ms * 1000000ull, why, sizeof(why));
 	if (rc != 0)
@@ -502,6 +529,9 @@ open_scheduled(psbc_t *s, const struct psbc_opts *o, const char *lip, char *err,
 			return psb_api_fail(err, errlen, PSBC_E_NOMEM, "out of memory");
 	}
 	(void)rank;
+	rc = choose_transports(s, s->nservers, err, errlen);
+	if (rc != 0)
+		return rc;
 	s->scheduled = 1;
 	return 0;
 }
@@ -555,10 +585,15 @@ psbc_open(psbc_t **out, const struct psbc_opts *o, char *err, size_t errlen)
 		psbc_opts_init(&def);
 		o = &def;
 	}
-	if (o->api != PSBC_API_VERSION)
+	/* a program built for api 1 passes the shorter struct: transport is not read */
+	if (o->api != 1 && o->api != PSBC_API_VERSION)
 		return psb_api_fail(err, errlen, PSBC_E_INVAL,
-			"opts.api is %u, this library speaks %u: call psbc_opts_init", o->api,
+			"opts.api is %u, this library speaks 1 and %u: call psbc_opts_init", o->api,
 			PSBC_API_VERSION);
+	if (o->api >= 2 && o->transport != NULL && strcmp(o->transport, "auto") != 0 &&
+	    strcmp(o->transport, "shm") != 0 && strcmp(o->transport, "udp") != 0)
+		return psb_api_fail(err, errlen, PSBC_E_INVAL,
+			"transport '%.32s': expected auto, shm or udp", o->transport);
 	if (o->sync != 0 && o->sync != 1)
 		return psb_api_fail(err, errlen, PSBC_E_INVAL, "sync %d: 0 or 1", o->sync);
 	rc = psb_api_local_addr(o->local_ip, ifip, sizeof(ifip), &lip, err, errlen);
@@ -1058,6 +1093,18 @@ int
 psbc_num_servers(const psbc_t *s)
 {
 	return s != NULL ? s->nservers : PSBC_E_INVAL;
+}
+
+int
+psbc_server_transport(const psbc_t *s, int i)
+{
+	int rc;
+
+	if (s == NULL || i < 0 || i >= s->nservers)
+		return PSBC_E_INVAL;
+	/* chosen at the open: this only reads it */
+	rc = psb_client_transport(s->c, (uint16_t)i, NULL, 0);
+	return rc == 1 ? PSBC_TRANSPORT_SHM : PSBC_TRANSPORT_UDP;
 }
 
 int

@@ -9,6 +9,10 @@
  * key space is split among the servers as ps-lite splits it. Values are float32; lengths
  * count floats.
  *
+ * A server on the session's own host that offers shared memory (psb --shm-clients) is
+ * reached through it rather than the kernel: the same messages in a memif link, the values
+ * copied straight into and out of the shared buffers (opts.transport, PSB_TRANSPORT).
+ *
  * Operations are batched and asynchronous, as ps-lite's KVWorker: psbc_push, psbc_pull
  * and psbc_pushpull take sorted keys with their values laid end to end, start sending and
  * return a timestamp; psbc_wait(ts) blocks until that operation ended, psbc_test(ts) asks
@@ -35,7 +39,8 @@
 extern "C" {
 #endif
 
-#define PSBC_API_VERSION	1
+/* 2: struct psbc_opts gained transport (a session of api 1 takes PSB_TRANSPORT, or auto). */
+#define PSBC_API_VERSION	2
 
 /* Error codes: every one negative. */
 enum psbc_error {
@@ -120,6 +125,13 @@ struct psbc_opts {
 	unsigned int seg_size;
 	/* Values of up to this many bytes travel several to a datagram (0: 1024; -1: never). */
 	int batch_bytes;
+	/*
+	 * How servers are reached (api 2): "auto" over shared memory where a server on this host
+	 * offers it (psb --shm-clients) and a slot is free, else UDP (said once on stderr when
+	 * a server offered it but could not be used); "shm" shared memory to every server or
+	 * fail (psbc_open says why); "udp" UDP always. NULL: $PSB_TRANSPORT, or "auto".
+	 */
+	const char *transport;
 };
 
 void psbc_opts_init(struct psbc_opts *o);
@@ -195,6 +207,10 @@ int psbc_num_servers(const psbc_t *s);
 int psbc_num_workers(const psbc_t *s);
 /* Server i's address as "IP:PORT" into buf. 0, or PSBC_E_INVAL (no such server, no room). */
 int psbc_server_address(const psbc_t *s, int i, char *buf, size_t len);
+/* How server i is reached: PSBC_TRANSPORT_SHM or _UDP; or PSBC_E_INVAL (no such server). */
+#define PSBC_TRANSPORT_UDP	0
+#define PSBC_TRANSPORT_SHM	1
+int psbc_server_transport(const psbc_t *s, int i);
 /* Server i's keys: [*begin, *end). 0, or PSBC_E_INVAL for no such server. */
 int psbc_server_range(const psbc_t *s, int i, uint64_t *begin, uint64_t *end);
 

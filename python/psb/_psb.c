@@ -103,8 +103,8 @@ static int
 KVWorker_init(KVWorker *w, PyObject *args, PyObject *kw)
 {
 	static char *names[] = { "servers", "scheduler", "rank", "sync", "connect_timeout",
-		"server_timeout", "window_bytes", "seg_size", NULL };
-	const char *servers = NULL, *scheduler = NULL;
+		"server_timeout", "window_bytes", "seg_size", "transport", NULL };
+	const char *servers = NULL, *scheduler = NULL, *transport = NULL;
 	int rank = -1, sync = 0;
 	double connect = 0, server = 0;
 	unsigned long long window = 0;
@@ -113,8 +113,8 @@ KVWorker_init(KVWorker *w, PyObject *args, PyObject *kw)
 	char err[512];
 	int rc;
 
-	if (!PyArg_ParseTupleAndKeywords(args, kw, "|zzipddKI", names, &servers, &scheduler,
-			&rank, &sync, &connect, &server, &window, &seg))
+	if (!PyArg_ParseTupleAndKeywords(args, kw, "|zzipddKIz", names, &servers, &scheduler,
+			&rank, &sync, &connect, &server, &window, &seg, &transport))
 		return -1;
 	if (w->s != NULL) {
 		PyErr_SetString(PyExc_RuntimeError, "KVWorker is open already");
@@ -138,6 +138,7 @@ KVWorker_init(KVWorker *w, PyObject *args, PyObject *kw)
 	o.server_timeout_ms = (unsigned int)(server * 1000);
 	o.window_bytes = window;
 	o.seg_size = seg;
+	o.transport = transport;
 	w->sync = o.sync;
 	Py_BEGIN_ALLOW_THREADS
 	rc = psbc_open(&w->s, &o, err, sizeof(err));
@@ -620,6 +621,23 @@ KVWorker_get_num_workers(KVWorker *w, void *closure)
 }
 
 static PyObject *
+KVWorker_get_transports(KVWorker *w, void *closure)
+{
+	PyObject *l;
+	int i, n;
+
+	(void)closure;
+	if (w->s == NULL)
+		return raise_code(PSBC_E_INVAL, "the KVWorker is closed");
+	n = psbc_num_servers(w->s);
+	l = PyList_New(n);
+	for (i = 0; l != NULL && i < n; i++)
+		PyList_SET_ITEM(l, i, PyUnicode_FromString(psbc_server_transport(w->s, i) ==
+			PSBC_TRANSPORT_SHM ? "shm" : "udp"));
+	return l;
+}
+
+static PyObject *
 KVWorker_fileno(KVWorker *w, PyObject *unused)
 {
 	(void)unused;
@@ -680,6 +698,8 @@ static PyMethodDef KVWorker_methods[] = {
 static PyGetSetDef KVWorker_getset[] = {
 	{ "rank", (getter)KVWorker_get_rank, NULL, "the rank this worker sends as", NULL },
 	{ "num_servers", (getter)KVWorker_get_num_servers, NULL, "the servers", NULL },
+	{ "transports", (getter)KVWorker_get_transports, NULL,
+	  "how each server is reached: 'shm' (shared memory, a psb on this host) or 'udp'", NULL },
 	{ "num_workers", (getter)KVWorker_get_num_workers, NULL,
 	  "the job's workers (through a scheduler; else 0)", NULL },
 	{ NULL, NULL, NULL, NULL, NULL },
@@ -692,11 +712,13 @@ static PyTypeObject KVWorkerType = {
 	.tp_dealloc = (destructor)KVWorker_dealloc,
 	.tp_flags = Py_TPFLAGS_DEFAULT,
 	.tp_doc = "KVWorker(servers=None, scheduler=None, rank=-1, sync=False, "
-		  "connect_timeout=0, server_timeout=0, window_bytes=0, seg_size=0)\n\n"
+		  "connect_timeout=0, server_timeout=0, window_bytes=0, seg_size=0, transport=None)\n\n"
 		  "A session with psb's servers: straight to servers ('IP[:PORT],...'), or through\n"
 		  "a ps-lite scheduler (scheduler='IP[:PORT]', or DMLC_PS_ROOT_URI and\n"
 		  "DMLC_PS_ROOT_PORT). Raises psb.Error naming what did not answer. One thread at\n"
-		  "a time uses it (others wait); timeouts are seconds (0: the defaults).",
+		  "a time uses it (others wait); timeouts are seconds (0: the defaults).\n"
+		  "transport: 'auto' (shared memory to a psb on this host that offers it, else\n"
+		  "UDP), 'shm' or 'udp'; None: $PSB_TRANSPORT, or 'auto'.",
 	.tp_methods = KVWorker_methods,
 	.tp_getset = KVWorker_getset,
 	.tp_init = (initproc)KVWorker_init,
