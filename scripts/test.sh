@@ -44,7 +44,8 @@ echo "== fuzzing the packet parser for ${FUZZ_SECONDS}s"
 fuzz_ok=1
 CC=clang setup_dir build-fuzz -Ddpdk=disabled -Dtests=enabled -Dfuzz=true -Dbuildtype=debug
 ninja -C build-fuzz tests/fuzz/fuzz_frame tests/fuzz/fuzz_gen_corpus tests/fuzz/fuzz_mc \
-	tests/fuzz/fuzz_roce tests/fuzz/fuzz_sweep tests/fuzz/fuzz_sweep_replay >/dev/null
+	tests/fuzz/fuzz_roce tests/fuzz/fuzz_sweep tests/fuzz/fuzz_sweep_replay \
+	tests/fuzz/fuzz_memif >/dev/null
 # fuzz NAME SECONDS CORPUS: the libFuzzer target NAME for SECONDS, its statistics shown; a
 # target that says it skipped a check ("skipped: why") is named in the summary as skipped
 fuzz_skips=()
@@ -68,11 +69,14 @@ corpus=$(mktemp -d)
 mc_corpus=$(mktemp -d)
 roce_corpus=$(mktemp -d)
 sweep_corpus=$(mktemp -d)
-trap 'rm -rf "$corpus" "$mc_corpus" "$roce_corpus" "$sweep_corpus"' EXIT
+memif_corpus=$(mktemp -d)
+trap 'rm -rf "$corpus" "$mc_corpus" "$roce_corpus" "$sweep_corpus" "$memif_corpus"' EXIT
 build-fuzz/tests/fuzz/fuzz_gen_corpus "$corpus" >/dev/null
 fuzz fuzz_frame "$FUZZ_SECONDS" "$corpus"
 echo "== fuzzing the multicast packets and state machines for ${MC_FUZZ_SECONDS}s"
 fuzz fuzz_mc "$MC_FUZZ_SECONDS" "$mc_corpus"
+echo "== fuzzing the client's memif messages and descriptors for ${MC_FUZZ_SECONDS}s"
+fuzz fuzz_memif "$MC_FUZZ_SECONDS" "$memif_corpus"
 echo "== fuzzing the RoCE parser, ICRC and QP table for ${ROCE_FUZZ_SECONDS}s"
 fuzz fuzz_roce "$ROCE_FUZZ_SECONDS" "$roce_corpus"
 echo "== fuzzing sweep files (psb-sweep) for ${SWEEP_FUZZ_SECONDS}s"

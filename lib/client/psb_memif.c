@@ -59,8 +59,10 @@ get64(const uint8_t *p)
 static void
 get_str(char *dst, const uint8_t *p, size_t n)
 {
-	memcpy(dst, p, n);
-	dst[n] = '\0';
+	size_t l = strnlen((const char *)p, n);
+
+	memcpy(dst, p, l);
+	memset(dst + l, 0, n + 1 - l);
 }
 
 static void
