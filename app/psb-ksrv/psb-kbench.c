@@ -47,7 +47,8 @@ usage(FILE *out)
 "usage: psb-kbench --server IP[:PORT] [options] [len [repeat [mode]]]\n"
 "\n"
 "ps-lite's test_benchmark against a psb server (psb or psb-ksrv) over kernel UDP\n"
-"sockets; prints the same result lines as psb --role worker.\n"
+"sockets, or shared memory to a psb on this host (PSB_TRANSPORT=auto|shm|udp);\n"
+"prints the same result lines as psb --role worker.\n"
 "\n"
 "  --server IP[:PORT]    the server (port default %u)\n"
 "  --scheduler IP[:PORT] register with a scheduler instead (rank and servers from it)\n"
@@ -310,7 +311,9 @@ main(int argc, char **argv)
 	uint64_t *keys;
 	uint32_t nkeys, k = 0, i;
 	uint16_t s, nservers = 1, port = PSB_UDP_PORT, sched_port = PSB_SCHED_PORT;
-	char server_ip[64], sched_ip[64], err[256], label[32];
+	char server_ip[64], sched_ip[64], err[400], label[32];
+	const char *transport;
+	uint16_t nshm;
 	int rc, wrc, exit_code = 0;
 
 	psb_cli_prog("psb-kbench");
@@ -375,6 +378,16 @@ main(int argc, char **argv)
 			psb_die("%s: worker barrier failed: %s", label, psb_client_strerror(rc));
 	}
 
+	/* each server's transport now (PSB_TRANSPORT): a forced one that fails says why */
+	for (s = 0, nshm = 0; s < nservers; s++) {
+		rc = psb_client_transport(c, s, err, sizeof(err));
+		if (rc < 0)
+			psb_die("%s", err);
+		nshm += rc == 1;
+	}
+	transport = nshm == 0 ? "kernel UDP" : nshm == nservers ? "shared memory" :
+		"shared memory and kernel UDP";
+
 	if (o.check) {
 		exit_code = check_keys(c, &o, keys, nkeys, label) == 0 ? 0 : 1;
 		psb_client_close(c);
@@ -397,10 +410,10 @@ main(int argc, char **argv)
 	bc.log = stdout;
 	bc.label = label;
 	if (!o.quiet) {
-		printf("%s: %s, %u B x %u keys on %u server(s), %llu iterations, %s, kernel UDP, "
+		printf("%s: %s, %u B x %u keys on %u server(s), %llu iterations, %s, %s, "
 			"timeout %.1f ms\n", label, psb_bench_mode_name(o.mode), o.len, nkeys,
 			nservers, (unsigned long long)o.repeat, o.sync ? "sync" : "async",
-			o.timeout_ns / 1e6);
+			transport, o.timeout_ns / 1e6);
 		fflush(stdout);
 	}
 	rc = psb_client_bench(c, &bc, &res);
@@ -417,6 +430,11 @@ main(int argc, char **argv)
 		exit_code = 1;
 	}
 	psb_client_stats(c, &st);
+	if (nshm != 0)
+		printf("%s: shared memory to %u of %u server(s): %llu frames out, %llu in, ring full "
+			"%llu, bad %llu\n", label, nshm, nservers,
+			(unsigned long long)st.shm_tx_frames, (unsigned long long)st.shm_rx_frames,
+			(unsigned long long)st.shm_ring_full, (unsigned long long)st.shm_bad);
 	if (rc < 0 && st.error_replies != 0) {
 		fprintf(stderr, "psb-kbench: %s: benchmark FAILED: %llu request(s) failed; the server "
 			"answered: %s%s\n", label, (unsigned long long)res.failed,
