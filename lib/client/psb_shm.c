@@ -44,7 +44,9 @@ struct psb_shm {
 	uint8_t *base;
 	size_t size;
 	uint8_t log2;
-	uint16_t nslots, mask;
+	uint8_t rx_log2;		/* the ring to the client: deeper, psb sends in bursts */
+	uint16_t nslots, mask;		/* of the ring to the server */
+	uint16_t rx_nslots, rx_mask;
 	struct ring c2s, s2c;
 	uint16_t c2s_head;		/* next slot the client fills */
 	uint16_t c2s_pub;		/* head as psb sees it */
@@ -113,14 +115,15 @@ slot_buf(const struct psb_shm *s, const struct ring *r, uint16_t slot)
 static int
 region_make(struct psb_shm *s, char *err, size_t errlen)
 {
-	size_t ring = psb_memif_ring_bytes(s->log2), bufs = (size_t)s->nslots * PSB_SHM_BUF_SIZE;
-	size_t rings_end = 2 * ((ring + 63) & ~(size_t)63);
+	size_t ring = (psb_memif_ring_bytes(s->log2) + 63) & ~(size_t)63;
+	size_t rx_ring = (psb_memif_ring_bytes(s->rx_log2) + 63) & ~(size_t)63;
+	size_t bufs = (size_t)s->nslots * PSB_SHM_BUF_SIZE;
 
 	s->c2s.off = 0;
-	s->s2c.off = (uint32_t)((ring + 63) & ~(size_t)63);
-	s->c2s.buf_off = (uint32_t)((rings_end + 4095) & ~(size_t)4095);
+	s->s2c.off = (uint32_t)ring;
+	s->c2s.buf_off = (uint32_t)((ring + rx_ring + 4095) & ~(size_t)4095);
 	s->s2c.buf_off = (uint32_t)(s->c2s.buf_off + bufs);
-	s->size = s->s2c.buf_off + bufs;
+	s->size = s->s2c.buf_off + (size_t)s->rx_nslots * PSB_SHM_BUF_SIZE;
 	s->memfd = memfd_create("psb-shm", MFD_CLOEXEC | MFD_ALLOW_SEALING);
 	if (s->memfd < 0) {
 		set_err(err, errlen, "memfd_create: %s", strerror(errno));
@@ -297,7 +300,7 @@ try_slot(struct psb_shm *s, unsigned int id, uint64_t timeout_ns, int *last, cha
 	uint64_t deadline = now_ns() + timeout_ns;
 	char why[PSB_MEMIF_DISC_LEN + 64] = "";
 	const char *bad;
-	uint8_t log2 = s->log2;
+	uint8_t log2 = s->rx_log2;
 	int rc;
 
 	s->sock = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
@@ -319,9 +322,9 @@ try_slot(struct psb_shm *s, unsigned int id, uint64_t timeout_ns, int *last, cha
 		rc = -EPROTO;
 		goto fail;
 	}
-	if (rc == 0 && log2 != s->log2) {
+	if (rc == 0 && log2 != s->rx_log2) {
 		set_err(err, errlen, "%s: the server takes rings of 2^%u at most, 2^%u needed",
-			s->path, log2, s->log2);
+			s->path, log2, s->rx_log2);
 		rc = -EPROTO;
 		goto fail;
 	}
@@ -366,6 +369,7 @@ try_slot(struct psb_shm *s, unsigned int id, uint64_t timeout_ns, int *last, cha
 		goto said;
 	m.u.add_ring.flags = 0;
 	m.u.add_ring.offset = s->s2c.off;
+	m.u.add_ring.log2_ring_size = s->rx_log2;
 	rc = ctl_send(s, &m, s->efd[1]);
 	if (rc == 0)
 		rc = ctl_expect(s, PSB_MEMIF_MSG_ACK, deadline, why, sizeof(why));
@@ -539,12 +543,12 @@ rx_frame(struct psb_shm *s, const uint8_t *p, uint32_t len, psb_shm_rx_cb cb, vo
 static void
 rx_refill(struct psb_shm *s)
 {
-	uint16_t head = s->s2c_head, end = (uint16_t)(s->s2c_tail + s->nslots);
+	uint16_t head = s->s2c_head, end = (uint16_t)(s->s2c_tail + s->rx_nslots);
 
 	if (head == end)
 		return;
 	while (head != end) {
-		uint16_t slot = head & s->mask;
+		uint16_t slot = head & s->rx_mask;
 		struct ring_desc *d = &s->s2c.desc[slot];
 
 		d->flags = 0;
@@ -577,7 +581,7 @@ psb_shm_rx(struct psb_shm *s, unsigned int max, psb_shm_rx_cb cb, void *arg)
 		return 0;
 	}
 	for (i = 0; i < n && taken < max; i++) {
-		uint16_t slot = s->s2c_tail & s->mask;
+		uint16_t slot = s->s2c_tail & s->rx_mask;
 		const struct ring_desc *rd = &s->s2c.desc[slot];
 		struct psb_memif_desc d;
 		uint32_t off = s->s2c.buf_off + (uint32_t)slot * PSB_SHM_BUF_SIZE;
@@ -730,6 +734,9 @@ psb_shm_open(const struct psb_shm_cfg *cfg, struct psb_shm **out, char *err, siz
 	s->log2 = PSB_SHM_LOG2_RING;
 	s->nslots = (uint16_t)(1u << s->log2);
 	s->mask = (uint16_t)(s->nslots - 1);
+	s->rx_log2 = PSB_SHM_LOG2_RX_RING;
+	s->rx_nslots = (uint16_t)(1u << s->rx_log2);
+	s->rx_mask = (uint16_t)(s->rx_nslots - 1);
 	s->efd[0] = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	s->efd[1] = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	if (s->efd[0] < 0 || s->efd[1] < 0) {

@@ -19,7 +19,13 @@
 extern "C" {
 #endif
 
-#define PSB_SHM_LOG2_RING	10		/* 1024 frames each way */
+#define PSB_SHM_LOG2_RING	10		/* 1024 frames to the server */
+/*
+ * 8192 frames from it: psb answers a window of requests at once, and what does not fit is
+ * dropped there and asked again after a timeout (8 MiB in flight is 5860 frames at MTU 1500).
+ * The buffers are touched as psb fills them.
+ */
+#define PSB_SHM_LOG2_RX_RING	13
 #define PSB_SHM_BUF_SIZE	9216		/* one jumbo frame a buffer */
 #define PSB_SHM_CONNECT_NS	(2ull * 1000 * 1000 * 1000)	/* handshake of one slot */
 
