@@ -371,7 +371,7 @@ cmd_port_info(struct psb_app *app, const json_t *req, int *quit)
 		return bad;
 	ports = json_array();
 	for (i = 0; i < app->nports && ports != NULL; i++) {
-		if (!port_named(p, app->port_ids[i]))
+		if (!port_named(p, app->port_ids[i]) || !psb_port_shown(app, i))
 			continue;
 		one = psb_port_info_json(app, i);
 		if (one == NULL) {

@@ -789,9 +789,10 @@ psb_snap_take_parts(struct psb_app *app, unsigned int parts)
 	s->node.uptime_s = (double)psb_now_ns(app) / 1e9;
 	s->node.lcores = app->nworker_lcores == 0 ? 1 : app->nworker_lcores;
 	s->node.roles = app->nroles;
-	s->nports = (parts & PSB_SNAP_PORTS) ? app->nports : 0;
-	for (i = 0; i < s->nports; i++)
-		psb_snap_port(app, i, &s->ports[i]);
+	s->nports = 0;
+	for (i = 0; (parts & PSB_SNAP_PORTS) && i < app->nports; i++)
+		if (psb_port_shown(app, i))
+			psb_snap_port(app, i, &s->ports[s->nports++]);
 	s->nroles = (parts & PSB_SNAP_ROLES) ? app->nroles : 0;
 	for (i = 0; i < s->nroles; i++) {
 		const struct psb_role_inst *ri = &app->roles[i];

@@ -46,8 +46,9 @@ void psb_guard_exiting(int code);
  * a memif link down) unmaps memory, it first waits until every lcore that was inside its
  * polling has passed a quiescent point (the start of a pass) or left it: the driver had
  * marked the link down before, so no burst that starts afterwards touches the memory.
- * Lcores say where they are: psb_guard_enter / psb_guard_leave around their polling,
- * psb_guard_quiescent at each pass. A wait lasts PSB_GUARD_GRACE_NS at most (an lcore
+ * Lcores say where they are: psb_guard_enter / psb_guard_leave around a block of passes
+ * (64 in the lcores' loop; entering is a quiescent point too), psb_guard_quiescent
+ * between blocks that run without leaving: one fence per block, not per pass. A wait lasts PSB_GUARD_GRACE_NS at most (an lcore
  * preempted that long: the guarded burst is the net below).
  */
 #define PSB_GUARD_GRACE_NS	(500ull * 1000 * 1000)
@@ -73,6 +74,8 @@ psb_guard_enter(void)
 	if (lc >= RTE_MAX_LCORE)
 		return;
 	__atomic_store_n(&psb_guard_lcores[lc].active, 1, __ATOMIC_RELAXED);
+	__atomic_store_n(&psb_guard_lcores[lc].passes, psb_guard_lcores[lc].passes + 1,
+		__ATOMIC_RELAXED);
 	/* the link's state is read after this is seen (pairs with the unmapping thread's) */
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
 }

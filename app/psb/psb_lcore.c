@@ -162,7 +162,6 @@ poll_once(struct lcore_plan *lp)
 	unsigned int i;
 	int work = 0;
 
-	psb_guard_quiescent();
 	check_mboxes(lp);
 	if (unlikely(++lp->pass % CYCLE_SAMPLE == 0)) {
 		uint64_t t0 = rte_rdtsc(), t1;
@@ -349,6 +348,8 @@ psb_lcore_run_main(struct psb_app *app, uint64_t lim)
 	psb_guard_enter();
 	do {
 		int w = 0;
+
+		psb_guard_quiescent();
 
 		for (k = 0; k < 64; k++)
 			w += poll_once(lp);

@@ -355,6 +355,20 @@ port_ctr(struct rte_eth_stats *s, unsigned int k)
 }
 
 int
+psb_port_shown(const struct psb_app *app, unsigned int i)
+{
+	struct rte_eth_link link;
+	struct rte_eth_stats st;
+
+	if (app->specs[i].shm_slot == 0)
+		return 1;
+	if (rte_eth_link_get_nowait(app->port_ids[i], &link) == 0 &&
+	    link.link_status == RTE_ETH_LINK_UP)
+		return 1;
+	return psb_port_stats(app, i, &st) == 0 && (st.ipackets | st.opackets | st.imissed) != 0;
+}
+
+int
 psb_port_stats(const struct psb_app *app, unsigned int i, struct rte_eth_stats *out)
 {
 	struct rte_eth_stats now;

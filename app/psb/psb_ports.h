@@ -33,6 +33,11 @@ void psb_send_bye(struct psb_app *app);
  * counts only. Any thread. -errno if the PMD gave nothing (out: the totals carried).
  */
 int psb_port_stats(const struct psb_app *app, unsigned int i, struct rte_eth_stats *out);
+/*
+ * Whether port i shows in the listings (counters, telemetry, Prometheus, the report, port
+ * info): every port but a shared-memory slot that no client took yet and that moved nothing.
+ */
+int psb_port_shown(const struct psb_app *app, unsigned int i);
 /* clear_port_stats: nothing carried for port i any more. */
 void psb_port_stats_clear(unsigned int i);
 

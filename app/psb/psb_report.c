@@ -109,7 +109,7 @@ psb_report_print(const struct psb_app *app, FILE *out)
 	for (i = 0; i < app->nports; i++) {
 		struct rte_eth_stats ps;
 
-		if (psb_port_stats(app, i, &ps) != 0)
+		if (!psb_port_shown(app, i) || psb_port_stats(app, i, &ps) != 0)
 			continue;
 		fprintf(out, "port %u (%s): rx %llu pkts %llu B, tx %llu pkts %llu B, missed %llu, "
 			"rx errors %llu, tx errors %llu\n", app->port_ids[i], app->specs[i].spec,
@@ -276,6 +276,8 @@ psb_report_write_json(struct psb_app *app, const char *path)
 	for (i = 0; i < app->nports; i++) {
 		struct psb_port_snap p;
 
+		if (!psb_port_shown(app, i))
+			continue;
 		psb_snap_port(app, i, &p);
 		psb_emit_tree(&e);
 		psb_emit_open(&e, NULL);

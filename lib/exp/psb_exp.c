@@ -97,7 +97,7 @@ const struct psb_conf_field psb_exp_node_table[] = {
 	{ "roce_qps", PSB_CONF_UINT, OFF(psb_exp_node, roce_qps), 0, 0, "1024", 1, 65536, NULL,
 	  NULL, "RoCE queue pairs the passthrough counts at once; a new one past them takes the "
 	  "place of one not seen lately (a second-chance clock; counted as evicted)" },
-	{ "shm_clients", PSB_CONF_UINT, OFF(psb_exp_node, shm_clients), 0, 0, "0", 0, 64, NULL,
+	{ "shm_clients", PSB_CONF_UINT, OFF(psb_exp_node, shm_clients), 0, 0, "4", 0, 64, NULL,
 	  NULL, "server: memif slots for client processes on this host (psb's client library "
 	  "and Python package use them instead of UDP), on the socket IP-PORT.sock in psb's "
 	  "shm directory (0: none; other nodes open none)" },

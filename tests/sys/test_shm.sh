@@ -177,17 +177,30 @@ PSB_TRANSPORT=shm kb "$kbench" --server "$server_ip" --async --num-workers 2 --k
 steady=$!
 bg+=($steady)
 for i in $(seq 20); do
-	PSB_TRANSPORT=shm ip netns exec "$ns" env PSB_SHM_DIR="$PSB_SHM_DIR" "$kbench" \
-		--server "$server_ip" --async --rank 1 --num-workers 2 --keys $keys \
-		--log-every 0 $len 1000000 1 >"$tmp/victim.log" 2>&1 &
-	victim=$!
-	# in the middle of its transfers: its link made (DPDK 22.11's interrupt thread can
-	# panic when a peer dies inside the handshake: docs/RUNNING.md)
-	for _ in $(seq 100); do
+	# psb may not have seen the last victim's link go yet (its slot still taken): again,
+	# for 10 s at most
+	for _ in $(seq 50); do
+		PSB_TRANSPORT=shm ip netns exec "$ns" env PSB_SHM_DIR="$PSB_SHM_DIR" "$kbench" \
+			--server "$server_ip" --async --rank 1 --num-workers 2 --keys $keys \
+			--log-every 0 $len 1000000 1 >"$tmp/victim.log" 2>&1 &
+		victim=$!
+		# in the middle of its transfers: its link made (DPDK 22.11's interrupt thread
+		# can panic when a peer dies inside the handshake: docs/RUNNING.md)
+		for _ in $(seq 100); do
+			grep -q "shared memory," "$tmp/victim.log" && break
+			kill -0 "$victim" 2>/dev/null || break
+			sleep 0.1
+		done
 		grep -q "shared memory," "$tmp/victim.log" && break
-		sleep 0.1
+		wait "$victim" 2>/dev/null
+		grep -q "every slot is taken" "$tmp/victim.log" || break
+		sleep 0.2
 	done
-	grep -q "shared memory," "$tmp/victim.log" || fail "victim $i made no link"
+	grep -q "shared memory," "$tmp/victim.log" ||
+		{ cat "$tmp/victim.log" >&2
+		  kill -0 "$victim" 2>/dev/null &&
+			echo "victim still runs, in $(cat /proc/$victim/wchan 2>/dev/null)" >&2
+		  fail "victim $i made no link"; }
 	sleep 0.$((1 + RANDOM % 4))
 	kill -KILL "$victim" 2>/dev/null
 	wait "$victim" 2>/dev/null
