@@ -180,6 +180,8 @@ eal_end(struct psb_app *app, int exit_code)
 	for (i = 0; i < app->nports; i++)
 		if (app->specs[i].kind == PSB_PORT_MEMIF && app->specs[i].memif_server)
 			unlink(app->specs[i].sock_path);
+	if (app->shm_lock[0] != '\0')
+		unlink(app->shm_lock);
 	/*
 	 * The memif driver finishes a link's teardown on DPDK's interrupt thread, which may
 	 * still be at it when its memory goes in rte_eal_cleanup(): give it a moment first.

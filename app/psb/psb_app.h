@@ -194,6 +194,7 @@ struct psb_app {
 	int has_exc;
 	uint16_t exc_idx;
 	/* Shared-memory client slots (node.shm_clients): the last nshm ports. */
+	char shm_lock[PATH_MAX];	/* the slots' lock file, removed at exit ("": none) */
 	uint16_t nshm;
 	uint16_t exc_mtu;		/* the exception port's MTU in effect */
 	uint32_t roce_qps;		/* queue pairs counted at once */

@@ -421,11 +421,28 @@ shm_prepare(struct psb_app *app, const char *mdir, const struct psb_port_spec *p
 		rc = psb_host_dir("shm", dir, sizeof(dir));
 	else
 		rc = mkdir(getenv("PSB_SHM_DIR"), 0700) != 0 && errno != EEXIST ? -errno : 0;
-	if (rc == 0)
-		rc = psb_sock_claim(mdir, p->sock_path, msg, sizeof(msg));
-	else
+	if (rc != 0) {
 		snprintf(msg, sizeof(msg), "cannot make the directory of %s: %s", p->sock_path,
 			 strerror(-rc));
+	} else {
+		/*
+		 * The socket's lock, held for psb's life (the kernel lets go when it dies): of
+		 * two servers of one address starting at once, one takes the slots, and the other
+		 * does not bind a socket the first is about to.
+		 */
+		snprintf(app->shm_lock, sizeof(app->shm_lock), "%s.lock", p->sock_path);
+		rc = psb_host_lock(app->shm_lock, 0);
+		if (rc == -ETIMEDOUT) {
+			snprintf(msg, sizeof(msg), "another psb serves %.200s", p->sock_path);
+			app->shm_lock[0] = '\0';
+		} else if (rc < 0) {
+			snprintf(msg, sizeof(msg), "cannot lock %.200s: %s", app->shm_lock,
+				 strerror(-rc));
+			app->shm_lock[0] = '\0';
+		} else {
+			rc = psb_sock_claim(mdir, p->sock_path, msg, sizeof(msg));
+		}
+	}
 	if (rc != 0) {
 		PSB_NOTICE(port, "shared-memory clients: none (node.shm_clients): %s; clients on "
 			   "this host use UDP", msg);

@@ -345,7 +345,7 @@ cmd_clear_port_stats(struct psb_app *app, const json_t *req, int *quit)
 	if (bad != NULL)
 		return bad;
 	for (i = 0; i < app->nports; i++) {
-		if (!port_named(p, app->port_ids[i]))
+		if (!port_named(p, app->port_ids[i]) || !psb_port_shown(app, i))
 			continue;
 		rte_eth_stats_reset(app->port_ids[i]);
 		rte_eth_xstats_reset(app->port_ids[i]);

@@ -3,6 +3,10 @@
 # end is on the bridge: af_packet fanout groups are per namespace, and DPDK derives their
 # ids from pid and ifindex, which can clash between processes in one namespace.
 
+# These tests are about the network between namespaces: a client of psb's library there
+# takes UDP, not the shared memory a psb server of this host offers (the same file system).
+export PSB_TRANSPORT=udp
+
 # bridge_up BR NSPFX VPFX NODE...: the bridge and one namespace per node, all up, no IPv6.
 # Fails (1, with the reason on stderr) where they cannot be made.
 bridge_up() {
@@ -55,7 +59,8 @@ dmlc_exec() {
 	local nsp=$1 vp=$2 n=$3 role=$4 root=$5 host=$6 nserv=$7 nwork=$8
 	shift 8
 	# shellcheck disable=SC2086
-	exec ip netns exec "$nsp-$n" env -i PATH="$PATH" ${DMLC_EXTRA:-} DMLC_ROLE="$role" \
+	exec ip netns exec "$nsp-$n" env -i PATH="$PATH" ${PSB_TRANSPORT:+PSB_TRANSPORT=$PSB_TRANSPORT} \
+		${DMLC_EXTRA:-} DMLC_ROLE="$role" \
 		DMLC_PS_ROOT_URI="$root" DMLC_NUM_SERVER="$nserv" DMLC_NUM_WORKER="$nwork" \
 		DMLC_INTERFACE="${vp}a$n" ${host:+DMLC_NODE_HOST=$host} "$@"
 }

@@ -2,6 +2,10 @@
 # by a veth pair whose root side is psb's port, and the removal of all of it. A test names
 # them in ns, vr and vn, psb's pid in psb_pid, its DPDK prefix in prefix, a temp dir in tmp.
 
+# These tests are about the network between namespaces: a client of psb's library there
+# takes UDP, not the shared memory a psb server of this host offers (the same file system).
+export PSB_TRANSPORT=udp
+
 # netns_add NS: the namespace, or skip (the test's skip, status 77) where it cannot be made
 # (not root, no iproute2, no python3 to send or read with).
 netns_add() {
