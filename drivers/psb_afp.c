@@ -1,4 +1,4 @@
-/* af_packet ports: the kernel's counts of the PMD's packet sockets (PACKET_STATISTICS). */
+/* af_packet and tap ports: the kernel's counts of packet sockets; descriptors to wait on. */
 #include <dirent.h>
 #include <errno.h>
 #include <limits.h>
@@ -9,7 +9,10 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <sys/ioctl.h>
+
 #include <linux/if_packet.h>
+#include <linux/if_tun.h>
 
 #include "psb_afp.h"
 
@@ -113,4 +116,36 @@ psb_afp_stats_clear(struct psb_afp_stats *s)
 	psb_afp_stats_update(s);
 	__atomic_store_n(&s->packets, 0, __ATOMIC_RELAXED);
 	__atomic_store_n(&s->drops, 0, __ATOMIC_RELAXED);
+}
+
+int
+psb_tap_fds(const char *ifname, int *fd, int max)
+{
+	char link[64], path[PATH_MAX];
+	struct dirent *d;
+	struct ifreq ifr;
+	int n = 0, f;
+	ssize_t len;
+	DIR *dir = opendir("/proc/self/fd");
+
+	if (dir == NULL)
+		return -errno;
+	while ((d = readdir(dir)) != NULL && n < max) {
+		f = atoi(d->d_name);
+		if (d->d_name[0] < '0' || d->d_name[0] > '9' || f == dirfd(dir))
+			continue;
+		snprintf(path, sizeof(path), "/proc/self/fd/%s", d->d_name);
+		len = readlink(path, link, sizeof(link) - 1);
+		if (len <= 0)
+			continue;
+		link[len] = '\0';
+		if (strcmp(link, "/dev/net/tun") != 0)
+			continue;
+		memset(&ifr, 0, sizeof(ifr));
+		/* a queue the PMD detached (its keep-alive) answers too, but never wakes */
+		if (ioctl(f, TUNGETIFF, &ifr) == 0 && strcmp(ifr.ifr_name, ifname) == 0)
+			fd[n++] = f;
+	}
+	closedir(dir);
+	return n;
 }

@@ -34,4 +34,11 @@ int psb_afp_stats_update(struct psb_afp_stats *s);
 /* Start the counts over (what the kernel counted so far is read and forgotten). */
 void psb_afp_stats_clear(struct psb_afp_stats *s);
 
+/*
+ * The tap PMD's queues of interface ifname: its /dev/net/tun descriptors attached to it
+ * (TUNGETIFF), at most max into fd. Readable when a frame waits, as an af_packet socket is
+ * when its ring holds one: an idle lcore waits on them. The count found, or -errno.
+ */
+int psb_tap_fds(const char *ifname, int *fd, int max);
+
 #endif /* PSB_AFP_H */

@@ -708,6 +708,49 @@ psb_cpu_pick(const char *dir, const cpu_set_t *allowed, int *cpu)
 	return -EBUSY;
 }
 
+static int
+share_open(const char *dir, int cpu)
+{
+	char path[PATH_MAX];
+	int fd;
+
+	if (cpu < 0 || cpu >= PSB_CPU_MAX)
+		return -EINVAL;
+	if ((size_t)snprintf(path, sizeof(path), "%s/cpu%d.share", dir, cpu) >= sizeof(path))
+		return -ENAMETOOLONG;
+	fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+	return fd < 0 ? -errno : fd;
+}
+
+int
+psb_cpu_share(const char *dir, int cpu)
+{
+	int fd = share_open(dir, cpu), e;
+
+	if (fd < 0)
+		return fd;
+	/* the holder only takes it for a moment, to look: waiting is short */
+	if (flock(fd, LOCK_SH) != 0) {
+		e = errno;
+		close(fd);
+		return -e;
+	}
+	return 0;	/* held until the process ends: the descriptor stays open on purpose */
+}
+
+int
+psb_cpu_shared(const char *dir, int cpu)
+{
+	int fd = share_open(dir, cpu), rc = 0;
+
+	if (fd < 0)
+		return fd;
+	if (flock(fd, LOCK_EX | LOCK_NB) != 0)
+		rc = errno == EWOULDBLOCK ? 1 : -errno;
+	close(fd);	/* and with it the lock, if it was taken */
+	return rc;
+}
+
 /* A number at *p, advancing it; -1 when there is none or it is out of range. */
 static int
 cpu_num(const char **p)

@@ -133,6 +133,15 @@ int psb_cpu_claim(const char *dir, int cpu, long *holder);
 int psb_cpu_pick(const char *dir, const cpu_set_t *allowed, int *cpu);
 
 /*
+ * A psb that polls a CPU another holds says so: a shared flock on dir/cpu<N>.share, held
+ * for the life of the process, so that the holder learns its CPU is shared now
+ * (psb_cpu_shared) however the others end. 0 or -errno.
+ */
+int psb_cpu_share(const char *dir, int cpu);
+/* Whether other psb processes said they poll cpu too: 1, 0, or -errno. */
+int psb_cpu_shared(const char *dir, int cpu);
+
+/*
  * The CPUs an EAL lcore list runs on, for the forms "N", "N-M", "L@C" joined by commas
  * (C, the CPU, a number or a range). -EINVAL for what it does not read (groups in
  * parentheses): the caller claims nothing then.

@@ -721,6 +721,7 @@ main(int argc, char **argv)
 		PSB_DEBUG(ctl, "control socket %s", path);
 	}
 	psb_ports_watch(app);
+	psb_lcore_idle_start(app);
 	psb_lcore_launch(app);
 
 	if (psb_export_init(app, err, sizeof(err)) != 0) {
@@ -759,9 +760,9 @@ main(int argc, char **argv)
 			 * 1 ms at a time (in the control sockets' poll) and leaves the CPU it
 			 * shares to the servers and workers of its host.
 			 */
-			psb_ctl_sock_poll(app, app->node_role == PSB_NODE_SCHEDULER && work == 0);
-			if (work == 0 && app->idle_sleep_ns != 0)
-				psb_lcore_idle(app);
+			psb_ctl_sock_poll(app, app->node_role == PSB_NODE_SCHEDULER && work == 0 &&
+				!app->idle_on);
+			psb_lcore_main_idle(app, work);
 		} else {
 			psb_ctl_sock_poll(app, 1);
 		}
@@ -777,6 +778,7 @@ main(int argc, char **argv)
 		psb_ports_watch(app);
 		psb_ports_check(app, now);
 		psb_ports_read_counters(app, now);
+		psb_host_cpus_watch(app, now);
 		app->cp.main_cycles += rte_rdtsc() - cp0;
 	}
 	if (g_signal != 0)

@@ -12,6 +12,7 @@
 #include "psb.h"
 #include "psb_afp.h"
 #include "psb_exp.h"
+#include "psb_idle.h"
 #include "psb_lcore.h"
 #include "psb_logfile.h"
 #include "psb_port.h"
@@ -237,7 +238,16 @@ struct psb_app {
 	int echo;			/* answer psb ECHO requests (roles/echo.c) */
 	int stale;			/* a staleness worker: the receiver role, no benchmark */
 	int trainer;			/* a staleness trainer: the trainer role */
-	uint64_t idle_sleep_ns;		/* lcores whose roles found nothing to do sleep this long */
+	/*
+	 * Idle lcores (lib/idle, psb_lcore.c): idle_mode as asked (node.idle), idle_on whether
+	 * they back off to sleeping now (auto follows the sharing of the CPUs), each sleep
+	 * idle_sleep_ns at most (0: PSB_IDLE_SLEEP_MAX_NS).
+	 */
+	int idle_mode;			/* enum psb_idle_mode */
+	int idle_sleep_asked;		/* node.idle_sleep set (or a staleness node) */
+	volatile int idle_on;
+	struct psb_idle_host idle_host;	/* what auto looks at (psb_host_cpus) */
+	uint64_t idle_sleep_ns;
 	volatile int finalizing;
 	volatile uint32_t finalized;
 	volatile uint32_t wk_registered;	/* worker roles that registered, once each */
@@ -388,6 +398,8 @@ void psb_host_xdp_failed(struct psb_app *app, unsigned int i, const char *err,
 		const char *quote);
 void psb_host_restore(struct psb_app *app);
 void psb_host_cpus(struct psb_app *app, const char **lcores, char *buf, size_t len);
+/* node.idle auto: every second, whether another psb came to poll a CPU this one claimed. */
+void psb_host_cpus_watch(struct psb_app *app, uint64_t now);
 int psb_host_huge_lock(struct psb_app *app, int no_huge);
 
 #endif /* PSB_APP_H */

@@ -514,6 +514,60 @@ psb_host_prepare(struct psb_app *app, int from_doc)
 	}
 }
 
+/*
+ * The CPUs this process claimed (it alone polled them when it started) and where: auto
+ * idle looks every second whether another psb came to share one (psb_host_cpus_watch).
+ */
+static struct {
+	char dir[PATH_MAX];
+	int ncpu;
+	int cpu[16];
+	uint64_t next_ns;
+	unsigned int shared0;	/* CPUs shared at start */
+} g_cpus;
+
+/* cpu, which another psb holds (holder), is polled by this process too: said and counted. */
+static void
+cpu_shared(struct psb_app *app, const char *dir, int cpu, long holder)
+{
+	app->idle_host.shared_cpus++;
+	g_cpus.shared0++;
+	if (holder != 0)
+		app->idle_host.other_pid = holder;
+	if (psb_cpu_share(dir, cpu) != 0)
+		PSB_DEBUG(host, "cannot tell the holder of CPU %d that it is shared", cpu);
+}
+
+static void
+cpu_owned(const char *dir, int cpu)
+{
+	if (g_cpus.ncpu == 0)
+		snprintf(g_cpus.dir, sizeof(g_cpus.dir), "%s", dir);
+	if (g_cpus.ncpu < (int)RTE_DIM(g_cpus.cpu))
+		g_cpus.cpu[g_cpus.ncpu++] = cpu;
+}
+
+void
+psb_host_cpus_watch(struct psb_app *app, uint64_t now)
+{
+	struct psb_idle_host h = app->idle_host;
+	char why[160];
+	int i, on;
+
+	if (app->idle_mode != PSB_IDLE_AUTO || g_cpus.ncpu == 0 || now < g_cpus.next_ns)
+		return;
+	g_cpus.next_ns = now + 1000000000;
+	h.shared_cpus = g_cpus.shared0;
+	for (i = 0; i < g_cpus.ncpu; i++)
+		if (psb_cpu_shared(g_cpus.dir, g_cpus.cpu[i]) == 1)
+			h.shared_cpus++;
+	on = psb_idle_choose(PSB_IDLE_AUTO, &h, why, sizeof(why)) == PSB_IDLE_SLEEP;
+	if (on == app->idle_on)
+		return;
+	app->idle_on = on;
+	PSB_NOTICE(main, "idle: %s from now (%s)", on ? "sleep" : "poll", why);
+}
+
 void
 psb_host_cpus(struct psb_app *app, const char **lcores, char *buf, size_t len)
 {
@@ -535,12 +589,15 @@ psb_host_cpus(struct psb_app *app, const char **lcores, char *buf, size_t len)
 				;
 		snprintf(buf, len, "%d", cpu);
 		*lcores = buf;
-		if (rc == 0)
+		if (rc == 0) {
+			cpu_owned(dir, cpu);
 			PSB_DEBUG(host, "lcore on CPU %d: no other psb polls it (-l chooses)", cpu);
-		else if (rc == -EBUSY)
+		} else if (rc == -EBUSY) {
+			(void)psb_cpu_claim(dir, cpu, &holder);
+			cpu_shared(app, dir, cpu, holder);
 			PSB_NOTICE(host, "lcore on CPU %d, which another psb polls too: other psb "
 				"processes poll every CPU this one may use (-l chooses)", cpu);
-		else
+		} else
 			PSB_NOTICE(host, "lcore on CPU %d: cannot tell which CPUs other psb processes "
 				"poll (%s)", cpu, strerror(-rc));
 		return;
@@ -548,10 +605,18 @@ psb_host_cpus(struct psb_app *app, const char **lcores, char *buf, size_t len)
 	/* forms psb_cpu_list does not read are the operator's to place: nothing claimed */
 	if (dir[0] == '\0' || psb_cpu_list(*lcores, &set) != 0)
 		return;
-	for (cpu = 0; cpu < CPU_SETSIZE; cpu++)
-		if (CPU_ISSET(cpu, &set) && psb_cpu_claim(dir, cpu, &holder) == -EBUSY)
+	for (cpu = 0; cpu < CPU_SETSIZE; cpu++) {
+		if (!CPU_ISSET(cpu, &set))
+			continue;
+		rc = psb_cpu_claim(dir, cpu, &holder);
+		if (rc == 0) {
+			cpu_owned(dir, cpu);
+		} else if (rc == -EBUSY) {
+			cpu_shared(app, dir, cpu, holder);
 			PSB_NOTICE(host, "CPU %d (-l %s) is polled by another psb too (pid %ld)", cpu,
 				*lcores, holder);
+		}
+	}
 }
 
 int

@@ -311,6 +311,40 @@ static const struct psb_metric sched_figs[] = {
 		"is lost"),
 };
 
+static const char *
+idle_wake_label(unsigned int k)
+{
+	return psb_idle_wake_names[k];
+}
+
+static const char *
+idle_late_label(unsigned int k)
+{
+	return psb_idle_late_names[k];
+}
+
+#define IDL(nm, f, k, t, u, pr, h)	FIG_AT(struct psb_idle_snap, nm, f, k, t, u, pr, h)
+
+static const struct psb_metric idle_figs[] = {
+	IDL("sleeping", sleeping, GAUGE, BOOL, BOOL, NULL,
+		"1 while idle lcores back off to sleeping (node.idle sleep, or auto on shared CPUs)"),
+	IDL("sleeps", st.sleeps, COUNTER, U64, NONE, NULL, "Sleeps of idle lcores"),
+	IDL("slept_ns", st.slept_ns, COUNTER, U64, NS, "slept", "Time idle lcores slept"),
+	FIG_BY(struct psb_idle_snap, "wakes", st.wakes, PSB_IDLE_WAKES, 0, "cause",
+		idle_wake_label, "Sleeps by how they ended: their time was up, a port's queue had "
+		"a frame, another lcore of the process handed work"),
+	IDL("late_mean_us", late_mean_us, GAUGE, DBL, US, "late_mean",
+		"Sleeps that ran their time: how late they returned, on average"),
+	IDL("late_max_us", late_max_us, GAUGE, DBL, US, "late_max",
+		"Sleeps that ran their time: how late the latest returned"),
+	FIG_BY(struct psb_idle_snap, "late", st.late, PSB_IDLE_LATE_BUCKETS, 0, "le",
+		idle_late_label, "Sleeps that ran their time, by how late they returned (at most "
+		"5us, 10us, ... 500us, more)"),
+};
+
+static const struct psb_metric_block idle_block =
+	PSB_METRIC_BLOCK("idle", "psb_control_idle", idle_figs);
+
 /*
  * What the control plane cost: the main lcore's share is main_cycles / tsc_hz per second of
  * uptime, the telemetry threads' telemetry_cpu_ns / 1e9; yield_cycles is the time lcores
@@ -349,6 +383,9 @@ static const struct psb_metric control_figs[] = {
 	LIMIT(prometheus_refused, "HTTP connections refused: all others were answering requests"),
 	LIMIT(prometheus_incomplete, "HTTP connections ended without a whole request: dropped, "
 		"or refused as too long (node.prometheus_request_max) or malformed"),
+	{ .name = "idle", .kind = PSB_METRIC_GROUP, .type = PSB_MT_BLOCK,
+	  .off = offsetof(struct psb_control_snap, idle), .prom = "idle",
+	  .help = "Sleeps of idle lcores (node.idle)", .sub = &idle_block },
 };
 
 static const struct psb_metric exp_figs[] = {
@@ -758,6 +795,11 @@ snap_control(const struct psb_app *app, struct psb_control_snap *c)
 {
 	c->cp = app->cp;
 	psb_lcores_yielded(&c->yields, &c->yield_cycles);
+	psb_lcores_idle_stats(&c->idle.st);
+	c->idle.sleeping = app->idle_on != 0;
+	c->idle.late_max_us = (double)c->idle.st.late_ns_max / 1e3;
+	c->idle.late_mean_us = c->idle.st.wakes[PSB_IDLE_WOKE_TIMEOUT] == 0 ? 0 :
+		(double)c->idle.st.late_ns_sum / 1e3 / (double)c->idle.st.wakes[PSB_IDLE_WOKE_TIMEOUT];
 	c->main_cycles = app->cp.main_cycles;
 	c->telemetry_cpu_ns = __atomic_load_n(&app->cp.telemetry_cpu_ns, __ATOMIC_RELAXED);
 	c->tsc_hz = rte_get_tsc_hz();

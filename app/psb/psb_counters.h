@@ -12,6 +12,7 @@
 
 #include "psb_app.h"
 #include "psb_bench.h"
+#include "psb_idle.h"
 #include "psb_kv.h"
 #include "psb_mc_recv.h"
 #include "psb_mc_send.h"
@@ -68,12 +69,20 @@ struct psb_store_snap {
 	struct psb_store_limits_snap limits;
 };
 
+/* control.idle: the sleeps of idle lcores (node.idle), every lcore's summed */
+struct psb_idle_snap {
+	struct psb_idle_stats st;
+	double late_mean_us, late_max_us;
+	uint8_t sleeping;
+};
+
 /* control: what serving the exports cost, and the limits clients hit */
 struct psb_control_snap {
 	uint64_t main_cycles, telemetry_cpu_ns, tsc_hz;
 	uint64_t socket_requests, telemetry_requests, prometheus_requests, file_lines;
 	uint64_t yields, yield_cycles;
 	struct psb_cp_stats cp;
+	struct psb_idle_snap idle;
 };
 
 /* experiment.pushpull: the figures of this node's workers, merged */

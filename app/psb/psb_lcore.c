@@ -1,10 +1,15 @@
-/* The lcore runtime: role planning, placement, the poll loop, yields, mailboxes. */
+/* The lcore runtime: role planning, placement, the poll loop, yields, sleeps, mailboxes. */
 #include <errno.h>
+#include <poll.h>
 #include <sched.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
+
+#include <sys/eventfd.h>
+#include <sys/prctl.h>
 
 #include <rte_cycles.h>
 #include <rte_errno.h>
@@ -13,9 +18,11 @@
 #include <rte_malloc.h>
 #include <rte_ring.h>
 
+#include "psb_afp.h"
 #include "psb_app.h"
 #include "psb_guard.h"
 #include "psb_cli.h"
+#include "psb_idle.h"
 #include "psb_lcore.h"
 #include "psb_log.h"
 
@@ -113,6 +120,9 @@ psb_lcore_plan(struct psb_app *app)
 	return 0;
 }
 
+/* The descriptors an lcore may wait on: its eventfd, then its ports' queues. */
+#define LCORE_WAIT_FDS	(1 + PSB_MAX_PORTS * PSB_AFP_MAX_SOCKS)
+
 /* Lcore body: poll the roles placed on this lcore until told to quit. */
 struct lcore_plan {
 	struct psb_app *app;
@@ -122,9 +132,24 @@ struct lcore_plan {
 	uint64_t yield_cycles;
 	unsigned int nroles;
 	struct psb_role_inst *roles[PSB_MAX_ROLES];
+	/* Idle (app->idle_on): the back-off, what it cost, what it waits on. */
+	struct psb_idle idle;
+	struct psb_idle_stats ist;
+	int evfd;			/* other lcores kick it awake (-1: none) */
+	unsigned int nfd;		/* pfd[0] the eventfd, then the ports' descriptors */
+	int woke_traffic;		/* the last sleep ended on a port's descriptor */
+	int deaf;			/* ... and the round after found nothing: wait on the ports
+					 * no more until work comes (a port not polled, paused,
+					 * stays readable) */
+	volatile int sleeping;
+	volatile int kicked;
+	struct pollfd pfd[LCORE_WAIT_FDS];
 };
 
 static struct lcore_plan g_plan[RTE_MAX_LCORE];
+/* Lcores asleep now: an lcore that handed work on looks for one to kick only when some are. */
+static volatile unsigned int g_nsleeping;
+static unsigned int g_lcores[RTE_MAX_LCORE], g_nlcores;	/* lcores with roles */
 
 /*
  * One pass over the roles of an lcore. Reading the TSC costs tens of cycles
@@ -211,12 +236,120 @@ maybe_yield(struct lcore_plan *lp)
 	lp->yield_cycles += t1 - t0;
 }
 
-void
-psb_lcore_idle(const struct psb_app *app)
+/* Work waits for lp from another lcore: a message in a role's ring, a control request. */
+static int
+lcore_pending(const struct lcore_plan *lp)
 {
-	struct timespec ts = { 0, (long)app->idle_sleep_ns };
+	unsigned int i;
 
-	nanosleep(&ts, NULL);
+	for (i = 0; i < lp->nroles; i++) {
+		const struct psb_role_inst *ri = lp->roles[i];
+
+		if (ri->mbox.req != ri->mbox.ack || (ri->ring != NULL && rte_ring_count(ri->ring) != 0))
+			return 1;
+	}
+	return 0;
+}
+
+static void
+lcore_kick(struct lcore_plan *lp)
+{
+	uint64_t one = 1;
+
+	/* one write per sleep: later producers find it kicked */
+	if (lp->evfd >= 0 && __atomic_exchange_n(&lp->kicked, 1, __ATOMIC_ACQ_REL) == 0)
+		(void)!write(lp->evfd, &one, sizeof(one));
+}
+
+/*
+ * An lcore that did work may have handed some to a sleeping one (rings join roles of the
+ * process): wake those that have something waiting. Paired with lcore_sleep, which counts
+ * itself asleep before it looks at its rings a last time (a full barrier each side), so a
+ * message is either seen before the sleep or kicked.
+ */
+static void
+kick_sleepers(const struct lcore_plan *self)
+{
+	unsigned int i;
+
+	rte_atomic_thread_fence(__ATOMIC_SEQ_CST);
+	if (__atomic_load_n(&g_nsleeping, __ATOMIC_ACQUIRE) == 0)
+		return;
+	for (i = 0; i < g_nlcores; i++) {
+		struct lcore_plan *lp = &g_plan[g_lcores[i]];
+
+		if (lp != self && lp->sleeping && lcore_pending(lp))
+			lcore_kick(lp);
+	}
+}
+
+/*
+ * Sleep ns at most: on the lcore's descriptors when it has some (its ports' queues wake it
+ * on traffic, its eventfd when another lcore hands it work), else a plain nanosleep.
+ */
+static void
+lcore_sleep(struct lcore_plan *lp, uint64_t ns)
+{
+	struct timespec ts = { (time_t)(ns / 1000000000), (long)(ns % 1000000000) };
+	enum psb_idle_wake how = PSB_IDLE_WOKE_TIMEOUT;
+	uint64_t t0, t1, v;
+	int rc;
+
+	__atomic_store_n(&lp->kicked, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&lp->sleeping, 1, __ATOMIC_RELAXED);
+	__atomic_fetch_add(&g_nsleeping, 1, __ATOMIC_SEQ_CST);
+	if (lcore_pending(lp)) {
+		__atomic_store_n(&lp->sleeping, 0, __ATOMIC_RELAXED);
+		__atomic_fetch_sub(&g_nsleeping, 1, __ATOMIC_RELEASE);
+		return;
+	}
+	t0 = rte_rdtsc();
+	if (lp->nfd == 0) {
+		nanosleep(&ts, NULL);
+	} else {
+		rc = ppoll(lp->pfd, lp->deaf ? 1 : lp->nfd, &ts, NULL);
+		if (rc > 0)
+			how = lp->pfd[0].revents != 0 ? PSB_IDLE_WOKE_KICK : PSB_IDLE_WOKE_TRAFFIC;
+	}
+	t1 = rte_rdtsc();
+	__atomic_store_n(&lp->sleeping, 0, __ATOMIC_RELAXED);
+	__atomic_fetch_sub(&g_nsleeping, 1, __ATOMIC_RELEASE);
+	if (how == PSB_IDLE_WOKE_KICK)
+		(void)!read(lp->evfd, &v, sizeof(v));
+	lp->woke_traffic = how == PSB_IDLE_WOKE_TRAFFIC;
+	psb_idle_count(&lp->ist, ns, (uint64_t)((double)(t1 - t0) * lp->app->ns_per_tsc), how);
+}
+
+/* A round of passes found work items (0: none): back off as lib/idle says (app->idle_on). */
+static void
+lcore_idle(struct lcore_plan *lp, int work)
+{
+	unsigned int i;
+	uint64_t ns;
+
+	if (work > 0) {
+		lp->deaf = 0;
+		if (g_nlcores > 1)
+			kick_sleepers(lp);
+	} else if (lp->woke_traffic) {
+		lp->deaf = 1;
+	}
+	lp->woke_traffic = 0;
+	switch (psb_idle_step(&lp->idle, work, &ns)) {
+	case PSB_IDLE_RUN:
+		maybe_yield(lp);
+		break;
+	case PSB_IDLE_PAUSE:
+		for (i = 0; i < 32; i++)
+			rte_pause();
+		break;
+	case PSB_IDLE_YIELD:
+		sched_yield();
+		break;
+	case PSB_IDLE_WAIT:
+		lcore_sleep(lp, ns);
+		break;
+	}
 }
 
 static int
@@ -226,18 +359,142 @@ lcore_main(void *arg)
 	unsigned int k;
 	int work;
 
+	if (lp->app->idle_mode != PSB_IDLE_POLL)
+		prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0);	/* short sleeps stay short */
 	while (!lp->app->stop_lcores) {
 		psb_guard_enter();
 		for (k = 0, work = 0; k < 64; k++)
 			work += poll_once(lp);
 		psb_guard_leave();
-		/* nothing came in 64 passes: the CPU is the others' for a while (node.idle_sleep) */
-		if (work == 0 && lp->app->idle_sleep_ns != 0)
-			psb_lcore_idle(lp->app);
+		if (lp->app->idle_on)
+			lcore_idle(lp, work);
 		else
 			maybe_yield(lp);
 	}
 	return 0;
+}
+
+void
+psb_lcore_main_idle(struct psb_app *app, int work)
+{
+	if (app->idle_on)
+		lcore_idle(&g_plan[rte_get_main_lcore()], work);
+}
+
+void
+psb_lcores_idle_stats(struct psb_idle_stats *st)
+{
+	unsigned int i;
+
+	memset(st, 0, sizeof(*st));
+	for (i = 0; i < RTE_MAX_LCORE; i++)
+		psb_idle_stats_add(st, &g_plan[i].ist);
+}
+
+/* The queues of port i an idle lcore can wait on, into lp; the kind of port they are. */
+static const char *
+port_fds(struct psb_app *app, unsigned int i, struct lcore_plan *lp)
+{
+	const struct psb_port_spec *s = &app->specs[i];
+	int fd[PSB_AFP_MAX_SOCKS], n = 0, k;
+
+	if (s->kind == PSB_PORT_AF_PACKET) {
+		n = app->afp[i].nfd;
+		memcpy(fd, app->afp[i].fd, sizeof(fd));
+	} else if (s->kind == PSB_PORT_TAP) {
+		n = psb_tap_fds(s->ifname, fd, PSB_AFP_MAX_SOCKS);
+	}
+	for (k = 0; k < n && lp->nfd < LCORE_WAIT_FDS; k++) {
+		lp->pfd[lp->nfd].fd = fd[k];
+		lp->pfd[lp->nfd++].events = POLLIN;
+	}
+	if (n <= 0)
+		return NULL;
+	return s->kind == PSB_PORT_AF_PACKET ? "af_packet socket" : "tap queue";
+}
+
+/*
+ * Ready each lcore with roles to back off: its policy (node.idle_sleep the cap), its
+ * eventfd, and the queues of the ports its roles read (rx: psb's ports; passthrough: the
+ * exception port). What it waits on, in words, into what.
+ */
+static void
+idle_setup(struct psb_app *app, char *what, size_t len)
+{
+	struct psb_idle_policy pol;
+	unsigned int l, i, p, nofd = 0, nwait = 0;
+	const char *kinds[2] = { NULL, NULL };
+
+	psb_idle_policy_default(&pol, app->idle_sleep_ns);
+	for (l = 0; l < RTE_MAX_LCORE; l++) {
+		struct lcore_plan *lp = &g_plan[l];
+		int rx = 0, pt = 0;
+
+		lp->evfd = -1;
+		if (lp->nroles == 0)
+			continue;
+		psb_idle_init(&lp->idle, &pol);
+		lp->evfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+		lp->pfd[0].fd = lp->evfd;
+		lp->pfd[0].events = POLLIN;
+		lp->nfd = 1;
+		for (i = 0; i < lp->nroles; i++) {
+			rx |= lp->roles[i]->role == &psb_role_rx;
+			pt |= lp->roles[i]->role == &psb_role_passthrough;
+		}
+		for (p = 0; p < app->nports; p++) {
+			const char *k;
+
+			if (psb_port_is_exc(app, (uint16_t)p) ? !pt : !rx)
+				continue;
+			k = port_fds(app, p, lp);
+			if (k == NULL)
+				nofd++;
+			else if (kinds[0] == NULL || strcmp(kinds[0], k) == 0)
+				kinds[0] = k;
+			else
+				kinds[1] = k;
+		}
+		nwait += lp->nfd > 1;
+	}
+	if (nwait == 0)
+		snprintf(what, len, "no port to wait on: sleeps end by time");
+	else
+		snprintf(what, len, "wakes on %s%s%s descriptors%s", kinds[0],
+			kinds[1] != NULL ? " and " : "", kinds[1] != NULL ? kinds[1] : "",
+			nofd != 0 ? ", other ports' frames by time" : "");
+}
+
+void
+psb_lcore_idle_start(struct psb_app *app)
+{
+	char why[160], what[160], cap[32];
+	unsigned int i, c;
+	rte_cpuset_t cpus, lc;
+
+	/* the lcores that poll (not a main lcore that only serves the control plane) */
+	CPU_ZERO(&cpus);
+	for (i = 0; i < g_nlcores; i++) {
+		lc = rte_lcore_cpuset(g_lcores[i]);
+		CPU_OR(&cpus, &cpus, &lc);
+	}
+	c = (unsigned int)CPU_COUNT(&cpus);
+	app->idle_host.lcores = g_nlcores;
+	app->idle_host.cpus = c != 0 ? c : 1;
+	app->idle_host.sleep_asked = app->idle_sleep_asked;
+	idle_setup(app, what, sizeof(what));
+	app->idle_on = psb_idle_choose((enum psb_idle_mode)app->idle_mode, &app->idle_host, why,
+		sizeof(why)) == PSB_IDLE_SLEEP;
+	if (app->idle_mode != PSB_IDLE_POLL)
+		prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0);
+	psb_conf_format_duration(cap, sizeof(cap), app->idle_sleep_ns != 0 ? app->idle_sleep_ns :
+		PSB_IDLE_SLEEP_MAX_NS);
+	if (app->idle_on)
+		PSB_INFO(main, "idle: sleep (%s); %s, %s at most", why, what, cap);
+	else if (app->idle_mode == PSB_IDLE_AUTO)
+		PSB_INFO(main, "idle: poll (%s; sleeps if one comes to share them)", why);
+	else
+		PSB_INFO(main, "idle: poll (%s)", why);
 }
 
 void
@@ -297,10 +554,14 @@ psb_roles_call(struct psb_app *app, const struct psb_role *role, int op, const v
 		}
 		if (pending == 0)
 			return rc;
-		if (app->nworker_lcores == 0)
+		if (app->nworker_lcores == 0) {
 			check_mboxes(&g_plan[rte_get_main_lcore()]);
-		else
+		} else {
+			for (i = 0; i < g_nlcores; i++)
+				if (g_plan[g_lcores[i]].sleeping)
+					lcore_kick(&g_plan[g_lcores[i]]);
 			rte_delay_us_sleep(20);
+		}
 	} while (rte_get_tsc_cycles() - t0 < 2 * hz);
 	return -ETIMEDOUT;
 }
@@ -319,6 +580,8 @@ psb_lcore_place(struct psb_app *app)
 
 		lp->app = app;
 		app->roles[i].lcore = lc;
+		if (lp->nroles == 0)
+			g_lcores[g_nlcores++] = lc;
 		lp->roles[lp->nroles++] = &app->roles[i];
 	}
 	g_plan[rte_get_main_lcore()].app = app;
@@ -354,8 +617,8 @@ psb_lcore_run_main(struct psb_app *app, uint64_t lim)
 		for (k = 0; k < 64; k++)
 			w += poll_once(lp);
 		work += w;
-		if (w == 0 && app->idle_sleep_ns != 0)
-			break;		/* idle: the caller sleeps */
+		if (w == 0 && app->idle_on)
+			break;		/* idle: the caller backs off (psb_lcore_main_idle) */
 	} while (rte_rdtsc() - t0 < lim && !app->quit);
 	psb_guard_leave();
 	maybe_yield(lp);

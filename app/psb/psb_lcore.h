@@ -1,7 +1,7 @@
 /*
  * The lcore runtime: which role instances this node runs (from psb_roles[]), their rings,
- * their placement on lcores, the poll loop with its yields, and the mailboxes through which
- * the control plane reaches a role on its own lcore.
+ * their placement on lcores, the poll loop with its yields and idle sleeps, and the mailboxes
+ * through which the control plane reaches a role on its own lcore.
  */
 #ifndef PSB_LCORE_H
 #define PSB_LCORE_H
@@ -31,8 +31,19 @@ void psb_lcore_launch(struct psb_app *app);
 int psb_lcore_run_main(struct psb_app *app, uint64_t lim);
 /* A few passes over the main lcore's roles (run to completion only): a long control wait. */
 void psb_main_poll_roles(struct psb_app *app);
-/* An lcore whose roles found nothing to do: it sleeps node.idle_sleep. */
-void psb_lcore_idle(const struct psb_app *app);
+/*
+ * Idle lcores (node.idle): once the roles are placed and the ports started, set up what
+ * each lcore waits on, choose the mode (app->idle_on) and say it in one line. While
+ * app->idle_on, an lcore whose round of passes found nothing backs off (lib/idle): pauses,
+ * yields, then sleeps up to node.idle_sleep, woken early by its ports' queues (af_packet,
+ * tap) or by another lcore that handed it work. psb_lcore_main_idle does it for the main
+ * lcore (run to completion) after a round that did work items.
+ */
+void psb_lcore_idle_start(struct psb_app *app);
+void psb_lcore_main_idle(struct psb_app *app, int work);
+/* The sleeps of every lcore so far, summed. */
+struct psb_idle_stats;
+void psb_lcores_idle_stats(struct psb_idle_stats *st);
 /* Yields of every lcore so far, and the TSC cycles they took. */
 void psb_lcores_yielded(uint64_t *yields, uint64_t *cycles);
 /*

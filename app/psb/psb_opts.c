@@ -188,6 +188,9 @@ static const struct conf_opt conf_opts[] = {
 	N("mbufs", "node.mbufs", "N", "mbufs in the pool (0: from rings and ports)"),
 	F("huge", "node.huge", "yes", "require hugepages (default: use them if free)"),
 	F("no-huge", "node.huge", "no", "never use hugepages"),
+	N("idle", "node.idle", "poll|sleep|auto", "while idle, poll on (dedicated cores) or back "
+	  "off to sleeps\nwoken by traffic (auto: sleep where the CPUs are shared)"),
+	N("idle-sleep", "node.idle_sleep", "S", "an idle lcore sleeps this long at most (0: 1ms)"),
 	NU("yield", "node.yield", "us", "US", "a polling lcore lets waiting threads of its CPU run "
 	   "every US\nmicroseconds (0: never, for isolated cores)"),
 	N("file-prefix", "node.file_prefix", "NAME", "DPDK runtime prefix (\"\": psb-PID): a name "
@@ -705,6 +708,9 @@ derive(struct psb_app *app, struct psb_run_opts *ro)
 	app->stale = c->kind == PSB_EXP_STALENESS && !app->trainer;
 	if (c->kind == PSB_EXP_STALENESS)
 		app->nlocal_workers = 0;
+	/* node.idle_sleep (and a staleness node's 100 us) asked for sleeps before node.idle */
+	app->idle_mode = n->idle;
+	app->idle_sleep_asked = n->idle_sleep != 0 || c->kind == PSB_EXP_STALENESS;
 	app->idle_sleep_ns = n->idle_sleep != 0 ? n->idle_sleep :
 		c->kind == PSB_EXP_STALENESS ? 100000 : 0;
 	app->nshards = (uint16_t)n->shards;

@@ -18,6 +18,8 @@ const char *const psb_exp_stale_mode_names[] = { "multicast", "pull", "filesyste
 	NULL };
 const char *const psb_exp_role_names[] = { "server", "worker", "scheduler", "trainer", NULL };
 static const char *const huge_names[] = { "auto", "yes", "no", NULL };
+/* as enum psb_idle_mode (lib/idle) */
+static const char *const idle_names[] = { "auto", "poll", "sleep", NULL };
 /* enum psb_bench_mode, same order */
 static const char *const mode_names[] = {
 	"PUSH_THEN_PULL", "PUSH_PULL", "PUSH_ONLY", "PULL_ONLY", NULL,
@@ -70,9 +72,13 @@ const struct psb_conf_field psb_exp_node_table[] = {
 	  "hugepages: use if free, require, never" },
 	{ "yield", PSB_CONF_DURATION, OFF(psb_exp_node, yield), 0, 0, "200us", 0, 1e9, NULL, NULL,
 	  "lcores let waiting threads (psbctl, scrapers) run this often (0: never)" },
+	{ "idle", PSB_CONF_ENUM, OFF(psb_exp_node, idle), 0, 0, "auto", 0, 0, idle_names, NULL,
+	  "what an lcore does while its roles find nothing to do: poll on (dedicated cores), "
+	  "sleep (back off to sleeps, woken by traffic), auto (sleep where the process's CPUs "
+	  "are shared, with other psb processes or among its own lcores)" },
 	{ "idle_sleep", PSB_CONF_DURATION, OFF(psb_exp_node, idle_sleep), 0, 0, "0s", 0, 1e7,
-	  NULL, NULL, "an lcore whose roles found nothing to do sleeps this long, leaving its CPU "
-	  "to others (0: a staleness worker 100us; other nodes poll without pause)" },
+	  NULL, NULL, "an idle lcore sleeps this long at most (the cap of its back-off), and "
+	  "node.idle auto then sleeps (0: 1ms; a staleness worker or trainer 100us and sleeps)" },
 	{ "connect_timeout", PSB_CONF_DURATION, OFF(psb_exp_node, connect_timeout), 0, 0, "60s",
 	  0, 3600e9, NULL, NULL, "each wait of the setup at most: a memif server, ARP of the "
 	  "scheduler and servers, REGISTER, BARRIER (0: forever); then psb says what did not "
