@@ -337,7 +337,7 @@ static const struct psb_metric idle_figs[] = {
 		"Sleeps that ran their time: how late they returned, on average"),
 	IDL("late_max_us", late_max_us, GAUGE, DBL, US, "late_max",
 		"Sleeps that ran their time: how late the latest returned"),
-	FIG_BY(struct psb_idle_snap, "late", st.late, PSB_IDLE_LATE_BUCKETS, 0, "le",
+	FIG_BY(struct psb_idle_snap, "late", st.late, PSB_IDLE_LATE_BUCKETS, 0, "within",
 		idle_late_label, "Sleeps that ran their time, by how late they returned (at most "
 		"5us, 10us, ... 500us, more)"),
 };
