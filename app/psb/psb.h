@@ -173,6 +173,8 @@ struct psb_role_inst {
 	unsigned int lcore;
 	void *priv;
 	struct rte_ring *ring;	/* its input (psb_role_ring), or NULL */
+	/* its lcore slept since it last cleared this (node.idle): a clock it kept is stale */
+	uint8_t slept;
 	uint16_t ntx;
 	struct rte_mbuf *txbuf[PSB_OUT_BUF];
 	uint16_t nhost;			/* the rx role: frames for the passthrough role */

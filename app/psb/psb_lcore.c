@@ -262,8 +262,8 @@ lcore_kick(struct lcore_plan *lp)
 }
 
 /*
- * An lcore that did work may have handed some to a sleeping one (rings join roles of the
- * process): wake those that have something waiting. Paired with lcore_sleep, which counts
+ * An lcore may have handed work to a sleeping one (rings join roles of the process): wake
+ * those that have something waiting. Paired with lcore_sleep, which counts
  * itself asleep before it looks at its rings a last time (a full barrier each side), so a
  * message is either seen before the sleep or kicked.
  */
@@ -293,6 +293,7 @@ lcore_sleep(struct lcore_plan *lp, uint64_t ns)
 	struct timespec ts = { (time_t)(ns / 1000000000), (long)(ns % 1000000000) };
 	enum psb_idle_wake how = PSB_IDLE_WOKE_TIMEOUT;
 	uint64_t t0, t1, v;
+	unsigned int i;
 	int rc;
 
 	__atomic_store_n(&lp->kicked, 0, __ATOMIC_RELAXED);
@@ -317,6 +318,8 @@ lcore_sleep(struct lcore_plan *lp, uint64_t ns)
 	if (how == PSB_IDLE_WOKE_KICK)
 		(void)!read(lp->evfd, &v, sizeof(v));
 	lp->woke_traffic = how == PSB_IDLE_WOKE_TRAFFIC;
+	for (i = 0; i < lp->nroles; i++)
+		lp->roles[i]->slept = 1;
 	psb_idle_count(&lp->ist, ns, (uint64_t)((double)(t1 - t0) * lp->app->ns_per_tsc), how);
 }
 
@@ -327,13 +330,16 @@ lcore_idle(struct lcore_plan *lp, int work)
 	unsigned int i;
 	uint64_t ns;
 
-	if (work > 0) {
+	/*
+	 * Not only after work: a role may hand something on in a pass it reports as idle (a
+	 * worker's paced request is sent while it counts answers).
+	 */
+	if (g_nlcores > 1)
+		kick_sleepers(lp);
+	if (work > 0)
 		lp->deaf = 0;
-		if (g_nlcores > 1)
-			kick_sleepers(lp);
-	} else if (lp->woke_traffic) {
+	else if (lp->woke_traffic)
 		lp->deaf = 1;
-	}
 	lp->woke_traffic = 0;
 	switch (psb_idle_step(&lp->idle, work, &ns)) {
 	case PSB_IDLE_RUN:

@@ -550,7 +550,9 @@ worker_poll(struct psb_role_inst *ri)
 	/* idle: the clock (for heartbeats) one pass in 1024 */
 	if (wp->st == W_READY && n == 0 && (++wp->idle_passes & 1023) != 0)
 		return 0;
-	if (n != 0 || wp->st != W_RUN || (++wp->idle_passes & 15) == 0) {
+	/* after its lcore slept (node.idle) the time kept is up to a sleep old: read again */
+	if (n != 0 || wp->st != W_RUN || ri->slept || (++wp->idle_passes & 15) == 0) {
+		ri->slept = 0;
 		now = psb_now_ns(app);
 		wp->last_now = now;
 	} else if (!psb_bench_wants_step(wp->bench)) {
