@@ -118,13 +118,15 @@ psb_afp_stats_clear(struct psb_afp_stats *s)
 	__atomic_store_n(&s->drops, 0, __ATOMIC_RELAXED);
 }
 
-int
-psb_tap_fds(const char *ifname, int *fd, int max)
+/* This process's descriptors linked to want (a prefix when it ends in '*') that keep takes. */
+static int
+fds_linked(const char *want, int (*keep)(int fd, const void *arg), const void *arg, int *fd,
+		int max)
 {
+	size_t wl = strlen(want);
 	char link[64], path[PATH_MAX];
 	struct dirent *d;
-	struct ifreq ifr;
-	int n = 0, f;
+	int n = 0, f, prefix = wl > 0 && want[wl - 1] == '*';
 	ssize_t len;
 	DIR *dir = opendir("/proc/self/fd");
 
@@ -139,13 +141,43 @@ psb_tap_fds(const char *ifname, int *fd, int max)
 		if (len <= 0)
 			continue;
 		link[len] = '\0';
-		if (strcmp(link, "/dev/net/tun") != 0)
+		if (prefix ? strncmp(link, want, wl - 1) != 0 : strcmp(link, want) != 0)
 			continue;
-		memset(&ifr, 0, sizeof(ifr));
-		/* a queue the PMD detached (its keep-alive) answers too, but never wakes */
-		if (ioctl(f, TUNGETIFF, &ifr) == 0 && strcmp(ifr.ifr_name, ifname) == 0)
+		if (keep(f, arg))
 			fd[n++] = f;
 	}
 	closedir(dir);
 	return n;
+}
+
+static int
+tap_of(int f, const void *ifname)
+{
+	struct ifreq ifr;
+
+	memset(&ifr, 0, sizeof(ifr));
+	/* a queue the PMD detached (its keep-alive) answers too, but never wakes */
+	return ioctl(f, TUNGETIFF, &ifr) == 0 && strcmp(ifr.ifr_name, ifname) == 0;
+}
+
+int
+psb_tap_fds(const char *ifname, int *fd, int max)
+{
+	return fds_linked("/dev/net/tun", tap_of, ifname, fd, max);
+}
+
+static int
+xdp_socket(int f, const void *arg)
+{
+	socklen_t len = sizeof(int);
+	int dom = 0;
+
+	(void)arg;
+	return getsockopt(f, SOL_SOCKET, SO_DOMAIN, &dom, &len) == 0 && dom == AF_XDP;
+}
+
+int
+psb_xdp_fds(int *fd, int max)
+{
+	return fds_linked("socket:*", xdp_socket, NULL, fd, max);
 }

@@ -41,4 +41,10 @@ void psb_afp_stats_clear(struct psb_afp_stats *s);
  */
 int psb_tap_fds(const char *ifname, int *fd, int max);
 
+/*
+ * The AF_XDP sockets of this process (every af_xdp port's queues: their interface is not
+ * told), at most max into fd. Readable when their rx ring holds a frame. Count, or -errno.
+ */
+int psb_xdp_fds(int *fd, int max);
+
 #endif /* PSB_AFP_H */

@@ -138,6 +138,7 @@ struct lcore_plan {
 	int evfd;			/* other lcores kick it awake (-1: none) */
 	unsigned int nfd;		/* pfd[0] the eventfd, then the ports' descriptors */
 	int woke_traffic;		/* the last sleep ended on a port's descriptor */
+	int xdp;			/* the AF_XDP sockets are among its descriptors */
 	int deaf;			/* ... and the round after found nothing: wait on the ports
 					 * no more until work comes (a port not polled, paused,
 					 * stays readable) */
@@ -409,6 +410,12 @@ port_fds(struct psb_app *app, unsigned int i, struct lcore_plan *lp)
 		memcpy(fd, app->afp[i].fd, sizeof(fd));
 	} else if (s->kind == PSB_PORT_TAP) {
 		n = psb_tap_fds(s->ifname, fd, PSB_AFP_MAX_SOCKS);
+	} else if (s->kind == PSB_PORT_AF_XDP) {
+		/* every af_xdp port's at once (a socket does not tell its interface): once */
+		if (lp->xdp)
+			return "AF_XDP socket";
+		lp->xdp = 1;
+		n = psb_xdp_fds(fd, PSB_AFP_MAX_SOCKS);
 	}
 	for (k = 0; k < n && lp->nfd < LCORE_WAIT_FDS; k++) {
 		lp->pfd[lp->nfd].fd = fd[k];
@@ -416,7 +423,8 @@ port_fds(struct psb_app *app, unsigned int i, struct lcore_plan *lp)
 	}
 	if (n <= 0)
 		return NULL;
-	return s->kind == PSB_PORT_AF_PACKET ? "af_packet socket" : "tap queue";
+	return s->kind == PSB_PORT_AF_PACKET ? "af_packet socket" :
+		s->kind == PSB_PORT_TAP ? "tap queue" : "AF_XDP socket";
 }
 
 /*
