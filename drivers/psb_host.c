@@ -11,6 +11,7 @@
 #include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 
 #include "psb_cli.h"
 #include "psb_host.h"
@@ -686,7 +687,7 @@ psb_cpu_claim(const char *dir, int cpu, long *holder)
 int
 psb_cpu_pick(const char *dir, const cpu_set_t *allowed, int *cpu)
 {
-	int c, first = -1, rc;
+	int c, first = -1, rc, n, least;
 	long holder;
 
 	for (c = 0; c < CPU_SETSIZE && c < PSB_CPU_MAX; c++) {
@@ -704,7 +705,18 @@ psb_cpu_pick(const char *dir, const cpu_set_t *allowed, int *cpu)
 	}
 	if (first < 0)
 		return -EINVAL;
+	/* all taken: spread the sharers, so that each holder learns it shares (psb_cpu_shared) */
 	*cpu = first;
+	least = -1;
+	for (c = first; c < CPU_SETSIZE && c < PSB_CPU_MAX; c++) {
+		if (!CPU_ISSET(c, allowed))
+			continue;
+		n = psb_cpu_sharers(dir, c);
+		if (n >= 0 && (least < 0 || n < least)) {
+			least = n;
+			*cpu = c;
+		}
+	}
 	return -EBUSY;
 }
 
@@ -749,6 +761,36 @@ psb_cpu_shared(const char *dir, int cpu)
 		rc = errno == EWOULDBLOCK ? 1 : -errno;
 	close(fd);	/* and with it the lock, if it was taken */
 	return rc;
+}
+
+int
+psb_cpu_sharers(const char *dir, int cpu)
+{
+	char path[PATH_MAX], line[256], type[16], mode[16];
+	unsigned int maj, min;
+	unsigned long ino;
+	struct stat st;
+	int n = 0;
+	FILE *f;
+
+	if (cpu < 0 || cpu >= PSB_CPU_MAX)
+		return -EINVAL;
+	if ((size_t)snprintf(path, sizeof(path), "%s/cpu%d.share", dir, cpu) >= sizeof(path))
+		return -ENAMETOOLONG;
+	if (stat(path, &st) != 0)
+		return errno == ENOENT ? 0 : -errno;
+	f = fopen("/proc/locks", "r");
+	if (f == NULL)
+		return -errno;
+	/* "1: FLOCK  ADVISORY  READ 1255 fe:00:1163904 0 EOF" (waiters' lines have "->") */
+	while (fgets(line, sizeof(line), f) != NULL)
+		if (sscanf(line, "%*d: %15s %*s %15s %*d %x:%x:%lu", type, mode, &maj, &min,
+				&ino) == 5 && strcmp(type, "FLOCK") == 0 &&
+		    strcmp(mode, "READ") == 0 && ino == (unsigned long)st.st_ino &&
+		    maj == major(st.st_dev) && min == minor(st.st_dev))
+			n++;
+	fclose(f);
+	return n;
 }
 
 /* A number at *p, advancing it; -1 when there is none or it is out of range. */

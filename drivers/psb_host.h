@@ -128,7 +128,8 @@ int psb_cpu_claim(const char *dir, int cpu, long *holder);
 
 /*
  * The first CPU of allowed (CPU_SETSIZE bits) no other psb holds, claimed: 0 and *cpu.
- * -EBUSY when every one is held: *cpu is the first allowed, unclaimed. -errno otherwise.
+ * -EBUSY when every one is held: *cpu is the allowed one the fewest other psb processes said
+ * they share (psb_cpu_share; the first of those), unclaimed. -errno otherwise.
  */
 int psb_cpu_pick(const char *dir, const cpu_set_t *allowed, int *cpu);
 
@@ -140,6 +141,8 @@ int psb_cpu_pick(const char *dir, const cpu_set_t *allowed, int *cpu);
 int psb_cpu_share(const char *dir, int cpu);
 /* Whether other psb processes said they poll cpu too: 1, 0, or -errno. */
 int psb_cpu_shared(const char *dir, int cpu);
+/* How many psb processes said they poll cpu too (the shared flocks in /proc/locks), or -errno. */
+int psb_cpu_sharers(const char *dir, int cpu);
 
 /*
  * The CPUs an EAL lcore list runs on, for the forms "N", "N-M", "L@C" joined by commas

@@ -368,6 +368,42 @@ holder_stop(pid_t pid, int wfd)
 	assert_int_equal(waitpid(pid, &st, 0), pid);
 }
 
+/*
+ * Every CPU held: a psb that shares one says so, the holder learns it, and the next one to
+ * share picks the CPU fewest share.
+ */
+static void
+test_cpu_share(void **state)
+{
+	cpu_set_t allowed;
+	int wfd[2], cpu = -1;
+	pid_t pid[2];
+
+	(void)state;
+	pid[0] = holder_start(0, NULL, &wfd[0]);
+	pid[1] = holder_start(2, NULL, &wfd[1]);
+	CPU_ZERO(&allowed);
+	CPU_SET(0, &allowed);
+	CPU_SET(2, &allowed);
+	assert_int_equal(psb_cpu_pick(g_dir, &allowed, &cpu), -EBUSY);
+	assert_int_equal(cpu, 0);
+	assert_int_equal(psb_cpu_shared(g_dir, 0), 0);
+	assert_int_equal(psb_cpu_share(g_dir, 0), 0);
+	assert_int_equal(psb_cpu_shared(g_dir, 0), 1);
+	assert_int_equal(psb_cpu_sharers(g_dir, 0), 1);
+	assert_int_equal(psb_cpu_sharers(g_dir, 2), 0);
+	assert_int_equal(psb_cpu_pick(g_dir, &allowed, &cpu), -EBUSY);
+	assert_int_equal(cpu, 2);
+	assert_int_equal(psb_cpu_share(g_dir, 2), 0);
+	assert_int_equal(psb_cpu_share(g_dir, 2), 0);
+	assert_int_equal(psb_cpu_sharers(g_dir, 2), 2);
+	assert_int_equal(psb_cpu_pick(g_dir, &allowed, &cpu), -EBUSY);
+	assert_int_equal(cpu, 0);
+	holder_stop(pid[0], wfd[0]);
+	holder_stop(pid[1], wfd[1]);
+	assert_int_equal(psb_cpu_sharers(g_dir, -1), -EINVAL);
+}
+
 /* CPUs another psb polls are passed over; a claim ends with its process. */
 static void
 test_cpu_claims(void **state)
@@ -391,6 +427,8 @@ test_cpu_claims(void **state)
 	assert_int_equal(cpu, 0);
 	holder_stop(pid, wfd);
 	assert_int_equal(psb_cpu_claim(g_dir, 0, &holder), 0);
+	assert_int_equal(psb_cpu_shared(g_dir, 0), 0);
+	assert_int_equal(psb_cpu_sharers(g_dir, 0), 0);
 	assert_int_equal(psb_cpu_claim(g_dir, -1, &holder), -EINVAL);
 	assert_int_equal(psb_cpu_claim(g_dir, PSB_CPU_MAX, &holder), -EINVAL);
 	CPU_ZERO(&allowed);
@@ -450,6 +488,7 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_sock_server, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_ifstate_records, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_cpu_claims, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_cpu_share, setup, teardown),
 		cmocka_unit_test(test_cpu_list),
 		cmocka_unit_test_setup_teardown(test_host_lock, setup, teardown),
 	};
