@@ -327,7 +327,8 @@ idle_late_label(unsigned int k)
 
 static const struct psb_metric idle_figs[] = {
 	IDL("sleeping", sleeping, GAUGE, BOOL, BOOL, NULL,
-		"1 while idle lcores back off to sleeping (node.idle sleep, or auto on shared CPUs)"),
+		"1 while idle lcores back off to sleeping (node.idle sleep, or auto on shared "
+		"CPUs)"),
 	IDL("sleeps", st.sleeps, COUNTER, U64, NONE, NULL, "Sleeps of idle lcores"),
 	IDL("slept_ns", st.slept_ns, COUNTER, U64, NS, "slept", "Time idle lcores slept"),
 	FIG_BY(struct psb_idle_snap, "wakes", st.wakes, PSB_IDLE_WAKES, 0, "cause",
@@ -793,13 +794,16 @@ psb_snap_sched(const struct psb_app *app, struct psb_sched_stats *st)
 static void
 snap_control(const struct psb_app *app, struct psb_control_snap *c)
 {
+	uint64_t timeouts;
+
 	c->cp = app->cp;
 	psb_lcores_yielded(&c->yields, &c->yield_cycles);
 	psb_lcores_idle_stats(&c->idle.st);
 	c->idle.sleeping = app->idle_on != 0;
 	c->idle.late_max_us = (double)c->idle.st.late_ns_max / 1e3;
-	c->idle.late_mean_us = c->idle.st.wakes[PSB_IDLE_WOKE_TIMEOUT] == 0 ? 0 :
-		(double)c->idle.st.late_ns_sum / 1e3 / (double)c->idle.st.wakes[PSB_IDLE_WOKE_TIMEOUT];
+	timeouts = c->idle.st.wakes[PSB_IDLE_WOKE_TIMEOUT];
+	c->idle.late_mean_us = timeouts == 0 ? 0 :
+		(double)c->idle.st.late_ns_sum / 1e3 / (double)timeouts;
 	c->main_cycles = app->cp.main_cycles;
 	c->telemetry_cpu_ns = __atomic_load_n(&app->cp.telemetry_cpu_ns, __ATOMIC_RELAXED);
 	c->tsc_hz = rte_get_tsc_hz();

@@ -246,7 +246,8 @@ lcore_pending(const struct lcore_plan *lp)
 	for (i = 0; i < lp->nroles; i++) {
 		const struct psb_role_inst *ri = lp->roles[i];
 
-		if (ri->mbox.req != ri->mbox.ack || (ri->ring != NULL && rte_ring_count(ri->ring) != 0))
+		if (ri->mbox.req != ri->mbox.ack ||
+		    (ri->ring != NULL && rte_ring_count(ri->ring) != 0))
 			return 1;
 	}
 	return 0;
@@ -264,9 +265,9 @@ lcore_kick(struct lcore_plan *lp)
 
 /*
  * An lcore may have handed work to a sleeping one (rings join roles of the process): wake
- * those that have something waiting. Paired with lcore_sleep, which counts
- * itself asleep before it looks at its rings a last time (a full barrier each side), so a
- * message is either seen before the sleep or kicked.
+ * those that have something waiting. Paired with lcore_sleep, which counts itself asleep
+ * before it looks at its rings a last time (a full barrier each side), so a message is
+ * either seen before the sleep or kicked.
  */
 static void
 kick_sleepers(const struct lcore_plan *self)

@@ -58,7 +58,7 @@ struct psb_exp_node {
 	int huge;			/* enum psb_exp_huge */
 	uint64_t yield;			/* ns between sched_yield() of a polling lcore, 0 never */
 	int idle;			/* enum psb_idle_mode: auto, poll, sleep */
-	uint64_t idle_sleep;		/* ns an idle lcore sleeps at most (the back-off's cap) */
+	uint64_t idle_sleep;		/* ns an idle lcore sleeps at most (back-off cap) */
 	uint64_t connect_timeout;	/* ns each setup wait may take (ARP, REGISTER...), 0: forever */
 	uint64_t heartbeat;		/* ns between a node's HEARTBEATs to its scheduler, 0: none */
 	uint64_t dead_after;		/* ns of silence after which the scheduler holds a node

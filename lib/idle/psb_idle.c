@@ -133,8 +133,9 @@ psb_idle_choose(enum psb_idle_mode mode, const struct psb_idle_host *h, char *wh
 	if (n < 0 || (size_t)n >= len)
 		n = 0;
 	if (h->shared_cpus != 0 && h->other_pid != 0)
-		snprintf(why + n, len - (size_t)n, ", %u of them polled by another psb too (pid %ld)",
-			h->shared_cpus, h->other_pid);
+		snprintf(why + n, len - (size_t)n,
+			", %u of them polled by another psb too (pid %ld)", h->shared_cpus,
+			h->other_pid);
 	else if (h->shared_cpus != 0)
 		snprintf(why + n, len - (size_t)n, ", %u of them polled by another psb too",
 			h->shared_cpus);

@@ -60,7 +60,7 @@ enum psb_idle_act psb_idle_step(struct psb_idle *id, int work, uint64_t *ns);
 enum psb_idle_wake {
 	PSB_IDLE_WOKE_TIMEOUT,	/* its time was up */
 	PSB_IDLE_WOKE_TRAFFIC,	/* a port's descriptor became readable */
-	PSB_IDLE_WOKE_KICK,	/* another lcore of the process gave it work (a ring, a request) */
+	PSB_IDLE_WOKE_KICK,	/* another lcore of the process gave it work (ring, request) */
 	PSB_IDLE_WAKES,
 };
 

@@ -1,4 +1,4 @@
-/* cmocka tests of idle lcores: the back-off, the counts of sleeps, the choice of mode (lib/idle). */
+/* cmocka tests of idle lcores: the back-off, the sleeps' counts, the choice of mode (lib/idle). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -148,7 +148,8 @@ choose(void **state)
 	h.shared_cpus = 1;
 	h.other_pid = 1234;
 	assert_int_equal(psb_idle_choose(PSB_IDLE_AUTO, &h, why, sizeof(why)), PSB_IDLE_SLEEP);
-	assert_string_equal(why, "1 lcore on 1 CPU, 1 of them polled by another psb too (pid 1234)");
+	assert_string_equal(why,
+		"1 lcore on 1 CPU, 1 of them polled by another psb too (pid 1234)");
 	assert_int_equal(psb_idle_choose(PSB_IDLE_POLL, &h, why, sizeof(why)), PSB_IDLE_POLL);
 	h = (struct psb_idle_host){ .lcores = 4, .cpus = 2 };
 	assert_int_equal(psb_idle_choose(PSB_IDLE_AUTO, &h, why, sizeof(why)), PSB_IDLE_SLEEP);
