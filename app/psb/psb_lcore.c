@@ -437,7 +437,7 @@ static void
 idle_setup(struct psb_app *app, char *what, size_t len)
 {
 	struct psb_idle_policy pol;
-	unsigned int l, i, p, nofd = 0, nwait = 0;
+	unsigned int l, i, p, nofd = 0, nslot = 0, nwait = 0;
 	const char *kinds[2] = { NULL, NULL };
 
 	psb_idle_policy_default(&pol, app->idle_sleep_ns);
@@ -463,7 +463,9 @@ idle_setup(struct psb_app *app, char *what, size_t len)
 			if (psb_port_is_exc(app, (uint16_t)p) ? !pt : !rx)
 				continue;
 			k = port_fds(app, p, lp);
-			if (k == NULL)
+			if (k == NULL && app->specs[p].shm_slot != 0)
+				nslot++;
+			else if (k == NULL)
 				nofd++;
 			else if (kinds[0] == NULL || strcmp(kinds[0], k) == 0)
 				kinds[0] = k;
@@ -475,9 +477,10 @@ idle_setup(struct psb_app *app, char *what, size_t len)
 	if (nwait == 0)
 		snprintf(what, len, "no port to wait on: sleeps end by time");
 	else
-		snprintf(what, len, "wakes on %s%s%s descriptors%s", kinds[0],
+		snprintf(what, len, "wakes on %s%s%s descriptors%s%s", kinds[0],
 			kinds[1] != NULL ? " and " : "", kinds[1] != NULL ? kinds[1] : "",
-			nofd != 0 ? ", other ports' frames by time" : "");
+			nofd != 0 ? ", other ports' frames by time" : "",
+			nslot != 0 ? ", shared-memory clients' frames by time" : "");
 }
 
 void

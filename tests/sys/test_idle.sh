@@ -49,7 +49,7 @@ ip netns exec "$NSP-1" "$PSB" --port "af_packet:${NSP}a1" --ip 198.18.31.1 --no-
 SRV=$!
 PIDS+=($SRV)
 up "$DIR/s.log"
-grep -q "psb: idle: sleep (node.idle sleep); wakes on af_packet socket descriptors, 1ms at most" \
+grep -q "psb: idle: sleep (node.idle sleep); wakes on af_packet socket descriptors, shared-memory clients' frames by time, 1ms at most" \
 	"$DIR/s.log" || fail "no idle line as expected"
 sleep 1		# what starting took (the pools, the experiment's start) is not idling
 pct=$(cpu_pct $SRV 2) || fail "server gone"
