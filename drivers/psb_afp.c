@@ -41,15 +41,72 @@ bound_inodes(int ifindex, unsigned long *ino, int max, char *err, size_t errlen)
 	return n;
 }
 
+/* This process's descriptors linked to want (a prefix when it ends in '*') that keep takes. */
+static int
+fds_linked(const char *want, int (*keep)(int fd, const void *arg), const void *arg, int *fd,
+		int max)
+{
+	size_t wl = strlen(want);
+	char link[64], path[PATH_MAX];
+	struct dirent *d;
+	int n = 0, f, prefix = wl > 0 && want[wl - 1] == '*';
+	ssize_t len;
+	DIR *dir = opendir("/proc/self/fd");
+
+	if (dir == NULL)
+		return -errno;
+	while ((d = readdir(dir)) != NULL && n < max) {
+		f = atoi(d->d_name);
+		if (d->d_name[0] < '0' || d->d_name[0] > '9' || f == dirfd(dir))
+			continue;
+		snprintf(path, sizeof(path), "/proc/self/fd/%s", d->d_name);
+		len = readlink(path, link, sizeof(link) - 1);
+		if (len <= 0)
+			continue;
+		link[len] = '\0';
+		if (prefix ? strncmp(link, want, wl - 1) != 0 : strcmp(link, want) != 0)
+			continue;
+		if (keep(f, arg))
+			fd[n++] = f;
+	}
+	closedir(dir);
+	return n;
+}
+
+/* The inodes a packet socket's descriptor must have (psb_afp_stats_open). */
+struct inodes {
+	const unsigned long *ino;
+	int n;
+};
+
+static int
+socket_of(int f, const void *arg)
+{
+	const struct inodes *in = arg;
+	char link[64], path[32];
+	unsigned long fd_ino;
+	ssize_t len;
+	int i;
+
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", f);
+	len = readlink(path, link, sizeof(link) - 1);
+	if (len <= 0)
+		return 0;
+	link[len] = '\0';
+	if (sscanf(link, "socket:[%lu]", &fd_ino) != 1)
+		return 0;
+	for (i = 0; i < in->n; i++)
+		if (in->ino[i] == fd_ino)
+			return 1;
+	return 0;
+}
+
 int
 psb_afp_stats_open(struct psb_afp_stats *s, const char *ifname, char *err, size_t errlen)
 {
-	unsigned long ino[MAX_INODES], fd_ino;
-	char link[64], path[PATH_MAX];
-	struct dirent *d;
-	int ifindex, n, i, fd;
-	ssize_t len;
-	DIR *dir;
+	unsigned long ino[MAX_INODES];
+	struct inodes in = { ino, 0 };
+	int ifindex, n;
 
 	memset(s, 0, sizeof(*s));
 	ifindex = (int)if_nametoindex(ifname);
@@ -60,28 +117,13 @@ psb_afp_stats_open(struct psb_afp_stats *s, const char *ifname, char *err, size_
 	n = bound_inodes(ifindex, ino, MAX_INODES, err, errlen);
 	if (n < 0)
 		return n;
-	dir = opendir("/proc/self/fd");
-	if (dir == NULL) {
-		n = -errno;
+	in.n = n;
+	n = fds_linked("socket:*", socket_of, &in, s->fd, PSB_AFP_MAX_SOCKS);
+	if (n < 0) {
 		snprintf(err, errlen, "/proc/self/fd: %s", strerror(-n));
 		return n;
 	}
-	while ((d = readdir(dir)) != NULL && s->nfd < PSB_AFP_MAX_SOCKS) {
-		fd = atoi(d->d_name);
-		if (d->d_name[0] < '0' || d->d_name[0] > '9' || fd == dirfd(dir))
-			continue;
-		snprintf(path, sizeof(path), "/proc/self/fd/%s", d->d_name);
-		len = readlink(path, link, sizeof(link) - 1);
-		if (len <= 0)
-			continue;
-		link[len] = '\0';
-		if (sscanf(link, "socket:[%lu]", &fd_ino) != 1)
-			continue;
-		for (i = 0; i < n; i++)
-			if (ino[i] == fd_ino)
-				s->fd[s->nfd++] = fd;
-	}
-	closedir(dir);
+	s->nfd = n;
 	if (s->nfd == 0) {
 		snprintf(err, errlen, "interface %s: this process has no packet socket bound to it",
 			ifname);
@@ -116,38 +158,6 @@ psb_afp_stats_clear(struct psb_afp_stats *s)
 	psb_afp_stats_update(s);
 	__atomic_store_n(&s->packets, 0, __ATOMIC_RELAXED);
 	__atomic_store_n(&s->drops, 0, __ATOMIC_RELAXED);
-}
-
-/* This process's descriptors linked to want (a prefix when it ends in '*') that keep takes. */
-static int
-fds_linked(const char *want, int (*keep)(int fd, const void *arg), const void *arg, int *fd,
-		int max)
-{
-	size_t wl = strlen(want);
-	char link[64], path[PATH_MAX];
-	struct dirent *d;
-	int n = 0, f, prefix = wl > 0 && want[wl - 1] == '*';
-	ssize_t len;
-	DIR *dir = opendir("/proc/self/fd");
-
-	if (dir == NULL)
-		return -errno;
-	while ((d = readdir(dir)) != NULL && n < max) {
-		f = atoi(d->d_name);
-		if (d->d_name[0] < '0' || d->d_name[0] > '9' || f == dirfd(dir))
-			continue;
-		snprintf(path, sizeof(path), "/proc/self/fd/%s", d->d_name);
-		len = readlink(path, link, sizeof(link) - 1);
-		if (len <= 0)
-			continue;
-		link[len] = '\0';
-		if (prefix ? strncmp(link, want, wl - 1) != 0 : strcmp(link, want) != 0)
-			continue;
-		if (keep(f, arg))
-			fd[n++] = f;
-	}
-	closedir(dir);
-	return n;
 }
 
 static int
