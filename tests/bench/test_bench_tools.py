@@ -228,10 +228,53 @@ def test_check_docs(tmp):
           "and every docs/*.md")
 
 
+def test_job_summary(tmp):
+    """summarize.py job on a run of job.sh's shapes: 1 server + 2 workers, psb, kernel and
+    ps-lite, one run failed with a wrong sum; and an older run (no systems in its plan)
+    keeps the table it was published with."""
+    import json
+    import summarize
+
+    def worker(gbps, verify=0, retries=1):
+        return json.dumps({"goodput_gbps": gbps, "failed": 0, "verify_errors": verify,
+                           "retries": retries, "state": "done"})
+    files = {"plan.json": json.dumps({"sizes": [65536], "runs": 2, "servers": 1, "workers": 2,
+                                      "port": "af_xdp", "loss": "2", "mtu": 3500,
+                                      "systems": ["psb", "kernel", "pslite"]})}
+    for r, (p, k, q) in enumerate(((4.0, 2.0, 1.0), (6.0, 2.0, 2.0)), 1):
+        for w in (0, 1):
+            files[f"psb-65536-{r}-w{w}.json"] = worker(p)
+            files[f"kernel-65536-{r}-w{w}.json"] = worker(k, verify=1 if r == 2 else 0)
+            files[f"pslite-65536-{r}-w{w}.json"] = worker(q, retries=0)
+    d = run_dir(tmp, "job-new", files)
+    summary, lines, ok = summarize.job(d)
+    row = summary["rows"][0]
+    assert ok and summary["shape"]["workers"] == 2 and summary["shape"]["loss_pct"] == 2.0, summary
+    # the kernel's second run had a wrong sum: one pair psb/kernel, two psb/ps-lite
+    assert row["kernel_failed"] == 1 and row["pairs"] == 1 and row["ratio_median"] == 2.0, row
+    assert row["pslite_pairs"] == 2 and row["pslite_failed"] == 0, row
+    assert abs(row["pslite_ratio_median"] - 3.5) < 1e-9, row
+    assert row["psb_retries"] == 4 and row["kernel_retries"] == 4, row
+    assert lines[0].startswith("1 server(s) + 2 worker(s), psb on af_xdp, MTU 3500, 2 % loss"), lines
+    # per worker: the job's 8 Gbps over 2 workers (the median over the pairs kept)
+    assert "| 65536 | 2 | 4.00 | 2.00 | 1.50 | 2.00 [2.00, 2.00] | 3.50 [" in lines[4], lines[4]
+    assert lines[4].endswith("| 4/4 | 0/1/0 |"), lines[4]
+    old = {}
+    for r in (1, 2):
+        for w in (0, 1):
+            old[f"psb-4096-{r}-w{w}.json"] = worker(3.0)
+            old[f"kernel-4096-{r}-w{w}.json"] = worker(1.5)
+    summary, lines, ok = summarize.job(run_dir(tmp, "job-old", old))
+    assert "shape" not in summary and lines[0].startswith("| len | pairs | psb job Gbps"), lines
+    assert lines[2].startswith("| 4096 | 2 | 6.00 | 3.00 | 2.00 |"), lines[2]
+    print("job summary: several systems, shapes and a failed run; older runs' table kept")
+
+
 def main():
     with tempfile.TemporaryDirectory() as tmp:
         test_rawdata(tmp)
         test_check_docs(tmp)
+        test_job_summary(tmp)
     return 0
 
 
