@@ -263,6 +263,7 @@ static const struct psb_metric store_figs[] = {
 	STC(repairs, "REPAIR messages: a worker's request timed out"),
 	STC(repair_segs, "Answer segments sent again for REPAIR messages"),
 	STC(nacks, "REPAIR_RESP messages: push segments asked for again"),
+	STC(early_nacks, "REPAIR_RESP messages sent unasked: a push's last segment came after gaps"),
 	STC(repair_bad, "REPAIR messages that made no sense"),
 	STC(values_copied, "Pushes added into a copy of the value because answers still read it"),
 	ST("mem", mem, GAUGE, BYTES, NULL, "Memory of the store counted against store.max_bytes"),

@@ -1412,6 +1412,16 @@ handle_push(struct psb_kv *kv, struct kv_entry *e, const struct psb_hdr *h, cons
 		send_error(kv, h, from, PSB_ST_NO_MEM, PSB_BUDGET_NONE, emit, arg);
 		return 0;
 	}
+	/*
+	 * The push's last segment came and some before it did not: a worker sends its segments
+	 * in order on one path, so those were lost. Name them now (REPAIR_RESP, as to a
+	 * REPAIR) rather than after the worker's timeout; a resend that completes the tail
+	 * again names what is still missing.
+	 */
+	if ((uint32_t)h->offset + h->seg_len == h->total_len) {
+		kv->st.early_nacks++;
+		send_nack(kv, h, st, from, emit, arg);
+	}
 	return rc;
 }
 

@@ -218,6 +218,8 @@ struct psb_kv_stats {
 	uint64_t repairs;		/* REPAIR messages (a worker's request timed out) */
 	uint64_t repair_segs;		/* answer segments sent again for them */
 	uint64_t nacks;			/* REPAIR_RESP: push segments asked for again */
+	uint64_t early_nacks;		/* ... of them sent unasked: a push's last segment came
+					 * after gaps */
 	uint64_t repair_bad;		/* REPAIR messages that made no sense */
 	uint64_t values_copied;		/* pushes added into a copy: answers read the value */
 	uint64_t resend_bytes;		/* bytes sent again (answers, segments, REPAIR_RESP), as

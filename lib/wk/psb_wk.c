@@ -20,6 +20,8 @@ struct wk_slot {
 	uint32_t bgen;			/* generation of the batch holding its record (0: none) */
 	int busy;			/* the server said busy: resend after the timeout */
 	int send_repair;		/* timed out: a REPAIR to send */
+	int repaired;			/* lost parts asked for or named before any timeout: its
+					 * round trip is no sample (one try, two exchanges) */
 	/* push segments the server asked for again (REPAIR_RESP): bit i = segment rbase + i */
 	uint8_t *rbits;			/* PSB_REPAIR_MAX_LEN bytes, allocated at the first */
 	uint32_t rbase, rnbits, rcur;	/* rnbits 0: none; rcur: next bit to look at */
@@ -365,6 +367,7 @@ psb_wk_submit(struct psb_wk *wk, struct psb_wk_op *op, uint64_t now_ns)
 	s->bgen = 0;
 	s->busy = 0;
 	s->send_repair = 0;
+	s->repaired = 0;
 	s->rnbits = 0;
 	op->status = 0;
 	op->out_len = 0;
@@ -424,7 +427,7 @@ finish(struct psb_wk *wk, struct wk_slot *s, int status, uint64_t now_ns)
 
 	op->status = status;
 	op->rtt_ns = now_ns - s->first_ns;
-	if (status == 0 && op->retries == 0)
+	if (status == 0 && op->retries == 0 && !s->repaired)
 		rtt_sample(wk, op->rtt_ns);
 	psb_reasm_fini(&s->reasm);
 	s->op = NULL;
@@ -497,6 +500,7 @@ input_nack(struct psb_wk *wk, struct wk_slot *s, const struct psb_hdr *h, const 
 		return;
 	}
 	wk->st.nacks++;
+	s->repaired = 1;
 	if ((rp.flags & PSB_REPAIR_ALL) || rp.nbits != 0)
 		wk->st.losses++;
 	/* the server is there and answered: the next timeout counts from here */
@@ -644,6 +648,21 @@ psb_wk_input(struct psb_wk *wk, const struct psb_hdr *h, const void *payload, ui
 	if (rc == PSB_REASM_DONE) {
 		op->out_len = h->total_len;
 		finish(wk, s, 0, now_ns);
+		return;
+	}
+	/*
+	 * The answer's last segment came and some before it did not: the server sends them in
+	 * order on one path, so those were lost. Ask for them now rather than after the
+	 * timeout (which counts from here again); a resend that brings the tail again asks
+	 * for what is still missing.
+	 */
+	if ((uint32_t)h->offset + h->seg_len == h->total_len && !s->send_repair) {
+		wk->st.early_repairs++;
+		s->repaired = 1;
+		s->sent_ns = now_ns;
+		s->send_repair = 1;
+		if (!s->on_pending && (wk->pend_head != NULL || send_slot(wk, s) < 0))
+			pending_add(wk, s);
 	}
 }
 

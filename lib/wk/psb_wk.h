@@ -83,6 +83,8 @@ struct psb_wk_stats {
 	uint64_t batches_sent;
 	uint64_t bad_batches;		/* BATCH_RESP records cut short */
 	uint64_t repairs;		/* REPAIR sent for a request that timed out */
+	uint64_t early_repairs;		/* ... or at once: its answer's last segment came after
+					 * gaps (counted in repairs too) */
 	uint64_t nacks;			/* REPAIR_RESP: the server said what it lacks */
 	uint64_t repair_segs;		/* push segments sent again because it lacked them */
 	uint64_t resends;		/* requests sent again whole */

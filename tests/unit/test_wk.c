@@ -921,8 +921,9 @@ test_loss(void **state)
 }
 
 /*
- * One segment lost each way: the timeout asks what is missing, and only that segment goes
- * again, the push's to the server and the answer's to the worker.
+ * One segment lost each way. Before the last: the last's arrival tells, and only that
+ * segment goes again at once, the push's to the server (it names it, unasked) and the
+ * answer's to the worker (it asks). The last itself: the timeout asks what is missing.
  */
 static void
 test_repair(void **state)
@@ -932,48 +933,83 @@ test_repair(void **state)
 	struct done_log d = { .n = 0 };
 	struct psb_wk *wk = wk_new(n, &p, 0, 0, 4, 1000, 5, &d);
 	const struct psb_wk_stats *st = psb_wk_stats(wk);
+	const struct psb_kv_stats *kst = psb_kv_stats(n->kv);
 	float a[20], out[20];
 	struct psb_wk_op op;
 	uint64_t t = n->now;
 
 	(void)state;
 	fill(a, 20, 1.0f);
-	/* push: 5 segments, the third lost */
+	/* push: 5 segments, the third lost: named as the fifth arrives, sent again, acked */
 	n->drop_req_at = 3;
 	op_init(&op, PSB_MSG_PUSH, 9, sizeof(a), a, NULL);
 	assert_int_equal(psb_wk_submit(wk, &op, t), 0);
 	net_run(n);
-	assert_int_equal(d.n, 0);
-	psb_wk_poll(wk, t + 1300);
-	assert_int_equal(st->repairs, 1);
-	assert_int_equal(n->log[5].type, PSB_MSG_REPAIR);
-	net_run(n);	/* REPAIR_RESP: segment 2; then the ack */
 	assert_int_equal(d.n, 1);
 	assert_int_equal(op.status, 0);
+	assert_int_equal(op.retries, 0);
+	assert_int_equal(kst->early_nacks, 1);
 	assert_int_equal(st->nacks, 1);
+	assert_int_equal(st->repairs, 0);
 	assert_int_equal(st->repair_segs, 1);
 	assert_int_equal(st->resends, 0);
-	assert_int_equal(n->nlog, 7);
-	assert_int_equal(n->log[6].type, PSB_MSG_PUSH);
-	assert_int_equal(n->log[6].offset, 2 * SEG);
-	assert_int_equal(psb_kv_stats(n->kv)->req[PSB_MSG_PUSH], 1);
+	assert_int_equal(n->nlog, 6);
+	assert_int_equal(n->log[5].type, PSB_MSG_PUSH);
+	assert_int_equal(n->log[5].offset, 2 * SEG);
+	assert_int_equal(kst->req[PSB_MSG_PUSH], 1);
 
-	/* pull: the answer's fourth segment lost */
-	n->drop_resp_at = n->nresp + 4;
-	op_init(&op, PSB_MSG_PULL, 9, sizeof(out), NULL, out);
+	/* push of another key, its last segment lost: nothing tells but the timeout */
+	n->drop_req_at = n->nreq + 5;
+	op_init(&op, PSB_MSG_PUSH, 10, sizeof(a), a, NULL);
 	t += 10000;
 	assert_int_equal(psb_wk_submit(wk, &op, t), 0);
 	net_run(n);
 	assert_int_equal(d.n, 1);
 	psb_wk_poll(wk, t + 1300);
-	assert_int_equal(st->repairs, 2);
-	net_run(n);
+	assert_int_equal(st->repairs, 1);
+	assert_int_equal(n->log[11].type, PSB_MSG_REPAIR);
+	net_run(n);	/* REPAIR_RESP: segment 4; then the ack */
 	assert_int_equal(d.n, 2);
 	assert_int_equal(op.status, 0);
 	assert_int_equal(op.retries, 1);
+	assert_int_equal(st->nacks, 2);
+	assert_int_equal(st->repair_segs, 2);
+	assert_int_equal(n->log[12].type, PSB_MSG_PUSH);
+	assert_int_equal(n->log[12].offset, 4 * SEG);
+	assert_int_equal(kst->early_nacks, 1);
+
+	/* pull: the answer's fourth segment lost: asked for as the fifth arrives */
+	n->drop_resp_at = n->nresp + 4;
+	op_init(&op, PSB_MSG_PULL, 9, sizeof(out), NULL, out);
+	t += 10000;
+	assert_int_equal(psb_wk_submit(wk, &op, t), 0);
+	net_run(n);
+	assert_int_equal(d.n, 3);
+	assert_int_equal(op.status, 0);
+	assert_int_equal(op.retries, 0);
+	assert_int_equal(st->early_repairs, 1);
+	assert_int_equal(st->repairs, 2);
 	check_floats(out, a, 20);
 	assert_int_equal(n->repair_emits, 1);
-	assert_int_equal(psb_kv_stats(n->kv)->repair_segs, 1);
+
+	/* the answer's last segment lost: the timeout asks */
+	memset(out, 0, sizeof(out));
+	n->drop_resp_at = n->nresp + 5;
+	op_init(&op, PSB_MSG_PULL, 9, sizeof(out), NULL, out);
+	t += 10000;
+	assert_int_equal(psb_wk_submit(wk, &op, t), 0);
+	net_run(n);
+	assert_int_equal(d.n, 3);
+	psb_wk_poll(wk, t + 1300);
+	assert_int_equal(st->repairs, 3);
+	net_run(n);
+	assert_int_equal(d.n, 4);
+	assert_int_equal(op.status, 0);
+	assert_int_equal(op.retries, 1);
+	check_floats(out, a, 20);
+	assert_int_equal(n->repair_emits, 2);
+	assert_int_equal(kst->repair_segs, 2);
+	assert_int_equal(st->early_repairs, 1);
 	assert_int_equal(st->resends, 0);
 	psb_wk_free(wk);
 	net_free(n);
