@@ -660,6 +660,7 @@ psb_bench_result(const struct psb_bench *b, uint64_t now_ns, struct psb_bench_re
 	r->rtt = b->rtt;
 	r->stale = b->stale;
 	r->repairs = ws->repairs;
+	r->early_repairs = ws->early_repairs;
 	r->repair_segs = ws->repair_segs;
 	r->resends = ws->resends;
 	r->window_bytes = b->win.cwnd;
@@ -707,9 +708,10 @@ psb_bench_print(const struct psb_bench_result *r, const char *label, FILE *out)
 		(unsigned long long)r->retries, (unsigned long long)r->failed,
 		(unsigned long long)r->verify_errors);
 	if (r->repairs + r->resends != 0)
-		fprintf(out, "%s: loss recovery: %llu repairs (%llu push segments sent again), "
-			"%llu whole resends; window %.1f MiB after %llu cuts\n", l,
-			(unsigned long long)r->repairs, (unsigned long long)r->repair_segs,
+		fprintf(out, "%s: loss recovery: %llu repairs (%llu at once, %llu push segments "
+			"sent again), %llu whole resends; window %.1f MiB after %llu cuts\n", l,
+			(unsigned long long)r->repairs, (unsigned long long)r->early_repairs,
+			(unsigned long long)r->repair_segs,
 			(unsigned long long)r->resends, r->window_bytes / 1048576.0,
 			(unsigned long long)r->window_cuts);
 	if (r->first_error != 0) {
@@ -868,8 +870,9 @@ psb_bench_result_json(const struct psb_bench_result *r, const char *label)
 		"retries", (json_int_t)r->retries, "failed", (json_int_t)r->failed,
 		"verify_errors", (json_int_t)r->verify_errors);
 	if (o != NULL)
-		json_object_set_new(o, "recovery", json_pack("{s:I,s:I,s:I,s:I,s:I}",
-			"repairs", (json_int_t)r->repairs, "repair_segs", (json_int_t)r->repair_segs,
+		json_object_set_new(o, "recovery", json_pack("{s:I,s:I,s:I,s:I,s:I,s:I}",
+			"repairs", (json_int_t)r->repairs, "early_repairs",
+			(json_int_t)r->early_repairs, "repair_segs", (json_int_t)r->repair_segs,
 			"resends", (json_int_t)r->resends, "window_bytes", (json_int_t)r->window_bytes,
 			"window_cuts", (json_int_t)r->window_cuts));
 	return o;

@@ -86,6 +86,8 @@ struct psb_bench_result {
 	uint64_t resends;		/* requests sent again whole */
 	uint64_t window_bytes;		/* the window at the end, value bytes */
 	uint64_t window_cuts;		/* times a loss halved it */
+	uint64_t early_repairs;		/* of the repairs, those sent at once: an answer's last
+					 * segment came after gaps */
 };
 
 struct psb_bench;
