@@ -464,6 +464,7 @@ write_stats(const struct ksrv *s, const char *path)
 	json_object_set_new(store, "repair_segs", json_integer((json_int_t)st->repair_segs));
 	json_object_set_new(store, "nacks", json_integer((json_int_t)st->nacks));
 	json_object_set_new(store, "early_nacks", json_integer((json_int_t)st->early_nacks));
+	json_object_set_new(store, "tail_nacks", json_integer((json_int_t)st->tail_nacks));
 	json_object_set_new(store, "repair_bad", json_integer((json_int_t)st->repair_bad));
 	json_object_set_new(store, "refused", refused);
 	/* what senders' resend budgets let go again, and what they held back */

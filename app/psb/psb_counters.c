@@ -264,6 +264,8 @@ static const struct psb_metric store_figs[] = {
 	STC(repair_segs, "Answer segments sent again for REPAIR messages"),
 	STC(nacks, "REPAIR_RESP messages: push segments asked for again"),
 	STC(early_nacks, "REPAIR_RESP messages sent unasked: a push's last segment came after gaps"),
+	STC(tail_nacks, "REPAIR_RESP messages sent unasked: a push's segments stopped coming with "
+	    "some missing"),
 	STC(repair_bad, "REPAIR messages that made no sense"),
 	STC(values_copied, "Pushes added into a copy of the value because answers still read it"),
 	ST("mem", mem, GAUGE, BYTES, NULL, "Memory of the store counted against store.max_bytes"),

@@ -226,6 +226,7 @@ void
 psb_ksrv_tick(struct psb_ksrv *s, uint64_t now_ns)
 {
 	psb_kv_tick(s->kv, now_ns);
+	psb_kv_probe_tails(s->kv, PSB_KV_TAIL_QUIET_NS, 16, kv_emit, s);
 }
 
 int

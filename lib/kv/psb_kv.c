@@ -92,6 +92,7 @@ struct kv_stage {
 	struct kv_stage *s_prev, *s_next;	/* the stages of one sender */
 	uint64_t key;
 	uint64_t last_ns;
+	uint64_t probed_ns;			/* last_ns when its tail was last named lost */
 	uint64_t reserved;			/* budget it holds */
 	uint64_t got;				/* value bytes arrived */
 	struct kv_peer req;			/* the sender's state on the key, once stored */
@@ -1489,6 +1490,36 @@ psb_kv_tick(struct psb_kv *kv, uint64_t now_ns)
 	while (kv->lru_head != NULL && now_ns - kv->lru_head->last_ns >= kv->cfg.reasm_timeout_ns &&
 	       (int64_t)(now_ns - kv->lru_head->last_ns) >= 0) {
 		stage_discard(kv, kv->lru_head, PSB_KV_DISCARD_TIMEOUT);
+		n++;
+	}
+	return n;
+}
+
+unsigned int
+psb_kv_probe_tails(struct psb_kv *kv, uint64_t quiet_ns, unsigned int max, psb_kv_emit_fn emit,
+		void *arg)
+{
+	struct kv_stage *st, *next;
+	unsigned int n = 0, seen = 0;
+	struct psb_hdr h;
+
+	/* least recently fed first: the first fed within quiet_ns ends the scan */
+	for (st = kv->lru_head; st != NULL && n < max && seen < 4 * max; st = next) {
+		next = st->lru_next;
+		seen++;
+		if ((int64_t)(kv->now_ns - st->last_ns) < (int64_t)quiet_ns)
+			break;
+		if (st->probed_ns == st->last_ns)
+			continue;
+		st->probed_ns = st->last_ns;
+		memset(&h, 0, sizeof(h));
+		h.sender = st->sender;
+		h.req_id = st->req.req_id;
+		h.flags = st->req.flags;
+		h.key = st->key;
+		h.round = st->req.round;
+		kv->st.tail_nacks++;
+		send_nack(kv, &h, st, &kv->addrs[st->sender], emit, arg);
 		n++;
 	}
 	return n;

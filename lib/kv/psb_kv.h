@@ -220,6 +220,8 @@ struct psb_kv_stats {
 	uint64_t nacks;			/* REPAIR_RESP: push segments asked for again */
 	uint64_t early_nacks;		/* ... of them sent unasked: a push's last segment came
 					 * after gaps */
+	uint64_t tail_nacks;		/* ... or its segments stopped coming with some missing
+					 * (psb_kv_probe_tails) */
 	uint64_t repair_bad;		/* REPAIR messages that made no sense */
 	uint64_t values_copied;		/* pushes added into a copy: answers read the value */
 	uint64_t resend_bytes;		/* bytes sent again (answers, segments, REPAIR_RESP), as
@@ -296,6 +298,17 @@ int psb_kv_handle_batch(struct psb_kv *kv, const struct psb_hdr *h, const uint8_
  * buckets refill by it.
  */
 unsigned int psb_kv_tick(struct psb_kv *kv, uint64_t now_ns);
+
+/*
+ * Staged pushes that no segment fed for quiet_ns (by the clock of psb_kv_tick) while some
+ * are missing lost their tail, the way a ring that overflows loses the end of a burst:
+ * each sender is told what is missing (REPAIR_RESP, unasked; tail_nacks), once per quiet
+ * spell, so that it sends those again before its own timeout. At most max a call (a scan
+ * of 4 * max stages at most). Returns how many were told.
+ */
+#define PSB_KV_TAIL_QUIET_NS	(2ull * 1000 * 1000)
+unsigned int psb_kv_probe_tails(struct psb_kv *kv, uint64_t quiet_ns, unsigned int max,
+		psb_kv_emit_fn emit, void *arg);
 
 /* The resends one sender was refused for want of budget. */
 struct psb_kv_resend_peer {

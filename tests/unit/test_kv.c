@@ -389,6 +389,59 @@ nack_bits(const struct tf_cap_msg *m, uint32_t *base, uint32_t *nbits, uint8_t *
 	return v;
 }
 
+/* A push whose tail was lost: named to its sender once its segments stop coming. */
+static void
+test_tail_probe(void **state)
+{
+	struct psb_kv *kv = kv_new(1, 0, 0, 0);
+	const struct psb_kv_stats *st = psb_kv_stats(kv);
+	struct tf_cap c = { .n = 0 };
+	uint64_t q = PSB_KV_TAIL_QUIET_NS;
+	uint32_t base, nbits, i;
+	uint8_t flags;
+	float v[20];
+
+	(void)state;
+	for (i = 0; i < 20; i++)
+		v[i] = (float)i;
+	psb_kv_tick(kv, 1000);
+	send_seg(kv, &c, PSB_MSG_PUSH, 0, 1, 0, 7, v, sizeof(v), 0);
+	send_seg(kv, &c, PSB_MSG_PUSH, 0, 1, 0, 7, v, sizeof(v), 1);
+	send_seg(kv, &c, PSB_MSG_PUSH, 0, 1, 0, 7, v, sizeof(v), 2);
+	/* not yet quiet long enough: nothing */
+	psb_kv_tick(kv, 1000 + q - 1);
+	assert_int_equal(psb_kv_probe_tails(kv, q, 16, tf_cap_emit, &c), 0);
+	assert_int_equal(c.n, 0);
+	/* quiet: 3 and 4 named, once */
+	psb_kv_tick(kv, 1000 + q);
+	assert_int_equal(psb_kv_probe_tails(kv, q, 16, tf_cap_emit, &c), 1);
+	assert_int_equal(c.n, 1);
+	assert_int_equal(nack_bits(&c.m[0], &base, &nbits, &flags), 0x3);
+	assert_int_equal(base, 3);
+	assert_int_equal(nbits, 2);
+	assert_int_equal(c.m[0].h.req_id, 1);
+	assert_true(c.m[0].h.key == 7);
+	assert_int_equal(st->tail_nacks, 1);
+	psb_kv_tick(kv, 1000 + 3 * q);
+	assert_int_equal(psb_kv_probe_tails(kv, q, 16, tf_cap_emit, &c), 0);
+	/* segment 3 comes, then nothing: 4 named after another quiet spell */
+	send_seg(kv, &c, PSB_MSG_PUSH, 0, 1, 0, 7, v, sizeof(v), 3);
+	psb_kv_tick(kv, 1000 + 4 * q);
+	assert_int_equal(psb_kv_probe_tails(kv, q, 16, tf_cap_emit, &c), 1);
+	assert_int_equal(nack_bits(&c.m[1], &base, &nbits, &flags), 0x1);
+	assert_int_equal(base, 4);
+	/* the last: stored, acked, nothing left to probe */
+	send_seg(kv, &c, PSB_MSG_PUSH, 0, 1, 0, 7, v, sizeof(v), 4);
+	check_resp(&c.m[2], PSB_MSG_PUSH_ACK, 0, 1, 7, 1);
+	check_stored(kv, 7, v, 20, 1);
+	psb_kv_tick(kv, 1000 + 6 * q);
+	assert_int_equal(psb_kv_probe_tails(kv, q, 16, tf_cap_emit, &c), 0);
+	assert_int_equal(st->tail_nacks, 2);
+	assert_int_equal(st->early_nacks, 0);
+	tf_cap_clear(&c);
+	psb_kv_free(kv);
+}
+
 static void
 test_repair(void **state)
 {
@@ -2712,6 +2765,7 @@ main(void)
 		cmocka_unit_test(test_multiseg),
 		cmocka_unit_test(test_retry),
 		cmocka_unit_test(test_repair),
+		cmocka_unit_test(test_tail_probe),
 		cmocka_unit_test(test_copy_on_write),
 		cmocka_unit_test(test_req_id_wrap),
 		cmocka_unit_test(test_sync_rounds),

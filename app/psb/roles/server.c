@@ -288,6 +288,7 @@ server_poll(struct psb_role_inst *ri)
 	/* the clock of reassembly: with every burst, and now and then when idle */
 	if (n != 0 || ++sp->polls % TICK_IDLE_PASSES == 0) {
 		psb_kv_tick(sp->kv, psb_now_ns(ri->app));
+		psb_kv_probe_tails(sp->kv, PSB_KV_TAIL_QUIET_NS, 16, server_emit, ri);
 		if (unlikely(sp->ngrave != 0))
 			graveyard_sweep(sp, 0);
 		resend_note(ri, sp);
