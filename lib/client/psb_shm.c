@@ -447,10 +447,20 @@ tx_commit(struct psb_shm *s, uint16_t slot, uint32_t len)
 void
 psb_shm_flush(struct psb_shm *s)
 {
+	uint64_t one = 1;
+
 	if (s->c2s_pub == s->c2s_head)
 		return;
 	__atomic_store_n(ring_head(&s->c2s), s->c2s_head, __ATOMIC_RELEASE);
 	s->c2s_pub = s->c2s_head;
+	/*
+	 * A server that sleeps clears the ring's MASK_INT first, then looks at head once more
+	 * (psb-ksrv does; DPDK's polls with the flag set): the head moved before the flags are
+	 * read, so one of the two sees the other.
+	 */
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	if (!(__atomic_load_n(ring_flags(&s->c2s), __ATOMIC_RELAXED) & PSB_MEMIF_RING_MASK_INT))
+		(void)!write(s->efd[0], &one, sizeof(one));
 }
 
 int
