@@ -48,6 +48,8 @@ struct opts {
 	int quiet;
 	struct psb_kv_budget budget;	/* as given (0: derive) */
 	uint64_t reasm_timeout_ns;
+	int shm_clients;		/* --shm-clients (-1: default) */
+	uint64_t shm_max_region;
 };
 
 struct ksrv {
@@ -65,6 +67,7 @@ struct ksrv {
 };
 
 static volatile sig_atomic_t g_quit;
+static const struct psb_ksrv *g_srv;	/* its slots' files removed at any exit */
 
 static void
 usage(FILE *out)
@@ -99,6 +102,11 @@ usage(FILE *out)
 "                        counted, not written)\n"
 "  --ready-file FILE     write \"PORT SCHEDPORT\" once the sockets are bound\n"
 "  --duration SECONDS    exit after this long\n"
+"  --shm-clients N       memif slots for clients on this host (default 4; 0 with\n"
+"                        --scheduler-only; at most %u): the socket of --ip and the\n"
+"                        port bound in the directory of psb's, under its lock file;\n"
+"                        the client library takes them on its own (transport auto)\n"
+"  --shm-max-region SIZE a slot client's shared memory at most (default 256 MiB)\n"
 "  --busy-poll-us N      spin this long before sleeping in poll() (default 50)\n"
 "  --sockbuf BYTES       socket buffer size (default 16 MiB)\n"
 "  --store-max-bytes SIZE, --store-max-keys N, --reasm-bytes SIZE,\n"
@@ -109,7 +117,7 @@ usage(FILE *out)
 "  -q, --quiet           only the exit summary and errors\n"
 "  (env PSB_KV_DUMP=1: also print every key's round and request state at exit)\n"
 "  --version             psb-ksrv's version and the git revision it was built from\n"
-"  -h, --help\n", PSB_UDP_PORT, PSB_SCHED_PORT);
+"  -h, --help\n", PSB_UDP_PORT, PSB_SCHED_PORT, PSB_SHM_MAX_SLOTS);
 }
 
 enum {
@@ -117,7 +125,7 @@ enum {
 	OPT_SCHED_PORT, OPT_STATS_FILE, OPT_READY_FILE, OPT_DURATION, OPT_BUSY_POLL, OPT_SOCKBUF,
 	OPT_STORE_BYTES, OPT_STORE_KEYS, OPT_REASM_BYTES, OPT_REASM_SENDER, OPT_REASM_TIMEOUT,
 	OPT_SCHED, OPT_RESEND_BURST, OPT_RESEND_RATE, OPT_NUM_SERVERS, OPT_SCHED_ONLY,
-	OPT_ROUNDS_FILE, OPT_ROUNDS_MAX,
+	OPT_ROUNDS_FILE, OPT_ROUNDS_MAX, OPT_SHM_CLIENTS, OPT_SHM_MAX_REGION,
 };
 
 static const struct option long_opts[] = {
@@ -138,6 +146,8 @@ static const struct option long_opts[] = {
 	{ "ready-file", required_argument, NULL, OPT_READY_FILE },
 	{ "duration", required_argument, NULL, OPT_DURATION },
 	{ "busy-poll-us", required_argument, NULL, OPT_BUSY_POLL },
+	{ "shm-clients", required_argument, NULL, OPT_SHM_CLIENTS },
+	{ "shm-max-region", required_argument, NULL, OPT_SHM_MAX_REGION },
 	{ "sockbuf", required_argument, NULL, OPT_SOCKBUF },
 	{ "store-max-bytes", required_argument, NULL, OPT_STORE_BYTES },
 	{ "store-max-keys", required_argument, NULL, OPT_STORE_KEYS },
@@ -167,6 +177,7 @@ parse_args(struct opts *o, int argc, char **argv)
 	o->busy_poll_ns = 50000;
 	o->sockbuf = 16u << 20;
 	o->rounds_max = 1000000;
+	o->shm_clients = -1;
 	while ((c = psb_cli_getopt(argc, argv, "qh", long_opts, NULL)) != -1) {
 		switch (c) {
 		case OPT_IP: o->ip = psb_cli_ip("--ip", optarg); break;
@@ -207,6 +218,16 @@ parse_args(struct opts *o, int argc, char **argv)
 		case OPT_DURATION: o->duration_ns = psb_cli_seconds_ns("--duration", optarg); break;
 		case OPT_BUSY_POLL:
 			o->busy_poll_ns = psb_cli_u64("--busy-poll-us", optarg, 0, 60000000) * 1000;
+			break;
+		case OPT_SHM_CLIENTS:
+			o->shm_clients = (int)psb_cli_u64("--shm-clients", optarg, 0,
+				PSB_SHM_MAX_SLOTS);
+			break;
+		case OPT_SHM_MAX_REGION:
+			o->shm_max_region = psb_cli_size("--shm-max-region", optarg);
+			if (o->shm_max_region < (1u << 20))
+				psb_die("--shm-max-region: 1 MiB at least (a client's rings and "
+					"buffers)");
 			break;
 		case OPT_SOCKBUF:
 			o->sockbuf = (uint32_t)psb_cli_u64("--sockbuf", optarg, 4096, INT32_MAX);
@@ -252,6 +273,8 @@ parse_args(struct opts *o, int argc, char **argv)
 			"--scheduler-port");
 	if (o->num_servers == 0)
 		o->num_servers = 1;
+	if (o->shm_clients < 0)
+		o->shm_clients = o->sched_only ? 0 : 4;
 	if (o->rounds_file != NULL && (!o->sync || o->sched_only))
 		psb_die("--rounds-file: rounds are a synchronous store's (give --sync, and serve "
 			"keys)");
@@ -262,6 +285,13 @@ on_signal(int sig)
 {
 	(void)sig;
 	g_quit = 1;
+}
+
+/* psb_die and other exits after the slots are up: their socket and lock file go too. */
+static void
+shm_files_remove(void)
+{
+	psb_ksrv_shm_unlink(g_srv);
 }
 
 static void
@@ -419,6 +449,16 @@ print_summary(const struct ksrv *s, FILE *out)
 			(unsigned long long)s->rounds_unrecorded);
 	if (getenv("PSB_KV_DUMP") != NULL)
 		psb_kv_dump(s->kv, out);
+	if (psb_ksrv_shm_stats(s->srv) != NULL) {
+		const struct psb_shm_srv_stats *sh = psb_ksrv_shm_stats(s->srv);
+		const struct psb_shm_srv_counter *sc;
+
+		fprintf(out, "shared memory (%u slots):", s->o.shm_clients);
+		for (sc = psb_shm_srv_counters; sc->name != NULL; sc++)
+			fprintf(out, " %s %llu", sc->name,
+				(unsigned long long)psb_shm_srv_counter(sh, sc));
+		fprintf(out, "\n");
+	}
 	if (s->sched != NULL) {
 		const struct psb_sched_stats *ss = psb_sched_stats(s->sched);
 
@@ -487,6 +527,17 @@ write_stats(const struct ksrv *s, const char *path)
 		"ignored", bad, "store", store);
 	if (root == NULL)
 		return -ENOMEM;
+	if (psb_ksrv_shm_stats(s->srv) != NULL) {
+		const struct psb_shm_srv_stats *sh = psb_ksrv_shm_stats(s->srv);
+		const struct psb_shm_srv_counter *sc;
+		json_t *shm = json_pack("{s:i,s:s}", "slots", s->o.shm_clients,
+			"socket", psb_ksrv_shm_path(s->srv));
+
+		for (sc = psb_shm_srv_counters; sc->name != NULL; sc++)
+			json_object_set_new(shm, sc->name,
+				json_integer((json_int_t)psb_shm_srv_counter(sh, sc)));
+		json_object_set_new(root, "shm", shm);
+	}
 	if (s->rounds != NULL)
 		json_object_set_new(root, "rounds_file", json_pack("{s:I,s:I}",
 			"recorded", (json_int_t)s->rounds_recorded,
@@ -514,7 +565,8 @@ main(int argc, char **argv)
 	struct psb_ksrv_cfg kc;
 	const struct psb_kv_budget *b;
 	struct sigaction sa;
-	struct pollfd pfd[2];
+	struct pollfd pfd[2 + 1 + 2 * PSB_SHM_MAX_SLOTS + PSB_SHM_SRV_PENDING];
+	unsigned int npfd;
 	uint64_t start, now, idle_since, fin_ns = 0;
 	uint16_t sched_port = 0;
 	char ipbuf[16], err[256];
@@ -544,6 +596,8 @@ main(int argc, char **argv)
 	kc.max_value = s->o.max_value;
 	kc.budget = s->o.budget;
 	kc.reasm_timeout_ns = s->o.reasm_timeout_ns;
+	kc.shm_slots = (uint32_t)s->o.shm_clients;
+	kc.shm_max_region = s->o.shm_max_region;
 	if (s->o.rounds_file != NULL) {
 		rounds_open(s);
 		kc.round_closed = round_closed;
@@ -553,6 +607,8 @@ main(int argc, char **argv)
 	s->srv = psb_ksrv_open(&kc, err, sizeof(err));
 	if (s->srv == NULL)
 		psb_die("%s", err);
+	g_srv = s->srv;
+	atexit(shm_files_remove);
 	s->kv = psb_ksrv_kv(s->srv);
 	s->cnt = psb_ksrv_counters(s->srv);
 	b = psb_ksrv_budget(s->srv);
@@ -608,12 +664,21 @@ main(int argc, char **argv)
 		if (s->rounds != NULL)
 			printf("psb-ksrv: rounds to %s at exit, %llu at most\n", s->o.rounds_file,
 			       (unsigned long long)s->o.rounds_max);
+		if (psb_ksrv_shm_stats(s->srv) != NULL)
+			printf("psb-ksrv: shared-memory clients: %u slots at %s, %llu B of memory "
+			       "each at most\n", s->o.shm_clients, psb_ksrv_shm_path(s->srv),
+			       (unsigned long long)(s->o.shm_max_region != 0 ? s->o.shm_max_region :
+			       PSB_SHM_SRV_MAX_REGION));
 		fflush(stdout);
 	}
 
+	if (s->o.shm_clients != 0 && psb_ksrv_shm_stats(s->srv) == NULL)
+		fprintf(stderr, "psb-ksrv: shared-memory clients: none: %s; clients on this host "
+			"use UDP\n", psb_ksrv_shm_why(s->srv));
+
 	pfd[0].fd = psb_ksrv_fd(s->srv);
 	pfd[0].events = POLLIN;
-	pfd[1].fd = s->sfd;
+	pfd[1].fd = s->sfd;		/* -1: poll() passes it over */
 	pfd[1].events = POLLIN;
 	start = idle_since = psb_clock_ns();
 	while (!g_quit) {
@@ -648,7 +713,14 @@ main(int argc, char **argv)
 		/* Spin a little after traffic, when the next request is likely close. */
 		if (now - idle_since < s->o.busy_poll_ns)
 			continue;
-		poll(pfd, s->sfd >= 0 ? 2 : 1, IDLE_POLL_MS);
+		/* the slots' clients signal as they send while this sleeps */
+		if (psb_ksrv_arm(s->srv)) {
+			psb_ksrv_disarm(s->srv);
+			continue;
+		}
+		npfd = 2 + psb_ksrv_sleep_fds(s->srv, pfd + 2, (unsigned int)(sizeof(pfd) / sizeof(pfd[0])) - 2);
+		poll(pfd, npfd, IDLE_POLL_MS);
+		psb_ksrv_disarm(s->srv);
 	}
 
 	print_summary(s, stdout);
@@ -662,6 +734,7 @@ main(int argc, char **argv)
 	if (s->sfd >= 0)
 		close(s->sfd);
 	psb_sched_free(s->sched);
+	g_srv = NULL;
 	psb_ksrv_close(s->srv);
 	psb_udp_io_free(&s->sio);
 	return exit_code;

@@ -14,10 +14,13 @@
 #include "psb_clock.h"
 #include "psb_ksrv.h"
 #include "psb_sched.h"
+#include "psb_shm.h"
 #include "psb_udp.h"
 
 #define TX_WAIT_MS	10	/* a full socket gets this long to drain before datagrams drop */
 #define REG_RETRY_MS	200	/* REGISTER again after this long without an answer */
+#define SHM_BURST	256	/* frames from the slots in a turn, as many as one UDP batch's */
+#define SHM_CTL_NS	1000000ull	/* the slots' control sockets looked at this often */
 
 struct psb_ksrv {
 	struct psb_ksrv_cfg cfg;
@@ -30,6 +33,10 @@ struct psb_ksrv {
 	struct psb_kv_budget budget;
 	struct psb_udp_io io;
 	struct psb_ksrv_counters cnt;
+	struct psb_shm_srv *shm;	/* the slots (NULL: none) */
+	uint64_t shm_ctl_ns;		/* their control sockets looked at next */
+	char shm_path[128];
+	char shm_why[256];
 };
 
 static void
@@ -68,6 +75,8 @@ tx_flush(struct psb_ksrv *s)
 	struct psb_udp_io *io = &s->io;
 	int n, waited = 0;
 
+	if (s->shm != NULL)
+		psb_shm_srv_flush(s->shm);
 	while (io->txhead < io->ntx) {
 		n = sendmmsg(s->fd, &io->txm[io->txhead], io->ntx - io->txhead, 0);
 		if (n > 0) {
@@ -97,6 +106,17 @@ queue_msg(struct psb_ksrv *s, const struct psb_addr *to, const struct psb_hdr *h
 {
 	struct sockaddr_in sa;
 
+	/* a slot's client: the slot it sent from, as its request came */
+	if (s->shm != NULL && psb_shm_srv_slot_of(s->shm, to->ip) >= 0) {
+		if (psb_shm_srv_send(s->shm, to, h, payload) == 0) {
+			s->cnt.tx_datagrams++;
+			s->cnt.tx_bytes += PSB_HDR_LEN + h->seg_len;
+		} else {
+			/* a full ring, or the client left: it asks again, as after a loss */
+			s->cnt.tx_dropped++;
+		}
+		return;
+	}
 	if (s->io.ntx == PSB_UDP_BATCH)
 		tx_flush(s);
 	psb_udp_sa(&sa, to->ip, to->port);
@@ -189,37 +209,57 @@ rx_finalize(struct psb_ksrv *s, const struct psb_addr *from)
 	s->ended = 1;
 }
 
+/* One datagram from a client, by UDP or a slot: a request, a BATCH or FINALIZE. */
+static void
+rx_one(struct psb_ksrv *s, const uint8_t *buf, size_t len, int truncated,
+		const struct psb_addr *from)
+{
+	struct psb_hdr h;
+
+	if (psb_ksrv_check(s, buf, len, truncated, &h) != 0)
+		return;
+	if (h.type == PSB_MSG_BATCH && h.version == PSB_VERSION) {
+		rx_batch(s, &h, buf + PSB_HDR_LEN, from);
+		return;
+	}
+	if (h.type == PSB_MSG_FINALIZE && s->cfg.reg_ip != 0 && from->ip == s->cfg.reg_ip &&
+	    from->port == s->cfg.reg_port) {
+		rx_finalize(s, from);
+		return;
+	}
+	if (psb_kv_handle(s->kv, &h, buf + PSB_HDR_LEN, from, kv_emit, s) != 0)
+		s->cnt.not_request++;
+}
+
+static void
+shm_rx(void *arg, const struct psb_addr *from, const uint8_t *dgram, size_t len)
+{
+	rx_one(arg, dgram, len, 0, from);
+}
+
 int
 psb_ksrv_rx(struct psb_ksrv *s)
 {
 	struct psb_addr from;
-	struct psb_hdr h;
-	int n, i;
+	int n, i, m = 0;
 
 	n = psb_udp_recv(&s->io, s->fd);
-	if (n <= 0)
-		return 0;
 	for (i = 0; i < n; i++) {
-		const uint8_t *buf = psb_udp_rx_data(&s->io, i);
-
-		if (psb_ksrv_check(s, buf, s->io.rxm[i].msg_len, psb_udp_rx_truncated(&s->io, i),
-				&h) != 0)
-			continue;
 		sa_to_addr(&s->io.rxa[i], &from);
-		if (h.type == PSB_MSG_BATCH && h.version == PSB_VERSION) {
-			rx_batch(s, &h, buf + PSB_HDR_LEN, &from);
-			continue;
-		}
-		if (h.type == PSB_MSG_FINALIZE && s->cfg.reg_ip != 0 && from.ip == s->cfg.reg_ip &&
-		    from.port == s->cfg.reg_port) {
-			rx_finalize(s, &from);
-			continue;
-		}
-		if (psb_kv_handle(s->kv, &h, buf + PSB_HDR_LEN, &from, kv_emit, s) != 0)
+		/* a slot's address is answered on the slot: not one that came by UDP */
+		if (s->shm != NULL && psb_shm_srv_slot_of(s->shm, from.ip) >= 0) {
 			s->cnt.not_request++;
+			continue;
+		}
+		rx_one(s, psb_udp_rx_data(&s->io, i), s->io.rxm[i].msg_len,
+			psb_udp_rx_truncated(&s->io, i), &from);
 	}
+	if (s->shm != NULL)
+		m = (int)psb_shm_srv_rx(s->shm, SHM_BURST, shm_rx, s);
+	if (n <= 0 && m == 0)
+		return 0;
 	tx_flush(s);
-	return n;
+	return (n > 0 ? n : 0) + m;
 }
 
 void
@@ -227,6 +267,10 @@ psb_ksrv_tick(struct psb_ksrv *s, uint64_t now_ns)
 {
 	psb_kv_tick(s->kv, now_ns);
 	psb_kv_probe_tails(s->kv, PSB_KV_TAIL_QUIET_NS, 16, kv_emit, s);
+	if (s->shm != NULL && now_ns >= s->shm_ctl_ns) {
+		psb_shm_srv_ctl(s->shm, now_ns);
+		s->shm_ctl_ns = now_ns + SHM_CTL_NS;
+	}
 }
 
 int
@@ -292,6 +336,28 @@ register_server(struct psb_ksrv *s, char *err, size_t errlen)
 	return -1;
 }
 
+/* The slots, at the socket of the address and port bound; without them, UDP alone. */
+static void
+shm_open(struct psb_ksrv *s)
+{
+	struct psb_shm_srv_cfg sc;
+	int rc;
+
+	rc = psb_shm_sock_path(s->cfg.ip, s->port, s->shm_path, sizeof(s->shm_path));
+	if (rc != 0) {
+		set_err(s->shm_why, sizeof(s->shm_why), "the socket's path is too long (PSB_SHM_DIR)");
+		return;
+	}
+	memset(&sc, 0, sizeof(sc));
+	sc.path = s->shm_path;
+	sc.slots = s->cfg.shm_slots;
+	sc.max_region = s->cfg.shm_max_region;
+	sc.ip = s->cfg.ip;
+	sc.port = s->port;
+	if (psb_shm_srv_open(&sc, &s->shm, s->shm_why, sizeof(s->shm_why)) != 0)
+		s->shm = NULL;
+}
+
 struct psb_ksrv *
 psb_ksrv_open(const struct psb_ksrv_cfg *cfg, char *err, size_t errlen)
 {
@@ -343,6 +409,8 @@ psb_ksrv_open(const struct psb_ksrv_cfg *cfg, char *err, size_t errlen)
 		set_err(err, errlen, "out of memory (a store for %u workers)", s->num_workers);
 		goto fail;
 	}
+	if (cfg->shm_slots != 0)
+		shm_open(s);
 	return s;
 fail:
 	psb_ksrv_close(s);
@@ -354,6 +422,7 @@ psb_ksrv_close(struct psb_ksrv *s)
 {
 	if (s == NULL)
 		return;
+	psb_shm_srv_close(s->shm);
 	if (s->fd >= 0)
 		close(s->fd);
 	psb_kv_free(s->kv);
@@ -419,4 +488,50 @@ struct psb_ksrv_counters *
 psb_ksrv_counters(struct psb_ksrv *s)
 {
 	return &s->cnt;
+}
+
+const struct psb_shm_srv_stats *
+psb_ksrv_shm_stats(const struct psb_ksrv *s)
+{
+	return s->shm != NULL ? psb_shm_srv_stats(s->shm) : NULL;
+}
+
+const char *
+psb_ksrv_shm_path(const struct psb_ksrv *s)
+{
+	return s->shm_path;
+}
+
+const char *
+psb_ksrv_shm_why(const struct psb_ksrv *s)
+{
+	return s->shm_why;
+}
+
+void
+psb_ksrv_shm_unlink(const struct psb_ksrv *s)
+{
+	if (s != NULL)
+		psb_shm_srv_unlink(s->shm);
+}
+
+unsigned int
+psb_ksrv_sleep_fds(const struct psb_ksrv *s, struct pollfd *pfd, unsigned int max)
+{
+	return s->shm != NULL ? psb_shm_srv_fds(s->shm, pfd, max) : 0;
+}
+
+int
+psb_ksrv_arm(struct psb_ksrv *s)
+{
+	return s->shm != NULL ? psb_shm_srv_arm(s->shm) : 0;
+}
+
+void
+psb_ksrv_disarm(struct psb_ksrv *s)
+{
+	if (s->shm == NULL)
+		return;
+	psb_shm_srv_disarm(s->shm);
+	s->shm_ctl_ns = 0;	/* what woke the sleep may be a control socket's */
 }

@@ -12,6 +12,7 @@
 
 #include "psb_kv.h"
 #include "psb_proto.h"
+#include "psb_shm_srv.h"
 
 struct psb_ksrv_cfg {
 	uint32_t ip;			/* address to bind (0: any) */
@@ -39,6 +40,13 @@ struct psb_ksrv_cfg {
 	void (*round_closed)(void *arg, const struct psb_kv_round *r);
 	void *round_arg;
 	uint64_t (*clock_ns)(void);
+	/*
+	 * Memif slots for clients on this host (psb_shm_srv.h; 0: none), at
+	 * psb_shm_sock_path(ip, the port bound). A server that cannot offer them (another
+	 * holds the socket's lock) serves UDP alone: psb_ksrv_shm_why says why.
+	 */
+	uint32_t shm_slots;
+	uint64_t shm_max_region;	/* a client's region at most (0: PSB_SHM_SRV_MAX_REGION) */
 };
 
 /* What the socket saw and sent. */
@@ -68,12 +76,16 @@ struct psb_ksrv *psb_ksrv_open(const struct psb_ksrv_cfg *cfg, char *err, size_t
 void psb_ksrv_close(struct psb_ksrv *s);
 
 /*
- * Read one batch from the socket and handle it: requests, and the scheduler's FINALIZE
- * (the job is over: psb_ksrv_ended). Answers are sent before it returns. The datagrams
- * read (0: none waiting).
+ * Read one batch from the socket and one from the shared-memory slots, and handle them:
+ * requests, and the scheduler's FINALIZE (the job is over: psb_ksrv_ended). Answers go
+ * back where their request came from (a slot's client by its address, 169.254.77.x) and
+ * are sent before it returns. The datagrams read (0: none waiting).
  */
 int psb_ksrv_rx(struct psb_ksrv *s);
-/* The store's clock: staged pushes time out, resend buckets refill. */
+/*
+ * The store's clock: staged pushes time out, resend buckets refill; the slots' control
+ * sockets are looked at every millisecond (connections, clients gone).
+ */
 void psb_ksrv_tick(struct psb_ksrv *s, uint64_t now_ns);
 /* Handler mode: answer r (psb_kv_respond), sent at once. */
 int psb_ksrv_respond(struct psb_ksrv *s, const struct psb_kv_req *r, const void *value,
@@ -95,5 +107,20 @@ uint16_t psb_ksrv_num_workers(const struct psb_ksrv *s);
 const struct psb_kv_budget *psb_ksrv_budget(const struct psb_ksrv *s);
 struct psb_kv *psb_ksrv_kv(struct psb_ksrv *s);
 struct psb_ksrv_counters *psb_ksrv_counters(struct psb_ksrv *s);
+
+/* The slots (NULL: none), their socket, and why there are none when some were asked for. */
+const struct psb_shm_srv_stats *psb_ksrv_shm_stats(const struct psb_ksrv *s);
+const char *psb_ksrv_shm_path(const struct psb_ksrv *s);
+const char *psb_ksrv_shm_why(const struct psb_ksrv *s);
+/* Remove the slots' socket and lock file (at exit, before psb_ksrv_close is reached). */
+void psb_ksrv_shm_unlink(const struct psb_ksrv *s);
+/*
+ * Sleeping: psb_ksrv_sleep_fds fills up to max pollfds besides the data socket (the
+ * slots' sockets and eventfds); psb_ksrv_arm asks the slots' clients to signal as they
+ * send (1: requests wait already, do not sleep), psb_ksrv_disarm after the sleep.
+ */
+unsigned int psb_ksrv_sleep_fds(const struct psb_ksrv *s, struct pollfd *pfd, unsigned int max);
+int psb_ksrv_arm(struct psb_ksrv *s);
+void psb_ksrv_disarm(struct psb_ksrv *s);
 
 #endif /* PSB_KSRV_H */
