@@ -84,6 +84,10 @@ class Hook:
     def send(self, bucket):
         raise NotImplementedError
 
+    def transports(self):
+        """How this trainer reaches each server ("shm", "udp"), or None: not psb's."""
+        return None
+
     def close(self):
         pass
 
@@ -213,6 +217,10 @@ class PsbHook(Hook):
                 fut.set_result(buf)
             except Exception as e:
                 self._fail(fut, e)
+
+    def transports(self):
+        # chosen as the session opened: shared memory to a psb-ksrv on this host with slots
+        return self.worker.transports
 
     def close(self):
         self.starts.put(None)

@@ -271,6 +271,7 @@ def _run_trainer(spec, t, data, infos, epochs):
     try:
         tr = regs["trainer"].create(spec["trainer"], t, ctx, hook)
         tr.train(model, data, epochs, spec["batch_size"], spec["batches"])
+        transports = hook.transports()
     finally:
         hook.close()
     with torch.no_grad():
@@ -278,7 +279,8 @@ def _run_trainer(spec, t, data, infos, epochs):
     # the trained parameters, to compare runs: the same seed and data give the same model
     # whichever way the gradients were averaged, up to float rounding
     return {"samples": rec.take(), "params": {"sum": float(flat.sum()),
-                                              "norm": float(flat.norm())}}
+                                              "norm": float(flat.norm())},
+            "transports": transports}
 
 
 # what the master calls on the other ranks (by name: RPC pickles functions by reference)
@@ -357,7 +359,12 @@ def report(spec, trained, server_samples):
             text.append(metrics.table("%s %d (rank %d)" % (role, role_of(spec, r)[1], r), summ))
             doc["ranks"].append({"rank": r, "role": role, "metrics": summ})
             if role == "trainer":
-                doc["ranks"][-1]["params"] = trained[r - 1 - spec["nserver"]]["params"]
+                t = trained[r - 1 - spec["nserver"]]
+                doc["ranks"][-1]["params"] = t["params"]
+                if t.get("transports") is not None:
+                    doc["ranks"][-1]["transports"] = t["transports"]
+                    say(spec, "trainer %d: psb's servers over %s" %
+                        (role_of(spec, r)[1], ", ".join(t["transports"])))
         if mine:
             summ = metrics.summarize([x for _, s in mine for x in s])
             text.append(metrics.table("all %ss" % role, summ))
