@@ -45,7 +45,13 @@ class Server:
         raise RuntimeError("psb-ksrv did not start")
 
     def stop(self):
-        self.proc.kill()
+        # SIGTERM: psb-ksrv removes its shared-memory socket and lock file as it exits
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
         self.proc.wait()
         for f in os.listdir(self.dir):
             os.unlink(os.path.join(self.dir, f))
