@@ -421,6 +421,9 @@ shm_prepare(struct psb_app *app, const char *mdir, const struct psb_port_spec *p
 		rc = psb_host_dir("shm", dir, sizeof(dir));
 	else
 		rc = mkdir(getenv("PSB_SHM_DIR"), 0700) != 0 && errno != EEXIST ? -errno : 0;
+	/* what servers killed here left (their locks free) goes first */
+	if (rc == 0 && psb_shm_dir(dir, sizeof(dir)) == 0)
+		psb_shm_sweep(dir);
 	if (rc != 0) {
 		snprintf(msg, sizeof(msg), "cannot make the directory of %s: %s", p->sock_path,
 			 strerror(-rc));

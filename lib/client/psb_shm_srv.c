@@ -953,3 +953,4 @@ psb_shm_srv_stats(const struct psb_shm_srv *v)
 {
 	return &v->st;
 }
+

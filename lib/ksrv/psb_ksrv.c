@@ -341,6 +341,7 @@ static void
 shm_open(struct psb_ksrv *s)
 {
 	struct psb_shm_srv_cfg sc;
+	char dir[256];
 	int rc;
 
 	rc = psb_shm_sock_path(s->cfg.ip, s->port, s->shm_path, sizeof(s->shm_path));
@@ -348,6 +349,9 @@ shm_open(struct psb_ksrv *s)
 		set_err(s->shm_why, sizeof(s->shm_why), "the socket's path is too long (PSB_SHM_DIR)");
 		return;
 	}
+	/* what servers killed here left (their locks free) goes first */
+	if (psb_shm_dir(dir, sizeof(dir)) == 0)
+		psb_shm_sweep(dir);
 	memset(&sc, 0, sizeof(sc));
 	sc.path = s->shm_path;
 	sc.slots = s->cfg.shm_slots;

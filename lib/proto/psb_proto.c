@@ -1,11 +1,15 @@
 /* psb wire codec: frame classification, header encode/decode, ARP and ICMP replies. */
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
 #include <arpa/inet.h>
+#include <sys/file.h>
 #include <sys/random.h>
 
 #include "psb_be.h"
@@ -660,4 +664,61 @@ psb_shm_sock_name(const char *dir, uint32_t ip, uint16_t port, char *out, size_t
 	if (n < 0 || (size_t)n >= len || n > 107)
 		return -ENAMETOOLONG;
 	return 0;
+}
+
+/* "A.B.C.D-PORT.sock" (lock: with ".lock" after): a slots' socket's name, nothing else. */
+static int
+sock_name(const char *n, int lock)
+{
+	unsigned int a, b, c, d, port;
+	int end = 0;
+
+	if (sscanf(n, "%3u.%3u.%3u.%3u-%5u.sock%n", &a, &b, &c, &d, &port, &end) != 5 ||
+	    a > 255 || b > 255 || c > 255 || d > 255 || port > 65535)
+		return 0;
+	return lock ? strcmp(n + end, ".lock") == 0 : n[end] == '\0';
+}
+
+int
+psb_shm_sweep(const char *dir)
+{
+	char path[PATH_MAX], lock[PATH_MAX + 8];
+	struct dirent *de;
+	int fd, n = 0;
+	DIR *d = opendir(dir);
+
+	if (d == NULL)
+		return -errno;
+	while ((de = readdir(d)) != NULL) {
+		if (!sock_name(de->d_name, 0) ||
+		    snprintf(path, sizeof(path), "%s/%s", dir, de->d_name) >= (int)sizeof(path))
+			continue;
+		snprintf(lock, sizeof(lock), "%s.lock", path);
+		fd = open(lock, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
+		if (fd >= 0 && flock(fd, LOCK_EX | LOCK_NB) != 0) {
+			close(fd);	/* its server lives */
+			continue;
+		}
+		if (unlink(path) == 0)
+			n++;
+		if (fd >= 0) {
+			unlink(lock);
+			close(fd);
+		}
+	}
+	/* locks left without their socket, free */
+	rewinddir(d);
+	while ((de = readdir(d)) != NULL) {
+		if (!sock_name(de->d_name, 1) ||
+		    snprintf(lock, sizeof(lock), "%s/%s", dir, de->d_name) >= (int)sizeof(lock))
+			continue;
+		fd = open(lock, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
+		if (fd < 0)
+			continue;
+		if (flock(fd, LOCK_EX | LOCK_NB) == 0)
+			unlink(lock);
+		close(fd);
+	}
+	closedir(d);
+	return n;
 }

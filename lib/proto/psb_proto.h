@@ -408,6 +408,14 @@ psb_shm_slot_ip(unsigned int slot)
 int psb_shm_dir(char *out, size_t len);
 /* dir/IP-PORT.sock. 0 or -ENAMETOOLONG (a socket path holds 107 bytes). */
 int psb_shm_sock_name(const char *dir, uint32_t ip, uint16_t port, char *out, size_t len);
+/*
+ * Slots' sockets in dir whose servers are gone (killed: nobody holds "<socket>.lock"): the
+ * socket and its lock removed. Only names of the form "A.B.C.D-PORT.sock" (and ".lock")
+ * are touched, a socket without its lock too (a server takes the lock first). Returns how
+ * many sockets went, or -errno when dir cannot be read.
+ */
+int psb_shm_sweep(const char *dir);
+
 
 #ifdef __cplusplus
 }

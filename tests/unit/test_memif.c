@@ -12,7 +12,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <fcntl.h>
+#include <sys/file.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 
@@ -453,6 +456,69 @@ test_link_closed_and_silent(void **state)
 	fake_stop(&f);
 }
 
+/* touch DIR/NAME: an empty file standing in for a socket or a lock */
+static void
+touch(const char *dir, const char *name)
+{
+	char p[512];
+	int fd;
+
+	snprintf(p, sizeof(p), "%s/%s", dir, name);
+	fd = open(p, O_CREAT | O_WRONLY, 0600);
+	assert_true(fd >= 0);
+	close(fd);
+}
+
+static int
+there(const char *dir, const char *name)
+{
+	char p[512];
+
+	snprintf(p, sizeof(p), "%s/%s", dir, name);
+	return access(p, F_OK) == 0;
+}
+
+/* What killed servers left goes; a live server's socket and anyone else's file stay. */
+static void
+test_sweep(void **state)
+{
+	char dir[] = "/tmp/psb-sweep-XXXXXX", p[512];
+	int held;
+
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	touch(dir, "198.18.0.1-9430.sock");		/* its server killed: lock free */
+	touch(dir, "198.18.0.1-9430.sock.lock");
+	touch(dir, "198.18.0.2-9430.sock");		/* its server alive: lock held */
+	touch(dir, "198.18.0.2-9430.sock.lock");
+	touch(dir, "198.18.0.3-9430.sock.lock");	/* a lock alone, free */
+	touch(dir, "198.18.0.4-1.sock");		/* a socket without its lock */
+	touch(dir, "other.sock");			/* not psb's name: left alone */
+	touch(dir, "198.18.0.5-9430.sockx");
+	touch(dir, "300.18.0.5-9430.sock");
+	snprintf(p, sizeof(p), "%s/198.18.0.2-9430.sock.lock", dir);
+	held = open(p, O_RDWR);
+	assert_true(held >= 0);
+	assert_int_equal(flock(held, LOCK_EX | LOCK_NB), 0);
+	assert_int_equal(psb_shm_sweep(dir), 2);
+	assert_false(there(dir, "198.18.0.1-9430.sock"));
+	assert_false(there(dir, "198.18.0.1-9430.sock.lock"));
+	assert_true(there(dir, "198.18.0.2-9430.sock"));
+	assert_true(there(dir, "198.18.0.2-9430.sock.lock"));
+	assert_false(there(dir, "198.18.0.3-9430.sock.lock"));
+	assert_false(there(dir, "198.18.0.4-1.sock"));
+	assert_true(there(dir, "other.sock"));
+	assert_true(there(dir, "198.18.0.5-9430.sockx"));
+	assert_true(there(dir, "300.18.0.5-9430.sock"));
+	close(held);
+	/* its server gone too: now it goes */
+	assert_int_equal(psb_shm_sweep(dir), 1);
+	assert_false(there(dir, "198.18.0.2-9430.sock"));
+	assert_int_equal(psb_shm_sweep("/nonexistent-psb-dir"), -ENOENT);
+	snprintf(p, sizeof(p), "rm -rf %s", dir);
+	assert_int_equal(system(p), 0);
+}
+
 int
 main(void)
 {
@@ -463,6 +529,7 @@ main(void)
 		cmocka_unit_test(test_ring_checks),
 		cmocka_unit_test(test_link_hostile),
 		cmocka_unit_test(test_link_closed_and_silent),
+		cmocka_unit_test(test_sweep),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
