@@ -406,12 +406,22 @@ test_reorder_dup_retry(void **state)
 	put_request(&s, 0, PSB_MSG_PULL, 3, 105, 0, NULL, 0, NULL, 0);
 	scen_run(&s, "--async", 1);
 
+	/* key 1's last segment came first: the four before it named at once (early NACK) */
+	out_psb(&s, i++, 0, &f);
+	assert_int_equal(f.hdr.type, PSB_MSG_REPAIR_RESP);
+	assert_int_equal(f.hdr.key, 1);
+	assert_int_equal(f.hdr.req_id, 100);
 	out_psb(&s, i++, 0, &f);
 	assert_int_equal(f.hdr.type, PSB_MSG_PUSH_ACK);
 	assert_int_equal(f.hdr.key, 1);
 	out_psb(&s, i++, 0, &f);
 	assert_int_equal(f.hdr.type, PSB_MSG_PUSH_ACK);
 	assert_int_equal(f.hdr.key, 2);
+	/* key 3's last came after segment 2 was lost: named at once */
+	out_psb(&s, i++, 0, &f);
+	assert_int_equal(f.hdr.type, PSB_MSG_REPAIR_RESP);
+	assert_int_equal(f.hdr.key, 3);
+	assert_int_equal(f.hdr.req_id, 102);
 	out_psb(&s, i++, 0, &f);
 	assert_int_equal(f.hdr.type, PSB_MSG_PUSH_ACK);
 	assert_int_equal(f.hdr.key, 3);
@@ -431,6 +441,7 @@ test_reorder_dup_retry(void **state)
 	assert_int_equal(s.nout, i);
 	/* Key 2: 3 repeats; key 3: 4 segments resent; key 1's retry: 4 beyond the first. */
 	assert_int_equal(stat_store(&s, "dup_segs"), 3 + 4 + 4);
+	assert_int_equal(stat_store(&s, "early_nacks"), 2);
 	assert_int_equal(stat_store(&s, "retries_answered"), 1);
 	free(a);
 	free(got);

@@ -53,7 +53,7 @@ expect_error "--connect-timeout" "node.connect_timeout" "[0ns, 60m]" -- "${base[
 expect_error "--connect-timeout" "expected a duration" -- "${base[@]}" --connect-timeout soon
 expect_error "node.mtu" "--mtu" "576" -- "${base[@]}" --mtu 100
 # a push's bookkeeping counted at 1500-byte frames (733 segments) when the MTU is the port's own
-expect_error "store.reasm_sender_bytes" "(1078144 B with its bookkeeping)" -- "${base[@]}" \
+expect_error "store.reasm_sender_bytes" "(1078152 B with its bookkeeping)" -- "${base[@]}" \
 	--max-value 1MiB --reasm-sender-bytes 1MiB
 # what a sender may have sent again: a rate, and room for one answer of --max-value at least
 expect_error "--resend-rate" "store.resend_rate" "rate like" -- "${base[@]}" --resend-rate fast

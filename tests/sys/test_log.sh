@@ -46,7 +46,9 @@ CTL_INFO='^psb: control limits: '				# psb.ctl, info
 CTL_DEBUG='^psb: control socket '				# psb.ctl, debug, after the EAL
 RX_DEBUG='^psb: port 0: frame dropped: ethertype'		# psb.rx, debug
 
-"$PSB" --help | grep -q -- '--log-level \[TYPE:\]LEVEL' ||
+# the whole help read first: grep -q stops reading at the match, and psb would be cut off
+HELP=$("$PSB" --help)
+grep -q -- '--log-level \[TYPE:\]LEVEL' <<<"$HELP" ||
 	fail "--help does not describe --log-level"
 
 # 1. Levels from the command line.
