@@ -14,6 +14,7 @@
 #include <linux/errqueue.h>
 #include <netinet/ip.h>
 
+#include "psb_err.h"
 #include "psb_client.h"
 #include "psb_clock.h"
 #include "psb_shm.h"
@@ -92,18 +93,6 @@ struct psb_client {
 	char shm_why[320];		/* why the last link failed, or was lost */
 	struct pollfd *pfd;		/* [1 + 2 * PSB_SCHED_MAX_NODES] */
 };
-
-static void
-set_err(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (err == NULL || errlen == 0)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-}
 
 static void
 apply_defaults(struct psb_client_cfg *c)
@@ -871,7 +860,7 @@ transport_of(const struct psb_client_cfg *cfg, int *t, char *err, size_t errlen)
 	const char *e = getenv("PSB_TRANSPORT");
 
 	if (cfg->transport < 0 || cfg->transport > PSB_CLIENT_TRANSPORT_UDP) {
-		set_err(err, errlen, "transport %d: expected auto, shm or udp", cfg->transport);
+		psb_set_err(err, errlen, "transport %d: expected auto, shm or udp", cfg->transport);
 		return -EINVAL;
 	}
 	*t = cfg->transport;
@@ -884,7 +873,7 @@ transport_of(const struct psb_client_cfg *cfg, int *t, char *err, size_t errlen)
 	} else if (strcmp(e, "udp") == 0) {
 		*t = PSB_CLIENT_TRANSPORT_UDP;
 	} else {
-		set_err(err, errlen, "PSB_TRANSPORT '%.32s': expected auto, shm or udp", e);
+		psb_set_err(err, errlen, "PSB_TRANSPORT '%.32s': expected auto, shm or udp", e);
 		return -EINVAL;
 	}
 	return 0;
@@ -899,24 +888,24 @@ psb_client_open(const struct psb_client_cfg *cfg, char *err, size_t errlen)
 	int transport;
 
 	if (cfg == NULL || cfg->server_ip == NULL) {
-		set_err(err, errlen, "no server address given (server_ip)");
+		psb_set_err(err, errlen, "no server address given (server_ip)");
 		return NULL;
 	}
 	if (psb_parse_ip(cfg->server_ip, &sip) != 0) {
-		set_err(err, errlen, "server_ip '%s' is not an IPv4 address", cfg->server_ip);
+		psb_set_err(err, errlen, "server_ip '%s' is not an IPv4 address", cfg->server_ip);
 		return NULL;
 	}
 	if (cfg->local_ip != NULL && psb_parse_ip(cfg->local_ip, &lip) != 0) {
-		set_err(err, errlen, "local_ip '%s' is not an IPv4 address", cfg->local_ip);
+		psb_set_err(err, errlen, "local_ip '%s' is not an IPv4 address", cfg->local_ip);
 		return NULL;
 	}
 	if (cfg->seg_size != 0 && ((cfg->seg_size & 3) != 0 || cfg->seg_size > PSB_UDP_MAX_SEG)) {
-		set_err(err, errlen, "seg_size %u: expected a multiple of 4 in [4, %u]",
+		psb_set_err(err, errlen, "seg_size %u: expected a multiple of 4 in [4, %u]",
 			cfg->seg_size, PSB_UDP_MAX_SEG);
 		return NULL;
 	}
 	if (cfg->window > PSB_WK_MAX_WINDOW) {
-		set_err(err, errlen, "window %u: at most %u requests can be in flight", cfg->window,
+		psb_set_err(err, errlen, "window %u: at most %u requests can be in flight", cfg->window,
 			PSB_WK_MAX_WINDOW);
 		return NULL;
 	}
@@ -924,7 +913,7 @@ psb_client_open(const struct psb_client_cfg *cfg, char *err, size_t errlen)
 		return NULL;
 	c = calloc(1, sizeof(*c));
 	if (c == NULL) {
-		set_err(err, errlen, "out of memory");
+		psb_set_err(err, errlen, "out of memory");
 		return NULL;
 	}
 	c->fd = -1;
@@ -942,7 +931,7 @@ psb_client_open(const struct psb_client_cfg *cfg, char *err, size_t errlen)
 	c->io_seg = c->cfg.seg_size;
 	if (psb_udp_io_init(&c->io, c->cfg.seg_size) != 0 || c->servers == NULL ||
 	    c->view == NULL || c->abort_status == NULL || c->probe == NULL || c->pfd == NULL) {
-		set_err(err, errlen, "out of memory");
+		psb_set_err(err, errlen, "out of memory");
 		goto fail;
 	}
 	c->nservers = 1;
@@ -953,7 +942,7 @@ psb_client_open(const struct psb_client_cfg *cfg, char *err, size_t errlen)
 	c->fd = psb_udp_open(lip, cfg->local_port, c->cfg.sockbuf, &c->local_port, why,
 		sizeof(why));
 	if (c->fd < 0) {
-		set_err(err, errlen, "%s", why);
+		psb_set_err(err, errlen, "%s", why);
 		goto fail;
 	}
 	/* The host's word on datagrams sent (nothing listens there) reaches a probe. */
@@ -964,7 +953,7 @@ psb_client_open(const struct psb_client_cfg *cfg, char *err, size_t errlen)
 	}
 	c->wk = make_wk(c);
 	if (c->wk == NULL) {
-		set_err(err, errlen, "cannot create the worker engine (window %u): out of memory",
+		psb_set_err(err, errlen, "cannot create the worker engine (window %u): out of memory",
 			c->cfg.window);
 		goto fail;
 	}
@@ -986,7 +975,7 @@ psb_client_connect(const char *server, uint16_t rank, int sync, char *err, size_
 	uint16_t port = PSB_UDP_PORT;
 
 	if (server == NULL || psb_client_parse_addr(server, &sip, &port) != 0) {
-		set_err(err, errlen, "server '%s': expected IP or IP:PORT, e.g. 198.18.0.1:9430",
+		psb_set_err(err, errlen, "server '%s': expected IP or IP:PORT, e.g. 198.18.0.1:9430",
 			server != NULL ? server : "(null)");
 		return NULL;
 	}
@@ -1516,7 +1505,7 @@ psb_client_route_seg(uint32_t ip, uint16_t port, char *err, size_t errlen)
 
 	fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
 	if (fd < 0) {
-		set_err(err, errlen, "cannot create a UDP socket: %s", strerror(errno));
+		psb_set_err(err, errlen, "cannot create a UDP socket: %s", strerror(errno));
 		return 0;
 	}
 	psb_udp_sa(&sa, ip, port != 0 ? port : PSB_UDP_PORT);
@@ -1524,14 +1513,14 @@ psb_client_route_seg(uint32_t ip, uint16_t port, char *err, size_t errlen)
 	    getsockopt(fd, IPPROTO_IP, IP_MTU, &mtu, &len) != 0) {
 		char b[INET_ADDRSTRLEN];
 
-		set_err(err, errlen, "no route to %s: %s", psb_ip_str(ip, b), strerror(errno));
+		psb_set_err(err, errlen, "no route to %s: %s", psb_ip_str(ip, b), strerror(errno));
 		close(fd);
 		return 0;
 	}
 	close(fd);
 	seg = ((long)mtu - 20 - 8 - PSB_HDR_LEN) & ~3L;
 	if (seg < 4) {
-		set_err(err, errlen, "the route's MTU (%d) leaves no room for a value", mtu);
+		psb_set_err(err, errlen, "the route's MTU (%d) leaves no room for a value", mtu);
 		return 0;
 	}
 	return (uint16_t)(seg > (long)PSB_UDP_MAX_SEG ? PSB_UDP_MAX_SEG : seg);
@@ -1656,7 +1645,7 @@ psb_client_transport(struct psb_client *c, uint16_t s, char *why, size_t whylen)
 		return -EINVAL;
 	rc = shm_attach(c, s);
 	if (rc != 0) {
-		set_err(why, whylen, "%s", c->shm_why);
+		psb_set_err(why, whylen, "%s", c->shm_why);
 		return rc;
 	}
 	return c->servers[s].shm != NULL;

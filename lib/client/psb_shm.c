@@ -14,6 +14,7 @@
 #include <sys/socket.h>
 #include <sys/un.h>
 
+#include "psb_err.h"
 #include "psb_memif.h"
 #include "psb_shm.h"
 
@@ -71,21 +72,6 @@ now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-static void
-set_err(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-
-static void
-set_err(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (err == NULL || errlen == 0)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-}
-
 static uint16_t *
 ring_head(const struct ring *r)
 {
@@ -126,20 +112,20 @@ region_make(struct psb_shm *s, char *err, size_t errlen)
 	s->size = s->s2c.buf_off + (size_t)s->rx_nslots * PSB_SHM_BUF_SIZE;
 	s->memfd = memfd_create("psb-shm", MFD_CLOEXEC | MFD_ALLOW_SEALING);
 	if (s->memfd < 0) {
-		set_err(err, errlen, "memfd_create: %s", strerror(errno));
+		psb_set_err(err, errlen, "memfd_create: %s", strerror(errno));
 		return -errno;
 	}
 	/* psb maps it: sealed, it cannot shrink it under this process (SIGBUS) */
 	if (ftruncate(s->memfd, (off_t)s->size) != 0 ||
 	    fcntl(s->memfd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) != 0) {
-		set_err(err, errlen, "cannot size the shared region (%zu bytes): %s", s->size,
+		psb_set_err(err, errlen, "cannot size the shared region (%zu bytes): %s", s->size,
 			strerror(errno));
 		return -errno;
 	}
 	s->base = mmap(NULL, s->size, PROT_READ | PROT_WRITE, MAP_SHARED, s->memfd, 0);
 	if (s->base == MAP_FAILED) {
 		s->base = NULL;
-		set_err(err, errlen, "cannot map the shared region (%zu bytes): %s", s->size,
+		psb_set_err(err, errlen, "cannot map the shared region (%zu bytes): %s", s->size,
 			strerror(errno));
 		return -ENOMEM;
 	}
@@ -305,7 +291,7 @@ try_slot(struct psb_shm *s, unsigned int id, uint64_t timeout_ns, int *last, cha
 
 	s->sock = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
 	if (s->sock < 0) {
-		set_err(err, errlen, "cannot create a unix socket: %s", strerror(errno));
+		psb_set_err(err, errlen, "cannot create a unix socket: %s", strerror(errno));
 		return -errno;
 	}
 	memset(&sa, 0, sizeof(sa));
@@ -313,17 +299,17 @@ try_slot(struct psb_shm *s, unsigned int id, uint64_t timeout_ns, int *last, cha
 	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", s->path);
 	if (connect(s->sock, (const struct sockaddr *)&sa, sizeof(sa)) != 0) {
 		rc = -errno;
-		set_err(err, errlen, "%s: %s", s->path, strerror(errno));
+		psb_set_err(err, errlen, "%s: %s", s->path, strerror(errno));
 		goto fail;
 	}
 	rc = ctl_recv(s, &m, deadline);
 	if (rc == 0 && psb_memif_hello_check(&m, &log2, &bad) != 0) {
-		set_err(err, errlen, "%s: %s", s->path, bad);
+		psb_set_err(err, errlen, "%s: %s", s->path, bad);
 		rc = -EPROTO;
 		goto fail;
 	}
 	if (rc == 0 && log2 != s->rx_log2) {
-		set_err(err, errlen, "%s: the server takes rings of 2^%u at most, 2^%u needed",
+		psb_set_err(err, errlen, "%s: the server takes rings of 2^%u at most, 2^%u needed",
 			s->path, log2, s->rx_log2);
 		rc = -EPROTO;
 		goto fail;
@@ -341,7 +327,7 @@ try_slot(struct psb_shm *s, unsigned int id, uint64_t timeout_ns, int *last, cha
 	if (rc == -ECONNABORTED) {
 		/* DPDK's words: "Already connected", "ID not found" (past the last slot) */
 		*last = strstr(why, "not found") != NULL;
-		set_err(err, errlen, "%s: slot %u: %s", s->path, id, why);
+		psb_set_err(err, errlen, "%s: slot %u: %s", s->path, id, why);
 		rc = -EBUSY;
 		goto fail;
 	}
@@ -385,15 +371,15 @@ try_slot(struct psb_shm *s, unsigned int id, uint64_t timeout_ns, int *last, cha
 		return 0;
 said:
 	if (rc == -ETIMEDOUT)
-		set_err(err, errlen, "%s: the psb server did not answer the memif handshake of slot "
+		psb_set_err(err, errlen, "%s: the psb server did not answer the memif handshake of slot "
 			"%u within %.1f s", s->path, id, (double)timeout_ns / 1e9);
 	else if (rc == -ECONNABORTED || rc == -EPROTO)
-		set_err(err, errlen, "%s: slot %u: the server refused: %s", s->path, id, why);
+		psb_set_err(err, errlen, "%s: slot %u: the server refused: %s", s->path, id, why);
 	else if (rc == -ECONNRESET)
-		set_err(err, errlen, "%s: slot %u: the server closed the socket during the handshake",
+		psb_set_err(err, errlen, "%s: slot %u: the server closed the socket during the handshake",
 			s->path, id);
 	else
-		set_err(err, errlen, "%s: slot %u: %s", s->path, id, strerror(-rc));
+		psb_set_err(err, errlen, "%s: slot %u: %s", s->path, id, strerror(-rc));
 	if (rc == -ECONNABORTED || rc == -ECONNRESET || rc == -EMSGSIZE)
 		rc = -EPROTO;
 fail:
@@ -730,13 +716,13 @@ psb_shm_open(const struct psb_shm_cfg *cfg, struct psb_shm **out, char *err, siz
 	*out = NULL;
 	s = calloc(1, sizeof(*s));
 	if (s == NULL) {
-		set_err(err, errlen, "out of memory");
+		psb_set_err(err, errlen, "out of memory");
 		return -ENOMEM;
 	}
 	s->sock = s->memfd = -1;
 	s->efd[0] = s->efd[1] = -1;
 	if (cfg->path == NULL || strlen(cfg->path) >= sizeof(s->path)) {
-		set_err(err, errlen, "socket path too long (at most %zu bytes)", sizeof(s->path) - 1);
+		psb_set_err(err, errlen, "socket path too long (at most %zu bytes)", sizeof(s->path) - 1);
 		rc = -ENAMETOOLONG;
 		goto fail;
 	}
@@ -750,7 +736,7 @@ psb_shm_open(const struct psb_shm_cfg *cfg, struct psb_shm **out, char *err, siz
 	s->efd[0] = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	s->efd[1] = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	if (s->efd[0] < 0 || s->efd[1] < 0) {
-		set_err(err, errlen, "eventfd: %s", strerror(errno));
+		psb_set_err(err, errlen, "eventfd: %s", strerror(errno));
 		rc = -errno;
 		goto fail;
 	}
@@ -767,14 +753,14 @@ psb_shm_open(const struct psb_shm_cfg *cfg, struct psb_shm **out, char *err, siz
 	}
 	if (rc == -EBUSY || (rc != 0 && last)) {
 		if (taken != 0)
-			set_err(err, errlen, "%s: every slot is taken (%d clients)", cfg->path, taken);
+			psb_set_err(err, errlen, "%s: every slot is taken (%d clients)", cfg->path, taken);
 		else
-			set_err(err, errlen, "%s: no slot takes clients yet (%s)", cfg->path, why);
+			psb_set_err(err, errlen, "%s: no slot takes clients yet (%s)", cfg->path, why);
 		rc = -EBUSY;
 		goto fail;
 	}
 	if (rc != 0) {
-		set_err(err, errlen, "%s", why);
+		psb_set_err(err, errlen, "%s", why);
 		goto fail;
 	}
 	s->slot = id;

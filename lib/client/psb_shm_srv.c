@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 #include <sys/un.h>
 
+#include "psb_err.h"
 #include "psb_memif.h"
 #include "psb_shm_srv.h"
 
@@ -79,21 +80,6 @@ struct psb_shm_srv {
 	/* a frame is copied here before it is parsed: the client may change its buffer */
 	uint8_t frame[PSB_MAX_FRAME] __attribute__((aligned(64)));
 };
-
-static void
-set_err(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-
-static void
-set_err(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (err == NULL || errlen == 0)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-}
 
 static uint16_t *
 ring_u16(const struct sring *r, size_t off)
@@ -823,13 +809,13 @@ psb_shm_srv_open(const struct psb_shm_srv_cfg *cfg, struct psb_shm_srv **out, ch
 
 	*out = NULL;
 	if (cfg->slots == 0 || cfg->slots > PSB_SHM_MAX_SLOTS) {
-		set_err(err, errlen, "shared-memory slots: 1 to %u, not %u", PSB_SHM_MAX_SLOTS,
+		psb_set_err(err, errlen, "shared-memory slots: 1 to %u, not %u", PSB_SHM_MAX_SLOTS,
 			cfg->slots);
 		return -EINVAL;
 	}
 	v = calloc(1, sizeof(*v));
 	if (v == NULL) {
-		set_err(err, errlen, "out of memory");
+		psb_set_err(err, errlen, "out of memory");
 		return -ENOMEM;
 	}
 	v->cfg = *cfg;
@@ -844,7 +830,7 @@ psb_shm_srv_open(const struct psb_shm_srv_cfg *cfg, struct psb_shm_srv **out, ch
 		v->conns[i].slot = -1;
 	}
 	if (cfg->path == NULL || strlen(cfg->path) >= sizeof(v->path)) {
-		set_err(err, errlen, "socket path too long (at most %zu bytes)", sizeof(v->path) - 1);
+		psb_set_err(err, errlen, "socket path too long (at most %zu bytes)", sizeof(v->path) - 1);
 		rc = -ENAMETOOLONG;
 		goto fail;
 	}
@@ -852,7 +838,7 @@ psb_shm_srv_open(const struct psb_shm_srv_cfg *cfg, struct psb_shm_srv **out, ch
 	snprintf(v->lock, sizeof(v->lock), "%s.lock", cfg->path);
 	rc = make_dirs(v->path);
 	if (rc != 0) {
-		set_err(err, errlen, "cannot make the directory of %s: %s", v->path, strerror(-rc));
+		psb_set_err(err, errlen, "cannot make the directory of %s: %s", v->path, strerror(-rc));
 		goto fail;
 	}
 	/*
@@ -863,12 +849,12 @@ psb_shm_srv_open(const struct psb_shm_srv_cfg *cfg, struct psb_shm_srv **out, ch
 	v->lockfd = open(v->lock, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (v->lockfd < 0) {
 		rc = -errno;
-		set_err(err, errlen, "cannot open %s: %s", v->lock, strerror(errno));
+		psb_set_err(err, errlen, "cannot open %s: %s", v->lock, strerror(errno));
 		goto fail;
 	}
 	if (flock(v->lockfd, LOCK_EX | LOCK_NB) != 0) {
 		rc = errno == EWOULDBLOCK ? -EBUSY : -errno;
-		set_err(err, errlen, rc == -EBUSY ? "another server serves %s" :
+		psb_set_err(err, errlen, rc == -EBUSY ? "another server serves %s" :
 			"cannot lock %s: %s", rc == -EBUSY ? v->path : v->lock, strerror(-rc));
 		close(v->lockfd);
 		v->lockfd = -1;	/* not this server's: left in place */
@@ -876,7 +862,7 @@ psb_shm_srv_open(const struct psb_shm_srv_cfg *cfg, struct psb_shm_srv **out, ch
 	}
 	if (unlink(v->path) != 0 && errno != ENOENT) {
 		rc = -errno;
-		set_err(err, errlen, "cannot remove the stale socket %s: %s", v->path,
+		psb_set_err(err, errlen, "cannot remove the stale socket %s: %s", v->path,
 			strerror(errno));
 		goto fail;
 	}
@@ -886,13 +872,13 @@ psb_shm_srv_open(const struct psb_shm_srv_cfg *cfg, struct psb_shm_srv **out, ch
 	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", v->path);
 	if (v->lfd < 0 || bind(v->lfd, (const struct sockaddr *)&sa, sizeof(sa)) != 0) {
 		rc = -errno;
-		set_err(err, errlen, "cannot bind %s: %s", v->path, strerror(errno));
+		psb_set_err(err, errlen, "cannot bind %s: %s", v->path, strerror(errno));
 		goto fail;
 	}
 	v->bound = 1;
 	if (listen(v->lfd, (int)v->nconns) != 0) {
 		rc = -errno;
-		set_err(err, errlen, "cannot listen on %s: %s", v->path, strerror(errno));
+		psb_set_err(err, errlen, "cannot listen on %s: %s", v->path, strerror(errno));
 		goto fail;
 	}
 	if (getrandom(v->me.mac, 6, 0) != 6)

@@ -11,6 +11,7 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 
+#include "psb_err.h"
 #include "psb_clock.h"
 #include "psb_ksrv.h"
 #include "psb_sched.h"
@@ -38,18 +39,6 @@ struct psb_ksrv {
 	char shm_path[128];
 	char shm_why[256];
 };
-
-static void
-set_err(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (err == NULL || errlen == 0)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-}
 
 /* The machine's memory (MemTotal), bytes; 1 GiB when unknown. */
 static uint64_t
@@ -297,7 +286,7 @@ register_server(struct psb_ksrv *s, char *err, size_t errlen)
 	char ip[16];
 
 	if (view == NULL) {
-		set_err(err, errlen, "out of memory");
+		psb_set_err(err, errlen, "out of memory");
 		return -1;
 	}
 	psb_udp_sa(&sa, s->cfg.reg_ip, s->cfg.reg_port);
@@ -328,10 +317,10 @@ register_server(struct psb_ksrv *s, char *err, size_t errlen)
 	}
 	free(view);
 	if (s->cfg.stop != NULL && *s->cfg.stop)
-		set_err(err, errlen, "stopped while registering with the scheduler %s:%u",
+		psb_set_err(err, errlen, "stopped while registering with the scheduler %s:%u",
 			psb_ip_str(s->cfg.reg_ip, ip), s->cfg.reg_port);
 	else
-		set_err(err, errlen, "the scheduler %s:%u did not answer REGISTER within %.3g s",
+		psb_set_err(err, errlen, "the scheduler %s:%u did not answer REGISTER within %.3g s",
 			psb_ip_str(s->cfg.reg_ip, ip), s->cfg.reg_port, s->cfg.reg_timeout_ns / 1e9);
 	return -1;
 }
@@ -346,7 +335,7 @@ shm_open(struct psb_ksrv *s)
 
 	rc = psb_shm_sock_path(s->cfg.ip, s->port, s->shm_path, sizeof(s->shm_path));
 	if (rc != 0) {
-		set_err(s->shm_why, sizeof(s->shm_why), "the socket's path is too long (PSB_SHM_DIR)");
+		psb_set_err(s->shm_why, sizeof(s->shm_why), "the socket's path is too long (PSB_SHM_DIR)");
 		return;
 	}
 	/* what servers killed here left (their locks free) goes first */
@@ -370,7 +359,7 @@ psb_ksrv_open(const struct psb_ksrv_cfg *cfg, char *err, size_t errlen)
 	struct psb_kv_cfg kc;
 
 	if (s == NULL) {
-		set_err(err, errlen, "out of memory");
+		psb_set_err(err, errlen, "out of memory");
 		return NULL;
 	}
 	s->cfg = *cfg;
@@ -410,7 +399,7 @@ psb_ksrv_open(const struct psb_ksrv_cfg *cfg, char *err, size_t errlen)
 	kc.clock_ns = cfg->clock_ns;
 	s->kv = psb_kv_create(&kc);
 	if (s->kv == NULL || psb_udp_io_init(&s->io, cfg->seg_size) != 0) {
-		set_err(err, errlen, "out of memory (a store for %u workers)", s->num_workers);
+		psb_set_err(err, errlen, "out of memory (a store for %u workers)", s->num_workers);
 		goto fail;
 	}
 	if (cfg->shm_slots != 0)

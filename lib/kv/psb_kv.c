@@ -112,6 +112,7 @@ struct psb_kv {
 	uint64_t bytes;			/* value bytes */
 	uint64_t mem;			/* what counts against max_bytes */
 	struct psb_addr *addrs;		/* last address seen per sender */
+	uint64_t last_in_ns;		/* the clock when the last request came in */
 	uint32_t *epoch;		/* last epoch seen per sender */
 	uint8_t *epoch_known;
 	/* Staging. */
@@ -1447,6 +1448,7 @@ psb_kv_handle_ref(struct psb_kv *kv, const struct psb_hdr *h, const void *payloa
 		return 0;
 	}
 	kv->addrs[h->sender] = *from;
+	kv->last_in_ns = kv->now_ns;
 	note_epoch(kv, h->sender, h->aux);
 	/*
 	 * PSB_PROBE_KEY is the workers' liveness probe, outside every ps-lite key range: any
@@ -1503,11 +1505,16 @@ psb_kv_probe_tails(struct psb_kv *kv, uint64_t quiet_ns, unsigned int max, psb_k
 	unsigned int n = 0, seen = 0;
 	struct psb_hdr h;
 
-	/* least recently fed first: the first fed within quiet_ns ends the scan */
+	/*
+	 * Least recently fed first: the first fed within quiet_ns of the last request that
+	 * came in ends the scan. Quiet counts while other requests come (a tail lost while
+	 * traffic goes on), not while nothing comes at all (a server descheduled, a sender
+	 * paused): then the sender's own timeout asks.
+	 */
 	for (st = kv->lru_head; st != NULL && n < max && seen < 4 * max; st = next) {
 		next = st->lru_next;
 		seen++;
-		if ((int64_t)(kv->now_ns - st->last_ns) < (int64_t)quiet_ns)
+		if ((int64_t)(kv->last_in_ns - st->last_ns) < (int64_t)quiet_ns)
 			break;
 		if (st->probed_ns == st->last_ns)
 			continue;

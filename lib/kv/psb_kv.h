@@ -300,8 +300,9 @@ int psb_kv_handle_batch(struct psb_kv *kv, const struct psb_hdr *h, const uint8_
 unsigned int psb_kv_tick(struct psb_kv *kv, uint64_t now_ns);
 
 /*
- * Staged pushes that no segment fed for quiet_ns (by the clock of psb_kv_tick) while some
- * are missing lost their tail, the way a ring that overflows loses the end of a burst:
+ * Staged pushes that no segment fed for quiet_ns while other requests kept coming (by the
+ * clock of psb_kv_tick), with some segments missing, lost their tail, the way a ring that
+ * overflows loses the end of a burst:
  * each sender is told what is missing (REPAIR_RESP, unasked; tail_nacks), once per quiet
  * spell, so that it sends those again before its own timeout. At most max a call (a scan
  * of 4 * max stages at most). Returns how many were told.

@@ -389,7 +389,10 @@ nack_bits(const struct tf_cap_msg *m, uint32_t *base, uint32_t *nbits, uint8_t *
 	return v;
 }
 
-/* A push whose tail was lost: named to its sender once its segments stop coming. */
+/*
+ * A push whose tail was lost: named to its sender once its segments stopped coming while
+ * other requests came; not while nothing came at all.
+ */
 static void
 test_tail_probe(void **state)
 {
@@ -397,9 +400,9 @@ test_tail_probe(void **state)
 	const struct psb_kv_stats *st = psb_kv_stats(kv);
 	struct tf_cap c = { .n = 0 };
 	uint64_t q = PSB_KV_TAIL_QUIET_NS;
-	uint32_t base, nbits, i;
+	uint32_t base, nbits, i, req = 100;
 	uint8_t flags;
-	float v[20];
+	float v[20], one = 1.0f;
 
 	(void)state;
 	for (i = 0; i < 20; i++)
@@ -408,33 +411,44 @@ test_tail_probe(void **state)
 	send_seg(kv, &c, PSB_MSG_PUSH, 0, 1, 0, 7, v, sizeof(v), 0);
 	send_seg(kv, &c, PSB_MSG_PUSH, 0, 1, 0, 7, v, sizeof(v), 1);
 	send_seg(kv, &c, PSB_MSG_PUSH, 0, 1, 0, 7, v, sizeof(v), 2);
-	/* not yet quiet long enough: nothing */
-	psb_kv_tick(kv, 1000 + q - 1);
+	/* long quiet, but nothing else came either: nothing */
+	psb_kv_tick(kv, 1000 + 10 * q);
 	assert_int_equal(psb_kv_probe_tails(kv, q, 16, tf_cap_emit, &c), 0);
 	assert_int_equal(c.n, 0);
-	/* quiet: 3 and 4 named, once */
-	psb_kv_tick(kv, 1000 + q);
-	assert_int_equal(psb_kv_probe_tails(kv, q, 16, tf_cap_emit, &c), 1);
+	/* another key's push comes (acked) while key 7's has been quiet that long */
+	send_value(kv, &c, PSB_MSG_PUSH, 0, req++, 0, 8, &one, 4);
 	assert_int_equal(c.n, 1);
-	assert_int_equal(nack_bits(&c.m[0], &base, &nbits, &flags), 0x3);
+	psb_kv_tick(kv, 1000 + 11 * q - 1);
+	assert_int_equal(psb_kv_probe_tails(kv, q, 16, tf_cap_emit, &c), 1);
+	/* its tail was lost: 3 and 4 named, once */
+	assert_int_equal(c.n, 2);
+	assert_int_equal(nack_bits(&c.m[1], &base, &nbits, &flags), 0x3);
 	assert_int_equal(base, 3);
 	assert_int_equal(nbits, 2);
-	assert_int_equal(c.m[0].h.req_id, 1);
-	assert_true(c.m[0].h.key == 7);
+	assert_int_equal(c.m[1].h.req_id, 1);
+	assert_true(c.m[1].h.key == 7);
 	assert_int_equal(st->tail_nacks, 1);
-	psb_kv_tick(kv, 1000 + 3 * q);
+	psb_kv_tick(kv, 1000 + 12 * q);
+	send_value(kv, &c, PSB_MSG_PUSH, 0, req++, 0, 8, &one, 4);
 	assert_int_equal(psb_kv_probe_tails(kv, q, 16, tf_cap_emit, &c), 0);
-	/* segment 3 comes, then nothing: 4 named after another quiet spell */
+	assert_int_equal(c.n, 3);
+	/* segment 3 comes; other traffic for less than q: nothing; then q: 4 named */
 	send_seg(kv, &c, PSB_MSG_PUSH, 0, 1, 0, 7, v, sizeof(v), 3);
-	psb_kv_tick(kv, 1000 + 4 * q);
+	psb_kv_tick(kv, 1000 + 13 * q - 1);
+	send_value(kv, &c, PSB_MSG_PUSH, 0, req++, 0, 8, &one, 4);
+	assert_int_equal(psb_kv_probe_tails(kv, q, 16, tf_cap_emit, &c), 0);
+	psb_kv_tick(kv, 1000 + 13 * q);
+	send_value(kv, &c, PSB_MSG_PUSH, 0, req++, 0, 8, &one, 4);
+	assert_int_equal(c.n, 5);
 	assert_int_equal(psb_kv_probe_tails(kv, q, 16, tf_cap_emit, &c), 1);
-	assert_int_equal(nack_bits(&c.m[1], &base, &nbits, &flags), 0x1);
+	assert_int_equal(nack_bits(&c.m[5], &base, &nbits, &flags), 0x1);
 	assert_int_equal(base, 4);
 	/* the last: stored, acked, nothing left to probe */
 	send_seg(kv, &c, PSB_MSG_PUSH, 0, 1, 0, 7, v, sizeof(v), 4);
-	check_resp(&c.m[2], PSB_MSG_PUSH_ACK, 0, 1, 7, 1);
+	check_resp(&c.m[6], PSB_MSG_PUSH_ACK, 0, 1, 7, 1);
 	check_stored(kv, 7, v, 20, 1);
-	psb_kv_tick(kv, 1000 + 6 * q);
+	psb_kv_tick(kv, 1000 + 20 * q);
+	send_value(kv, &c, PSB_MSG_PUSH, 0, req++, 0, 8, &one, 4);
 	assert_int_equal(psb_kv_probe_tails(kv, q, 16, tf_cap_emit, &c), 0);
 	assert_int_equal(st->tail_nacks, 2);
 	assert_int_equal(st->early_nacks, 0);
