@@ -1,6 +1,8 @@
 /* memif control messages and ring checks (psb_memif.h): byte layouts, no I/O. */
 #include <errno.h>
 #include <string.h>
+#include <unistd.h>
+#include <sys/socket.h>
 
 #include "psb_memif.h"
 
@@ -223,4 +225,27 @@ psb_memif_desc_check(const struct psb_memif_desc *d, uint16_t region, uint32_t o
 	if (d->length == 0 || d->length > buf_size)
 		return PSB_MEMIF_BAD_LENGTH;
 	return PSB_MEMIF_BAD_NONE;
+}
+
+unsigned int
+psb_memif_take_fds(struct msghdr *mh, int *fds, unsigned int max)
+{
+	struct cmsghdr *cm;
+	unsigned int n = 0;
+	size_t i, cnt;
+	int fd;
+
+	for (cm = CMSG_FIRSTHDR(mh); cm != NULL; cm = CMSG_NXTHDR(mh, cm)) {
+		if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS)
+			continue;
+		cnt = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+		for (i = 0; i < cnt; i++) {
+			memcpy(&fd, CMSG_DATA(cm) + i * sizeof(int), sizeof(int));
+			if (n < max)
+				fds[n++] = fd;
+			else
+				close(fd);
+		}
+	}
+	return n;
 }

@@ -105,6 +105,13 @@ int psb_memif_msg_decode(struct psb_memif_msg *m, const uint8_t *buf, size_t len
 
 const char *psb_memif_msg_name(uint16_t type);
 
+struct msghdr;
+/*
+ * The descriptors a received message carried (SCM_RIGHTS): the first max into fds, the
+ * rest closed. Returns how many fds holds.
+ */
+unsigned int psb_memif_take_fds(struct msghdr *mh, int *fds, unsigned int max);
+
 /*
  * A HELLO the client can go on with: a version range holding 2.0, room for one region and
  * one ring each way. *log2 is lowered to the server's largest ring. 0 or -EPROTO, with

@@ -197,7 +197,6 @@ ctl_recv(struct psb_shm *s, struct psb_memif_msg *m, uint64_t deadline)
 	struct iovec iov = { .iov_base = buf, .iov_len = sizeof(buf) };
 	struct pollfd pfd = { .fd = s->sock, .events = POLLIN };
 	struct msghdr mh;
-	struct cmsghdr *cm;
 	uint64_t now;
 	ssize_t n;
 
@@ -224,18 +223,9 @@ ctl_recv(struct psb_shm *s, struct psb_memif_msg *m, uint64_t deadline)
 		}
 		break;
 	}
-	for (cm = CMSG_FIRSTHDR(&mh); n >= 0 && cm != NULL; cm = CMSG_NXTHDR(&mh, cm)) {
-		if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS) {
-			size_t k, nfd = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-
-			for (k = 0; k < nfd; k++) {
-				int fd;
-
-				memcpy(&fd, CMSG_DATA(cm) + k * sizeof(int), sizeof(int));
-				close(fd);
-			}
-		}
-	}
+	/* the server passes no descriptor to a client: any it sent goes */
+	if (n >= 0)
+		psb_memif_take_fds(&mh, NULL, 0);
 	if (n < 0)
 		return -errno;
 	if (n == 0)

@@ -369,7 +369,6 @@ conn_read(struct psb_shm_srv *v, struct conn *c)
 	struct iovec iov = { .iov_base = buf, .iov_len = sizeof(buf) };
 	struct psb_memif_msg m;
 	struct msghdr mh;
-	struct cmsghdr *cm;
 	int fds[4];
 	unsigned int nfd, k;
 	ssize_t n;
@@ -383,23 +382,7 @@ conn_read(struct psb_shm_srv *v, struct conn *c)
 		n = recvmsg(c->fd, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
 		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
 			return;
-		nfd = 0;
-		for (cm = CMSG_FIRSTHDR(&mh); n >= 0 && cm != NULL; cm = CMSG_NXTHDR(&mh, cm)) {
-			size_t i, cnt;
-
-			if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS)
-				continue;
-			cnt = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-			for (i = 0; i < cnt; i++) {
-				int fd;
-
-				memcpy(&fd, CMSG_DATA(cm) + i * sizeof(int), sizeof(int));
-				if (nfd < 4)
-					fds[nfd++] = fd;
-				else
-					close(fd);
-			}
-		}
+		nfd = n >= 0 ? psb_memif_take_fds(&mh, fds, 4) : 0;
 		if (n <= 0) {
 			/* gone: killed, or closed without a word */
 			close_fds(fds, nfd);
