@@ -72,10 +72,13 @@ kb() {
 	timeout -k 5 60 ip netns exec "$ns" env PSB_SHM_DIR="$PSB_SHM_DIR" "$@"
 }
 
-# start_psb SLOTS NUM_WORKERS: a server hosting its scheduler, up once its control socket is
+# start_psb SLOTS NUM_WORKERS: a server hosting its scheduler, up once its control socket is.
+# Clients that go straight to it never register: its own wait for the job is not bounded
+# (--connect-timeout 0), the test's steps are.
 start_psb() {
 	"$psb" --role server --port "af_packet:$vr" --ip "$server_ip" --scheduler "$server_ip" \
 		--num-workers "$2" --num-servers 1 --async --shm-clients "$1" -l 0 --keep-serving \
+		--connect-timeout 0 \
 		--file-prefix "$prefix" >"$tmp/psb.log" 2>&1 &
 	psb_pid=$!
 	for _ in $(seq 600); do
