@@ -39,7 +39,7 @@
 #define NB_DESC		1024
 /*
  * An af_xdp port's rings: the kernel drops what its receive ring cannot take, and a window
- * of a worker's segments arrives at once (af_packet's kernel rings hold 16 MiB); 8192 frames
+ * of a worker's segments arrives at once (af_packet's kernel rings hold 64 MiB); 8192 frames
  * of a 3500-byte MTU hold 28 MiB.
  */
 #define XDP_DESC	8192
@@ -807,6 +807,8 @@ main(int argc, char **argv)
 		exit_code = 1;
 	if (cut_short && exit_code == 0)
 		exit_code = 128 + (int)g_signal;
+	for (i = 0; i < app->nports; i++)	/* the kernel's last counts */
+		psb_afp_stats_update(&app->afp[i]);
 	psb_report_print(app, stdout);
 	if (app->stats_file != NULL && psb_report_write_json(app, app->stats_file) != 0) {
 		PSB_NOTICE(main, "cannot write %s", app->stats_file);

@@ -30,7 +30,13 @@
 #include "psb_ethdev.h"
 #include "psb_host.h"
 
-#define AFP_RING_BYTES	(16ull << 20)	/* each of an af_packet port's two rings */
+/*
+ * Each of an af_packet port's two rings: twice the default window (pushpull.window, 32 MiB),
+ * so that a worker's whole window, or the answers to one, waits in the ring while the
+ * process is off its core; with 16 MiB a 1 MB PUSH_PULL of one worker and one server on two
+ * shared cores lost window tails to full rings and waited for timeouts.
+ */
+#define AFP_RING_BYTES	(64ull << 20)
 #define PSB_MTU_DEFAULT	9000	/* where setting it disturbs nothing: memif, pcap, ring, null */
 
 /*

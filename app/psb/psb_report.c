@@ -117,6 +117,12 @@ psb_report_print(const struct psb_app *app, FILE *out)
 			(unsigned long long)ps.opackets, (unsigned long long)ps.obytes,
 			(unsigned long long)ps.imissed, (unsigned long long)ps.ierrors,
 			(unsigned long long)ps.oerrors);
+		if (app->afp[i].nfd != 0)
+			fprintf(out, "port %u (%s): the kernel dropped %llu of %llu frames for its "
+				"socket (ring full)\n", app->port_ids[i], app->specs[i].spec,
+				(unsigned long long)__atomic_load_n(&app->afp[i].drops, __ATOMIC_RELAXED),
+				(unsigned long long)__atomic_load_n(&app->afp[i].packets,
+					__ATOMIC_RELAXED));
 	}
 	{
 		uint64_t waited, gave_up;

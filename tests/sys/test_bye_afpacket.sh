@@ -153,4 +153,8 @@ wait "$psb_pid"
 rc=$?
 psb_pid=
 [ $rc -eq 0 ] || fail "psb exited with $rc"
+# the closing report says what the kernel dropped, which DPDK's "missed" does not
+drops=$(sed -n 's/^port 0 (.*): the kernel dropped \([0-9]*\) of \([0-9]*\) frames.*/\1/p' "$tmp/psb.log")
+[ -n "$drops" ] && [ "$drops" -ge $((flood - ring)) ] ||
+	fail "the closing report does not name the kernel's drops (said '$drops', flood $flood, ring $ring)"
 log "PASS"
