@@ -586,9 +586,9 @@ psbc_open(psbc_t **out, const struct psbc_opts *o, char *err, size_t errlen)
 		o = &def;
 	}
 	/* a program built for api 1 passes the shorter struct: transport is not read */
-	if (o->api != 1 && o->api != PSBC_API_VERSION)
+	if (o->api < 1 || o->api > PSBC_API_VERSION)
 		return psb_api_fail(err, errlen, PSBC_E_INVAL,
-			"opts.api is %u, this library speaks 1 and %u: call psbc_opts_init", o->api,
+			"opts.api is %u, this library speaks 1 to %u: call psbc_opts_init", o->api,
 			PSBC_API_VERSION);
 	if (o->api >= 2 && o->transport != NULL && strcmp(o->transport, "auto") != 0 &&
 	    strcmp(o->transport, "shm") != 0 && strcmp(o->transport, "udp") != 0)
@@ -1081,6 +1081,24 @@ int
 psbc_fd(const psbc_t *s)
 {
 	return s != NULL ? psb_client_fd(s->c) : PSBC_E_INVAL;
+}
+
+int
+psbc_wait_fds(psbc_t *s, struct pollfd *pfd, int max, int *timeout_ms)
+{
+	uint64_t ns;
+	int n;
+
+	if (s == NULL)
+		return PSBC_E_INVAL;
+	if (pfd == NULL || timeout_ms == NULL)
+		return fail(s, PSBC_E_INVAL, "psbc_wait_fds: pfd and timeout_ms are needed");
+	n = psb_client_wait_fds(s->c, pfd, max, &ns);
+	if (n < 0)
+		return fail(s, PSBC_E_INVAL, "psbc_wait_fds: room for %d descriptors, the session "
+			"waits on %d", max, -n);
+	*timeout_ms = (int)((ns + 999999) / 1000000);
+	return n;
 }
 
 int

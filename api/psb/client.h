@@ -32,6 +32,7 @@
 #ifndef PSB_CLIENT_API_H
 #define PSB_CLIENT_API_H
 
+#include <poll.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -39,8 +40,11 @@
 extern "C" {
 #endif
 
-/* 2: struct psbc_opts gained transport (a session of api 1 takes PSB_TRANSPORT, or auto). */
-#define PSBC_API_VERSION	2
+/*
+ * 2: struct psbc_opts gained transport (a session of api 1 takes PSB_TRANSPORT, or auto).
+ * 3: psbc_wait_fds (struct psbc_opts as in 2).
+ */
+#define PSBC_API_VERSION	3
 
 /* Error codes: every one negative. */
 enum psbc_error {
@@ -197,8 +201,19 @@ void psbc_poll(psbc_t *s);
 /*
  * The session's socket, for an event loop: when it is readable, psbc_progress has work;
  * requests waiting to be sent again need a turn every few milliseconds too. Never read it.
+ * A session that reaches servers over shared memory has more to wait on: psbc_wait_fds.
  */
 int psbc_fd(const psbc_t *s);
+/*
+ * Everything a sleep for the session waits on, for a loop that sleeps outside the library
+ * (a thread that lets others use the session meanwhile): up to max entries of pfd (the
+ * socket; for each server over shared memory, its ring's interrupt and its link's socket,
+ * which the server is asked to signal until the session's next call), *timeout_ms the
+ * longest the sleep may last. Returns the count to poll(pfd, count, *timeout_ms), then call
+ * psbc_progress (or psbc_test); 0 when there is work already (no sleep); PSBC_E_INVAL when
+ * max is less than 1 + 2 * psbc_num_servers(s), always enough. Read none of them.
+ */
+int psbc_wait_fds(psbc_t *s, struct pollfd *pfd, int max, int *timeout_ms);
 
 /* The rank this session sends as (through a scheduler: the one it gave). */
 int psbc_rank(const psbc_t *s);

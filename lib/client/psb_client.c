@@ -92,6 +92,7 @@ struct psb_client {
 	int shm_said;			/* the fallback was said on stderr */
 	char shm_why[320];		/* why the last link failed, or was lost */
 	struct pollfd *pfd;		/* [1 + 2 * PSB_SCHED_MAX_NODES] */
+	int shm_armed;			/* the links were asked to signal (psb_client_wait_fds) */
 };
 
 static void
@@ -691,26 +692,31 @@ rx_burst(struct psb_client *c, uint64_t now)
 }
 
 /*
- * Sleep until the socket is readable (or writable, with datagrams waiting), a server
- * signals its shared ring or its link's socket, or a short while.
+ * The descriptors a sleep for c waits on: the socket (writable too, with datagrams
+ * waiting) and each shared-memory link's interrupt and control socket, whose servers are
+ * asked to signal (the next turn takes that back: wait_end). The count, 0 when a ring
+ * already holds frames, or -(the count needed) when max is less; *max_ns, how long the
+ * sleep may last: short enough that resends go out on time, long enough not to spin.
  */
-static void
-wait_io(struct psb_client *c)
+int
+psb_client_wait_fds(struct psb_client *c, struct pollfd *pfd, int max, uint64_t *max_ns)
 {
-	struct pollfd *pfd = c->pfd;
 	uint64_t t = c->cfg.timeout_ns / 8;
-	struct timespec ts;
-	nfds_t n = 1;
-	int ready = 0;
+	int n = 1, need = 1, ready = 0;
 	uint16_t s;
 
-	/* Short enough that resends go out on time, long enough not to spin. */
+	for (s = 0; s < c->nservers; s++)
+		need += c->servers[s].shm != NULL ? 2 : 0;
+	if (max < need)
+		return -need;
 	if (t < 100000)
 		t = 100000;
 	if (t > 5000000)
 		t = 5000000;
+	*max_ns = t;
 	pfd[0].fd = c->fd;
 	pfd[0].events = POLLIN;
+	pfd[0].revents = 0;
 	if (c->io.ntx != 0)
 		pfd[0].events |= POLLOUT;
 	for (s = 0; s < c->nservers; s++) {
@@ -718,22 +724,47 @@ wait_io(struct psb_client *c)
 
 		if (c->servers[s].shm == NULL)
 			continue;
+		c->shm_armed = 1;
 		ready |= psb_shm_arm(c->servers[s].shm);
 		psb_shm_fds(c->servers[s].shm, fds);
 		pfd[n].fd = fds[0];
-		pfd[n++].events = POLLIN;
+		pfd[n].events = POLLIN;
+		pfd[n++].revents = 0;
 		pfd[n].fd = fds[1];
-		pfd[n++].events = POLLIN;
+		pfd[n].events = POLLIN;
+		pfd[n++].revents = 0;
 	}
-	ts.tv_sec = 0;
-	ts.tv_nsec = (long)t;
-	if (!ready)
-		ppoll(pfd, n, &ts, NULL);
+	return ready ? 0 : n;
+}
+
+/* After a sleep on psb_client_wait_fds: the servers stop signalling; a link that went is seen. */
+static void
+wait_end(struct psb_client *c)
+{
+	uint16_t s;
+
+	if (!c->shm_armed)
+		return;
+	c->shm_armed = 0;
 	for (s = 0; s < c->nservers; s++)
 		if (c->servers[s].shm != NULL)
 			psb_shm_disarm(c->servers[s].shm);
-	if (n > 1)
-		shm_check(c, psb_clock_ns());
+	shm_check(c, psb_clock_ns());
+}
+
+/* Sleep until the socket or a shared-memory link has work for c, or a short while. */
+static void
+wait_io(struct psb_client *c)
+{
+	struct timespec ts;
+	uint64_t t;
+	int n = psb_client_wait_fds(c, c->pfd, 1 + 2 * PSB_SCHED_MAX_NODES, &t);
+
+	ts.tv_sec = 0;
+	ts.tv_nsec = (long)t;
+	if (n > 0)
+		ppoll(c->pfd, (nfds_t)n, &ts, NULL);
+	wait_end(c);
 }
 
 static void send_probe(struct psb_client *c, uint16_t s, uint32_t id);
@@ -783,9 +814,11 @@ check_servers(struct psb_client *c, uint64_t now)
 static void
 drive_once(struct psb_client *c)
 {
-	uint64_t now = psb_clock_ns();
+	uint64_t now;
 	unsigned int moved;
 
+	wait_end(c);	/* a caller's own sleep on psb_client_wait_fds ended */
+	now = psb_clock_ns();
 	moved = rx_burst(c, now);
 	if (c->bench != NULL) {
 		if (c->bench_rc == 0)

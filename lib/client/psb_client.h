@@ -2,6 +2,7 @@
 #ifndef PSB_CLIENT_H
 #define PSB_CLIENT_H
 
+#include <poll.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -207,6 +208,14 @@ void psb_client_wait_all(struct psb_client *c);
  * when nothing moved for a while, wait a little for the socket (as the waits do).
  */
 void psb_client_poll(struct psb_client *c, int may_sleep);
+/*
+ * For a caller that sleeps on its own (another thread may use c meanwhile): the
+ * descriptors to wait on into pfd (the socket; a shared-memory link's interrupt and
+ * control socket, whose server is asked to signal until the next turn), *max_ns how long
+ * at most. The count; 0 when work is there already; -(the count needed) when max is less:
+ * at most 1 + 2 * the servers.
+ */
+int psb_client_wait_fds(struct psb_client *c, struct pollfd *pfd, int max, uint64_t *max_ns);
 
 /*
  * ps-lite's test_benchmark over this client's socket (the kernel-socket

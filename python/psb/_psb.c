@@ -34,6 +34,8 @@ typedef struct {
 	PyThread_type_lock lock;	/* one thread in the session at a time */
 	struct pending *pending;
 	int sync;
+	struct pollfd *pfd;		/* what a wait sleeps on (psbc_wait_fds) */
+	int npfd;
 } KVWorker;
 
 static PyObject *
@@ -96,6 +98,7 @@ KVWorker_dealloc(KVWorker *w)
 	}
 	if (w->lock != NULL)
 		PyThread_free_lock(w->lock);
+	PyMem_Free(w->pfd);
 	Py_TYPE(w)->tp_free((PyObject *)w);
 }
 
@@ -146,6 +149,13 @@ KVWorker_init(KVWorker *w, PyObject *args, PyObject *kw)
 	if (rc != 0) {
 		w->s = NULL;
 		raise_code(rc, err);
+		return -1;
+	}
+	PyMem_Free(w->pfd);
+	w->npfd = 1 + 2 * psbc_num_servers(w->s);
+	w->pfd = PyMem_Calloc((size_t)w->npfd, sizeof(*w->pfd));
+	if (w->pfd == NULL) {
+		PyErr_NoMemory();
 		return -1;
 	}
 	return 0;
@@ -436,8 +446,7 @@ static int
 wait_turns(KVWorker *w, int64_t ts, char *msg, size_t len)
 {
 	uint64_t spin_until = mono_ns() + WAIT_SPIN_NS;
-	struct pollfd pfd = { .fd = -1, .events = POLLIN };
-	int rc, ended;
+	int rc, ended, n, ms;
 
 	for (;;) {
 		PyThread_acquire_lock(w->lock, WAIT_LOCK);
@@ -446,19 +455,23 @@ wait_turns(KVWorker *w, int64_t ts, char *msg, size_t len)
 			snprintf(msg, len, "the KVWorker was closed while waiting");
 			return PSBC_E_INVAL;
 		}
-		pfd.fd = psbc_fd(w->s);
 		rc = psbc_test(w->s, ts);	/* one turn, no sleep */
 		ended = rc != 0;
 		if (rc == 1)
 			rc = psbc_wait(w->s, ts);	/* ended: its status, at once */
 		if (rc != 0)
 			snprintf(msg, len, "%s", psbc_errmsg(w->s));
+		n = 0;
+		ms = WAIT_SLEEP_MS;
+		/* what the session waits on: its socket, its servers' shared-memory rings */
+		if (!ended && mono_ns() >= spin_until)
+			n = psbc_wait_fds(w->s, w->pfd, w->npfd, &ms);
 		PyThread_release_lock(w->lock);
 		if (ended)
 			return rc;
-		if (mono_ns() < spin_until)
-			continue;
-		if (poll(&pfd, 1, WAIT_SLEEP_MS) > 0)
+		if (n == 0)
+			continue;	/* spinning, or work there already */
+		if (n > 0 ? poll(w->pfd, (nfds_t)n, ms) > 0 : poll(NULL, 0, WAIT_SLEEP_MS) > 0)
 			spin_until = mono_ns() + WAIT_SPIN_NS;
 	}
 }

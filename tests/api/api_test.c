@@ -4,6 +4,7 @@
  * argv[1]) on loopback.
  */
 #include <errno.h>
+#include <poll.h>
 #include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -671,6 +672,77 @@ t_env(void **state)
 	unsetenv("DMLC_INTERFACE");
 }
 
+/*
+ * A loop that sleeps outside the library (psbc_wait_fds, poll, psbc_test) finishes a
+ * PUSH_PULL over each transport; over shared memory it waits on the ring's interrupt and
+ * the link's socket too, and it is woken by them rather than by its timeout.
+ */
+static void
+t_wait_fds(void **state)
+{
+	const char *const extra[] = { "--async", NULL };
+	static const char *const transports[] = { "udp", "shm" };
+	enum { N = 1 << 18 };	/* 1 MiB of floats: many datagrams, many ring frames */
+	struct pollfd pfd[3];
+	struct psbc_opts o;
+	char list[64], err[512];
+	unsigned int t, i, sleeps, woken;
+	float *v = malloc(N * sizeof(float)), *out = malloc(N * sizeof(float));
+	int ms, n;
+
+	(void)state;
+	assert_non_null(v);
+	assert_non_null(out);
+	start(0, extra);
+	for (i = 0; i < N; i++)
+		v[i] = (float)(i % 1000);
+	for (t = 0; t < 2; t++) {
+		const uint64_t k = 9 + t;	/* a fresh key: its sum is this push alone */
+		psbc_t *s = NULL;
+		int64_t ts;
+
+		psbc_opts_init(&o);
+		o.servers = addr(0, list, sizeof(list));
+		o.transport = transports[t];
+		if (psbc_open(&s, &o, err, sizeof(err)) != 0)
+			fail_msg("psbc_open over %s: %s", transports[t], err);
+		assert_int_equal(psbc_server_transport(s, 0), t == 0 ? PSBC_TRANSPORT_UDP :
+			PSBC_TRANSPORT_SHM);
+		/* room for the socket alone is too little over shared memory */
+		n = psbc_wait_fds(s, pfd, 1, &ms);
+		if (t == 0)
+			assert_true(n == 0 || n == 1);
+		else
+			assert_int_equal(n, PSBC_E_INVAL);
+		psbc_progress(s);
+		assert_int_equal(psbc_wait_fds(s, NULL, 3, &ms), PSBC_E_INVAL);
+		ts = psbc_pushpull(s, &k, 1, v, out, N, NULL, NULL, NULL);
+		assert_true(ts >= 0);
+		sleeps = woken = 0;
+		while (psbc_test(s, ts) == 0) {
+			n = psbc_wait_fds(s, pfd, 3, &ms);
+			assert_true(n >= 0);
+			if (n == 0)
+				continue;
+			assert_int_equal(n, t == 0 ? 1 : 3);
+			assert_int_equal(pfd[0].fd, psbc_fd(s));
+			assert_true(ms >= 1 && ms <= 5);
+			sleeps++;
+			woken += poll(pfd, (nfds_t)n, ms) > 0;
+		}
+		assert_int_equal(psbc_wait(s, ts), 0);
+		for (i = 0; i < N; i += 4099)
+			assert_true(out[i] == v[i]);
+		/* what woke the sleeps was the traffic, not their timeouts */
+		if (sleeps > 4 && woken * 2 < sleeps)
+			fail_msg("over %s: %u of %u sleeps woken by the descriptors", transports[t],
+				woken, sleeps);
+		psbc_close(s);
+	}
+	free(v);
+	free(out);
+}
+
 /* Options and the library itself. */
 static void
 t_misc(void **state)
@@ -718,6 +790,7 @@ main(int argc, char **argv)
 		cmocka_unit_test_teardown(t_server_stops, teardown),
 		cmocka_unit_test_teardown(t_sync_slow, teardown),
 		cmocka_unit_test_teardown(t_env, teardown),
+		cmocka_unit_test_teardown(t_wait_fds, teardown),
 		cmocka_unit_test_teardown(t_misc, teardown),
 	};
 

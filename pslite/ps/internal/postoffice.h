@@ -518,7 +518,10 @@ private:
 		PS_VLOG(1) << "psb: this " << what << " is psb-ksrv, pid " << child_;
 	}
 
-	/* Moves the session's requests along while any are in flight; waits on the socket. */
+	/*
+	 * Moves the session's requests along while any are in flight; between turns waits on
+	 * what the session waits on (its socket, its servers' shared-memory rings).
+	 */
 	void progress_loop()
 	{
 		std::unique_lock<std::recursive_mutex> lk(mu_);
@@ -529,10 +532,16 @@ private:
 				continue;
 			}
 			psbc_progress(session_);
-			struct pollfd p = { psbc_fd(session_), POLLIN, 0 };
+			pfd_.resize(1 + 2 * (size_t)std::max(psbc_num_servers(session_), 0));
+			int ms = 1, n = psbc_wait_fds(session_, pfd_.data(), (int)pfd_.size(), &ms);
 
+			if (n == 0)
+				continue;	/* work there already */
 			lk.unlock();
-			::poll(&p, 1, 1);
+			if (n > 0)
+				::poll(pfd_.data(), (nfds_t)n, ms);
+			else
+				::poll(nullptr, 0, 1);
 			lk.lock();
 		}
 	}
@@ -560,6 +569,7 @@ private:
 	std::vector<Range> ranges_;
 	std::vector<std::function<void()>> exit_cbs_;
 	psbc_t *session_ = nullptr;
+	std::vector<struct pollfd> pfd_;	/* progress_loop's, for psbc_wait_fds */
 	std::string servers_;
 	bool handler_mode_ = false;
 	psbs_t *server_ = nullptr;
