@@ -15,9 +15,9 @@ source "$(dirname "$0")/../export/common.sh" "${1:?usage: test_memif_early.sh PA
 
 NW=2 KEYS=4 LEN=20000 REPEAT=10
 
-# a pool of 300000 buffers of 9 KiB: a few seconds between the socket and the port
+# a pool of 600000 buffers of 9 KiB: a few seconds between the socket and the port
 start_psb srv --role server --scheduler 198.18.0.1 --num-workers $NW \
-	--port "memif:server:$DIR/m.sock" --ip 198.18.0.1 --sync --no-huge --mbufs 300000 \
+	--port "memif:server:$DIR/m.sock" --ip 198.18.0.1 --sync --no-huge --mbufs 600000 \
 	-l 0 --file-prefix "$TAG-s"
 server=$LAST_PID
 for _ in $(seq 300); do [ -S "$DIR/m.sock" ] && break; sleep 0.01; done
@@ -62,7 +62,8 @@ for _ in $(seq 300); do alive $server; [ -S "$RUNDIR/$TAG-s2/psb.ctl" ] && break
 start_psb cli --role server --port "memif:client:$DIR/m.sock" --ip 198.18.0.2 -l 1 \
 	--no-huge --mbufs 4096 --file-prefix "$TAG-c" -v
 client=$LAST_PID
-wait_grep "$DIR/cli.log" "port 0: link up" 30 "the client's link did not come up" $client
+# its link up: said when it came up after the first look, or the server role registered through it
+wait_grep "$DIR/cli.log" "port 0: link up\\|registered with the scheduler" 30 "the client's link did not come up" $client
 stop_psb $server
 said="the memif server left or turned this client away, and a memif client does not"
 said="$said connect again; start this psb again"
