@@ -587,6 +587,13 @@ psb_host_cpus(struct psb_app *app, const char **lcores, char *buf, size_t len)
 
 	if (psb_host_dir("cpus", dir, sizeof(dir)) != 0)
 		dir[0] = '\0';
+	/*
+	 * A scheduler carries control traffic only and sleeps (psb_idle_choose): it claims no
+	 * CPU, so that the servers and workers that poll each find one of their own.
+	 */
+	app->idle_host.control_only = app->node_role == PSB_NODE_SCHEDULER;
+	if (app->idle_host.control_only)
+		dir[0] = '\0';
 	if (*lcores == NULL || (*lcores)[0] == '\0') {
 		if (sched_getaffinity(0, sizeof(set), &set) != 0) {
 			CPU_ZERO(&set);
@@ -598,7 +605,9 @@ psb_host_cpus(struct psb_app *app, const char **lcores, char *buf, size_t len)
 				;
 		snprintf(buf, len, "%d", cpu);
 		*lcores = buf;
-		if (rc == 0) {
+		if (app->idle_host.control_only)
+			PSB_DEBUG(host, "lcore on CPU %d, claimed by none: a scheduler sleeps", cpu);
+		else if (rc == 0) {
 			cpu_owned(dir, cpu);
 			PSB_DEBUG(host, "lcore on CPU %d: no other psb polls it (-l chooses)", cpu);
 		} else if (rc == -EBUSY) {

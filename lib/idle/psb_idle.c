@@ -128,6 +128,10 @@ psb_idle_choose(enum psb_idle_mode mode, const struct psb_idle_host *h, char *wh
 		snprintf(why, len, "node.idle %s", mode == PSB_IDLE_POLL ? "poll" : "sleep");
 		return mode;
 	}
+	if (h->control_only) {
+		snprintf(why, len, "control traffic only, leaving the CPUs to the data");
+		return PSB_IDLE_SLEEP;
+	}
 	n = snprintf(why, len, "%u lcore%s on %u CPU%s", h->lcores, plural(h->lcores), h->cpus,
 		plural(h->cpus));
 	if (n < 0 || (size_t)n >= len)

@@ -98,6 +98,7 @@ struct psb_idle_host {
 	unsigned int shared_cpus;	/* of them, CPUs another psb polls too */
 	long other_pid;			/* one such psb (0: unknown) */
 	int sleep_asked;		/* node.idle_sleep was set: an older way to ask for sleep */
+	int control_only;		/* control traffic only (a scheduler): never worth a CPU */
 };
 
 /*

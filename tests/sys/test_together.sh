@@ -57,8 +57,13 @@ assert mem[0][2] < mem[3][2] < mem[1][2], mem
 # a CPU of its own, or said to be shared; CPUs taken as free are all different
 own = []
 for n, t in logs.items():
-    m = re.search(r"lcore on CPU (\d+)(: no other psb polls it|, which another psb polls too)", t)
+    m = re.search(r"lcore on CPU (\d+)(: no other psb polls it|, which another psb polls too"
+                  r"|, claimed by none: a scheduler sleeps)", t)
     assert m, (n, "no CPU line", t[-800:])
+    # the scheduler claims no CPU and sleeps; the others claim or share one
+    assert (n == 0) == m.group(2).startswith(", claimed by none"), (n, m.group(0))
+    if n == 0:
+        assert "idle: sleep (control traffic only" in t, (n, "scheduler not asleep", t[-800:])
     if m.group(2).startswith(":"):
         own.append(int(m.group(1)))
     assert f"--lcores={m.group(1)} " in t, (n, "EAL not on that CPU")

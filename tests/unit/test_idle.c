@@ -157,8 +157,13 @@ choose(void **state)
 	h = (struct psb_idle_host){ .lcores = 2, .cpus = 2, .sleep_asked = 1 };
 	assert_int_equal(psb_idle_choose(PSB_IDLE_AUTO, &h, why, sizeof(why)), PSB_IDLE_SLEEP);
 	assert_string_equal(why, "2 lcores on 2 CPUs, node.idle_sleep set");
+	/* a scheduler sleeps whatever else is true, unless told to poll */
+	h = (struct psb_idle_host){ .lcores = 1, .cpus = 1, .control_only = 1 };
+	assert_int_equal(psb_idle_choose(PSB_IDLE_AUTO, &h, why, sizeof(why)), PSB_IDLE_SLEEP);
+	assert_string_equal(why, "control traffic only, leaving the CPUs to the data");
+	assert_int_equal(psb_idle_choose(PSB_IDLE_POLL, &h, why, sizeof(why)), PSB_IDLE_POLL);
 	/* a short buffer is cut, never overrun */
-	h.sleep_asked = 0;
+	h = (struct psb_idle_host){ .lcores = 2, .cpus = 2 };
 	assert_int_equal(psb_idle_choose(PSB_IDLE_AUTO, &h, why, 4), PSB_IDLE_POLL);
 	assert_true(strlen(why) < 4);
 }
