@@ -6,12 +6,15 @@
 #   capi    psb-apibench, through the client API (psb/client.h, libpsb);
 #   pslite  a ps-lite program (tests/pslite/bench_pushpull.cc) through psb's ps-lite header;
 #   python  python3 -m psb.bench, through the psb package with numpy arrays;
-# and one key's 64 B request at a time (round trips) from capi and python. Runs of --seconds
-# each, a fresh server each, in rotating order, --pairs rounds. Prints the medians and the
-# paired ratios (capi/kbench, pslite/capi, python/capi) with their bootstrap 95 % intervals,
-# and python's round trip less capi's; the figures asked for: capi within 5 % of kbench,
-# pslite at least 95 % of capi, python within 10 % of capi and its 64 B round trip within
-# 10 us of capi's.
+# the last three over kernel UDP (PSB_TRANSPORT=udp) and again over shared memory
+# (capi-shm, pslite-shm, python-shm: PSB_TRANSPORT=shm, psb-ksrv's shared-memory slots);
+# and one key's 64 B request at a time (round trips) from capi and python over UDP. Runs of
+# --seconds each, a fresh server each, in rotating order, --pairs rounds. Prints the medians
+# and the paired ratios (capi/kbench, pslite/capi, python/capi, and each client's shared
+# memory over its UDP) with their bootstrap 95 % intervals, and python's round trip less
+# capi's; the figures asked for: capi within 5 % of kbench, pslite at least 95 % of capi,
+# python within 10 % of capi and its 64 B round trip within 10 us of capi's, the C and
+# Python clients over shared memory at least 3x their own UDP goodput.
 #
 # With --pslite DIR, a checkout of ps-lite (it is not packaged; its code is built in a scratch
 # directory and never enters the tree): the same ps-lite program compiled against ps-lite
@@ -50,7 +53,8 @@ bench_scratch client
 	bench_about "$BUILD" "psb-ksrv on CPU 0, the worker on CPU 1" "$COMMAND"
 	echo "workload ps-lite's benchmark, PUSH_PULL of $KEYS keys of $LEN B, each iteration" \
 		"waited for, $SECS s a run; and one key's 64 B PUSH_PULL at a time; kbench, capi," \
-		"pslite and python in rotating order, a fresh psb-ksrv (async) each run, $PAIRS rounds"
+		"pslite and python over UDP, capi, pslite and python over shared memory, in" \
+		"rotating order, a fresh psb-ksrv (async) each run, $PAIRS rounds"
 } > "$OUT/ABOUT.txt"
 cat "$OUT/ABOUT.txt"
 bench_plan pairs="$PAIRS" seconds="$SECS" len="$LEN" keys="$KEYS"
@@ -90,9 +94,12 @@ json.dump({"tool": sys.argv[1], "mode": int(mode), "iterations": int(it), "keys"
 PY
 }
 
-# run TOOL LEN MODE OUT: one run of TOOL against a fresh server, its JSON result in OUT
+# run TOOL LEN MODE OUT: one run of TOOL against a fresh server, its JSON result in OUT; a
+# TOOL-shm reaches the server over shared memory, the others over UDP (PSB_TRANSPORT)
 run() {
 	local tool=$1 len=$2 mode=$3 out=$4
+	export PSB_TRANSPORT=udp
+	case $tool in *-shm) PSB_TRANSPORT=shm; tool=${tool%-shm} ;; esac
 	server
 	case $tool in
 	kbench)
@@ -113,6 +120,7 @@ run() {
 			DMLC_NUM_SERVER=1 taskset -c 1 "$PSLITE" "$len" "$mode" "$KEYS" "$SECS"
 		goodput_json pslite "$TMP/wk.log" "$out" ;;
 	esac
+	unset PSB_TRANSPORT
 }
 
 # real: the same ps-lite program under ps-lite itself: its scheduler, its server (CPU 0) and
@@ -139,12 +147,12 @@ run_real() {
 	goodput_json pslite-real "$TMP/wk.log" "$out"
 }
 
-tools=(kbench capi pslite python)
-total=$((PAIRS * 6))
-[ -z "$REAL" ] || total=$((PAIRS * 7))
+tools=(kbench capi pslite python capi-shm pslite-shm python-shm)
+total=$((PAIRS * 9))
+[ -z "$REAL" ] || total=$((PAIRS * 10))
 for p in $(seq "$PAIRS"); do
 	# each tool first as often as the others
-	shift_by=$(((p - 1) % 4))
+	shift_by=$(((p - 1) % ${#tools[@]}))
 	order=("${tools[@]:$shift_by}" "${tools[@]:0:$shift_by}")
 	for t in "${order[@]}"; do
 		run "$t" "$LEN" 1 "$OUT/raw/$t-$p.json"

@@ -1150,8 +1150,12 @@ def client(out):
     time), each run against a fresh psb-ksrv, in rounds."""
     raw = Raw(out)
     rounds = sorted(p for (p,) in raw_index(raw, r"capi-(\d+)\.json"))
-    runs = {t: [raw.json(f"{t}-{p}.json") for p in rounds]
-            for t in ("kbench", "capi", "pslite", "python")}
+    # runs before shared memory had only the four over UDP
+    tools = ["kbench", "capi", "pslite", "python"]
+    shm = raw.has("capi-shm-%d.json" % rounds[0])
+    if shm:
+        tools += ["capi-shm", "pslite-shm", "python-shm"]
+    runs = {t: [raw.json(f"{t}-{p}.json") for p in rounds] for t in tools}
     rtt = {t: [raw.json(f"rtt-{t}-{p}.json") for p in rounds] for t in ("capi", "python")}
     rev = about_revision(out)
     plan = raw.json("plan.json")
@@ -1160,6 +1164,9 @@ def client(out):
     ratios = {"capi_kbench": paired(runs["capi"], runs["kbench"], g),
               "pslite_capi": paired(runs["pslite"], runs["capi"], g),
               "python_capi": paired(runs["python"], runs["capi"], g)}
+    if shm:
+        for t in ("capi", "pslite", "python"):
+            ratios[t + "_shm_udp"] = paired(runs[t + "-shm"], runs[t], g)
     p50 = {t: statistics.median(r["rtt_p50_us"] for r in v) for t, v in rtt.items()}
     diffs = [py["rtt_p50_us"] - c["rtt_p50_us"] for py, c in zip(rtt["python"], rtt["capi"])]
     d_med, d_lo, d_hi = median_ci(diffs)
@@ -1171,10 +1178,14 @@ def client(out):
              "capi": "the client API (psb/client.h)",
              "pslite": "a ps-lite program, psb's ps-lite header",
              "python": "the psb package, numpy arrays"}
+    for t in ("capi", "pslite", "python"):
+        names[t + "-shm"] = names[t] + ", shared memory"
+        if shm:
+            names[t] += ", UDP"
     L = ["psb %s, ps-lite's benchmark, PUSH_PULL of %d keys of %d B against psb-ksrv on "
          "loopback, %d rounds" % (rev, plan["keys"], plan["len"], len(rounds)), "",
          "| worker | Gbps (median) | range |", "|---|---:|---|"]
-    for t in ("kbench", "capi", "pslite", "python"):
+    for t in tools:
         L.append("| %s | %.2f | %.2f-%.2f |" % (names[t], med[t], min(g(r) for r in runs[t]),
                                                   max(g(r) for r in runs[t])))
     met = lambda ok: "met" if ok else "missed"
@@ -1188,8 +1199,15 @@ def client(out):
           "| Python against the client API, goodput | within 10 %% | %.3f [%.3f, %.3f] | %s |"
           % (r3["median"], r3["ci95"][0], r3["ci95"][1], met(r3["median"] >= 0.90)),
           "| Python's 64 B round trip less the client API's, p50 | <= 10 us | %.2f us [%.2f, %.2f] | %s |"
-          % (d_med, d_lo, d_hi, met(d_med <= 10)),
-          "", "64 B round trips, p50 (median of runs): the client API %.2f us, Python %.2f us."
+          % (d_med, d_lo, d_hi, met(d_med <= 10))]
+    if shm:
+        for t, what, want in (("capi", "the client API", 3), ("python", "Python", 3),
+                              ("pslite", "the ps-lite header", None)):
+            r = ratios[t + "_shm_udp"]
+            L.append("| %s, shared memory against its UDP, goodput | %s | %.2f [%.2f, %.2f] | %s |"
+                     % (what, ">= %dx" % want if want else "(no target)", r["median"],
+                        r["ci95"][0], r["ci95"][1], met(r["median"] >= want) if want else ""))
+    L += ["", "64 B round trips, p50 (median of runs): the client API %.2f us, Python %.2f us."
           % (p50["capi"], p50["python"])]
     if raw.has("pslite-real-%d.json" % rounds[0]):
         real = [raw.json(f"pslite-real-{p}.json") for p in rounds]
@@ -1201,6 +1219,11 @@ def client(out):
               "%.2f-%.2f); over psb %.2fx of it, median of pairs [%.2f, %.2f]."
               % (summary["goodput_gbps"]["pslite_real"], min(g(r) for r in real),
                  max(g(r) for r in real), r4["median"], r4["ci95"][0], r4["ci95"][1])]
+        if shm:
+            r5 = paired(runs["pslite-shm"], real, g)
+            summary["ratios"]["pslite_shm_real"] = r5
+            L[-1] += (" Over psb's shared memory %.2fx of it [%.2f, %.2f]."
+                      % (r5["median"], r5["ci95"][0], r5["ci95"][1]))
     return summary, L, True
 
 
