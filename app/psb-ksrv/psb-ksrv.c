@@ -1,7 +1,6 @@
 /* psb-ksrv: the psb parameter server over kernel UDP sockets, the benchmarks' baseline. */
 #include <errno.h>
 #include <getopt.h>
-#include <malloc.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -574,14 +573,7 @@ main(int argc, char **argv)
 	int exit_code = 0, n;
 
 	psb_cli_prog("psb-ksrv");
-	/*
-	 * Pushes of many segments are staged in blocks of a segment each and freed when whole:
-	 * without this glibc hands the top of its heap back to the kernel as they are freed,
-	 * and takes page faults to get it again for the next push (a twentieth of the CPU of
-	 * 1 MB PUSH_PULLs). What the store's budget allows stays with the process instead.
-	 */
-	mallopt(M_TRIM_THRESHOLD, 1 << 30);
-	mallopt(M_MMAP_THRESHOLD, 32 << 20);
+	psb_cli_heap_keep();	/* staged segments, freed as pushes complete */
 	parse_args(&s->o, argc, argv);
 	s->sfd = -1;
 	memset(&sa, 0, sizeof(sa));

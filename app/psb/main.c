@@ -484,6 +484,7 @@ main(int argc, char **argv)
 	if (getcwd(app->results_root, sizeof(app->results_root)) == NULL)
 		app->results_root[0] = '\0';	/* then relative to wherever psb runs */
 	pthread_mutex_init(&app->ctl_lock, NULL);
+	psb_cli_heap_keep();	/* segments a server copies (not held as mbufs) until a push is whole */
 	psb_opts_parse(app, &ro, argc, argv);
 	psb_snap_exp_source(psb_snap_exp);
 	psb_log_capture();

@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <malloc.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,6 +24,13 @@ void
 psb_cli_prog(const char *name)
 {
 	prog = name;
+}
+
+void
+psb_cli_heap_keep(void)
+{
+	mallopt(M_TRIM_THRESHOLD, 1 << 30);
+	mallopt(M_MMAP_THRESHOLD, 32 << 20);	/* glibc's largest: blocks above come by mmap */
 }
 
 /* "PROG: message" on stderr, with where help is when hint, and exit status 2 */

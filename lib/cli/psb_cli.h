@@ -10,6 +10,13 @@
 /* Name printed in front of every error (default "psb"). */
 void psb_cli_prog(const char *name);
 
+/*
+ * A server keeps the heap it freed: glibc would hand the top of the heap back to the kernel
+ * as the blocks of a staged push are freed, and take page faults to get it again for the
+ * next push. What the store's budget allows stays with the process instead.
+ */
+void psb_cli_heap_keep(void);
+
 /* Print "PROG: message" to stderr and exit with status 2. */
 void psb_die(const char *fmt, ...) __attribute__((noreturn, format(printf, 1, 2)));
 

@@ -79,21 +79,6 @@ server() {
 	read -r SPORT SCHED < "$TMP/ready" || { cat "$TMP/srv.log" >&2; exit 1; }
 }
 
-# goodput_json TOOL LOG OUT: the ps-lite program's goodput line of LOG as OUT's JSON
-goodput_json() {
-	python3 - "$1" "$2" "$3" <<'PY'
-import json, re, sys
-m = re.search(r"mode (\d+): (\d+) x (\d+) keys of (\d+) B in ([\d.e+-]+) s, goodput ([\d.e+-]+) Gbps",
-              open(sys.argv[2]).read())
-if not m:
-    sys.exit("the ps-lite program printed no goodput line (%s)" % sys.argv[2])
-mode, it, keys, length, secs, gbps = m.groups()
-json.dump({"tool": sys.argv[1], "mode": int(mode), "iterations": int(it), "keys": int(keys),
-           "len": int(length), "elapsed_s": float(secs), "goodput_gbps": float(gbps)},
-          open(sys.argv[3], "w"))
-PY
-}
-
 # run TOOL LEN MODE OUT: one run of TOOL against a fresh server, its JSON result in OUT; a
 # TOOL-shm reaches the server over shared memory, the others over UDP (PSB_TRANSPORT)
 run() {
@@ -118,33 +103,9 @@ run() {
 		bench_against "the ps-lite program" "$SPID" "$SECS" env DMLC_ROLE=worker \
 			DMLC_PS_ROOT_URI=127.0.0.1 DMLC_PS_ROOT_PORT="$SCHED" DMLC_NUM_WORKER=1 \
 			DMLC_NUM_SERVER=1 taskset -c 1 "$PSLITE" "$len" "$mode" "$KEYS" "$SECS"
-		goodput_json pslite "$TMP/wk.log" "$out" ;;
+		bench_pslite_goodput pslite "$TMP/wk.log" "$out" ;;
 	esac
 	unset PSB_TRANSPORT
-}
-
-# real: the same ps-lite program under ps-lite itself: its scheduler, its server (CPU 0) and
-# the worker (CPU 1), over ZeroMQ/TCP on loopback
-run_real() {
-	local out=$1 port pids=() i
-	port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-	export DMLC_PS_ROOT_URI=127.0.0.1 DMLC_PS_ROOT_PORT=$port DMLC_NUM_WORKER=1 \
-		DMLC_NUM_SERVER=1 DMLC_INTERFACE=lo DMLC_NODE_HOST=127.0.0.1
-	DMLC_ROLE=scheduler "$REAL" "$LEN" 1 "$KEYS" "$SECS" > "$TMP/real-sched.log" 2>&1 &
-	pids+=($!)
-	DMLC_ROLE=server taskset -c 0 "$REAL" "$LEN" 1 "$KEYS" "$SECS" > "$TMP/real-srv.log" 2>&1 &
-	pids+=($!)
-	PIDS+=("${pids[@]}")
-	if ! DMLC_ROLE=worker timeout $((SECS + 60)) taskset -c 1 "$REAL" "$LEN" 1 "$KEYS" \
-			"$SECS" > "$TMP/wk.log" 2>&1; then
-		echo "ps-lite's job failed:" >&2
-		cat "$TMP/wk.log" "$TMP/real-srv.log" "$TMP/real-sched.log" >&2
-		exit 1
-	fi
-	for i in "${pids[@]}"; do timeout 30 tail --pid="$i" -f /dev/null || kill -9 "$i"; done
-	unset DMLC_PS_ROOT_URI DMLC_PS_ROOT_PORT DMLC_NUM_WORKER DMLC_NUM_SERVER DMLC_INTERFACE \
-		DMLC_NODE_HOST
-	goodput_json pslite-real "$TMP/wk.log" "$out"
 }
 
 tools=(kbench capi pslite python capi-shm pslite-shm python-shm)
@@ -163,7 +124,7 @@ for p in $(seq "$PAIRS"); do
 		bench_progress $total runs
 	done
 	if [ -n "$REAL" ]; then
-		run_real "$OUT/raw/pslite-real-$p.json"
+		bench_pslite_job "$OUT/raw/pslite-real-$p.json" "$LEN" 1 "$KEYS" "$SECS" 0 1
 		bench_progress $total runs
 	fi
 done

@@ -165,6 +165,49 @@ bench_pslite() {
 	PSLITE_ABOUT="pslite $(git -C "$dir" rev-parse HEAD 2>/dev/null || echo "$dir"), built with g++ -O3 (ps-lite's flags), ZeroMQ and protobuf from Debian"
 }
 
+# bench_pslite_goodput TOOL LOG OUT: the ps-lite program's goodput line of LOG
+# (tests/pslite/bench_pushpull.cc, under psb's header or ps-lite itself) as OUT's JSON
+bench_pslite_goodput() {
+	python3 - "$1" "$2" "$3" <<'PY'
+import json, re, sys
+m = re.search(r"mode (\d+): (\d+) x (\d+) keys of (\d+) B in ([\d.e+-]+) s, goodput ([\d.e+-]+) Gbps",
+              open(sys.argv[2]).read())
+if not m:
+    sys.exit("the ps-lite program printed no goodput line (%s)" % sys.argv[2])
+mode, it, keys, length, secs, gbps = m.groups()
+json.dump({"tool": sys.argv[1], "mode": int(mode), "iterations": int(it), "keys": int(keys),
+           "len": int(length), "elapsed_s": float(secs), "goodput_gbps": float(gbps)},
+          open(sys.argv[3], "w"))
+PY
+}
+
+# bench_pslite_job OUT LEN MODE KEYS SECS SCPU WCPU: the ps-lite program under ps-lite itself
+# ($PSLITE_REAL, bench_pslite): its scheduler, its server on CPU SCPU and the worker on CPU
+# WCPU, over ZeroMQ/TCP on loopback; the worker's goodput as OUT's JSON. Exits on failure with
+# the three logs.
+bench_pslite_job() {
+	local out=$1 len=$2 mode=$3 keys=$4 secs=$5 scpu=$6 wcpu=$7 port pids=() i
+	port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+	export DMLC_PS_ROOT_URI=127.0.0.1 DMLC_PS_ROOT_PORT=$port DMLC_NUM_WORKER=1 \
+		DMLC_NUM_SERVER=1 DMLC_INTERFACE=lo DMLC_NODE_HOST=127.0.0.1
+	DMLC_ROLE=scheduler "$PSLITE_REAL" "$len" "$mode" "$keys" "$secs" > "$TMP/real-sched.log" 2>&1 &
+	pids+=($!)
+	DMLC_ROLE=server taskset -c "$scpu" "$PSLITE_REAL" "$len" "$mode" "$keys" "$secs" \
+		> "$TMP/real-srv.log" 2>&1 &
+	pids+=($!)
+	PIDS+=("${pids[@]}")
+	if ! DMLC_ROLE=worker timeout $((secs + 60)) taskset -c "$wcpu" "$PSLITE_REAL" "$len" \
+			"$mode" "$keys" "$secs" > "$TMP/real-wk.log" 2>&1; then
+		echo "$NAME: ps-lite's job failed:" >&2
+		cat "$TMP/real-wk.log" "$TMP/real-srv.log" "$TMP/real-sched.log" >&2
+		exit 1
+	fi
+	for i in "${pids[@]}"; do timeout 30 tail --pid="$i" -f /dev/null || kill -9 "$i"; done
+	unset DMLC_PS_ROOT_URI DMLC_PS_ROOT_PORT DMLC_NUM_WORKER DMLC_NUM_SERVER DMLC_INTERFACE \
+		DMLC_NODE_HOST
+	bench_pslite_goodput pslite-real "$TMP/real-wk.log" "$out"
+}
+
 # bench_finish KIND: the end of a run: its raw data packed into raw.tar.xz (raw/ removed;
 # a run stopped before keeps raw/, which summarize.py reads as well), then its summary made
 # from them. Returns the summary's status.

@@ -2,10 +2,17 @@
 # ps-lite's test_benchmark workload: psb (server and worker over memif, one
 # core each) against the kernel-socket baseline (psb-ksrv + psb-kbench over
 # loopback UDP, one core each), in the same invocation. Prints medians of
-# several runs and the psb/baseline ratios; writes JSON and Markdown.
+# several runs and the psb/baseline ratios; writes JSON and Markdown. With --pslite DIR (a
+# ps-lite checkout, built in a scratch directory: ps-lite's code never enters the tree) ps-lite
+# itself runs the same workload beside them (tests/pslite/bench_pushpull.cc: its scheduler,
+# its server on the server's CPU and the worker on the worker's, ZeroMQ/TCP on loopback), and
+# the tables add psb/ps-lite; with the extras, 1 MB PUSH_PULL goodput is also shown as a
+# fraction of the machine's `a += b` (psb-aggbench, same invocation), the bound for a server
+# that sums every byte it is pushed.
 #
 #   scripts/bench/pushpull.sh [--quick] [--runs N] [--seconds S]
-#                             [--sizes "64 4096 ..."] [--modes "1 2 3"] [--out DIR]
+#                             [--sizes "64 4096 ..."] [--modes "1 2 3"] [--pslite DIR]
+#                             [--out DIR]
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 . scripts/bench/common.sh
@@ -13,7 +20,9 @@ cd "$(dirname "$0")/../.."
 # shellcheck source=../../config/pushpull-bench.conf
 . config/pushpull-bench.conf
 EXTRAS=1
-BENCH_OPTS=([--runs]=RUNS [--seconds]=SECONDS_PER_RUN [--sizes]=SIZES [--modes]=MODES [--out]=OUT)
+PSLITE_DIR=
+BENCH_OPTS=([--runs]=RUNS [--seconds]=SECONDS_PER_RUN [--sizes]=SIZES [--modes]=MODES [--out]=OUT
+	[--pslite]=PSLITE_DIR)
 # shellcheck disable=SC2016  # evaluated where the flag stands
 BENCH_FLAGS=([--quick]='RUNS=$QUICK_RUNS SECONDS_PER_RUN=$QUICK_SECONDS SIZES=$QUICK_SIZES
 	MODES=$QUICK_MODES EXTRAS=0' [--no-extras]='EXTRAS=0')
@@ -54,8 +63,14 @@ echo "psb push/pull benchmark: $RUNS runs of ${SECONDS_PER_RUN}s per point; serv
 echo "results in $OUT"
 bench_about "$BUILD" "server cpu $SRV_CPU, worker cpu $WK_CPU (psb -l, kernel baseline taskset -c); psb over memif (psb on hugepages while free, as by default), kernel baseline over loopback UDP" \
 	"$COMMAND" > "$OUT/ABOUT.txt"
+PSLITE_REAL=
+if [ -n "$PSLITE_DIR" ]; then
+	bench_pslite "$PSLITE_DIR"
+	echo "$PSLITE_ABOUT; it runs the same sizes and modes (its scheduler, its server on cpu $SRV_CPU, the worker on cpu $WK_CPU, ZeroMQ/TCP on loopback)" >> "$OUT/ABOUT.txt"
+fi
 bench_plan "sizes=[$SIZES]" "modes=[$MODES]" "runs=$RUNS"
-total=$(( $(echo $SIZES | wc -w) * $(echo $MODES | wc -w) * RUNS * 2 ))
+systems=$([ -n "$PSLITE_REAL" ] && echo 3 || echo 2)
+total=$(( $(echo $SIZES | wc -w) * $(echo $MODES | wc -w) * RUNS * systems ))
 for size in $SIZES; do
 	for mode in $MODES; do
 		for r in $(seq "$RUNS"); do
@@ -63,6 +78,11 @@ for size in $SIZES; do
 			bench_progress $total runs
 			kernel_run "kernel-$size-$mode-$r" "$size" "$mode" "$KEYS"
 			bench_progress $total runs
+			if [ -n "$PSLITE_REAL" ]; then
+				bench_pslite_job "$OUT/raw/pslite-$size-$mode-$r.json" "$size" "$mode" \
+					"$KEYS" "$SECONDS_PER_RUN" $SRV_CPU $WK_CPU
+				bench_progress $total runs
+			fi
 		done
 	done
 done

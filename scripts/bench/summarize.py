@@ -285,7 +285,7 @@ def cdf_median(runs):
 
 # What pushpull.sh was built to show (BENCHMARKS.md, "The figures asked for").
 TARGETS = {"4k_gbps": 20.0, "1m_gbps": 35.0, "rtt_p50_us": 10.0, "rtt_p99_us": 30.0,
-           "rate_ops": 5e6, "agg_share": 0.80}
+           "rate_ops": 5e6, "agg_share": 0.80, "1m_pslite": 2.2}
 
 
 def pushpull(out):
@@ -305,6 +305,7 @@ def pushpull(out):
         modes = [str(x) for x in sorted({b for _, b, _ in idx})]
         runs = max(c for _, _, c in idx)
     extras = raw.has("aggbench.json")
+    pslite = raw.has(f"pslite-{sizes[0]}-{modes[0]}-1.json")
     names = {"0": "PUSH_THEN_PULL", "1": "PUSH_PULL", "2": "PUSH_ONLY", "3": "PULL_ONLY"}
 
     def load(tag):
@@ -347,6 +348,11 @@ def pushpull(out):
                 "psb_verify_errors": count(p, "verify_errors"),
                 "kernel_verify_errors": count(k, "verify_errors"),
             }
+            if pslite:
+                q = load(f"pslite-{size}-{mode}")
+                pt.update({"pslite_gbps": med(q, gbps),
+                           "pslite_gbps_range": [min(map(gbps, q)), max(map(gbps, q))],
+                           "ratio_pslite": paired(p, q, gbps)})
             summary["points"].append(pt)
             r = pt["ratio"]
             rows.append((human_size(int(size)), f"{mode} {names[mode]}", f"{pt['psb_gbps']:.2f}",
@@ -366,6 +372,14 @@ def pushpull(out):
             "runs that did not end.", "",
             "## Spread: goodput of the slowest and the fastest run (Gbps)", "",
             md_table(("size", "mode", "psb", "kernel"), spread), ""]
+    if pslite:
+        prows = [(human_size(x["size"]), f"{x['mode']} {x['mode_name']}", f"{x['psb_gbps']:.2f}",
+                  f"{x['pslite_gbps']:.2f}", "%.2f-%.2f" % tuple(x["pslite_gbps_range"]),
+                  fmt_ratio(x["ratio_pslite"])) for x in summary["points"]]
+        text += ["## psb against ps-lite itself (ZeroMQ/TCP on loopback, the same workload, "
+                 "same CPUs), median of %d runs; run r of each is a pair" % runs, "",
+                 md_table(("size", "mode", "psb Gbps", "ps-lite Gbps", "ps-lite range",
+                           "psb/ps-lite, median of pairs [95 % CI]"), prows), ""]
     lat = {}
     if extras:
         lrows = []
@@ -440,6 +454,19 @@ def targets_table(summary, agg):
         row("64 B PUSHPULL requests/s, one server core, pipelined",
             f">= {TARGETS['rate_ops'] / 1e6:g} M/s", f"{r['psb_ops'] / 1e6:.1f} M/s",
             r["psb_ops"] >= TARGETS["rate_ops"])
+    x = pts.get((1 << 20, 1))
+    if x and "ratio_pslite" in x:
+        r = x["ratio_pslite"]
+        row("1 MB PUSH_PULL against ps-lite itself", f">= {TARGETS['1m_pslite']:g}x",
+            f"{r['median']:.2f}x [{r['ci95'][0]:.2f}, {r['ci95'][1]:.2f}]",
+            r["median"] >= TARGETS["1m_pslite"])
+    plain = [v["gbps_median"] for v in agg.get("results", []) if v.get("name") == "plain"]
+    if x and plain:
+        # goodput counts the value bytes pushed (8 x len x keys x iterations), each summed once
+        frac = x["psb_gbps"] / 8 / plain[0]
+        summary["1m_pushpull_of_plain_add"] = frac
+        rows.append(("1 MB PUSH_PULL goodput as a fraction of the machine's `a += b` (its bound)",
+                     "", f"{frac:.2f} ({x['psb_gbps'] / 8:.2f} of {plain[0]:.2f} GB/s)", ""))
     shares = [v["vs_plain"] for v in agg.get("results", []) if v.get("impl") is not None]
     if shares:
         row("server summation against a plain `a += b` loop", f">= {TARGETS['agg_share']:.0%}",
