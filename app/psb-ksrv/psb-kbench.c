@@ -135,7 +135,7 @@ parse_args(struct opts *o, int argc, char **argv)
 	o->num_workers = 1;
 	o->sync = 1;
 	o->keys = 40;
-	o->batch = 1024;
+	o->batch = 4096;	/* psb's default */
 	o->seg_size = PSB_CLIENT_SEG_SIZE;
 	o->max_retries = PSB_CLIENT_MAX_RETRIES;
 	o->log_every_ns = 1000000000ull;

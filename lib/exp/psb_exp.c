@@ -186,8 +186,9 @@ static const struct psb_conf_field pushpull_table[] = {
 	  "keys per server" },
 	{ "window", PSB_CONF_SIZE, OFF(psb_exp_pushpull, window), 0, 0, "32MiB", 4, 1ull << 32,
 	  NULL, NULL, "value bytes in flight" },
-	{ "batch", PSB_CONF_SIZE, OFF(psb_exp_pushpull, batch), 0, 0, "1KiB", 0, 8192, NULL, NULL,
-	  "values up to this size travel as records of BATCH messages (0: never)" },
+	{ "batch", PSB_CONF_SIZE, OFF(psb_exp_pushpull, batch), 0, 0, "4KiB", 0, 8192, NULL, NULL,
+	  "values up to this size travel as records of BATCH messages, as many as a frame holds "
+	  "(4KiB: two to a jumbo frame; 0: never)" },
 	{ "duration", PSB_CONF_DURATION, OFF(psb_exp_pushpull, duration), 0, 0, "0s", 0, 0, NULL,
 	  NULL, "stop after this long, counted from the start of the measured run (after the "
 	  "warm-up; reset_state does not restart it; 0: after repeat iterations)" },
