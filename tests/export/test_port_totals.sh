@@ -25,10 +25,11 @@ wait_port() {
 	for _ in $(seq 100); do [ "$(port "$1")" = "$2" ] && return 0; alive $SPID; sleep 0.1; done
 	fail "port $1 still $(port "$1") after 10 s, not $2"
 }
-# worker N ITERATIONS: a worker of 4 KiB x 40 keys over the same memif socket
+# worker N ITERATIONS: a worker of 4 KiB x 40 keys over the same memif socket, a frame per
+# request (no BATCH records: the counts below are requests)
 worker() {
 	exec "$PSB" --role worker --port "memif:client:$SOCK" --ip 198.18.0.2 \
-		--server 198.18.0.1 -l 1 --no-huge --file-prefix "$TAG-w$1" 4096 "$2" \
+		--server 198.18.0.1 -l 1 --no-huge --file-prefix "$TAG-w$1" --batch 0 4096 "$2" \
 		> "$DIR/w$1.log" 2>&1
 }
 
