@@ -372,14 +372,6 @@ def pushpull(out):
             "runs that did not end.", "",
             "## Spread: goodput of the slowest and the fastest run (Gbps)", "",
             md_table(("size", "mode", "psb", "kernel"), spread), ""]
-    if pslite:
-        prows = [(human_size(x["size"]), f"{x['mode']} {x['mode_name']}", f"{x['psb_gbps']:.2f}",
-                  f"{x['pslite_gbps']:.2f}", "%.2f-%.2f" % tuple(x["pslite_gbps_range"]),
-                  fmt_ratio(x["ratio_pslite"])) for x in summary["points"]]
-        text += ["## psb against ps-lite itself (ZeroMQ/TCP on loopback, the same workload, "
-                 "same CPUs), median of %d runs; run r of each is a pair" % runs, "",
-                 md_table(("size", "mode", "psb Gbps", "ps-lite Gbps", "ps-lite range",
-                           "psb/ps-lite, median of pairs [95 % CI]"), prows), ""]
     lat = {}
     if extras:
         lrows = []
@@ -422,6 +414,15 @@ def pushpull(out):
                  "```", raw.text("aggbench.txt").rstrip(), "```", ""]
         text += targets_table(summary, agg)
         text += headline_table(summary)
+    if pslite:
+        # last, so that the tables before keep their places (docs name them by number)
+        prows = [(human_size(x["size"]), f"{x['mode']} {x['mode_name']}", f"{x['psb_gbps']:.2f}",
+                  f"{x['pslite_gbps']:.2f}", "%.2f-%.2f" % tuple(x["pslite_gbps_range"]),
+                  fmt_ratio(x["ratio_pslite"])) for x in summary["points"]]
+        text += ["## psb against ps-lite itself (ZeroMQ/TCP on loopback, the same workload, "
+                 "same CPUs), median of %d runs; run r of each is a pair" % runs, "",
+                 md_table(("size", "mode", "psb Gbps", "ps-lite Gbps", "ps-lite range",
+                           "psb/ps-lite, median of pairs [95 % CI]"), prows), ""]
     plots = pushpull_plots(out, sizes, modes, names, summary, loaded, lat)
     if plots:
         text += ["Plots: " + ", ".join(f"[{f}]({f})" for f in plots), ""]
@@ -480,25 +481,30 @@ def targets_table(summary, agg):
 def headline_table(summary):
     """The points the README and docs/PUSHPULL.md quote, psb beside the kernel-socket baseline."""
     pts = {(x["size"], x["mode"]): x for x in summary["points"]}
+    pslite = any("pslite_gbps" in x for x in summary["points"])
     rows = []
     for size, label in ((4096, "4 KB"), (1 << 20, "1 MB")):
         x = pts.get((size, 1))
         if x:
             rows.append((f"{label} PUSH_PULL, 40 keys, Gbps", f"{x['psb_gbps']:.1f}",
-                         f"{x['kernel_gbps']:.1f}", fmt_ratio(x["ratio"], 1)))
+                         f"{x['kernel_gbps']:.1f}", fmt_ratio(x["ratio"], 1)) +
+                        ((f"{x['pslite_gbps']:.1f}", fmt_ratio(x["ratio_pslite"], 1))
+                         if pslite else ()))
     for x in summary.get("latency", []):
         if x["mode"] == "PUSH_ONLY":
             rows.append(("64 B push, one at a time, round trip p50 / p99, us",
                          f"{x['psb_p50_us']:.1f} / {x['psb_p99_us']:.1f}",
                          f"{x['kernel_p50_us']:.1f} / {x['kernel_p99_us']:.1f}",
-                         "p50: " + fmt_ratio(x["p50_ratio"], 2)))
+                         "p50: " + fmt_ratio(x["p50_ratio"], 2)) + (("", "") if pslite else ()))
     r = summary.get("rate_64b")
     if r:
         rows.append(("64 B PUSHPULL requests/s, one server core, millions", f"{r['psb_ops'] / 1e6:.1f}",
-                     f"{r['kernel_ops'] / 1e6:.1f}", fmt_ratio(r["ratio"], 1)))
-    return ["## In short: medians of %d runs" % summary["runs"], "",
-            md_table(("workload", "psb", "kernel-socket baseline",
-                      "psb/kernel, median of pairs [95 % CI]"), rows), ""]
+                     f"{r['kernel_ops'] / 1e6:.1f}", fmt_ratio(r["ratio"], 1)) +
+                    (("", "") if pslite else ()))
+    hdr = ("workload", "psb", "kernel-socket baseline", "psb/kernel, median of pairs [95 % CI]")
+    if pslite:
+        hdr += ("ps-lite (ZeroMQ/TCP)", "psb/ps-lite, median of pairs [95 % CI]")
+    return ["## In short: medians of %d runs" % summary["runs"], "", md_table(hdr, rows), ""]
 
 
 def pushpull_plots(out, sizes, modes, names, summary, loaded, lat):
