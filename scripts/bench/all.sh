@@ -16,9 +16,10 @@
 # --smoke     every entry with tiny durations into a copy of the docs in a scratch directory
 #             (the pipeline end to end in some 15 minutes; pinned revisions are HEAD there),
 #             removed afterwards; the tree is not touched
-# --pslite    a ps-lite checkout for the runs that measure against ps-lite itself (client.sh
-#             --pslite: ps-lite is not packaged, fetch it beforehand); without it they measure
-#             psb's ps-lite header alone, and the plan says so where the published run had it
+# --pslite    a ps-lite checkout for the runs that measure against ps-lite itself (the plan's
+#             --pslite @PSLITE: client.sh, pushpull.sh, job.sh; ps-lite is not packaged, fetch it
+#             beforehand); without it they measure psb alone, and the plan says so where the
+#             published run had it
 #
 # Prints the time it expects before it starts, each run as it starts and ends, and at the
 # end a table of what was measured. A run that fails leaves the others' results (its own
@@ -38,7 +39,7 @@ cd "$(dirname "$0")/../.."
 # ones the docs name, pinned. MINUTES is what a run takes here; SMOKE ARGUMENTS replace the
 # arguments in --smoke.
 PLAN=(
-	"pushpull|12|pushpull.sh|--runs 1 --seconds 1 --sizes '4096 1048576' --modes 1"
+	"pushpull|18|pushpull.sh --pslite @PSLITE|--runs 1 --seconds 1 --sizes '4096 1048576' --modes 1"
 	"revs:1mb|7|revs.sh --base ffe81e3 --head 4b7170e --pairs 24 --seconds 3 --sizes 1048576|"
 	"revs:window|7|revs.sh --base deafa7b --head 6bffb25 --pairs 12 --seconds 3 --sizes '1048576 4096'|"
 	"revs:jobs|6|revs.sh --base 6bffb25 --head 68a8d36 --pairs 12 --seconds 3 --sizes '1048576 4096'|"
@@ -48,6 +49,10 @@ PLAN=(
 	"revs:model64|4|revs.sh --base 4f9c0bf --head bcbdb4d --pairs 24 --seconds 3 --sizes 64|"
 	"revs:model96|16|revs.sh --base 4f9c0bf --head cda8ffb --pairs 96 --seconds 3 --sizes 64|"
 	"job|8|job.sh --runs 5|--runs 1 --sizes 4096 --bytes 4194304"
+	"job:1x1|3|job.sh --runs 5 --servers 1 --workers 1 --pslite @PSLITE|--runs 1 --servers 1 --workers 1 --sizes 4096 --bytes 4194304"
+	"job:2x4|2|job.sh --runs 5 --sizes 1048576 --servers 2 --workers 4 --pslite @PSLITE|--runs 1 --sizes 65536 --servers 2 --workers 4 --bytes 16777216"
+	"job:2x4loss|2|job.sh --runs 5 --sizes 1048576 --servers 2 --workers 4 --loss 2 --pslite @PSLITE|--runs 1 --sizes 65536 --servers 2 --workers 4 --loss 2 --bytes 16777216"
+	"job:xdp|3|job.sh --runs 5 --servers 1 --workers 1 --port af_xdp --pslite @PSLITE|--runs 1 --servers 1 --workers 1 --port af_xdp --sizes 4096 --bytes 4194304"
 	"ctl-hostile|11|ctl_hostile.sh --pairs 20|--pairs 1"
 	"ctl:new|6|ctl.sh --pairs 120|--pairs 2"
 	"ctl:old|7|PSB_BUILD=@4f9c0bf ctl.sh --pairs 120|--pairs 2"
@@ -57,8 +62,8 @@ PLAN=(
 	"mc_storm|3|mc_storm.sh|--rounds 1 --count 6 --push 0.1"
 	"staleness|95|staleness.sh --workers '4 8' --pushes '0.2 0.1 0.0666666 0.05 0.0333333 0.02 0.0166666 0.0125' --posts '0.5 2' --reps 3 --duration 6 --rates '5 10'|--workers 2 --pushes '0.2 0.1' --posts '0.5 2' --reps 2 --duration 3 --rates 5"
 	"passthrough|10|passthrough.sh --pairs 7 --seconds 3|--pairs 1 --seconds 2"
-	"client|10|client.sh --pairs 20 --seconds 3|--pairs 1 --seconds 1 --len 65536"
-	"rpcps|14|rpcps.sh --pairs 5|--pairs 1 --epochs 1"
+	"client|8|client.sh --pslite @PSLITE|--pairs 1 --seconds 1 --len 65536"
+	"rpcps|10|rpcps.sh|--pairs 1 --epochs 1"
 	"sweep|5|sweep.sh --reps 3|--reps 1"
 )
 # the revs entries' smoke: HEAD against itself, one build for all
@@ -171,9 +176,17 @@ plan_args() {
 		if [ "$E_KIND" = revs ]; then cmd=$REVS_SMOKE; else cmd=$E_SMOKE; fi
 	fi
 	eval "ARGS=($cmd)"	# the plan's own words, quoted as written above
-	if [ -n "$PSLITE_DIR" ] && [ "$SCRIPT" = client.sh ] && [ $SMOKE = 0 ]; then
-		ARGS+=(--pslite "$PSLITE_DIR")
-	fi
+	# --pslite @PSLITE: the checkout given, or without one the run measures psb alone
+	local i
+	for i in "${!ARGS[@]}"; do
+		[ "${ARGS[$i]}" = @PSLITE ] || continue
+		if [ -n "$PSLITE_DIR" ]; then
+			ARGS[$i]=$PSLITE_DIR
+		else
+			unset "ARGS[$i]" "ARGS[$((i - 1))]"
+		fi
+	done
+	ARGS=("${ARGS[@]}")
 }
 
 # words ARG...: the arguments as the plan writes them, one of several words quoted
