@@ -110,7 +110,9 @@ def main():
             dt = t1 - t0
             procs = []
             for before, after in zip(c0, c1):
-                d = {k2: after[k2] - before[k2] for k2 in after if k2 != "tsc_hz"}
+                # the counters that count (idle's late buckets and the like are objects)
+                d = {k2: after[k2] - before[k2] for k2 in after
+                     if k2 != "tsc_hz" and isinstance(after[k2], (int, float))}
                 hz = after["tsc_hz"]
                 procs.append({
                     "control_pct": 100.0 * (d["main_cycles"] / hz + d["telemetry_cpu_ns"] / 1e9) / dt,
