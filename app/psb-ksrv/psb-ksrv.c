@@ -30,6 +30,7 @@ struct opts {
 	uint16_t port;
 	uint16_t num_workers;
 	int sync;
+	int sync_round;
 	uint16_t seg_size;
 	uint32_t max_value;
 	const char *stats_file;
@@ -82,6 +83,10 @@ usage(FILE *out)
 "  --port N              UDP port (default %u; 0: any free port)\n"
 "  --num-workers N       workers in the job: senders 0..N-1 (default 1)\n"
 "  --sync | --async      synchronous rounds (default) or asynchronous updates\n"
+"  --sync-value total|round\n"
+"                        (--sync) what a key holds and its round's answers carry: the\n"
+"                        sum of every closed round (total, default) or of the last\n"
+"                        one alone (round: an allreduce through the server)\n"
 "  --seg-size N          value bytes per response datagram (default 1432 = MTU 1500)\n"
 "  --max-value BYTES     largest value accepted (default 64 MiB)\n"
 "  --scheduler-port N    also host a ps-lite scheduler on port N (0: any free port), this\n"
@@ -125,7 +130,7 @@ enum {
 	OPT_SCHED_PORT, OPT_STATS_FILE, OPT_READY_FILE, OPT_DURATION, OPT_BUSY_POLL, OPT_SOCKBUF,
 	OPT_STORE_BYTES, OPT_STORE_KEYS, OPT_REASM_BYTES, OPT_REASM_SENDER, OPT_REASM_TIMEOUT,
 	OPT_SCHED, OPT_RESEND_BURST, OPT_RESEND_RATE, OPT_NUM_SERVERS, OPT_SCHED_ONLY,
-	OPT_ROUNDS_FILE, OPT_ROUNDS_MAX, OPT_SHM_CLIENTS, OPT_SHM_MAX_REGION,
+	OPT_ROUNDS_FILE, OPT_ROUNDS_MAX, OPT_SHM_CLIENTS, OPT_SHM_MAX_REGION, OPT_SYNC_VALUE,
 };
 
 static const struct option long_opts[] = {
@@ -134,6 +139,7 @@ static const struct option long_opts[] = {
 	{ "num-workers", required_argument, NULL, OPT_NUM_WORKERS },
 	{ "sync", no_argument, NULL, OPT_SYNC },
 	{ "async", no_argument, NULL, OPT_ASYNC },
+	{ "sync-value", required_argument, NULL, OPT_SYNC_VALUE },
 	{ "seg-size", required_argument, NULL, OPT_SEG_SIZE },
 	{ "max-value", required_argument, NULL, OPT_MAX_VALUE },
 	{ "scheduler-port", required_argument, NULL, OPT_SCHED_PORT },
@@ -188,6 +194,14 @@ parse_args(struct opts *o, int argc, char **argv)
 			break;
 		case OPT_SYNC: o->sync = 1; break;
 		case OPT_ASYNC: o->sync = 0; break;
+		case OPT_SYNC_VALUE:
+			if (strcmp(optarg, "total") == 0)
+				o->sync_round = 0;
+			else if (strcmp(optarg, "round") == 0)
+				o->sync_round = 1;
+			else
+				psb_die("--sync-value '%s': expected total or round", optarg);
+			break;
 		case OPT_SEG_SIZE:
 			o->seg_size = (uint16_t)psb_cli_u64("--seg-size", optarg, 4, PSB_UDP_MAX_SEG);
 			if ((o->seg_size & 3) != 0)
@@ -275,6 +289,8 @@ parse_args(struct opts *o, int argc, char **argv)
 		o->num_servers = 1;
 	if (o->shm_clients < 0)
 		o->shm_clients = o->sched_only ? 0 : 4;
+	if (o->sync_round && !o->sync)
+		psb_die("--sync-value round: a synchronous store's (give --sync, not --async)");
 	if (o->rounds_file != NULL && (!o->sync || o->sched_only))
 		psb_die("--rounds-file: rounds are a synchronous store's (give --sync, and serve "
 			"keys)");
@@ -519,8 +535,9 @@ write_stats(const struct ksrv *s, const char *path)
 	bad = json_pack("{s:I,s:I,s:I,s:I,s:I}", "short", (json_int_t)c->bad_short,
 		"magic", (json_int_t)c->bad_magic, "segment", (json_int_t)c->bad_segment,
 		"truncated", (json_int_t)c->bad_truncated, "not_request", (json_int_t)c->not_request);
-	root = json_pack("{s:s,s:b,s:i,s:I,s:I,s:I,s:I,s:I,s:I,s:o,s:o}",
-		"server", "psb-ksrv", "sync", s->o.sync, "num_workers", s->o.num_workers,
+	root = json_pack("{s:s,s:b,s:s,s:i,s:I,s:I,s:I,s:I,s:I,s:I,s:o,s:o}",
+		"server", "psb-ksrv", "sync", s->o.sync, "sync_value", s->o.sync_round ? "round" :
+		"total", "num_workers", s->o.num_workers,
 		"rx_datagrams", (json_int_t)c->rx_datagrams, "rx_bytes", (json_int_t)c->rx_bytes,
 		"tx_datagrams", (json_int_t)c->tx_datagrams, "tx_bytes", (json_int_t)c->tx_bytes,
 		"tx_again", (json_int_t)c->tx_again, "tx_dropped", (json_int_t)c->tx_dropped,
@@ -593,6 +610,7 @@ main(int argc, char **argv)
 	kc.stop = &g_quit;
 	kc.num_workers = s->o.num_workers;
 	kc.sync = s->o.sync;
+	kc.sync_round = s->o.sync_round;
 	kc.seg_size = s->o.seg_size;
 	kc.max_value = s->o.max_value;
 	kc.budget = s->o.budget;
@@ -651,8 +669,8 @@ main(int argc, char **argv)
 		fflush(stdout);
 	} else if (!s->o.quiet) {
 		printf("psb-ksrv: serving %s:%u, %u worker(s), %s, segment %u B", psb_ip_str(s->o.ip,
-			ipbuf), s->o.port, s->o.num_workers, s->o.sync ? "sync" : "async",
-			s->o.seg_size);
+			ipbuf), s->o.port, s->o.num_workers, !s->o.sync ? "async" : s->o.sync_round ?
+			"sync (answers: each round's sum)" : "sync", s->o.seg_size);
 		if (s->sched != NULL)
 			printf(", scheduler on port %u", sched_port);
 		printf("\npsb-ksrv: store budgets: %llu B in at most %llu keys; reassembly %llu B, "

@@ -135,6 +135,7 @@ struct psb_app {
 	uint16_t rank_base;		/* rank of local worker 0 when there is no scheduler */
 	uint32_t static_server_ip;	/* worker without scheduler: the server */
 	int sync;
+	int sync_round;			/* node.sync_value round */
 	uint16_t mtu_want;
 	uint16_t mtu;
 	uint16_t seg_size;

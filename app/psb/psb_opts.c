@@ -715,6 +715,7 @@ derive(struct psb_app *app, struct psb_run_opts *ro)
 		c->kind == PSB_EXP_STALENESS ? 100000 : 0;
 	app->nshards = (uint16_t)n->shards;
 	app->sync = n->sync;
+	app->sync_round = n->sync && n->sync_value == 1;
 	app->mtu_want = (uint16_t)n->mtu;
 	app->max_value = (uint32_t)n->max_value;
 	app->store = c->store;

@@ -20,6 +20,7 @@ const char *const psb_exp_role_names[] = { "server", "worker", "scheduler", "tra
 static const char *const huge_names[] = { "auto", "yes", "no", NULL };
 /* as enum psb_idle_mode (lib/idle) */
 static const char *const idle_names[] = { "auto", "poll", "sleep", NULL };
+static const char *const sync_value_names[] = { "total", "round", NULL };
 /* enum psb_bench_mode, same order */
 static const char *const mode_names[] = {
 	"PUSH_THEN_PULL", "PUSH_PULL", "PUSH_ONLY", "PULL_ONLY", NULL,
@@ -55,6 +56,10 @@ const struct psb_conf_field psb_exp_node_table[] = {
 	  "server shards, one role each" },
 	{ "sync", PSB_CONF_BOOL, OFF(psb_exp_node, sync), 0, 0, "true", 0, 0, NULL, NULL,
 	  "synchronous rounds (false: asynchronous updates)" },
+	{ "sync_value", PSB_CONF_ENUM, OFF(psb_exp_node, sync_value), 0, 0, "total", 0, 0,
+	  sync_value_names, NULL, "server, synchronous rounds: what a key holds and its "
+	  "round's answers carry: the sum of every closed round (total) or of the last one "
+	  "alone (round: an allreduce through the server)" },
 	{ "mtu", PSB_CONF_UINT, OFF(psb_exp_node, mtu), 0, 0, "0", 0, 9000, NULL, NULL,
 	  "wanted MTU, lowered to what the port allows (0: an af_packet or tap interface's "
 	  "own, left unchanged; 9000 on other ports)" },
@@ -449,6 +454,9 @@ psb_exp_check(const struct psb_exp_conf *c, bool need_node, char *err, size_t er
 	if ((n->exception_queue & (n->exception_queue - 1)) != 0)
 		return psb_fail(err, errlen, "node.exception_queue: %llu is not a power of 2",
 				(unsigned long long)n->exception_queue);
+	if (n->sync_value != 0 && !n->sync)
+		return psb_fail(err, errlen, "node.sync_value: round is a synchronous store's "
+				"(node.sync is false)");
 	if (n->isolate && n->exception[0] == '\0')
 		return psb_fail(err, errlen, "node.isolate: needs node.exception, the port the "
 				"host's traffic takes where the first port refuses isolation");

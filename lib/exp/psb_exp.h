@@ -50,6 +50,7 @@ struct psb_exp_node {
 	uint64_t workers;		/* worker roles in this process */
 	uint64_t shards;
 	bool sync;
+	int sync_value;			/* 0: total, 1: round (psb_kv_cfg.sync_round) */
 	uint64_t mtu;			/* 0: the port's own (af_packet, tap), else 9000 */
 	uint64_t max_value;
 	char lcores[64];

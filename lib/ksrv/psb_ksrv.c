@@ -381,6 +381,7 @@ psb_ksrv_open(const struct psb_ksrv_cfg *cfg, char *err, size_t errlen)
 	memset(&kc, 0, sizeof(kc));
 	kc.num_workers = s->num_workers;
 	kc.sync = cfg->sync;
+	kc.sync_round = cfg->sync_round;
 	kc.max_value = cfg->max_value;
 	kc.seg_size = cfg->seg_size;
 	kc.epoch = s->epoch;

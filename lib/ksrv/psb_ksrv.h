@@ -30,6 +30,7 @@ struct psb_ksrv_cfg {
 	const volatile sig_atomic_t *stop;
 	uint16_t num_workers;		/* without a scheduler */
 	int sync;
+	int sync_round;			/* psb_kv_cfg.sync_round */
 	uint16_t seg_size;		/* value bytes per answer datagram */
 	uint32_t max_value;
 	struct psb_kv_budget budget;	/* as given (0: derived from half the machine's memory) */

@@ -55,7 +55,7 @@ struct kv_entry {
 	uint32_t round;		/* closed sync rounds, or applied pushes (async) */
 	uint16_t pushed;	/* sync: pushes applied in the open round */
 	float *val;
-	float *acc;		/* sync: sum of the open round */
+	float *acc;		/* sync: sum of the open round (as many as pushed: from the first) */
 	struct kv_peer *peers;	/* [num_workers]; NULL: slot unused */
 	struct kv_answer *ans;	/* handler mode: [num_workers] */
 };
@@ -601,7 +601,10 @@ entry_free(struct psb_kv *kv, struct kv_entry *e)
 	free(e->ans);
 	free(e->peers);
 	stored_free(kv, e->val);
-	free(e->acc);
+	if (kv->cfg.sync_round)
+		stored_free(kv, e->acc);	/* it takes the value's place at every close */
+	else
+		free(e->acc);
 	memset(e, 0, sizeof(*e));
 }
 
@@ -741,7 +744,7 @@ insert(struct psb_kv *kv, uint64_t key, uint32_t len, uint32_t *budget)
 	} else {
 		e->val = stored_alloc(kv, len);
 		if (kv->cfg.sync)
-			e->acc = value_alloc(len);
+			e->acc = kv->cfg.sync_round ? stored_alloc(kv, len) : value_alloc(len);
 		if (e->val == NULL || e->peers == NULL || (kv->cfg.sync && e->acc == NULL)) {
 			entry_free(kv, e);
 			return NULL;
@@ -877,6 +880,33 @@ rt_us(uint32_t units)
 	return (uint32_t)(((uint64_t)units * 1024 + 500) / 1000);
 }
 
+/*
+ * sync_round: the round's sum becomes the stored value, by swapping the two. The old value
+ * is the next round's sum unless answers still read it (value_busy): it goes to value_free
+ * then, and a new sum takes its place (without memory for one, the sum is copied into the
+ * value in place, as value_for_write does).
+ */
+static void
+round_sum_becomes_value(struct psb_kv *kv, struct kv_entry *e)
+{
+	float *old = e->val, *acc;
+
+	if (kv->cfg.value_busy == NULL || !kv->cfg.value_busy(kv->cfg.release_arg, old)) {
+		e->val = e->acc;
+		e->acc = old;
+		return;
+	}
+	acc = stored_alloc(kv, e->len);
+	if (acc == NULL) {
+		memcpy(old, e->acc, e->len);
+		return;
+	}
+	e->val = e->acc;
+	e->acc = acc;
+	stored_free(kv, old);
+	kv->st.values_copied++;
+}
+
 /* Sync: close the open round of e once every worker pushed into it. */
 static void
 maybe_close_round(struct psb_kv *kv, struct kv_entry *e, psb_kv_emit_fn emit, void *arg)
@@ -888,8 +918,11 @@ maybe_close_round(struct psb_kv *kv, struct kv_entry *e, psb_kv_emit_fn emit, vo
 		return;
 	if (kv->cfg.round_closed != NULL)
 		t0 = rt_now(kv);
-	psb_agg_add(value_for_write(kv, e), e->acc, e->len / sizeof(float));
-	memset(e->acc, 0, e->len);
+	/* the next round's first push overwrites acc: nothing to clear */
+	if (kv->cfg.sync_round)
+		round_sum_becomes_value(kv, e);
+	else
+		psb_agg_add(value_for_write(kv, e), e->acc, e->len / sizeof(float));
 	if (kv->cfg.round_closed != NULL)
 		t1 = rt_now(kv);
 	e->pushed = 0;
@@ -990,16 +1023,19 @@ note_epoch(struct psb_kv *kv, uint16_t s, uint32_t epoch)
 	kv->epoch_known[s] = 1;
 }
 
-/* Add the segments of a whole push into dst; they are released with the stage. */
+/*
+ * Add the segments of a whole push into dst (copy: the first push of a round, into a sum
+ * that holds nothing of it yet); they are released with the stage.
+ */
 static void
-stage_apply(struct psb_kv *kv, const struct kv_stage *st, float *dst)
+stage_apply(struct psb_kv *kv, const struct kv_stage *st, float *dst, psb_agg_add_fn apply)
 {
 	uint32_t i;
 
 	for (i = 0; i < st->nsegs; i++) {
 		const struct kv_seg *sg = &st->segs[i];
 
-		psb_agg_add(dst + sg->off / sizeof(float), sg->data, sg->len / sizeof(float));
+		apply(dst + sg->off / sizeof(float), sg->data, sg->len / sizeof(float));
 		kv->st.bytes_summed += sg->len;
 	}
 }
@@ -1043,6 +1079,7 @@ push_whole(struct psb_kv *kv, struct kv_entry *e, struct kv_stage *st, const str
 		const void *payload, const struct psb_addr *from, psb_kv_emit_fn emit, void *arg)
 {
 	uint32_t budget = PSB_BUDGET_NONE, t0 = 0;
+	psb_agg_add_fn apply = psb_agg_add;
 	struct kv_peer *p;
 	float *dst;
 	int timed;
@@ -1069,11 +1106,14 @@ push_whole(struct psb_kv *kv, struct kv_entry *e, struct kv_stage *st, const str
 	if (timed)
 		t0 = rt_now(kv);
 	dst = kv->cfg.sync ? e->acc : value_for_write(kv, e);
+	/* A round's first push (whole, all of the key's bytes) is its sum so far: copied. */
+	if (kv->cfg.sync && e->pushed == 0)
+		apply = psb_agg_copy;
 	if (st != NULL) {
-		stage_apply(kv, st, dst);
+		stage_apply(kv, st, dst, apply);
 		stage_free(kv, st);
 	}
-	psb_agg_add(dst + h->offset / sizeof(float), payload, h->seg_len / sizeof(float));
+	apply(dst + h->offset / sizeof(float), payload, h->seg_len / sizeof(float));
 	kv->st.bytes_summed += h->seg_len;
 	if (timed) {
 		struct kv_rt *rt = &kv->rt[e - kv->slots];

@@ -62,6 +62,13 @@ struct psb_kv_round {
 struct psb_kv_cfg {
 	uint16_t num_workers;	/* N: senders 0..N-1; a sync round closes after N pushes */
 	int sync;		/* 1: synchronous rounds, 0: asynchronous */
+	/*
+	 * Synchronous rounds: 0, the stored value is the sum of every closed round (what a
+	 * round's answers carry: the running total, as ps-lite's default handle keeps it);
+	 * 1, it is the last closed round's sum alone, which the answers then carry (an
+	 * allreduce through the server, what a DDP hook or a gradient aggregator wants).
+	 */
+	int sync_round;
 	uint32_t max_value;	/* largest value accepted, bytes */
 	uint16_t seg_size;	/* stride for segmenting responses */
 	uint32_t capacity;	/* initial number of hash slots (rounded up to a power of 2) */

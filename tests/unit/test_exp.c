@@ -238,6 +238,11 @@ static const struct {
 	  "node.file_max:", "size" },
 	{ "{\"name\": \"a\", \"kind\": \"pushpull\", \"node\": {\"prometheus_timeout\": "
 	  "\"1ms\"}}", false, "node.prometheus_timeout:", "in [" },
+	{ "{\"name\": \"a\", \"kind\": \"pushpull\", \"node\": {\"sync_value\": \"each\"}}",
+	  false, "node.sync_value:", "total, round" },
+	{ "{\"name\": \"a\", \"kind\": \"pushpull\", \"node\": {\"ports\": [\"null\"], "
+	  "\"ip\": \"198.18.0.1\", \"sync\": false, \"sync_value\": \"round\"}}", true,
+	  "node.sync_value:", "synchronous" },
 	{ "[1, 2]", false, "expected a JSON object", NULL },
 };
 

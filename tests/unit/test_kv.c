@@ -890,6 +890,75 @@ test_sync_pull_waits(void **state)
 	psb_kv_free(kv);
 }
 
+/*
+ * sync_round: every round's answers carry that round's sum alone, and the key holds it;
+ * pushes of several segments, in any order, make it whole. A value answers still read
+ * (value_busy) is left to them and handed to value_free; the sum is never mixed with it.
+ */
+static void
+test_sync_round_sums(void **state)
+{
+	struct psb_kv_cfg cfg = {
+		.num_workers = 2, .sync = 1, .sync_round = 1, .seg_size = SEG,
+		.value_headroom = 64, .value_busy = cow_busy, .value_free = cow_free,
+		.epoch = 0x5eedf00du,
+	};
+	struct psb_kv *kv;
+	struct tf_cap c = { .n = 0 };
+	float v[2][10], sum[10], snap[10];
+	const float *held = NULL, *now;
+	uint32_t len, round, r, i, k, w;
+	unsigned int freed0 = freed;
+
+	(void)state;
+	kv = psb_kv_create(&cfg);
+	assert_non_null(kv);
+	cur_epoch = cfg.epoch;
+	sync_flag = 1;
+	for (r = 0; r < 4; r++) {
+		for (w = 0; w < 2; w++)
+			for (i = 0; i < 10; i++)
+				v[w][i] = (float)((r + 1) * (w + 3)) * (float)(i + 1) - 0.25f * (float)r;
+		for (i = 0; i < 10; i++)
+			sum[i] = v[0][i] + v[1][i];
+		/* round 2: an answer still reads the value of round 1 when round 2 closes */
+		busy_answer = r == 2;
+		if (r == 2) {
+			held = psb_kv_get(kv, 5, &len, &round);
+			memcpy(snap, held, sizeof(snap));
+		}
+		/* worker 1's segments out of order (the last one last: no gap named), worker
+		 * 0's in order */
+		for (k = 0; k < 3; k++)
+			assert_int_equal(send_seg(kv, &c, PSB_MSG_PUSHPULL, 1, r + 1, r, 5, v[1],
+				sizeof(v[1]), k == 2 ? 2 : 1 - k), 0);
+		assert_int_equal(c.n, 0);
+		send_value(kv, &c, PSB_MSG_PUSHPULL, 0, r + 1, r, 5, v[0], sizeof(v[0]));
+		assert_int_equal(c.n, 2);
+		for (k = 0; k < 2; k++) {
+			check_resp(&c.m[k], PSB_MSG_PUSHPULL_RESP, c.m[k].h.sender, r + 1, 5, r + 1);
+			check_val(&c.m[k], sum, 10);
+		}
+		check_stored(kv, 5, sum, 10, r + 1);
+		if (r == 2) {
+			now = psb_kv_get(kv, 5, &len, &round);
+			assert_true(now != held);
+			assert_int_equal(freed, freed0 + 1);
+			assert_ptr_equal(freed_val, held);
+			assert_int_equal(psb_kv_stats(kv)->values_copied, 1);
+		}
+		tf_cap_clear(&c);
+	}
+	busy_answer = 0;
+	/* round 1's value was whole when answers read it: round 2's sum went elsewhere */
+	for (i = 0; i < 10; i++)
+		assert_true(snap[i] == (float)(2 * 3) * (float)(i + 1) - 0.25f +
+			(float)(2 * 4) * (float)(i + 1) - 0.25f);
+	assert_int_equal(psb_kv_stats(kv)->rounds_closed, 4);
+	sync_flag = 0;
+	psb_kv_free(kv);
+}
+
 static void
 test_errors(void **state)
 {
@@ -2784,6 +2853,7 @@ main(void)
 		cmocka_unit_test(test_req_id_wrap),
 		cmocka_unit_test(test_sync_rounds),
 		cmocka_unit_test(test_sync_pull_waits),
+		cmocka_unit_test(test_sync_round_sums),
 		cmocka_unit_test(test_errors),
 		cmocka_unit_test(test_create_invalid),
 		cmocka_unit_test(test_growth),

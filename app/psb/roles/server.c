@@ -119,6 +119,7 @@ server_init(struct psb_role_inst *ri)
 	struct psb_kv_cfg kc = {
 		.num_workers = app->num_workers,
 		.sync = app->sync,
+		.sync_round = app->sync_round,
 		.max_value = app->max_value,
 		.seg_size = app->seg_size,
 		.capacity = 1024,

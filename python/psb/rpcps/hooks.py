@@ -17,8 +17,10 @@ chunks of a bucket ascend with j and spread evenly over the servers' key ranges 
 split of the key space). One pushpull sends them all and lands each chunk's sum in place.
 The servers run synchronous rounds, each key's round being its push count: every trainer
 pushes the same buckets in every batch, so the trainers' pushes of a bucket in one batch
-meet in one round. psb's servers return sums: the hook divides by the trainer count. So do the RPC
-parameter server's trainers here (its stock server summed too, whatever its name said).
+meet in one round, which is answered with its own sum (the servers run --sync-value round,
+not the total of every batch so far). psb's servers return sums: the hook divides by the
+trainer count. So do the RPC parameter server's trainers here (its stock server summed too,
+whatever its name said).
 """
 import hashlib
 import queue

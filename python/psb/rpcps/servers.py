@@ -7,7 +7,7 @@ batch waits, as a future, until every trainer sent it; then every one gets the s
 
 PsbParameterServer: psb's parameter server, psb-ksrv (the psb server on kernel sockets:
 same protocol and semantics as psb --role server) in synchronous rounds with --num-workers
-the trainer count, run by this rank as a child process. reset_state starts it again on the
+the trainer count, each round answered with its own sum (--sync-value round), run by this rank as a child process. reset_state starts it again on the
 same port, with an empty store: every key afresh. Its samples are the rounds it closed, as
 psb-ksrv records them (--rounds-file): per key and round the wait from the first trainer's
 push to the last's, the time spent summing, and the round from first push to the answers.
@@ -157,8 +157,10 @@ class PsbParameterServer:
         self.ip = ctx["psb_ip"]
         self.port = 0
         self.seg_size = seg_size or seg_size_for(self.ip)
-        self.args = ["--num-workers", str(trainer_count), "--sync", "--max-value",
-                     str(max_value), "--seg-size", str(self.seg_size), "-q"]
+        # each round's answers carry that round's sum (the batch's gradients), not the
+        # running total of every batch a key was pushed in
+        self.args = ["--num-workers", str(trainer_count), "--sync", "--sync-value", "round",
+                     "--max-value", str(max_value), "--seg-size", str(self.seg_size), "-q"]
         self.start_timeout = start_timeout
         # a backstop: psb-ksrv ends by itself once the whole benchmark's time is up
         self.args += ["--duration", "%g" % ctx.get("duration", 3600)]
