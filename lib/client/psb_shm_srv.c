@@ -22,11 +22,13 @@
 #define RX_BURST	256	/* frames of one slot in a turn: the others wait no longer */
 #define TX_PUBLISH	32	/* answers written before the tail moves at the latest */
 #define MSGS_PER_CTL	8	/* control messages of one connection in a turn */
+/* Ethernet, VLAN, IPv4 with its longest options, UDP, psb: every header parsed, copied */
+#define RX_HDR_COPY	(PSB_ETH_HLEN + 4 + 60 + PSB_UDP_HLEN + PSB_HDR_LEN)
 #define MAX_CONNS	(PSB_SHM_MAX_SLOTS + PSB_SHM_SRV_PENDING)
 
 const struct psb_shm_srv_counter psb_shm_srv_counters[] = {
 #define C(f) { #f, offsetof(struct psb_shm_srv_stats, f) }
-	C(links), C(slots_used), C(slots_max), C(rx_frames), C(rx_bytes), C(tx_frames),
+	C(links), C(slots_used), C(slots_max), C(rx_frames), C(rx_bytes), C(rx_held), C(tx_frames),
 	C(tx_bytes), C(tx_full), C(tx_no_slot), C(arp), C(refused), C(bad_msg), C(bad_region),
 	C(bad_ring), C(timeouts), C(bad_index), C(bad_desc), C(bad_length), C(bad_chain),
 	C(bad_frame), C(disconnects),
@@ -57,6 +59,10 @@ struct conn {
 	size_t size;
 	struct sring c2s, s2c;
 	uint16_t c2s_tail;		/* next frame to take */
+	uint16_t c2s_rel;		/* frames given back (the ring's tail): before c2s_tail, the
+					 * first one the store keeps */
+	uint8_t *held;			/* [c2s.n]: frames the store keeps (psb_shm_srv_release) */
+	uint32_t nheld;
 	uint16_t s2c_tail;		/* filled buffers as the client sees them */
 	uint16_t s2c_pend;		/* filled buffers, published or not */
 	uint16_t s2c_head;		/* the client's head as last read */
@@ -77,7 +83,10 @@ struct psb_shm_srv {
 	struct psb_addr me;
 	struct psb_parse_cfg parse;
 	struct psb_shm_srv_stats st;
-	/* a frame is copied here before it is parsed: the client may change its buffer */
+	/*
+	 * A frame's headers are copied here before they are parsed, the client may change its
+	 * buffer: RX_HDR_COPY bytes, the rest only for frames other than psb's.
+	 */
 	uint8_t frame[PSB_MAX_FRAME] __attribute__((aligned(64)));
 };
 
@@ -118,6 +127,11 @@ msg_send(struct conn *c, uint16_t type, const char *reason)
 	return 0;
 }
 
+/*
+ * The connection's resources go: its slot, descriptors and region. While the store keeps
+ * frames of the region, the region stays (ST_CLOSING, the slot free for another client)
+ * until the last one is given back.
+ */
 static void
 conn_release(struct psb_shm_srv *v, struct conn *c)
 {
@@ -127,14 +141,20 @@ conn_release(struct psb_shm_srv *v, struct conn *c)
 		v->slot[c->slot] = NULL;
 		v->dirty &= ~(1ull << c->slot);
 	}
-	if (c->base != NULL)
-		munmap(c->base, c->size);
 	if (c->c2s.efd >= 0)
 		close(c->c2s.efd);
 	if (c->s2c.efd >= 0)
 		close(c->s2c.efd);
 	if (c->fd >= 0)
 		close(c->fd);
+	c->fd = c->c2s.efd = c->s2c.efd = -1;
+	if (c->nheld != 0) {
+		c->state = ST_CLOSING;
+		return;
+	}
+	if (c->base != NULL)
+		munmap(c->base, c->size);
+	free(c->held);
 	memset(c, 0, sizeof(*c));
 	c->fd = c->c2s.efd = c->s2c.efd = -1;
 	c->slot = -1;
@@ -233,6 +253,8 @@ add_ring(struct conn *c, const struct psb_memif_msg *m, int fd)
 		return -ERANGE;
 	if (!is_eventfd(fd) || fcntl(fd, F_SETFL, O_NONBLOCK) != 0)
 		return -EBADF;
+	if (r == &c->c2s && (c->held = calloc(1u << a->log2_ring_size, 1)) == NULL)
+		return -ENOMEM;
 	r->hdr = c->base + a->offset;
 	r->n = (uint16_t)(1u << a->log2_ring_size);
 	r->mask = (uint16_t)(r->n - 1);
@@ -261,7 +283,7 @@ connect_rings(struct conn *c)
 	}
 	/* polled: the client need not signal, until the server arms before sleeping */
 	__atomic_store_n(ring_u16(&c->c2s, 4), PSB_MEMIF_RING_MASK_INT, __ATOMIC_RELEASE);
-	c->c2s_tail = c->s2c_tail = c->s2c_pend = c->s2c_head = 0;
+	c->c2s_tail = c->c2s_rel = c->s2c_tail = c->s2c_pend = c->s2c_head = 0;
 	memset(c->mac, 0xff, 6);	/* until its frames say it: memif is point to point */
 	return 0;
 }
@@ -332,6 +354,7 @@ conn_msg(struct psb_shm_srv *v, struct conn *c, const struct psb_memif_msg *m, i
 			close(fd);
 			conn_refuse(v, c, &v->st.bad_ring, rc == -ERANGE ? "ring out of the region" :
 				    rc == -EBADF ? "ring interrupt not an eventfd" :
+				    rc == -ENOMEM ? "no memory for the ring's bookkeeping" :
 				    "one ring each way, index 0, in region 0, after it");
 			return;
 		}
@@ -445,7 +468,7 @@ psb_shm_srv_ctl(struct psb_shm_srv *v, uint64_t now_ns)
 
 		if (c->state == ST_CLOSING)
 			conn_release(v, c);
-		if (c->state == ST_FREE)
+		if (c->state == ST_FREE || c->state == ST_CLOSING)
 			continue;
 		if (c->state != ST_UP && now_ns > c->deadline) {
 			conn_refuse(v, c, &v->st.timeouts, "handshake not done in time");
@@ -602,12 +625,46 @@ psb_shm_srv_flush(struct psb_shm_srv *v)
 	}
 }
 
-/* One frame the client put on its ring, copied into v->frame: a datagram for cb, or ARP. */
+/* The token of frame idx of c's ring to the server, for cb to keep (never NULL). */
+static void *
+frame_ref(const struct psb_shm_srv *v, const struct conn *c, uint16_t idx)
+{
+	return (void *)(uintptr_t)(((uintptr_t)(c - v->conns) << 16 | idx) + 1);
+}
+
+/*
+ * May the store keep this frame where it is, a segment of h? A push's, whose segments all
+ * fit in half the ring, while the store keeps less than half of it: the ring always has
+ * room for the rest of a push the store waits for, whatever the client sends between.
+ */
+static int
+may_hold(const struct conn *c, const struct psb_hdr *h)
+{
+	uint32_t half = c->c2s.n / 2u;
+
+	return (h->type == PSB_MSG_PUSH || h->type == PSB_MSG_PUSHPULL) && h->seg_size != 0 &&
+		c->nheld < half && psb_seg_count(h->total_len, h->seg_size) <= half;
+}
+
+/*
+ * One frame the client put on its ring (buf, len bytes, at idx): a datagram for cb, or ARP.
+ * Its headers are parsed from a copy in v->frame; a frame other than psb's is copied whole.
+ */
 static unsigned int
-rx_frame(struct psb_shm_srv *v, struct conn *c, uint32_t len, psb_shm_srv_rx_cb cb, void *arg)
+rx_frame(struct psb_shm_srv *v, struct conn *c, uint16_t idx, const uint8_t *buf, uint32_t len,
+		psb_shm_srv_rx_cb cb, void *arg)
 {
 	struct psb_frame f;
-	int rc = psb_frame_parse(v->frame, len, &v->parse, &f);
+	size_t hl = len < RX_HDR_COPY ? len : RX_HDR_COPY;
+	int rc;
+
+	memcpy(v->frame, buf, hl);
+	rc = psb_frame_parse(v->frame, len, &v->parse, &f);
+	if (rc != PSB_FRAME_PSB && hl < len) {
+		/* ARP reads its headers alone, others more: parsed again from a whole copy */
+		memcpy(v->frame + hl, buf + hl, len - hl);
+		rc = psb_frame_parse(v->frame, len, &v->parse, &f);
+	}
 
 	if (rc == PSB_FRAME_ARP_REQUEST && f.src.ip == psb_shm_slot_ip((unsigned int)c->slot)) {
 		memcpy(c->mac, f.src.mac, 6);
@@ -622,8 +679,49 @@ rx_frame(struct psb_shm_srv *v, struct conn *c, uint32_t len, psb_shm_srv_rx_cb 
 	memcpy(c->mac, f.src.mac, 6);
 	v->st.rx_frames++;
 	v->st.rx_bytes += len;
-	cb(arg, &f.src, f.payload - PSB_HDR_LEN, (size_t)f.payload_len + PSB_HDR_LEN);
+	/* the header within the copy, the value where the client wrote it */
+	if (cb(arg, &f.src, f.payload - PSB_HDR_LEN, buf + (f.payload - v->frame), f.payload_len,
+	       may_hold(c, &f.hdr) ? frame_ref(v, c, idx) : NULL)) {
+		c->held[idx] = 1;
+		c->nheld++;
+		v->st.rx_held++;
+	}
 	return 1;
+}
+
+/* The frames taken and not kept go back to the client: the ring's tail moves past them. */
+static void
+give_back(struct conn *c)
+{
+	uint16_t rel = c->c2s_rel;
+
+	while (rel != c->c2s_tail && !c->held[rel & c->c2s.mask])
+		rel++;
+	if (rel == c->c2s_rel)
+		return;
+	c->c2s_rel = rel;
+	__atomic_store_n(ring_u16(&c->c2s, PSB_MEMIF_RING_TAIL_OFF), rel, __ATOMIC_RELEASE);
+}
+
+void
+psb_shm_srv_release(struct psb_shm_srv *v, void *ref)
+{
+	uintptr_t r = (uintptr_t)ref - 1;
+	size_t k = r >> 16;
+	struct conn *c;
+	uint16_t idx = (uint16_t)(r & 0xffff);
+
+	if (v == NULL || ref == NULL || k >= MAX_CONNS)
+		return;
+	c = &v->conns[k];
+	if (c->held == NULL || idx >= c->c2s.n || !c->held[idx])
+		return;
+	c->held[idx] = 0;
+	c->nheld--;
+	if (c->state == ST_UP)
+		give_back(c);
+	else if (c->state == ST_CLOSING && c->nheld == 0)
+		conn_release(v, c);
 }
 
 static unsigned int
@@ -636,14 +734,16 @@ rx_conn(struct psb_shm_srv *v, struct conn *c, unsigned int max, psb_shm_srv_rx_
 
 	if (n == 0)
 		return 0;
-	if (n > c->c2s.n) {
+	/* the client writes only into what was given back */
+	if ((uint16_t)(head - c->c2s_rel) > c->c2s.n) {
 		v->st.bad_index++;
 		conn_end(v, c, "the head of the ring to the server moved beyond the ring");
 		return 0;
 	}
 	for (i = 0; i < n && i < max && c->state == ST_UP; i++) {
+		uint16_t idx = c->c2s_tail & c->c2s.mask;
 		const uint8_t *d = c->c2s.hdr + PSB_MEMIF_RING_DESC_OFF +
-			(size_t)(c->c2s_tail & c->c2s.mask) * PSB_MEMIF_DESC_LEN;
+			(size_t)idx * PSB_MEMIF_DESC_LEN;
 		uint16_t flags, region;
 		uint32_t len, off;
 
@@ -659,13 +759,11 @@ rx_conn(struct psb_shm_srv *v, struct conn *c, unsigned int max, psb_shm_srv_rx_
 		} else if (region != 0 || (uint64_t)off + len > c->size) {
 			v->st.bad_desc++;
 		} else {
-			memcpy(v->frame, c->base + off, len);
-			rx_frame(v, c, len, cb, arg);
+			rx_frame(v, c, idx, c->base + off, len, cb, arg);
 		}
 	}
 	if (c->state == ST_UP)
-		__atomic_store_n(ring_u16(&c->c2s, PSB_MEMIF_RING_TAIL_OFF), c->c2s_tail,
-			__ATOMIC_RELEASE);
+		give_back(c);
 	return i;
 }
 
@@ -907,6 +1005,7 @@ psb_shm_srv_close(struct psb_shm_srv *v)
 		if (v->conns[i].state == ST_FREE)
 			continue;
 		conn_end(v, &v->conns[i], "server closing");
+		v->conns[i].nheld = 0;	/* handed back by now, or never used again */
 		conn_release(v, &v->conns[i]);
 	}
 	psb_shm_srv_unlink(v);

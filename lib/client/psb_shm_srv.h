@@ -47,6 +47,7 @@ struct psb_shm_srv_stats {
 	uint64_t slots_used;		/* slots connected now */
 	uint64_t slots_max;		/* most at once */
 	uint64_t rx_frames, rx_bytes;	/* psb datagrams from clients */
+	uint64_t rx_held;		/* of them, push segments the store kept where they were */
 	uint64_t tx_frames, tx_bytes;
 	uint64_t tx_full;		/* answers dropped: the client gave no free buffer */
 	uint64_t tx_no_slot;		/* answers to a slot no client holds (it left) */
@@ -103,14 +104,30 @@ const char *psb_shm_srv_path(const struct psb_shm_srv *v);
 unsigned int psb_shm_srv_ctl(struct psb_shm_srv *v, uint64_t now_ns);
 
 /*
- * Up to max frames from the slots, in turn: cb gets each psb datagram (header and value,
- * len bytes, valid during the call) and where it came from (the slot's address, the
- * client's port and MAC). Returns the frames taken off the rings.
+ * Up to max frames from the slots, in turn: cb gets each psb datagram and where it came
+ * from (the slot's address, the client's port and MAC), valid during the call. hdr: its
+ * psb header (PSB_HDR_LEN bytes), the server's own copy, checked as the frame's. payload:
+ * the len bytes after it, where the client put them. They stay in the client's shared
+ * memory (a frame's value is not copied twice): the client may change them at any moment,
+ * so cb reads them once, as a value to copy or add, and copies anything it parses first.
+ * Returns the frames taken off the rings.
  */
-typedef void (*psb_shm_srv_rx_cb)(void *arg, const struct psb_addr *from, const uint8_t *dgram,
-		size_t len);
+typedef int (*psb_shm_srv_rx_cb)(void *arg, const struct psb_addr *from, const uint8_t *hdr,
+		const uint8_t *payload, size_t len, void *ref);
 unsigned int psb_shm_srv_rx(struct psb_shm_srv *v, unsigned int max, psb_shm_srv_rx_cb cb,
 		void *arg);
+
+/*
+ * A frame given to cb with ref not NULL may stay where it is, on the client's ring, while a
+ * store waits for the rest of its push: cb returns 1 to keep it (0: done with it), and
+ * hands ref back here once it added the value up. The ring's tail, which gives the client
+ * its buffers back, stops at the first frame kept, so ref is offered only for segments of
+ * pushes that fit in half the ring, while less than half is kept: the client has room for
+ * the rest of any push. A client that leaves while frames of it are kept has its region
+ * unmapped when the last one is back (psb_kv's stage timeout bounds the wait). Every ref
+ * kept must be handed back before psb_shm_srv_close.
+ */
+void psb_shm_srv_release(struct psb_shm_srv *v, void *ref);
 
 /* The slot to answers to ip goes out of (the slot's address), or -1: not a slot's. */
 int psb_shm_srv_slot_of(const struct psb_shm_srv *v, uint32_t ip);

@@ -38,6 +38,8 @@ struct psb_ksrv {
 	uint64_t shm_ctl_ns;		/* their control sockets looked at next */
 	char shm_path[128];
 	char shm_why[256];
+	/* what a slot's client sent that is parsed, copied out of its reach first */
+	uint8_t shm_copy[PSB_MAX_FRAME] __attribute__((aligned(64)));
 };
 
 /* The machine's memory (MemTotal), bytes; 1 GiB when unknown. */
@@ -198,32 +200,74 @@ rx_finalize(struct psb_ksrv *s, const struct psb_addr *from)
 	s->ended = 1;
 }
 
-/* One datagram from a client, by UDP or a slot: a request, a BATCH or FINALIZE. */
+/* A checked datagram h from a client, by UDP or a slot: a request, a BATCH or FINALIZE. */
+static void
+rx_msg(struct psb_ksrv *s, const struct psb_hdr *h, const uint8_t *payload,
+		const struct psb_addr *from)
+{
+	if (h->type == PSB_MSG_BATCH && h->version == PSB_VERSION) {
+		rx_batch(s, h, payload, from);
+		return;
+	}
+	if (h->type == PSB_MSG_FINALIZE && s->cfg.reg_ip != 0 && from->ip == s->cfg.reg_ip &&
+	    from->port == s->cfg.reg_port) {
+		rx_finalize(s, from);
+		return;
+	}
+	if (psb_kv_handle(s->kv, h, payload, from, kv_emit, s) != 0)
+		s->cnt.not_request++;
+}
+
 static void
 rx_one(struct psb_ksrv *s, const uint8_t *buf, size_t len, int truncated,
 		const struct psb_addr *from)
 {
 	struct psb_hdr h;
 
-	if (psb_ksrv_check(s, buf, len, truncated, &h) != 0)
-		return;
-	if (h.type == PSB_MSG_BATCH && h.version == PSB_VERSION) {
-		rx_batch(s, &h, buf + PSB_HDR_LEN, from);
-		return;
-	}
-	if (h.type == PSB_MSG_FINALIZE && s->cfg.reg_ip != 0 && from->ip == s->cfg.reg_ip &&
-	    from->port == s->cfg.reg_port) {
-		rx_finalize(s, from);
-		return;
-	}
-	if (psb_kv_handle(s->kv, &h, buf + PSB_HDR_LEN, from, kv_emit, s) != 0)
-		s->cnt.not_request++;
+	if (psb_ksrv_check(s, buf, len, truncated, &h) == 0)
+		rx_msg(s, &h, buf + PSB_HDR_LEN, from);
 }
 
-static void
-shm_rx(void *arg, const struct psb_addr *from, const uint8_t *dgram, size_t len)
+/*
+ * A datagram from a slot: its payload is in the client's memory, which it may change at any
+ * moment. A store reads a push's value once (kept, then added): it takes it from there, and
+ * keeps the frame itself on the ring (ref) until the push is whole rather than a copy. What
+ * is parsed (a BATCH's records, a handler's requests) is copied first.
+ */
+static int
+shm_rx(void *arg, const struct psb_addr *from, const uint8_t *hdr, const uint8_t *payload,
+		size_t len, void *ref)
 {
-	rx_one(arg, dgram, len, 0, from);
+	struct psb_ksrv *s = arg;
+	struct psb_hdr h;
+
+	if (psb_ksrv_check(s, hdr, PSB_HDR_LEN + len, 0, &h) != 0)
+		return 0;
+	if (s->cfg.request == NULL && h.version == PSB_VERSION &&
+	    (h.type == PSB_MSG_PUSH || h.type == PSB_MSG_PUSHPULL))
+		return psb_kv_handle_ref(s->kv, &h, payload, ref, from, kv_emit, s) ==
+			PSB_KV_HELD;
+	memcpy(s->shm_copy, payload, len);
+	rx_msg(s, &h, s->shm_copy, from);
+	return 0;
+}
+
+/* A slot's client: its ring loses nothing. */
+static int
+shm_lossless(void *arg, const struct psb_addr *from)
+{
+	struct psb_ksrv *s = arg;
+
+	return s->shm != NULL && psb_shm_srv_slot_of(s->shm, from->ip) >= 0;
+}
+
+/* The store is done with a frame it kept on a slot's ring. */
+static void
+shm_release(void *arg, void *ref)
+{
+	struct psb_ksrv *s = arg;
+
+	psb_shm_srv_release(s->shm, ref);
 }
 
 int
@@ -398,6 +442,12 @@ psb_ksrv_open(const struct psb_ksrv_cfg *cfg, char *err, size_t errlen)
 	kc.round_closed = cfg->round_closed;
 	kc.round_arg = cfg->round_arg;
 	kc.clock_ns = cfg->clock_ns;
+	/* push segments from the slots stay on their rings until whole (shm_rx): as many as
+	 * the rings allow, which psb_shm_srv bounds per client */
+	kc.hold_max = UINT32_MAX;
+	kc.release = shm_release;
+	kc.lossless = shm_lossless;
+	kc.release_arg = s;
 	s->kv = psb_kv_create(&kc);
 	if (s->kv == NULL || psb_udp_io_init(&s->io, cfg->seg_size) != 0) {
 		psb_set_err(err, errlen, "out of memory (a store for %u workers)", s->num_workers);
@@ -416,10 +466,11 @@ psb_ksrv_close(struct psb_ksrv *s)
 {
 	if (s == NULL)
 		return;
+	/* the store first: it hands back the frames it keeps on the slots' rings */
+	psb_kv_free(s->kv);
 	psb_shm_srv_close(s->shm);
 	if (s->fd >= 0)
 		close(s->fd);
-	psb_kv_free(s->kv);
 	psb_udp_io_free(&s->io);
 	free(s);
 }

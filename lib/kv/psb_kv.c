@@ -1559,6 +1559,9 @@ psb_kv_probe_tails(struct psb_kv *kv, uint64_t quiet_ns, unsigned int max, psb_k
 		if (st->probed_ns == st->last_ns)
 			continue;
 		st->probed_ns = st->last_ns;
+		if (kv->cfg.lossless != NULL &&
+		    kv->cfg.lossless(kv->cfg.release_arg, &kv->addrs[st->sender]))
+			continue;
 		memset(&h, 0, sizeof(h));
 		h.sender = st->sender;
 		h.req_id = st->req.req_id;

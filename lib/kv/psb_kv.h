@@ -90,6 +90,13 @@ struct psb_kv_cfg {
 	void (*release)(void *arg, void *ref);
 	void *release_arg;
 	/*
+	 * Whether the sender at an address cannot lose segments (arg: release_arg; NULL: any
+	 * may): one on a shared-memory ring, whose segments all come, in order, however
+	 * slowly. Its pushes are never taken for ones that lost their tail
+	 * (psb_kv_probe_tails): asked for again, their segments would only come twice.
+	 */
+	int (*lossless)(void *arg, const struct psb_addr *from);
+	/*
 	 * A dropped key's value memory goes here (arg: release_arg) rather than to free(),
 	 * for a caller whose responses may still point into it (NULL: free()). With
 	 * value_headroom, the memory to free starts that many bytes before val.

@@ -75,6 +75,8 @@ def test_experiment_script(runs, script):
     doc = json.load(open(os.path.join(out, "metrics.json")))
     trainers = [r for r in doc["ranks"] if r["role"] == "trainer"]
     assert len(trainers) == 2
+    # torch RPC carries the gradients for the RPC server alone; else only the control
+    assert doc["spec"]["rpc_data"] == (script == "rpc")
     # DummyDataSmall: 40 samples, 20 a trainer, batches of 10: 2 batches an epoch, 2 epochs
     for t in trainers:
         assert t["metrics"]["batch_level_metric,batch_all"]["count"] == 4

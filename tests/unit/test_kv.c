@@ -456,6 +456,62 @@ test_tail_probe(void **state)
 	psb_kv_free(kv);
 }
 
+/* Whether w's address is a lossless path (test_tail_probe_lossless): worker 1's is. */
+static int
+lossless_w1(void *arg, const struct psb_addr *from)
+{
+	struct psb_addr a = waddr(1);
+
+	(void)arg;
+	return from->ip == a.ip;
+}
+
+/*
+ * A sender on a path that loses nothing (a shared-memory ring, cfg.lossless) is never
+ * probed for a lost tail, however long its push is quiet: its segments are only late.
+ * Another sender, over a lossy path, still is.
+ */
+static void
+test_tail_probe_lossless(void **state)
+{
+	struct psb_kv_cfg cfg = {
+		.num_workers = 2, .seg_size = SEG, .epoch = 0x5eedf11eu, .lossless = lossless_w1,
+	};
+	struct psb_kv *kv = psb_kv_create(&cfg);
+	const struct psb_kv_stats *st;
+	struct tf_cap c = { .n = 0 };
+	uint64_t q = PSB_KV_TAIL_QUIET_NS;
+	float v[20], one = 1.0f;
+	uint32_t i, w;
+
+	(void)state;
+	assert_non_null(kv);
+	cur_epoch = cfg.epoch;
+	st = psb_kv_stats(kv);
+	for (i = 0; i < 20; i++)
+		v[i] = (float)i;
+	psb_kv_tick(kv, 1000);
+	for (w = 0; w < 2; w++)
+		for (i = 0; i < 3; i++)
+			send_seg(kv, &c, PSB_MSG_PUSH, (uint16_t)w, 1, 0, 7 + w, v, sizeof(v), i);
+	psb_kv_tick(kv, 1000 + 11 * q);
+	send_value(kv, &c, PSB_MSG_PUSH, 0, 2, 0, 9, &one, 4);
+	assert_int_equal(c.n, 1);
+	/* worker 0's push of key 7 is named, worker 1's of key 8 is not */
+	assert_int_equal(psb_kv_probe_tails(kv, q, 16, tf_cap_emit, &c), 1);
+	assert_int_equal(c.n, 2);
+	assert_int_equal(c.m[1].h.sender, 0);
+	assert_true(c.m[1].h.key == 7);
+	assert_int_equal(psb_kv_probe_tails(kv, q, 16, tf_cap_emit, &c), 0);
+	assert_int_equal(st->tail_nacks, 1);
+	/* and it completes whenever its segments come */
+	send_seg(kv, &c, PSB_MSG_PUSH, 1, 1, 0, 8, v, sizeof(v), 3);
+	send_seg(kv, &c, PSB_MSG_PUSH, 1, 1, 0, 8, v, sizeof(v), 4);
+	check_stored(kv, 8, v, 20, 1);
+	tf_cap_clear(&c);
+	psb_kv_free(kv);
+}
+
 static void
 test_repair(void **state)
 {
@@ -2849,6 +2905,7 @@ main(void)
 		cmocka_unit_test(test_retry),
 		cmocka_unit_test(test_repair),
 		cmocka_unit_test(test_tail_probe),
+		cmocka_unit_test(test_tail_probe_lossless),
 		cmocka_unit_test(test_copy_on_write),
 		cmocka_unit_test(test_req_id_wrap),
 		cmocka_unit_test(test_sync_rounds),

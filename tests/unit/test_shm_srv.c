@@ -125,16 +125,19 @@ struct got {
 	size_t len;
 };
 
-static void
-srv_cb(void *arg, const struct psb_addr *from, const uint8_t *d, size_t len)
+static int
+srv_cb(void *arg, const struct psb_addr *from, const uint8_t *hdr, const uint8_t *payload,
+		size_t len, void *ref)
 {
 	struct got *g = arg;
 
+	(void)ref;
 	g->n++;
 	g->from = *from;
-	g->len = len;
-	psb_hdr_decode(&g->h, d);
-	g->first = len > PSB_HDR_LEN ? d[PSB_HDR_LEN] : 0;
+	g->len = PSB_HDR_LEN + len;
+	psb_hdr_decode(&g->h, hdr);
+	g->first = len > 0 ? payload[0] : 0;
+	return 0;
 }
 
 static void
@@ -313,6 +316,158 @@ test_link(void **state)
 	snprintf(lock, sizeof(lock), "%s.lock", g_path);
 	assert_int_not_equal(access(g_path, F_OK), 0);
 	assert_int_not_equal(access(lock, F_OK), 0);
+}
+
+/* --- frames a store keeps on the ring --- */
+
+struct keep {
+	unsigned int n, offered;
+	int keep;			/* return 1 for frames offered a ref */
+	void *refs[8192];
+	const uint8_t *pay[8192];
+};
+
+static int
+keep_cb(void *arg, const struct psb_addr *from, const uint8_t *hdr, const uint8_t *payload,
+		size_t len, void *ref)
+{
+	struct keep *k = arg;
+
+	(void)from;
+	(void)hdr;
+	(void)len;
+	k->refs[k->n] = ref;
+	k->pay[k->n] = payload;
+	k->n++;
+	k->offered += ref != NULL;
+	return k->keep && ref != NULL;
+}
+
+/* Every frame on the ring now, taken a burst at a time. */
+static unsigned int
+rx_all(struct psb_shm_srv *v, struct keep *k)
+{
+	unsigned int n = 0, m;
+
+	while ((m = psb_shm_srv_rx(v, 4096, keep_cb, k)) != 0)
+		n += m;
+	return n;
+}
+
+/* Frames the client can put on its ring now, each a segment of a one-segment push. */
+static unsigned int
+fill(struct psb_shm *a, uint8_t type)
+{
+	struct psb_hdr h;
+	uint8_t pay[64];
+	unsigned int n = 0;
+
+	psb_hdr_init(&h, type);
+	h.key = 9;
+	h.total_len = h.seg_len = h.seg_size = sizeof(pay);
+	memset(pay, 0x5a, sizeof(pay));
+	while (psb_shm_send(a, &h, pay) == 0)
+		n++;
+	psb_shm_flush(a);
+	return n;
+}
+
+/*
+ * A push's segments kept where they are: the ring's tail stops at the first kept one and
+ * the client's buffers come back as they are handed back, in any order. Only pushes that
+ * fit in half the ring are offered, and never more than half of it at once. A client that
+ * leaves while frames of it are kept has its region mapped until the last one is back,
+ * its slot free for the next meanwhile.
+ */
+static void
+test_held_frames(void **state)
+{
+	struct psb_shm_srv *v = srv_open(1, 0);
+	const struct psb_shm_srv_stats *st = psb_shm_srv_stats(v);
+	struct psb_shm *a = NULL, *b = NULL;
+	struct keep *k = calloc(1, sizeof(*k));
+	struct got sg;
+	struct psb_hdr h;
+	uint8_t pay[4][256];
+	char err[256];
+	unsigned int i;
+
+	(void)state;
+	assert_non_null(k);
+	assert_int_equal(client_open(v, &a, 40010, err, sizeof(err)), 0);
+	memset(&sg, 0, sizeof(sg));
+	assert_int_equal(psb_shm_srv_rx(v, 64, srv_cb, &sg), 1);	/* its ARP */
+	psb_shm_srv_flush(v);
+	psb_shm_rx(a, 64, cli_cb, &sg);
+
+	/* a push of four segments, kept */
+	psb_hdr_init(&h, PSB_MSG_PUSHPULL);
+	h.key = 5;
+	h.total_len = sizeof(pay);
+	h.seg_size = sizeof(pay[0]);
+	for (i = 0; i < 4; i++) {
+		h.offset = i * sizeof(pay[0]);
+		h.seg_len = sizeof(pay[0]);
+		memset(pay[i], 0x10 + i, sizeof(pay[i]));
+		assert_int_equal(psb_shm_send(a, &h, pay[i]), 0);
+	}
+	psb_shm_flush(a);
+	k->keep = 1;
+	assert_int_equal(psb_shm_srv_rx(v, 64, keep_cb, k), 4);
+	assert_int_equal(k->offered, 4);
+	assert_int_equal(st->rx_held, 4);
+	for (i = 0; i < 4; i++)
+		assert_int_equal(k->pay[i][0], 0x10 + i);
+	/* the ring holds 1024: 1020 more, taken and not kept, and no more after them */
+	k->keep = 0;
+	assert_int_equal(fill(a, PSB_MSG_PULL), 1020);
+	assert_int_equal(rx_all(v, k), 1020);
+	assert_int_equal(fill(a, PSB_MSG_PULL), 0);
+	/* handed back out of order: the tail moves past the first kept ones only */
+	psb_shm_srv_release(v, k->refs[1]);
+	assert_int_equal(fill(a, PSB_MSG_PULL), 0);
+	psb_shm_srv_release(v, k->refs[0]);
+	psb_shm_srv_release(v, k->refs[0]);	/* twice: nothing more */
+	assert_int_equal(fill(a, PSB_MSG_PULL), 2);
+	assert_int_equal(rx_all(v, k), 2);
+	psb_shm_srv_release(v, k->refs[3]);
+	psb_shm_srv_release(v, k->refs[2]);
+	assert_int_equal(fill(a, PSB_MSG_PULL), 1024);
+	assert_int_equal(rx_all(v, k), 1024);
+
+	/* what is offered: pushes' segments alone, of pushes half the ring holds */
+	k->n = k->offered = 0;
+	k->keep = 1;
+	h.total_len = 600 * sizeof(pay[0]);	/* 600 segments: more than 512 */
+	h.offset = 0;
+	assert_int_equal(psb_shm_send(a, &h, pay[0]), 0);
+	psb_shm_flush(a);
+	assert_int_equal(psb_shm_srv_rx(v, 64, keep_cb, k), 1);
+	assert_int_equal(k->offered, 0);
+	/* one-segment pushes, kept until half the ring is: the rest are not offered */
+	assert_int_equal(fill(a, PSB_MSG_PUSH), 1024);
+	assert_int_equal(rx_all(v, k), 1024);
+	assert_int_equal(k->offered, 512);
+	for (i = 1; i <= 1024; i++)
+		psb_shm_srv_release(v, k->refs[i]);	/* NULL: nothing */
+	assert_int_equal(fill(a, PSB_MSG_PUSH), 1024);
+
+	/* kept while the client leaves: its region stays until handed back */
+	k->n = 0;
+	assert_int_equal(rx_all(v, k), 1024);
+	psb_shm_close(a);
+	psb_shm_srv_ctl(v, now_ns());
+	psb_shm_srv_ctl(v, now_ns());
+	assert_int_equal(st->slots_used, 0);
+	assert_int_equal(k->pay[0][0], 0x5a);	/* still mapped */
+	assert_int_equal(client_open(v, &b, 40011, err, sizeof(err)), 0);
+	assert_int_equal(psb_shm_slot(b), 0);
+	for (i = 0; i < 1024; i++)
+		psb_shm_srv_release(v, k->refs[i]);
+	psb_shm_srv_ctl(v, now_ns());
+	psb_shm_close(b);
+	psb_shm_srv_close(v);
+	free(k);
 }
 
 /* --- a hostile client, by hand --- */
@@ -792,6 +947,7 @@ main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_link),
+		cmocka_unit_test(test_held_frames),
 		cmocka_unit_test(test_hostile_handshake),
 		cmocka_unit_test(test_hostile_rings),
 	};

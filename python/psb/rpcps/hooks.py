@@ -110,6 +110,7 @@ class RpcHook(Hook):
     answers every trainer with the sum once all sent it; then / trainers."""
     NAME = "rpc"
     TAKES = {"rpc_timeout": (float, 0, 86400)}
+    RPC_DATA = True     # the gradients go by torch RPC (launcher: its transport as asked)
 
     def __init__(self, ctx, rpc_timeout=0):
         super().__init__(ctx)
@@ -144,6 +145,12 @@ class PsbHook(Hook):
         self.chunk_bytes = chunk_bytes
         addrs = [info for _, _, info in ctx["servers"]]
         self.nservers = len(addrs)
+        if not window_bytes:
+            # a whole batch's buckets in flight at once: a pushpull's bytes count twice
+            grads = sum(p.numel() * p.element_size() for p in ctx["model"].parameters()
+                        if p.requires_grad)
+            window_bytes = max(8 << 20, 2 * grads)
+        self.window_bytes = window_bytes
         self.worker = psb.KVWorker(servers=",".join(addrs), rank=ctx["trainer_rank"],
                                    sync=True, window_bytes=window_bytes,
                                    server_timeout=server_timeout or ctx["rpc_timeout"])

@@ -65,7 +65,8 @@ def parse_args(argv):
     p.add_argument("--rpc_transport", choices=("auto", "tcp"), default="auto",
                    help="how torch RPC (TensorPipe) carries messages and tensors: auto, its "
                    "own choice (shared memory and cross-memory copies between ranks of one "
-                   "host); tcp, TCP only, as between hosts (default auto)")
+                   "host); tcp, TCP only, as between hosts (default auto). Where it carries "
+                   "only the run's control (psb, allreduce) it is TCP either way")
     p.add_argument("--run_timeout", type=float, default=1800.0,
                    help="seconds the whole benchmark may take (default 1800)")
     p.add_argument("--seed", type=int, default=0, help="seed of the data and the models")
@@ -185,6 +186,7 @@ def plan(a):
         "batches": batches, "data": a.data, "model": a.model, "trainer": a.trainer,
         "server": a.server, "hook": hook_id, "hook_name": hook["class"].NAME,
         "rpc_timeout": a.rpc_timeout, "rpc_transport": a.rpc_transport,
+        "rpc_data": bool(getattr(hook["class"], "RPC_DATA", False)),
         "run_timeout": a.run_timeout, "seed": a.seed,
         "config_dir": a.config_dir, "out": out, "master_addr": a.master_addr,
         "master_port": port, "gloo_port": gloo,
@@ -392,9 +394,11 @@ def run_rank(local, spec):
                 rank=i, world_size=spec["ntrainer"],
                 timeout=datetime.timedelta(seconds=spec["rpc_timeout"]))
         # tcp: TensorPipe's uv transport and its basic channel (tensors inline over TCP),
-        # what it is left with between hosts
+        # what it is left with between hosts. Where torch RPC carries only the run's control
+        # (a hook of psb or allreduce moves the gradients) it is TCP too: TensorPipe's
+        # shared-memory transport keeps a thread polling, on the cores the trainers need.
         pinned = {"_transports": ["uv"], "_channels": ["basic"]} \
-            if spec.get("rpc_transport") == "tcp" else {}
+            if spec.get("rpc_transport") == "tcp" or not spec.get("rpc_data", True) else {}
         opts = rpc.TensorPipeRpcBackendOptions(
             init_method="tcp://%s:%d" % (spec["master_addr"], spec["master_port"]),
             rpc_timeout=spec["rpc_timeout"], **pinned)
