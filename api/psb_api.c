@@ -6,6 +6,7 @@
  */
 #include <errno.h>
 #include <ifaddrs.h>
+#include <math.h>
 #include <net/if.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -883,7 +884,7 @@ check_args(psbc_t *s, const uint64_t *keys, size_t nkeys, const void *vals, size
 
 static int64_t
 start_op(psbc_t *s, uint8_t type, const uint64_t *keys, size_t nkeys, const float *in,
-		float *out, size_t nvals, uint32_t *lens, psbc_cb cb, void *arg)
+		float *out, size_t nvals, uint32_t *lens, float scale, psbc_cb cb, void *arg)
 {
 	const char *what = type == PSB_MSG_PUSH ? "push" : type == PSB_MSG_PULL ? "pull" :
 		"pushpull";
@@ -898,6 +899,8 @@ start_op(psbc_t *s, uint8_t type, const uint64_t *keys, size_t nkeys, const floa
 		(const void *)in, nvals, lens, what);
 	if (rc == 0 && type == PSB_MSG_PUSHPULL && out == NULL)
 		rc = fail(s, PSBC_E_INVAL, "pushpull: outs is NULL");
+	if (rc == 0 && !isfinite(scale))
+		rc = fail(s, PSBC_E_INVAL, "%s: scale is not a finite number", what);
 	if (rc != 0)
 		return rc;
 	ts = s->next_ts;
@@ -932,6 +935,7 @@ start_op(psbc_t *s, uint8_t type, const uint64_t *keys, size_t nkeys, const floa
 		k->r.op.len = n * 4;
 		k->r.op.in = type == PSB_MSG_PULL ? NULL : in + off;
 		k->r.op.out = type == PSB_MSG_PUSH ? NULL : out + off;
+		k->r.op.scale = type == PSB_MSG_PUSH || scale == 1.0f ? 0.0f : scale;
 		off += n;
 		if (s->sync) {
 			struct round *rd = round_of(s, keys[i], type != PSB_MSG_PULL);
@@ -965,15 +969,15 @@ int64_t
 psbc_push(psbc_t *s, const uint64_t *keys, size_t nkeys, const float *vals, size_t nvals,
 		const uint32_t *lens, psbc_cb cb, void *arg)
 {
-	return start_op(s, PSB_MSG_PUSH, keys, nkeys, vals, NULL, nvals, (uint32_t *)lens, cb,
-		arg);
+	return start_op(s, PSB_MSG_PUSH, keys, nkeys, vals, NULL, nvals, (uint32_t *)lens, 0.0f,
+		cb, arg);
 }
 
 int64_t
 psbc_pull(psbc_t *s, const uint64_t *keys, size_t nkeys, float *vals, size_t nvals,
 		uint32_t *lens, psbc_cb cb, void *arg)
 {
-	return start_op(s, PSB_MSG_PULL, keys, nkeys, NULL, vals, nvals, lens, cb, arg);
+	return start_op(s, PSB_MSG_PULL, keys, nkeys, NULL, vals, nvals, lens, 0.0f, cb, arg);
 }
 
 int64_t
@@ -981,7 +985,15 @@ psbc_pushpull(psbc_t *s, const uint64_t *keys, size_t nkeys, const float *vals, 
 		size_t nvals, const uint32_t *lens, psbc_cb cb, void *arg)
 {
 	return start_op(s, PSB_MSG_PUSHPULL, keys, nkeys, vals, outs, nvals, (uint32_t *)lens,
-		cb, arg);
+		0.0f, cb, arg);
+}
+
+int64_t
+psbc_pushpull_scaled(psbc_t *s, const uint64_t *keys, size_t nkeys, const float *vals,
+		float *outs, size_t nvals, const uint32_t *lens, float scale, psbc_cb cb, void *arg)
+{
+	return start_op(s, PSB_MSG_PUSHPULL, keys, nkeys, vals, outs, nvals, (uint32_t *)lens,
+		scale, cb, arg);
 }
 
 void

@@ -43,8 +43,9 @@ extern "C" {
 /*
  * 2: struct psbc_opts gained transport (a session of api 1 takes PSB_TRANSPORT, or auto).
  * 3: psbc_wait_fds (struct psbc_opts as in 2).
+ * 4: psbc_pushpull_scaled (struct psbc_opts as in 2).
  */
-#define PSBC_API_VERSION	3
+#define PSBC_API_VERSION	4
 
 /* Error codes: every one negative. */
 enum psbc_error {
@@ -183,6 +184,15 @@ int64_t psbc_pull(psbc_t *s, const uint64_t *keys, size_t nkeys, float *vals, si
  */
 int64_t psbc_pushpull(psbc_t *s, const uint64_t *keys, size_t nkeys, const float *vals,
 		float *outs, size_t nvals, const uint32_t *lens, psbc_cb cb, void *arg);
+
+/*
+ * psbc_pushpull, each answer multiplied by scale as it lands in outs: the mean of the
+ * workers' pushes from the servers' sum (scale 1 / workers) with no pass over outs
+ * afterwards. scale must be finite; 1 is psbc_pushpull.
+ */
+int64_t psbc_pushpull_scaled(psbc_t *s, const uint64_t *keys, size_t nkeys, const float *vals,
+		float *outs, size_t nvals, const uint32_t *lens, float scale, psbc_cb cb,
+		void *arg);
 
 /* Block until operation ts ended: 0 or its first error. A timestamp is waited for once. */
 int psbc_wait(psbc_t *s, int64_t ts);

@@ -528,6 +528,28 @@ input_nack(struct psb_wk *wk, struct wk_slot *s, const struct psb_hdr *h, const 
  * An answer's epoch (aux; 0: the server gives none) against the one its server answered
  * with first: another one means the server restarted and what it stored is gone.
  */
+/*
+ * A segment of an answer into op->out: copied, and multiplied by op->scale while the
+ * segment is still in the cache (the floats it holds whole; a segment's bytes are a
+ * whole number of floats from a float boundary, as psb's servers cut them).
+ */
+static void
+land(const struct psb_wk_op *op, const struct psb_hdr *h, const void *payload)
+{
+	uint8_t *dst = (uint8_t *)op->out + h->offset;
+	size_t i, n = h->seg_len / sizeof(float);
+	float x;
+
+	memcpy(dst, payload, h->seg_len);
+	if (op->scale == 0.0f)
+		return;
+	for (i = 0; i < n; i++) {
+		memcpy(&x, dst + i * sizeof(float), sizeof(x));
+		x *= op->scale;
+		memcpy(dst + i * sizeof(float), &x, sizeof(x));
+	}
+}
+
 static int
 epoch_changed(struct psb_wk *wk, uint64_t key, uint32_t epoch)
 {
@@ -644,7 +666,7 @@ psb_wk_input(struct psb_wk *wk, const struct psb_hdr *h, const void *payload, ui
 		return;
 	}
 	if (op->out != NULL && h->seg_len != 0)
-		memcpy((uint8_t *)op->out + h->offset, payload, h->seg_len);
+		land(op, h, payload);
 	if (rc == PSB_REASM_DONE) {
 		op->out_len = h->total_len;
 		finish(wk, s, 0, now_ns);

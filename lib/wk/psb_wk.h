@@ -20,6 +20,8 @@ struct psb_wk_op {
 	uint32_t len;		/* bytes pushed, or capacity of out */
 	const float *in;	/* PUSH / PUSHPULL value */
 	float *out;		/* PULL / PUSHPULL destination (NULL: discard) */
+	float scale;		/* PULL / PUSHPULL: the answer lands multiplied by this (0: as
+				 * it came), a mean from a sum without another pass over out */
 	void *user;
 	/* Filled on completion. */
 	int status;		/* enum psb_status, or -ETIMEDOUT after max retries (PSB_ST_BUSY

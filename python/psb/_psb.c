@@ -8,6 +8,7 @@
 #include <Python.h>
 #include <structmember.h>
 
+#include <math.h>
 #include <poll.h>
 #include <stdint.h>
 #include <string.h>
@@ -302,8 +303,9 @@ start(KVWorker *w, int kind, PyObject *args, PyObject *kw)
 {
 	static char *names_push[] = { "keys", "vals", "lens", NULL };
 	static char *names_pull[] = { "keys", "out", "lens", NULL };
-	static char *names_pp[] = { "keys", "vals", "out", "lens", NULL };
-	PyObject *keys_o, *vals_o = NULL, *out_o = NULL, *lens_o = NULL;
+	static char *names_pp[] = { "keys", "vals", "out", "lens", "scale", NULL };
+	PyObject *keys_o, *vals_o = NULL, *out_o = NULL, *lens_o = NULL, *scale_o = Py_None;
+	double scale = 1.0;
 	struct pending *p;
 	char msg[512];
 	int64_t ts;
@@ -318,10 +320,19 @@ start(KVWorker *w, int kind, PyObject *args, PyObject *kw)
 		ok = PyArg_ParseTupleAndKeywords(args, kw, "OO|O", names_pull, &keys_o, &out_o,
 			&lens_o);
 	else
-		ok = PyArg_ParseTupleAndKeywords(args, kw, "OO|OO", names_pp, &keys_o, &vals_o,
-			&out_o, &lens_o);
+		ok = PyArg_ParseTupleAndKeywords(args, kw, "OO|OOO", names_pp, &keys_o, &vals_o,
+			&out_o, &lens_o, &scale_o);
 	if (!ok)
 		return NULL;
+	if (scale_o != Py_None) {
+		scale = PyFloat_AsDouble(scale_o);
+		if (scale == -1.0 && PyErr_Occurred())
+			return NULL;
+		if (!isfinite(scale) || !isfinite((float)scale)) {
+			PyErr_Format(PyExc_ValueError, "scale: %R is not a finite float32", scale_o);
+			return NULL;
+		}
+	}
 	p = PyMem_Calloc(1, sizeof(*p));
 	if (p == NULL)
 		return PyErr_NoMemory();
@@ -370,9 +381,9 @@ start(KVWorker *w, int kind, PyObject *args, PyObject *kw)
 		ts = psbc_pull(w->s, p->keys, p->nkeys, p->outs.buf, (size_t)p->outs.len / 4,
 			p->lens, NULL, NULL);
 	else
-		ts = psbc_pushpull(w->s, p->keys, p->nkeys, p->vals.buf,
+		ts = psbc_pushpull_scaled(w->s, p->keys, p->nkeys, p->vals.buf,
 			p->outs.obj != NULL ? p->outs.buf : p->vals.buf, (size_t)p->vals.len / 4,
-			p->lens, NULL, NULL);
+			p->lens, (float)scale, NULL, NULL);
 	if (ts < 0)
 		snprintf(msg, sizeof(msg), "%s", psbc_errmsg(w->s));
 	PyThread_release_lock(w->lock);
@@ -684,8 +695,9 @@ static PyMethodDef KVWorker_methods[] = {
 	  "Pull keys into out (writable float32); lens: a list of each key's room in floats,\n"
 	  "set to the lengths received by wait(ts)." },
 	{ "pushpull", (PyCFunction)(void (*)(void))KVWorker_pushpull, METH_VARARGS | METH_KEYWORDS,
-	  "pushpull(keys, vals, out=None, lens=None) -> ts\n\n"
-	  "Push vals, then read each key's sum into out (None: into vals itself)." },
+	  "pushpull(keys, vals, out=None, lens=None, scale=None) -> ts\n\n"
+	  "Push vals, then read each key's sum into out (None: into vals itself); scale:\n"
+	  "the sums land multiplied by it (1 / workers: the mean, with no pass afterwards)." },
 	{ "wait", (PyCFunction)KVWorker_wait, METH_O,
 	  "wait(ts)\n\nBlock (the GIL released) until operation ts ended; raise psb.Error if it\n"
 	  "failed. Each timestamp is waited for once. Other threads may start operations and\n"

@@ -4,6 +4,7 @@
  * argv[1]) on loopback.
  */
 #include <errno.h>
+#include <math.h>
 #include <poll.h>
 #include <pthread.h>
 #include <setjmp.h>
@@ -491,6 +492,54 @@ t_sync(void **state)
 	}
 }
 
+/*
+ * psbc_pushpull_scaled: each answer lands multiplied, over every segment of a value of
+ * many, into another array or in place; a scale that is no number is refused.
+ */
+static void
+t_scaled(void **state)
+{
+	const char *const extra[] = { "--async", "--seg-size", "1432", NULL };
+	enum { N = 3000 };		/* 12000 B: nine segments of 1432 */
+	const uint64_t keys[] = { 3, 4 };
+	float *v = calloc(2 * N, sizeof(float)), *out = calloc(2 * N, sizeof(float));
+	char list[64];
+	psbc_t *s;
+	int i;
+
+	(void)state;
+	assert_non_null(v);
+	assert_non_null(out);
+	start(0, extra);
+	s = open_to(addr(0, list, sizeof(list)), 0, 0);
+	for (i = 0; i < 2 * N; i++)
+		v[i] = (float)(i % 977) - 300.5f;
+	/* the first: each key's stored value is what it pushed; a quarter lands */
+	assert_int_equal(psbc_wait(s, psbc_pushpull_scaled(s, keys, 2, v, out, 2 * N, NULL,
+		0.25f, NULL, NULL)), 0);
+	for (i = 0; i < 2 * N; i++)
+		assert_true(out[i] == v[i] * 0.25f);
+	/* in place: the stored value is twice v now, a third of it lands */
+	assert_int_equal(psbc_wait(s, psbc_pushpull_scaled(s, keys, 2, v, v, 2 * N, NULL,
+		1.0f / 3, NULL, NULL)), 0);
+	for (i = 0; i < 2 * N; i++) {
+		float x = (float)(i % 977) - 300.5f;
+
+		assert_true(v[i] == (x + x) * (1.0f / 3));
+	}
+	/* 1 is an unscaled pushpull */
+	assert_int_equal(psbc_wait(s, psbc_pushpull_scaled(s, keys, 2, out, out, 2 * N, NULL,
+		1.0f, NULL, NULL)), 0);
+	assert_int_equal(psbc_pushpull_scaled(s, keys, 2, v, out, 2 * N, NULL, NAN, NULL, NULL),
+		PSBC_E_INVAL);
+	assert_non_null(strstr(psbc_errmsg(s), "scale"));
+	assert_int_equal(psbc_pushpull_scaled(s, keys, 2, v, out, 2 * N, NULL, INFINITY, NULL,
+		NULL), PSBC_E_INVAL);
+	psbc_close(s);
+	free(v);
+	free(out);
+}
+
 /* Through a scheduler named by the DMLC_* variables, as ps-lite programs are started. */
 static void
 t_scheduler(void **state)
@@ -785,6 +834,7 @@ main(int argc, char **argv)
 		cmocka_unit_test_teardown(t_len_mismatch, teardown),
 		cmocka_unit_test_teardown(t_two_servers, teardown),
 		cmocka_unit_test_teardown(t_sync, teardown),
+		cmocka_unit_test_teardown(t_scaled, teardown),
 		cmocka_unit_test_teardown(t_scheduler, teardown),
 		cmocka_unit_test_teardown(t_scheduler_silent, teardown),
 		cmocka_unit_test_teardown(t_server_stops, teardown),

@@ -78,6 +78,18 @@ def test_numpy_pushpull(server):
         got = np.empty(3 * 256, dtype=np.float32)
         w.wait(w.pull(keys, got))
         assert np.array_equal(got, vals)
+        # scale: the sums land multiplied (a mean without another pass), in place too
+        # (vals is twice the first push: the store holds 4x it, then 6x)
+        w.wait(w.pushpull(keys, vals, out, scale=0.25))
+        assert np.array_equal(out, 0.5 * vals)
+        half = vals.copy()
+        w.wait(w.pushpull(keys, half, scale=0.5))
+        assert np.array_equal(half, 1.5 * vals)
+        for bad in (float("nan"), float("inf"), 1e300):
+            with pytest.raises(ValueError, match="scale"):
+                w.pushpull(keys, vals, out, scale=bad)
+        with pytest.raises(TypeError):
+            w.pushpull(keys, vals, out, scale="half")
 
 
 def test_lens_and_many_in_flight(server):

@@ -19,7 +19,7 @@ The servers run synchronous rounds, each key's round being its push count: every
 pushes the same buckets in every batch, so the trainers' pushes of a bucket in one batch
 meet in one round, which is answered with its own sum (the servers run --sync-value round,
 not the total of every batch so far). psb's servers return sums: the hook divides by the
-trainer count. So do the RPC parameter server's trainers here (its stock server summed too,
+trainer count (the client multiplies the sums by 1 / trainers as they land, scale=). So do the RPC parameter server's trainers here (its stock server summed too,
 whatever its name said).
 """
 import hashlib
@@ -205,14 +205,15 @@ class PsbHook(Hook):
             try:
                 if self.failed is not None:
                     raise self.failed
-                ts = self.worker.pushpull(keys, buf, None, lens)
+                # the sums land divided by the trainer count: no pass over buf after
+                ts = self.worker.pushpull(keys, buf, None, lens, scale=1.0 / self.ntrainer)
             except Exception as e:      # psb.Error: named by psb (which server, why)
                 self._fail(fut, e)
                 continue
             self.todo.put((ts, fut, buf))
 
     def _complete(self):
-        """Each pushpull as it ends: divided, its future completed."""
+        """Each pushpull as it ends (its sums landed divided): its future completed."""
         while True:
             item = self.todo.get()
             if item is None:
@@ -222,7 +223,6 @@ class PsbHook(Hook):
                 if self.failed is not None:
                     raise self.failed
                 self.worker.wait(ts)
-                buf.div_(self.ntrainer)
                 fut.set_result(buf)
             except Exception as e:
                 self._fail(fut, e)
