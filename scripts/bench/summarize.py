@@ -1320,6 +1320,38 @@ def rpcps(out):
     L += ["", "Ratios: psb's figure over the other's, the median of the rounds' pairs "
           "[bootstrap 95 % interval]."]
 
+    # A synchronous round answers its trainers together: of a bucket's two hook times, the
+    # shorter is the last sender's (the round trip alone), the longer the first's, who also
+    # waited for the other trainer to get there. Buckets pair up by their place among a
+    # batch's completions, which come in order.
+    def split(way, p):
+        by = {}
+        for r in rows[(way, p)]:
+            if r["type"] == "hook_future_metric":
+                by.setdefault((int(r["batch"]), int(r["rank"])), []).append(float(r["ms"]))
+        last, first = [], []
+        for (b, rank), v in by.items():
+            others = [by[k] for k in by if k[0] == b and k[1] != rank]
+            if len(others) != 1 or len(others[0]) != len(v) or rank > min(
+                    k[1] for k in by if k[0] == b):
+                continue
+            for x, y in zip(v, others[0]):
+                last.append(min(x, y))
+                first.append(max(x, y))
+        return last, first
+    if plan["ntrainer"] == 2:
+        parts = {w: [split(w, p) for p in rounds] for w in ways}
+        med_split = {w: [statistics.median(statistics.mean(s[i]) for s in parts[w] if s[i])
+                         for i in (0, 1)] for w in ways}
+        summary["hook_split_ms"] = {w: {"last_sender": v[0], "first_sender": v[1]}
+                                    for w, v in med_split.items()}
+        L += ["", "| way | hook future mean, a bucket's last sender (its round trip) | "
+              "the first sender (and its wait for the other) |", "|---|---:|---:|"]
+        for w in ways:
+            L.append("| %s | %.1f | %.1f |" % (names[w], med_split[w][0], med_split[w][1]))
+        L += ["", "The two trainers' hook times of a bucket, paired (a batch's k-th of "
+              "each): the median over the runs of each run's mean."]
+
     def cdf(v):
         v = sorted(v)
         step = max(1, len(v) // 200)
