@@ -589,7 +589,9 @@ psb_sock_sweep(const char *dir)
 	if (d == NULL)
 		return;
 	while ((de = readdir(d)) != NULL) {
-		if (de->d_name[0] == '.' || strstr(de->d_name, ".tmp.") != NULL ||
+		/* records alone (sockrec_path's names): whatever else is there is not ours */
+		if (strlen(de->d_name) != 16 ||
+		    strspn(de->d_name, "0123456789abcdef") != 16 ||
 		    (size_t)snprintf(path, sizeof(path), "%s/%s", dir, de->d_name) >= sizeof(path))
 			continue;
 		if (rec_read(path, text, sizeof(text)) != 0 || rec_owner(text, &owner) != 0 ||

@@ -192,6 +192,16 @@ test_sock_claim(void **state)
 	assert_int_equal(count_records(), 1);	/* one per path: this one */
 	psb_sock_sweep(g_dir);
 	assert_int_equal(count_records(), 1);
+	/* what is not a record is not the sweep's, whatever order the directory lists */
+	assert_int_equal(access(g_sock, F_OK), 0);
+	snprintf(msg, sizeof(msg), "%s/notes.txt", g_dir);
+	f = fopen(msg, "w");
+	assert_non_null(f);
+	fputs("pid 1\n", f);
+	fclose(f);
+	psb_sock_sweep(g_dir);
+	assert_int_equal(access(msg, F_OK), 0);
+	unlink(msg);
 	unlink(g_sock);
 	psb_sock_sweep(g_dir);
 	assert_int_equal(count_records(), 0);
