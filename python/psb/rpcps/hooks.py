@@ -150,7 +150,6 @@ class PsbHook(Hook):
             grads = sum(p.numel() * p.element_size() for p in ctx["model"].parameters()
                         if p.requires_grad)
             window_bytes = max(8 << 20, 2 * grads)
-        self.window_bytes = window_bytes
         self.worker = psb.KVWorker(servers=",".join(addrs), rank=ctx["trainer_rank"],
                                    sync=True, window_bytes=window_bytes,
                                    server_timeout=server_timeout or ctx["rpc_timeout"])
